@@ -1,0 +1,197 @@
+// gpuvs train WORKLOAD|MODEL_FILE: Keras-style fit with progress, TensorBoard logs and checkpoints.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+#include "core/progress.hpp"
+#include "core/strings.hpp"
+#include "core/units.hpp"
+#include "engine/data.hpp"
+#include "engine/trainer.hpp"
+#include "graph/workloads.hpp"
+
+namespace gpuvs::cli {
+
+namespace {
+
+struct TrainArgs {
+  std::string workload;
+  engine::TrainConfig cfg;
+  std::string data, labels, logdir, checkpoint, gemm = "onednn";
+  std::optional<double> lr, scale;
+  std::int64_t rows = 60000;
+  bool json = false;
+};
+
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) {
+      const auto c = line.find(':');
+      if (c != std::string::npos) return line.substr(c + 2);
+    }
+  return "unknown CPU";
+}
+
+std::string metrics_text(double loss, double acc) { return fmt::format("loss: {:.4f} - accuracy: {:.4f}", loss, acc); }
+
+class ConsoleObserver final : public engine::TrainObserver {
+ public:
+  explicit ConsoleObserver(std::FILE* out) : out_(out) {}
+  void on_epoch_begin(std::int64_t epoch, std::int64_t epochs, std::int64_t steps) override {
+    fmt::print(out_, "Epoch {}/{}\n", epoch, epochs);
+    std::fflush(out_);
+    bar_.emplace(out_, static_cast<long>(steps));
+  }
+  void on_step(std::int64_t step, double loss, double acc) override {
+    bar_->update(static_cast<long>(step), metrics_text(loss, acc));
+  }
+  void on_epoch_end(const engine::EpochResult& r) override {
+    std::string m = metrics_text(r.loss, r.accuracy);
+    if (r.has_validation) m += fmt::format(" - val_loss: {:.4f} - val_accuracy: {:.4f}", r.val_loss, r.val_accuracy);
+    m += fmt::format(" - {:.0f} samples/s", r.samples_per_s);
+    bar_->finish(m);
+  }
+  void on_note(const std::string& text) override { fmt::print(out_, "{}\n", text); }
+
+ private:
+  std::FILE* out_;
+  std::optional<ProgressBar> bar_;
+};
+
+nlohmann::json summary_json(const TrainArgs& a, const graph::ModelSpec& spec, const engine::Dataset& data,
+                            const engine::TrainResult& r) {
+  auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  nlohmann::json j;
+  j["schema_version"] = 1;
+  j["command"] = "train";
+  j["workload"] = spec.name;
+  j["params"] = spec.param_count();
+  j["device"] = r.device;
+  j["device_name"] = cpu_model_name();
+  j["threads"] = r.threads;
+  j["gemm_library"] = r.gemm;
+  j["data"] = data.source;
+  j["train_rows"] = r.train_rows;
+  j["val_rows"] = r.val_rows;
+  j["batch_size"] = a.cfg.batch;
+  j["epochs"] = a.cfg.epochs;
+  j["first_epoch"] = r.first_epoch;
+  j["steps"] = r.steps;
+  j["seed"] = a.cfg.seed;
+  j["samples_per_s"] = num(r.samples_per_s);
+  j["step_time_median_s"] = num(r.step_time_median_s);
+  j["step_time_p10_s"] = num(r.step_time_p10_s);
+  j["step_time_p90_s"] = num(r.step_time_p90_s);
+  j["peak_memory_bytes"] = r.peak_memory_bytes;
+  j["peak_rss_bytes"] = r.peak_rss_bytes;
+  nlohmann::json hist = nlohmann::json::array();
+  for (const auto& e : r.history) {
+    nlohmann::json h{{"epoch", e.epoch}, {"loss", e.loss}, {"accuracy", e.accuracy}, {"samples_per_s", e.samples_per_s},
+                     {"seconds", e.seconds}};
+    if (e.has_validation) {
+      h["val_loss"] = e.val_loss;
+      h["val_accuracy"] = e.val_accuracy;
+    }
+    hist.push_back(h);
+  }
+  j["history"] = hist;
+  if (!r.history.empty()) {
+    const auto& last = r.history.back();
+    j["loss"] = last.loss;
+    j["accuracy"] = last.accuracy;
+    j["val_loss"] = last.has_validation ? nlohmann::json(last.val_loss) : nlohmann::json(nullptr);
+    j["val_accuracy"] = last.has_validation ? nlohmann::json(last.val_accuracy) : nlohmann::json(nullptr);
+  }
+  return j;
+}
+
+int run_train(TrainArgs& a) {
+  const graph::ModelSpec spec = graph::resolve_workload(a.workload);
+  if (a.gemm == "onednn") a.cfg.gemm = engine::GemmLibrary::onednn;
+  else if (a.gemm == "openblas") a.cfg.gemm = engine::GemmLibrary::openblas;
+  else throw InputError(fmt::format("--gemm '{}' is not a GEMM library (expected onednn or openblas)", a.gemm));
+  a.cfg.learning_rate = a.lr;
+  if (!a.logdir.empty()) a.cfg.logdir = a.logdir;
+  if (!a.checkpoint.empty()) a.cfg.checkpoint_dir = a.checkpoint;
+  if (a.scale && !(std::isfinite(*a.scale) && *a.scale > 0))
+    throw InputError(fmt::format("--scale must be a positive number, got {}", *a.scale));
+  if (!a.labels.empty() && a.data.empty()) throw InputError("--labels needs --data");
+  if (a.rows < 2) throw InputError(fmt::format("--rows must be at least 2, got {}", a.rows));
+
+  engine::Dataset data;
+  if (a.data.empty()) {
+    data = engine::make_synthetic(a.rows, spec.input_dim, spec.num_classes(), a.cfg.seed);
+  } else {
+    engine::DataFiles files;
+    files.data = a.data;
+    if (!a.labels.empty()) files.labels = a.labels;
+    files.scale = a.scale;
+    data = engine::load_dataset(files);
+  }
+  std::FILE* progress = a.json ? stderr : stdout;
+  fmt::print(progress, "Model {} ({} params), data {} ({} rows x {} features)\n", spec.name, spec.param_count(),
+             data.source, data.rows, data.features);
+  ConsoleObserver obs(progress);
+  engine::ParamStore store;
+  const engine::TrainResult r = engine::train(spec, data, a.cfg, obs, store);
+  if (a.json) {
+    fmt::print("{}\n", summary_json(a, spec, data, r).dump());
+    return 0;
+  }
+  if (r.history.empty()) return 0;
+  const auto& last = r.history.back();
+  fmt::print("Trained {} on cpu ({}, {} threads, GEMM {}): {} epochs, {} steps of batch {}\n", spec.name,
+             cpu_model_name(), r.threads, r.gemm, r.history.size(), r.steps, a.cfg.batch);
+  fmt::print("  throughput {} samples/s, median step {} (p10 {}, p90 {})\n", units::format_si(r.samples_per_s),
+             units::format_seconds(r.step_time_median_s), units::format_seconds(r.step_time_p10_s),
+             units::format_seconds(r.step_time_p90_s));
+  fmt::print("  peak memory {} (params, optimizer state, activations); process peak RSS {}\n",
+             units::format_bytes_binary(static_cast<double>(r.peak_memory_bytes)),
+             units::format_bytes_binary(static_cast<double>(r.peak_rss_bytes)));
+  std::string fin = fmt::format("  final loss {:.4f}, accuracy {:.4f}", last.loss, last.accuracy);
+  if (last.has_validation) fin += fmt::format(", val_loss {:.4f}, val_accuracy {:.4f}", last.val_loss, last.val_accuracy);
+  fmt::print("{}\n", fin);
+  if (a.cfg.logdir) fmt::print("  TensorBoard logs: {} (tensorboard --logdir {})\n", a.logdir, a.logdir);
+  if (a.cfg.checkpoint_dir) fmt::print("  checkpoint: {}/checkpoint.gpuvs\n", a.checkpoint);
+  return 0;
+}
+
+}  // namespace
+
+Runner add_train_command(CLI::App& app) {
+  auto args = std::make_shared<TrainArgs>();
+  auto* sub = app.add_subcommand("train", "Train a workload (built-in id or model file) on this machine");
+  sub->add_option("workload", args->workload, "Built-in workload id (seed-mlp) or a .toml/.json model file")
+      ->required();
+  sub->add_option("--epochs", args->cfg.epochs, "Epochs to train (total, counting resumed ones)")->capture_default_str();
+  sub->add_option("--batch-size", args->cfg.batch, "Samples per step")->capture_default_str();
+  sub->add_option("--steps", args->cfg.steps_per_epoch, "Steps per epoch (default: the whole training split)");
+  sub->add_option("--lr", args->lr, "Learning rate (default: the model's, Keras Adam 1e-3)");
+  sub->add_option("--seed", args->cfg.seed, "Seed for data, initial weights, shuffling and dropout")
+      ->capture_default_str();
+  sub->add_option("--validation-split", args->cfg.validation_split,
+                  "Fraction of the rows (the last ones, as Keras) held out for validation")
+      ->capture_default_str();
+  sub->add_option("--data", args->data,
+                  "Data file: CSV (label last), NPY or IDX, optionally .gz (default: synthetic task)");
+  sub->add_option("--labels", args->labels, "Labels file for NPY or IDX data");
+  sub->add_option("--scale", args->scale, "Multiply features by this (default: 1/255 for 8-bit data, else 1)");
+  sub->add_option("--rows", args->rows, "Rows of the synthetic task")->capture_default_str();
+  sub->add_option("--logdir", args->logdir, "Write TensorBoard event files under DIR/train and DIR/validation");
+  sub->add_option("--checkpoint", args->checkpoint, "Write a checkpoint to DIR at each epoch end");
+  sub->add_flag("--resume", args->cfg.resume, "Continue from the checkpoint in --checkpoint DIR");
+  sub->add_option("--threads", args->cfg.threads, "CPU threads (default: every core)");
+  sub->add_option("--gemm", args->gemm, "CPU GEMM library: onednn or openblas")->capture_default_str();
+  sub->add_flag("--json", args->json, "Print the final summary as one JSON object on stdout (progress to stderr)");
+  return [args] { return run_train(*args); };
+}
+
+}  // namespace gpuvs::cli

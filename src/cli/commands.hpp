@@ -1,0 +1,13 @@
+// Subcommand registration. Each command adds itself to the CLI11 app and returns the function that runs it.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace gpuvs::cli {
+
+using Runner = std::function<int()>;
+
+Runner add_train_command(CLI::App& app);
+Runner add_graph_command(CLI::App& app);
+
+}  // namespace gpuvs::cli

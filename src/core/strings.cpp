@@ -1,0 +1,59 @@
+#include "core/strings.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <numeric>
+
+namespace gpuvs::strings {
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+  std::iota(prev.begin(), prev.end(), std::size_t{0});
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::vector<std::string> closest(std::string_view word, const std::vector<std::string>& candidates,
+                                 std::size_t limit) {
+  std::vector<std::pair<std::size_t, std::size_t>> scored;  // (distance, index)
+  const std::string w = lower(word);
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    const std::string c = lower(candidates[i]);
+    std::size_t d = edit_distance(w, c);
+    // A candidate that contains the word (or the reverse) is a strong hint even when lengths differ.
+    if (!w.empty() && (c.find(w) != std::string::npos || w.find(c) != std::string::npos)) d = d / 2;
+    scored.emplace_back(d, i);
+  }
+  std::stable_sort(scored.begin(), scored.end());
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < scored.size() && out.size() < limit; ++i) out.push_back(candidates[scored[i].second]);
+  return out;
+}
+
+std::string join(const std::vector<std::string>& parts, std::string_view sep) {
+  std::string out;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (i) out += sep;
+    out += parts[i];
+  }
+  return out;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+}  // namespace gpuvs::strings

@@ -1,0 +1,17 @@
+// Small string helpers: edit distance for "did you mean" suggestions, trimming, joining.
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpuvs::strings {
+
+std::size_t edit_distance(std::string_view a, std::string_view b);
+/// Up to `limit` candidates closest to `word` by edit distance (ties keep candidate order).
+std::vector<std::string> closest(std::string_view word, const std::vector<std::string>& candidates,
+                                 std::size_t limit = 3);
+std::string join(const std::vector<std::string>& parts, std::string_view sep);
+std::string lower(std::string_view s);
+bool ends_with(std::string_view s, std::string_view suffix);
+
+}  // namespace gpuvs::strings

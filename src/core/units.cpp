@@ -1,0 +1,33 @@
+#include "core/units.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace gpuvs::units {
+
+std::string format_bytes_binary(double bytes) {
+  const char* names[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int i = 0;
+  while (std::fabs(bytes) >= 1024.0 && i < 4) {
+    bytes /= 1024.0;
+    ++i;
+  }
+  return i == 0 ? fmt::format("{:.0f} B", bytes) : fmt::format("{:.2f} {}", bytes, names[i]);
+}
+
+std::string format_seconds(double s) {
+  if (s >= 1.0) return fmt::format("{:.2f} s", s);
+  if (s >= 1e-3) return fmt::format("{:.2f} ms", s * 1e3);
+  if (s >= 1e-6) return fmt::format("{:.1f} us", s * 1e6);
+  return fmt::format("{:.0f} ns", s * 1e9);
+}
+
+std::string format_si(double v) {
+  if (std::fabs(v) >= 1e9) return fmt::format("{:.2f} G", v / 1e9);
+  if (std::fabs(v) >= 1e6) return fmt::format("{:.2f} M", v / 1e6);
+  if (std::fabs(v) >= 1e3) return fmt::format("{:.1f} k", v / 1e3);
+  return fmt::format("{:.1f}", v);
+}
+
+}  // namespace gpuvs::units

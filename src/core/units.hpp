@@ -1,0 +1,22 @@
+// Units: GB = 1e9 bytes and GiB = 2^30 bytes are different quantities and are never mixed.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace gpuvs::units {
+
+inline constexpr double kGB = 1e9;
+inline constexpr double kGiB = 1073741824.0;
+inline constexpr double kMiB = 1048576.0;
+
+inline double to_gb(double bytes) { return bytes / kGB; }
+inline double to_gib(double bytes) { return bytes / kGiB; }
+
+/// "123 B", "4.0 KiB", "1.50 MiB", "2.25 GiB": binary prefixes for memory sizes.
+std::string format_bytes_binary(double bytes);
+/// "1.23 ms", "45.6 µs", "2.00 s".
+std::string format_seconds(double seconds);
+/// "12.3 k", "4.56 M" with SI prefixes (1e3) for rates such as samples/s.
+std::string format_si(double value);
+
+}  // namespace gpuvs::units

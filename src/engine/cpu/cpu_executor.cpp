@@ -1,0 +1,242 @@
+// The CPU executor: plans one arena for every intermediate and saved tensor, binds params to the
+// ParamStore, creates a GEMM plan per matmul, then interprets the node list in order.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstring>
+#include <stdexcept>
+
+#include "engine/cpu/gemm.hpp"
+#include "engine/cpu/kernels.hpp"
+#include "engine/executor.hpp"
+
+namespace gpuvs::engine {
+
+namespace {
+
+using graph::DType;
+using graph::Node;
+using graph::NodeId;
+using graph::OpKind;
+
+std::size_t align64(std::size_t n) { return (n + 63) / 64 * 64; }
+
+class CpuExecutor final : public Executor {
+ public:
+  CpuExecutor(const graph::Graph& g, ParamStore& store, const ExecutorOptions& opt)
+      : g_(g), store_(store), opt_(opt) {
+    const std::size_t count = g_.size();
+    value_.assign(count, nullptr);
+    aux_.assign(count, nullptr);
+    slot_m_.assign(count, nullptr);
+    slot_v_.assign(count, nullptr);
+    gemm_.resize(count);
+    if (opt_.profile) seconds_.assign(count, 0.0);
+    // Pass 1: sizes. Params live in the store; adam_update writes its param in place.
+    std::vector<std::size_t> value_off(count, 0), aux_off(count, 0);
+    std::size_t total = 0;
+    for (const Node& n : g_.nodes()) {
+      const auto bytes = static_cast<std::size_t>(graph::numel(n.shape)) * graph::dtype_size(n.dtype);
+      if (n.op != OpKind::param && n.op != OpKind::adam_update) {
+        value_off[idx(n.id)] = total;
+        total += align64(bytes);
+      }
+      if (n.op == OpKind::dropout) {  // 1-byte keep mask
+        aux_off[idx(n.id)] = total;
+        total += align64(static_cast<std::size_t>(graph::numel(n.shape)));
+      } else if (n.op == OpKind::softmax_xent) {  // probabilities, for the gradient
+        aux_off[idx(n.id)] = total;
+        total += align64(static_cast<std::size_t>(graph::numel(g_.node(n.inputs[0]).shape)) *
+                         graph::dtype_size(n.dtype));
+      }
+    }
+    arena_ = AlignedBuffer(total);
+    // Pass 2: bind pointers, fill constants, create GEMM plans.
+    for (const Node& n : g_.nodes()) {
+      const std::size_t i = idx(n.id);
+      if (n.op == OpKind::param) {
+        HostTensor& t = store_.get(n.name);
+        if (t.shape != n.shape || t.dtype != n.dtype)
+          throw std::invalid_argument(fmt::format("executor: param '{}' is {} {} in the store but {} {} in the graph",
+                                                  n.name, graph::shape_str(t.shape), graph::dtype_name(t.dtype),
+                                                  graph::shape_str(n.shape), graph::dtype_name(n.dtype)));
+        value_[i] = t.buffer.data();
+        continue;
+      }
+      if (n.op == OpKind::adam_update) {
+        const Node& p = g_.node(n.inputs[0]);
+        value_[i] = value_[idx(p.id)];
+        slot_m_[i] = store_.ensure(p.name + "/m", p.shape, p.dtype).buffer.data();
+        slot_v_[i] = store_.ensure(p.name + "/v", p.shape, p.dtype).buffer.data();
+        continue;
+      }
+      value_[i] = arena_.data() + value_off[i];
+      if (n.op == OpKind::dropout || n.op == OpKind::softmax_xent) aux_[i] = arena_.data() + aux_off[i];
+      if (n.op == OpKind::fill) fill(n);
+    }
+    for (const Node& n : g_.nodes()) {
+      if (n.op != OpKind::matmul) continue;
+      const Node& a = g_.node(n.inputs[0]);
+      cpu::GemmShape s;
+      s.m = n.shape[0];
+      s.n = n.shape[1];
+      s.k = n.trans_a ? a.shape[0] : a.shape[1];
+      s.trans_a = n.trans_a;
+      s.trans_b = n.trans_b;
+      gemm_[idx(n.id)] = std::make_unique<cpu::GemmPlan>(opt_.gemm, n.dtype, s, value_[idx(n.inputs[0])],
+                                                         value_[idx(n.inputs[1])],
+                                                         n.has_bias ? value_[idx(n.inputs[2])] : nullptr,
+                                                         value_[idx(n.id)], n.act);
+    }
+  }
+
+  void* input(std::string_view name) override {
+    const NodeId id = g_.find(name);
+    if (id == graph::kNone || g_.node(id).op != OpKind::input)
+      throw std::invalid_argument(fmt::format("executor: no input named '{}'", name));
+    return value_[idx(id)];
+  }
+
+  void run(const StepContext& ctx) override {
+    if (!opt_.profile) {
+      for (const Node& n : g_.nodes()) exec(n, ctx);
+      return;
+    }
+    for (const Node& n : g_.nodes()) {
+      const auto t0 = std::chrono::steady_clock::now();
+      exec(n, ctx);
+      seconds_[idx(n.id)] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+  }
+
+  double scalar(std::string_view output) const override {
+    const NodeId id = g_.output(output);
+    if (id == graph::kNone) throw std::invalid_argument(fmt::format("executor: no output named '{}'", output));
+    return read(id).at(0);
+  }
+
+  std::vector<double> read(NodeId id) const override {
+    const Node& n = g_.node(id);
+    const auto count = static_cast<std::size_t>(graph::numel(n.shape));
+    std::vector<double> out(count);
+    const std::byte* p = value_[idx(id)];
+    for (std::size_t k = 0; k < count; ++k) {
+      switch (n.dtype) {
+        case DType::f32: out[k] = reinterpret_cast<const float*>(p)[k]; break;
+        case DType::f64: out[k] = reinterpret_cast<const double*>(p)[k]; break;
+        case DType::i32: out[k] = reinterpret_cast<const std::int32_t*>(p)[k]; break;
+      }
+    }
+    return out;
+  }
+
+  std::size_t workspace_bytes() const override { return arena_.size(); }
+  const std::vector<double>& node_seconds() const override { return seconds_; }
+  const graph::Graph& graph() const override { return g_; }
+
+  std::string describe() const override {
+    std::string out;
+    for (const Node& n : g_.nodes())
+      if (gemm_[idx(n.id)]) out += fmt::format("{}: {}\n", n.name, gemm_[idx(n.id)]->impl());
+    return out;
+  }
+
+ private:
+  static std::size_t idx(NodeId id) { return static_cast<std::size_t>(id); }
+
+  void fill(const Node& n) {
+    const auto count = graph::numel(n.shape);
+    for (std::int64_t k = 0; k < count; ++k) {
+      if (n.dtype == DType::f32) reinterpret_cast<float*>(value_[idx(n.id)])[k] = static_cast<float>(n.value);
+      else if (n.dtype == DType::f64) reinterpret_cast<double*>(value_[idx(n.id)])[k] = n.value;
+      else reinterpret_cast<std::int32_t*>(value_[idx(n.id)])[k] = static_cast<std::int32_t>(n.value);
+    }
+  }
+
+  template <class T>
+  T* val(NodeId id) const { return reinterpret_cast<T*>(value_[idx(id)]); }
+
+  void exec(const Node& n, const StepContext& ctx) {
+    if (n.dtype == DType::f64) exec_typed<double>(n, ctx);
+    else exec_typed<float>(n, ctx);
+  }
+
+  template <class T>
+  void exec_typed(const Node& n, const StepContext& ctx) {
+    const std::int64_t count = graph::numel(n.shape);
+    T* out = val<T>(n.id);
+    switch (n.op) {
+      case OpKind::input:
+      case OpKind::param:
+      case OpKind::fill:
+        return;
+      case OpKind::matmul:
+        gemm_[idx(n.id)]->run();
+        return;
+      case OpKind::activation:
+        cpu::activation_forward(val<T>(n.inputs[0]), out, count, n.act);
+        return;
+      case OpKind::activation_grad:
+        cpu::activation_backward(val<T>(n.inputs[0]), val<T>(n.inputs[1]), out, count, n.act);
+        return;
+      case OpKind::dropout: {
+        // A new mask every step and for every dropout node: the stream is (step, node).
+        const std::uint64_t stream = (static_cast<std::uint64_t>(ctx.iteration) << 20) | idx(n.id);
+        cpu::dropout_forward(val<T>(n.inputs[0]), out, reinterpret_cast<std::uint8_t*>(aux_[idx(n.id)]), count,
+                             n.rate, ctx.seed, stream);
+        return;
+      }
+      case OpKind::dropout_grad:
+        cpu::dropout_backward(val<T>(n.inputs[0]), reinterpret_cast<const std::uint8_t*>(aux_[idx(n.ref)]), out,
+                              count, n.rate);
+        return;
+      case OpKind::softmax: {
+        cpu::softmax_forward(val<T>(n.inputs[0]), out, n.shape[0], n.shape[1]);
+        return;
+      }
+      case OpKind::softmax_xent: {
+        const auto& ls = g_.node(n.inputs[0]).shape;
+        *out = static_cast<T>(cpu::softmax_xent_forward(val<T>(n.inputs[0]), val<std::int32_t>(n.inputs[1]),
+                                                        reinterpret_cast<T*>(aux_[idx(n.id)]), ls[0], ls[1]));
+        return;
+      }
+      case OpKind::softmax_xent_grad:
+        cpu::softmax_xent_backward(*val<T>(n.inputs[0]), reinterpret_cast<const T*>(aux_[idx(n.ref)]),
+                                   val<std::int32_t>(n.inputs[1]), out, n.shape[0], n.shape[1]);
+        return;
+      case OpKind::reduce_rows: {
+        const auto& xs = g_.node(n.inputs[0]).shape;
+        cpu::reduce_rows(val<T>(n.inputs[0]), out, xs[0], xs[1]);
+        return;
+      }
+      case OpKind::add:
+        cpu::add(val<T>(n.inputs[0]), val<T>(n.inputs[1]), out, count);
+        return;
+      case OpKind::accuracy: {
+        const auto& ls = g_.node(n.inputs[0]).shape;
+        *out = static_cast<T>(cpu::accuracy(val<T>(n.inputs[0]), val<std::int32_t>(n.inputs[1]), ls[0], ls[1]));
+        return;
+      }
+      case OpKind::adam_update:
+        cpu::adam_update(out, val<T>(n.inputs[1]), reinterpret_cast<T*>(slot_m_[idx(n.id)]),
+                         reinterpret_cast<T*>(slot_v_[idx(n.id)]), count, n.adam, ctx.iteration);
+        return;
+    }
+  }
+
+  const graph::Graph g_;  // owned copy: the executor outlives any temporary the caller built
+  ParamStore& store_;
+  ExecutorOptions opt_;
+  AlignedBuffer arena_;
+  std::vector<std::byte*> value_, aux_, slot_m_, slot_v_;
+  std::vector<std::unique_ptr<cpu::GemmPlan>> gemm_;
+  std::vector<double> seconds_;
+};
+
+}  // namespace
+
+std::unique_ptr<Executor> make_cpu_executor(const graph::Graph& g, ParamStore& store, const ExecutorOptions& opt) {
+  return std::make_unique<CpuExecutor>(g, store, opt);
+}
+
+}  // namespace gpuvs::engine

@@ -1,0 +1,106 @@
+#include "engine/cpu/gemm.hpp"
+
+#include <cblas.h>
+#include <fmt/format.h>
+
+#include <dnnl.hpp>
+#include <stdexcept>
+
+#include "engine/cpu/kernels.hpp"
+#include "engine/param_store.hpp"
+
+namespace gpuvs::engine::cpu {
+
+namespace {
+dnnl::engine& cpu_engine() {
+  static dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  return eng;
+}
+dnnl::stream& cpu_stream() {
+  static dnnl::stream s(cpu_engine());
+  return s;
+}
+}  // namespace
+
+struct GemmPlan::Impl {
+  GemmLibrary lib;
+  graph::DType dtype;
+  GemmShape s;
+  const void* a;
+  const void* b;
+  const void* bias;
+  void* c;
+  graph::Act act;
+  // oneDNN state, created once.
+  dnnl::matmul prim;
+  std::unordered_map<int, dnnl::memory> args;
+  AlignedBuffer scratch;
+  std::string impl_name;
+
+  void plan_onednn() {
+    using dt = dnnl::memory::data_type;
+    const auto M = s.m, N = s.n, K = s.k;
+    const dnnl::memory::desc a_md({M, K}, dt::f32, s.trans_a ? dnnl::memory::dims{1, M} : dnnl::memory::dims{K, 1});
+    const dnnl::memory::desc b_md({K, N}, dt::f32, s.trans_b ? dnnl::memory::dims{1, K} : dnnl::memory::dims{N, 1});
+    const dnnl::memory::desc c_md({M, N}, dt::f32, dnnl::memory::dims{N, 1});
+    const dnnl::memory::desc bias_md = bias ? dnnl::memory::desc({1, N}, dt::f32, dnnl::memory::dims{N, 1})
+                                            : dnnl::memory::desc();
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // we own the scratchpad: no allocation per run
+    if (act != graph::Act::none) {
+      dnnl::post_ops po;
+      const auto alg = act == graph::Act::relu   ? dnnl::algorithm::eltwise_relu
+                       : act == graph::Act::tanh ? dnnl::algorithm::eltwise_tanh
+                                                 : dnnl::algorithm::eltwise_logistic;
+      po.append_eltwise(1.0f, alg, 0.0f, 0.0f);
+      attr.set_post_ops(po);
+    }
+    const dnnl::matmul::desc desc = bias ? dnnl::matmul::desc(a_md, b_md, bias_md, c_md)
+                                         : dnnl::matmul::desc(a_md, b_md, c_md);
+    const dnnl::matmul::primitive_desc pd(desc, attr, cpu_engine());
+    prim = dnnl::matmul(pd);
+    impl_name = fmt::format("onednn:{}", pd.impl_info_str());
+    scratch = AlignedBuffer(pd.scratchpad_desc().get_size());
+    auto& eng = cpu_engine();
+    args = {{DNNL_ARG_SRC, dnnl::memory(a_md, eng, const_cast<void*>(a))},
+            {DNNL_ARG_WEIGHTS, dnnl::memory(b_md, eng, const_cast<void*>(b))},
+            {DNNL_ARG_DST, dnnl::memory(c_md, eng, c)},
+            {DNNL_ARG_SCRATCHPAD, dnnl::memory(pd.scratchpad_desc(), eng, scratch.data())}};
+    if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_md, eng, const_cast<void*>(bias)));
+  }
+
+  template <class T>
+  void run_blas() {
+    const auto M = static_cast<blasint>(s.m), N = static_cast<blasint>(s.n), K = static_cast<blasint>(s.k);
+    const blasint lda = s.trans_a ? M : K, ldb = s.trans_b ? K : N;
+    const auto ta = s.trans_a ? CblasTrans : CblasNoTrans, tb = s.trans_b ? CblasTrans : CblasNoTrans;
+    if constexpr (std::is_same_v<T, float>)
+      cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, 1.0f, static_cast<const float*>(a), lda,
+                  static_cast<const float*>(b), ldb, 0.0f, static_cast<float*>(c), N);
+    else
+      cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, 1.0, static_cast<const double*>(a), lda,
+                  static_cast<const double*>(b), ldb, 0.0, static_cast<double*>(c), N);
+    bias_act_epilogue<T>(static_cast<T*>(c), static_cast<const T*>(bias), s.m, s.n, act);
+  }
+};
+
+GemmPlan::GemmPlan(GemmLibrary lib, graph::DType dtype, const GemmShape& shape, const void* a, const void* b,
+                   const void* bias, void* c, graph::Act act)
+    : impl_(new Impl{lib, dtype, shape, a, b, bias, c, act, {}, {}, {}, {}}) {
+  if (dtype == graph::DType::i32) throw std::invalid_argument("gemm: integer matmul is not supported");
+  if (dtype == graph::DType::f32 && lib == GemmLibrary::onednn) impl_->plan_onednn();
+  else impl_->impl_name = dtype == graph::DType::f32 ? "openblas:sgemm+epilogue" : "openblas:dgemm+epilogue";
+}
+
+GemmPlan::~GemmPlan() = default;
+
+void GemmPlan::run() {
+  if (impl_->dtype == graph::DType::f64) return impl_->run_blas<double>();
+  if (impl_->lib == GemmLibrary::openblas) return impl_->run_blas<float>();
+  impl_->prim.execute(cpu_stream(), impl_->args);
+  cpu_stream().wait();
+}
+
+std::string GemmPlan::impl() const { return impl_->impl_name; }
+
+}  // namespace gpuvs::engine::cpu

@@ -1,0 +1,254 @@
+#include "engine/trainer.hpp"
+
+#include <fmt/format.h>
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <numeric>
+
+#include "core/error.hpp"
+#include "core/files.hpp"
+#include "core/rng.hpp"
+#include "core/stats.hpp"
+#include "engine/checkpoint.hpp"
+#include "engine/tfevents.hpp"
+#include "graph/builder.hpp"
+
+namespace gpuvs::engine {
+namespace fs = std::filesystem;
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+// The order of training rows in an epoch: a Fisher-Yates shuffle driven by (seed, epoch), so any epoch's
+// order can be recomputed on resume.
+std::vector<std::int64_t> epoch_order(std::int64_t rows, std::uint64_t seed, std::int64_t epoch) {
+  std::vector<std::int64_t> order(static_cast<std::size_t>(rows));
+  std::iota(order.begin(), order.end(), std::int64_t{0});
+  const CounterRng rng(seed, 0x73687566666c65ULL ^ (static_cast<std::uint64_t>(epoch) << 32));
+  for (std::int64_t i = rows - 1; i > 0; --i) {
+    const auto j = static_cast<std::int64_t>(rng.uniform(static_cast<std::uint64_t>(i)) * static_cast<double>(i + 1));
+    std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(j)]);
+  }
+  return order;
+}
+
+// Executors for a full batch and, when the row count does not divide, the last partial one.
+struct ExecPair {
+  std::unique_ptr<Executor> full, tail;
+  Executor& for_rows(std::int64_t rows, std::int64_t batch) { return rows == batch ? *full : *tail; }
+};
+
+ExecPair make_pair(const graph::ModelSpec& spec, graph::Mode mode, std::int64_t batch, std::int64_t tail,
+                   ParamStore& store, const ExecutorOptions& opt) {
+  ExecPair p;
+  if (batch > 0) p.full = make_cpu_executor(graph::build_graph(spec, {batch, graph::DType::f32, mode}), store, opt);
+  if (tail > 0) p.tail = make_cpu_executor(graph::build_graph(spec, {tail, graph::DType::f32, mode}), store, opt);
+  return p;
+}
+
+void load_batch(Executor& ex, const Dataset& d, const std::int64_t* rows, std::int64_t count) {
+  auto* x = static_cast<float*>(ex.input("x"));
+  auto* y = static_cast<std::int32_t*>(ex.input("labels"));
+  const auto f = static_cast<std::size_t>(d.features);
+  for (std::int64_t i = 0; i < count; ++i) {
+    const auto r = static_cast<std::size_t>(rows[i]);
+    std::memcpy(x + static_cast<std::size_t>(i) * f, d.x.data() + r * f, f * sizeof(float));
+    y[i] = d.y[r];
+  }
+}
+
+std::size_t peak_rss() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<std::size_t>(u.ru_maxrss) * 1024;
+}
+
+}  // namespace
+
+TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const TrainConfig& cfg, TrainObserver& obs,
+                  ParamStore& store) {
+  // ---- Everything that can be wrong is checked before anything is written.
+  if (cfg.epochs < 1) throw InputError(fmt::format("--epochs must be at least 1, got {}", cfg.epochs));
+  if (cfg.batch < 1) throw InputError(fmt::format("--batch-size must be at least 1, got {}", cfg.batch));
+  if (cfg.steps_per_epoch < 0) throw InputError(fmt::format("--steps must be positive, got {}", cfg.steps_per_epoch));
+  if (!(cfg.validation_split >= 0.0 && cfg.validation_split < 1.0))
+    throw InputError(fmt::format("--validation-split must be in [0, 1), got {}", cfg.validation_split));
+  if (cfg.learning_rate && !(*cfg.learning_rate > 0.0 && std::isfinite(*cfg.learning_rate)))
+    throw InputError(fmt::format("--lr must be a positive number, got {}", *cfg.learning_rate));
+  if (cfg.threads < 0) throw InputError(fmt::format("--threads must be positive, got {}", cfg.threads));
+  if (cfg.resume && !cfg.checkpoint_dir) throw InputError("--resume needs --checkpoint DIR");
+
+  graph::ModelSpec spec = spec_in;
+  if (cfg.learning_rate) spec.adam.learning_rate = *cfg.learning_rate;
+  check_dataset(data, spec.input_dim, spec.num_classes(), spec.name);
+
+  const auto split_at = static_cast<std::int64_t>(static_cast<double>(data.rows) * (1.0 - cfg.validation_split));
+  const std::int64_t n_train = split_at, n_val = data.rows - split_at;
+  if (n_train < 1) throw InputError(fmt::format("--validation-split {} leaves no training rows", cfg.validation_split));
+  if (cfg.validation_split > 0 && n_val < 1)
+    throw InputError(fmt::format("--validation-split {} of {} rows leaves no validation rows", cfg.validation_split,
+                                 data.rows));
+  const std::int64_t full_steps = (n_train + cfg.batch - 1) / cfg.batch;
+  if (cfg.steps_per_epoch > full_steps)
+    throw InputError(fmt::format("--steps {} exceeds the {} batches of {} in an epoch of {} training rows",
+                                 cfg.steps_per_epoch, full_steps, cfg.batch, n_train));
+  const std::int64_t steps = cfg.steps_per_epoch > 0 ? cfg.steps_per_epoch : full_steps;
+
+  CheckpointMeta meta;
+  meta.model_fingerprint = spec.fingerprint();
+  meta.model_name = spec.name;
+  meta.seed = cfg.seed;
+  meta.batch = cfg.batch;
+  meta.train_rows = n_train;
+  meta.val_rows = n_val;
+  meta.data_source = data.source;
+  std::int64_t first_epoch = 1;
+  if (cfg.resume) {
+    ParamStore loaded;
+    const fs::path file = checkpoint_file(*cfg.checkpoint_dir);
+    const CheckpointMeta got = load_checkpoint(file, loaded);
+    const auto mismatch = [&](const std::string& what, const std::string& theirs, const std::string& ours) {
+      return InputError(fmt::format("checkpoint {} does not match this run: {} is {} there, {} here", file.string(),
+                                    what, theirs, ours));
+    };
+    if (got.model_fingerprint != meta.model_fingerprint)
+      throw mismatch("the model", got.model_name + " (" + got.model_fingerprint + ")",
+                     spec.name + " (" + meta.model_fingerprint + ")");
+    if (got.seed != meta.seed) throw mismatch("--seed", std::to_string(got.seed), std::to_string(meta.seed));
+    if (got.batch != meta.batch) throw mismatch("--batch-size", std::to_string(got.batch), std::to_string(meta.batch));
+    if (got.train_rows != n_train || got.val_rows != n_val || got.data_source != data.source)
+      throw mismatch("the data", fmt::format("{} ({}+{} rows)", got.data_source, got.train_rows, got.val_rows),
+                     fmt::format("{} ({}+{} rows)", data.source, n_train, n_val));
+    for (const auto& init : graph::param_inits(spec))
+      if (!loaded.has(init.name) || loaded.get(init.name).shape != init.shape)
+        throw InputError(fmt::format("checkpoint {} is corrupt: param '{}' missing or misshapen", file.string(), init.name));
+    store = std::move(loaded);
+    first_epoch = got.epochs_done + 1;
+  }
+  if (cfg.checkpoint_dir) files::ensure_writable_dir(*cfg.checkpoint_dir, "--checkpoint");
+  std::unique_ptr<EventFileWriter> tb_train, tb_val;
+  if (cfg.logdir) {
+    files::ensure_writable_dir(*cfg.logdir / "train", "--logdir");
+    if (n_val > 0) files::ensure_writable_dir(*cfg.logdir / "validation", "--logdir");
+  }
+
+  // ---- Set-up: threads, params, executors (all memory is allocated here, none inside a step).
+  TrainResult result;
+  result.threads = cfg.threads > 0 ? cfg.threads : cpu_threads();
+  set_cpu_threads(result.threads);
+  result.gemm = std::string(gemm_library_name(cfg.gemm));
+  result.first_epoch = first_epoch;
+  result.train_rows = n_train;
+  result.val_rows = n_val;
+  if (!cfg.resume) store.initialize(graph::param_inits(spec), graph::DType::f32, cfg.seed);
+  if (first_epoch > cfg.epochs) {
+    obs.on_note(fmt::format("checkpoint already holds {} epochs (--epochs {}): nothing to train", first_epoch - 1,
+                            cfg.epochs));
+    return result;
+  }
+  const ExecutorOptions opt{cfg.gemm, false};
+  const std::int64_t last_rows = std::min(cfg.batch, n_train - (steps - 1) * cfg.batch);
+  ExecPair train_ex = make_pair(spec, graph::Mode::train, n_train >= cfg.batch ? cfg.batch : 0,
+                                last_rows != cfg.batch ? last_rows : 0, store, opt);
+  ExecPair val_ex;
+  if (n_val > 0)
+    val_ex = make_pair(spec, graph::Mode::eval, n_val >= cfg.batch ? cfg.batch : 0,
+                       n_val % cfg.batch, store, opt);
+  std::size_t workspace = 0;
+  for (auto* p : {&train_ex, &val_ex})
+    for (auto* e : {p->full.get(), p->tail.get()})
+      if (e) workspace += e->workspace_bytes();
+  if (cfg.logdir) {
+    tb_train = std::make_unique<EventFileWriter>(*cfg.logdir / "train");
+    if (n_val > 0) tb_val = std::make_unique<EventFileWriter>(*cfg.logdir / "validation");
+  }
+
+  std::vector<double> step_times;
+  step_times.reserve(static_cast<std::size_t>(steps * (cfg.epochs - first_epoch + 1)));
+  double train_seconds = 0;
+  std::int64_t train_samples = 0;
+  for (std::int64_t epoch = first_epoch; epoch <= cfg.epochs; ++epoch) {
+    obs.on_epoch_begin(epoch, cfg.epochs, steps);
+    const auto order = epoch_order(n_train, cfg.seed, epoch);
+    double loss_sum = 0, acc_sum = 0;
+    std::int64_t seen = 0;
+    const auto t_epoch = clock_type::now();
+    for (std::int64_t s = 0; s < steps; ++s) {
+      const std::int64_t begin = s * cfg.batch;
+      const std::int64_t rows = std::min(cfg.batch, n_train - begin);
+      Executor& ex = train_ex.for_rows(rows, cfg.batch);
+      load_batch(ex, data, order.data() + begin, rows);
+      const auto t0 = clock_type::now();
+      ex.run({cfg.seed, store.iterations});
+      step_times.push_back(std::chrono::duration<double>(clock_type::now() - t0).count());
+      ++store.iterations;
+      const double loss = ex.scalar("loss");
+      if (!std::isfinite(loss))
+        throw RuntimeFailure(fmt::format("training diverged: loss is {} at epoch {} step {} (try a lower --lr)", loss,
+                                         epoch, s + 1));
+      loss_sum += loss * static_cast<double>(rows);
+      acc_sum += ex.scalar("accuracy") * static_cast<double>(rows);
+      seen += rows;
+      obs.on_step(s + 1, loss_sum / static_cast<double>(seen), acc_sum / static_cast<double>(seen));
+    }
+    EpochResult r;
+    r.epoch = epoch;
+    r.seconds = std::chrono::duration<double>(clock_type::now() - t_epoch).count();
+    r.samples = seen;
+    r.samples_per_s = static_cast<double>(seen) / r.seconds;
+    r.loss = loss_sum / static_cast<double>(seen);
+    r.accuracy = acc_sum / static_cast<double>(seen);
+    train_seconds += r.seconds;
+    train_samples += seen;
+    if (n_val > 0) {
+      double vl = 0, va = 0;
+      std::vector<std::int64_t> idx(static_cast<std::size_t>(cfg.batch));
+      for (std::int64_t begin = 0; begin < n_val; begin += cfg.batch) {
+        const std::int64_t rows = std::min(cfg.batch, n_val - begin);
+        for (std::int64_t i = 0; i < rows; ++i) idx[static_cast<std::size_t>(i)] = n_train + begin + i;
+        Executor& ex = val_ex.for_rows(rows, cfg.batch);
+        load_batch(ex, data, idx.data(), rows);
+        ex.run({cfg.seed, store.iterations});
+        vl += ex.scalar("loss") * static_cast<double>(rows);
+        va += ex.scalar("accuracy") * static_cast<double>(rows);
+      }
+      r.has_validation = true;
+      r.val_loss = vl / static_cast<double>(n_val);
+      r.val_accuracy = va / static_cast<double>(n_val);
+    }
+    // Keras logs epoch indices from 0.
+    if (tb_train) {
+      tb_train->add_scalar("epoch_loss", epoch - 1, r.loss);
+      tb_train->add_scalar("epoch_accuracy", epoch - 1, r.accuracy);
+      tb_train->flush();
+    }
+    if (tb_val) {
+      tb_val->add_scalar("epoch_loss", epoch - 1, r.val_loss);
+      tb_val->add_scalar("epoch_accuracy", epoch - 1, r.val_accuracy);
+      tb_val->flush();
+    }
+    if (cfg.checkpoint_dir) {
+      meta.epochs_done = epoch;
+      meta.iterations = store.iterations;
+      save_checkpoint(checkpoint_file(*cfg.checkpoint_dir), meta, store);
+    }
+    result.history.push_back(r);
+    obs.on_epoch_end(r);
+  }
+  const auto st = stats::summarize(step_times);
+  result.step_time_median_s = st.median;
+  result.step_time_p10_s = st.p10;
+  result.step_time_p90_s = st.p90;
+  result.samples_per_s = static_cast<double>(train_samples) / train_seconds;
+  result.steps = static_cast<std::int64_t>(step_times.size());
+  result.peak_memory_bytes = store.bytes() + workspace;
+  result.peak_rss_bytes = peak_rss();
+  return result;
+}
+
+}  // namespace gpuvs::engine

@@ -1,0 +1,68 @@
+// Keras-style fit(): epochs of shuffled mini-batches through the training-step graph, validation on the
+// held-out tail of the data, TensorBoard scalars, checkpoints at each epoch end, and exact resume.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/data.hpp"
+#include "engine/executor.hpp"
+#include "graph/model_spec.hpp"
+
+namespace gpuvs::engine {
+
+struct TrainConfig {
+  std::int64_t epochs = 1;
+  std::int64_t batch = 32;
+  std::int64_t steps_per_epoch = 0;  // 0: every batch of the training split (the last one may be partial)
+  std::optional<double> learning_rate;
+  std::uint64_t seed = 1;
+  double validation_split = 0.2;  // the last fraction of the rows, before shuffling, as Keras takes it
+  int threads = 0;                // 0: every core
+  GemmLibrary gemm = GemmLibrary::onednn;
+  std::optional<std::filesystem::path> logdir;
+  std::optional<std::filesystem::path> checkpoint_dir;
+  bool resume = false;
+};
+
+struct EpochResult {
+  std::int64_t epoch = 0;  // 1-based
+  double loss = 0, accuracy = 0;
+  bool has_validation = false;
+  double val_loss = 0, val_accuracy = 0;
+  std::int64_t samples = 0;
+  double seconds = 0;  // training part of the epoch
+  double samples_per_s = 0;
+};
+
+struct TrainResult {
+  std::vector<EpochResult> history;  // epochs run in this invocation
+  std::int64_t first_epoch = 1;      // > 1 when resumed
+  double samples_per_s = 0;          // over all epochs run, training steps only
+  double step_time_median_s = 0, step_time_p10_s = 0, step_time_p90_s = 0;
+  std::size_t peak_memory_bytes = 0;  // params + optimizer slots + every executor's workspace
+  std::size_t peak_rss_bytes = 0;     // the process's high-water mark
+  int threads = 0;
+  std::string device = "cpu";
+  std::string gemm;
+  std::int64_t steps = 0;
+  std::int64_t train_rows = 0, val_rows = 0;
+};
+
+class TrainObserver {
+ public:
+  virtual ~TrainObserver() = default;
+  virtual void on_epoch_begin(std::int64_t /*epoch*/, std::int64_t /*epochs*/, std::int64_t /*steps*/) {}
+  virtual void on_step(std::int64_t /*step*/, double /*loss*/, double /*accuracy*/) {}
+  virtual void on_epoch_end(const EpochResult&) {}
+  virtual void on_note(const std::string&) {}
+};
+
+/// Trains `spec` on `data`. InputError for configurations or data that cannot work (checked before any
+/// file is written); the caller keeps `store` to inspect the trained params.
+TrainResult train(const graph::ModelSpec& spec, const Dataset& data, const TrainConfig& cfg, TrainObserver& obs,
+                  ParamStore& store);
+
+}  // namespace gpuvs::engine

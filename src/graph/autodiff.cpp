@@ -1,0 +1,115 @@
+#include "graph/autodiff.hpp"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+#include <vector>
+
+namespace gpuvs::graph {
+
+namespace {
+
+// Which nodes lie on a path from a trainable param (only they need gradients).
+std::vector<bool> needs_grad(const Graph& g) {
+  std::vector<bool> need(g.size(), false);
+  for (const auto& n : g.nodes()) {
+    if (n.op == OpKind::param) {
+      need[static_cast<std::size_t>(n.id)] = n.trainable;
+      continue;
+    }
+    for (NodeId in : n.inputs)
+      if (need[static_cast<std::size_t>(in)]) need[static_cast<std::size_t>(n.id)] = true;
+  }
+  return need;
+}
+
+}  // namespace
+
+std::map<NodeId, NodeId> append_gradients(Graph& g, NodeId root, NodeId seed) {
+  const std::vector<bool> need = needs_grad(g);
+  auto wants = [&](NodeId id) { return need[static_cast<std::size_t>(id)]; };
+  std::map<NodeId, NodeId> grad;
+  // Accumulate a contribution, adding when a node feeds several consumers.
+  auto accumulate = [&](NodeId x, NodeId contribution) {
+    auto it = grad.find(x);
+    if (it == grad.end()) {
+      grad[x] = contribution;
+    } else {
+      it->second = g.add(fmt::format("{}/grad_sum{}", g.node(x).name, g.size()), it->second, contribution);
+    }
+  };
+  grad[root] = seed;
+  const std::size_t forward_size = static_cast<std::size_t>(root) + 1;
+  for (std::size_t i = forward_size; i-- > 0;) {
+    const NodeId id = static_cast<NodeId>(i);
+    auto it = grad.find(id);
+    if (it == grad.end() || !wants(id)) continue;
+    const NodeId dy = it->second;
+    const Node n = g.node(id);  // copy: appending nodes may reallocate
+    const std::string base = n.name + "/grad";
+    switch (n.op) {
+      case OpKind::param:
+      case OpKind::input:
+      case OpKind::fill:
+        break;
+      case OpKind::matmul: {
+        const NodeId a = n.inputs[0], b = n.inputs[1];
+        const NodeId dz = n.act == Act::none ? dy : g.activation_grad(base + "/act", dy, id, n.act);
+        if (wants(a)) {
+          const NodeId da = n.trans_a ? g.matmul(base + "/a", b, dz, kNone, Act::none, n.trans_b, true)
+                                      : g.matmul(base + "/a", dz, b, kNone, Act::none, false, !n.trans_b);
+          accumulate(a, da);
+        }
+        if (wants(b)) {
+          const NodeId db = n.trans_b ? g.matmul(base + "/b", dz, a, kNone, Act::none, true, n.trans_a)
+                                      : g.matmul(base + "/b", a, dz, kNone, Act::none, !n.trans_a, false);
+          accumulate(b, db);
+        }
+        if (n.has_bias && wants(n.inputs[2])) accumulate(n.inputs[2], g.reduce_rows(base + "/bias", dz));
+        break;
+      }
+      case OpKind::activation: {
+        const NodeId saved = act_grad_from_output(n.act) ? id : n.inputs[0];
+        if (wants(n.inputs[0]))
+          accumulate(n.inputs[0], n.act == Act::none ? dy : g.activation_grad(base, dy, saved, n.act));
+        break;
+      }
+      case OpKind::dropout:
+        if (wants(n.inputs[0])) accumulate(n.inputs[0], g.dropout_grad(base, dy, id));
+        break;
+      case OpKind::softmax_xent:
+        if (wants(n.inputs[0])) accumulate(n.inputs[0], g.softmax_xent_grad(base, dy, id));
+        break;
+      case OpKind::add:
+        if (wants(n.inputs[0])) accumulate(n.inputs[0], dy);
+        if (wants(n.inputs[1])) accumulate(n.inputs[1], dy);
+        break;
+      default:
+        throw std::invalid_argument(
+            fmt::format("autodiff: op {} '{}' has no gradient rule but lies between the params and the loss",
+                        op_name(n.op), n.name));
+    }
+  }
+  return grad;
+}
+
+std::map<NodeId, NodeId> append_training_step(Graph& g, const AdamConfig& adam) {
+  const NodeId loss = g.output("loss");
+  if (loss == kNone || !g.node(loss).shape.empty())
+    throw std::invalid_argument("training step: the graph needs a scalar output named \"loss\"");
+  const NodeId one = g.fill("loss/grad_seed", {}, g.node(loss).dtype, 1.0);
+  const auto grads = append_gradients(g, loss, one);
+  std::map<NodeId, NodeId> param_grads;
+  const std::size_t forward_size = g.size();
+  for (std::size_t i = 0; i < forward_size; ++i) {
+    const Node& n = g.nodes()[i];
+    if (n.op != OpKind::param || !n.trainable) continue;
+    auto it = grads.find(n.id);
+    if (it == grads.end()) continue;  // a param that does not influence the loss is left alone, as Keras does
+    param_grads[n.id] = it->second;
+  }
+  for (const auto& [p, gr] : param_grads) g.adam_update(g.node(p).name + "/adam", p, gr, adam);
+  return param_grads;
+}
+
+}  // namespace gpuvs::graph

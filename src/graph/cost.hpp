@@ -1,0 +1,34 @@
+// What each op must do: FLOPs split by unit (matrix engines vs vector units) and the fewest bytes it must
+// move (every input read once, every output and saved tensor written once). The performance model prices
+// graphs with exactly these numbers; tests check them against hand counts.
+//
+// Conventions: a multiply-add is 2 FLOPs. Vector FLOPs per element: add/mul/compare/max = 1; relu 1,
+// sigmoid 4 (neg, exp, add, div), tanh 4 (counted as sigmoid), gelu 8 (erf form); exp and log count 1.
+// Integer labels are 4 bytes; dropout masks are 1 byte per element.
+#pragma once
+#include <cstdint>
+
+#include "graph/ir.hpp"
+
+namespace gpuvs::graph {
+
+struct OpCost {
+  double matrix_flops = 0;  // work for matrix units (GEMM): tensor cores on GPUs
+  double vector_flops = 0;  // elementwise and reduction work
+  double bytes = 0;         // minimum bytes read + written
+  OpCost& operator+=(const OpCost& o) {
+    matrix_flops += o.matrix_flops;
+    vector_flops += o.vector_flops;
+    bytes += o.bytes;
+    return *this;
+  }
+};
+
+/// Vector FLOPs per element of an activation (forward) and of its gradient.
+double act_flops(Act a);
+double act_grad_flops(Act a);
+
+OpCost op_cost(const Graph& g, const Node& n);
+OpCost graph_cost(const Graph& g);
+
+}  // namespace gpuvs::graph

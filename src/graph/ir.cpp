@@ -1,0 +1,312 @@
+#include "graph/ir.hpp"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+namespace gpuvs::graph {
+
+std::size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::f32: return 4;
+    case DType::f64: return 8;
+    case DType::i32: return 4;
+  }
+  return 0;
+}
+
+std::string_view dtype_name(DType t) {
+  switch (t) {
+    case DType::f32: return "f32";
+    case DType::f64: return "f64";
+    case DType::i32: return "i32";
+  }
+  return "?";
+}
+
+std::int64_t numel(const Shape& s) {
+  std::int64_t n = 1;
+  for (auto d : s) n *= d;
+  return n;
+}
+
+std::string shape_str(const Shape& s) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+std::string_view act_name(Act a) {
+  switch (a) {
+    case Act::none: return "linear";
+    case Act::relu: return "relu";
+    case Act::gelu: return "gelu";
+    case Act::tanh: return "tanh";
+    case Act::sigmoid: return "sigmoid";
+  }
+  return "?";
+}
+
+bool act_grad_from_output(Act a) { return a != Act::gelu; }
+
+std::string_view op_name(OpKind k) {
+  switch (k) {
+    case OpKind::input: return "input";
+    case OpKind::param: return "param";
+    case OpKind::fill: return "fill";
+    case OpKind::matmul: return "matmul";
+    case OpKind::activation: return "activation";
+    case OpKind::activation_grad: return "activation_grad";
+    case OpKind::dropout: return "dropout";
+    case OpKind::dropout_grad: return "dropout_grad";
+    case OpKind::softmax: return "softmax";
+    case OpKind::softmax_xent: return "softmax_xent";
+    case OpKind::softmax_xent_grad: return "softmax_xent_grad";
+    case OpKind::reduce_rows: return "reduce_rows";
+    case OpKind::add: return "add";
+    case OpKind::accuracy: return "accuracy";
+    case OpKind::adam_update: return "adam_update";
+  }
+  return "?";
+}
+
+namespace {
+[[noreturn]] void bad(std::string_view op, const std::string& name, const std::string& why) {
+  throw std::invalid_argument(fmt::format("graph op {} '{}': {}", op, name, why));
+}
+}  // namespace
+
+NodeId Graph::add_node(Node n) {
+  if (n.name.empty()) n.name = fmt::format("{}_{}", op_name(n.op), nodes_.size());
+  if (find(n.name) != kNone) bad(op_name(n.op), n.name, "duplicate node name");
+  for (NodeId in : n.inputs)
+    if (in < 0 || static_cast<std::size_t>(in) >= nodes_.size()) bad(op_name(n.op), n.name, "input out of range");
+  n.id = static_cast<NodeId>(nodes_.size());
+  nodes_.push_back(std::move(n));
+  return nodes_.back().id;
+}
+
+NodeId Graph::find(std::string_view name) const {
+  for (const auto& n : nodes_)
+    if (n.name == name) return n.id;
+  return kNone;
+}
+
+NodeId Graph::input(std::string name, Shape shape, DType dtype) {
+  Node n;
+  n.op = OpKind::input;
+  n.name = std::move(name);
+  n.shape = std::move(shape);
+  n.dtype = dtype;
+  return add_node(std::move(n));
+}
+
+NodeId Graph::param(std::string name, Shape shape, DType dtype, bool trainable) {
+  Node n;
+  n.op = OpKind::param;
+  n.name = std::move(name);
+  n.shape = std::move(shape);
+  n.dtype = dtype;
+  n.trainable = trainable;
+  return add_node(std::move(n));
+}
+
+NodeId Graph::fill(std::string name, Shape shape, DType dtype, double value) {
+  Node n;
+  n.op = OpKind::fill;
+  n.name = std::move(name);
+  n.shape = std::move(shape);
+  n.dtype = dtype;
+  n.value = value;
+  return add_node(std::move(n));
+}
+
+NodeId Graph::matmul(std::string name, NodeId a, NodeId b, NodeId bias, Act act, bool trans_a, bool trans_b) {
+  const Node& A = node(a);
+  const Node& B = node(b);
+  if (A.shape.size() != 2 || B.shape.size() != 2) bad("matmul", name, "operands must be matrices");
+  if (A.dtype != B.dtype || A.dtype == DType::i32) bad("matmul", name, "operands must share a float dtype");
+  if (!act_grad_from_output(act)) bad("matmul", name, "gelu cannot be fused (its gradient needs the input)");
+  const std::int64_t m = trans_a ? A.shape[1] : A.shape[0];
+  const std::int64_t k = trans_a ? A.shape[0] : A.shape[1];
+  const std::int64_t kb = trans_b ? B.shape[1] : B.shape[0];
+  const std::int64_t n = trans_b ? B.shape[0] : B.shape[1];
+  if (k != kb)
+    bad("matmul", name, fmt::format("inner dimensions differ: {} x {}", shape_str(A.shape), shape_str(B.shape)));
+  Node out;
+  out.op = OpKind::matmul;
+  out.name = std::move(name);
+  out.inputs = {a, b};
+  if (bias != kNone) {
+    if (node(bias).shape != Shape{n}) bad("matmul", out.name, "bias must have shape [N]");
+    out.inputs.push_back(bias);
+    out.has_bias = true;
+  }
+  out.shape = {m, n};
+  out.dtype = A.dtype;
+  out.act = act;
+  out.trans_a = trans_a;
+  out.trans_b = trans_b;
+  return add_node(std::move(out));
+}
+
+NodeId Graph::activation(std::string name, NodeId x, Act act) {
+  Node n;
+  n.op = OpKind::activation;
+  n.name = std::move(name);
+  n.inputs = {x};
+  n.shape = node(x).shape;
+  n.dtype = node(x).dtype;
+  n.act = act;
+  return add_node(std::move(n));
+}
+
+NodeId Graph::activation_grad(std::string name, NodeId dy, NodeId saved, Act act) {
+  if (node(dy).shape != node(saved).shape) bad("activation_grad", name, "gradient and saved tensor differ in shape");
+  Node n;
+  n.op = OpKind::activation_grad;
+  n.name = std::move(name);
+  n.inputs = {dy, saved};
+  n.shape = node(dy).shape;
+  n.dtype = node(dy).dtype;
+  n.act = act;
+  return add_node(std::move(n));
+}
+
+NodeId Graph::dropout(std::string name, NodeId x, double rate) {
+  if (!(rate >= 0.0 && rate < 1.0)) bad("dropout", name, fmt::format("rate {} outside [0, 1)", rate));
+  Node n;
+  n.op = OpKind::dropout;
+  n.name = std::move(name);
+  n.inputs = {x};
+  n.shape = node(x).shape;
+  n.dtype = node(x).dtype;
+  n.rate = rate;
+  return add_node(std::move(n));
+}
+
+NodeId Graph::dropout_grad(std::string name, NodeId dy, NodeId dropout_node) {
+  const Node& d = node(dropout_node);
+  if (d.op != OpKind::dropout) bad("dropout_grad", name, "ref must be a dropout node");
+  Node n;
+  n.op = OpKind::dropout_grad;
+  n.name = std::move(name);
+  n.inputs = {dy};
+  n.ref = dropout_node;
+  n.shape = d.shape;
+  n.dtype = d.dtype;
+  n.rate = d.rate;
+  return add_node(std::move(n));
+}
+
+NodeId Graph::softmax(std::string name, NodeId x) {
+  if (node(x).shape.size() != 2) bad("softmax", name, "input must be a matrix");
+  Node n;
+  n.op = OpKind::softmax;
+  n.name = std::move(name);
+  n.inputs = {x};
+  n.shape = node(x).shape;
+  n.dtype = node(x).dtype;
+  return add_node(std::move(n));
+}
+
+NodeId Graph::softmax_xent(std::string name, NodeId logits, NodeId labels) {
+  const Node& L = node(logits);
+  const Node& y = node(labels);
+  if (L.shape.size() != 2 || y.dtype != DType::i32 || y.shape != Shape{L.shape[0]})
+    bad("softmax_xent", name, "needs logits [B,C] and i32 labels [B]");
+  Node n;
+  n.op = OpKind::softmax_xent;
+  n.name = std::move(name);
+  n.inputs = {logits, labels};
+  n.shape = {};
+  n.dtype = L.dtype;
+  return add_node(std::move(n));
+}
+
+NodeId Graph::softmax_xent_grad(std::string name, NodeId dloss, NodeId xent_node) {
+  const Node& x = node(xent_node);
+  if (x.op != OpKind::softmax_xent) bad("softmax_xent_grad", name, "ref must be a softmax_xent node");
+  if (!node(dloss).shape.empty()) bad("softmax_xent_grad", name, "loss gradient must be a scalar");
+  Node n;
+  n.op = OpKind::softmax_xent_grad;
+  n.name = std::move(name);
+  n.inputs = {dloss, x.inputs[1]};
+  n.ref = xent_node;
+  n.shape = node(x.inputs[0]).shape;
+  n.dtype = x.dtype;
+  return add_node(std::move(n));
+}
+
+NodeId Graph::reduce_rows(std::string name, NodeId x) {
+  if (node(x).shape.size() != 2) bad("reduce_rows", name, "input must be a matrix");
+  Node n;
+  n.op = OpKind::reduce_rows;
+  n.name = std::move(name);
+  n.inputs = {x};
+  n.shape = {node(x).shape[1]};
+  n.dtype = node(x).dtype;
+  return add_node(std::move(n));
+}
+
+NodeId Graph::add(std::string name, NodeId a, NodeId b) {
+  if (node(a).shape != node(b).shape || node(a).dtype != node(b).dtype) bad("add", name, "operands differ");
+  Node n;
+  n.op = OpKind::add;
+  n.name = std::move(name);
+  n.inputs = {a, b};
+  n.shape = node(a).shape;
+  n.dtype = node(a).dtype;
+  return add_node(std::move(n));
+}
+
+NodeId Graph::accuracy(std::string name, NodeId logits, NodeId labels) {
+  const Node& L = node(logits);
+  if (L.shape.size() != 2 || node(labels).shape != Shape{L.shape[0]}) bad("accuracy", name, "needs [B,C] and [B]");
+  Node n;
+  n.op = OpKind::accuracy;
+  n.name = std::move(name);
+  n.inputs = {logits, labels};
+  n.shape = {};
+  n.dtype = L.dtype;
+  return add_node(std::move(n));
+}
+
+NodeId Graph::adam_update(std::string name, NodeId param, NodeId grad, const AdamConfig& cfg) {
+  const Node& p = node(param);
+  if (p.op != OpKind::param || !p.trainable) bad("adam_update", name, "target must be a trainable param");
+  if (node(grad).shape != p.shape) bad("adam_update", name, "gradient shape differs from the param's");
+  Node n;
+  n.op = OpKind::adam_update;
+  n.name = std::move(name);
+  n.inputs = {param, grad};
+  n.shape = p.shape;
+  n.dtype = p.dtype;
+  n.adam = cfg;
+  return add_node(std::move(n));
+}
+
+void Graph::set_output(std::string key, NodeId id) { outputs_[std::move(key)] = id; }
+
+NodeId Graph::output(std::string_view key) const {
+  auto it = outputs_.find(key);
+  return it == outputs_.end() ? kNone : it->second;
+}
+
+std::string Graph::to_string() const {
+  std::string out;
+  for (const auto& n : nodes_) {
+    std::string ins;
+    for (NodeId i : n.inputs) ins += (ins.empty() ? "" : ", ") + nodes_[static_cast<std::size_t>(i)].name;
+    out += fmt::format("%{:<3} {:<18} {:<28} {:<12} {} ({})", n.id, op_name(n.op), n.name, shape_str(n.shape),
+                       dtype_name(n.dtype), ins);
+    if (n.op == OpKind::matmul || n.op == OpKind::activation || n.op == OpKind::activation_grad)
+      out += fmt::format(" act={}", act_name(n.act));
+    if (n.op == OpKind::matmul && (n.trans_a || n.trans_b)) out += fmt::format(" ta={} tb={}", n.trans_a, n.trans_b);
+    if (n.op == OpKind::dropout) out += fmt::format(" rate={}", n.rate);
+    out += '\n';
+  }
+  return out;
+}
+
+}  // namespace gpuvs::graph

@@ -1,0 +1,42 @@
+// A Keras-like Sequential model description: the layers, the optimizer and the loss.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/ir.hpp"
+
+namespace gpuvs::graph {
+
+struct LayerSpec {
+  enum class Kind { dense, dropout } kind = Kind::dense;
+  std::int64_t units = 0;    // dense
+  Act act = Act::none;       // dense; softmax is recorded in `softmax`
+  bool softmax = false;      // dense with activation="softmax" (output layer only)
+  bool use_bias = true;      // dense
+  double rate = 0.0;         // dropout
+  int line = 0;              // where it was declared (model files), 0 if built in
+};
+
+struct ModelSpec {
+  std::string name;
+  std::int64_t input_dim = 0;
+  std::vector<LayerSpec> layers;
+  AdamConfig adam;  // optimizer: Adam is the one supported
+  std::string loss = "sparse_categorical_crossentropy";
+  bool from_logits = false;
+  std::vector<std::string> metrics{"accuracy"};
+
+  /// Units of the last Dense layer (the class count).
+  std::int64_t num_classes() const;
+  /// Trainable parameter count.
+  std::int64_t param_count() const;
+  /// A stable text of everything that defines the architecture (checkpoints refuse other models).
+  std::string fingerprint() const;
+  /// Checks the Keras rules the builder relies on; throws InputError naming `where` and the layer line.
+  void validate(const std::string& where) const;
+  /// Keras-style summary table (layer, output shape, params).
+  std::string summary() const;
+};
+
+}  // namespace gpuvs::graph
