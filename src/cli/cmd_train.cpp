@@ -27,6 +27,7 @@ struct TrainArgs {
   std::optional<double> lr, scale;
   std::int64_t rows = 60000;
   bool json = false;
+  bool shuffle_rows = false;
 };
 
 std::string cpu_model_name() {
@@ -125,6 +126,7 @@ int run_train(TrainArgs& a) {
     throw InputError(fmt::format("--scale must be a positive number, got {}", *a.scale));
   if (!a.labels.empty() && a.data.empty()) throw InputError("--labels needs --data");
   if (a.rows < 2) throw InputError(fmt::format("--rows must be at least 2, got {}", a.rows));
+  engine::validate_config(a.cfg);
 
   engine::Dataset data;
   if (a.data.empty()) {
@@ -135,6 +137,7 @@ int run_train(TrainArgs& a) {
     if (!a.labels.empty()) files.labels = a.labels;
     files.scale = a.scale;
     data = engine::load_dataset(files);
+    if (a.shuffle_rows) engine::shuffle_rows(data, a.cfg.seed);
   }
   std::FILE* progress = a.json ? stderr : stdout;
   fmt::print(progress, "Model {} ({} params), data {} ({} rows x {} features)\n", spec.name, spec.param_count(),
@@ -184,6 +187,8 @@ Runner add_train_command(CLI::App& app) {
                   "Data file: CSV (label last), NPY or IDX, optionally .gz (default: synthetic task)");
   sub->add_option("--labels", args->labels, "Labels file for NPY or IDX data");
   sub->add_option("--scale", args->scale, "Multiply features by this (default: 1/255 for 8-bit data, else 1)");
+  sub->add_flag("--shuffle-rows", args->shuffle_rows,
+                "Shuffle the file's rows (seeded) before the validation split, for files ordered by class or writer");
   sub->add_option("--rows", args->rows, "Rows of the synthetic task")->capture_default_str();
   sub->add_option("--logdir", args->logdir, "Write TensorBoard event files under DIR/train and DIR/validation");
   sub->add_option("--checkpoint", args->checkpoint, "Write a checkpoint to DIR at each epoch end");

@@ -13,5 +13,7 @@ std::vector<std::string> closest(std::string_view word, const std::vector<std::s
 std::string join(const std::vector<std::string>& parts, std::string_view sep);
 std::string lower(std::string_view s);
 bool ends_with(std::string_view s, std::string_view suffix);
+/// User text made safe for a one-line message: control and non-ASCII bytes as \xNN, long text cut.
+std::string printable(std::string_view s, std::size_t max_len = 60);
 
 }  // namespace gpuvs::strings

@@ -40,8 +40,9 @@ Dataset make_synthetic(std::int64_t rows, std::int64_t features, std::int64_t cl
   d.features = features;
   d.source = fmt::format("synthetic(rows={}, features={}, classes={}, seed={})", rows, features, classes, seed);
   const std::int64_t clusters = 2 * classes;
-  // Cluster centres: spread 0.25 per feature, so centres sit ~0.35*sqrt(features) apart against unit noise.
-  const double spread = 0.25;
+  // Cluster centres: spread 0.22 per feature (centres ~0.31*sqrt(features) apart against unit noise): the
+  // seed MLP reaches ~97% validation accuracy in its first epoch and keeps improving, a linear model less.
+  const double spread = 0.22;
   std::vector<double> centre(static_cast<std::size_t>(clusters * features));
   const CounterRng c_rng(seed, 0x63656e747265ULL);
   for (std::size_t i = 0; i < centre.size(); ++i) centre[i] = spread * c_rng.normal(i);
@@ -94,7 +95,7 @@ Dataset load_csv(const fs::path& path) {
           break;
         }
         throw InputError(fmt::format("{}:{}: column {}: '{}' is not a finite number", path.string(), line_no,
-                                     row.size() + 1, std::string(cell)));
+                                     row.size() + 1, strings::printable(cell)));
       }
       row.push_back(v);
       p = q + 1;
@@ -312,6 +313,23 @@ Dataset load_dataset(const DataFiles& files) {
     for (float& v : d.x) v = static_cast<float>(v * scale);
   if (d.rows == 0) throw InputError(fmt::format("{}: no rows", files.data.string()));
   return d;
+}
+
+void shuffle_rows(Dataset& d, std::uint64_t seed) {
+  const CounterRng rng(seed, 0x726f7773ULL);
+  const auto f = static_cast<std::size_t>(d.features);
+  std::vector<float> row(f);
+  for (std::int64_t i = d.rows - 1; i > 0; --i) {
+    const auto j = static_cast<std::int64_t>(rng.uniform(static_cast<std::uint64_t>(i)) * static_cast<double>(i + 1));
+    if (i == j) continue;
+    float* a = d.x.data() + static_cast<std::size_t>(i) * f;
+    float* b = d.x.data() + static_cast<std::size_t>(j) * f;
+    std::copy(a, a + f, row.data());
+    std::copy(b, b + f, a);
+    std::copy(row.data(), row.data() + f, b);
+    std::swap(d.y[static_cast<std::size_t>(i)], d.y[static_cast<std::size_t>(j)]);
+  }
+  d.source += fmt::format(" (rows shuffled, seed {})", seed);
 }
 
 void check_dataset(const Dataset& d, std::int64_t features, std::int64_t classes, const std::string& model_name) {

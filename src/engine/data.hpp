@@ -32,6 +32,10 @@ Dataset load_dataset(const DataFiles& files);
 /// Throws InputError when the data does not fit the model: feature count, or a label outside [0, classes).
 void check_dataset(const Dataset& d, std::int64_t features, std::int64_t classes, const std::string& model_name);
 
+/// Reorders rows by a seeded permutation (for files sorted by class or writer, before Keras-style
+/// validation splitting takes the last rows). Marks the source so checkpoints notice.
+void shuffle_rows(Dataset& d, std::uint64_t seed);
+
 /// Reads a file, decompressing it when its name ends in .gz.
 std::string read_maybe_gzip(const std::filesystem::path& path, const std::string& what);
 

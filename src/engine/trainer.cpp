@@ -70,9 +70,7 @@ std::size_t peak_rss() {
 
 }  // namespace
 
-TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const TrainConfig& cfg, TrainObserver& obs,
-                  ParamStore& store) {
-  // ---- Everything that can be wrong is checked before anything is written.
+void validate_config(const TrainConfig& cfg) {
   if (cfg.epochs < 1) throw InputError(fmt::format("--epochs must be at least 1, got {}", cfg.epochs));
   if (cfg.batch < 1) throw InputError(fmt::format("--batch-size must be at least 1, got {}", cfg.batch));
   if (cfg.steps_per_epoch < 0) throw InputError(fmt::format("--steps must be positive, got {}", cfg.steps_per_epoch));
@@ -82,6 +80,12 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
     throw InputError(fmt::format("--lr must be a positive number, got {}", *cfg.learning_rate));
   if (cfg.threads < 0) throw InputError(fmt::format("--threads must be positive, got {}", cfg.threads));
   if (cfg.resume && !cfg.checkpoint_dir) throw InputError("--resume needs --checkpoint DIR");
+}
+
+TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const TrainConfig& cfg, TrainObserver& obs,
+                  ParamStore& store) {
+  // ---- Everything that can be wrong is checked before anything is written.
+  validate_config(cfg);
 
   graph::ModelSpec spec = spec_in;
   if (cfg.learning_rate) spec.adam.learning_rate = *cfg.learning_rate;

@@ -60,6 +60,9 @@ class TrainObserver {
   virtual void on_note(const std::string&) {}
 };
 
+/// Throws InputError for option values that can never work (checked before any data is made or read).
+void validate_config(const TrainConfig& cfg);
+
 /// Trains `spec` on `data`. InputError for configurations or data that cannot work (checked before any
 /// file is written); the caller keeps `store` to inspect the trained params.
 TrainResult train(const graph::ModelSpec& spec, const Dataset& data, const TrainConfig& cfg, TrainObserver& obs,

@@ -206,7 +206,8 @@ class Reader {
       bool ok = false;
       for (const auto& a : allowed) ok = ok || a == k;
       if (!ok)
-        fail(v, fmt::format("unknown key '{}' in {} (expected one of: {})", k, what, strings::join(allowed, ", ")));
+        fail(v, fmt::format("unknown key '{}' in {} (expected one of: {})", strings::printable(k), what,
+                            strings::join(allowed, ", ")));
     }
   }
   static const Val* get(const Val& obj, std::string_view key) {
@@ -267,7 +268,8 @@ class Reader {
         else if (act == "sigmoid") out.act = Act::sigmoid;
         else if (act == "softmax") out.softmax = true;
         else if (act == "linear" || act == "none") out.act = Act::none;
-        else fail(*a, fmt::format("unknown activation '{}' (expected relu, gelu, tanh, sigmoid, softmax or linear)", act));
+        else fail(*a, fmt::format("unknown activation '{}' (expected relu, gelu, tanh, sigmoid, softmax or linear)",
+                             strings::printable(act)));
       }
     } else if (t == "dropout") {
       only_keys(l, {"type", "rate"}, "a dropout layer");
@@ -277,7 +279,7 @@ class Reader {
       out.rate = number(*r, "rate");
       if (!(out.rate >= 0.0 && out.rate < 1.0)) fail(*r, fmt::format("dropout rate must be in [0, 1), got {}", out.rate));
     } else {
-      fail(*type, fmt::format("unknown layer type '{}' (expected dense or dropout)", t));
+      fail(*type, fmt::format("unknown layer type '{}' (expected dense or dropout)", strings::printable(t)));
     }
     return out;
   }
@@ -297,7 +299,7 @@ class Reader {
         if (const Val* v = get(*o, "epsilon")) spec.adam.epsilon = positive(*v, "epsilon");
       }
       const std::string opt = strings::lower(need(*name, Val::Type::string, "optimizer").s);
-      if (opt != "adam") fail(*name, fmt::format("optimizer '{}' is not supported (expected adam)", opt));
+      if (opt != "adam") fail(*name, fmt::format("optimizer '{}' is not supported (expected adam)", strings::printable(opt)));
     }
     if (const Val* l = get(c, "loss")) {
       const Val* name = l;
@@ -309,7 +311,8 @@ class Reader {
       }
       spec.loss = strings::lower(need(*name, Val::Type::string, "loss").s);
       if (spec.loss != "sparse_categorical_crossentropy")
-        fail(*name, fmt::format("loss '{}' is not supported (expected sparse_categorical_crossentropy)", spec.loss));
+        fail(*name, fmt::format("loss '{}' is not supported (expected sparse_categorical_crossentropy)",
+                                strings::printable(spec.loss)));
     }
     if (const Val* m = get(c, "metrics")) {
       need(*m, Val::Type::array, "metrics");
@@ -317,7 +320,7 @@ class Reader {
       for (const auto& x : m->arr) {
         const std::string name = strings::lower(need(x, Val::Type::string, "metrics[]").s);
         if (name != "accuracy" && name != "acc" && name != "sparse_categorical_accuracy")
-          fail(x, fmt::format("metric '{}' is not supported (expected accuracy)", name));
+          fail(x, fmt::format("metric '{}' is not supported (expected accuracy)", strings::printable(name)));
         spec.metrics.push_back("accuracy");
       }
     }
@@ -349,7 +352,7 @@ ModelSpec parse_model_text(const std::string& text, const std::string& where, bo
       // nlohmann's messages start with "[json.exception.parse_error.101] parse error at line 3, column 5: ".
       const auto colon = msg.find(": ");
       if (colon != std::string::npos && msg.rfind("[json.exception", 0) == 0) msg = msg.substr(colon + 2);
-      throw InputError(fmt::format("{}:{}: malformed JSON: {}", where, sax.error_line_, msg));
+      throw InputError(fmt::format("{}:{}: malformed JSON: {}", where, sax.error_line_, strings::printable(msg, 200)));
     }
     root = std::move(sax.root);
   } else {
@@ -358,7 +361,8 @@ ModelSpec parse_model_text(const std::string& text, const std::string& where, bo
       root = from_toml(tbl);
       root.line = 1;
     } catch (const toml::parse_error& e) {
-      throw InputError(fmt::format("{}:{}: malformed TOML: {}", where, e.source().begin.line, e.description()));
+      throw InputError(fmt::format("{}:{}: malformed TOML: {}", where, e.source().begin.line,
+                                   strings::printable(e.description(), 200)));
     }
   }
   return Reader(where).read(root);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/strings.hpp"
 
 namespace gpuvs::graph {
 
@@ -51,7 +52,8 @@ void ModelSpec::validate(const std::string& where) const {
     }
   }
   if (loss != "sparse_categorical_crossentropy")
-    throw InputError(fmt::format("{}: loss '{}' is not supported (expected sparse_categorical_crossentropy)", where, loss));
+    throw InputError(fmt::format("{}: loss '{}' is not supported (expected sparse_categorical_crossentropy)", where,
+                                 strings::printable(loss)));
   if (!last_dense->softmax && !from_logits)
     throw InputError(fmt::format(
         "{}: the output layer is not softmax, so the loss needs from_logits = true", at(*last_dense)));
@@ -61,7 +63,7 @@ void ModelSpec::validate(const std::string& where) const {
     throw InputError(fmt::format("{}: the output layer needs at least 2 classes", at(*last_dense)));
   for (const auto& m : metrics)
     if (m != "accuracy")
-      throw InputError(fmt::format("{}: metric '{}' is not supported (expected accuracy)", where, m));
+      throw InputError(fmt::format("{}: metric '{}' is not supported (expected accuracy)", where, strings::printable(m)));
   if (!(adam.learning_rate > 0) || !(adam.beta_1 >= 0 && adam.beta_1 < 1) || !(adam.beta_2 >= 0 && adam.beta_2 < 1) ||
       !(adam.epsilon > 0))
     throw InputError(fmt::format("{}: Adam needs learning_rate > 0, 0 <= beta < 1 and epsilon > 0", where));

@@ -40,7 +40,8 @@ ModelSpec builtin_workload(const std::string& id) {
   if (id == "seed-mlp") return seed_mlp();
   std::vector<std::string> ids;
   for (const auto& w : builtin_workloads()) ids.push_back(w.id);
-  throw InputError(fmt::format("unknown workload '{}' (closest: {}; or give a .toml/.json model file)", id,
+  throw InputError(fmt::format("unknown workload '{}' (closest: {}; or give a .toml/.json model file)",
+                               strings::printable(id),
                                strings::join(strings::closest(id, ids), ", ")));
 }
 

@@ -2,6 +2,7 @@
 
 #include <cblas.h>
 #include <fmt/format.h>
+#include <omp.h>
 
 #include <dnnl.hpp>
 #include <stdexcept>
@@ -12,6 +13,28 @@
 namespace gpuvs::engine::cpu {
 
 namespace {
+// Below this many FLOPs a GEMM runs on one thread. Measured on the seed shapes (bench_gemm_libraries,
+// bench_seed_step) on a 2-core VM: waking a second OpenMP thread costs tens of microseconds, more than
+// the 6.4 MFLOP batch-32 GEMMs gain from it (~35 us on one core).
+constexpr double kSerialFlops = 1e7;
+
+// Runs a scope with OpenMP limited to one thread (oneDNN sizes its work split from this value at both
+// primitive creation and execution), restoring the caller's setting after.
+class SerialScope {
+ public:
+  explicit SerialScope(bool active) : saved_(active ? omp_get_max_threads() : 0) {
+    if (active) omp_set_num_threads(1);
+  }
+  ~SerialScope() {
+    if (saved_ > 0) omp_set_num_threads(saved_);
+  }
+  SerialScope(const SerialScope&) = delete;
+  SerialScope& operator=(const SerialScope&) = delete;
+
+ private:
+  int saved_;
+};
+
 dnnl::engine& cpu_engine() {
   static dnnl::engine eng(dnnl::engine::kind::cpu, 0);
   return eng;
@@ -31,6 +54,7 @@ struct GemmPlan::Impl {
   const void* bias;
   void* c;
   graph::Act act;
+  bool serial = false;
   // oneDNN state, created once.
   dnnl::matmul prim;
   std::unordered_map<int, dnnl::memory> args;
@@ -86,8 +110,10 @@ struct GemmPlan::Impl {
 
 GemmPlan::GemmPlan(GemmLibrary lib, graph::DType dtype, const GemmShape& shape, const void* a, const void* b,
                    const void* bias, void* c, graph::Act act)
-    : impl_(new Impl{lib, dtype, shape, a, b, bias, c, act, {}, {}, {}, {}}) {
+    : impl_(new Impl{lib, dtype, shape, a, b, bias, c, act,
+                     2.0 * static_cast<double>(shape.m * shape.n * shape.k) < kSerialFlops, {}, {}, {}, {}}) {
   if (dtype == graph::DType::i32) throw std::invalid_argument("gemm: integer matmul is not supported");
+  const SerialScope scope(impl_->serial);
   if (dtype == graph::DType::f32 && lib == GemmLibrary::onednn) impl_->plan_onednn();
   else impl_->impl_name = dtype == graph::DType::f32 ? "openblas:sgemm+epilogue" : "openblas:dgemm+epilogue";
 }
@@ -95,12 +121,13 @@ GemmPlan::GemmPlan(GemmLibrary lib, graph::DType dtype, const GemmShape& shape, 
 GemmPlan::~GemmPlan() = default;
 
 void GemmPlan::run() {
+  const SerialScope scope(impl_->serial);
   if (impl_->dtype == graph::DType::f64) return impl_->run_blas<double>();
   if (impl_->lib == GemmLibrary::openblas) return impl_->run_blas<float>();
   impl_->prim.execute(cpu_stream(), impl_->args);
   cpu_stream().wait();
 }
 
-std::string GemmPlan::impl() const { return impl_->impl_name; }
+std::string GemmPlan::impl() const { return impl_->impl_name + (impl_->serial ? " (1 thread)" : ""); }
 
 }  // namespace gpuvs::engine::cpu

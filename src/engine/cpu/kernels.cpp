@@ -1,15 +1,56 @@
 #include "engine/cpu/kernels.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "core/rng.hpp"
 
 namespace gpuvs::engine::cpu {
 
 namespace {
-// Below this many elements a parallel region costs more than it saves.
-constexpr std::int64_t kParallelMin = 1 << 16;
+// Below this much work (elements touched) a parallel region costs more than it saves. Measured on the
+// 2-core dev VM: waking the second OpenMP thread costs 20-60 us, while Adam over the seed model's 100 k
+// weights takes ~32 us on one core; 128 Ki elements is where two threads start to win.
+constexpr std::int64_t kParallelMin = 1 << 17;
+
+// Runs f(begin, end) over [0, n): on the calling thread when `work` is small, else split evenly over the
+// OpenMP threads in 16-aligned chunks. The loops inside f are plain and vectorise.
+template <class F>
+void for_chunks(std::int64_t n, std::int64_t work, F&& f) {
+  const int threads = work >= kParallelMin ? omp_get_max_threads() : 1;
+  if (threads <= 1) {
+    f(std::int64_t{0}, n);
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    const std::int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+    const std::int64_t chunk = ((n + nt - 1) / nt + 15) / 16 * 16;
+    const std::int64_t b = std::min(n, t * chunk), e = std::min(n, b + chunk);
+    if (b < e) f(b, e);
+  }
+}
+
+// The same for a sum; partial sums are added in thread order (deterministic for a given thread count).
+template <class F>
+double sum_chunks(std::int64_t n, std::int64_t work, F&& f) {
+  const int threads = work >= kParallelMin ? omp_get_max_threads() : 1;
+  if (threads <= 1) return f(std::int64_t{0}, n);
+  std::vector<double> partial(static_cast<std::size_t>(threads), 0.0);
+#pragma omp parallel num_threads(threads)
+  {
+    const std::int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+    const std::int64_t chunk = (n + nt - 1) / nt;
+    const std::int64_t b = std::min(n, t * chunk), e = std::min(n, b + chunk);
+    if (b < e) partial[static_cast<std::size_t>(t)] = f(b, e);
+  }
+  double total = 0;
+  for (double p : partial) total += p;
+  return total;
+}
 
 template <class T>
 inline T sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
@@ -40,53 +81,52 @@ inline T apply(graph::Act act, T x) {
 template <class T>
 void bias_act_epilogue(T* c, const T* bias, std::int64_t m, std::int64_t n, graph::Act act) {
   if (bias == nullptr && act == graph::Act::none) return;
-#pragma omp parallel for if (m * n >= kParallelMin)
-  for (std::int64_t i = 0; i < m; ++i) {
-    T* row = c + i * n;
-    if (bias)
-      for (std::int64_t j = 0; j < n; ++j) row[j] += bias[j];
-    if (act == graph::Act::relu) {
-      for (std::int64_t j = 0; j < n; ++j) row[j] = row[j] > T(0) ? row[j] : T(0);
-    } else if (act != graph::Act::none) {
-      for (std::int64_t j = 0; j < n; ++j) row[j] = apply(act, row[j]);
+  for_chunks(m, m * n, [=](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t i = r0; i < r1; ++i) {
+      T* row = c + i * n;
+      if (bias)
+        for (std::int64_t j = 0; j < n; ++j) row[j] += bias[j];
+      if (act == graph::Act::relu) {
+        for (std::int64_t j = 0; j < n; ++j) row[j] = row[j] > T(0) ? row[j] : T(0);
+      } else if (act != graph::Act::none) {
+        for (std::int64_t j = 0; j < n; ++j) row[j] = apply(act, row[j]);
+      }
     }
-  }
+  });
 }
 
 template <class T>
 void activation_forward(const T* x, T* y, std::int64_t n, graph::Act act) {
-  if (act == graph::Act::relu) {
-#pragma omp parallel for simd if (n >= kParallelMin)
-    for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] > T(0) ? x[i] : T(0);
-    return;
-  }
-#pragma omp parallel for if (n >= kParallelMin)
-  for (std::int64_t i = 0; i < n; ++i) y[i] = apply(act, x[i]);
+  for_chunks(n, n, [=](std::int64_t b, std::int64_t e) {
+    if (act == graph::Act::relu) {
+      for (std::int64_t i = b; i < e; ++i) y[i] = x[i] > T(0) ? x[i] : T(0);
+    } else {
+      for (std::int64_t i = b; i < e; ++i) y[i] = apply(act, x[i]);
+    }
+  });
 }
 
 template <class T>
 void activation_backward(const T* dy, const T* s, T* dx, std::int64_t n, graph::Act act) {
-  switch (act) {
-    case graph::Act::none:
-      std::copy(dy, dy + n, dx);
-      return;
-    case graph::Act::relu:
-#pragma omp parallel for simd if (n >= kParallelMin)
-      for (std::int64_t i = 0; i < n; ++i) dx[i] = s[i] > T(0) ? dy[i] : T(0);
-      return;
-    case graph::Act::tanh:
-#pragma omp parallel for simd if (n >= kParallelMin)
-      for (std::int64_t i = 0; i < n; ++i) dx[i] = dy[i] * (T(1) - s[i] * s[i]);
-      return;
-    case graph::Act::sigmoid:
-#pragma omp parallel for simd if (n >= kParallelMin)
-      for (std::int64_t i = 0; i < n; ++i) dx[i] = dy[i] * s[i] * (T(1) - s[i]);
-      return;
-    case graph::Act::gelu:
-#pragma omp parallel for if (n >= kParallelMin)
-      for (std::int64_t i = 0; i < n; ++i) dx[i] = dy[i] * gelu_grad(s[i]);
-      return;
-  }
+  for_chunks(n, n, [=](std::int64_t b, std::int64_t e) {
+    switch (act) {
+      case graph::Act::none:
+        std::copy(dy + b, dy + e, dx + b);
+        return;
+      case graph::Act::relu:
+        for (std::int64_t i = b; i < e; ++i) dx[i] = s[i] > T(0) ? dy[i] : T(0);
+        return;
+      case graph::Act::tanh:
+        for (std::int64_t i = b; i < e; ++i) dx[i] = dy[i] * (T(1) - s[i] * s[i]);
+        return;
+      case graph::Act::sigmoid:
+        for (std::int64_t i = b; i < e; ++i) dx[i] = dy[i] * s[i] * (T(1) - s[i]);
+        return;
+      case graph::Act::gelu:
+        for (std::int64_t i = b; i < e; ++i) dx[i] = dy[i] * gelu_grad(s[i]);
+        return;
+    }
+  });
 }
 
 template <class T>
@@ -95,47 +135,63 @@ void dropout_forward(const T* x, T* y, std::uint8_t* mask, std::int64_t n, doubl
   const CounterRng rng(seed, stream);
   const auto threshold = static_cast<std::uint32_t>(std::lround(rate * 65536.0));
   const T scale = T(1) / (T(1) - static_cast<T>(rate));
-  const std::int64_t blocks = (n + 7) / 8;  // one Philox block = eight 16-bit draws
-#pragma omp parallel for if (n >= kParallelMin)
-  for (std::int64_t b = 0; b < blocks; ++b) {
-    const auto w = rng.block(static_cast<std::uint64_t>(b));
-    const std::int64_t base = b * 8;
-    const std::int64_t end = std::min<std::int64_t>(8, n - base);
-    for (std::int64_t k = 0; k < end; ++k) {
-      const std::uint32_t draw = (w[static_cast<std::size_t>(k >> 1)] >> ((k & 1) * 16)) & 0xFFFFu;
-      const bool keep = draw >= threshold;
-      mask[base + k] = keep ? 1 : 0;
-      y[base + k] = keep ? x[base + k] * scale : T(0);
+  // Elements come in groups of 128 drawn from 16 consecutive Philox blocks (g*16 .. g*16+15); element
+  // e of a group takes lane e % 16, word (e / 16) % 4, 16-bit half e / 64. Groups are generated 16 blocks
+  // at a time and this layout keeps every inner loop contiguous, so both vectorise.
+  constexpr std::int64_t kGroup = 128;
+  const std::int64_t groups = (n + kGroup - 1) / kGroup;
+  for_chunks(groups, n, [=](std::int64_t g0, std::int64_t g1) {
+    std::uint32_t w[4][16];
+    std::uint16_t draw[kGroup];
+    for (std::int64_t g = g0; g < g1; ++g) {
+      rng.blocks16(static_cast<std::uint64_t>(g * 16), w);
+      for (int half = 0; half < 2; ++half)
+        for (int word = 0; word < 4; ++word)
+          for (int l = 0; l < 16; ++l)
+            draw[half * 64 + word * 16 + l] = static_cast<std::uint16_t>(w[word][l] >> (16 * half));
+      const std::int64_t base = g * kGroup;
+      const std::int64_t count = std::min(kGroup, n - base);
+      const T* xs = x + base;
+      T* ys = y + base;
+      std::uint8_t* ms = mask + base;
+      for (std::int64_t k = 0; k < count; ++k) {
+        const bool keep = draw[k] >= threshold;
+        ms[k] = keep ? 1 : 0;
+        ys[k] = keep ? xs[k] * scale : T(0);
+      }
     }
-  }
+  });
 }
 
 template <class T>
 void dropout_backward(const T* dy, const std::uint8_t* mask, T* dx, std::int64_t n, double rate) {
   const T scale = T(1) / (T(1) - static_cast<T>(rate));
-#pragma omp parallel for simd if (n >= kParallelMin)
-  for (std::int64_t i = 0; i < n; ++i) dx[i] = mask[i] ? dy[i] * scale : T(0);
+  for_chunks(n, n, [=](std::int64_t b, std::int64_t e) {
+    for (std::int64_t i = b; i < e; ++i) dx[i] = dy[i] * (static_cast<T>(mask[i]) * scale);
+  });
 }
 
 template <class T>
 double softmax_xent_forward(const T* logits, const std::int32_t* labels, T* probs, std::int64_t rows,
                             std::int64_t cols) {
-  double total = 0.0;
-#pragma omp parallel for reduction(+ : total) if (rows * cols >= kParallelMin)
-  for (std::int64_t i = 0; i < rows; ++i) {
-    const T* z = logits + i * cols;
-    T* p = probs + i * cols;
-    T mx = z[0];
-    for (std::int64_t j = 1; j < cols; ++j) mx = std::max(mx, z[j]);
-    T sum = 0;
-    for (std::int64_t j = 0; j < cols; ++j) {
-      p[j] = std::exp(z[j] - mx);
-      sum += p[j];
+  const double total = sum_chunks(rows, rows * cols, [=](std::int64_t r0, std::int64_t r1) {
+    double sum_loss = 0;
+    for (std::int64_t i = r0; i < r1; ++i) {
+      const T* z = logits + i * cols;
+      T* p = probs + i * cols;
+      T mx = z[0];
+      for (std::int64_t j = 1; j < cols; ++j) mx = std::max(mx, z[j]);
+      T sum = 0;
+      for (std::int64_t j = 0; j < cols; ++j) {
+        p[j] = std::exp(z[j] - mx);
+        sum += p[j];
+      }
+      const T inv = T(1) / sum;
+      for (std::int64_t j = 0; j < cols; ++j) p[j] *= inv;
+      sum_loss += static_cast<double>(std::log(sum) - (z[labels[i]] - mx));
     }
-    const T inv = T(1) / sum;
-    for (std::int64_t j = 0; j < cols; ++j) p[j] *= inv;
-    total += static_cast<double>(std::log(sum) - (z[labels[i]] - mx));
-  }
+    return sum_loss;
+  });
   return total / static_cast<double>(rows);
 }
 
@@ -143,13 +199,14 @@ template <class T>
 void softmax_xent_backward(T dloss, const T* probs, const std::int32_t* labels, T* dlogits, std::int64_t rows,
                            std::int64_t cols) {
   const T scale = dloss / static_cast<T>(rows);
-#pragma omp parallel for if (rows * cols >= kParallelMin)
-  for (std::int64_t i = 0; i < rows; ++i) {
-    const T* p = probs + i * cols;
-    T* d = dlogits + i * cols;
-    for (std::int64_t j = 0; j < cols; ++j) d[j] = p[j] * scale;
-    d[labels[i]] -= scale;
-  }
+  for_chunks(rows, rows * cols, [=](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t i = r0; i < r1; ++i) {
+      const T* p = probs + i * cols;
+      T* d = dlogits + i * cols;
+      for (std::int64_t j = 0; j < cols; ++j) d[j] = p[j] * scale;
+      d[labels[i]] -= scale;
+    }
+  });
 }
 
 template <class T>
@@ -178,18 +235,21 @@ double accuracy(const T* logits, const std::int32_t* labels, std::int64_t rows, 
 
 template <class T>
 void reduce_rows(const T* x, T* y, std::int64_t rows, std::int64_t cols) {
-  std::fill(y, y + cols, T(0));
-  for (std::int64_t i = 0; i < rows; ++i) {
-    const T* r = x + i * cols;
-#pragma omp simd
-    for (std::int64_t j = 0; j < cols; ++j) y[j] += r[j];
-  }
+  // Parallel over columns so each output has one writer and a fixed summation order.
+  for_chunks(cols, rows * cols, [=](std::int64_t c0, std::int64_t c1) {
+    std::fill(y + c0, y + c1, T(0));
+    for (std::int64_t i = 0; i < rows; ++i) {
+      const T* r = x + i * cols;
+      for (std::int64_t j = c0; j < c1; ++j) y[j] += r[j];
+    }
+  });
 }
 
 template <class T>
 void add(const T* a, const T* b, T* y, std::int64_t n) {
-#pragma omp parallel for simd if (n >= kParallelMin)
-  for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
+  for_chunks(n, n, [=](std::int64_t lo, std::int64_t hi) {
+    for (std::int64_t i = lo; i < hi; ++i) y[i] = a[i] + b[i];
+  });
 }
 
 template <class T>
@@ -200,15 +260,16 @@ void adam_update(T* p, const T* g, T* m, T* v, std::int64_t n, const graph::Adam
   const T alpha = static_cast<T>(alpha_d);
   const T one_b1 = static_cast<T>(1.0 - cfg.beta_1), one_b2 = static_cast<T>(1.0 - cfg.beta_2);
   const T eps = static_cast<T>(cfg.epsilon);
-#pragma omp parallel for simd if (n >= kParallelMin)
-  for (std::int64_t i = 0; i < n; ++i) {
-    const T gi = g[i];
-    const T mi = m[i] + (gi - m[i]) * one_b1;
-    const T vi = v[i] + (gi * gi - v[i]) * one_b2;
-    m[i] = mi;
-    v[i] = vi;
-    p[i] -= mi * alpha / (std::sqrt(vi) + eps);
-  }
+  for_chunks(n, n, [=](std::int64_t lo, std::int64_t hi) {
+    for (std::int64_t i = lo; i < hi; ++i) {
+      const T gi = g[i];
+      const T mi = m[i] + (gi - m[i]) * one_b1;
+      const T vi = v[i] + (gi * gi - v[i]) * one_b2;
+      m[i] = mi;
+      v[i] = vi;
+      p[i] -= mi * alpha / (std::sqrt(vi) + eps);
+    }
+  });
 }
 
 #define GPUVS_INSTANTIATE(T)                                                                                      \

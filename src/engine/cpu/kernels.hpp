@@ -16,8 +16,10 @@ void activation_forward(const T* x, T* y, std::int64_t n, graph::Act act);
 template <class T>
 void activation_backward(const T* dy, const T* saved, T* dx, std::int64_t n, graph::Act act);
 
-/// Inverted dropout. The keep decision for element i is a pure function of (seed, stream, i):
-/// a 16-bit draw from Philox-4x32-10 kept when >= round(rate * 65536).
+/// Inverted dropout. The keep decision for element i is a pure function of (seed, stream, i): a 16-bit
+/// draw from Philox-4x32-10 (group g = i / 128 uses blocks 16g..16g+15; element e = i % 128 takes block
+/// 16g + e % 16, word (e / 16) % 4, half e / 64), kept when the draw >= round(rate * 65536). Backends
+/// that must match the CPU (CUDA) use the same layout.
 template <class T>
 void dropout_forward(const T* x, T* y, std::uint8_t* mask, std::int64_t n, double rate, std::uint64_t seed,
                      std::uint64_t stream);

@@ -1,0 +1,88 @@
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "core/error.hpp"
+#include "engine/checkpoint.hpp"
+#include "graph/builder.hpp"
+#include "graph/workloads.hpp"
+#include "test_util.hpp"
+
+using namespace gpuvs;
+using namespace gpuvs::engine;
+
+namespace {
+ParamStore seeded_store() {
+  ParamStore s;
+  s.initialize(graph::param_inits(graph::builtin_workload("seed-mlp")), graph::DType::f32, 9);
+  s.ensure("dense/kernel/m", {780, 128}, graph::DType::f32).as<float>()[5] = 0.5f;
+  s.iterations = 42;
+  return s;
+}
+CheckpointMeta meta() {
+  CheckpointMeta m;
+  m.model_fingerprint = graph::builtin_workload("seed-mlp").fingerprint();
+  m.model_name = "seed-mlp";
+  m.epochs_done = 3;
+  m.iterations = 42;
+  m.seed = 9;
+  m.batch = 32;
+  m.train_rows = 100;
+  m.val_rows = 25;
+  m.data_source = "synthetic";
+  return m;
+}
+}  // namespace
+
+TEST(Checkpoint, RoundTripIsExact) {
+  test::TempDir dir;
+  const ParamStore s = seeded_store();
+  save_checkpoint(checkpoint_file(dir.path()), meta(), s);
+  ParamStore back;
+  const CheckpointMeta m = load_checkpoint(checkpoint_file(dir.path()), back);
+  EXPECT_EQ(m.epochs_done, 3);
+  EXPECT_EQ(m.seed, 9u);
+  EXPECT_EQ(back.iterations, 42);
+  ASSERT_EQ(back.tensors().size(), s.tensors().size());
+  for (const auto& [name, t] : s.tensors()) {
+    const HostTensor& u = back.get(name);
+    EXPECT_EQ(u.shape, t.shape);
+    EXPECT_EQ(std::memcmp(u.buffer.data(), t.buffer.data(), t.bytes()), 0) << name;
+  }
+}
+
+TEST(Checkpoint, EveryFlippedByteIsDetected) {
+  test::TempDir dir;
+  ParamStore small;
+  small.ensure("w", {3}, graph::DType::f32).as<float>()[1] = 2.0f;
+  const auto file = checkpoint_file(dir.path());
+  save_checkpoint(file, meta(), small);
+  const std::string good = test::slurp(file);
+  for (std::size_t i = 0; i < good.size(); ++i) {
+    std::string bad = good;
+    bad[i] = static_cast<char>(bad[i] ^ 0x20);
+    test::write_text(file, bad);
+    ParamStore into;
+    into.ensure("keep", {1}, graph::DType::f32);
+    EXPECT_THROW(load_checkpoint(file, into), InputError) << "byte " << i;
+    EXPECT_TRUE(into.has("keep")) << "a failed load must leave the target untouched";
+  }
+  for (std::size_t cut : {std::size_t{0}, std::size_t{5}, good.size() / 2, good.size() - 1}) {
+    test::write_text(file, good.substr(0, cut));
+    ParamStore into;
+    EXPECT_THROW(load_checkpoint(file, into), InputError) << "truncated at " << cut;
+  }
+}
+
+TEST(Checkpoint, MissingFileAndForeignFile) {
+  test::TempDir dir;
+  ParamStore into;
+  EXPECT_THROW(load_checkpoint(dir / "none", into), InputError);
+  test::write_text(dir / "foreign", "PK\x03\x04 this is a zip file, not a checkpoint");
+  try {
+    load_checkpoint(dir / "foreign", into);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("not a gpuvs checkpoint"), std::string::npos);
+  }
+}

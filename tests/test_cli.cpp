@@ -1,0 +1,130 @@
+// The gpuvs binary end to end: exit codes 0/1/2, one-line errors, JSON on stdout, nothing half-written.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "test_util.hpp"
+
+using gpuvs::test::count_lines;
+using gpuvs::test::run_gpuvs;
+using gpuvs::test::TempDir;
+
+namespace {
+void expect_usage_error(const gpuvs::test::CommandResult& r, const std::string& needle) {
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+}
+const std::string kQuick = " --rows 600 --epochs 1 --threads 1 ";
+}  // namespace
+
+TEST(Cli, VersionAndHelp) {
+  const auto v = run_gpuvs("--version");
+  EXPECT_EQ(v.exit_code, 0);
+  EXPECT_NE(v.out.find("gpuvs 0.1.0 (git "), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find("cuda:"), std::string::npos);
+  const auto h = run_gpuvs("train --help");
+  EXPECT_EQ(h.exit_code, 0);
+  EXPECT_NE(h.out.find("--batch-size"), std::string::npos);
+  EXPECT_EQ(run_gpuvs("graph --help").exit_code, 0);
+}
+
+TEST(Cli, UsageErrorsExitTwo) {
+  EXPECT_EQ(run_gpuvs("").exit_code, 2);
+  expect_usage_error(run_gpuvs("frobnicate"), "error");
+  expect_usage_error(run_gpuvs("train seed-mlp --epochs abc"), "--epochs");
+  expect_usage_error(run_gpuvs("train seed-mlp --gemm mkl"), "--gemm 'mkl'");
+  expect_usage_error(run_gpuvs("train seed-mlp --epochs 0"), "--epochs must be at least 1");
+  expect_usage_error(run_gpuvs("train seed-mlp --lr -1"), "--lr");
+  expect_usage_error(run_gpuvs("train seed-mlp --validation-split 1.5"), "--validation-split");
+}
+
+TEST(Cli, UnknownWorkloadNamesClosest) {
+  expect_usage_error(run_gpuvs("train seed-mpl"), "closest: seed-mlp");
+}
+
+TEST(Cli, TrainJsonSummaryOnStdoutProgressOnStderr) {
+  const auto r = run_gpuvs("train seed-mlp --json" + kQuick);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(count_lines(r.out), 1);
+  const auto j = nlohmann::json::parse(r.out);
+  for (const char* key : {"samples_per_s", "step_time_median_s", "peak_memory_bytes", "loss", "accuracy", "val_loss",
+                          "val_accuracy", "device", "threads"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_EQ(j["device"], "cpu");
+  EXPECT_EQ(j["threads"], 1);
+  EXPECT_GT(j["samples_per_s"].get<double>(), 0);
+  EXPECT_NE(r.err.find("Epoch 1/1"), std::string::npos);
+  EXPECT_EQ(r.err.find('\r'), std::string::npos) << "not a terminal: plain lines, no redrawn bar";
+}
+
+TEST(Cli, TrainPlainOutputIsKerasLike) {
+  TempDir dir;
+  const auto r = run_gpuvs("train seed-mlp" + kQuick + "--logdir " + (dir / "logs").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Epoch 1/1"), std::string::npos);
+  EXPECT_NE(r.out.find("[==============================]"), std::string::npos);
+  EXPECT_NE(r.out.find("val_accuracy:"), std::string::npos);
+  EXPECT_NE(r.out.find("samples/s"), std::string::npos);
+  EXPECT_NE(r.out.find("median step"), std::string::npos);
+  EXPECT_NE(r.out.find("peak memory"), std::string::npos);
+  EXPECT_TRUE(std::filesystem::is_directory(dir / "logs" / "train"));
+  EXPECT_TRUE(std::filesystem::is_directory(dir / "logs" / "validation"));
+}
+
+TEST(Cli, ModelFileErrorsNameFileAndLine) {
+  TempDir dir;
+  gpuvs::test::write_text(dir / "m.toml", "input_shape = [4]\n[[layers]]\ntype = \"dense\"\nunits = 3\nactivation = \"relux\"\n");
+  expect_usage_error(run_gpuvs("train " + (dir / "m.toml").string()), "m.toml:5: unknown activation 'relux'");
+}
+
+TEST(Cli, DataThatDoesNotFitTheModel) {
+  const std::string digits = std::string(GPUVS_TEST_DATA) + "/digits.csv.gz";
+  expect_usage_error(run_gpuvs("train seed-mlp --data " + digits), "64 features per row, but model 'seed-mlp' expects 780");
+  TempDir dir;
+  gpuvs::test::write_text(dir / "m.toml",
+                          "input_shape = [2]\n[[layers]]\ntype = \"dense\"\nunits = 3\nactivation = \"softmax\"\n");
+  gpuvs::test::write_text(dir / "d.csv", "0.1,0.2,0\n0.3,0.4,12\n0.5,0.6,1\n");
+  expect_usage_error(run_gpuvs("train " + (dir / "m.toml").string() + " --data " + (dir / "d.csv").string()),
+                     "label 12 at row 1 is outside the model's 3 classes");
+}
+
+TEST(Cli, UnwritableLogdirCreatesNothing) {
+  TempDir dir;
+  gpuvs::test::write_text(dir / "file", "x");
+  expect_usage_error(run_gpuvs("train seed-mlp" + kQuick + "--logdir " + (dir / "file" / "logs").string()),
+                     "--logdir");
+  EXPECT_EQ(gpuvs::test::slurp(dir / "file"), "x");
+}
+
+TEST(Cli, CorruptAndMismatchedCheckpointsExitTwoAndStayUntouched) {
+  TempDir dir;
+  const std::string ck = (dir / "ck").string();
+  ASSERT_EQ(run_gpuvs("train seed-mlp" + kQuick + "--checkpoint " + ck).exit_code, 0);
+  const auto file = dir / "ck" / "checkpoint.gpuvs";
+  std::string bytes = gpuvs::test::slurp(file);
+  bytes[bytes.size() / 2] ^= 0x40;
+  gpuvs::test::write_text(file, bytes);
+  expect_usage_error(run_gpuvs("train seed-mlp --rows 600 --epochs 2 --threads 1 --checkpoint " + ck + " --resume"),
+                     "is corrupt");
+  EXPECT_EQ(gpuvs::test::slurp(file), bytes);
+  ASSERT_EQ(run_gpuvs("train seed-mlp" + kQuick + "--checkpoint " + ck).exit_code, 0);
+  const std::string good = gpuvs::test::slurp(file);
+  expect_usage_error(run_gpuvs("train seed-mlp --rows 600 --epochs 2 --threads 1 --batch-size 16 --checkpoint " + ck +
+                               " --resume"),
+                     "--batch-size is 32 there, 16 here");
+  EXPECT_EQ(gpuvs::test::slurp(file), good);
+  const auto resumed = run_gpuvs("train seed-mlp --rows 600 --epochs 2 --threads 1 --checkpoint " + ck + " --resume");
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_NE(resumed.out.find("Epoch 2/2"), std::string::npos);
+  EXPECT_EQ(resumed.out.find("Epoch 1/2"), std::string::npos);
+}
+
+TEST(Cli, GraphCommandReportsCosts) {
+  const auto r = run_gpuvs("graph seed-mlp --batch 1024 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_DOUBLE_EQ(j["total"]["matrix_flops"].get<double>(), 1024.0 * (4.0 * 780 * 128 + 6.0 * 128 * 10));
+  EXPECT_EQ(j["params"], 101258);
+  expect_usage_error(run_gpuvs("graph seed-mlp --mode sideways"), "--mode 'sideways'");
+}

@@ -1,0 +1,165 @@
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "core/crc32c.hpp"
+#include "core/error.hpp"
+#include "core/files.hpp"
+#include "core/rng.hpp"
+#include "core/stats.hpp"
+#include "core/strings.hpp"
+#include "core/units.hpp"
+#include "test_util.hpp"
+
+using namespace gpuvs;
+
+namespace {
+// Bit-at-a-time CRC-32C: an independent definition to check the sliced table version against.
+std::uint32_t crc32c_bitwise(const void* data, std::size_t n) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  std::uint32_t c = 0xFFFFFFFFu;
+  for (std::size_t i = 0; i < n; ++i) {
+    c ^= p[i];
+    for (int k = 0; k < 8; ++k) c = (c & 1u) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+  }
+  return ~c;
+}
+}  // namespace
+
+TEST(Crc32c, KnownVectors) {
+  // RFC 3720 (iSCSI) B.4 test vectors and the classic check value.
+  EXPECT_EQ(crc32c("123456789", 9), 0xE3069283u);
+  unsigned char zeros[32] = {0};
+  EXPECT_EQ(crc32c(zeros, 32), 0x8A9136AAu);
+  unsigned char ones[32];
+  std::memset(ones, 0xFF, 32);
+  EXPECT_EQ(crc32c(ones, 32), 0x62A8AB43u);
+  unsigned char inc[32];
+  for (int i = 0; i < 32; ++i) inc[i] = static_cast<unsigned char>(i);
+  EXPECT_EQ(crc32c(inc, 32), 0x46DD794Eu);
+}
+
+TEST(Crc32c, MatchesBitwiseOnRandomLengthsAndContinuation) {
+  const CounterRng rng(7, 1);
+  std::string buf(1000, '\0');
+  for (std::size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<char>(rng.block(i)[0] & 0xFF);
+  for (std::size_t len : {0u, 1u, 7u, 8u, 9u, 63u, 64u, 999u, 1000u}) {
+    EXPECT_EQ(crc32c(buf.data(), len), crc32c_bitwise(buf.data(), len)) << len;
+    const std::uint32_t first = crc32c(buf.data(), len / 2);
+    EXPECT_EQ(crc32c(buf.data() + len / 2, len - len / 2, first), crc32c_bitwise(buf.data(), len)) << len;
+  }
+}
+
+TEST(Crc32c, MaskedFormMatchesTfRecordDefinition) {
+  const std::uint32_t c = crc32c("abc", 3);
+  EXPECT_EQ(masked_crc32c("abc", 3), ((c >> 15) | (c << 17)) + 0xa282ead8u);
+}
+
+TEST(Stats, MedianQuantilesAndSpread) {
+  const std::vector<double> v{5, 1, 3, 2, 4};
+  EXPECT_DOUBLE_EQ(stats::median(v), 3.0);
+  EXPECT_DOUBLE_EQ(stats::quantile(v, 0.0), 1.0);
+  EXPECT_DOUBLE_EQ(stats::quantile(v, 1.0), 5.0);
+  EXPECT_DOUBLE_EQ(stats::quantile(v, 0.25), 2.0);
+  const auto s = stats::summarize(v);
+  EXPECT_EQ(s.count, 5u);
+  EXPECT_DOUBLE_EQ(s.mean, 3.0);
+  EXPECT_DOUBLE_EQ(s.rel_mad, 1.0 / 3.0);  // |deviations| = 2,1,0,1,2 -> median 1
+  EXPECT_DOUBLE_EQ(stats::median(std::vector<double>{}), 0.0);
+}
+
+TEST(Strings, EditDistanceAndClosest) {
+  EXPECT_EQ(strings::edit_distance("kitten", "sitting"), 3u);
+  EXPECT_EQ(strings::edit_distance("", "abc"), 3u);
+  const std::vector<std::string> ids{"seed-mlp", "resnet50", "bert-base", "bert-large"};
+  EXPECT_EQ(strings::closest("seed-mpl", ids, 1).at(0), "seed-mlp");
+  EXPECT_EQ(strings::closest("bert", ids, 2).at(0), "bert-base");
+  EXPECT_EQ(strings::closest("RESNET50", ids, 1).at(0), "resnet50");
+}
+
+TEST(Units, GbAndGibAreDifferent) {
+  EXPECT_DOUBLE_EQ(units::to_gb(1e9), 1.0);
+  EXPECT_DOUBLE_EQ(units::to_gib(1073741824.0), 1.0);
+  EXPECT_NE(units::to_gb(1073741824.0), units::to_gib(1073741824.0));
+  EXPECT_EQ(units::format_bytes_binary(1536), "1.50 KiB");
+  EXPECT_EQ(units::format_seconds(0.0025), "2.50 ms");
+}
+
+TEST(Rng, CounterBasedIsPureAndUniform) {
+  const CounterRng a(42, 3), b(42, 3), c(43, 3), d(42, 4);
+  EXPECT_EQ(a.block(10), b.block(10));
+  EXPECT_NE(a.block(10), c.block(10));
+  EXPECT_NE(a.block(10), d.block(10));
+  double sum = 0, sq = 0;
+  const int n = 100000;
+  for (int i = 0; i < n; ++i) {
+    const double u = a.uniform(static_cast<std::uint64_t>(i));
+    ASSERT_GE(u, 0.0);
+    ASSERT_LT(u, 1.0);
+    sum += u;
+    sq += u * u;
+  }
+  EXPECT_NEAR(sum / n, 0.5, 0.005);
+  EXPECT_NEAR(sq / n - (sum / n) * (sum / n), 1.0 / 12.0, 0.002);
+  double ns = 0, nsq = 0;
+  for (int i = 0; i < n; ++i) {
+    const double z = a.normal(static_cast<std::uint64_t>(i));
+    ns += z;
+    nsq += z * z;
+  }
+  EXPECT_NEAR(ns / n, 0.0, 0.02);
+  EXPECT_NEAR(nsq / n, 1.0, 0.02);
+}
+
+TEST(Rng, SixteenBlocksAtOnceEqualSingleBlocks) {
+  const CounterRng rng(0x123456789abcdefULL, 0xfedcba9876543210ULL);
+  for (std::uint64_t first : {std::uint64_t{0}, std::uint64_t{16}, (std::uint64_t{1} << 32) - 8}) {
+    std::uint32_t out[4][16];
+    rng.blocks16(first, out);
+    for (int l = 0; l < 16; ++l) {
+      const auto b = rng.block(first + static_cast<std::uint64_t>(l));
+      for (int w = 0; w < 4; ++w) EXPECT_EQ(out[w][l], b[static_cast<std::size_t>(w)]) << first << " " << l;
+    }
+  }
+}
+
+TEST(Rng, PhiloxKnownAnswer) {
+  // Random123's published known-answer test for philox4x32-10: counter and key all zeros.
+  const auto z = Philox4x32::block({0, 0, 0, 0}, {0, 0});
+  EXPECT_EQ(z[0], 0x6627e8d5u);
+  EXPECT_EQ(z[1], 0xe169c58du);
+  EXPECT_EQ(z[2], 0xbc57ac4cu);
+  EXPECT_EQ(z[3], 0x9b00dbd8u);
+}
+
+TEST(Files, WriteAtomicReplacesWholeFileAndLeavesNoTemp) {
+  test::TempDir dir;
+  const auto f = dir / "out.bin";
+  files::write_atomic(f, "first version");
+  files::write_atomic(f, "second");
+  EXPECT_EQ(test::slurp(f), "second");
+  int entries = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir.path())) ++entries;
+  EXPECT_EQ(entries, 1);
+}
+
+TEST(Files, EnsureWritableDirRejectsFileAncestorAndCreatesNothing) {
+  test::TempDir dir;
+  test::write_text(dir / "plain", "x");
+  try {
+    files::ensure_writable_dir(dir / "plain" / "sub" / "deeper", "--logdir");
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--logdir"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("not a directory"), std::string::npos);
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "plain" / "sub"));
+  files::ensure_writable_dir(dir / "a" / "b", "--logdir");
+  EXPECT_TRUE(std::filesystem::is_directory(dir / "a" / "b"));
+}
+
+TEST(Errors, ExitCodes) {
+  EXPECT_EQ(exit_code_for(InputError("x")), ExitCode::bad_input);
+  EXPECT_EQ(exit_code_for(RuntimeFailure("x")), ExitCode::runtime_failure);
+  EXPECT_EQ(exit_code_for(std::runtime_error("x")), ExitCode::runtime_failure);
+}

@@ -1,0 +1,171 @@
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+#include "graph/autodiff.hpp"
+#include "graph/builder.hpp"
+#include "graph/cost.hpp"
+#include "graph/workloads.hpp"
+
+using namespace gpuvs;
+using namespace gpuvs::graph;
+
+namespace {
+int count_op(const Graph& g, OpKind k) {
+  int n = 0;
+  for (const auto& node : g.nodes()) n += node.op == k;
+  return n;
+}
+}  // namespace
+
+TEST(Ir, ShapesAndChecks) {
+  Graph g;
+  const auto a = g.input("a", {4, 3}, DType::f32);
+  const auto b = g.param("b", {3, 5}, DType::f32);
+  const auto bias = g.param("bias", {5}, DType::f32);
+  const auto c = g.matmul("c", a, b, bias, Act::relu);
+  EXPECT_EQ(g.node(c).shape, (Shape{4, 5}));
+  const auto bt = g.param("bt", {5, 3}, DType::f32);
+  EXPECT_EQ(g.node(g.matmul("d", a, bt, kNone, Act::none, false, true)).shape, (Shape{4, 5}));
+  const auto at = g.input("at", {3, 4}, DType::f32);
+  EXPECT_EQ(g.node(g.matmul("e", at, b, kNone, Act::none, true, false)).shape, (Shape{4, 5}));
+  EXPECT_THROW(g.matmul("bad", a, a), std::invalid_argument);                 // inner dims 3 vs 4
+  EXPECT_THROW(g.matmul("gelu", a, b, kNone, Act::gelu), std::invalid_argument);  // gelu is never fused
+  EXPECT_THROW(g.dropout("drop", a, 1.0), std::invalid_argument);
+  EXPECT_THROW(g.input("a", {1}, DType::f32), std::invalid_argument);         // duplicate name
+  EXPECT_EQ(g.find("c"), c);
+  EXPECT_EQ(g.find("nope"), kNone);
+}
+
+TEST(Workloads, SeedMlpIsTheKerasModel) {
+  const ModelSpec s = builtin_workload("seed-mlp");
+  EXPECT_EQ(s.input_dim, 780);
+  ASSERT_EQ(s.layers.size(), 3u);
+  EXPECT_EQ(s.layers[0].units, 128);
+  EXPECT_EQ(s.layers[0].act, Act::relu);
+  EXPECT_DOUBLE_EQ(s.layers[1].rate, 0.2);
+  EXPECT_TRUE(s.layers[2].softmax);
+  EXPECT_EQ(s.num_classes(), 10);
+  EXPECT_EQ(s.param_count(), 780 * 128 + 128 + 128 * 10 + 10);  // 101,258 (Keras shows 101,770 for 784 inputs)
+  EXPECT_DOUBLE_EQ(s.adam.learning_rate, 1e-3);
+  EXPECT_DOUBLE_EQ(s.adam.beta_1, 0.9);
+  EXPECT_DOUBLE_EQ(s.adam.beta_2, 0.999);
+  EXPECT_DOUBLE_EQ(s.adam.epsilon, 1e-7);
+}
+
+TEST(Workloads, UnknownIdNamesClosest) {
+  try {
+    builtin_workload("seed-mpl");
+    FAIL();
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("unknown workload 'seed-mpl'"), std::string::npos);
+    EXPECT_NE(msg.find("seed-mlp"), std::string::npos);
+  }
+}
+
+TEST(Builder, TrainingGraphHasForwardBackwardAndAdam) {
+  const Graph g = build_graph(builtin_workload("seed-mlp"), {32, DType::f32, Mode::train});
+  EXPECT_EQ(count_op(g, OpKind::dropout), 1);
+  EXPECT_EQ(count_op(g, OpKind::dropout_grad), 1);
+  EXPECT_EQ(count_op(g, OpKind::adam_update), 4);
+  EXPECT_EQ(count_op(g, OpKind::softmax_xent_grad), 1);
+  EXPECT_EQ(count_op(g, OpKind::reduce_rows), 2);
+  // Forward 2 matmuls; backward: dX and dW for layer 2, only dW for layer 1 (the data needs no gradient).
+  EXPECT_EQ(count_op(g, OpKind::matmul), 5);
+  EXPECT_EQ(count_op(g, OpKind::activation_grad), 1);
+  EXPECT_NE(g.output("loss"), kNone);
+  EXPECT_NE(g.output("accuracy"), kNone);
+}
+
+TEST(Builder, EvalGraphHasNoDropoutNoBackward) {
+  const Graph g = build_graph(builtin_workload("seed-mlp"), {32, DType::f32, Mode::eval});
+  EXPECT_EQ(count_op(g, OpKind::dropout), 0);
+  EXPECT_EQ(count_op(g, OpKind::adam_update), 0);
+  EXPECT_EQ(count_op(g, OpKind::matmul), 2);
+}
+
+TEST(Builder, GeluIsASeparateNodeAndGetsItsGradient) {
+  ModelSpec s = builtin_workload("seed-mlp");
+  s.layers[0].act = Act::gelu;
+  const Graph g = build_graph(s, {8, DType::f32, Mode::train});
+  EXPECT_EQ(count_op(g, OpKind::activation), 1);
+  int gelu_grads = 0;
+  for (const auto& n : g.nodes()) gelu_grads += n.op == OpKind::activation_grad && n.act == Act::gelu;
+  EXPECT_EQ(gelu_grads, 1);
+}
+
+TEST(Cost, MatmulHandCount) {
+  Graph g;
+  const auto x = g.input("x", {32, 780}, DType::f32);
+  const auto w = g.param("w", {780, 128}, DType::f32);
+  const auto b = g.param("b", {128}, DType::f32);
+  const auto y = g.matmul("y", x, w, b, Act::relu);
+  const OpCost c = op_cost(g, g.node(y));
+  EXPECT_DOUBLE_EQ(c.matrix_flops, 2.0 * 32 * 780 * 128);
+  EXPECT_DOUBLE_EQ(c.vector_flops, 32.0 * 128 * 2);  // bias add + relu per output
+  EXPECT_DOUBLE_EQ(c.bytes, 4.0 * (32 * 780 + 780 * 128 + 128 + 32 * 128));
+}
+
+TEST(Cost, ElementwiseHandCounts) {
+  Graph g;
+  const auto x = g.input("x", {10, 20}, DType::f32);
+  const auto labels = g.input("labels", {10}, DType::i32);
+  const auto drop = g.dropout("drop", x, 0.5);
+  EXPECT_DOUBLE_EQ(op_cost(g, g.node(drop)).bytes, 200 * 4 * 2 + 200);  // in, out, 1-byte mask
+  const auto loss = g.softmax_xent("loss", x, labels);
+  EXPECT_DOUBLE_EQ(op_cost(g, g.node(loss)).vector_flops, 5.0 * 200 + 4.0 * 10);
+  EXPECT_DOUBLE_EQ(op_cost(g, g.node(loss)).bytes, 200 * 4 + 10 * 4 + 200 * 4 + 4);
+  const auto p = g.param("p", {10, 20}, DType::f32);
+  const auto upd = g.adam_update("upd", p, x, AdamConfig{});
+  EXPECT_DOUBLE_EQ(op_cost(g, g.node(upd)).bytes, 7.0 * 200 * 4);  // read p,g,m,v; write p,m,v
+  EXPECT_DOUBLE_EQ(op_cost(g, g.node(upd)).vector_flops, 12.0 * 200);
+  const auto rr = g.reduce_rows("rr", x);
+  EXPECT_DOUBLE_EQ(op_cost(g, g.node(rr)).vector_flops, 200);
+  EXPECT_DOUBLE_EQ(op_cost(g, g.node(rr)).bytes, (200 + 20) * 4);
+}
+
+TEST(Cost, SeedMlpTrainingStepMatrixFlops) {
+  // Hand count per step at batch B: forward 2*B*780*128 + 2*B*128*10; backward dW1 2*B*780*128,
+  // dX2 and dW2 2*B*128*10 each (no dX1: the input needs no gradient). Total B*(4*780*128 + 6*128*10).
+  for (std::int64_t batch : {32, 128, 1024}) {
+    const Graph g = build_graph(builtin_workload("seed-mlp"), {batch, DType::f32, Mode::train});
+    const double b = static_cast<double>(batch);
+    EXPECT_DOUBLE_EQ(graph_cost(g).matrix_flops, b * (4.0 * 780 * 128 + 6.0 * 128 * 10)) << batch;
+  }
+  const Graph e = build_graph(builtin_workload("seed-mlp"), {64, DType::f32, Mode::eval});
+  EXPECT_DOUBLE_EQ(graph_cost(e).matrix_flops, 64.0 * (2.0 * 780 * 128 + 2.0 * 128 * 10));
+}
+
+TEST(Cost, SeedMlpAdamBytesCoverEveryParamOnce) {
+  const Graph g = build_graph(builtin_workload("seed-mlp"), {32, DType::f32, Mode::train});
+  double adam_bytes = 0;
+  for (const auto& n : g.nodes())
+    if (n.op == OpKind::adam_update) adam_bytes += op_cost(g, n).bytes;
+  EXPECT_DOUBLE_EQ(adam_bytes, 7.0 * 4 * 101258);
+}
+
+TEST(Autodiff, NodeWithoutGradientRuleOnThePathIsAnError) {
+  Graph g;
+  const auto x = g.input("x", {2, 3}, DType::f32);
+  const auto w = g.param("w", {3, 3}, DType::f32);
+  const auto y = g.matmul("y", x, w);
+  const auto s = g.softmax("s", y);
+  const auto seed = g.input("seed", {2, 3}, DType::f32);
+  EXPECT_THROW(append_gradients(g, s, seed), std::invalid_argument);
+}
+
+TEST(Autodiff, FanOutAccumulatesWithAdd) {
+  Graph g;
+  const auto w = g.param("w", {2, 2}, DType::f64);
+  const auto y = g.add("y", w, w);
+  const auto seed = g.input("seed", {2, 2}, DType::f64);
+  const auto grads = append_gradients(g, y, seed);
+  ASSERT_TRUE(grads.count(w));
+  EXPECT_EQ(g.node(grads.at(w)).op, OpKind::add);
+}
+
+TEST(Autodiff, TrainingStepNeedsScalarLoss) {
+  Graph g;
+  g.input("x", {2}, DType::f32);
+  EXPECT_THROW(append_training_step(g, AdamConfig{}), std::invalid_argument);
+}

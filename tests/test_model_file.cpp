@@ -1,0 +1,159 @@
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+#include "core/rng.hpp"
+#include "graph/model_file.hpp"
+#include "graph/workloads.hpp"
+#include "test_util.hpp"
+
+using namespace gpuvs;
+using namespace gpuvs::graph;
+
+namespace {
+const char* kSeedToml = R"(name = "seed-copy"
+input_shape = [780]
+
+[[layers]]
+type = "dense"
+units = 128
+activation = "relu"
+
+[[layers]]
+type = "dropout"
+rate = 0.2
+
+[[layers]]
+type = "dense"
+units = 10
+activation = "softmax"
+
+[compile]
+optimizer = "adam"
+loss = "sparse_categorical_crossentropy"
+metrics = ["accuracy"]
+)";
+
+const char* kSeedJson = R"({
+  "name": "seed-copy",
+  "input_shape": [780],
+  "layers": [
+    {"type": "dense", "units": 128, "activation": "relu"},
+    {"type": "dropout", "rate": 0.2},
+    {"type": "dense", "units": 10, "activation": "softmax"}
+  ],
+  "compile": {"optimizer": {"name": "adam", "learning_rate": 0.002},
+              "loss": "sparse_categorical_crossentropy", "metrics": ["accuracy"]}
+})";
+
+std::string error_of(const std::string& text, bool json) {
+  try {
+    parse_model_text(text, "m", json);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST(ModelFile, TomlDescribesTheSeedModel) {
+  const ModelSpec s = parse_model_text(kSeedToml, "m.toml", false);
+  EXPECT_EQ(s.fingerprint(), builtin_workload("seed-mlp").fingerprint());
+  EXPECT_EQ(s.name, "seed-copy");
+  EXPECT_EQ(s.layers[0].line, 4);
+}
+
+TEST(ModelFile, JsonMirrorsToml) {
+  const ModelSpec s = parse_model_text(kSeedJson, "m.json", true);
+  EXPECT_EQ(s.fingerprint(), builtin_workload("seed-mlp").fingerprint());
+  EXPECT_DOUBLE_EQ(s.adam.learning_rate, 0.002);
+}
+
+TEST(ModelFile, FromLogitsAndOtherActivations) {
+  const ModelSpec s = parse_model_text(R"(input_dim = 4
+[[layers]]
+type = "dense"
+units = 8
+activation = "gelu"
+[[layers]]
+type = "dense"
+units = 8
+activation = "tanh"
+[[layers]]
+type = "dense"
+units = 3
+[compile]
+loss = { name = "sparse_categorical_crossentropy", from_logits = true }
+)", "m", false);
+  EXPECT_TRUE(s.from_logits);
+  EXPECT_EQ(s.layers[0].act, Act::gelu);
+  EXPECT_EQ(s.num_classes(), 3);
+}
+
+TEST(ModelFile, ErrorsNameTheLine) {
+  std::string t = kSeedToml;
+  t.replace(t.find("\"relu\""), 6, "\"rleu\"");
+  EXPECT_EQ(error_of(t, false), "m:7: unknown activation 'rleu' (expected relu, gelu, tanh, sigmoid, softmax or linear)");
+  std::string j = kSeedJson;
+  j.replace(j.find("\"dropout\""), 9, "\"dropot\"");
+  EXPECT_EQ(error_of(j, true), "m:6: unknown layer type 'dropot' (expected dense or dropout)");
+  EXPECT_NE(error_of("input_shape = [780\n", false).find("m:1: malformed TOML"), std::string::npos);
+  EXPECT_NE(error_of("{\n \"input_shape\": [780],\n \"layers\": [ }", true).find("m:3: malformed JSON"),
+            std::string::npos);
+  std::string u = kSeedToml;
+  u.replace(u.find("units = 10"), 10, "units = -3");
+  EXPECT_NE(error_of(u, false).find("m:15: units must be positive"), std::string::npos);
+  std::string k = kSeedToml;
+  k.replace(k.find("rate = 0.2"), 10, "rate = 0.2\nratio = 1");
+  EXPECT_NE(error_of(k, false).find("unknown key 'ratio' in a dropout layer"), std::string::npos);
+  std::string sm = kSeedToml;
+  sm.replace(sm.find("\"relu\""), 6, "\"softmax\"");
+  EXPECT_NE(error_of(sm, false).find("m:4: softmax is supported only on the output layer"), std::string::npos);
+  std::string lg = kSeedToml;
+  lg.replace(lg.find("\"softmax\""), 9, "\"linear\"");
+  EXPECT_NE(error_of(lg, false).find("needs from_logits = true"), std::string::npos);
+  std::string opt = kSeedToml;
+  opt.replace(opt.find("\"adam\""), 6, "\"sgd\"");
+  EXPECT_NE(error_of(opt, false).find("optimizer 'sgd' is not supported"), std::string::npos);
+  EXPECT_NE(error_of("[[layers]]\ntype='dense'\nunits=2\n", false).find("missing input_shape"), std::string::npos);
+}
+
+TEST(ModelFile, LoadByExtensionAndUnknownExtension) {
+  test::TempDir dir;
+  test::write_text(dir / "mine.toml", kSeedToml);
+  EXPECT_EQ(load_model_file(dir / "mine.toml").name, "seed-copy");
+  test::write_text(dir / "mine.yaml", kSeedToml);
+  EXPECT_THROW(load_model_file(dir / "mine.yaml"), InputError);
+  EXPECT_THROW(load_model_file(dir / "absent.toml"), InputError);
+  EXPECT_EQ(resolve_workload((dir / "mine.toml").string()).name, "seed-copy");
+}
+
+// Fuzz-style: random byte edits of valid files either parse or raise InputError; never crash or throw
+// anything else, and every error names the file.
+TEST(ModelFile, FuzzedInputsFailCleanly) {
+  const CounterRng rng(99, 5);
+  std::uint64_t draw = 0;
+  const std::string alphabet = "[]{}\"'=,:.#\n 0123456789-abcdefxyz_\\\t";
+  for (const bool json : {false, true}) {
+    const std::string base = json ? kSeedJson : kSeedToml;
+    for (int round = 0; round < 1500; ++round) {
+      std::string t = base;
+      const int edits = 1 + static_cast<int>(rng.uniform(draw++) * 4);
+      for (int e = 0; e < edits; ++e) {
+        const auto pos = static_cast<std::size_t>(rng.uniform(draw++) * static_cast<double>(t.size()));
+        const double kind = rng.uniform(draw++);
+        const char c = alphabet[static_cast<std::size_t>(rng.uniform(draw++) * static_cast<double>(alphabet.size()))];
+        if (kind < 0.4) t[pos] = c;
+        else if (kind < 0.7) t.erase(pos, 1 + static_cast<std::size_t>(rng.uniform(draw++) * 8));
+        else t.insert(pos, 1, c);
+      }
+      if (round % 50 == 0) t.resize(static_cast<std::size_t>(rng.uniform(draw++) * static_cast<double>(t.size())));
+      try {
+        const ModelSpec s = parse_model_text(t, "fuzz", json);
+        EXPECT_GT(s.input_dim, 0);
+      } catch (const InputError& e) {
+        EXPECT_EQ(std::string(e.what()).rfind("fuzz", 0), 0u) << e.what();
+        EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+      }
+    }
+  }
+}

@@ -1,0 +1,199 @@
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "core/error.hpp"
+#include "engine/checkpoint.hpp"
+#include "engine/trainer.hpp"
+#include "graph/model_file.hpp"
+#include "graph/workloads.hpp"
+#include "test_util.hpp"
+#include "tfevent_reader.hpp"
+
+using namespace gpuvs;
+using namespace gpuvs::engine;
+
+namespace {
+class Quiet : public TrainObserver {};
+
+TrainResult fit(const graph::ModelSpec& spec, const Dataset& d, const TrainConfig& cfg, ParamStore& store) {
+  Quiet q;
+  return train(spec, d, cfg, q, store);
+}
+}  // namespace
+
+TEST(Trainer, SeedModelReaches97PercentOnTheSyntheticTaskWithin5Epochs) {
+  const auto spec = graph::builtin_workload("seed-mlp");
+  const Dataset d = make_synthetic(60000, 780, 10, 1);
+  TrainConfig cfg;
+  cfg.epochs = 5;
+  cfg.threads = 2;
+  ParamStore store;
+  const TrainResult r = fit(spec, d, cfg, store);
+  ASSERT_EQ(r.history.size(), 5u);
+  EXPECT_GE(r.history.back().val_accuracy, 0.97);
+  EXPECT_LT(r.history.back().loss, r.history.front().loss);
+  EXPECT_EQ(store.iterations, 5 * 1500);
+  EXPECT_GT(r.samples_per_s, 0);
+  EXPECT_GT(r.peak_memory_bytes, static_cast<std::size_t>(3 * 101258 * 4));  // params + Adam m and v
+}
+
+TEST(Trainer, RealDigitsReach95PercentOnHeldOutFifth) {
+  const auto spec = graph::parse_model_text(R"(input_shape = [64]
+[[layers]]
+type = "dense"
+units = 128
+activation = "relu"
+[[layers]]
+type = "dropout"
+rate = 0.2
+[[layers]]
+type = "dense"
+units = 10
+activation = "softmax"
+)", "digits", false);
+  DataFiles f;
+  f.data = std::string(GPUVS_TEST_DATA) + "/digits.csv.gz";
+  f.scale = 1.0 / 16.0;
+  Dataset d = load_dataset(f);
+  // The file is ordered (by writer); Keras's split takes the last rows, so shuffle first for a random fifth.
+  shuffle_rows(d, 1);
+  TrainConfig cfg;
+  cfg.epochs = 40;
+  cfg.threads = 1;
+  cfg.validation_split = 0.2;
+  ParamStore store;
+  const TrainResult r = fit(spec, d, cfg, store);
+  EXPECT_EQ(r.val_rows, 360);
+  EXPECT_GE(r.history.back().val_accuracy, 0.95);
+}
+
+TEST(Trainer, ResumeEqualsUninterrupted) {
+  const auto spec = graph::builtin_workload("seed-mlp");
+  const Dataset d = make_synthetic(1000, 780, 10, 3);
+  test::TempDir dir;
+  TrainConfig cfg;
+  cfg.batch = 64;  // 800 training rows: 12 full batches and a partial one of 32
+  cfg.threads = 1;
+  cfg.seed = 3;
+  cfg.epochs = 4;
+  cfg.checkpoint_dir = dir / "straight";
+  ParamStore straight;
+  fit(spec, d, cfg, straight);
+  cfg.checkpoint_dir = dir / "split";
+  cfg.epochs = 2;
+  ParamStore first;
+  fit(spec, d, cfg, first);
+  cfg.epochs = 4;
+  cfg.resume = true;
+  ParamStore resumed;
+  const TrainResult r = fit(spec, d, cfg, resumed);
+  EXPECT_EQ(r.first_epoch, 3);
+  EXPECT_EQ(r.history.size(), 2u);
+  EXPECT_EQ(resumed.iterations, straight.iterations);
+  ASSERT_EQ(resumed.tensors().size(), straight.tensors().size());
+  for (const auto& [name, t] : straight.tensors())
+    EXPECT_EQ(std::memcmp(resumed.get(name).buffer.data(), t.buffer.data(), t.bytes()), 0) << name;
+  // The checkpoint files of both runs hold the same state too.
+  EXPECT_EQ(test::slurp(checkpoint_file(dir / "straight")), test::slurp(checkpoint_file(dir / "split")));
+}
+
+TEST(Trainer, TensorBoardLogsHoldKerasTagsPerEpoch) {
+  const auto spec = graph::builtin_workload("seed-mlp");
+  const Dataset d = make_synthetic(600, 780, 10, 2);
+  test::TempDir dir;
+  TrainConfig cfg;
+  cfg.epochs = 3;
+  cfg.threads = 1;
+  cfg.logdir = dir / "logs";
+  ParamStore store;
+  const TrainResult r = fit(spec, d, cfg, store);
+  for (const char* sub : {"train", "validation"}) {
+    std::vector<std::filesystem::path> files;
+    for (const auto& e : std::filesystem::directory_iterator(dir / "logs" / sub)) files.push_back(e.path());
+    ASSERT_EQ(files.size(), 1u) << sub;
+    const auto events = test::read_event_file(files[0]);
+    ASSERT_EQ(events.size(), 1u + 2u * 3u) << sub;
+    EXPECT_EQ(events[0].file_version, "brain.Event:2");
+    for (int e = 0; e < 3; ++e) {
+      const auto& loss = events[1 + 2 * static_cast<std::size_t>(e)];
+      const auto& acc = events[2 + 2 * static_cast<std::size_t>(e)];
+      EXPECT_EQ(loss.tag, "epoch_loss");
+      EXPECT_EQ(acc.tag, "epoch_accuracy");
+      EXPECT_EQ(loss.step, e);
+      const auto& h = r.history[static_cast<std::size_t>(e)];
+      const bool val = std::string(sub) == "validation";
+      EXPECT_FLOAT_EQ(loss.value, static_cast<float>(val ? h.val_loss : h.loss));
+      EXPECT_FLOAT_EQ(acc.value, static_cast<float>(val ? h.val_accuracy : h.accuracy));
+    }
+  }
+}
+
+TEST(Trainer, BadConfigurationsAreInputErrorsBeforeAnyWrite) {
+  const auto spec = graph::builtin_workload("seed-mlp");
+  const Dataset d = make_synthetic(200, 780, 10, 2);
+  test::TempDir dir;
+  auto expect_input_error = [&](TrainConfig cfg, const std::string& needle) {
+    cfg.logdir = dir / "logs";
+    cfg.checkpoint_dir = dir / "ckpt";
+    ParamStore store;
+    try {
+      fit(spec, d, cfg, store);
+      ADD_FAILURE() << "expected InputError containing " << needle;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(std::filesystem::exists(dir / "logs")) << needle;
+    EXPECT_FALSE(std::filesystem::exists(dir / "ckpt")) << needle;
+  };
+  TrainConfig c;
+  c.epochs = 0;
+  expect_input_error(c, "--epochs");
+  c = {};
+  c.batch = 0;
+  expect_input_error(c, "--batch-size");
+  c = {};
+  c.validation_split = 1.0;
+  expect_input_error(c, "--validation-split");
+  c = {};
+  c.steps_per_epoch = 1000;
+  expect_input_error(c, "--steps 1000 exceeds");
+  c = {};
+  c.resume = true;
+  expect_input_error(c, "no checkpoint");
+  Dataset wrong = make_synthetic(50, 64, 10, 2);
+  ParamStore s;
+  EXPECT_THROW(fit(spec, wrong, TrainConfig{}, s), InputError);
+  Dataset bad_label = d;
+  bad_label.y[17] = 10;
+  try {
+    fit(spec, bad_label, TrainConfig{}, s);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("label 10 at row 17 is outside the model's 10 classes"), std::string::npos);
+  }
+}
+
+TEST(Trainer, MismatchedCheckpointIsRefused) {
+  const Dataset d = make_synthetic(300, 780, 10, 2);
+  test::TempDir dir;
+  TrainConfig cfg;
+  cfg.threads = 1;
+  cfg.checkpoint_dir = dir / "ck";
+  ParamStore s;
+  fit(graph::builtin_workload("seed-mlp"), d, cfg, s);
+  const std::string before = test::slurp(checkpoint_file(dir / "ck"));
+  auto other = graph::builtin_workload("seed-mlp");
+  other.layers[0].units = 64;
+  cfg.resume = true;
+  cfg.epochs = 2;
+  try {
+    fit(other, d, cfg, s);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("does not match this run: the model"), std::string::npos);
+  }
+  cfg.seed = 5;
+  EXPECT_THROW(fit(graph::builtin_workload("seed-mlp"), d, cfg, s), InputError);
+  EXPECT_EQ(test::slurp(checkpoint_file(dir / "ck")), before) << "a refused resume must not touch the checkpoint";
+}
