@@ -27,7 +27,7 @@ void fsync_dir(const fs::path& dir) {
 
 void write_atomic(const fs::path& path, std::string_view bytes) {
   const fs::path dir = path.parent_path();
-  std::string tmpl = (dir.empty() ? fs::path(".") : dir) / ("." + path.filename().string() + ".tmp.XXXXXX");
+  std::string tmpl = (dir.empty() ? fs::path(".") : dir) / fmt::format(".{}.tmp.XXXXXX", path.filename().string());
   const int fd = ::mkstemp(tmpl.data());
   if (fd < 0) throw InputError(fmt::format("cannot write {}: {}", path.string(), std::strerror(errno)));
   std::size_t done = 0;
