@@ -77,6 +77,16 @@ namespace {
 [[noreturn]] void bad(std::string_view op, const std::string& name, const std::string& why) {
   throw std::invalid_argument(fmt::format("graph op {} '{}': {}", op, name, why));
 }
+
+Node make(OpKind op, std::string name, std::vector<NodeId> inputs, Shape shape, DType dtype) {
+  Node n;
+  n.op = op;
+  n.name = std::move(name);
+  n.inputs = std::move(inputs);
+  n.shape = std::move(shape);
+  n.dtype = dtype;
+  return n;
+}
 }  // namespace
 
 NodeId Graph::add_node(Node n) {
@@ -96,30 +106,18 @@ NodeId Graph::find(std::string_view name) const {
 }
 
 NodeId Graph::input(std::string name, Shape shape, DType dtype) {
-  Node n;
-  n.op = OpKind::input;
-  n.name = std::move(name);
-  n.shape = std::move(shape);
-  n.dtype = dtype;
+  Node n = make(OpKind::input, std::move(name), {}, std::move(shape), dtype);
   return add_node(std::move(n));
 }
 
 NodeId Graph::param(std::string name, Shape shape, DType dtype, bool trainable) {
-  Node n;
-  n.op = OpKind::param;
-  n.name = std::move(name);
-  n.shape = std::move(shape);
-  n.dtype = dtype;
+  Node n = make(OpKind::param, std::move(name), {}, std::move(shape), dtype);
   n.trainable = trainable;
   return add_node(std::move(n));
 }
 
 NodeId Graph::fill(std::string name, Shape shape, DType dtype, double value) {
-  Node n;
-  n.op = OpKind::fill;
-  n.name = std::move(name);
-  n.shape = std::move(shape);
-  n.dtype = dtype;
+  Node n = make(OpKind::fill, std::move(name), {}, std::move(shape), dtype);
   n.value = value;
   return add_node(std::move(n));
 }
@@ -154,36 +152,21 @@ NodeId Graph::matmul(std::string name, NodeId a, NodeId b, NodeId bias, Act act,
 }
 
 NodeId Graph::activation(std::string name, NodeId x, Act act) {
-  Node n;
-  n.op = OpKind::activation;
-  n.name = std::move(name);
-  n.inputs = {x};
-  n.shape = node(x).shape;
-  n.dtype = node(x).dtype;
+  Node n = make(OpKind::activation, std::move(name), {x}, node(x).shape, node(x).dtype);
   n.act = act;
   return add_node(std::move(n));
 }
 
 NodeId Graph::activation_grad(std::string name, NodeId dy, NodeId saved, Act act) {
   if (node(dy).shape != node(saved).shape) bad("activation_grad", name, "gradient and saved tensor differ in shape");
-  Node n;
-  n.op = OpKind::activation_grad;
-  n.name = std::move(name);
-  n.inputs = {dy, saved};
-  n.shape = node(dy).shape;
-  n.dtype = node(dy).dtype;
+  Node n = make(OpKind::activation_grad, std::move(name), {dy, saved}, node(dy).shape, node(dy).dtype);
   n.act = act;
   return add_node(std::move(n));
 }
 
 NodeId Graph::dropout(std::string name, NodeId x, double rate) {
   if (!(rate >= 0.0 && rate < 1.0)) bad("dropout", name, fmt::format("rate {} outside [0, 1)", rate));
-  Node n;
-  n.op = OpKind::dropout;
-  n.name = std::move(name);
-  n.inputs = {x};
-  n.shape = node(x).shape;
-  n.dtype = node(x).dtype;
+  Node n = make(OpKind::dropout, std::move(name), {x}, node(x).shape, node(x).dtype);
   n.rate = rate;
   return add_node(std::move(n));
 }
@@ -204,12 +187,7 @@ NodeId Graph::dropout_grad(std::string name, NodeId dy, NodeId dropout_node) {
 
 NodeId Graph::softmax(std::string name, NodeId x) {
   if (node(x).shape.size() != 2) bad("softmax", name, "input must be a matrix");
-  Node n;
-  n.op = OpKind::softmax;
-  n.name = std::move(name);
-  n.inputs = {x};
-  n.shape = node(x).shape;
-  n.dtype = node(x).dtype;
+  Node n = make(OpKind::softmax, std::move(name), {x}, node(x).shape, node(x).dtype);
   return add_node(std::move(n));
 }
 
@@ -218,12 +196,7 @@ NodeId Graph::softmax_xent(std::string name, NodeId logits, NodeId labels) {
   const Node& y = node(labels);
   if (L.shape.size() != 2 || y.dtype != DType::i32 || y.shape != Shape{L.shape[0]})
     bad("softmax_xent", name, "needs logits [B,C] and i32 labels [B]");
-  Node n;
-  n.op = OpKind::softmax_xent;
-  n.name = std::move(name);
-  n.inputs = {logits, labels};
-  n.shape = {};
-  n.dtype = L.dtype;
+  Node n = make(OpKind::softmax_xent, std::move(name), {logits, labels}, {}, L.dtype);
   return add_node(std::move(n));
 }
 
@@ -243,35 +216,20 @@ NodeId Graph::softmax_xent_grad(std::string name, NodeId dloss, NodeId xent_node
 
 NodeId Graph::reduce_rows(std::string name, NodeId x) {
   if (node(x).shape.size() != 2) bad("reduce_rows", name, "input must be a matrix");
-  Node n;
-  n.op = OpKind::reduce_rows;
-  n.name = std::move(name);
-  n.inputs = {x};
-  n.shape = {node(x).shape[1]};
-  n.dtype = node(x).dtype;
+  Node n = make(OpKind::reduce_rows, std::move(name), {x}, {node(x).shape[1]}, node(x).dtype);
   return add_node(std::move(n));
 }
 
 NodeId Graph::add(std::string name, NodeId a, NodeId b) {
   if (node(a).shape != node(b).shape || node(a).dtype != node(b).dtype) bad("add", name, "operands differ");
-  Node n;
-  n.op = OpKind::add;
-  n.name = std::move(name);
-  n.inputs = {a, b};
-  n.shape = node(a).shape;
-  n.dtype = node(a).dtype;
+  Node n = make(OpKind::add, std::move(name), {a, b}, node(a).shape, node(a).dtype);
   return add_node(std::move(n));
 }
 
 NodeId Graph::accuracy(std::string name, NodeId logits, NodeId labels) {
   const Node& L = node(logits);
   if (L.shape.size() != 2 || node(labels).shape != Shape{L.shape[0]}) bad("accuracy", name, "needs [B,C] and [B]");
-  Node n;
-  n.op = OpKind::accuracy;
-  n.name = std::move(name);
-  n.inputs = {logits, labels};
-  n.shape = {};
-  n.dtype = L.dtype;
+  Node n = make(OpKind::accuracy, std::move(name), {logits, labels}, {}, L.dtype);
   return add_node(std::move(n));
 }
 
@@ -279,12 +237,7 @@ NodeId Graph::adam_update(std::string name, NodeId param, NodeId grad, const Ada
   const Node& p = node(param);
   if (p.op != OpKind::param || !p.trainable) bad("adam_update", name, "target must be a trainable param");
   if (node(grad).shape != p.shape) bad("adam_update", name, "gradient shape differs from the param's");
-  Node n;
-  n.op = OpKind::adam_update;
-  n.name = std::move(name);
-  n.inputs = {param, grad};
-  n.shape = p.shape;
-  n.dtype = p.dtype;
+  Node n = make(OpKind::adam_update, std::move(name), {param, grad}, p.shape, p.dtype);
   n.adam = cfg;
   return add_node(std::move(n));
 }
