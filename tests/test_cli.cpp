@@ -58,6 +58,22 @@ TEST(Cli, TrainJsonSummaryOnStdoutProgressOnStderr) {
   EXPECT_EQ(r.err.find('\r'), std::string::npos) << "not a terminal: plain lines, no redrawn bar";
 }
 
+TEST(Cli, ProfileReportsEveryWorkingOpWithGraphCosts) {
+  const auto r = run_gpuvs("train seed-mlp --json --profile --batch-size 64" + kQuick);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j.contains("op_profile"));
+  double matrix = 0;
+  bool saw_adam = false;
+  for (const auto& op : j["op_profile"]) {
+    EXPECT_GE(op["seconds_per_step"].get<double>(), 0.0);
+    matrix += op["matrix_flops"].get<double>();
+    saw_adam = saw_adam || op["op"] == "adam_update";
+  }
+  EXPECT_TRUE(saw_adam);
+  EXPECT_DOUBLE_EQ(matrix, 64.0 * (4.0 * 780 * 128 + 6.0 * 128 * 10));
+}
+
 TEST(Cli, TrainPlainOutputIsKerasLike) {
   TempDir dir;
   const auto r = run_gpuvs("train seed-mlp" + kQuick + "--logdir " + (dir / "logs").string());

@@ -104,6 +104,13 @@ nlohmann::json summary_json(const TrainArgs& a, const graph::ModelSpec& spec, co
     hist.push_back(h);
   }
   j["history"] = hist;
+  if (!r.op_profile.empty()) {
+    nlohmann::json ops = nlohmann::json::array();
+    for (const auto& o : r.op_profile)
+      ops.push_back({{"name", o.name}, {"op", o.op}, {"seconds_per_step", o.seconds_per_step},
+                     {"matrix_flops", o.matrix_flops}, {"vector_flops", o.vector_flops}, {"bytes", o.bytes}});
+    j["op_profile"] = ops;
+  }
   if (!r.history.empty()) {
     const auto& last = r.history.back();
     j["loss"] = last.loss;
@@ -112,6 +119,21 @@ nlohmann::json summary_json(const TrainArgs& a, const graph::ModelSpec& spec, co
     j["val_accuracy"] = last.has_validation ? nlohmann::json(last.val_accuracy) : nlohmann::json(nullptr);
   }
   return j;
+}
+
+void print_profile(const engine::TrainResult& r) {
+  double total = 0;
+  for (const auto& o : r.op_profile) total += o.seconds_per_step;
+  fmt::print("\n  per-op time of one full-batch training step (engine timers; FLOPs and bytes from the graph):\n");
+  fmt::print("  {:<28} {:<18} {:>10} {:>7} {:>10} {:>9}\n", "op", "kind", "us/step", "share", "GFLOP/s", "GB/s");
+  for (const auto& o : r.op_profile) {
+    const double s = o.seconds_per_step;
+    const double gflops = s > 0 ? (o.matrix_flops + o.vector_flops) / s / 1e9 : 0.0;
+    const double gbs = s > 0 ? o.bytes / s / 1e9 : 0.0;
+    fmt::print("  {:<28} {:<18} {:>10.1f} {:>6.1f}% {:>10.1f} {:>9.1f}\n", o.name, o.op, s * 1e6,
+               total > 0 ? 100.0 * s / total : 0.0, gflops, gbs);
+  }
+  fmt::print("  {:<28} {:<18} {:>10.1f}\n", "total", "", total * 1e6);
 }
 
 int run_train(TrainArgs& a) {
@@ -162,6 +184,7 @@ int run_train(TrainArgs& a) {
   std::string fin = fmt::format("  final loss {:.4f}, accuracy {:.4f}", last.loss, last.accuracy);
   if (last.has_validation) fin += fmt::format(", val_loss {:.4f}, val_accuracy {:.4f}", last.val_loss, last.val_accuracy);
   fmt::print("{}\n", fin);
+  if (!r.op_profile.empty()) print_profile(r);
   if (a.cfg.logdir) fmt::print("  TensorBoard logs: {} (tensorboard --logdir {})\n", a.logdir, a.logdir);
   if (a.cfg.checkpoint_dir) fmt::print("  checkpoint: {}/checkpoint.gpuvs\n", a.checkpoint);
   return 0;
@@ -195,6 +218,8 @@ Runner add_train_command(CLI::App& app) {
   sub->add_flag("--resume", args->cfg.resume, "Continue from the checkpoint in --checkpoint DIR");
   sub->add_option("--threads", args->cfg.threads, "CPU threads (default: every core)");
   sub->add_option("--gemm", args->gemm, "CPU GEMM library: onednn or openblas")->capture_default_str();
+  sub->add_flag("--profile", args->cfg.profile,
+                "Time every op of the training step and print time, share, GFLOP/s and GB/s per op");
   sub->add_flag("--json", args->json, "Print the final summary as one JSON object on stdout (progress to stderr)");
   return [args] { return run_train(*args); };
 }

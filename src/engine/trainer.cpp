@@ -16,6 +16,7 @@
 #include "engine/checkpoint.hpp"
 #include "engine/tfevents.hpp"
 #include "graph/builder.hpp"
+#include "graph/cost.hpp"
 
 namespace gpuvs::engine {
 namespace fs = std::filesystem;
@@ -43,12 +44,31 @@ struct ExecPair {
   Executor& for_rows(std::int64_t rows, std::int64_t batch) { return rows == batch ? *full : *tail; }
 };
 
+// `profile` applies to the full-batch executor only: partial batches would skew per-step figures.
 ExecPair make_pair(const graph::ModelSpec& spec, graph::Mode mode, std::int64_t batch, std::int64_t tail,
-                   ParamStore& store, const ExecutorOptions& opt) {
+                   ParamStore& store, ExecutorOptions opt, bool profile) {
   ExecPair p;
-  if (batch > 0) p.full = make_cpu_executor(graph::build_graph(spec, {batch, graph::DType::f32, mode}), store, opt);
+  if (batch > 0) {
+    ExecutorOptions full = opt;
+    full.profile = profile;
+    p.full = make_cpu_executor(graph::build_graph(spec, {batch, graph::DType::f32, mode}), store, full);
+  }
   if (tail > 0) p.tail = make_cpu_executor(graph::build_graph(spec, {tail, graph::DType::f32, mode}), store, opt);
   return p;
+}
+
+std::vector<OpProfile> collect_profile(const Executor& ex, std::int64_t runs) {
+  std::vector<OpProfile> out;
+  if (runs == 0 || ex.node_seconds().empty()) return out;
+  const graph::Graph& g = ex.graph();
+  for (const auto& n : g.nodes()) {
+    const graph::OpCost c = graph::op_cost(g, n);
+    if (c.matrix_flops == 0 && c.vector_flops == 0 && c.bytes == 0) continue;  // inputs, params
+    out.push_back({n.name, std::string(graph::op_name(n.op)),
+                   ex.node_seconds()[static_cast<std::size_t>(n.id)] / static_cast<double>(runs), c.matrix_flops,
+                   c.vector_flops, c.bytes});
+  }
+  return out;
 }
 
 void load_batch(Executor& ex, const Dataset& d, const std::int64_t* rows, std::int64_t count) {
@@ -158,11 +178,12 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
   const ExecutorOptions opt{cfg.gemm, false};
   const std::int64_t last_rows = std::min(cfg.batch, n_train - (steps - 1) * cfg.batch);
   ExecPair train_ex = make_pair(spec, graph::Mode::train, n_train >= cfg.batch ? cfg.batch : 0,
-                                last_rows != cfg.batch ? last_rows : 0, store, opt);
+                                last_rows != cfg.batch ? last_rows : 0, store, opt, cfg.profile);
   ExecPair val_ex;
   if (n_val > 0)
-    val_ex = make_pair(spec, graph::Mode::eval, n_val >= cfg.batch ? cfg.batch : 0,
-                       n_val % cfg.batch, store, opt);
+    val_ex = make_pair(spec, graph::Mode::eval, n_val >= cfg.batch ? cfg.batch : 0, n_val % cfg.batch, store, opt,
+                       false);
+  std::int64_t full_runs = 0;
   std::size_t workspace = 0;
   for (auto* p : {&train_ex, &val_ex})
     for (auto* e : {p->full.get(), p->tail.get()})
@@ -186,6 +207,7 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
       const std::int64_t begin = s * cfg.batch;
       const std::int64_t rows = std::min(cfg.batch, n_train - begin);
       Executor& ex = train_ex.for_rows(rows, cfg.batch);
+      full_runs += rows == cfg.batch ? 1 : 0;
       load_batch(ex, data, order.data() + begin, rows);
       const auto t0 = clock_type::now();
       ex.run({cfg.seed, store.iterations});
@@ -252,6 +274,7 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
   result.steps = static_cast<std::int64_t>(step_times.size());
   result.peak_memory_bytes = store.bytes() + workspace;
   result.peak_rss_bytes = peak_rss();
+  if (train_ex.full) result.op_profile = collect_profile(*train_ex.full, full_runs);
   return result;
 }
 

@@ -25,6 +25,7 @@ struct TrainConfig {
   std::optional<std::filesystem::path> logdir;
   std::optional<std::filesystem::path> checkpoint_dir;
   bool resume = false;
+  bool profile = false;  // time every op of the full-batch training step
 };
 
 struct EpochResult {
@@ -35,6 +36,14 @@ struct EpochResult {
   std::int64_t samples = 0;
   double seconds = 0;  // training part of the epoch
   double samples_per_s = 0;
+};
+
+/// One op of the training step, timed by the engine and costed by the graph (for calibration).
+struct OpProfile {
+  std::string name;
+  std::string op;
+  double seconds_per_step = 0;
+  double matrix_flops = 0, vector_flops = 0, bytes = 0;  // per step, from graph/cost
 };
 
 struct TrainResult {
@@ -49,6 +58,7 @@ struct TrainResult {
   std::string gemm;
   std::int64_t steps = 0;
   std::int64_t train_rows = 0, val_rows = 0;
+  std::vector<OpProfile> op_profile;  // with TrainConfig::profile; ops that do work, in graph order
 };
 
 class TrainObserver {
