@@ -37,6 +37,7 @@ TEST(Cli, UsageErrorsExitTwo) {
   expect_usage_error(run_gpuvs("train seed-mlp --epochs 0"), "--epochs must be at least 1");
   expect_usage_error(run_gpuvs("train seed-mlp --lr -1"), "--lr");
   expect_usage_error(run_gpuvs("train seed-mlp --validation-split 1.5"), "--validation-split");
+  expect_usage_error(run_gpuvs("train seed-mlp --rows 100000000000"), "needs");
 }
 
 TEST(Cli, UnknownWorkloadNamesClosest) {

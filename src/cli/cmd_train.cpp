@@ -152,6 +152,12 @@ int run_train(TrainArgs& a) {
 
   engine::Dataset data;
   if (a.data.empty()) {
+    // Refuse a synthetic task that cannot fit in memory, rather than failing deep inside an allocation.
+    const double need = static_cast<double>(a.rows) * static_cast<double>(spec.input_dim) * sizeof(float);
+    const double have = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
+    if (have > 0 && need > 0.8 * have)
+      throw InputError(fmt::format("--rows {} needs {} for the synthetic data; this machine has {}", a.rows,
+                                   units::format_bytes_binary(need), units::format_bytes_binary(have)));
     data = engine::make_synthetic(a.rows, spec.input_dim, spec.num_classes(), a.cfg.seed);
   } else {
     engine::DataFiles files;
