@@ -134,6 +134,14 @@ void print_profile(const engine::TrainResult& r) {
                total > 0 ? 100.0 * s / total : 0.0, gflops, gbs);
   }
   fmt::print("  {:<28} {:<18} {:>10.1f}\n", "total", "", total * 1e6);
+  fmt::print("  GEMM kernels:\n");
+  std::size_t pos = 0;
+  while (pos < r.gemm_impls.size()) {
+    const auto end = r.gemm_impls.find('\n', pos);
+    fmt::print("    {}\n", r.gemm_impls.substr(pos, end - pos));
+    if (end == std::string::npos) break;
+    pos = end + 1;
+  }
 }
 
 int run_train(TrainArgs& a) {

@@ -15,7 +15,6 @@ class ProgressBar {
   void update(long step, const std::string& metrics);
   /// Final line of the epoch: "N/N [====] - 2s 1ms/step - <metrics>".
   void finish(const std::string& metrics);
-  bool interactive() const { return tty_; }
 
  private:
   std::string line(long step, const std::string& metrics) const;

@@ -274,7 +274,10 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
   result.steps = static_cast<std::int64_t>(step_times.size());
   result.peak_memory_bytes = store.bytes() + workspace;
   result.peak_rss_bytes = peak_rss();
-  if (train_ex.full) result.op_profile = collect_profile(*train_ex.full, full_runs);
+  if (train_ex.full && cfg.profile) {
+    result.op_profile = collect_profile(*train_ex.full, full_runs);
+    result.gemm_impls = train_ex.full->describe();
+  }
   return result;
 }
 

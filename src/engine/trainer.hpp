@@ -59,6 +59,7 @@ struct TrainResult {
   std::int64_t steps = 0;
   std::int64_t train_rows = 0, val_rows = 0;
   std::vector<OpProfile> op_profile;  // with TrainConfig::profile; ops that do work, in graph order
+  std::string gemm_impls;             // with TrainConfig::profile: the library kernel each matmul got
 };
 
 class TrainObserver {

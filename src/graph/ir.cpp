@@ -249,20 +249,4 @@ NodeId Graph::output(std::string_view key) const {
   return it == outputs_.end() ? kNone : it->second;
 }
 
-std::string Graph::to_string() const {
-  std::string out;
-  for (const auto& n : nodes_) {
-    std::string ins;
-    for (NodeId i : n.inputs) ins += (ins.empty() ? "" : ", ") + nodes_[static_cast<std::size_t>(i)].name;
-    out += fmt::format("%{:<3} {:<18} {:<28} {:<12} {} ({})", n.id, op_name(n.op), n.name, shape_str(n.shape),
-                       dtype_name(n.dtype), ins);
-    if (n.op == OpKind::matmul || n.op == OpKind::activation || n.op == OpKind::activation_grad)
-      out += fmt::format(" act={}", act_name(n.act));
-    if (n.op == OpKind::matmul && (n.trans_a || n.trans_b)) out += fmt::format(" ta={} tb={}", n.trans_a, n.trans_b);
-    if (n.op == OpKind::dropout) out += fmt::format(" rate={}", n.rate);
-    out += '\n';
-  }
-  return out;
-}
-
 }  // namespace gpuvs::graph

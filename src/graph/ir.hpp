@@ -105,9 +105,6 @@ class Graph {
   NodeId output(std::string_view key) const;  // kNone if absent
   const std::map<std::string, NodeId, std::less<>>& outputs() const { return outputs_; }
 
-  /// Human-readable listing, one node per line.
-  std::string to_string() const;
-
  private:
   NodeId add_node(Node n);
   std::vector<Node> nodes_;
