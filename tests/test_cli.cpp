@@ -137,6 +137,25 @@ TEST(Cli, CorruptAndMismatchedCheckpointsExitTwoAndStayUntouched) {
   EXPECT_EQ(resumed.out.find("Epoch 1/2"), std::string::npos);
 }
 
+TEST(Cli, CatalogListsShowsAndRejects) {
+  const auto list = run_gpuvs("catalog --json");
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_EQ(nlohmann::json::parse(list.out)["gpus"].size(), 24u);
+  const auto show = run_gpuvs("catalog show 4090 --json");
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  const auto g = nlohmann::json::parse(show.out);
+  EXPECT_EQ(g["id"], "rtx-4090");
+  EXPECT_DOUBLE_EQ(g["tensor_tflops"]["bf16_fp32acc"]["dense"].get<double>(), 165.2);
+  EXPECT_FALSE(g["sources"].empty());
+  const auto text = run_gpuvs("catalog show h100-sxm");
+  EXPECT_NE(text.out.find("S10:"), std::string::npos);
+  expect_usage_error(run_gpuvs("catalog show rtx-4900"), "did you mean: rtx-4090");
+  expect_usage_error(run_gpuvs("catalog show a100"), "ambiguous");
+  TempDir dir;
+  gpuvs::test::write_text(dir / "bad.toml", "[[gpu]]\nid = \"x\"\nname = 3\n");
+  expect_usage_error(run_gpuvs("catalog --catalog " + (dir / "bad.toml").string()), "bad.toml:3: 'name' must be a string");
+}
+
 TEST(Cli, GraphCommandReportsCosts) {
   const auto r = run_gpuvs("graph seed-mlp --batch 1024 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;

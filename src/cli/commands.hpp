@@ -9,5 +9,6 @@ using Runner = std::function<int()>;
 
 Runner add_train_command(CLI::App& app);
 Runner add_graph_command(CLI::App& app);
+Runner add_catalog_command(CLI::App& app);
 
 }  // namespace gpuvs::cli

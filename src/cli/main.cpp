@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   };
   add(gpuvs::cli::add_train_command);
   add(gpuvs::cli::add_graph_command);
+  add(gpuvs::cli::add_catalog_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
