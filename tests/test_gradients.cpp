@@ -104,7 +104,7 @@ TEST(Gradients, MatmulEveryLayoutBiasAndFusedActivation) {
 }
 
 TEST(Gradients, Activations) {
-  for (Act act : {Act::relu, Act::gelu, Act::tanh, Act::sigmoid}) {
+  for (Act act : {Act::relu, Act::gelu, Act::tanh, Act::sigmoid, Act::silu}) {
     Case c;
     const auto x = c.g.param("x", {7, 3}, DType::f64);
     c.out = c.g.activation("out", x, act);

@@ -92,7 +92,7 @@ loss = { name = "sparse_categorical_crossentropy", from_logits = true }
 TEST(ModelFile, ErrorsNameTheLine) {
   std::string t = kSeedToml;
   t.replace(t.find("\"relu\""), 6, "\"rleu\"");
-  EXPECT_EQ(error_of(t, false), "m:7: unknown activation 'rleu' (expected relu, gelu, tanh, sigmoid, softmax or linear)");
+  EXPECT_EQ(error_of(t, false), "m:7: unknown activation 'rleu' (expected relu, gelu, tanh, sigmoid, silu, softmax or linear)");
   std::string j = kSeedJson;
   j.replace(j.find("\"dropout\""), 9, "\"dropot\"");
   EXPECT_EQ(error_of(j, true), "m:6: unknown layer type 'dropot' (expected dense or dropout)");

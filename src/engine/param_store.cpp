@@ -29,8 +29,9 @@ double HostTensor::at(std::size_t i) const {
     case graph::DType::f32: return as<float>()[i];
     case graph::DType::f64: return as<double>()[i];
     case graph::DType::i32: return as<std::int32_t>()[i];
+    default: break;
   }
-  return 0.0;
+  throw std::invalid_argument(fmt::format("host tensor: dtype {} is not held on the host", graph::dtype_name(dtype)));
 }
 
 HostTensor& ParamStore::ensure(const std::string& name, const graph::Shape& shape, graph::DType dtype) {

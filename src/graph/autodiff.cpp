@@ -84,6 +84,97 @@ std::map<NodeId, NodeId> append_gradients(Graph& g, NodeId root, NodeId seed) {
         if (wants(n.inputs[0])) accumulate(n.inputs[0], dy);
         if (wants(n.inputs[1])) accumulate(n.inputs[1], dy);
         break;
+      case OpKind::conv2d: {
+        const NodeId dz = n.act == Act::none ? dy : g.activation_grad(base + "/act", dy, id, n.act);
+        if (wants(n.inputs[0])) accumulate(n.inputs[0], g.conv2d_grad_input(base + "/x", dz, id));
+        if (wants(n.inputs[1])) accumulate(n.inputs[1], g.conv2d_grad_weight(base + "/w", dz, id));
+        if (n.has_bias && wants(n.inputs[2])) accumulate(n.inputs[2], g.reduce_to(base + "/bias", dz, n.inputs[2]));
+        break;
+      }
+      case OpKind::normalize:
+        if (wants(n.inputs[0])) accumulate(n.inputs[0], g.normalize_grad(base + "/x", dy, id));
+        if (wants(n.inputs[1])) accumulate(n.inputs[1], g.normalize_grad_scale(base + "/scale", dy, id));
+        if (n.inputs.size() > 2 && wants(n.inputs[2]))
+          accumulate(n.inputs[2], g.reduce_to(base + "/shift", dy, n.inputs[2]));
+        break;
+      case OpKind::pool2d:
+        if (wants(n.inputs[0])) accumulate(n.inputs[0], g.pool2d_grad(base, dy, id));
+        break;
+      case OpKind::reshape:
+        if (wants(n.inputs[0])) accumulate(n.inputs[0], g.reshape(base, dy, g.node(n.inputs[0]).shape, n.copy));
+        break;
+      case OpKind::repeat:
+        if (wants(n.inputs[0])) accumulate(n.inputs[0], g.reduce_to(base, dy, n.inputs[0]));
+        break;
+      case OpKind::embedding:
+        if (wants(n.inputs[1])) accumulate(n.inputs[1], g.embedding_grad(base, dy, id));
+        break;
+      case OpKind::batch_matmul: {
+        const NodeId a = n.inputs[0], b = n.inputs[1];
+        if (wants(a))
+          accumulate(a, n.trans_a ? g.batch_matmul(base + "/a", b, dy, n.trans_b, true)
+                                  : g.batch_matmul(base + "/a", dy, b, false, !n.trans_b));
+        if (wants(b))
+          accumulate(b, n.trans_b ? g.batch_matmul(base + "/b", dy, a, true, n.trans_a)
+                                  : g.batch_matmul(base + "/b", a, dy, !n.trans_a, false));
+        break;
+      }
+      case OpKind::attention: {
+        // One backward kernel yields dQ, dK and dV packed; views take them apart.
+        const NodeId packed = g.attention_grad(base, dy, id);
+        std::int64_t offset = 0;
+        for (int k = 0; k < 3; ++k) {
+          const NodeId in = n.inputs[static_cast<std::size_t>(k)];
+          const Shape shape = g.node(in).shape;
+          const std::int64_t len = numel(shape);
+          if (wants(in)) {
+            const NodeId flat = g.slice(fmt::format("{}/{}", base, "qkv"[k]), packed, 0, offset, len);
+            accumulate(in, g.reshape(fmt::format("{}/{}_view", base, "qkv"[k]), flat, shape));
+          }
+          offset += len;
+        }
+        break;
+      }
+      case OpKind::elementwise: {
+        const auto& in = n.inputs;
+        switch (n.fn) {
+          case EwFn::mul:
+            if (wants(in[0])) accumulate(in[0], g.elementwise(base + "/a", EwFn::mul, {dy, in[1]}));
+            if (wants(in[1])) accumulate(in[1], g.elementwise(base + "/b", EwFn::mul, {dy, in[0]}));
+            break;
+          case EwFn::add_bcast:
+            if (wants(in[0])) accumulate(in[0], dy);
+            if (wants(in[1])) accumulate(in[1], g.reduce_to(base + "/b", dy, in[1]));
+            break;
+          case EwFn::swiglu:
+            if (wants(in[0])) accumulate(in[0], g.elementwise(base + "/a", EwFn::swiglu_grad_a, {dy, in[0], in[1]}));
+            if (wants(in[1])) accumulate(in[1], g.elementwise(base + "/b", EwFn::swiglu_grad_b, {dy, in[0], in[1]}));
+            break;
+          case EwFn::rope:  // the inverse rotation, same cost
+          case EwFn::scale_mask:
+            if (wants(in[0])) accumulate(in[0], g.elementwise(base, n.fn, {dy}, n.causal));
+            break;
+          default:
+            throw std::invalid_argument(fmt::format("autodiff: elementwise {} '{}' has no gradient rule",
+                                                    ew_name(n.fn), n.name));
+        }
+        break;
+      }
+      case OpKind::concat: {
+        std::int64_t start = 0;
+        for (NodeId in : n.inputs) {
+          const std::int64_t len = g.node(in).shape[static_cast<std::size_t>(n.axis)];
+          if (wants(in)) accumulate(in, g.slice(g.unique_name(base + "/part"), dy, n.axis, start, len));
+          start += len;
+        }
+        break;
+      }
+      case OpKind::upsample2x:
+        if (wants(n.inputs[0])) accumulate(n.inputs[0], g.pool2d(base, dy, PoolKind::sum, Window{2, 2, 2, 2, 0, 0}));
+        break;
+      case OpKind::softmax:
+        if (wants(n.inputs[0])) accumulate(n.inputs[0], g.softmax_grad(base, dy, id));
+        break;
       default:
         throw std::invalid_argument(
             fmt::format("autodiff: op {} '{}' has no gradient rule but lies between the params and the loss",

@@ -1,5 +1,7 @@
 #include "graph/cost.hpp"
 
+#include <algorithm>
+
 namespace gpuvs::graph {
 
 double act_flops(Act a) {
@@ -9,6 +11,7 @@ double act_flops(Act a) {
     case Act::sigmoid: return 4;
     case Act::tanh: return 4;
     case Act::gelu: return 8;
+    case Act::silu: return 5;
   }
   return 0;
 }
@@ -21,8 +24,31 @@ double act_grad_flops(Act a) {
     case Act::sigmoid: return 3;
     case Act::tanh: return 3;
     case Act::gelu: return 12;
+    case Act::silu: return 8;
   }
   return 0;
+}
+
+double ew_flops(EwFn f) {
+  switch (f) {
+    case EwFn::mul: return 1;
+    case EwFn::add_bcast: return 1;
+    case EwFn::swiglu: return 6;         // silu(a) = a / (1 + exp(-a)): 4, times b
+    case EwFn::swiglu_grad_a: return 9;  // dy * b * silu'(a)
+    case EwFn::swiglu_grad_b: return 5;  // dy * silu(a)
+    case EwFn::rope: return 3;           // x*cos + rotate(x)*sin per element
+    case EwFn::scale_mask: return 2;
+  }
+  return 0;
+}
+
+double causal_fraction(std::int64_t t, std::int64_t s) {
+  // Query i sees keys 0..i + (s - t): the unmasked share of the t x s score matrix.
+  if (t <= 0 || s <= 0) return 1.0;
+  double seen = 0;
+  const std::int64_t shift = s - t;
+  for (std::int64_t i = 0; i < t; ++i) seen += static_cast<double>(std::min(s, std::max<std::int64_t>(0, i + shift + 1)));
+  return seen / (static_cast<double>(t) * static_cast<double>(s));
 }
 
 OpCost op_cost(const Graph& g, const Node& n) {
@@ -101,6 +127,119 @@ OpCost op_cost(const Graph& g, const Node& n) {
       // Reads p, g, m, v; writes p, m, v.
       c.vector_flops = 12.0 * out;
       c.bytes = 7.0 * out * es;
+      break;
+    case OpKind::conv2d:
+    case OpKind::conv2d_grad_input:
+    case OpKind::conv2d_grad_weight: {
+      const Node& conv = n.op == OpKind::conv2d ? n : g.node(n.ref);
+      const Node& x = g.node(conv.inputs[0]);
+      const double macs_per_out = static_cast<double>(x.shape[1] / conv.groups) * conv.kernel_h * conv.kernel_w;
+      c.matrix_flops = 2.0 * static_cast<double>(numel(conv.shape)) * macs_per_out;
+      if (n.op == OpKind::conv2d) {
+        c.vector_flops = out * ((n.has_bias ? 1.0 : 0.0) + act_flops(n.act));
+        c.bytes = bytes_of(n.inputs[0]) + bytes_of(n.inputs[1]) + (n.has_bias ? bytes_of(n.inputs[2]) : 0.0) + out * es;
+      } else {
+        c.bytes = bytes_of(n.inputs[0]) + bytes_of(n.inputs[1]) + out * es;
+      }
+      break;
+    }
+    case OpKind::normalize: {  // statistics (mean, variance) + normalise + scale/shift; RMS skips the mean
+      c.vector_flops = out * (n.norm == NormKind::rms ? 4.0 : 7.0);
+      double params = 0;
+      for (std::size_t k = 1; k < n.inputs.size(); ++k) params += bytes_of(n.inputs[k]);
+      c.bytes = 2.0 * out * es + params;
+      break;
+    }
+    case OpKind::normalize_grad:
+      c.vector_flops = out * (n.norm == NormKind::rms ? 6.0 : 9.0);
+      c.bytes = bytes_of(n.inputs[0]) + bytes_of(n.inputs[1]) + bytes_of(n.inputs[2]) + out * es;
+      break;
+    case OpKind::normalize_grad_scale:
+      c.vector_flops = 3.0 * elems(n.inputs[0]);  // dy * x_hat, summed
+      c.bytes = bytes_of(n.inputs[0]) + bytes_of(n.inputs[1]) + out * es;
+      break;
+    case OpKind::pool2d:
+      c.vector_flops = out * n.kernel_h * n.kernel_w;
+      c.bytes = bytes_of(n.inputs[0]) + out * es;
+      break;
+    case OpKind::pool2d_grad: {
+      const Node& f = g.node(n.ref);
+      c.vector_flops = out;
+      c.bytes = bytes_of(n.inputs[0]) + out * es + (f.pool == PoolKind::max ? bytes_of(f.inputs[0]) : 0.0);
+      break;
+    }
+    case OpKind::reshape:
+      c.bytes = n.copy ? 2.0 * out * es : 0.0;  // a view moves nothing; a permute copies once
+      break;
+    case OpKind::slice:
+      break;  // a view
+    case OpKind::repeat:
+      c.bytes = bytes_of(n.inputs[0]) + out * es;
+      break;
+    case OpKind::reduce_to:
+      c.vector_flops = elems(n.inputs[0]);
+      c.bytes = bytes_of(n.inputs[0]) + out * es;
+      break;
+    case OpKind::embedding:  // read the ids and the picked rows, write the output
+      c.bytes = bytes_of(n.inputs[0]) + 2.0 * out * es;
+      break;
+    case OpKind::embedding_grad:  // zero the table gradient, then read-modify-write the touched rows
+      c.vector_flops = elems(n.inputs[0]);
+      c.bytes = out * es + bytes_of(n.inputs[1]) + 3.0 * bytes_of(n.inputs[0]);
+      break;
+    case OpKind::batch_matmul: {
+      const Node& a = g.node(n.inputs[0]);
+      const double k = static_cast<double>(n.trans_a ? a.shape[1] : a.shape[2]);
+      c.matrix_flops = 2.0 * out * k;
+      c.bytes = bytes_of(n.inputs[0]) + bytes_of(n.inputs[1]) + out * es;
+      break;
+    }
+    case OpKind::attention:
+    case OpKind::attention_grad: {
+      // FlashAttention: QK^T and PV (forward); backward recomputes QK^T and adds dV, dP, dQ, dK: 2.5x.
+      const Node& f = n.op == OpKind::attention ? n : g.node(n.ref);
+      const Node& q = g.node(f.inputs[0]);
+      const Node& k = g.node(f.inputs[1]);
+      const Node& v = g.node(f.inputs[2]);
+      const double bh = static_cast<double>(q.shape[0]), t = static_cast<double>(q.shape[1]);
+      const double s = static_cast<double>(k.shape[1]), d = static_cast<double>(q.shape[2]);
+      const double dv = static_cast<double>(v.shape[2]);
+      const double frac = f.causal ? causal_fraction(q.shape[1], k.shape[1]) : 1.0;
+      const double fwd = 2.0 * bh * t * s * (d + dv) * frac;
+      const double scores = bh * t * s * frac;
+      const double lse = bh * t * 4.0;  // fp32 log-sum-exp per query row, saved for backward
+      const double qkvo = bytes_of(f.inputs[0]) + bytes_of(f.inputs[1]) + bytes_of(f.inputs[2]) +
+                          static_cast<double>(numel(f.shape)) * static_cast<double>(dtype_size(f.dtype));
+      if (n.op == OpKind::attention) {
+        c.matrix_flops = fwd;
+        c.vector_flops = 5.0 * scores;
+        c.bytes = qkvo + lse;
+      } else {
+        c.matrix_flops = 2.5 * fwd;
+        c.vector_flops = 8.0 * scores;
+        c.bytes = 2.0 * qkvo + lse;  // read Q, K, V, O, dO; write dQ, dK, dV
+      }
+      break;
+    }
+    case OpKind::elementwise: {
+      c.vector_flops = out * ew_flops(n.fn);
+      double in = 0;
+      for (NodeId id : n.inputs) in += bytes_of(id);
+      c.bytes = in + out * es;
+      break;
+    }
+    case OpKind::concat: {
+      double in = 0;
+      for (NodeId id : n.inputs) in += bytes_of(id);
+      c.bytes = in + out * es;
+      break;
+    }
+    case OpKind::upsample2x:
+      c.bytes = bytes_of(n.inputs[0]) + out * es;
+      break;
+    case OpKind::softmax_grad:  // dx = y * (dy - sum(dy * y))
+      c.vector_flops = 4.0 * out;
+      c.bytes = 3.0 * out * es;
       break;
   }
   return c;

@@ -1,5 +1,7 @@
 #include "graph/ir.hpp"
 
+#include "graph/ir_detail.hpp"
+
 #include <fmt/format.h>
 
 #include <stdexcept>
@@ -11,6 +13,9 @@ std::size_t dtype_size(DType t) {
     case DType::f32: return 4;
     case DType::f64: return 8;
     case DType::i32: return 4;
+    case DType::f16: return 2;
+    case DType::bf16: return 2;
+    case DType::fp8: return 1;
   }
   return 0;
 }
@@ -20,6 +25,9 @@ std::string_view dtype_name(DType t) {
     case DType::f32: return "f32";
     case DType::f64: return "f64";
     case DType::i32: return "i32";
+    case DType::f16: return "f16";
+    case DType::bf16: return "bf16";
+    case DType::fp8: return "fp8";
   }
   return "?";
 }
@@ -46,11 +54,25 @@ std::string_view act_name(Act a) {
     case Act::gelu: return "gelu";
     case Act::tanh: return "tanh";
     case Act::sigmoid: return "sigmoid";
+    case Act::silu: return "silu";
   }
   return "?";
 }
 
-bool act_grad_from_output(Act a) { return a != Act::gelu; }
+bool act_grad_from_output(Act a) { return a != Act::gelu && a != Act::silu; }
+
+std::string_view ew_name(EwFn f) {
+  switch (f) {
+    case EwFn::mul: return "mul";
+    case EwFn::add_bcast: return "add_bcast";
+    case EwFn::swiglu: return "swiglu";
+    case EwFn::swiglu_grad_a: return "swiglu_grad_a";
+    case EwFn::swiglu_grad_b: return "swiglu_grad_b";
+    case EwFn::rope: return "rope";
+    case EwFn::scale_mask: return "scale_mask";
+  }
+  return "?";
+}
 
 std::string_view op_name(OpKind k) {
   switch (k) {
@@ -69,40 +91,56 @@ std::string_view op_name(OpKind k) {
     case OpKind::add: return "add";
     case OpKind::accuracy: return "accuracy";
     case OpKind::adam_update: return "adam_update";
+    case OpKind::conv2d: return "conv2d";
+    case OpKind::conv2d_grad_input: return "conv2d_grad_input";
+    case OpKind::conv2d_grad_weight: return "conv2d_grad_weight";
+    case OpKind::normalize: return "normalize";
+    case OpKind::normalize_grad: return "normalize_grad";
+    case OpKind::normalize_grad_scale: return "normalize_grad_scale";
+    case OpKind::pool2d: return "pool2d";
+    case OpKind::pool2d_grad: return "pool2d_grad";
+    case OpKind::reshape: return "reshape";
+    case OpKind::slice: return "slice";
+    case OpKind::repeat: return "repeat";
+    case OpKind::reduce_to: return "reduce_to";
+    case OpKind::embedding: return "embedding";
+    case OpKind::embedding_grad: return "embedding_grad";
+    case OpKind::batch_matmul: return "batch_matmul";
+    case OpKind::attention: return "attention";
+    case OpKind::attention_grad: return "attention_grad";
+    case OpKind::elementwise: return "elementwise";
+    case OpKind::concat: return "concat";
+    case OpKind::upsample2x: return "upsample2x";
+    case OpKind::softmax_grad: return "softmax_grad";
   }
   return "?";
 }
 
-namespace {
-[[noreturn]] void bad(std::string_view op, const std::string& name, const std::string& why) {
-  throw std::invalid_argument(fmt::format("graph op {} '{}': {}", op, name, why));
-}
-
-Node make(OpKind op, std::string name, std::vector<NodeId> inputs, Shape shape, DType dtype) {
-  Node n;
-  n.op = op;
-  n.name = std::move(name);
-  n.inputs = std::move(inputs);
-  n.shape = std::move(shape);
-  n.dtype = dtype;
-  return n;
-}
-}  // namespace
+using detail::bad;
+using detail::make;
 
 NodeId Graph::add_node(Node n) {
   if (n.name.empty()) n.name = fmt::format("{}_{}", op_name(n.op), nodes_.size());
-  if (find(n.name) != kNone) bad(op_name(n.op), n.name, "duplicate node name");
+  if (by_name_.count(n.name)) bad(op_name(n.op), n.name, "duplicate node name");
   for (NodeId in : n.inputs)
     if (in < 0 || static_cast<std::size_t>(in) >= nodes_.size()) bad(op_name(n.op), n.name, "input out of range");
   n.id = static_cast<NodeId>(nodes_.size());
+  by_name_.emplace(n.name, n.id);
   nodes_.push_back(std::move(n));
   return nodes_.back().id;
 }
 
 NodeId Graph::find(std::string_view name) const {
-  for (const auto& n : nodes_)
-    if (n.name == name) return n.id;
-  return kNone;
+  auto it = by_name_.find(std::string(name));
+  return it == by_name_.end() ? kNone : it->second;
+}
+
+std::string Graph::unique_name(const std::string& base) const {
+  if (!by_name_.count(base)) return base;
+  for (int i = 2;; ++i) {
+    std::string candidate = fmt::format("{}_{}", base, i);
+    if (!by_name_.count(candidate)) return candidate;
+  }
 }
 
 NodeId Graph::input(std::string name, Shape shape, DType dtype) {
@@ -186,7 +224,7 @@ NodeId Graph::dropout_grad(std::string name, NodeId dy, NodeId dropout_node) {
 }
 
 NodeId Graph::softmax(std::string name, NodeId x) {
-  if (node(x).shape.size() != 2) bad("softmax", name, "input must be a matrix");
+  if (node(x).shape.size() < 2) bad("softmax", name, "input needs at least 2 dimensions (rows over the last)");
   Node n = make(OpKind::softmax, std::move(name), {x}, node(x).shape, node(x).dtype);
   return add_node(std::move(n));
 }

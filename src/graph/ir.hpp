@@ -8,11 +8,14 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace gpuvs::graph {
 
-enum class DType : std::uint8_t { f32, f64, i32 };
+/// f32/f64/i32 run on the CPU engine; f16, bf16 and fp8 (e4m3) describe mixed-precision graphs that the
+/// performance model prices.
+enum class DType : std::uint8_t { f32, f64, i32, f16, bf16, fp8 };
 std::size_t dtype_size(DType t);
 std::string_view dtype_name(DType t);
 
@@ -22,7 +25,7 @@ std::string shape_str(const Shape& s);
 
 /// Elementwise activations. Those whose derivative can be computed from the output (relu, tanh, sigmoid)
 /// may be fused into a matmul epilogue; gelu needs its input, so it is a separate node.
-enum class Act : std::uint8_t { none, relu, gelu, tanh, sigmoid };
+enum class Act : std::uint8_t { none, relu, gelu, tanh, sigmoid, silu };
 std::string_view act_name(Act a);
 bool act_grad_from_output(Act a);
 
@@ -42,8 +45,39 @@ enum class OpKind : std::uint8_t {
   add,                // A + B, same shape (gradient accumulation)
   accuracy,           // fraction of rows whose argmax equals the label
   adam_update,        // in-place Adam on (param, grad) with moment slots in the parameter store
+  // Convolutional and transformer networks (priced by the performance model; the CPU engine runs the ops
+  // above). Tensors are logically NCHW for images and [rows, features] or [batch*heads, seq, dim] otherwise.
+  conv2d,                 // act(conv(X [N,C,H,W], W [K,C/groups,R,S]) [+ bias]) -> [N,K,P,Q]
+  conv2d_grad_input,      // dX of conv node `ref` from (dY, W)
+  conv2d_grad_weight,     // dW of conv node `ref` from (X, dY)
+  normalize,              // batch / layer / group / RMS normalisation with scale [and shift] params
+  normalize_grad,         // dX of normalize node `ref` from dY
+  normalize_grad_scale,   // d(scale) of normalize node `ref` from dY
+  pool2d,                 // max / average / sum pooling over windows
+  pool2d_grad,            // dX of pool node `ref` from dY
+  reshape,                // same elements, new shape: a view, or a copy when `copy` (a permute)
+  slice,                  // a view: indices [offset, offset + len) along `axis` of the input
+  repeat,                 // the input repeated to fill `shape` (e.g. KV heads shared by query heads)
+  reduce_to,              // dY summed down to the shape of input 1 (broadcast gradients, conv bias)
+  embedding,              // rows of table [V,H] picked by i32 ids -> ids.shape + [H]
+  embedding_grad,         // d(table) of embedding node `ref`: scatter-add of dY
+  batch_matmul,           // op(A [B,M,K]) . op(B [B,K,N]) -> [B,M,N]
+  attention,              // fused softmax(Q K^T / sqrt(d) [causal]) V (flash attention): no T x T tensor
+  attention_grad,         // dQ, dK, dV of attention node `ref`, packed flat; slices take them apart
+  elementwise,            // `fn` over same-sized inputs (see EwFn)
+  concat,                 // inputs joined along `axis`
+  upsample2x,             // nearest-neighbour 2x upsampling of [N,C,H,W]
+  softmax_grad,           // dX of a softmax from (dY, Y)
 };
 std::string_view op_name(OpKind k);
+
+enum class NormKind : std::uint8_t { batch, layer, group, rms };
+enum class PoolKind : std::uint8_t { max, avg, sum };
+/// Elementwise functions: mul (a*b), add_bcast (x + b broadcast over trailing spatial dims), swiglu
+/// (silu(a)*b) and its two gradients, rope (rotary position embedding, or its inverse for gradients),
+/// scale_mask (scale and causal mask on attention scores).
+enum class EwFn : std::uint8_t { mul, add_bcast, swiglu, swiglu_grad_a, swiglu_grad_b, rope, scale_mask };
+std::string_view ew_name(EwFn f);
 
 /// Keras Adam defaults; the update uses Keras's form (epsilon added to sqrt(v), bias correction in the step).
 struct AdamConfig {
@@ -72,6 +106,21 @@ struct Node {
   bool trainable = false;                 // param
   NodeId ref = kNone;                     // grad ops: the forward node whose saved tensor they read
   AdamConfig adam;                        // adam_update
+  int kernel_h = 0, kernel_w = 0;         // conv2d (from W), pool2d
+  int stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
+  int groups = 1;                         // conv2d, normalize (group)
+  NormKind norm = NormKind::batch;        // normalize
+  PoolKind pool = PoolKind::max;          // pool2d
+  EwFn fn = EwFn::mul;                    // elementwise
+  bool causal = false;                    // attention, elementwise scale_mask
+  bool copy = false;                      // reshape
+  std::int64_t offset = 0;                // slice: start index along `axis`
+  int axis = 0;                           // concat, slice
+};
+
+/// Convolution / pooling window geometry.
+struct Window {
+  int kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
 };
 
 class Graph {
@@ -94,6 +143,31 @@ class Graph {
   NodeId accuracy(std::string name, NodeId logits, NodeId labels);
   NodeId adam_update(std::string name, NodeId param, NodeId grad, const AdamConfig& cfg);
 
+  NodeId conv2d(std::string name, NodeId x, NodeId w, NodeId bias, int stride, int pad, int groups = 1,
+                Act act = Act::none);
+  NodeId conv2d_grad_input(std::string name, NodeId dy, NodeId conv_node);
+  NodeId conv2d_grad_weight(std::string name, NodeId dy, NodeId conv_node);
+  /// scale (and shift, may be kNone for RMS) have the normalised channel count: dim 1 for batch/group,
+  /// the last dim for layer/rms.
+  NodeId normalize(std::string name, NodeId x, NodeId scale, NodeId shift, NormKind kind, int groups = 1);
+  NodeId normalize_grad(std::string name, NodeId dy, NodeId norm_node);
+  NodeId normalize_grad_scale(std::string name, NodeId dy, NodeId norm_node);
+  NodeId pool2d(std::string name, NodeId x, PoolKind kind, const Window& w);
+  NodeId pool2d_grad(std::string name, NodeId dy, NodeId pool_node);
+  NodeId reshape(std::string name, NodeId x, Shape shape, bool copy = false);
+  NodeId slice(std::string name, NodeId x, int axis, std::int64_t start, std::int64_t length);
+  NodeId repeat(std::string name, NodeId x, Shape shape);
+  NodeId reduce_to(std::string name, NodeId x, NodeId like);
+  NodeId embedding(std::string name, NodeId ids, NodeId table);
+  NodeId embedding_grad(std::string name, NodeId dy, NodeId embedding_node);
+  NodeId batch_matmul(std::string name, NodeId a, NodeId b, bool trans_a = false, bool trans_b = false);
+  NodeId attention(std::string name, NodeId q, NodeId k, NodeId v, bool causal);
+  NodeId attention_grad(std::string name, NodeId dout, NodeId attention_node);
+  NodeId elementwise(std::string name, EwFn fn, std::vector<NodeId> inputs, bool causal = false);
+  NodeId concat(std::string name, std::vector<NodeId> inputs, int axis);
+  NodeId upsample2x(std::string name, NodeId x);
+  NodeId softmax_grad(std::string name, NodeId dy, NodeId softmax_node);
+
   const Node& node(NodeId id) const { return nodes_.at(static_cast<std::size_t>(id)); }
   const std::vector<Node>& nodes() const { return nodes_; }
   std::size_t size() const { return nodes_.size(); }
@@ -105,9 +179,13 @@ class Graph {
   NodeId output(std::string_view key) const;  // kNone if absent
   const std::map<std::string, NodeId, std::less<>>& outputs() const { return outputs_; }
 
+  /// A fresh node name "base", or "base_2", "base_3"... when taken (builders of repeated blocks).
+  std::string unique_name(const std::string& base) const;
+
  private:
   NodeId add_node(Node n);
   std::vector<Node> nodes_;
+  std::unordered_map<std::string, NodeId> by_name_;
   std::map<std::string, NodeId, std::less<>> outputs_;
 };
 

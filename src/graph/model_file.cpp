@@ -266,9 +266,10 @@ class Reader {
         else if (act == "gelu") out.act = Act::gelu;
         else if (act == "tanh") out.act = Act::tanh;
         else if (act == "sigmoid") out.act = Act::sigmoid;
+        else if (act == "silu" || act == "swish") out.act = Act::silu;
         else if (act == "softmax") out.softmax = true;
         else if (act == "linear" || act == "none") out.act = Act::none;
-        else fail(*a, fmt::format("unknown activation '{}' (expected relu, gelu, tanh, sigmoid, softmax or linear)",
+        else fail(*a, fmt::format("unknown activation '{}' (expected relu, gelu, tanh, sigmoid, silu, softmax or linear)",
                              strings::printable(act)));
       }
     } else if (t == "dropout") {

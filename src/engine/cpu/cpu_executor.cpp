@@ -25,6 +25,7 @@ class CpuExecutor final : public Executor {
  public:
   CpuExecutor(const graph::Graph& g, ParamStore& store, const ExecutorOptions& opt)
       : g_(g), store_(store), opt_(opt) {
+    for (const Node& n : g_.nodes()) check_supported(n);
     const std::size_t count = g_.size();
     value_.assign(count, nullptr);
     aux_.assign(count, nullptr);
@@ -125,6 +126,7 @@ class CpuExecutor final : public Executor {
         case DType::f32: out[k] = reinterpret_cast<const float*>(p)[k]; break;
         case DType::f64: out[k] = reinterpret_cast<const double*>(p)[k]; break;
         case DType::i32: out[k] = reinterpret_cast<const std::int32_t*>(p)[k]; break;
+        default: throw std::invalid_argument("executor: dtype not held by the CPU engine");
       }
     }
     return out;
@@ -143,6 +145,26 @@ class CpuExecutor final : public Executor {
 
  private:
   static std::size_t idx(NodeId id) { return static_cast<std::size_t>(id); }
+
+  // The CPU engine runs the ops of dense networks in f32/f64; the rest of the IR (convolutions, attention,
+  // reduced precisions) is priced by the performance model and refused here at build time, never mid-run.
+  static void check_supported(const Node& n) {
+    switch (n.op) {
+      case OpKind::input: case OpKind::param: case OpKind::fill: case OpKind::matmul: case OpKind::activation:
+      case OpKind::activation_grad: case OpKind::dropout: case OpKind::dropout_grad: case OpKind::softmax:
+      case OpKind::softmax_xent: case OpKind::softmax_xent_grad: case OpKind::reduce_rows: case OpKind::add:
+      case OpKind::accuracy: case OpKind::adam_update:
+        break;
+      default:
+        throw std::invalid_argument(fmt::format("the CPU engine does not run op {} (node '{}') yet", graph::op_name(n.op),
+                                                n.name));
+    }
+    if (n.dtype != DType::f32 && n.dtype != DType::f64 && n.dtype != DType::i32)
+      throw std::invalid_argument(fmt::format("the CPU engine does not run {} tensors (node '{}')",
+                                              graph::dtype_name(n.dtype), n.name));
+    if (n.op == OpKind::softmax && n.shape.size() != 2)
+      throw std::invalid_argument(fmt::format("the CPU engine runs softmax on matrices only (node '{}')", n.name));
+  }
 
   void fill(const Node& n) {
     const auto count = graph::numel(n.shape);
@@ -221,6 +243,8 @@ class CpuExecutor final : public Executor {
         cpu::adam_update(out, val<T>(n.inputs[1]), reinterpret_cast<T*>(slot_m_[idx(n.id)]),
                          reinterpret_cast<T*>(slot_v_[idx(n.id)]), count, n.adam, ctx.iteration);
         return;
+      default:
+        return;  // unreachable: check_supported refused the graph at construction
     }
   }
 

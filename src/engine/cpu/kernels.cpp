@@ -73,6 +73,7 @@ inline T apply(graph::Act act, T x) {
     case graph::Act::gelu: return gelu(x);
     case graph::Act::tanh: return std::tanh(x);
     case graph::Act::sigmoid: return sigmoid(x);
+    case graph::Act::silu: return x * sigmoid(x);
   }
   return x;
 }
@@ -124,6 +125,12 @@ void activation_backward(const T* dy, const T* s, T* dx, std::int64_t n, graph::
         return;
       case graph::Act::gelu:
         for (std::int64_t i = b; i < e; ++i) dx[i] = dy[i] * gelu_grad(s[i]);
+        return;
+      case graph::Act::silu:  // d/dx x*sig(x) = sig(x) * (1 + x * (1 - sig(x)))
+        for (std::int64_t i = b; i < e; ++i) {
+          const T sg = sigmoid(s[i]);
+          dx[i] = dy[i] * sg * (T(1) + s[i] * (T(1) - sg));
+        }
         return;
     }
   });
