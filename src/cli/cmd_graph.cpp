@@ -1,12 +1,16 @@
-// gpuvs graph WORKLOAD: the graph IR the engine runs and the performance model prices, with each op's cost.
+// gpuvs graph WORKLOAD: the graph IR the engine runs and the performance model prices, with its costs.
 #include <fmt/format.h>
 
+#include <chrono>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
 #include "core/error.hpp"
+#include "core/strings.hpp"
 #include "graph/builder.hpp"
 #include "graph/cost.hpp"
+#include "graph/networks.hpp"
 #include "graph/workloads.hpp"
 
 namespace gpuvs::cli {
@@ -15,54 +19,112 @@ namespace {
 struct GraphArgs {
   std::string workload;
   std::int64_t batch = 32;
+  std::int64_t seq_len = 0;
   std::string mode = "train";
+  int flash = 1;
   bool json = false;
+  bool ops = false;
 };
 
-int run_graph(const GraphArgs& a) {
+bool is_builtin(const std::string& id) {
+  for (const auto& n : graph::networks())
+    if (n.id == id) return true;
+  return false;
+}
+
+graph::Graph build(const GraphArgs& a, bool training, std::string& name, double& published) {
+  if (is_builtin(a.workload)) {
+    const auto& net = graph::network(a.workload);
+    name = net.id;
+    published = net.published_params;
+    return graph::build_network(net, {a.batch, graph::DType::f32, a.seq_len, a.flash != 0, training});
+  }
   const graph::ModelSpec spec = graph::resolve_workload(a.workload);
+  name = spec.name;
+  published = 0;
+  return graph::build_graph(spec, {a.batch, graph::DType::f32, training ? graph::Mode::train : graph::Mode::eval});
+}
+
+int run_graph(const GraphArgs& a) {
   if (a.batch < 1) throw InputError(fmt::format("--batch must be at least 1, got {}", a.batch));
+  if (a.seq_len < 0) throw InputError(fmt::format("--seq-len must be positive, got {}", a.seq_len));
   if (a.mode != "train" && a.mode != "eval")
-    throw InputError(fmt::format("--mode '{}' is not a mode (expected train or eval)", a.mode));
-  const graph::Graph g =
-      graph::build_graph(spec, {a.batch, graph::DType::f32, a.mode == "train" ? graph::Mode::train : graph::Mode::eval});
+    throw InputError(fmt::format("--mode '{}' is not a mode (expected train or eval)", strings::printable(a.mode)));
+  std::string name;
+  double published = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  const graph::Graph g = build(a, a.mode == "train", name, published);
+  const double build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const graph::Graph fwd = a.mode == "train" ? build(a, false, name, published) : graph::Graph{};
   const graph::OpCost total = graph::graph_cost(g);
+  const graph::OpCost forward = graph::graph_cost(a.mode == "train" ? fwd : g);
+  const std::int64_t params = graph::param_count(g);
+  std::map<std::string, std::pair<int, graph::OpCost>> by_op;
+  for (const auto& n : g.nodes()) {
+    auto& e = by_op[std::string(graph::op_name(n.op))];
+    ++e.first;
+    e.second += graph::op_cost(g, n);
+  }
   if (a.json) {
-    nlohmann::json ops = nlohmann::json::array();
-    for (const auto& n : g.nodes()) {
-      const auto c = graph::op_cost(g, n);
-      ops.push_back({{"id", n.id}, {"op", graph::op_name(n.op)}, {"name", n.name}, {"shape", n.shape},
-                     {"dtype", graph::dtype_name(n.dtype)}, {"matrix_flops", c.matrix_flops},
-                     {"vector_flops", c.vector_flops}, {"bytes", c.bytes}});
-    }
-    nlohmann::json j{{"schema_version", 1}, {"workload", spec.name}, {"batch", a.batch}, {"mode", a.mode},
-                     {"params", spec.param_count()}, {"ops", ops},
+    nlohmann::json ops = nlohmann::json::object();
+    for (const auto& [op, e] : by_op)
+      ops[op] = {{"count", e.first}, {"matrix_flops", e.second.matrix_flops}, {"vector_flops", e.second.vector_flops},
+                 {"bytes", e.second.bytes}};
+    nlohmann::json j{{"schema_version", 1}, {"workload", name}, {"batch", a.batch}, {"mode", a.mode},
+                     {"params", params}, {"nodes", g.size()}, {"by_op", ops},
+                     {"forward", {{"matrix_flops", forward.matrix_flops}, {"vector_flops", forward.vector_flops},
+                                  {"bytes", forward.bytes}}},
                      {"total", {{"matrix_flops", total.matrix_flops}, {"vector_flops", total.vector_flops},
                                 {"bytes", total.bytes}}}};
+    if (published > 0) j["published_params"] = published;
+    if (a.ops) {
+      nlohmann::json list = nlohmann::json::array();
+      for (const auto& n : g.nodes()) {
+        const auto c = graph::op_cost(g, n);
+        list.push_back({{"id", n.id}, {"op", graph::op_name(n.op)}, {"name", n.name}, {"shape", n.shape},
+                        {"dtype", graph::dtype_name(n.dtype)}, {"matrix_flops", c.matrix_flops},
+                        {"vector_flops", c.vector_flops}, {"bytes", c.bytes}});
+      }
+      j["ops"] = list;
+    }
     fmt::print("{}\n", j.dump(2));
     return 0;
   }
-  fmt::print("{}", spec.summary());
-  fmt::print("\n{} graph at batch {}: {} nodes\n", a.mode, a.batch, g.size());
-  fmt::print("{:<4} {:<18} {:<28} {:<12} {:>14} {:>14} {:>14}\n", "id", "op", "name", "shape", "matrix FLOP",
-             "vector FLOP", "bytes");
-  for (const auto& n : g.nodes()) {
-    const auto c = graph::op_cost(g, n);
-    fmt::print("{:<4} {:<18} {:<28} {:<12} {:>14.0f} {:>14.0f} {:>14.0f}\n", n.id, graph::op_name(n.op), n.name,
-               graph::shape_str(n.shape), c.matrix_flops, c.vector_flops, c.bytes);
+  fmt::print("{}: {} graph at batch {}, {} nodes (built in {:.1f} ms)\n", name, a.mode, a.batch, g.size(), build_s * 1e3);
+  fmt::print("  parameters      {:>16}{}\n", params,
+             published > 0 ? fmt::format("   (published {:.4g}, {:+.2f}%)", published, 100.0 * (static_cast<double>(params) / published - 1)) : "");
+  fmt::print("  forward         {:>12.4g} GFLOP matrix, {:.4g} GFLOP vector, {:.4g} GB moved\n", forward.matrix_flops / 1e9,
+             forward.vector_flops / 1e9, forward.bytes / 1e9);
+  if (a.mode == "train")
+    fmt::print("  training step   {:>12.4g} GFLOP matrix, {:.4g} GFLOP vector, {:.4g} GB moved\n", total.matrix_flops / 1e9,
+               total.vector_flops / 1e9, total.bytes / 1e9);
+  fmt::print("\n  {:<22} {:>7} {:>16} {:>16} {:>14}\n", "op", "count", "matrix GFLOP", "vector GFLOP", "GB");
+  for (const auto& [op, e] : by_op)
+    fmt::print("  {:<22} {:>7} {:>16.4f} {:>16.4f} {:>14.4f}\n", op, e.first, e.second.matrix_flops / 1e9,
+               e.second.vector_flops / 1e9, e.second.bytes / 1e9);
+  if (a.ops) {
+    fmt::print("\n{:<6} {:<20} {:<44} {:<20} {:>14} {:>14} {:>14}\n", "id", "op", "name", "shape", "matrix FLOP",
+               "vector FLOP", "bytes");
+    for (const auto& n : g.nodes()) {
+      const auto c = graph::op_cost(g, n);
+      fmt::print("{:<6} {:<20} {:<44} {:<20} {:>14.0f} {:>14.0f} {:>14.0f}\n", n.id, graph::op_name(n.op), n.name,
+                 graph::shape_str(n.shape), c.matrix_flops, c.vector_flops, c.bytes);
+    }
   }
-  fmt::print("{:<4} {:<18} {:<28} {:<12} {:>14.0f} {:>14.0f} {:>14.0f}\n", "", "total", "", "", total.matrix_flops,
-             total.vector_flops, total.bytes);
   return 0;
 }
 }  // namespace
 
 Runner add_graph_command(CLI::App& app) {
   auto args = std::make_shared<GraphArgs>();
-  auto* sub = app.add_subcommand("graph", "Show a workload's graph IR with each op's FLOPs and bytes");
+  auto* sub = app.add_subcommand("graph", "Show a workload's graph IR: parameters, FLOPs and bytes by op");
   sub->add_option("workload", args->workload, "Built-in workload id or a .toml/.json model file")->required();
   sub->add_option("--batch", args->batch, "Batch size")->capture_default_str();
+  sub->add_option("--seq-len", args->seq_len, "Sequence length for transformers (default: the network's)");
   sub->add_option("--mode", args->mode, "train (forward, backward, Adam) or eval")->capture_default_str();
+  sub->add_option("--flash-attention", args->flash, "1: fused attention, 0: explicit bmm-softmax-bmm")
+      ->capture_default_str();
+  sub->add_flag("--ops", args->ops, "List every node with its cost");
   sub->add_flag("--json", args->json, "JSON output");
   return [args] { return run_graph(*args); };
 }

@@ -54,7 +54,7 @@ Graph build_graph(const ModelSpec& spec, const BuildOptions& opt) {
   g.set_output("logits", h);
   g.set_output("loss", g.softmax_xent("loss", h, labels));
   g.set_output("accuracy", g.accuracy("accuracy", h, labels));
-  if (opt.mode == Mode::train) append_training_step(g, spec.adam);
+  if (opt.mode == Mode::train && opt.append_step) append_training_step(g, spec.adam);
   return g;
 }
 

@@ -15,6 +15,7 @@ struct BuildOptions {
   std::int64_t batch = 32;
   DType dtype = DType::f32;
   Mode mode = Mode::train;
+  bool append_step = true;  // train mode: also append backward and Adam (else the forward with dropout)
 };
 
 /// How a param starts (Keras defaults: glorot_uniform kernels, zero biases).

@@ -1,0 +1,190 @@
+// Transformers: BERT for SQuAD-style span prediction (NVIDIA's implementation, as Lambda benchmarked it:
+// vocabulary padded to 30528, pooler kept) and GPT-style decoders (MPT, LLaMA presets).
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "graph/networks.hpp"
+
+namespace gpuvs::graph {
+
+namespace {
+
+struct TransformerBuilder {
+  Graph& g;
+  DType dt;
+  bool training;
+  bool flash;
+
+  NodeId linear(const std::string& name, NodeId x, std::int64_t out, bool bias, Act act = Act::none) {
+    const std::int64_t in = g.node(x).shape[1];
+    const NodeId w = g.param(name + "/weight", {in, out}, dt);
+    const NodeId b = bias ? g.param(name + "/bias", {out}, dt) : kNone;
+    if (act_grad_from_output(act)) return g.matmul(name, x, w, b, act);
+    return g.activation(name + "/" + std::string(act_name(act)), g.matmul(name, x, w, b), act);
+  }
+  NodeId norm(const std::string& name, NodeId x, bool rms, bool bias) {
+    const std::int64_t d = g.node(x).shape.back();
+    const NodeId scale = g.param(name + "/weight", {d}, dt);
+    const NodeId shift = bias ? g.param(name + "/bias", {d}, dt) : kNone;
+    return g.normalize(name, x, scale, shift, rms ? NormKind::rms : NormKind::layer);
+  }
+  NodeId dropout(const std::string& name, NodeId x, double rate) {
+    return training && rate > 0 ? g.dropout(name, x, rate) : x;
+  }
+
+  /// Multi-head (grouped-query) attention on x [B*T, d]: projections, head split, attention, merge, output.
+  NodeId attention(const std::string& p, NodeId x, std::int64_t batch, std::int64_t seq, int heads, int kv_heads,
+                   bool causal, bool rope, bool bias, double attn_dropout) {
+    const std::int64_t d = g.node(x).shape[1];
+    const std::int64_t hd = d / heads;
+    const NodeId q = linear(p + "/q", x, heads * hd, bias);
+    const NodeId k = linear(p + "/k", x, kv_heads * hd, bias);
+    const NodeId v = linear(p + "/v", x, kv_heads * hd, bias);
+    // [B*T, h*hd] -> [B*h, T, hd] is a permute: a copy in eager frameworks.
+    NodeId q3 = g.reshape(p + "/q_heads", q, {batch * heads, seq, hd}, true);
+    NodeId k3 = g.reshape(p + "/k_heads", k, {batch * kv_heads, seq, hd}, true);
+    NodeId v3 = g.reshape(p + "/v_heads", v, {batch * kv_heads, seq, hd}, true);
+    if (rope) {
+      q3 = g.elementwise(p + "/q_rope", EwFn::rope, {q3});
+      k3 = g.elementwise(p + "/k_rope", EwFn::rope, {k3});
+    }
+    NodeId o;
+    if (flash) {
+      o = g.attention(p + "/flash", q3, k3, v3, causal);
+    } else {
+      if (kv_heads != heads) {
+        k3 = g.repeat(p + "/k_repeat", k3, {batch * heads, seq, hd});
+        v3 = g.repeat(p + "/v_repeat", v3, {batch * heads, seq, hd});
+      }
+      NodeId s = g.batch_matmul(p + "/scores", q3, k3, false, true);
+      s = g.elementwise(p + "/scale_mask", EwFn::scale_mask, {s}, causal);
+      NodeId pr = g.softmax(p + "/softmax", s);
+      pr = dropout(p + "/attn_dropout", pr, attn_dropout);
+      o = g.batch_matmul(p + "/context", pr, v3);
+    }
+    const NodeId merged = g.reshape(p + "/merge_heads", o, {batch * seq, heads * hd}, true);
+    return linear(p + "/out", merged, d, bias);
+  }
+};
+
+}  // namespace
+
+Graph build_bert(const NetworkOptions& opt, int layers, std::int64_t hidden, int heads) {
+  Graph g;
+  TransformerBuilder b{g, opt.dtype, opt.training, opt.flash_attention};
+  const std::int64_t batch = opt.batch, seq = opt.seq_len > 0 ? opt.seq_len : 384;
+  if (seq > 512) throw InputError(fmt::format("seq_len {} exceeds BERT's 512 positions", seq));
+  constexpr std::int64_t kVocab = 30528;  // 30522 padded to a multiple of 8, as NVIDIA's implementation does
+  const double drop = 0.1;
+  const NodeId ids = g.input("input_ids", {batch, seq}, DType::i32);
+  const NodeId pos = g.input("position_ids", {batch, seq}, DType::i32);
+  const NodeId types = g.input("token_type_ids", {batch, seq}, DType::i32);
+  NodeId x = g.embedding("embeddings.word", ids, g.param("embeddings.word/weight", {kVocab, hidden}, opt.dtype));
+  x = g.add("embeddings.add_position", x,
+            g.embedding("embeddings.position", pos, g.param("embeddings.position/weight", {512, hidden}, opt.dtype)));
+  x = g.add("embeddings.add_type", x,
+            g.embedding("embeddings.type", types, g.param("embeddings.type/weight", {2, hidden}, opt.dtype)));
+  x = g.reshape("embeddings.flatten", x, {batch * seq, hidden});
+  x = b.dropout("embeddings.dropout", b.norm("embeddings.norm", x, false, true), drop);
+  for (int l = 0; l < layers; ++l) {
+    const std::string p = fmt::format("encoder.{}", l);
+    NodeId a = b.attention(p + "/attention", x, batch, seq, heads, heads, false, false, true, drop);
+    a = b.dropout(p + "/attention_dropout", a, drop);
+    x = b.norm(p + "/attention_norm", g.add(p + "/attention_residual", x, a), false, true);
+    NodeId f = b.linear(p + "/intermediate", x, 4 * hidden, true, Act::gelu);
+    f = b.dropout(p + "/output_dropout", b.linear(p + "/output", f, hidden, true), drop);
+    x = b.norm(p + "/output_norm", g.add(p + "/output_residual", x, f), false, true);
+  }
+  // Pooler (first token, dense + tanh): part of the model and computed, unused by the span loss.
+  const NodeId first = g.slice("pooler.first_token", g.reshape("pooler.unflatten", x, {batch, seq, hidden}), 1, 0, 1);
+  g.set_output("pooled", b.linear("pooler", g.reshape("pooler.flatten", first, {batch, hidden}), hidden, true, Act::tanh));
+  // Span head: start and end logits per position, cross-entropy over positions.
+  const NodeId start = g.reshape("qa.start_logits", b.linear("qa.start", x, 1, true), {batch, seq});
+  const NodeId end = g.reshape("qa.end_logits", b.linear("qa.end", x, 1, true), {batch, seq});
+  const NodeId ls = g.softmax_xent("loss.start", start, g.input("start_positions", {batch}, DType::i32));
+  const NodeId le = g.softmax_xent("loss.end", end, g.input("end_positions", {batch}, DType::i32));
+  g.set_output("loss", g.add("loss", ls, le));
+  return g;
+}
+
+DecoderConfig decoder_preset(const std::string& id) {
+  DecoderConfig c;
+  auto mpt = [&](int layers, std::int64_t d, int heads) {
+    // llm-foundry MPT: ALiBi (no position params), LayerNorm without bias, no biases, tied embeddings,
+    // GELU MLP with expansion 4, vocabulary 50368, 2048 tokens.
+    c.layers = layers;
+    c.hidden = d;
+    c.heads = c.kv_heads = heads;
+    c.ffn = 4 * d;
+    c.vocab = 50368;
+    c.seq_len = 2048;
+    c.tied_embeddings = true;
+  };
+  auto llama = [&](int layers, std::int64_t d, int heads, int kv, std::int64_t ffn, std::int64_t vocab, std::int64_t seq) {
+    c.layers = layers;
+    c.hidden = d;
+    c.heads = heads;
+    c.kv_heads = kv;
+    c.ffn = ffn;
+    c.swiglu = true;
+    c.vocab = vocab;
+    c.seq_len = seq;
+    c.rms_norm = true;
+    c.rope = true;
+  };
+  if (id == "mpt-760m") mpt(24, 1536, 12);
+  else if (id == "mpt-1b") mpt(24, 2048, 16);
+  else if (id == "mpt-3b") mpt(32, 2560, 20);
+  else if (id == "mpt-7b") mpt(32, 4096, 32);
+  else if (id == "mpt-13b") mpt(40, 5120, 40);
+  else if (id == "mpt-30b") mpt(48, 7168, 64);
+  else if (id == "llama-7b") llama(32, 4096, 32, 32, 11008, 32000, 2048);
+  else if (id == "llama3-8b") llama(32, 4096, 32, 8, 14336, 128256, 8192);
+  else if (id == "llama-13b") llama(40, 5120, 40, 40, 13824, 32000, 4096);
+  else if (id == "llama-70b") llama(80, 8192, 64, 8, 28672, 32000, 4096);
+  else throw InputError(fmt::format("unknown decoder preset '{}'", id));
+  return c;
+}
+
+Graph build_decoder(const NetworkOptions& opt, const DecoderConfig& cfg) {
+  if (cfg.hidden % cfg.heads != 0 || cfg.heads % cfg.kv_heads != 0)
+    throw InputError(fmt::format("decoder: hidden {} must split into {} heads, and heads into {} kv-heads", cfg.hidden,
+                                 cfg.heads, cfg.kv_heads));
+  Graph g;
+  TransformerBuilder b{g, opt.dtype, opt.training, opt.flash_attention};
+  const std::int64_t batch = opt.batch, seq = opt.seq_len > 0 ? opt.seq_len : cfg.seq_len;
+  const NodeId tokens = g.input("tokens", {batch, seq}, DType::i32);
+  const NodeId wte = g.param("wte/weight", {cfg.vocab, cfg.hidden}, opt.dtype);
+  NodeId x = g.embedding("wte", tokens, wte);
+  if (cfg.learned_positions) {
+    const NodeId pos = g.input("positions", {batch, seq}, DType::i32);
+    x = g.add("add_positions", x, g.embedding("wpe", pos, g.param("wpe/weight", {cfg.seq_len, cfg.hidden}, opt.dtype)));
+  }
+  x = g.reshape("flatten", x, {batch * seq, cfg.hidden});
+  for (int l = 0; l < cfg.layers; ++l) {
+    const std::string p = fmt::format("blocks.{}", l);
+    NodeId h = b.norm(p + "/norm_1", x, cfg.rms_norm, cfg.norm_bias);
+    h = b.attention(p + "/attn", h, batch, seq, cfg.heads, cfg.kv_heads, true, cfg.rope, cfg.linear_bias, 0.0);
+    x = g.add(p + "/attn_residual", x, h);
+    h = b.norm(p + "/norm_2", x, cfg.rms_norm, cfg.norm_bias);
+    if (cfg.swiglu) {
+      const NodeId gate = b.linear(p + "/mlp.gate", h, cfg.ffn, cfg.linear_bias);
+      const NodeId up = b.linear(p + "/mlp.up", h, cfg.ffn, cfg.linear_bias);
+      h = b.linear(p + "/mlp.down", g.elementwise(p + "/mlp.swiglu", EwFn::swiglu, {gate, up}), cfg.hidden,
+                   cfg.linear_bias);
+    } else {
+      h = b.linear(p + "/mlp.up", h, cfg.ffn, cfg.linear_bias, Act::gelu);
+      h = b.linear(p + "/mlp.down", h, cfg.hidden, cfg.linear_bias);
+    }
+    x = g.add(p + "/mlp_residual", x, h);
+  }
+  x = b.norm("norm_f", x, cfg.rms_norm, cfg.norm_bias);
+  const NodeId logits = cfg.tied_embeddings
+                            ? g.matmul("lm_head", x, wte, kNone, Act::none, false, true)
+                            : g.matmul("lm_head", x, g.param("lm_head/weight", {cfg.hidden, cfg.vocab}, opt.dtype));
+  g.set_output("logits", logits);
+  g.set_output("loss", g.softmax_xent("loss", logits, g.input("labels", {batch * seq}, DType::i32)));
+  return g;
+}
+
+}  // namespace gpuvs::graph

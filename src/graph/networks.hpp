@@ -1,0 +1,66 @@
+// Built-in networks as graphs: the workloads the performance model prices (ResNet, VGG, BERT, GPT-style
+// decoders) built from the same IR the engine runs. Each builder returns a forward graph with a scalar
+// "loss" output; `build_network` appends the training step (backward + Adam) when asked.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "graph/ir.hpp"
+
+namespace gpuvs::graph {
+
+struct NetworkOptions {
+  std::int64_t batch = 1;
+  DType dtype = DType::f32;       // activations and weights as the math sees them
+  std::int64_t seq_len = 0;       // transformers; 0 = the network's default
+  bool flash_attention = true;    // fused attention (no T x T scores) or explicit bmm-softmax-bmm
+  bool training = true;           // dropout on; append backward and Adam
+};
+
+/// GPT-style decoder hyper-parameters (presets below; user-settable through options later).
+struct DecoderConfig {
+  int layers = 0;
+  std::int64_t hidden = 0;
+  int heads = 0;
+  int kv_heads = 0;            // = heads without grouped-query attention
+  std::int64_t ffn = 0;        // inner size of the MLP
+  bool swiglu = false;         // SwiGLU MLP (LLaMA) or GELU MLP (GPT/MPT)
+  std::int64_t vocab = 0;
+  std::int64_t seq_len = 2048;
+  bool rms_norm = false;       // RMSNorm (LLaMA) or LayerNorm
+  bool norm_bias = false;      // LayerNorm with a shift
+  bool linear_bias = false;    // biases on the projections
+  bool rope = false;           // rotary positions (LLaMA); MPT uses ALiBi (no params), GPT-2 learned
+  bool learned_positions = false;
+  bool tied_embeddings = false;
+};
+
+struct NetworkInfo {
+  std::string id;
+  std::string description;
+  std::string family;           // mlp | cnn | encoder | decoder
+  std::string sample_unit;      // what one batch element is: images, sequences, samples
+  std::int64_t default_seq_len = 0;
+  double published_params = 0;  // the figure the source gives, for tests and `gpuvs graph`
+  std::string params_source;
+  std::function<Graph(const NetworkOptions&)> forward;
+};
+
+const std::vector<NetworkInfo>& networks();
+/// By id; InputError naming the closest ids when unknown.
+const NetworkInfo& network(const std::string& id);
+/// Forward graph, plus backward and Adam when opt.training.
+Graph build_network(const NetworkInfo& net, const NetworkOptions& opt);
+
+Graph build_resnet(const NetworkOptions& opt, const std::vector<int>& blocks);
+Graph build_vgg16(const NetworkOptions& opt);
+Graph build_bert(const NetworkOptions& opt, int layers, std::int64_t hidden, int heads);
+Graph build_decoder(const NetworkOptions& opt, const DecoderConfig& cfg);
+DecoderConfig decoder_preset(const std::string& id);
+
+/// Trainable parameter count of a graph (elements of trainable params).
+std::int64_t param_count(const Graph& g);
+
+}  // namespace gpuvs::graph
