@@ -149,8 +149,8 @@ TEST(Autodiff, NodeWithoutGradientRuleOnThePathIsAnError) {
   const auto x = g.input("x", {2, 3}, DType::f32);
   const auto w = g.param("w", {3, 3}, DType::f32);
   const auto y = g.matmul("y", x, w);
-  const auto s = g.softmax("s", y);
-  const auto seed = g.input("seed", {2, 3}, DType::f32);
+  const auto s = g.slice("s", y, 1, 0, 2);  // slices are views for gradient plumbing: no rule of their own
+  const auto seed = g.input("seed", {2, 2}, DType::f32);
   EXPECT_THROW(append_gradients(g, s, seed), std::invalid_argument);
 }
 
