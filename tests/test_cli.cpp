@@ -156,6 +156,39 @@ TEST(Cli, CatalogListsShowsAndRejects) {
   expect_usage_error(run_gpuvs("catalog --catalog " + (dir / "bad.toml").string()), "bad.toml:3: 'name' must be a string");
 }
 
+TEST(Cli, PredictJsonAndErrors) {
+  const auto r = run_gpuvs("predict --workload bert-large --gpu a100-80gb-sxm --batch 16 --precision amp-fp16 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["throughput"]["unit"], "sequences/s");
+  EXPECT_GT(j["throughput"]["value"].get<double>(), 0);
+  EXPECT_GT(j["step_time_s"].get<double>(), 0);
+  for (const char* k : {"compute", "memory", "launch", "communication"}) EXPECT_TRUE(j["time_by_bound_s"].contains(k));
+  EXPECT_TRUE(j["memory"]["fits"].get<bool>());
+  EXPECT_NEAR(j["memory"]["capacity_gib"].get<double>(), 80 * 0.98, 1e-9);
+  const auto tok = run_gpuvs("predict --workload llama-7b --gpu h100-sxm --batch 1 --json");
+  ASSERT_EQ(tok.exit_code, 0) << tok.err;
+  EXPECT_EQ(nlohmann::json::parse(tok.out)["throughput"]["unit"], "tokens/s");
+  expect_usage_error(run_gpuvs("predict --workload resnet50 --gpu a100-80gb-sxm --precision amp-fp8"), "no FP8");
+  expect_usage_error(run_gpuvs("predict --workload resnet50 --gpu rtx-4900"), "did you mean: rtx-4090");
+  expect_usage_error(run_gpuvs("predict --workload resnet-50 --gpu rtx-4090"), "closest: resnet50");
+  expect_usage_error(run_gpuvs("predict --workload bert-base --gpu rtx-4090 --options 'seq_len=99999'"), "seq_len");
+  expect_usage_error(run_gpuvs("predict --workload bert-base --gpu rtx-4090 --precision fp64"), "unknown precision");
+}
+
+TEST(Cli, ValidateTableAndJson) {
+  const std::string data = std::string(GPUVS_SOURCE_DIR) + "/data/validation/lambda-pytorch-2023.csv";
+  const auto r = run_gpuvs("validate --data " + data);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("median absolute error"), std::string::npos);
+  const auto j = run_gpuvs("validate --json --data " + data);
+  ASSERT_EQ(j.exit_code, 0);
+  const auto arr = nlohmann::json::parse(j.out);
+  ASSERT_EQ(arr.size(), 72u);
+  for (const char* k : {"id", "predicted", "unit", "status", "reason"}) EXPECT_TRUE(arr[0].contains(k)) << k;
+  expect_usage_error(run_gpuvs("validate --data /nonexistent.csv"), "cannot open");
+}
+
 TEST(Cli, GraphCommandReportsCosts) {
   const auto r = run_gpuvs("graph seed-mlp --batch 1024 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;

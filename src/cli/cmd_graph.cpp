@@ -22,9 +22,18 @@ struct GraphArgs {
   std::int64_t seq_len = 0;
   std::string mode = "train";
   int flash = 1;
+  std::string dtype = "f32";
   bool json = false;
   bool ops = false;
 };
+
+graph::DType parse_dtype(const std::string& s) {
+  if (s == "f32") return graph::DType::f32;
+  if (s == "f16") return graph::DType::f16;
+  if (s == "bf16") return graph::DType::bf16;
+  if (s == "fp8") return graph::DType::fp8;
+  throw InputError(fmt::format("--dtype '{}' is not a dtype (expected f32, f16, bf16 or fp8)", strings::printable(s)));
+}
 
 bool is_builtin(const std::string& id) {
   for (const auto& n : graph::networks())
@@ -37,7 +46,7 @@ graph::Graph build(const GraphArgs& a, bool training, std::string& name, double&
     const auto& net = graph::network(a.workload);
     name = net.id;
     published = net.published_params;
-    return graph::build_network(net, {a.batch, graph::DType::f32, a.seq_len, a.flash != 0, training});
+    return graph::build_network(net, {a.batch, parse_dtype(a.dtype), a.seq_len, a.flash != 0, training});
   }
   const graph::ModelSpec spec = graph::resolve_workload(a.workload);
   name = spec.name;
@@ -123,6 +132,8 @@ Runner add_graph_command(CLI::App& app) {
   sub->add_option("--seq-len", args->seq_len, "Sequence length for transformers (default: the network's)");
   sub->add_option("--mode", args->mode, "train (forward, backward, Adam) or eval")->capture_default_str();
   sub->add_option("--flash-attention", args->flash, "1: fused attention, 0: explicit bmm-softmax-bmm")
+      ->capture_default_str();
+  sub->add_option("--dtype", args->dtype, "Element type of activations and weights: f32, f16, bf16, fp8")
       ->capture_default_str();
   sub->add_flag("--ops", args->ops, "List every node with its cost");
   sub->add_flag("--json", args->json, "JSON output");

@@ -10,5 +10,7 @@ using Runner = std::function<int()>;
 Runner add_train_command(CLI::App& app);
 Runner add_graph_command(CLI::App& app);
 Runner add_catalog_command(CLI::App& app);
+Runner add_predict_command(CLI::App& app);
+Runner add_validate_command(CLI::App& app);
 
 }  // namespace gpuvs::cli

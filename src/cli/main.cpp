@@ -24,6 +24,8 @@ int main(int argc, char** argv) {
   add(gpuvs::cli::add_train_command);
   add(gpuvs::cli::add_graph_command);
   add(gpuvs::cli::add_catalog_command);
+  add(gpuvs::cli::add_predict_command);
+  add(gpuvs::cli::add_validate_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

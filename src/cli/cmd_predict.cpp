@@ -1,0 +1,99 @@
+// gpuvs predict: a workload's training or inference speed and memory on a catalog GPU.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "catalog/catalog.hpp"
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+#include "core/strings.hpp"
+#include "core/units.hpp"
+#include "perf/predict.hpp"
+
+namespace gpuvs::cli {
+
+namespace {
+
+struct PredictArgs {
+  std::string workload = "seed-mlp", gpu, precision = "amp-bf16", mode = "train", options;
+  std::vector<std::string> catalogs;
+  int gpus = 1;
+  std::int64_t batch = 0;
+  bool json = false;
+};
+
+int run_predict(const PredictArgs& a) {
+  catalog::Catalog cat = catalog::Catalog::builtin();
+  for (const auto& f : a.catalogs) cat.add_file(f);
+  if (a.mode != "train" && a.mode != "infer")
+    throw InputError(fmt::format("--mode '{}' is not a mode (expected train or infer)", strings::printable(a.mode)));
+  if (a.gpus < 1) throw InputError(fmt::format("--gpus must be at least 1, got {}", a.gpus));
+  perf::PredictRequest req;
+  req.workload = a.workload;
+  req.gpu = a.gpu;
+  req.gpus = a.gpus;
+  req.batch = a.batch;
+  req.precision = perf::parse_precision(a.precision);
+  req.training = a.mode == "train";
+  req.options = perf::parse_options(a.options);
+  const perf::Prediction p = perf::predict(cat, req);
+  const auto& d = p.detail;
+  const auto& m = p.memory;
+  constexpr double kGiB = 1073741824.0;
+  if (a.json) {
+    nlohmann::json j{
+        {"schema_version", 1},
+        {"workload", p.workload},
+        {"gpu", p.gpu_id},
+        {"gpus", 1},
+        {"mode", a.mode},
+        {"precision", perf::precision_name(p.plan.precision)},
+        {"matrix_unit", p.plan.matrix_unit},
+        {"batch", p.batch},
+        {"params", p.params},
+        {"throughput", {{"value", p.throughput}, {"unit", p.unit}, {"per", "gpu"}}},
+        {"step_time_s", p.step_s},
+        {"time_by_bound_s", {{"compute", d.compute_s}, {"memory", d.memory_s}, {"launch", d.launch_s}, {"communication", 0.0}}},
+        {"kernels", d.kernels},
+        {"memory",
+         {{"peak_gib", m.peak_bytes / kGiB}, {"capacity_gib", m.capacity_bytes / kGiB}, {"fits", m.fits},
+          {"weights_gib", m.weights_bytes / kGiB}, {"gradients_gib", m.gradients_bytes / kGiB},
+          {"optimizer_gib", m.optimizer_bytes / kGiB}, {"activations_gib", m.activations_bytes / kGiB},
+          {"transient_gib", m.transient_bytes / kGiB}, {"runtime_gib", m.runtime_bytes / kGiB}}}};
+    if (p.seq_len > 0) j["seq_len"] = p.seq_len;
+    fmt::print("{}\n", j.dump(2));
+    return 0;
+  }
+  fmt::print("{} {} on {} ({}), batch {}{}, {}\n", p.workload, a.mode, p.gpu_name, p.gpu_id, p.batch,
+             p.seq_len > 0 ? fmt::format(" x {} tokens", p.seq_len) : "", p.plan.matrix_unit);
+  fmt::print("  throughput   {} {} per GPU\n", units::format_si(p.throughput), p.unit);
+  fmt::print("  step time    {} ({} kernels): compute-bound {}, memory-bound {}, launch {}\n",
+             units::format_seconds(p.step_s), d.kernels, units::format_seconds(d.compute_s),
+             units::format_seconds(d.memory_s), units::format_seconds(d.launch_s));
+  fmt::print("  memory       {:.2f} GiB of {:.2f} GiB usable: {} (weights {:.2f}, gradients {:.2f}, optimizer {:.2f}, "
+             "activations {:.2f}, transient {:.2f}, runtime {:.2f})\n",
+             m.peak_bytes / kGiB, m.capacity_bytes / kGiB, m.fits ? "fits" : "DOES NOT FIT", m.weights_bytes / kGiB,
+             m.gradients_bytes / kGiB, m.optimizer_bytes / kGiB, m.activations_bytes / kGiB, m.transient_bytes / kGiB,
+             m.runtime_bytes / kGiB);
+  return 0;
+}
+
+}  // namespace
+
+Runner add_predict_command(CLI::App& app) {
+  auto a = std::make_shared<PredictArgs>();
+  auto* sub = app.add_subcommand("predict", "Predict a workload's throughput and memory on a catalog GPU");
+  sub->add_option("--workload", a->workload, "Workload id (gpuvs graph lists the graphs)")->capture_default_str();
+  sub->add_option("--gpu", a->gpu, "Catalog GPU id or alias")->required();
+  sub->add_option("--gpus", a->gpus, "GPUs (data parallel)")->capture_default_str();
+  sub->add_option("--batch", a->batch, "Batch per GPU (default: the workload family's)");
+  sub->add_option("--precision", a->precision, "fp32, tf32, fp16, bf16, amp-fp16, amp-bf16, amp-fp8")
+      ->capture_default_str();
+  sub->add_option("--mode", a->mode, "train or infer")->capture_default_str();
+  sub->add_option("--options", a->options, "k=v;k=v: seq_len, flash_attention");
+  sub->add_option("--catalog", a->catalogs, "Add devices from a TOML file (repeatable)");
+  sub->add_flag("--json", a->json, "JSON output");
+  return [a] { return run_predict(*a); };
+}
+
+}  // namespace gpuvs::cli

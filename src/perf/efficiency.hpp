@@ -1,0 +1,38 @@
+// How close real kernels get to the catalog's peaks. Every parameter is physical (a fraction of a peak, a
+// tile size, a latency) and shared by all devices of a class; nothing here is fitted per device or per
+// workload. Calibration on the local device multiplies these by measured / predicted per op class.
+#pragma once
+#include <cstdint>
+
+#include "catalog/catalog.hpp"
+#include "perf/precision.hpp"
+
+namespace gpuvs::perf {
+
+struct EfficiencyParams {
+  double gemm_max = 0.75;       // fraction of the dense peak a large, well-shaped GEMM reaches
+  double conv_max = 0.45;       // the same for implicit-GEMM convolutions (im2col overheads, small C)
+  double attention_max = 0.50;  // fused attention kernels (softmax between two GEMMs)
+  double tile_m = 128, tile_n = 128;  // output tile one SM computes at a time: wave quantization
+  double k_half = 48;           // K at which the GEMM main loop reaches half its efficiency (prologue cost)
+  double vector_max = 0.5;      // fraction of CUDA-core FP32 peak elementwise math reaches
+  double mem_max = 0.60;        // fraction of DRAM bandwidth a large memory-bound kernel reaches
+  double mem_half_bytes = 4e6;  // bytes at which a streaming kernel reaches half of mem_max (ramp, tail)
+  double launch_s = 4e-6;       // fixed cost per kernel (launch and ramp), seconds
+};
+
+/// The shared parameters for a device class and precision (tensor-core vs CUDA-core matrix work).
+EfficiencyParams efficiency_for(const catalog::Gpu& gpu, const PrecisionPlan& plan);
+
+struct GemmDims {
+  double m = 0, n = 0, k = 0, batch = 1;
+};
+
+/// Fraction of full waves: tiles / (ceil(tiles / SMs) * SMs).
+double wave_efficiency(const GemmDims& d, const EfficiencyParams& p, int sm_count);
+/// Achieved fraction of the matrix peak for one GEMM-like op: max * waves * K ramp.
+double gemm_efficiency(const GemmDims& d, double max_efficiency, const EfficiencyParams& p, int sm_count);
+/// Achieved fraction of DRAM bandwidth for a kernel moving `bytes`.
+double memory_efficiency(double bytes, const EfficiencyParams& p);
+
+}  // namespace gpuvs::perf

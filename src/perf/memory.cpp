@@ -1,0 +1,87 @@
+#include "perf/memory.hpp"
+
+#include <algorithm>
+#include <set>
+
+namespace gpuvs::perf {
+
+using graph::Node;
+using graph::OpKind;
+
+namespace {
+constexpr double kGiB = 1073741824.0;
+constexpr double kRuntimeBytes = 0.75 * kGiB;  // CUDA context + cuBLAS/cuDNN workspaces, measured ~0.5-1 GiB
+constexpr double kFragmentation = 0.08;        // caching-allocator slack on dynamic memory
+constexpr double kDriverReserve = 0.02;        // capacity the driver and ECC keep
+
+bool is_view(const Node& n) { return n.op == OpKind::slice || (n.op == OpKind::reshape && !n.copy); }
+
+// Follows views to the node that owns the storage.
+graph::NodeId storage_of(const graph::Graph& g, graph::NodeId id) {
+  while (is_view(g.node(id))) id = g.node(id).inputs[0];
+  return id;
+}
+
+double node_bytes(const Node& n) {
+  return static_cast<double>(graph::numel(n.shape)) * static_cast<double>(graph::dtype_size(n.dtype));
+}
+}  // namespace
+
+ParamBytes param_bytes(const PrecisionPlan& plan, bool training) {
+  const double half = static_cast<double>(graph::dtype_size(plan.activations));
+  if (!training) return {half, 0, 0};
+  if (plan.activations == graph::DType::f32) return {4, 4, 8};
+  if (plan.fp32_master) return {2, 2, 12};
+  return {2, 2, 4};
+}
+
+MemoryEstimate estimate_memory(const graph::Graph& g, std::int64_t params, const PrecisionPlan& plan, bool training,
+                               const catalog::Gpu& gpu) {
+  MemoryEstimate m;
+  const ParamBytes pb = param_bytes(plan, training);
+  const double p = static_cast<double>(params);
+  m.weights_bytes = pb.weights * p;
+  m.gradients_bytes = pb.gradients * p;
+  m.optimizer_bytes = pb.optimizer * p;
+  // The forward pass ends at the loss; everything after it is backward or optimizer.
+  const graph::NodeId loss = g.output("loss");
+  const graph::NodeId last_forward = loss == graph::kNone ? static_cast<graph::NodeId>(g.size()) - 1 : loss;
+  if (training) {
+    std::set<graph::NodeId> saved;
+    for (const Node& n : g.nodes()) {
+      if (n.id <= last_forward) continue;
+      auto keep = [&](graph::NodeId id) {
+        if (id == graph::kNone || id > last_forward) return;
+        const graph::NodeId s = storage_of(g, id);
+        const Node& src = g.node(s);
+        if (src.op == OpKind::param || src.op == OpKind::fill) return;  // counted with the weights
+        saved.insert(s);
+      };
+      for (graph::NodeId in : n.inputs) keep(in);
+      keep(n.ref);
+    }
+    for (graph::NodeId id : saved) {
+      const Node& n = g.node(id);
+      m.activations_bytes += node_bytes(n);
+      if (n.op == OpKind::dropout) m.activations_bytes += static_cast<double>(graph::numel(n.shape));  // 1-byte mask
+    }
+  }
+  // Transient: the largest tensor produced anywhere, twice (an op's input gradient and output gradient).
+  double largest = 0;
+  for (const Node& n : g.nodes())
+    if (n.op != OpKind::param && !is_view(n)) largest = std::max(largest, node_bytes(n));
+  m.transient_bytes = 2.0 * largest;
+  if (!training) {
+    // Inference keeps no activations beyond the live ones: two of the largest.
+    m.activations_bytes = 0;
+  }
+  m.runtime_bytes = kRuntimeBytes;
+  const double dynamic = m.gradients_bytes + m.optimizer_bytes + m.activations_bytes + m.transient_bytes;
+  m.fragmentation_bytes = kFragmentation * dynamic;
+  m.peak_bytes = m.weights_bytes + dynamic + m.fragmentation_bytes + m.runtime_bytes;
+  m.capacity_bytes = gpu.memory_bytes() * (1.0 - kDriverReserve);
+  m.fits = m.peak_bytes <= m.capacity_bytes;
+  return m;
+}
+
+}  // namespace gpuvs::perf

@@ -1,0 +1,35 @@
+// Device memory a training step or an inference pass needs: weights, gradients and optimizer state by
+// precision regime, the activations the backward pass keeps (read off the graph), a transient working set,
+// and the runtime's own context; compared against the card's usable capacity.
+#pragma once
+#include <cstdint>
+
+#include "catalog/catalog.hpp"
+#include "graph/ir.hpp"
+#include "perf/precision.hpp"
+
+namespace gpuvs::perf {
+
+struct MemoryEstimate {
+  double weights_bytes = 0, gradients_bytes = 0, optimizer_bytes = 0;
+  double activations_bytes = 0;  // tensors saved by the forward pass for the backward pass
+  double transient_bytes = 0;    // largest working set of one op beyond the saved tensors
+  double runtime_bytes = 0;      // CUDA context, library workspaces
+  double fragmentation_bytes = 0;
+  double peak_bytes = 0;
+  double capacity_bytes = 0;     // usable: the card's memory less what the driver keeps
+  bool fits = false;
+};
+
+/// Bytes per parameter for weights, gradients and Adam state under a precision regime (training):
+/// fp32/tf32 4+4+8 = 16; AMP (ZeRO accounting: fp16/bf16 weights and grads, fp32 master, m, v) 2+2+12 = 16;
+/// pure bf16/fp16 (half-precision Adam state) 2+2+4 = 8.
+struct ParamBytes {
+  double weights = 0, gradients = 0, optimizer = 0;
+};
+ParamBytes param_bytes(const PrecisionPlan& plan, bool training);
+
+MemoryEstimate estimate_memory(const graph::Graph& g, std::int64_t params, const PrecisionPlan& plan, bool training,
+                               const catalog::Gpu& gpu);
+
+}  // namespace gpuvs::perf

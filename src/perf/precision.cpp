@@ -1,0 +1,86 @@
+#include "perf/precision.hpp"
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "core/strings.hpp"
+
+namespace gpuvs::perf {
+
+Precision parse_precision(std::string_view s) {
+  const std::string v = strings::lower(s);
+  if (v == "fp32") return Precision::fp32;
+  if (v == "tf32") return Precision::tf32;
+  if (v == "fp16") return Precision::fp16;
+  if (v == "bf16") return Precision::bf16;
+  if (v == "amp-fp16" || v == "amp") return Precision::amp_fp16;
+  if (v == "amp-bf16") return Precision::amp_bf16;
+  if (v == "amp-fp8" || v == "fp8") return Precision::amp_fp8;
+  throw InputError(fmt::format("unknown precision '{}' (expected fp32, tf32, fp16, bf16, amp-fp16, amp-bf16, amp-fp8)",
+                               strings::printable(s)));
+}
+
+std::string_view precision_name(Precision p) {
+  switch (p) {
+    case Precision::fp32: return "fp32";
+    case Precision::tf32: return "tf32";
+    case Precision::fp16: return "fp16";
+    case Precision::bf16: return "bf16";
+    case Precision::amp_fp16: return "amp-fp16";
+    case Precision::amp_bf16: return "amp-bf16";
+    case Precision::amp_fp8: return "amp-fp8";
+  }
+  return "?";
+}
+
+PrecisionPlan plan_precision(Precision p, const catalog::Gpu& gpu) {
+  PrecisionPlan plan;
+  plan.precision = p;
+  plan.vector_tflops = gpu.fp32_tflops;
+  auto need = [&](const catalog::Peak& peak, const char* what) {
+    if (!peak.present())
+      throw InputError(fmt::format("{} ({}) has no {} tensor math, so --precision {} cannot run on it", gpu.id,
+                                   gpu.arch, what, precision_name(p)));
+    return *peak.dense;
+  };
+  switch (p) {
+    case Precision::fp32:
+      plan.activations = graph::DType::f32;
+      plan.matrix_tflops = gpu.fp32_tflops;
+      plan.matrix_unit = "FP32 CUDA cores (no tensor cores)";
+      break;
+    case Precision::tf32:
+      plan.activations = graph::DType::f32;
+      plan.matrix_tflops = need(gpu.tf32, "TF32");
+      plan.tensor_cores = true;
+      plan.matrix_unit = "TF32 tensor, FP32 accumulate";
+      break;
+    case Precision::fp16:
+    case Precision::amp_fp16:
+      plan.activations = graph::DType::f16;
+      plan.matrix_tflops = need(gpu.fp16_fp32acc, "FP16");
+      plan.tensor_cores = true;
+      plan.fp32_master = p == Precision::amp_fp16;
+      plan.matrix_unit = "FP16 tensor, FP32 accumulate";
+      break;
+    case Precision::bf16:
+    case Precision::amp_bf16:
+      plan.activations = graph::DType::bf16;
+      plan.matrix_tflops = need(gpu.bf16, "BF16");
+      plan.tensor_cores = true;
+      plan.fp32_master = p == Precision::amp_bf16;
+      plan.matrix_unit = "BF16 tensor, FP32 accumulate";
+      break;
+    case Precision::amp_fp8:
+      // FP8 inside the matrix units (Transformer Engine style); activations between ops stay BF16.
+      plan.activations = graph::DType::bf16;
+      plan.matrix_tflops = need(gpu.fp8_fp32acc, "FP8");
+      plan.tensor_cores = true;
+      plan.fp32_master = true;
+      plan.matrix_unit = "FP8 tensor, FP32 accumulate";
+      break;
+  }
+  return plan;
+}
+
+}  // namespace gpuvs::perf

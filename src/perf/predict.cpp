@@ -1,0 +1,100 @@
+#include "perf/predict.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+
+#include "core/error.hpp"
+#include "core/strings.hpp"
+#include "graph/networks.hpp"
+
+namespace gpuvs::perf {
+
+namespace {
+const std::vector<std::string> kOptionKeys = {"seq_len", "flash_attention"};
+
+std::int64_t option_int(const std::map<std::string, std::string>& o, const std::string& key, std::int64_t fallback,
+                        std::int64_t lo, std::int64_t hi) {
+  auto it = o.find(key);
+  if (it == o.end()) return fallback;
+  std::int64_t v = 0;
+  const auto r = std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
+  if (r.ec != std::errc() || r.ptr != it->second.data() + it->second.size() || v < lo || v > hi)
+    throw InputError(fmt::format("option {}={}: expected an integer in [{}, {}]", key, strings::printable(it->second), lo, hi));
+  return v;
+}
+
+std::int64_t default_batch(const std::string& family) {
+  if (family == "cnn") return 256;
+  if (family == "encoder") return 32;
+  if (family == "decoder") return 8;
+  return 128;
+}
+}  // namespace
+
+std::map<std::string, std::string> parse_options(const std::string& text) {
+  std::map<std::string, std::string> out;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    std::size_t end = text.find(';', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string pair = text.substr(pos, end - pos);
+    pair.erase(0, pair.find_first_not_of(" \t"));
+    pair.erase(pair.find_last_not_of(" \t") + 1);
+    if (!pair.empty()) {
+      const auto eq = pair.find('=');
+      if (eq == std::string::npos || eq == 0)
+        throw InputError(fmt::format("--options: '{}' is not key=value", strings::printable(pair)));
+      std::string key = pair.substr(0, eq), value = pair.substr(eq + 1);
+      key.erase(key.find_last_not_of(" \t") + 1);
+      value.erase(0, value.find_first_not_of(" \t"));
+      bool known = false;
+      for (const auto& k : kOptionKeys) known = known || k == key;
+      if (!known)
+        throw InputError(fmt::format("--options: unknown key '{}' (known: {})", strings::printable(key),
+                                     strings::join(kOptionKeys, ", ")));
+      out[key] = value;
+    }
+    pos = end + 1;
+  }
+  return out;
+}
+
+Prediction predict(const catalog::Catalog& cat, const PredictRequest& req) {
+  const catalog::Gpu& gpu = cat.find(req.gpu);
+  const graph::NetworkInfo& net = graph::network(req.workload);
+  if (req.gpus != 1)
+    throw InputError(fmt::format("--gpus {}: multi-GPU scaling is not modelled yet; predict one GPU", req.gpus));
+  if (req.batch < 0) throw InputError(fmt::format("--batch must be positive, got {}", req.batch));
+  for (const auto& [k, v] : req.options) {
+    bool known = false;
+    for (const auto& key : kOptionKeys) known = known || key == k;
+    if (!known) throw InputError(fmt::format("option '{}' is unknown (known: {})", k, strings::join(kOptionKeys, ", ")));
+  }
+  Prediction p;
+  p.plan = plan_precision(req.precision, gpu);
+  p.workload = net.id;
+  p.gpu_id = gpu.id;
+  p.gpu_name = gpu.name;
+  p.training = req.training;
+  p.batch = req.batch > 0 ? req.batch : default_batch(net.family);
+  p.seq_len = net.default_seq_len > 0 ? option_int(req.options, "seq_len", net.default_seq_len, 1, 1 << 20) : 0;
+  // Frameworks' defaults: the published encoder (BERT) implementations use unfused attention; decoder
+  // training stacks (llm-foundry, Megatron) use FlashAttention.
+  const bool flash = option_int(req.options, "flash_attention", net.family == "decoder" ? 1 : 0, 0, 1) == 1;
+  const graph::Graph g = graph::build_network(net, {p.batch, p.plan.activations, p.seq_len, flash, req.training});
+  p.params = graph::param_count(g);
+  p.detail = predict_graph(g, gpu, p.plan);
+  p.memory = estimate_memory(g, p.params, p.plan, req.training, gpu);
+  p.step_s = p.detail.step_s;
+  if (net.family == "decoder") {
+    p.throughput = static_cast<double>(p.batch * p.seq_len) / p.step_s;
+    p.unit = "tokens/s";
+  } else {
+    p.throughput = static_cast<double>(p.batch) / p.step_s;
+    p.unit = net.sample_unit + "/s";
+  }
+  return p;
+}
+
+}  // namespace gpuvs::perf

@@ -1,0 +1,43 @@
+// Workload-level predictions: build the workload's graph for a precision and batch, price it on a catalog
+// GPU, and express the result as throughput in the workload's own unit.
+#pragma once
+#include <map>
+#include <string>
+
+#include "catalog/catalog.hpp"
+#include "perf/memory.hpp"
+#include "perf/predictor.hpp"
+#include "perf/precision.hpp"
+
+namespace gpuvs::perf {
+
+struct PredictRequest {
+  std::string workload;
+  std::string gpu;
+  int gpus = 1;
+  std::int64_t batch = 0;  // per GPU; 0 = the workload family's default
+  Precision precision = Precision::amp_bf16;
+  bool training = true;
+  std::map<std::string, std::string> options;  // seq_len, flash_attention
+};
+
+struct Prediction {
+  std::string workload, gpu_id, gpu_name;
+  PrecisionPlan plan;
+  std::int64_t batch = 0;
+  std::int64_t seq_len = 0;
+  bool training = true;
+  double step_s = 0;
+  double throughput = 0;  // per GPU
+  std::string unit;       // images/s, sequences/s, samples/s, tokens/s
+  StepPrediction detail;
+  MemoryEstimate memory;
+  std::int64_t params = 0;
+};
+
+/// Parses "k=v;k=v" (spaces allowed); InputError on a malformed pair or unknown key.
+std::map<std::string, std::string> parse_options(const std::string& text);
+
+Prediction predict(const catalog::Catalog& cat, const PredictRequest& req);
+
+}  // namespace gpuvs::perf

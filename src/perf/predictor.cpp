@@ -1,0 +1,100 @@
+#include "perf/predictor.hpp"
+
+#include <algorithm>
+
+#include "graph/cost.hpp"
+
+namespace gpuvs::perf {
+
+using graph::Node;
+using graph::OpKind;
+
+std::string_view bound_name(Bound b) {
+  switch (b) {
+    case Bound::compute: return "compute";
+    case Bound::memory: return "memory";
+    case Bound::launch: return "launch";
+  }
+  return "?";
+}
+
+GemmDims gemm_dims(const graph::Graph& g, const Node& n) {
+  auto d = [](std::int64_t v) { return static_cast<double>(v); };
+  switch (n.op) {
+    case OpKind::matmul: {
+      const Node& a = g.node(n.inputs[0]);
+      return {d(n.shape[0]), d(n.shape[1]), d(n.trans_a ? a.shape[0] : a.shape[1]), 1};
+    }
+    case OpKind::batch_matmul: {
+      const Node& a = g.node(n.inputs[0]);
+      return {d(n.shape[1]), d(n.shape[2]), d(n.trans_a ? a.shape[1] : a.shape[2]), d(n.shape[0])};
+    }
+    case OpKind::conv2d:
+    case OpKind::conv2d_grad_input:
+    case OpKind::conv2d_grad_weight: {
+      // Implicit GEMM: forward M = N*P*Q, N = K, K = C*R*S / groups.
+      const Node& conv = n.op == OpKind::conv2d ? n : g.node(n.ref);
+      const Node& x = g.node(conv.inputs[0]);
+      const double batch = d(x.shape[0]), c = d(x.shape[1]) / conv.groups, k = d(conv.shape[1]);
+      const double rs = d(conv.kernel_h) * conv.kernel_w, pq = d(conv.shape[2]) * d(conv.shape[3]);
+      const double hw = d(x.shape[2]) * d(x.shape[3]);
+      if (n.op == OpKind::conv2d) return {batch * pq, k, c * rs, 1};
+      if (n.op == OpKind::conv2d_grad_input) return {batch * hw, c, k * rs, 1};
+      return {k, c * rs, batch * pq, 1};  // weight gradient: long K (split-K in practice)
+    }
+    default:
+      return {};
+  }
+}
+
+StepPrediction predict_graph(const graph::Graph& g, const catalog::Gpu& gpu, const PrecisionPlan& plan) {
+  return predict_graph(g, gpu, plan, efficiency_for(gpu, plan));
+}
+
+StepPrediction predict_graph(const graph::Graph& g, const catalog::Gpu& gpu, const PrecisionPlan& plan,
+                             const EfficiencyParams& p) {
+  StepPrediction out;
+  const double matrix_peak = plan.matrix_tflops * 1e12;
+  const double vector_peak = plan.vector_tflops * 1e12 * p.vector_max;
+  const double bandwidth = gpu.memory_bandwidth_gbs * 1e9;
+  const double elem = static_cast<double>(graph::dtype_size(plan.activations));
+  for (const Node& n : g.nodes()) {
+    graph::OpCost c = graph::op_cost(g, n);
+    if (c.matrix_flops == 0 && c.vector_flops == 0 && c.bytes == 0) continue;  // inputs, params, views
+    if (n.op == OpKind::adam_update && plan.fp32_master) {
+      // AMP keeps fp32 master weights, gradients and moments, and writes a half-precision copy.
+      c.bytes = c.bytes / elem * 4.0 + static_cast<double>(graph::numel(n.shape)) * elem;
+    }
+    OpTime t;
+    t.id = n.id;
+    double mat_eff = 0;
+    if (c.matrix_flops > 0) {
+      const double max_eff = n.op == OpKind::attention || n.op == OpKind::attention_grad ? p.attention_max
+                             : (n.op == OpKind::conv2d || n.op == OpKind::conv2d_grad_input ||
+                                n.op == OpKind::conv2d_grad_weight)
+                                 ? p.conv_max
+                                 : p.gemm_max;
+      const GemmDims dims = gemm_dims(g, n);
+      mat_eff = dims.m > 0 ? gemm_efficiency(dims, max_eff, p, gpu.sm_count) : max_eff;
+      t.compute_s = c.matrix_flops / (matrix_peak * mat_eff);
+    }
+    t.compute_s += c.vector_flops / vector_peak;
+    const double mem_eff = memory_efficiency(c.bytes, p);
+    t.memory_s = c.bytes > 0 ? c.bytes / (bandwidth * mem_eff) : 0.0;
+    t.bound = t.compute_s >= t.memory_s ? Bound::compute : Bound::memory;
+    t.efficiency = t.bound == Bound::compute ? mat_eff : mem_eff;
+    t.seconds = std::max(t.compute_s, t.memory_s) + p.launch_s;
+    if (t.bound == Bound::compute) out.compute_s += std::max(t.compute_s, t.memory_s);
+    else out.memory_s += std::max(t.compute_s, t.memory_s);
+    out.launch_s += p.launch_s;
+    out.step_s += t.seconds;
+    out.matrix_flops += c.matrix_flops;
+    out.vector_flops += c.vector_flops;
+    out.bytes += c.bytes;
+    ++out.kernels;
+    out.ops.push_back(t);
+  }
+  return out;
+}
+
+}  // namespace gpuvs::perf

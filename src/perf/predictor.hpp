@@ -1,0 +1,43 @@
+// The per-op roofline predictor: every node of a graph priced on a catalog GPU under a precision policy.
+//   time(op) = max(matrix FLOPs / (matrix peak x GEMM efficiency), vector FLOPs / (vector peak x eff),
+//                  bytes / (DRAM bandwidth x memory efficiency)) + launch cost
+// Efficiencies are size-dependent (wave quantization, K ramp, transfer size), shared per device class.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "catalog/catalog.hpp"
+#include "graph/ir.hpp"
+#include "perf/efficiency.hpp"
+#include "perf/precision.hpp"
+
+namespace gpuvs::perf {
+
+enum class Bound { compute, memory, launch };
+std::string_view bound_name(Bound b);
+
+struct OpTime {
+  graph::NodeId id = graph::kNone;
+  double seconds = 0;
+  double compute_s = 0, memory_s = 0;
+  Bound bound = Bound::launch;
+  double efficiency = 0;  // of the limiting unit
+};
+
+struct StepPrediction {
+  double step_s = 0;
+  double compute_s = 0, memory_s = 0, launch_s = 0;  // time by what bounds each op
+  double matrix_flops = 0, vector_flops = 0, bytes = 0;
+  int kernels = 0;
+  std::vector<OpTime> ops;  // one per node that does work
+};
+
+/// Prices `g` (built with plan.activations as its dtype) on `gpu`. `params` overrides the class defaults.
+StepPrediction predict_graph(const graph::Graph& g, const catalog::Gpu& gpu, const PrecisionPlan& plan,
+                             const EfficiencyParams& params);
+StepPrediction predict_graph(const graph::Graph& g, const catalog::Gpu& gpu, const PrecisionPlan& plan);
+
+/// GEMM dimensions of a matrix op (matmul, batch_matmul, conv and its gradients), for waves and ramps.
+GemmDims gemm_dims(const graph::Graph& g, const graph::Node& n);
+
+}  // namespace gpuvs::perf

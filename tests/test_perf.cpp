@@ -1,0 +1,169 @@
+// The performance model: precision semantics, wave quantization, memory formulas, the roofline terms,
+// and accuracy on the published Lambda data.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/error.hpp"
+#include "core/files.hpp"
+#include "graph/networks.hpp"
+#include "perf/efficiency.hpp"
+#include "perf/memory.hpp"
+#include "perf/predict.hpp"
+#include "perf/predictor.hpp"
+#include "perf/validation.hpp"
+
+using namespace gpuvs;
+using namespace gpuvs::perf;
+
+namespace {
+const catalog::Catalog& cat() {
+  static const catalog::Catalog c = catalog::Catalog::builtin();
+  return c;
+}
+}  // namespace
+
+TEST(Precision, AvailabilityAndRates) {
+  EXPECT_THROW(plan_precision(Precision::amp_fp8, cat().find("a100-80gb-sxm")), InputError);
+  EXPECT_THROW(plan_precision(Precision::amp_bf16, cat().find("v100-sxm2-16gb")), InputError);
+  EXPECT_THROW(plan_precision(Precision::tf32, cat().find("v100-sxm2-16gb")), InputError);
+  // GeForce trains FP16 with FP32 accumulate at half the FP16-accumulate rate.
+  EXPECT_DOUBLE_EQ(plan_precision(Precision::amp_fp16, cat().find("rtx-4090")).matrix_tflops, 165.2);
+  EXPECT_DOUBLE_EQ(plan_precision(Precision::amp_fp8, cat().find("rtx-4090")).matrix_tflops, 330.3);
+  EXPECT_DOUBLE_EQ(plan_precision(Precision::amp_fp8, cat().find("h100-sxm")).matrix_tflops, 1978.9);
+  const PrecisionPlan fp32 = plan_precision(Precision::fp32, cat().find("a100-80gb-sxm"));
+  EXPECT_FALSE(fp32.tensor_cores);
+  EXPECT_DOUBLE_EQ(fp32.matrix_tflops, 19.5);
+  EXPECT_EQ(plan_precision(Precision::amp_bf16, cat().find("h100-sxm")).activations, graph::DType::bf16);
+  EXPECT_THROW(parse_precision("fp64"), InputError);
+  EXPECT_EQ(parse_precision("AMP-BF16"), Precision::amp_bf16);
+}
+
+TEST(Efficiency, WaveQuantizationAndSplitK) {
+  EfficiencyParams p;
+  // 132 SMs, 128x128 tiles: 132 tiles fill one wave; 133 tiles need two waves, the second nearly empty.
+  EXPECT_DOUBLE_EQ(wave_efficiency({128 * 132, 128, 4096, 1}, p, 132), 1.0);
+  EXPECT_NEAR(wave_efficiency({128 * 133, 128, 4096, 1}, p, 132), 133.0 / 264.0, 1e-12);
+  // 4 tiles and a long K: split-K spreads them over 33 slices each = 132 tiles, one full wave.
+  EXPECT_DOUBLE_EQ(wave_efficiency({256, 256, 1 << 20, 1}, p, 132), 1.0);
+  // 4 tiles, short K: no split possible.
+  EXPECT_NEAR(wave_efficiency({256, 256, 64, 1}, p, 132), 4.0 / 132.0, 1e-12);
+  // The K ramp: K = k_half halves the efficiency.
+  EXPECT_NEAR(gemm_efficiency({128 * 132, 128, p.k_half, 1}, 0.8, p, 132), 0.4, 1e-12);
+  EXPECT_NEAR(memory_efficiency(p.mem_half_bytes, p), p.mem_max / 2, 1e-12);
+}
+
+TEST(Memory, BytesPerParameterByRegime) {
+  const auto& h100 = cat().find("h100-sxm");
+  auto total = [](const ParamBytes& b) { return b.weights + b.gradients + b.optimizer; };
+  // Mixed precision with fp32 master weights and Adam: 16 bytes per parameter (ZeRO's accounting).
+  EXPECT_DOUBLE_EQ(total(param_bytes(plan_precision(Precision::amp_bf16, h100), true)), 16);
+  EXPECT_DOUBLE_EQ(total(param_bytes(plan_precision(Precision::tf32, h100), true)), 16);
+  EXPECT_DOUBLE_EQ(total(param_bytes(plan_precision(Precision::bf16, h100), true)), 8);
+  EXPECT_DOUBLE_EQ(total(param_bytes(plan_precision(Precision::bf16, h100), false)), 2);
+  // LLaMA-7B mixed-precision training: 6.74e9 x 16 B = 100 GiB of state alone: no single 80 GB card.
+  PredictRequest r;
+  r.workload = "llama-7b";
+  r.gpu = "h100-sxm";
+  r.batch = 1;
+  r.options = {{"seq_len", "512"}};
+  const Prediction p = predict(cat(), r);
+  EXPECT_NEAR((p.memory.weights_bytes + p.memory.gradients_bytes + p.memory.optimizer_bytes) / 6738415616.0, 16, 1e-9);
+  EXPECT_FALSE(p.memory.fits);
+  EXPECT_NEAR(p.memory.capacity_bytes, 80.0 * 1073741824.0 * 0.98, 1.0);
+  // ResNet-50 at batch 64 in AMP fits a 24 GB card, and activations dominate.
+  r.workload = "resnet50";
+  r.gpu = "rtx-4090";
+  r.batch = 64;
+  r.options.clear();
+  r.precision = Precision::amp_fp16;
+  const Prediction q = predict(cat(), r);
+  EXPECT_TRUE(q.memory.fits);
+  EXPECT_GT(q.memory.activations_bytes, q.memory.weights_bytes + q.memory.optimizer_bytes);
+}
+
+TEST(Predictor, RooflineTermsForOneGemmAndOneStream) {
+  graph::Graph g;
+  const auto a = g.input("a", {8192, 8192}, graph::DType::bf16);
+  const auto b = g.param("b", {8192, 8192}, graph::DType::bf16);
+  g.matmul("c", a, b);
+  const auto& gpu = cat().find("h100-sxm");
+  const PrecisionPlan plan = plan_precision(Precision::bf16, gpu);
+  const EfficiencyParams p = efficiency_for(gpu, plan);
+  const StepPrediction s = predict_graph(g, gpu, plan, p);
+  ASSERT_EQ(s.ops.size(), 1u);
+  const double eff = gemm_efficiency(gemm_dims(g, g.node(2)), p.gemm_max, p, gpu.sm_count);
+  EXPECT_NEAR(s.step_s, 2.0 * 8192.0 * 8192 * 8192 / (989.4e12 * eff) + p.launch_s, 1e-9);
+  EXPECT_EQ(s.ops[0].bound, Bound::compute);
+  graph::Graph m;
+  const auto x = m.input("x", {1 << 26}, graph::DType::bf16);
+  m.activation("y", x, graph::Act::relu);
+  const StepPrediction t = predict_graph(m, gpu, plan, p);
+  const double bytes = 2.0 * (1 << 26) * 2;
+  EXPECT_NEAR(t.step_s, bytes / (3350e9 * memory_efficiency(bytes, p)) + p.launch_s, 1e-12);
+  EXPECT_EQ(t.ops[0].bound, Bound::memory);
+}
+
+TEST(Predictor, FasterCardsPredictFaster) {
+  PredictRequest r;
+  r.workload = "bert-large";
+  r.precision = Precision::amp_fp16;
+  r.batch = 16;
+  auto at = [&](const char* gpu) {
+    r.gpu = gpu;
+    return predict(cat(), r).throughput;
+  };
+  EXPECT_GT(at("h100-sxm"), at("a100-80gb-sxm"));
+  EXPECT_GT(at("a100-80gb-sxm"), at("v100-sxm2-16gb"));
+  EXPECT_GT(at("rtx-4090"), at("rtx-3090"));
+}
+
+TEST(Predict, OptionsAndBadInput) {
+  EXPECT_EQ(parse_options("seq_len=128; flash_attention=0").at("seq_len"), "128");
+  EXPECT_THROW(parse_options("seq_len"), InputError);
+  EXPECT_THROW(parse_options("recompute_everything=1"), InputError);
+  PredictRequest r;
+  r.workload = "bert-base";
+  r.gpu = "h100";
+  EXPECT_THROW(predict(cat(), r), InputError);  // ambiguous GPU
+  r.gpu = "h100-sxm";
+  r.options = {{"seq_len", "-3"}};
+  EXPECT_THROW(predict(cat(), r), InputError);
+  r.options.clear();
+  r.gpus = 8;
+  EXPECT_THROW(predict(cat(), r), InputError);  // multi-GPU: not modelled yet, said plainly
+}
+
+TEST(Validation, LambdaDataWithinTheTargets) {
+  const std::string path = std::string(GPUVS_SOURCE_DIR) + "/data/validation/lambda-pytorch-2023.csv";
+  const auto rows = read_published(files::read_all(path, "data"), path);
+  ASSERT_EQ(rows.size(), 72u);
+  const ValidationReport rep = validate(cat(), rows);
+  for (const auto& v : rep.rows) EXPECT_EQ(v.status, "ok") << v.row.id << ": " << v.reason;
+  EXPECT_LE(rep.median_ape, 0.15);
+  EXPECT_LE(rep.ratio_median_ape, 0.10);
+  EXPECT_GT(rep.ratios.size(), 300u);
+}
+
+TEST(Validation, ParserReportsLinesAndKeepsUnpredictableRows) {
+  EXPECT_THROW(read_published("id,gpu\n", "x.csv"), InputError);  // missing columns
+  const std::string head = "id,gpu,n_gpus,workload,mode,precision,batch_per_gpu,options,value,unit,source,extra\n";
+  try {
+    read_published(head + "a,h100-sxm,1,resnet50,train,tf32,abc,,1,images/s,s,x\n", "x.csv");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("x.csv:2: batch_per_gpu 'abc'"), std::string::npos) << e.what();
+  }
+  const auto rows = read_published(head + "a,h100-sxm,8,resnet50,train,tf32,64,,1,images/s,\"s, with comma\",x\n"
+                                          "b,h100-sxm,1,resnet9,train,tf32,64,,,images/s,s,x\n"
+                                          "c,a100-80gb-sxm,1,resnet50,train,amp-fp8,64,,,images/s,s,x\n",
+                                   "x.csv");
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].source, "s, with comma");
+  const ValidationReport rep = validate(cat(), rows);
+  ASSERT_EQ(rep.rows.size(), 3u);
+  for (const auto& v : rep.rows) EXPECT_EQ(v.status, "unsupported") << v.row.id;
+  EXPECT_NE(rep.rows[0].reason.find("multi-GPU"), std::string::npos);
+  EXPECT_NE(rep.rows[1].reason.find("unknown workload"), std::string::npos);
+  EXPECT_NE(rep.rows[2].reason.find("no FP8"), std::string::npos);
+}
