@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "graph/networks.hpp"
+#include "perf/collective.hpp"
 #include "perf/efficiency.hpp"
 #include "perf/memory.hpp"
 #include "perf/predict.hpp"
@@ -129,9 +130,8 @@ TEST(Predict, OptionsAndBadInput) {
   r.gpu = "h100-sxm";
   r.options = {{"seq_len", "-3"}};
   EXPECT_THROW(predict(cat(), r), InputError);
-  r.options.clear();
-  r.gpus = 8;
-  EXPECT_THROW(predict(cat(), r), InputError);  // multi-GPU: not modelled yet, said plainly
+  r.options = {{"sharding", "zero1"}};
+  EXPECT_THROW(predict(cat(), r), InputError);  // sharding needs several GPUs
 }
 
 TEST(Validation, LambdaDataWithinTheTargets) {
@@ -154,7 +154,7 @@ TEST(Validation, ParserReportsLinesAndKeepsUnpredictableRows) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("x.csv:2: batch_per_gpu 'abc'"), std::string::npos) << e.what();
   }
-  const auto rows = read_published(head + "a,h100-sxm,8,resnet50,train,tf32,64,,1,images/s,\"s, with comma\",x\n"
+  const auto rows = read_published(head + "a,h100-sxm,16,resnet50,train,tf32,64,,1,images/s,\"s, with comma\",x\n"
                                           "b,h100-sxm,1,resnet9,train,tf32,64,,,images/s,s,x\n"
                                           "c,a100-80gb-sxm,1,resnet50,train,amp-fp8,64,,,images/s,s,x\n",
                                    "x.csv");
@@ -163,7 +163,62 @@ TEST(Validation, ParserReportsLinesAndKeepsUnpredictableRows) {
   const ValidationReport rep = validate(cat(), rows);
   ASSERT_EQ(rep.rows.size(), 3u);
   for (const auto& v : rep.rows) EXPECT_EQ(v.status, "unsupported") << v.row.id;
-  EXPECT_NE(rep.rows[0].reason.find("multi-GPU"), std::string::npos);
+  EXPECT_NE(rep.rows[0].reason.find("more than one 8-GPU server"), std::string::npos);
   EXPECT_NE(rep.rows[1].reason.find("unknown workload"), std::string::npos);
   EXPECT_NE(rep.rows[2].reason.find("no FP8"), std::string::npos);
+}
+
+TEST(Collective, LinksAndRingFormulas) {
+  const Link sxm = link_for(cat().find("a100-80gb-sxm"), 8);
+  EXPECT_EQ(sxm.kind, "nvlink");
+  EXPECT_DOUBLE_EQ(sxm.bus_gbs, 600.0 / 2 * 0.8);
+  EXPECT_EQ(link_for(cat().find("a100-80gb-pcie"), 2).kind, "nvlink");  // bridge pair
+  EXPECT_EQ(link_for(cat().find("a100-80gb-pcie"), 4).kind, "pcie");    // beyond the bridge
+  EXPECT_EQ(link_for(cat().find("rtx-4090"), 2).kind, "pcie-via-host"); // GeForce 40: no P2P
+  EXPECT_EQ(link_for(cat().find("rtx-3090"), 2).kind, "nvlink");
+  EXPECT_EQ(link_for(cat().find("rtx-3090"), 4).kind, "pcie-via-host");
+  EXPECT_DOUBLE_EQ(pcie_x16_gbs(4), 31.5);
+  Link l;
+  l.bus_gbs = 100;
+  l.latency_s = 1e-5;
+  // 2 (n-1)/n x bytes / busbw + 2 (n-1) latencies (nccl-tests' busbw definition inverted).
+  EXPECT_NEAR(allreduce_seconds(1e9, 4, l), 1.5 * 1e9 / 100e9 + 6e-5, 1e-12);
+  EXPECT_NEAR(allgather_seconds(1e9, 4, l), 0.75 * 1e9 / 100e9 + 3e-5, 1e-12);
+  EXPECT_DOUBLE_EQ(allreduce_seconds(1e9, 1, l), 0.0);
+}
+
+TEST(Predict, DataParallelScalingAndSharding) {
+  PredictRequest r;
+  r.workload = "bert-large";
+  r.precision = Precision::amp_fp16;
+  r.batch = 16;
+  r.gpus = 4;
+  r.gpu = "a100-80gb-sxm";
+  const Prediction nv = predict(cat(), r);
+  EXPECT_NEAR(nv.comm_bytes, 2.0 * 4 * static_cast<double>(nv.params), 1.0);  // fp32 gradients, all-reduced
+  EXPECT_GT(nv.single_gpu_step_s / nv.step_s, 0.97);                         // NVLink hides it
+  r.gpu = "rtx-4090";
+  const Prediction pc = predict(cat(), r);
+  EXPECT_GT(pc.comm_s, 10 * nv.comm_s);  // through host memory over PCIe 4
+  EXPECT_LT(pc.single_gpu_step_s / pc.step_s, nv.single_gpu_step_s / nv.step_s);
+  // ZeRO/FSDP: optimizer (zero1), + gradients (zero2), + weights (full) split over the GPUs.
+  r.gpu = "h100-sxm";
+  r.gpus = 8;
+  r.workload = "llama-7b";
+  r.batch = 1;
+  r.precision = Precision::amp_bf16;
+  r.options = {{"seq_len", "1024"}};
+  const Prediction none = predict(cat(), r);
+  r.options["sharding"] = "full";
+  const Prediction full = predict(cat(), r);
+  EXPECT_NEAR(full.memory.optimizer_bytes * 8, none.memory.optimizer_bytes, 1.0);
+  EXPECT_NEAR(full.memory.weights_bytes * 8, none.memory.weights_bytes, 1.0);
+  EXPECT_LT(full.memory.peak_bytes, none.memory.peak_bytes - 80e9);
+  EXPECT_TRUE(full.memory.fits);
+  EXPECT_FALSE(none.memory.fits);
+  r.options["sharding"] = "zero9";
+  EXPECT_THROW(predict(cat(), r), InputError);
+  r.options.erase("sharding");
+  r.gpus = 64;
+  EXPECT_THROW(predict(cat(), r), InputError);  // multi-node: not modelled yet, said plainly
 }

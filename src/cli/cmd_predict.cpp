@@ -45,7 +45,7 @@ int run_predict(const PredictArgs& a) {
         {"schema_version", 1},
         {"workload", p.workload},
         {"gpu", p.gpu_id},
-        {"gpus", 1},
+        {"gpus", p.gpus},
         {"mode", a.mode},
         {"precision", perf::precision_name(p.plan.precision)},
         {"matrix_unit", p.plan.matrix_unit},
@@ -53,7 +53,7 @@ int run_predict(const PredictArgs& a) {
         {"params", p.params},
         {"throughput", {{"value", p.throughput}, {"unit", p.unit}, {"per", "gpu"}}},
         {"step_time_s", p.step_s},
-        {"time_by_bound_s", {{"compute", d.compute_s}, {"memory", d.memory_s}, {"launch", d.launch_s}, {"communication", 0.0}}},
+        {"time_by_bound_s", {{"compute", d.compute_s}, {"memory", d.memory_s}, {"launch", d.launch_s}, {"communication", p.comm_exposed_s}}},
         {"kernels", d.kernels},
         {"memory",
          {{"peak_gib", m.peak_bytes / kGiB}, {"capacity_gib", m.capacity_bytes / kGiB}, {"fits", m.fits},
@@ -61,6 +61,11 @@ int run_predict(const PredictArgs& a) {
           {"optimizer_gib", m.optimizer_bytes / kGiB}, {"activations_gib", m.activations_bytes / kGiB},
           {"transient_gib", m.transient_bytes / kGiB}, {"runtime_gib", m.runtime_bytes / kGiB}}}};
     if (p.seq_len > 0) j["seq_len"] = p.seq_len;
+    if (p.gpus > 1)
+      j["scaling"] = {{"link", p.link.kind}, {"link_description", p.link.description}, {"bus_gbps", p.link.bus_gbs},
+                      {"sharding", p.sharding}, {"comm_bytes_per_step", p.comm_bytes}, {"comm_s", p.comm_s},
+                      {"comm_exposed_s", p.comm_exposed_s}, {"single_gpu_step_s", p.single_gpu_step_s},
+                      {"efficiency", p.single_gpu_step_s / p.step_s}};
     fmt::print("{}\n", j.dump(2));
     return 0;
   }
@@ -70,6 +75,12 @@ int run_predict(const PredictArgs& a) {
   fmt::print("  step time    {} ({} kernels): compute-bound {}, memory-bound {}, launch {}\n",
              units::format_seconds(p.step_s), d.kernels, units::format_seconds(d.compute_s),
              units::format_seconds(d.memory_s), units::format_seconds(d.launch_s));
+  if (p.gpus > 1)
+    fmt::print("  scaling      {} GPUs over {}: {:.3g} GB exchanged per GPU per step in {}, {} not hidden by compute; "
+               "{:.0f}% scaling efficiency{}\n",
+               p.gpus, p.link.description, p.comm_bytes / 1e9, units::format_seconds(p.comm_s),
+               units::format_seconds(p.comm_exposed_s), 100 * p.single_gpu_step_s / p.step_s,
+               p.sharding != "none" ? ", sharding " + p.sharding : "");
   fmt::print("  memory       {:.2f} GiB of {:.2f} GiB usable: {} (weights {:.2f}, gradients {:.2f}, optimizer {:.2f}, "
              "activations {:.2f}, transient {:.2f}, runtime {:.2f})\n",
              m.peak_bytes / kGiB, m.capacity_bytes / kGiB, m.fits ? "fits" : "DOES NOT FIT", m.weights_bytes / kGiB,
@@ -90,7 +101,7 @@ Runner add_predict_command(CLI::App& app) {
   sub->add_option("--precision", a->precision, "fp32, tf32, fp16, bf16, amp-fp16, amp-bf16, amp-fp8")
       ->capture_default_str();
   sub->add_option("--mode", a->mode, "train or infer")->capture_default_str();
-  sub->add_option("--options", a->options, "k=v;k=v: seq_len, flash_attention");
+  sub->add_option("--options", a->options, "k=v;k=v: seq_len, flash_attention, sharding=none|zero1|zero2|full");
   sub->add_option("--catalog", a->catalogs, "Add devices from a TOML file (repeatable)");
   sub->add_flag("--json", a->json, "JSON output");
   return [a] { return run_predict(*a); };

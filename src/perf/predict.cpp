@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 
 #include "core/error.hpp"
@@ -11,7 +12,9 @@
 namespace gpuvs::perf {
 
 namespace {
-const std::vector<std::string> kOptionKeys = {"seq_len", "flash_attention"};
+const std::vector<std::string> kOptionKeys = {"seq_len", "flash_attention", "sharding"};
+// PyTorch DDP's default gradient bucket: the last one cannot overlap with backward.
+constexpr double kBucketBytes = 25e6;
 
 std::int64_t option_int(const std::map<std::string, std::string>& o, const std::string& key, std::int64_t fallback,
                         std::int64_t lo, std::int64_t hi) {
@@ -63,8 +66,10 @@ std::map<std::string, std::string> parse_options(const std::string& text) {
 Prediction predict(const catalog::Catalog& cat, const PredictRequest& req) {
   const catalog::Gpu& gpu = cat.find(req.gpu);
   const graph::NetworkInfo& net = graph::network(req.workload);
-  if (req.gpus != 1)
-    throw InputError(fmt::format("--gpus {}: multi-GPU scaling is not modelled yet; predict one GPU", req.gpus));
+  if (req.gpus < 1 || req.gpus > 1024) throw InputError(fmt::format("--gpus must be in [1, 1024], got {}", req.gpus));
+  if (req.gpus > 8)
+    throw InputError(fmt::format("--gpus {}: more than one 8-GPU server (inter-node networks) is not modelled yet",
+                                 req.gpus));
   if (req.batch < 0) throw InputError(fmt::format("--batch must be positive, got {}", req.batch));
   for (const auto& [k, v] : req.options) {
     bool known = false;
@@ -86,7 +91,48 @@ Prediction predict(const catalog::Catalog& cat, const PredictRequest& req) {
   p.params = graph::param_count(g);
   p.detail = predict_graph(g, gpu, p.plan);
   p.memory = estimate_memory(g, p.params, p.plan, req.training, gpu);
+  p.single_gpu_step_s = p.detail.step_s;
   p.step_s = p.detail.step_s;
+  auto sharding_it = req.options.find("sharding");
+  p.sharding = sharding_it == req.options.end() ? "none" : sharding_it->second;
+  if (p.sharding != "none" && p.sharding != "zero1" && p.sharding != "zero2" && p.sharding != "full")
+    throw InputError(fmt::format("option sharding={}: expected none, zero1, zero2 or full", strings::printable(p.sharding)));
+  p.gpus = req.gpus;
+  if (p.gpus > 1 && req.training) {
+    // Data parallel: gradients reduced every step over the link; sharding splits the states and, for
+    // full sharding (FSDP), gathers the weights again in forward and backward.
+    p.link = link_for(gpu, p.gpus);
+    const double grad_bytes = static_cast<double>(p.params) * (p.plan.activations == graph::DType::f32 || p.plan.fp32_master ? 4.0 : 2.0);
+    const double weight_bytes = static_cast<double>(p.params) * static_cast<double>(graph::dtype_size(p.plan.activations));
+    double overlap_window = 0;
+    const graph::NodeId loss = g.output("loss");
+    for (const auto& op : p.detail.ops)
+      if (op.id > loss) overlap_window += op.seconds;  // backward and optimizer
+    if (p.sharding == "full") {
+      p.comm_bytes = 2.0 * weight_bytes + grad_bytes;  // two all-gathers of weights, one reduce-scatter
+      p.comm_s = 2.0 * allgather_seconds(weight_bytes, p.gpus, p.link) + allgather_seconds(grad_bytes, p.gpus, p.link);
+      overlap_window = p.detail.step_s;  // prefetching overlaps gathers with forward and backward
+    } else {
+      p.comm_bytes = 2.0 * grad_bytes;
+      p.comm_s = allreduce_seconds(grad_bytes, p.gpus, p.link);
+    }
+    const double last_bucket = allreduce_seconds(std::min(kBucketBytes, grad_bytes), p.gpus, p.link);
+    p.comm_exposed_s = std::max(0.0, p.comm_s - overlap_window) + std::min(last_bucket, p.comm_s);
+    p.step_s += p.comm_exposed_s;
+    const double n = p.gpus;
+    if (p.sharding == "zero1" || p.sharding == "zero2" || p.sharding == "full") {
+      const double saved = p.memory.optimizer_bytes * (1 - 1 / n) +
+                           (p.sharding != "zero1" ? p.memory.gradients_bytes * (1 - 1 / n) : 0.0) +
+                           (p.sharding == "full" ? p.memory.weights_bytes * (1 - 1 / n) : 0.0);
+      p.memory.optimizer_bytes /= n;
+      if (p.sharding != "zero1") p.memory.gradients_bytes /= n;
+      if (p.sharding == "full") p.memory.weights_bytes /= n;
+      p.memory.peak_bytes -= saved * 1.08;  // with the allocator slack that came with them
+      p.memory.fits = p.memory.peak_bytes <= p.memory.capacity_bytes;
+    }
+  } else if (p.sharding != "none") {
+    throw InputError("option sharding needs --gpus > 1 and training");
+  }
   if (net.family == "decoder") {
     p.throughput = static_cast<double>(p.batch * p.seq_len) / p.step_s;
     p.unit = "tokens/s";

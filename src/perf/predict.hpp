@@ -5,6 +5,7 @@
 #include <string>
 
 #include "catalog/catalog.hpp"
+#include "perf/collective.hpp"
 #include "perf/memory.hpp"
 #include "perf/predictor.hpp"
 #include "perf/precision.hpp"
@@ -18,7 +19,7 @@ struct PredictRequest {
   std::int64_t batch = 0;  // per GPU; 0 = the workload family's default
   Precision precision = Precision::amp_bf16;
   bool training = true;
-  std::map<std::string, std::string> options;  // seq_len, flash_attention
+  std::map<std::string, std::string> options;  // seq_len, flash_attention, sharding
 };
 
 struct Prediction {
@@ -33,6 +34,15 @@ struct Prediction {
   StepPrediction detail;
   MemoryEstimate memory;
   std::int64_t params = 0;
+  // Data parallel across `gpus` (1 = none): the link, traffic per step and the part not hidden behind
+  // the backward pass.
+  int gpus = 1;
+  std::string sharding = "none";
+  Link link;
+  double comm_bytes = 0;
+  double comm_s = 0;          // collective time per step
+  double comm_exposed_s = 0;  // what the step waits for
+  double single_gpu_step_s = 0;
 };
 
 /// Parses "k=v;k=v" (spaces allowed); InputError on a malformed pair or unknown key.

@@ -1,0 +1,30 @@
+// Multi-GPU communication: which link carries the traffic, how fast, and the collective times that data
+// parallel training needs (nccl-tests conventions: bus bandwidth, ring algorithms).
+#pragma once
+#include <string>
+
+#include "catalog/catalog.hpp"
+
+namespace gpuvs::perf {
+
+struct Link {
+  std::string kind;         // nvlink | pcie | pcie-via-host
+  double bus_gbs = 0;       // achievable per-GPU unidirectional bandwidth for ring collectives, GB/s
+  double latency_s = 0;     // per ring step
+  std::string description;
+};
+
+/// The link between `n` GPUs of this kind in one server. NVLink when the card has it and the group fits
+/// the NVLink domain (8 on SXM boards, 2 with a bridge); else PCIe, staged through host memory when the
+/// cards have no PCIe peer-to-peer (every GeForce card: their P2P works only over an NVLink bridge).
+Link link_for(const catalog::Gpu& gpu, int n);
+
+/// PCIe x16 unidirectional bandwidth by generation, GB/s (gen3 15.75, gen4 31.5, gen5 63).
+double pcie_x16_gbs(int gen);
+
+/// Ring all-reduce of `bytes` over `n` GPUs: 2 (n-1)/n x bytes / bus bandwidth + 2 (n-1) latencies.
+double allreduce_seconds(double bytes, int n, const Link& link);
+/// Ring all-gather (or reduce-scatter) of `bytes` in total: (n-1)/n x bytes / bus bandwidth + (n-1) latencies.
+double allgather_seconds(double bytes, int n, const Link& link);
+
+}  // namespace gpuvs::perf
