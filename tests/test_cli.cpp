@@ -189,6 +189,20 @@ TEST(Cli, ValidateTableAndJson) {
   expect_usage_error(run_gpuvs("validate --data /nonexistent.csv"), "cannot open");
 }
 
+TEST(Cli, CompareAnswersTheSeedQuestion) {
+  const auto r = run_gpuvs("compare");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("RTX 4090 or A100 80GB SXM"), std::string::npos);
+  EXPECT_NE(r.out.find("[refuted]"), std::string::npos);
+  const auto j = run_gpuvs("compare h100-sxm 4090 --workload bert-base --precision amp-fp16 --batch 16 --json");
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const auto doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc["gpus"].size(), 2u);
+  EXPECT_EQ(doc["gpus"][1]["gpu"], "rtx-4090");
+  expect_usage_error(run_gpuvs("compare h100-sxm a100-80gb-sxm --precision amp-fp8"), "no FP8");
+  expect_usage_error(run_gpuvs("compare h100-sxm"), "at least two GPUs");
+}
+
 TEST(Cli, GraphCommandReportsCosts) {
   const auto r = run_gpuvs("graph seed-mlp --batch 1024 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;

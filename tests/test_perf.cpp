@@ -222,3 +222,42 @@ TEST(Predict, DataParallelScalingAndSharding) {
   r.gpus = 64;
   EXPECT_THROW(predict(cat(), r), InputError);  // multi-node: not modelled yet, said plainly
 }
+
+#include "perf/compare.hpp"
+
+TEST(Compare, SeedQuestionClaimsFollowTheNumbers) {
+  const Comparison c = compare(cat(), {"rtx-4090", "a100-80gb-sxm"}, "seed-mlp", Precision::tf32, 32, true);
+  ASSERT_EQ(c.entries.size(), 2u);
+  EXPECT_DOUBLE_EQ(c.entries[0].ratio, 1.0);
+  EXPECT_GT(c.entries[1].ratio, 1.0);  // the A100 is faster, but not by its peak ratio
+  EXPECT_LT(c.entries[1].ratio, 312.0 / 165.2);
+  ASSERT_EQ(c.claims.size(), 5u);
+  EXPECT_EQ(c.claims[1].verdict, "refuted");   // the 80 GB are not needed
+  EXPECT_EQ(c.claims[2].verdict, "refuted");   // GeForce FP16 peak is not what training sees
+  EXPECT_EQ(c.claims[3].verdict, "refuted");   // 4090s (no P2P) do not scale like NVLinked A100s
+  EXPECT_EQ(c.claims[4].verdict, "confirmed"); // ECC and MIG
+  for (const auto& e : c.entries) {
+    ASSERT_EQ(e.scaling.size(), 3u);
+    EXPECT_GT(e.scaling[0].second, e.scaling[2].second);  // efficiency falls with more GPUs
+  }
+  EXPECT_GT(c.entries[1].scaling[2].second, c.entries[0].scaling[2].second);
+  EXPECT_EQ(c.entries[1].precisions.size(), 4u);  // no FP8 on Ampere
+  EXPECT_EQ(c.entries[0].precisions.size(), 5u);
+}
+
+TEST(Compare, LargestBatchThatFitsAndCost) {
+  PredictRequest r;
+  r.workload = "bert-large";
+  r.gpu = "rtx-4090";
+  r.precision = Precision::amp_fp16;
+  const std::int64_t b = largest_batch_that_fits(cat(), r, 4096);
+  ASSERT_GT(b, 1);
+  r.batch = b;
+  EXPECT_TRUE(predict(cat(), r).memory.fits);
+  r.batch = b + 1;
+  EXPECT_FALSE(predict(cat(), r).memory.fits);
+  const Comparison c = compare(cat(), {"h100-sxm", "l40s"}, "resnet50", Precision::amp_bf16, 128, true);
+  ASSERT_TRUE(c.entries[0].usd_per_million.has_value());
+  EXPECT_NEAR(*c.entries[0].usd_per_million, c.entries[0].hours_per_million * 4.916, 1e-9);
+  EXPECT_THROW(compare(cat(), {"h100-sxm"}, "resnet50", Precision::amp_bf16, 128, true), InputError);
+}

@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   add(gpuvs::cli::add_catalog_command);
   add(gpuvs::cli::add_predict_command);
   add(gpuvs::cli::add_validate_command);
+  add(gpuvs::cli::add_compare_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

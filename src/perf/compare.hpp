@@ -1,0 +1,47 @@
+// Side-by-side comparison of GPUs on one workload: speed and ratio, cost per million samples (or tokens),
+// memory fit and the largest batch that fits, precisions, interconnect and scaling, ECC, MIG, and for the
+// seed document's question the claims the numbers confirm or refute.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "catalog/catalog.hpp"
+#include "perf/predict.hpp"
+
+namespace gpuvs::perf {
+
+struct CompareEntry {
+  const catalog::Gpu* gpu = nullptr;
+  Prediction single;
+  double ratio = 1;  // throughput relative to the first GPU
+  std::optional<double> usd_per_million;  // cloud $/h x hours per million units
+  double hours_per_million = 0;
+  std::int64_t max_batch = 0;             // largest batch per GPU that fits (0: not even 1)
+  bool max_batch_capped = false;          // the search stopped at its limit: at least max_batch
+  std::vector<std::string> precisions;    // those the card runs
+  std::vector<std::pair<int, double>> scaling;  // (GPUs, scaling efficiency)
+  std::string link_2gpu;
+};
+
+struct Claim {
+  std::string claim, verdict, evidence;  // verdict: confirmed | refuted | partly
+};
+
+struct Comparison {
+  std::string workload;
+  Precision precision;
+  std::int64_t batch = 0;
+  bool training = true;
+  std::vector<CompareEntry> entries;
+  std::vector<Claim> claims;  // filled for two GPUs
+};
+
+Comparison compare(const catalog::Catalog& cat, const std::vector<std::string>& gpus, const std::string& workload,
+                   Precision precision, std::int64_t batch, bool training,
+                   const std::map<std::string, std::string>& options = {});
+
+/// The largest per-GPU batch (up to `limit`) whose predicted memory fits; 0 if batch 1 does not.
+std::int64_t largest_batch_that_fits(const catalog::Catalog& cat, PredictRequest req, std::int64_t limit);
+
+}  // namespace gpuvs::perf
