@@ -163,6 +163,8 @@ TEST(Cli, PredictJsonAndErrors) {
   EXPECT_EQ(j["throughput"]["unit"], "sequences/s");
   EXPECT_GT(j["throughput"]["value"].get<double>(), 0);
   EXPECT_GT(j["step_time_s"].get<double>(), 0);
+  EXPECT_LT(j["band"]["low"].get<double>(), j["throughput"]["value"].get<double>());
+  EXPECT_GT(j["band"]["high"].get<double>(), j["throughput"]["value"].get<double>());
   for (const char* k : {"compute", "memory", "launch", "communication"}) EXPECT_TRUE(j["time_by_bound_s"].contains(k));
   EXPECT_TRUE(j["memory"]["fits"].get<bool>());
   EXPECT_NEAR(j["memory"]["capacity_gib"].get<double>(), 80 * 0.98, 1e-9);

@@ -261,3 +261,23 @@ TEST(Compare, LargestBatchThatFitsAndCost) {
   EXPECT_NEAR(*c.entries[0].usd_per_million, c.entries[0].hours_per_million * 4.916, 1e-9);
   EXPECT_THROW(compare(cat(), {"h100-sxm"}, "resnet50", Precision::amp_bf16, 128, true), InputError);
 }
+
+#include "perf/band.hpp"
+
+TEST(Band, StoredBandIsTheModelsCurrentValidationSpread) {
+  // If the model changes, regenerate: gpuvs validate --data data/validation/lambda-pytorch-2023.csv
+  //   --write-band data/prediction-band.toml
+  const std::string path = std::string(GPUVS_SOURCE_DIR) + "/data/validation/lambda-pytorch-2023.csv";
+  const ValidationReport rep = validate(cat(), read_published(files::read_all(path, "data"), path));
+  const Band& b = model_band();
+  EXPECT_NEAR(b.log_err_p10, rep.log_err_p10, 1e-12);
+  EXPECT_NEAR(b.log_err_p90, rep.log_err_p90, 1e-12);
+  EXPECT_EQ(b.rows, 72);
+  PredictRequest r;
+  r.workload = "resnet50";
+  r.gpu = "h100-sxm";
+  const Prediction p = predict(cat(), r);
+  EXPECT_LT(p.band_low, p.throughput);
+  EXPECT_GT(p.band_high, p.throughput);
+  EXPECT_THROW(parse_band("log_err_p10 = 1\nlog_err_p90 = 0\nrows = 3\n", "b.toml"), InputError);
+}

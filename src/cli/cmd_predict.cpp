@@ -53,6 +53,7 @@ int run_predict(const PredictArgs& a) {
         {"params", p.params},
         {"throughput", {{"value", p.throughput}, {"unit", p.unit}, {"per", "gpu"}}},
         {"step_time_s", p.step_s},
+        {"band", {{"low", p.band_low}, {"high", p.band_high}, {"basis", "10th-90th percentile of validation errors"}}},
         {"time_by_bound_s", {{"compute", d.compute_s}, {"memory", d.memory_s}, {"launch", d.launch_s}, {"communication", p.comm_exposed_s}}},
         {"kernels", d.kernels},
         {"memory",
@@ -71,7 +72,8 @@ int run_predict(const PredictArgs& a) {
   }
   fmt::print("{} {} on {} ({}), batch {}{}, {}\n", p.workload, a.mode, p.gpu_name, p.gpu_id, p.batch,
              p.seq_len > 0 ? fmt::format(" x {} tokens", p.seq_len) : "", p.plan.matrix_unit);
-  fmt::print("  throughput   {} {} per GPU\n", units::format_si(p.throughput), p.unit);
+  fmt::print("  throughput   {} {} per GPU (likely {} to {})\n", units::format_si(p.throughput), p.unit,
+             units::format_si(p.band_low), units::format_si(p.band_high));
   fmt::print("  step time    {} ({} kernels): compute-bound {}, memory-bound {}, launch {}\n",
              units::format_seconds(p.step_s), d.kernels, units::format_seconds(d.compute_s),
              units::format_seconds(d.memory_s), units::format_seconds(d.launch_s));

@@ -6,6 +6,7 @@
 #include "catalog/catalog.hpp"
 #include "cli/commands.hpp"
 #include "core/files.hpp"
+#include "perf/band.hpp"
 #include "perf/validation.hpp"
 
 namespace gpuvs::cli {
@@ -13,7 +14,7 @@ namespace gpuvs::cli {
 namespace {
 
 struct ValidateArgs {
-  std::string data;
+  std::string data, write_band;
   std::vector<std::string> catalogs;
   bool json = false;
 };
@@ -23,6 +24,7 @@ int run_validate(const ValidateArgs& a) {
   for (const auto& f : a.catalogs) cat.add_file(f);
   const auto rows = perf::read_published(files::read_all(a.data, "--data"), a.data);
   const perf::ValidationReport rep = perf::validate(cat, rows);
+  if (!a.write_band.empty()) files::write_atomic(a.write_band, perf::band_toml(rep, a.data));
   if (a.json) {
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& v : rep.rows) {
@@ -66,6 +68,7 @@ Runner add_validate_command(CLI::App& app) {
   sub->add_option("--data", a->data, "CSV in the format of data/validation/*.csv")->required();
   sub->add_option("--catalog", a->catalogs, "Add devices from a TOML file (repeatable)");
   sub->add_flag("--json", a->json, "JSON: one {id, predicted, unit, status, reason} per row");
+  sub->add_option("--write-band", a->write_band, "Write the error band (10th-90th percentile) as TOML to FILE");
   return [a] { return run_validate(*a); };
 }
 

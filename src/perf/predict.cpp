@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "graph/networks.hpp"
+#include "perf/band.hpp"
 
 namespace gpuvs::perf {
 
@@ -140,6 +141,8 @@ Prediction predict(const catalog::Catalog& cat, const PredictRequest& req) {
     p.throughput = static_cast<double>(p.batch) / p.step_s;
     p.unit = net.sample_unit + "/s";
   }
+  p.band_low = model_band().low(p.throughput);
+  p.band_high = model_band().high(p.throughput);
   return p;
 }
 

@@ -43,6 +43,7 @@ struct Prediction {
   double comm_s = 0;          // collective time per step
   double comm_exposed_s = 0;  // what the step waits for
   double single_gpu_step_s = 0;
+  double band_low = 0, band_high = 0;  // throughput range from the model's validation errors
 };
 
 /// Parses "k=v;k=v" (spaces allowed); InputError on a malformed pair or unknown key.

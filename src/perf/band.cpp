@@ -1,0 +1,53 @@
+#include "perf/band.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <toml++/toml.h>
+
+#include "core/error.hpp"
+
+namespace gpuvs::embedded {
+extern const char* const kPredictionBand;
+}
+
+namespace gpuvs::perf {
+
+double Band::low(double value) const { return value * std::exp(-log_err_p90); }
+double Band::high(double value) const { return value * std::exp(-log_err_p10); }
+
+Band parse_band(const std::string& text, const std::string& where) {
+  try {
+    const toml::table t = toml::parse(text, where);
+    Band b;
+    const auto p10 = t["log_err_p10"].value<double>();
+    const auto p90 = t["log_err_p90"].value<double>();
+    const auto rows = t["rows"].value<std::int64_t>();
+    if (!p10 || !p90 || !rows || *p10 > *p90)
+      throw InputError(fmt::format("{}: needs log_err_p10 <= log_err_p90 and rows", where));
+    b.log_err_p10 = *p10;
+    b.log_err_p90 = *p90;
+    b.rows = static_cast<int>(*rows);
+    b.source = t["source"].value_or(std::string());
+    return b;
+  } catch (const toml::parse_error& e) {
+    throw InputError(fmt::format("{}:{}: malformed TOML: {}", where, e.source().begin.line, e.description()));
+  }
+}
+
+const Band& model_band() {
+  static const Band b = parse_band(embedded::kPredictionBand, "built-in data/prediction-band.toml");
+  return b;
+}
+
+std::string band_toml(const ValidationReport& rep, const std::string& source) {
+  int rows = 0;
+  for (const auto& v : rep.rows) rows += v.ape.has_value();
+  return fmt::format(
+      "# The spread of the performance model's own errors, log(predicted / measured), on its validation data.\n"
+      "# Written by `gpuvs validate --data {0} --write-band data/prediction-band.toml`; test_perf recomputes it.\n"
+      "source = \"{0}\"\nrows = {1}\nlog_err_p10 = {2:.17g}\nlog_err_p90 = {3:.17g}\n",
+      source, rows, rep.log_err_p10, rep.log_err_p90);
+}
+
+}  // namespace gpuvs::perf

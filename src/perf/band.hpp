@@ -1,0 +1,27 @@
+// The band every prediction carries: the 10th-90th percentile spread of the model's own errors,
+// log(predicted / measured), on its validation data. Stored in data/prediction-band.toml (compiled in) by
+// `gpuvs validate --write-band`; a test recomputes it so it cannot go stale.
+#pragma once
+#include <string>
+
+#include "perf/validation.hpp"
+
+namespace gpuvs::perf {
+
+struct Band {
+  double log_err_p10 = 0, log_err_p90 = 0;
+  int rows = 0;
+  std::string source;
+  /// The range the measured value is expected in for a prediction `value`.
+  double low(double value) const;
+  double high(double value) const;
+};
+
+/// The compiled-in band.
+const Band& model_band();
+/// Parses band TOML; InputError naming `where` when malformed.
+Band parse_band(const std::string& text, const std::string& where);
+/// TOML text for a validation report.
+std::string band_toml(const ValidationReport& rep, const std::string& source);
+
+}  // namespace gpuvs::perf
