@@ -281,3 +281,33 @@ TEST(Band, StoredBandIsTheModelsCurrentValidationSpread) {
   EXPECT_GT(p.band_high, p.throughput);
   EXPECT_THROW(parse_band("log_err_p10 = 1\nlog_err_p90 = 0\nrows = 3\n", "b.toml"), InputError);
 }
+
+TEST(Inference, KvCacheSizeAndDecodeIsMemoryBound) {
+  // Per token in 16-bit: LLaMA-7B 2 x 32 layers x 32 heads x 128 x 2 B = 512 KiB; Llama-2-70B with 8 KV
+  // heads 2 x 80 x 8 x 128 x 2 B = 320 KiB.
+  EXPECT_DOUBLE_EQ(graph::kv_cache_bytes(graph::decoder_preset("llama-7b"), 1, 1, graph::DType::bf16), 524288);
+  EXPECT_DOUBLE_EQ(graph::kv_cache_bytes(graph::decoder_preset("llama-70b"), 1, 1, graph::DType::bf16), 327680);
+  EXPECT_DOUBLE_EQ(graph::kv_cache_bytes(graph::decoder_preset("llama-7b"), 4096, 8, graph::DType::bf16),
+                   524288.0 * 4096 * 8);
+  PredictRequest r;
+  r.workload = "llama-7b";
+  r.gpu = "h100-sxm";
+  r.training = false;
+  r.precision = Precision::bf16;
+  r.batch = 1;
+  r.options = {{"seq_len", "1024"}, {"gen_len", "256"}};
+  const Prediction p = predict(cat(), r);
+  ASSERT_TRUE(p.decode);
+  EXPECT_EQ(p.unit, "tokens/s");
+  EXPECT_NEAR(p.throughput, 1.0 / p.decode_step_s, 1e-9);
+  EXPECT_GT(p.detail.memory_s, 10 * p.detail.compute_s);  // one token: every weight read for 2 FLOPs each
+  // A decode step cannot beat reading the weights once at full bandwidth.
+  EXPECT_GT(p.decode_step_s, 2.0 * 6738415616.0 / 3350e9);
+  EXPECT_GT(p.prefill_s, p.decode_step_s);
+  EXPECT_NEAR(p.kv_cache_bytes, 524288.0 * (1024 + 256), 1.0);
+  // Larger batches share the weight reads: more tokens per second.
+  r.batch = 32;
+  EXPECT_GT(predict(cat(), r).throughput, 10 * p.throughput);
+  r.training = true;
+  EXPECT_THROW(predict(cat(), r), InputError);  // gen_len is for inference
+}

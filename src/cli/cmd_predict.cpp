@@ -62,6 +62,10 @@ int run_predict(const PredictArgs& a) {
           {"optimizer_gib", m.optimizer_bytes / kGiB}, {"activations_gib", m.activations_bytes / kGiB},
           {"transient_gib", m.transient_bytes / kGiB}, {"runtime_gib", m.runtime_bytes / kGiB}}}};
     if (p.seq_len > 0) j["seq_len"] = p.seq_len;
+    if (p.decode)
+      j["decode"] = {{"prompt_len", p.prompt_len}, {"gen_len", p.gen_len}, {"time_to_first_token_s", p.prefill_s},
+                     {"per_token_latency_s", p.decode_step_s}, {"kv_cache_gib", p.kv_cache_bytes / kGiB},
+                     {"request_latency_s", p.prefill_s + static_cast<double>(p.gen_len) * p.decode_step_s}};
     if (p.gpus > 1)
       j["scaling"] = {{"link", p.link.kind}, {"link_description", p.link.description}, {"bus_gbps", p.link.bus_gbs},
                       {"sharding", p.sharding}, {"comm_bytes_per_step", p.comm_bytes}, {"comm_s", p.comm_s},
@@ -77,6 +81,12 @@ int run_predict(const PredictArgs& a) {
   fmt::print("  step time    {} ({} kernels): compute-bound {}, memory-bound {}, launch {}\n",
              units::format_seconds(p.step_s), d.kernels, units::format_seconds(d.compute_s),
              units::format_seconds(d.memory_s), units::format_seconds(d.launch_s));
+  if (p.decode)
+    fmt::print("  serving      prompt {} + {} generated tokens: first token after {}, then {} per token; request {}; "
+               "KV cache {:.2f} GiB\n",
+               p.prompt_len, p.gen_len, units::format_seconds(p.prefill_s), units::format_seconds(p.decode_step_s),
+               units::format_seconds(p.prefill_s + static_cast<double>(p.gen_len) * p.decode_step_s),
+               p.kv_cache_bytes / kGiB);
   if (p.gpus > 1)
     fmt::print("  scaling      {} GPUs over {}: {:.3g} GB exchanged per GPU per step in {}, {} not hidden by compute; "
                "{:.0f}% scaling efficiency{}\n",
@@ -103,7 +113,7 @@ Runner add_predict_command(CLI::App& app) {
   sub->add_option("--precision", a->precision, "fp32, tf32, fp16, bf16, amp-fp16, amp-bf16, amp-fp8")
       ->capture_default_str();
   sub->add_option("--mode", a->mode, "train or infer")->capture_default_str();
-  sub->add_option("--options", a->options, "k=v;k=v: seq_len, flash_attention, sharding=none|zero1|zero2|full");
+  sub->add_option("--options", a->options, "k=v;k=v: seq_len, flash_attention, sharding=none|zero1|zero2|full, gen_len");
   sub->add_option("--catalog", a->catalogs, "Add devices from a TOML file (repeatable)");
   sub->add_flag("--json", a->json, "JSON output");
   return [a] { return run_predict(*a); };

@@ -34,7 +34,7 @@ struct TransformerBuilder {
 
   /// Multi-head (grouped-query) attention on x [B*T, d]: projections, head split, attention, merge, output.
   NodeId attention(const std::string& p, NodeId x, std::int64_t batch, std::int64_t seq, int heads, int kv_heads,
-                   bool causal, bool rope, bool bias, double attn_dropout) {
+                   bool causal, bool rope, bool bias, double attn_dropout, std::int64_t kv_context = 0) {
     const std::int64_t d = g.node(x).shape[1];
     const std::int64_t hd = d / heads;
     const NodeId q = linear(p + "/q", x, heads * hd, bias);
@@ -48,13 +48,21 @@ struct TransformerBuilder {
       q3 = g.elementwise(p + "/q_rope", EwFn::rope, {q3});
       k3 = g.elementwise(p + "/k_rope", EwFn::rope, {k3});
     }
+    if (kv_context > 0) {
+      // Decode: the new token's K and V are written into the cache in place (their copies above); the
+      // query attends over the whole cache.
+      k3 = g.input(p + "/k_cache", {batch * kv_heads, kv_context, hd}, dt);
+      v3 = g.input(p + "/v_cache", {batch * kv_heads, kv_context, hd}, dt);
+      causal = false;
+    }
     NodeId o;
     if (flash) {
       o = g.attention(p + "/flash", q3, k3, v3, causal);
     } else {
       if (kv_heads != heads) {
-        k3 = g.repeat(p + "/k_repeat", k3, {batch * heads, seq, hd});
-        v3 = g.repeat(p + "/v_repeat", v3, {batch * heads, seq, hd});
+        const std::int64_t kv_len = g.node(k3).shape[1];
+        k3 = g.repeat(p + "/k_repeat", k3, {batch * heads, kv_len, hd});
+        v3 = g.repeat(p + "/v_repeat", v3, {batch * heads, kv_len, hd});
       }
       NodeId s = g.batch_matmul(p + "/scores", q3, k3, false, true);
       s = g.elementwise(p + "/scale_mask", EwFn::scale_mask, {s}, causal);
@@ -146,13 +154,21 @@ DecoderConfig decoder_preset(const std::string& id) {
   return c;
 }
 
+double kv_cache_bytes(const DecoderConfig& cfg, std::int64_t positions, std::int64_t batch, DType dtype) {
+  const double head_dim = static_cast<double>(cfg.hidden / cfg.heads);
+  return 2.0 * cfg.layers * cfg.kv_heads * head_dim * static_cast<double>(positions) * static_cast<double>(batch) *
+         static_cast<double>(dtype_size(dtype));
+}
+
 Graph build_decoder(const NetworkOptions& opt, const DecoderConfig& cfg) {
   if (cfg.hidden % cfg.heads != 0 || cfg.heads % cfg.kv_heads != 0)
     throw InputError(fmt::format("decoder: hidden {} must split into {} heads, and heads into {} kv-heads", cfg.hidden,
                                  cfg.heads, cfg.kv_heads));
+  if (opt.decode_context > 0 && opt.training) throw InputError("decode steps are inference only");
   Graph g;
   TransformerBuilder b{g, opt.dtype, opt.training, opt.flash_attention};
-  const std::int64_t batch = opt.batch, seq = opt.seq_len > 0 ? opt.seq_len : cfg.seq_len;
+  const std::int64_t batch = opt.batch;
+  const std::int64_t seq = opt.decode_context > 0 ? 1 : opt.seq_len > 0 ? opt.seq_len : cfg.seq_len;
   const NodeId tokens = g.input("tokens", {batch, seq}, DType::i32);
   const NodeId wte = g.param("wte/weight", {cfg.vocab, cfg.hidden}, opt.dtype);
   NodeId x = g.embedding("wte", tokens, wte);
@@ -164,7 +180,8 @@ Graph build_decoder(const NetworkOptions& opt, const DecoderConfig& cfg) {
   for (int l = 0; l < cfg.layers; ++l) {
     const std::string p = fmt::format("blocks.{}", l);
     NodeId h = b.norm(p + "/norm_1", x, cfg.rms_norm, cfg.norm_bias);
-    h = b.attention(p + "/attn", h, batch, seq, cfg.heads, cfg.kv_heads, true, cfg.rope, cfg.linear_bias, 0.0);
+    h = b.attention(p + "/attn", h, batch, seq, cfg.heads, cfg.kv_heads, true, cfg.rope, cfg.linear_bias, 0.0,
+                    opt.decode_context);
     x = g.add(p + "/attn_residual", x, h);
     h = b.norm(p + "/norm_2", x, cfg.rms_norm, cfg.norm_bias);
     if (cfg.swiglu) {

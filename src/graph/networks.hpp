@@ -17,6 +17,9 @@ struct NetworkOptions {
   std::int64_t seq_len = 0;       // transformers; 0 = the network's default
   bool flash_attention = true;    // fused attention (no T x T scores) or explicit bmm-softmax-bmm
   bool training = true;           // dropout on; append backward and Adam
+  /// Decoders, inference: > 0 builds one decode step — one new token per sequence attending over a KV
+  /// cache of this many positions (inputs "blocks.N/attn/k_cache", ".../v_cache") — instead of a prefill.
+  std::int64_t decode_context = 0;
 };
 
 /// GPT-style decoder hyper-parameters (presets below; user-settable through options later).
@@ -59,6 +62,8 @@ Graph build_vgg16(const NetworkOptions& opt);
 Graph build_bert(const NetworkOptions& opt, int layers, std::int64_t hidden, int heads);
 Graph build_decoder(const NetworkOptions& opt, const DecoderConfig& cfg);
 DecoderConfig decoder_preset(const std::string& id);
+/// KV-cache bytes: 2 (K and V) x layers x kv_heads x head_dim x positions x batch x element size.
+double kv_cache_bytes(const DecoderConfig& cfg, std::int64_t positions, std::int64_t batch, DType dtype);
 
 /// Trainable parameter count of a graph (elements of trainable params).
 std::int64_t param_count(const Graph& g);

@@ -13,7 +13,7 @@
 namespace gpuvs::perf {
 
 namespace {
-const std::vector<std::string> kOptionKeys = {"seq_len", "flash_attention", "sharding"};
+const std::vector<std::string> kOptionKeys = {"seq_len", "flash_attention", "sharding", "gen_len"};
 // PyTorch DDP's default gradient bucket: the last one cannot overlap with backward.
 constexpr double kBucketBytes = 25e6;
 
@@ -92,6 +92,26 @@ Prediction predict(const catalog::Catalog& cat, const PredictRequest& req) {
   p.params = graph::param_count(g);
   p.detail = predict_graph(g, gpu, p.plan);
   p.memory = estimate_memory(g, p.params, p.plan, req.training, gpu);
+  if (!req.training && net.family == "decoder") {
+    // Serving: the prompt (seq_len) is prefilled once; each generated token is one decode step reading
+    // every weight and the whole KV cache.
+    p.decode = true;
+    p.prompt_len = p.seq_len;
+    p.gen_len = option_int(req.options, "gen_len", 128, 1, 1 << 20);
+    p.prefill_s = p.detail.step_s;
+    graph::NetworkOptions d{p.batch, p.plan.activations, p.seq_len, flash, false};
+    d.decode_context = p.prompt_len + p.gen_len / 2;
+    const graph::Graph step = graph::build_network(net, d);
+    p.detail = predict_graph(step, gpu, p.plan);
+    p.decode_step_s = p.detail.step_s;
+    const graph::DecoderConfig cfg = graph::decoder_preset(net.id);
+    p.kv_cache_bytes = graph::kv_cache_bytes(cfg, p.prompt_len + p.gen_len, p.batch, p.plan.activations);
+    p.memory.activations_bytes = p.kv_cache_bytes;
+    p.memory.peak_bytes += p.kv_cache_bytes * 1.08;
+    p.memory.fits = p.memory.peak_bytes <= p.memory.capacity_bytes;
+  } else if (req.options.count("gen_len")) {
+    throw InputError("option gen_len applies to decoder inference (--mode infer)");
+  }
   p.single_gpu_step_s = p.detail.step_s;
   p.step_s = p.detail.step_s;
   auto sharding_it = req.options.find("sharding");
@@ -134,7 +154,10 @@ Prediction predict(const catalog::Catalog& cat, const PredictRequest& req) {
   } else if (p.sharding != "none") {
     throw InputError("option sharding needs --gpus > 1 and training");
   }
-  if (net.family == "decoder") {
+  if (p.decode) {
+    p.throughput = static_cast<double>(p.batch) / p.step_s;  // generated tokens per second
+    p.unit = "tokens/s";
+  } else if (net.family == "decoder") {
     p.throughput = static_cast<double>(p.batch * p.seq_len) / p.step_s;
     p.unit = "tokens/s";
   } else {

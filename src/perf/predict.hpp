@@ -44,6 +44,12 @@ struct Prediction {
   double comm_exposed_s = 0;  // what the step waits for
   double single_gpu_step_s = 0;
   double band_low = 0, band_high = 0;  // throughput range from the model's validation errors
+  // Decoder inference: prefill of the prompt (time to first token), then one decode step per new token
+  // over a KV cache (priced at the mean context of the generation).
+  bool decode = false;
+  std::int64_t prompt_len = 0, gen_len = 0;
+  double prefill_s = 0, decode_step_s = 0;
+  double kv_cache_bytes = 0;
 };
 
 /// Parses "k=v;k=v" (spaces allowed); InputError on a malformed pair or unknown key.
