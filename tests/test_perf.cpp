@@ -311,3 +311,56 @@ TEST(Inference, KvCacheSizeAndDecodeIsMemoryBound) {
   r.training = true;
   EXPECT_THROW(predict(cat(), r), InputError);  // gen_len is for inference
 }
+
+TEST(Predict, RecomputeTradesTimeForMemory) {
+  PredictRequest r;
+  r.workload = "bert-large";
+  r.gpu = "a100-80gb-sxm";
+  r.precision = Precision::amp_fp16;
+  r.batch = 16;
+  const Prediction none = predict(cat(), r);
+  r.options = {{"recompute", "selective"}};
+  const Prediction sel = predict(cat(), r);
+  r.options = {{"recompute", "full"}};
+  const Prediction full = predict(cat(), r);
+  EXPECT_LT(sel.memory.activations_bytes, none.memory.activations_bytes);
+  EXPECT_LT(full.memory.activations_bytes, sel.memory.activations_bytes);
+  EXPECT_GT(sel.step_s, none.step_s);
+  EXPECT_GT(full.step_s, sel.step_s);
+  // Full recompute repeats the forward pass: about a third more work than forward + backward.
+  EXPECT_NEAR(full.step_s / none.step_s, 1.33, 0.12);
+  // Per block, only its input stays: layers x tokens x hidden x 2 bytes, plus one block's worth.
+  EXPECT_GE(full.memory.activations_bytes, 24.0 * 16 * 384 * 1024 * 2);
+  r.options = {{"recompute", "sometimes"}};
+  EXPECT_THROW(predict(cat(), r), InputError);
+  r.workload = "resnet50";
+  r.options = {{"recompute", "full"}};
+  EXPECT_THROW(predict(cat(), r), InputError);  // not modelled for CNNs: said plainly
+}
+
+TEST(Predict, LoraAndQloraMemory) {
+  PredictRequest r;
+  r.workload = "llama-7b";
+  r.gpu = "rtx-4090";
+  r.precision = Precision::amp_bf16;
+  r.batch = 1;
+  r.options = {{"seq_len", "512"}, {"finetune", "lora"}, {"lora_rank", "16"}};
+  const Prediction lora = predict(cat(), r);
+  // Adapters on q, k, v, out (4096 -> 4096, or 1024 for none here) and the SwiGLU MLP: r x (in + out) each.
+  const double per_layer = 16.0 * (4 * (4096 + 4096) + 2 * (4096 + 11008) + (11008 + 4096));
+  EXPECT_NEAR(static_cast<double>(lora.params), 32 * per_layer, 1.0);
+  EXPECT_EQ(lora.params + lora.frozen_params, 6738415616 + static_cast<std::int64_t>(32 * per_layer));
+  EXPECT_NEAR(lora.memory.weights_bytes, 2.0 * static_cast<double>(lora.frozen_params) + 2.0 * static_cast<double>(lora.params), 1.0);
+  EXPECT_NEAR(lora.memory.optimizer_bytes, 12.0 * static_cast<double>(lora.params), 1.0);
+  EXPECT_TRUE(lora.memory.fits);
+  r.options["finetune"] = "qlora";
+  const Prediction q = predict(cat(), r);
+  EXPECT_NEAR(q.memory.weights_bytes - 2.0 * static_cast<double>(q.params), 0.516 * static_cast<double>(q.frozen_params), 1.0);
+  EXPECT_LT(q.memory.peak_bytes, lora.memory.peak_bytes - 8e9);
+  // Frozen weights need no weight gradients: the step does less matrix work than full fine-tuning.
+  r.options = {{"seq_len", "512"}};
+  EXPECT_LT(lora.detail.matrix_flops, predict(cat(), r).detail.matrix_flops * 0.8);
+  r.workload = "resnet50";
+  r.options = {{"finetune", "lora"}};
+  EXPECT_THROW(predict(cat(), r), InputError);
+}

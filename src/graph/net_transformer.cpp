@@ -14,18 +14,30 @@ struct TransformerBuilder {
   DType dt;
   bool training;
   bool flash;
+  std::int64_t lora_rank = 0;  // > 0: base weights frozen, LoRA adapters trained
 
   NodeId linear(const std::string& name, NodeId x, std::int64_t out, bool bias, Act act = Act::none) {
     const std::int64_t in = g.node(x).shape[1];
-    const NodeId w = g.param(name + "/weight", {in, out}, dt);
-    const NodeId b = bias ? g.param(name + "/bias", {out}, dt) : kNone;
-    if (act_grad_from_output(act)) return g.matmul(name, x, w, b, act);
-    return g.activation(name + "/" + std::string(act_name(act)), g.matmul(name, x, w, b), act);
+    const bool frozen = lora_rank > 0;
+    const NodeId w = g.param(name + "/weight", {in, out}, dt, !frozen);
+    const NodeId b = bias ? g.param(name + "/bias", {out}, dt, !frozen) : kNone;
+    NodeId y = g.matmul(name, x, w, b, lora_rank > 0 || !act_grad_from_output(act) ? Act::none : act);
+    if (lora_rank > 0) {
+      const NodeId a = g.param(name + "/lora_a", {in, lora_rank}, dt);
+      const NodeId bb = g.param(name + "/lora_b", {lora_rank, out}, dt);
+      const NodeId delta = g.matmul(name + "/lora_b_mm", g.matmul(name + "/lora_a_mm", x, a), bb);
+      y = g.add(name + "/lora_add", y, delta);
+      if (act != Act::none) y = g.activation(name + "/" + std::string(act_name(act)), y, act);
+      return y;
+    }
+    if (act_grad_from_output(act)) return y;
+    return g.activation(name + "/" + std::string(act_name(act)), y, act);
   }
   NodeId norm(const std::string& name, NodeId x, bool rms, bool bias) {
     const std::int64_t d = g.node(x).shape.back();
-    const NodeId scale = g.param(name + "/weight", {d}, dt);
-    const NodeId shift = bias ? g.param(name + "/bias", {d}, dt) : kNone;
+    const bool frozen = lora_rank > 0;
+    const NodeId scale = g.param(name + "/weight", {d}, dt, !frozen);
+    const NodeId shift = bias ? g.param(name + "/bias", {d}, dt, !frozen) : kNone;
     return g.normalize(name, x, scale, shift, rms ? NormKind::rms : NormKind::layer);
   }
   NodeId dropout(const std::string& name, NodeId x, double rate) {
@@ -79,7 +91,7 @@ struct TransformerBuilder {
 
 Graph build_bert(const NetworkOptions& opt, int layers, std::int64_t hidden, int heads) {
   Graph g;
-  TransformerBuilder b{g, opt.dtype, opt.training, opt.flash_attention};
+  TransformerBuilder b{g, opt.dtype, opt.training, opt.flash_attention, opt.lora_rank};
   const std::int64_t batch = opt.batch, seq = opt.seq_len > 0 ? opt.seq_len : 384;
   if (seq > 512) throw InputError(fmt::format("seq_len {} exceeds BERT's 512 positions", seq));
   constexpr std::int64_t kVocab = 30528;  // 30522 padded to a multiple of 8, as NVIDIA's implementation does
@@ -87,11 +99,11 @@ Graph build_bert(const NetworkOptions& opt, int layers, std::int64_t hidden, int
   const NodeId ids = g.input("input_ids", {batch, seq}, DType::i32);
   const NodeId pos = g.input("position_ids", {batch, seq}, DType::i32);
   const NodeId types = g.input("token_type_ids", {batch, seq}, DType::i32);
-  NodeId x = g.embedding("embeddings.word", ids, g.param("embeddings.word/weight", {kVocab, hidden}, opt.dtype));
+  NodeId x = g.embedding("embeddings.word", ids, g.param("embeddings.word/weight", {kVocab, hidden}, opt.dtype, opt.lora_rank == 0));
   x = g.add("embeddings.add_position", x,
-            g.embedding("embeddings.position", pos, g.param("embeddings.position/weight", {512, hidden}, opt.dtype)));
+            g.embedding("embeddings.position", pos, g.param("embeddings.position/weight", {512, hidden}, opt.dtype, opt.lora_rank == 0)));
   x = g.add("embeddings.add_type", x,
-            g.embedding("embeddings.type", types, g.param("embeddings.type/weight", {2, hidden}, opt.dtype)));
+            g.embedding("embeddings.type", types, g.param("embeddings.type/weight", {2, hidden}, opt.dtype, opt.lora_rank == 0)));
   x = g.reshape("embeddings.flatten", x, {batch * seq, hidden});
   x = b.dropout("embeddings.dropout", b.norm("embeddings.norm", x, false, true), drop);
   for (int l = 0; l < layers; ++l) {
@@ -166,11 +178,11 @@ Graph build_decoder(const NetworkOptions& opt, const DecoderConfig& cfg) {
                                  cfg.heads, cfg.kv_heads));
   if (opt.decode_context > 0 && opt.training) throw InputError("decode steps are inference only");
   Graph g;
-  TransformerBuilder b{g, opt.dtype, opt.training, opt.flash_attention};
+  TransformerBuilder b{g, opt.dtype, opt.training, opt.flash_attention, opt.lora_rank};
   const std::int64_t batch = opt.batch;
   const std::int64_t seq = opt.decode_context > 0 ? 1 : opt.seq_len > 0 ? opt.seq_len : cfg.seq_len;
   const NodeId tokens = g.input("tokens", {batch, seq}, DType::i32);
-  const NodeId wte = g.param("wte/weight", {cfg.vocab, cfg.hidden}, opt.dtype);
+  const NodeId wte = g.param("wte/weight", {cfg.vocab, cfg.hidden}, opt.dtype, opt.lora_rank == 0);
   NodeId x = g.embedding("wte", tokens, wte);
   if (cfg.learned_positions) {
     const NodeId pos = g.input("positions", {batch, seq}, DType::i32);
@@ -198,7 +210,8 @@ Graph build_decoder(const NetworkOptions& opt, const DecoderConfig& cfg) {
   x = b.norm("norm_f", x, cfg.rms_norm, cfg.norm_bias);
   const NodeId logits = cfg.tied_embeddings
                             ? g.matmul("lm_head", x, wte, kNone, Act::none, false, true)
-                            : g.matmul("lm_head", x, g.param("lm_head/weight", {cfg.hidden, cfg.vocab}, opt.dtype));
+                            : g.matmul("lm_head", x,
+                                       g.param("lm_head/weight", {cfg.hidden, cfg.vocab}, opt.dtype, opt.lora_rank == 0));
   g.set_output("logits", logits);
   g.set_output("loss", g.softmax_xent("loss", logits, g.input("labels", {batch * seq}, DType::i32)));
   return g;

@@ -14,30 +14,30 @@ namespace {
 
 NetworkInfo decoder_info(const std::string& id, const std::string& desc, double published, const std::string& source) {
   const DecoderConfig cfg = decoder_preset(id);
-  return {id, desc, "decoder", "sequences", cfg.seq_len, published, source,
+  return {id, desc, "decoder", "sequences", cfg.seq_len, published, source, cfg.layers, cfg.hidden,
           [id](const NetworkOptions& o) { return build_decoder(o, decoder_preset(id)); }};
 }
 
 std::vector<NetworkInfo> make_networks() {
   std::vector<NetworkInfo> v;
   v.push_back({"seed-mlp", "Keras Dense(128, relu, input 780) -> Dropout(0.2) -> Dense(10, softmax)", "mlp", "samples",
-               0, 101258, "Keras model.summary() of the seed model (780 inputs)", [](const NetworkOptions& o) {
+               0, 101258, "Keras model.summary() of the seed model (780 inputs)", 0, 0, [](const NetworkOptions& o) {
                  BuildOptions b{o.batch, o.dtype, o.training ? Mode::train : Mode::eval, false};
                  return build_graph(builtin_workload("seed-mlp"), b);
                }});
   v.push_back({"resnet50", "ResNet-50 v1.5, ImageNet 224x224, 1000 classes", "cnn", "images", 0, 25557032,
-               "torchvision resnet50 (25,557,032 parameters)",
+               "torchvision resnet50 (25,557,032 parameters)", 0, 0,
                [](const NetworkOptions& o) { return build_resnet(o, {3, 4, 6, 3}); }});
   v.push_back({"resnet152", "ResNet-152 v1.5, ImageNet 224x224, 1000 classes", "cnn", "images", 0, 60192808,
-               "torchvision resnet152 (60,192,808 parameters)",
+               "torchvision resnet152 (60,192,808 parameters)", 0, 0,
                [](const NetworkOptions& o) { return build_resnet(o, {3, 8, 36, 3}); }});
   v.push_back({"vgg16", "VGG-16, ImageNet 224x224, 1000 classes", "cnn", "images", 0, 138357544,
-               "torchvision vgg16 (138,357,544 parameters)", [](const NetworkOptions& o) { return build_vgg16(o); }});
+               "torchvision vgg16 (138,357,544 parameters)", 0, 0, [](const NetworkOptions& o) { return build_vgg16(o); }});
   v.push_back({"bert-base", "BERT-base (12 layers, 768 hidden) with a SQuAD span head", "encoder", "sequences", 384,
-               110e6, "Devlin et al. 2018: BERT-base 110M",
+               110e6, "Devlin et al. 2018: BERT-base 110M", 12, 768,
                [](const NetworkOptions& o) { return build_bert(o, 12, 768, 12); }});
   v.push_back({"bert-large", "BERT-large (24 layers, 1024 hidden) with a SQuAD span head", "encoder", "sequences", 384,
-               335141888, "bert-large-uncased with pooler, 335,141,888 (Hugging Face); Devlin et al.: 340M",
+               335141888, "bert-large-uncased with pooler, 335,141,888 (Hugging Face); Devlin et al.: 340M", 24, 1024,
                [](const NetworkOptions& o) { return build_bert(o, 24, 1024, 16); }});
   v.push_back(decoder_info("mpt-760m", "MPT 760M (llm-foundry: 24 layers, d 1536)", 760e6, "llm-foundry MPT 760M"));
   v.push_back(decoder_info("mpt-1b", "MPT 1B (llm-foundry: 24 layers, d 2048)", 1.3e9, "mosaicml mpt-1b: 1.3B"));
@@ -78,10 +78,10 @@ Graph build_network(const NetworkInfo& net, const NetworkOptions& opt) {
   return g;
 }
 
-std::int64_t param_count(const Graph& g) {
+std::int64_t param_count(const Graph& g, bool trainable_only) {
   std::int64_t n = 0;
   for (const auto& node : g.nodes())
-    if (node.op == OpKind::param && node.trainable) n += numel(node.shape);
+    if (node.op == OpKind::param && (node.trainable || !trainable_only)) n += numel(node.shape);
   return n;
 }
 

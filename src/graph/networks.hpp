@@ -20,6 +20,9 @@ struct NetworkOptions {
   /// Decoders, inference: > 0 builds one decode step — one new token per sequence attending over a KV
   /// cache of this many positions (inputs "blocks.N/attn/k_cache", ".../v_cache") — instead of a prefill.
   std::int64_t decode_context = 0;
+  /// Transformers: > 0 freezes every base weight and adds a trainable LoRA adapter x.A.B (A [in, r],
+  /// B [r, out]) beside each projection and MLP matrix.
+  std::int64_t lora_rank = 0;
 };
 
 /// GPT-style decoder hyper-parameters (presets below; user-settable through options later).
@@ -48,6 +51,8 @@ struct NetworkInfo {
   std::int64_t default_seq_len = 0;
   double published_params = 0;  // the figure the source gives, for tests and `gpuvs graph`
   std::string params_source;
+  int layers = 0;              // transformer blocks (recompute, LoRA); 0 for others
+  std::int64_t hidden = 0;     // width of the residual stream
   std::function<Graph(const NetworkOptions&)> forward;
 };
 
@@ -65,7 +70,7 @@ DecoderConfig decoder_preset(const std::string& id);
 /// KV-cache bytes: 2 (K and V) x layers x kv_heads x head_dim x positions x batch x element size.
 double kv_cache_bytes(const DecoderConfig& cfg, std::int64_t positions, std::int64_t batch, DType dtype);
 
-/// Trainable parameter count of a graph (elements of trainable params).
-std::int64_t param_count(const Graph& g);
+/// Parameter count of a graph: trainable params only, or all (frozen ones too).
+std::int64_t param_count(const Graph& g, bool trainable_only = true);
 
 }  // namespace gpuvs::graph

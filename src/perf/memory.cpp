@@ -35,37 +35,41 @@ ParamBytes param_bytes(const PrecisionPlan& plan, bool training) {
   return {2, 2, 4};
 }
 
+std::vector<graph::NodeId> saved_tensors(const graph::Graph& g) {
+  const graph::NodeId loss = g.output("loss");
+  const graph::NodeId last_forward = loss == graph::kNone ? static_cast<graph::NodeId>(g.size()) - 1 : loss;
+  std::set<graph::NodeId> saved;
+  for (const Node& n : g.nodes()) {
+    if (n.id <= last_forward) continue;
+    auto keep = [&](graph::NodeId id) {
+      if (id == graph::kNone || id > last_forward) return;
+      const graph::NodeId s = storage_of(g, id);
+      const Node& src = g.node(s);
+      if (src.op == OpKind::param || src.op == OpKind::fill) return;  // counted with the weights
+      saved.insert(s);
+    };
+    for (graph::NodeId in : n.inputs) keep(in);
+    keep(n.ref);
+  }
+  return {saved.begin(), saved.end()};
+}
+
+double saved_bytes(const graph::Graph& g, graph::NodeId id) {
+  const Node& n = g.node(id);
+  return node_bytes(n) + (n.op == OpKind::dropout ? static_cast<double>(graph::numel(n.shape)) : 0.0);
+}
+
 MemoryEstimate estimate_memory(const graph::Graph& g, std::int64_t params, const PrecisionPlan& plan, bool training,
-                               const catalog::Gpu& gpu) {
+                               const catalog::Gpu& gpu, std::int64_t frozen_params, double frozen_bytes_per_param) {
   MemoryEstimate m;
   const ParamBytes pb = param_bytes(plan, training);
   const double p = static_cast<double>(params);
   m.weights_bytes = pb.weights * p;
   m.gradients_bytes = pb.gradients * p;
   m.optimizer_bytes = pb.optimizer * p;
-  // The forward pass ends at the loss; everything after it is backward or optimizer.
-  const graph::NodeId loss = g.output("loss");
-  const graph::NodeId last_forward = loss == graph::kNone ? static_cast<graph::NodeId>(g.size()) - 1 : loss;
-  if (training) {
-    std::set<graph::NodeId> saved;
-    for (const Node& n : g.nodes()) {
-      if (n.id <= last_forward) continue;
-      auto keep = [&](graph::NodeId id) {
-        if (id == graph::kNone || id > last_forward) return;
-        const graph::NodeId s = storage_of(g, id);
-        const Node& src = g.node(s);
-        if (src.op == OpKind::param || src.op == OpKind::fill) return;  // counted with the weights
-        saved.insert(s);
-      };
-      for (graph::NodeId in : n.inputs) keep(in);
-      keep(n.ref);
-    }
-    for (graph::NodeId id : saved) {
-      const Node& n = g.node(id);
-      m.activations_bytes += node_bytes(n);
-      if (n.op == OpKind::dropout) m.activations_bytes += static_cast<double>(graph::numel(n.shape));  // 1-byte mask
-    }
-  }
+  m.weights_bytes += static_cast<double>(frozen_params) * frozen_bytes_per_param;
+  if (training)
+    for (graph::NodeId id : saved_tensors(g)) m.activations_bytes += saved_bytes(g, id);
   // Transient: the largest tensor produced anywhere, twice (an op's input gradient and output gradient).
   double largest = 0;
   for (const Node& n : g.nodes())

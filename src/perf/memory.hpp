@@ -3,6 +3,7 @@
 // and the runtime's own context; compared against the card's usable capacity.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "catalog/catalog.hpp"
 #include "graph/ir.hpp"
@@ -29,7 +30,14 @@ struct ParamBytes {
 };
 ParamBytes param_bytes(const PrecisionPlan& plan, bool training);
 
+/// `frozen_params` (LoRA's base model) hold weights only, `frozen_bytes_per_param` each (2 for 16-bit,
+/// 0.516 for QLoRA's NF4 with double-quantised block scales).
 MemoryEstimate estimate_memory(const graph::Graph& g, std::int64_t params, const PrecisionPlan& plan, bool training,
-                               const catalog::Gpu& gpu);
+                               const catalog::Gpu& gpu, std::int64_t frozen_params = 0,
+                               double frozen_bytes_per_param = 0);
+/// Forward tensors the backward pass reads (views resolved to their storage), in node order.
+std::vector<graph::NodeId> saved_tensors(const graph::Graph& g);
+/// Bytes of a saved tensor, with the 1-byte mask of a dropout node.
+double saved_bytes(const graph::Graph& g, graph::NodeId id);
 
 }  // namespace gpuvs::perf

@@ -13,7 +13,28 @@
 namespace gpuvs::perf {
 
 namespace {
-const std::vector<std::string> kOptionKeys = {"seq_len", "flash_attention", "sharding", "gen_len"};
+const std::vector<std::string> kOptionKeys = {"seq_len", "flash_attention", "sharding", "gen_len",
+                                              "recompute", "finetune", "lora_rank"};
+
+std::string option_choice(const std::map<std::string, std::string>& o, const std::string& key, const std::string& fallback,
+                          const std::vector<std::string>& allowed) {
+  auto it = o.find(key);
+  if (it == o.end()) return fallback;
+  for (const auto& a : allowed)
+    if (a == it->second) return a;
+  throw InputError(fmt::format("option {}={}: expected one of {}", key, strings::printable(it->second),
+                               strings::join(allowed, ", ")));
+}
+
+// The attention core a selective recompute drops and recomputes (Korthikanti et al. 2022): the score
+// matrix, its mask, softmax and dropout.
+bool attention_core(const graph::Graph& g, const graph::Node& n) {
+  using graph::OpKind;
+  if (n.op == OpKind::softmax) return true;
+  if (n.op == OpKind::elementwise && n.fn == graph::EwFn::scale_mask) return true;
+  if (n.op == OpKind::dropout && g.node(n.inputs[0]).op == OpKind::softmax) return true;
+  return n.op == OpKind::batch_matmul && n.trans_b;  // Q.K^T
+}
 // PyTorch DDP's default gradient bucket: the last one cannot overlap with backward.
 constexpr double kBucketBytes = 25e6;
 
@@ -88,10 +109,56 @@ Prediction predict(const catalog::Catalog& cat, const PredictRequest& req) {
   // Frameworks' defaults: the published encoder (BERT) implementations use unfused attention; decoder
   // training stacks (llm-foundry, Megatron) use FlashAttention.
   const bool flash = option_int(req.options, "flash_attention", net.family == "decoder" ? 1 : 0, 0, 1) == 1;
-  const graph::Graph g = graph::build_network(net, {p.batch, p.plan.activations, p.seq_len, flash, req.training});
+  p.finetune = option_choice(req.options, "finetune", "full", {"full", "lora", "qlora"});
+  p.recompute = option_choice(req.options, "recompute", "none", {"none", "full", "selective"});
+  if (p.finetune != "full") {
+    if (net.layers == 0) throw InputError(fmt::format("finetune={} applies to transformer workloads, not {}", p.finetune, net.id));
+    if (!req.training) throw InputError(fmt::format("finetune={} needs --mode train", p.finetune));
+    p.lora_rank = option_int(req.options, "lora_rank", 16, 1, 4096);
+  } else if (req.options.count("lora_rank")) {
+    throw InputError("option lora_rank needs finetune=lora or finetune=qlora");
+  }
+  if (p.recompute != "none" && (!req.training || net.layers == 0))
+    throw InputError(fmt::format("recompute={} applies to training transformer workloads", p.recompute));
+  graph::NetworkOptions nopt{p.batch, p.plan.activations, p.seq_len, flash, req.training};
+  nopt.lora_rank = p.lora_rank;
+  const graph::Graph g = graph::build_network(net, nopt);
   p.params = graph::param_count(g);
+  p.frozen_params = graph::param_count(g, false) - p.params;
   p.detail = predict_graph(g, gpu, p.plan);
-  p.memory = estimate_memory(g, p.params, p.plan, req.training, gpu);
+  // LoRA's frozen base: 16-bit weights (or 32-bit in fp32/tf32); QLoRA: 4-bit NF4 plus double-quantised
+  // block scales, 0.516 bytes per parameter (Dettmers et al. 2023).
+  const double frozen_bytes = p.finetune == "qlora" ? 0.516 : static_cast<double>(graph::dtype_size(p.plan.activations));
+  p.memory = estimate_memory(g, p.params, p.plan, req.training, gpu, p.frozen_params, frozen_bytes);
+  if (p.recompute != "none") {
+    const graph::NodeId loss = g.output("loss");
+    std::map<graph::NodeId, double> op_seconds;
+    for (const auto& op : p.detail.ops) op_seconds[op.id] = op.seconds;
+    if (p.recompute == "full") {
+      // Keep each block's input; recompute the block during backward: one more forward pass.
+      for (const auto& [id, sec] : op_seconds)
+        if (id <= loss) p.recompute_s += sec;
+      const double all = p.memory.activations_bytes;
+      const double boundaries = static_cast<double>(net.layers) * static_cast<double>(p.batch * std::max<std::int64_t>(p.seq_len, 1)) *
+                                static_cast<double>(net.hidden) * static_cast<double>(graph::dtype_size(p.plan.activations));
+      p.memory.activations_bytes = boundaries + all / net.layers;
+    } else {
+      double dropped = 0;
+      for (graph::NodeId id : saved_tensors(g))
+        if (attention_core(g, g.node(id))) {
+          dropped += saved_bytes(g, id);
+          if (op_seconds.count(id)) p.recompute_s += op_seconds[id];
+        }
+      p.memory.activations_bytes -= dropped;
+    }
+    const double dynamic = p.memory.gradients_bytes + p.memory.optimizer_bytes + p.memory.activations_bytes +
+                           p.memory.transient_bytes;
+    p.memory.fragmentation_bytes = 0.08 * dynamic;
+    p.memory.peak_bytes = p.memory.weights_bytes + dynamic + p.memory.fragmentation_bytes + p.memory.runtime_bytes;
+    p.memory.fits = p.memory.peak_bytes <= p.memory.capacity_bytes;
+    p.detail.step_s += p.recompute_s;
+    p.detail.compute_s += p.recompute_s;
+  }
   if (!req.training && net.family == "decoder") {
     // Serving: the prompt (seq_len) is prefilled once; each generated token is one decode step reading
     // every weight and the whole KV cache.

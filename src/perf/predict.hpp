@@ -19,7 +19,8 @@ struct PredictRequest {
   std::int64_t batch = 0;  // per GPU; 0 = the workload family's default
   Precision precision = Precision::amp_bf16;
   bool training = true;
-  std::map<std::string, std::string> options;  // seq_len, flash_attention, sharding
+  std::map<std::string, std::string> options;  // seq_len, flash_attention, sharding, gen_len, recompute,
+                                               // finetune, lora_rank
 };
 
 struct Prediction {
@@ -50,6 +51,11 @@ struct Prediction {
   std::int64_t prompt_len = 0, gen_len = 0;
   double prefill_s = 0, decode_step_s = 0;
   double kv_cache_bytes = 0;
+  std::string recompute = "none";
+  double recompute_s = 0;       // forward work done again in the backward pass
+  std::string finetune = "full";
+  std::int64_t lora_rank = 0;
+  std::int64_t frozen_params = 0;
 };
 
 /// Parses "k=v;k=v" (spaces allowed); InputError on a malformed pair or unknown key.
