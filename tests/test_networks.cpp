@@ -36,6 +36,7 @@ TEST(Networks, ParameterCountsMatchPublishedFigures) {
   EXPECT_EQ(exact("llama3-8b"), 8030261248);
   EXPECT_EQ(exact("llama-13b"), 13015864320);
   EXPECT_EQ(exact("llama-70b"), 68976648192);
+  EXPECT_EQ(exact("sd15-unet"), 859520964);  // diffusers UNet2DConditionModel, SD 1.5 config
   const double bert_large = static_cast<double>(exact("bert-large"));
   EXPECT_GE(bert_large, 335e6);
   EXPECT_LE(bert_large, 340e6);
@@ -96,6 +97,21 @@ TEST(Networks, GroupedQueryProjectionsAndDtypes) {
   EXPECT_EQ(k.shape, (Shape{4096, 1024}));
   EXPECT_EQ(k.dtype, DType::bf16);
   EXPECT_EQ(g.node(g.find("blocks.0/attn/q/weight")).shape, (Shape{4096, 4096}));
+}
+
+TEST(Networks, UnetTrainsWithAnMseLossThroughEveryBlock) {
+  const Graph g = build_network(network("sd15-unet"), {1, DType::f16, 0, true, true});
+  int convs = 0, attn = 0;
+  for (const auto& n : g.nodes()) {
+    convs += n.op == OpKind::conv2d;
+    attn += n.op == OpKind::attention;
+  }
+  EXPECT_EQ(attn, 32);   // 16 transformer blocks, self- and cross-attention each
+  EXPECT_EQ(count(g, OpKind::concat), 12);  // the skip connections
+  int params = 0;
+  for (const auto& n : g.nodes()) params += n.op == OpKind::param && n.trainable;
+  EXPECT_EQ(count(g, OpKind::adam_update), params);
+  EXPECT_GT(convs, 60);
 }
 
 TEST(Networks, BadOptions) {

@@ -147,8 +147,9 @@ std::map<NodeId, NodeId> append_gradients(Graph& g, NodeId root, NodeId seed) {
             if (wants(in[1])) accumulate(in[1], g.reduce_to(base + "/b", dy, in[1]));
             break;
           case EwFn::swiglu:
-            if (wants(in[0])) accumulate(in[0], g.elementwise(base + "/a", EwFn::swiglu_grad_a, {dy, in[0], in[1]}));
-            if (wants(in[1])) accumulate(in[1], g.elementwise(base + "/b", EwFn::swiglu_grad_b, {dy, in[0], in[1]}));
+          case EwFn::geglu:  // gated activations: the gradient kernels cost the same either way
+            if (wants(in[0])) accumulate(in[0], g.elementwise(base + "/a", EwFn::gated_grad_a, {dy, in[0], in[1]}));
+            if (wants(in[1])) accumulate(in[1], g.elementwise(base + "/b", EwFn::gated_grad_b, {dy, in[0], in[1]}));
             break;
           case EwFn::rope:  // the inverse rotation, same cost
           case EwFn::scale_mask:
@@ -174,6 +175,9 @@ std::map<NodeId, NodeId> append_gradients(Graph& g, NodeId root, NodeId seed) {
         break;
       case OpKind::softmax:
         if (wants(n.inputs[0])) accumulate(n.inputs[0], g.softmax_grad(base, dy, id));
+        break;
+      case OpKind::mse_loss:
+        if (wants(n.inputs[0])) accumulate(n.inputs[0], g.mse_loss_grad(base, dy, id));
         break;
       default:
         throw std::invalid_argument(

@@ -34,8 +34,9 @@ double ew_flops(EwFn f) {
     case EwFn::mul: return 1;
     case EwFn::add_bcast: return 1;
     case EwFn::swiglu: return 6;         // silu(a) = a / (1 + exp(-a)): 4, times b
-    case EwFn::swiglu_grad_a: return 9;  // dy * b * silu'(a)
-    case EwFn::swiglu_grad_b: return 5;  // dy * silu(a)
+    case EwFn::geglu: return 9;          // gelu(a) (erf form, 8) times b
+    case EwFn::gated_grad_a: return 9;  // dy * b * silu'(a)
+    case EwFn::gated_grad_b: return 5;  // dy * silu(a)
     case EwFn::rope: return 3;           // x*cos + rotate(x)*sin per element
     case EwFn::scale_mask: return 2;
   }
@@ -236,6 +237,14 @@ OpCost op_cost(const Graph& g, const Node& n) {
     }
     case OpKind::upsample2x:
       c.bytes = bytes_of(n.inputs[0]) + out * es;
+      break;
+    case OpKind::mse_loss:  // subtract, square, sum
+      c.vector_flops = 3.0 * elems(n.inputs[0]);
+      c.bytes = bytes_of(n.inputs[0]) + bytes_of(n.inputs[1]) + es;
+      break;
+    case OpKind::mse_loss_grad:
+      c.vector_flops = 3.0 * out;
+      c.bytes = bytes_of(n.inputs[1]) + bytes_of(n.inputs[2]) + out * es;
       break;
     case OpKind::softmax_grad:  // dx = y * (dy - sum(dy * y))
       c.vector_flops = 4.0 * out;

@@ -66,8 +66,9 @@ std::string_view ew_name(EwFn f) {
     case EwFn::mul: return "mul";
     case EwFn::add_bcast: return "add_bcast";
     case EwFn::swiglu: return "swiglu";
-    case EwFn::swiglu_grad_a: return "swiglu_grad_a";
-    case EwFn::swiglu_grad_b: return "swiglu_grad_b";
+    case EwFn::geglu: return "geglu";
+    case EwFn::gated_grad_a: return "gated_grad_a";
+    case EwFn::gated_grad_b: return "gated_grad_b";
     case EwFn::rope: return "rope";
     case EwFn::scale_mask: return "scale_mask";
   }
@@ -112,6 +113,8 @@ std::string_view op_name(OpKind k) {
     case OpKind::concat: return "concat";
     case OpKind::upsample2x: return "upsample2x";
     case OpKind::softmax_grad: return "softmax_grad";
+    case OpKind::mse_loss: return "mse_loss";
+    case OpKind::mse_loss_grad: return "mse_loss_grad";
   }
   return "?";
 }

@@ -68,15 +68,17 @@ enum class OpKind : std::uint8_t {
   concat,                 // inputs joined along `axis`
   upsample2x,             // nearest-neighbour 2x upsampling of [N,C,H,W]
   softmax_grad,           // dX of a softmax from (dY, Y)
+  mse_loss,               // mean of (prediction - target)^2 over all elements (diffusion noise loss)
+  mse_loss_grad,          // dLoss * 2 (prediction - target) / n, of node `ref`
 };
 std::string_view op_name(OpKind k);
 
 enum class NormKind : std::uint8_t { batch, layer, group, rms };
 enum class PoolKind : std::uint8_t { max, avg, sum };
 /// Elementwise functions: mul (a*b), add_bcast (x + b broadcast over trailing spatial dims), swiglu
-/// (silu(a)*b) and its two gradients, rope (rotary position embedding, or its inverse for gradients),
-/// scale_mask (scale and causal mask on attention scores).
-enum class EwFn : std::uint8_t { mul, add_bcast, swiglu, swiglu_grad_a, swiglu_grad_b, rope, scale_mask };
+/// (silu(a)*b) and geglu (gelu(a)*b) with their two gradients (gated_grad_a/b, inputs dy, a, b), rope
+/// (rotary position embedding, or its inverse for gradients), scale_mask (scale and causal mask on scores).
+enum class EwFn : std::uint8_t { mul, add_bcast, swiglu, geglu, gated_grad_a, gated_grad_b, rope, scale_mask };
 std::string_view ew_name(EwFn f);
 
 /// Keras Adam defaults; the update uses Keras's form (epsilon added to sqrt(v), bias correction in the step).
@@ -167,6 +169,8 @@ class Graph {
   NodeId concat(std::string name, std::vector<NodeId> inputs, int axis);
   NodeId upsample2x(std::string name, NodeId x);
   NodeId softmax_grad(std::string name, NodeId dy, NodeId softmax_node);
+  NodeId mse_loss(std::string name, NodeId prediction, NodeId target);
+  NodeId mse_loss_grad(std::string name, NodeId dloss, NodeId mse_node);
 
   const Node& node(NodeId id) const { return nodes_.at(static_cast<std::size_t>(id)); }
   const std::vector<Node>& nodes() const { return nodes_; }

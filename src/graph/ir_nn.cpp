@@ -214,7 +214,7 @@ NodeId Graph::attention_grad(std::string name, NodeId dout, NodeId attention_nod
 NodeId Graph::elementwise(std::string name, EwFn fn, std::vector<NodeId> inputs, bool causal) {
   if (inputs.empty()) bad("elementwise", name, "needs an input");
   const Node& first = node(inputs[0]);
-  const std::size_t arity = fn == EwFn::rope || fn == EwFn::scale_mask ? 1 : fn == EwFn::swiglu_grad_a || fn == EwFn::swiglu_grad_b ? 3 : 2;
+  const std::size_t arity = fn == EwFn::rope || fn == EwFn::scale_mask ? 1 : fn == EwFn::gated_grad_a || fn == EwFn::gated_grad_b ? 3 : 2;
   if (inputs.size() != arity) bad("elementwise", name, fmt::format("{} takes {} inputs", ew_name(fn), arity));
   for (std::size_t i = 1; i < inputs.size(); ++i) {
     const Node& other = node(inputs[i]);
@@ -262,6 +262,20 @@ NodeId Graph::softmax_grad(std::string name, NodeId dy, NodeId softmax_node) {
   if (f.op != OpKind::softmax) bad("softmax_grad", name, "ref must be a softmax node");
   Node n = make(OpKind::softmax_grad, std::move(name), {dy, softmax_node}, f.shape, node(dy).dtype);
   n.ref = softmax_node;
+  return add_node(std::move(n));
+}
+
+NodeId Graph::mse_loss(std::string name, NodeId prediction, NodeId target) {
+  if (node(prediction).shape != node(target).shape) bad("mse_loss", name, "prediction and target differ in shape");
+  return add_node(make(OpKind::mse_loss, std::move(name), {prediction, target}, {}, node(prediction).dtype));
+}
+
+NodeId Graph::mse_loss_grad(std::string name, NodeId dloss, NodeId mse_node) {
+  const Node& f = node(mse_node);
+  if (f.op != OpKind::mse_loss) bad("mse_loss_grad", name, "ref must be an mse_loss node");
+  Node n = make(OpKind::mse_loss_grad, std::move(name), {dloss, f.inputs[0], f.inputs[1]}, node(f.inputs[0]).shape,
+                node(f.inputs[0]).dtype);
+  n.ref = mse_node;
   return add_node(std::move(n));
 }
 

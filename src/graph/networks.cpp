@@ -39,6 +39,9 @@ std::vector<NetworkInfo> make_networks() {
   v.push_back({"bert-large", "BERT-large (24 layers, 1024 hidden) with a SQuAD span head", "encoder", "sequences", 384,
                335141888, "bert-large-uncased with pooler, 335,141,888 (Hugging Face); Devlin et al.: 340M", 24, 1024,
                [](const NetworkOptions& o) { return build_bert(o, 24, 1024, 16); }});
+  v.push_back({"sd15-unet", "Stable Diffusion 1.5 denoiser (UNet, 512x512 images as 64x64x4 latents, 77 text tokens)",
+               "unet", "latents", 0, 859520964, "diffusers UNet2DConditionModel for SD 1.5: 859,520,964", 0, 0,
+               [](const NetworkOptions& o) { return build_sd15_unet(o); }});
   v.push_back(decoder_info("mpt-760m", "MPT 760M (llm-foundry: 24 layers, d 1536)", 760e6, "llm-foundry MPT 760M"));
   v.push_back(decoder_info("mpt-1b", "MPT 1B (llm-foundry: 24 layers, d 2048)", 1.3e9, "mosaicml mpt-1b: 1.3B"));
   v.push_back(decoder_info("mpt-3b", "MPT 3B (llm-foundry: 32 layers, d 2560)", 2.7e9, "llm-foundry MPT 3B: 2.7B"));

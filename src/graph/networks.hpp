@@ -46,7 +46,7 @@ struct DecoderConfig {
 struct NetworkInfo {
   std::string id;
   std::string description;
-  std::string family;           // mlp | cnn | encoder | decoder
+  std::string family;           // mlp | cnn | encoder | decoder | unet
   std::string sample_unit;      // what one batch element is: images, sequences, samples
   std::int64_t default_seq_len = 0;
   double published_params = 0;  // the figure the source gives, for tests and `gpuvs graph`
@@ -66,6 +66,7 @@ Graph build_resnet(const NetworkOptions& opt, const std::vector<int>& blocks);
 Graph build_vgg16(const NetworkOptions& opt);
 Graph build_bert(const NetworkOptions& opt, int layers, std::int64_t hidden, int heads);
 Graph build_decoder(const NetworkOptions& opt, const DecoderConfig& cfg);
+Graph build_sd15_unet(const NetworkOptions& opt);
 DecoderConfig decoder_preset(const std::string& id);
 /// KV-cache bytes: 2 (K and V) x layers x kv_heads x head_dim x positions x batch x element size.
 double kv_cache_bytes(const DecoderConfig& cfg, std::int64_t positions, std::int64_t batch, DType dtype);

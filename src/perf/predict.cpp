@@ -51,6 +51,7 @@ std::int64_t option_int(const std::map<std::string, std::string>& o, const std::
 
 std::int64_t default_batch(const std::string& family) {
   if (family == "cnn") return 256;
+  if (family == "unet") return 8;
   if (family == "encoder") return 32;
   if (family == "decoder") return 8;
   return 128;
