@@ -171,6 +171,14 @@ TEST(Cli, PredictJsonAndErrors) {
   const auto tok = run_gpuvs("predict --workload llama-7b --gpu h100-sxm --batch 1 --json");
   ASSERT_EQ(tok.exit_code, 0) << tok.err;
   EXPECT_EQ(nlohmann::json::parse(tok.out)["throughput"]["unit"], "tokens/s");
+  TempDir dir;
+  gpuvs::test::write_text(dir / "tiny.toml",
+                          "input_shape = [64]\n[[layers]]\ntype = \"dense\"\nunits = 10\nactivation = \"softmax\"\n");
+  const auto file = run_gpuvs("predict --workload " + (dir / "tiny.toml").string() + " --gpu l4 --precision tf32 --json");
+  ASSERT_EQ(file.exit_code, 0) << file.err;
+  EXPECT_EQ(nlohmann::json::parse(file.out)["params"], 650);
+  gpuvs::test::write_text(dir / "bad.toml", "input_shape = [64]\n[[layers]]\ntype = \"conv\"\n");
+  expect_usage_error(run_gpuvs("predict --workload " + (dir / "bad.toml").string() + " --gpu l4"), "bad.toml:3");
   expect_usage_error(run_gpuvs("predict --workload resnet50 --gpu a100-80gb-sxm --precision amp-fp8"), "no FP8");
   expect_usage_error(run_gpuvs("predict --workload resnet50 --gpu rtx-4900"), "did you mean: rtx-4090");
   expect_usage_error(run_gpuvs("predict --workload resnet-50 --gpu rtx-4090"), "closest: resnet50");

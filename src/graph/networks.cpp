@@ -6,7 +6,10 @@
 #include "core/strings.hpp"
 #include "graph/autodiff.hpp"
 #include "graph/builder.hpp"
+#include "graph/model_file.hpp"
 #include "graph/workloads.hpp"
+
+#include <filesystem>
 
 namespace gpuvs::graph {
 
@@ -71,6 +74,18 @@ const NetworkInfo& network(const std::string& id) {
   for (const auto& n : networks()) ids.push_back(n.id);
   throw InputError(fmt::format("unknown workload '{}' (closest: {}; or give a .toml/.json model file)",
                                strings::printable(id), strings::join(strings::closest(id, ids), ", ")));
+}
+
+NetworkInfo resolve_network(const std::string& id_or_path) {
+  for (const auto& n : networks())
+    if (n.id == id_or_path) return n;
+  const std::string ext = strings::lower(std::filesystem::path(id_or_path).extension().string());
+  if (ext != ".toml" && ext != ".json") return network(id_or_path);  // unknown id: the closest-ids error
+  const ModelSpec spec = load_model_file(id_or_path);
+  return {spec.name, "model file " + id_or_path, "mlp", "samples", 0, static_cast<double>(spec.param_count()),
+          "the model file", 0, 0, [spec](const NetworkOptions& o) {
+            return build_graph(spec, {o.batch, o.dtype, o.training ? Mode::train : Mode::eval, false});
+          }};
 }
 
 Graph build_network(const NetworkInfo& net, const NetworkOptions& opt) {

@@ -59,6 +59,8 @@ struct NetworkInfo {
 const std::vector<NetworkInfo>& networks();
 /// By id; InputError naming the closest ids when unknown.
 const NetworkInfo& network(const std::string& id);
+/// A built-in network by id, or a Sequential model file (.toml/.json) wrapped as a network ("mlp" family).
+NetworkInfo resolve_network(const std::string& id_or_path);
 /// Forward graph, plus backward and Adam when opt.training.
 Graph build_network(const NetworkInfo& net, const NetworkOptions& opt);
 

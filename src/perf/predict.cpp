@@ -88,7 +88,7 @@ std::map<std::string, std::string> parse_options(const std::string& text) {
 
 Prediction predict(const catalog::Catalog& cat, const PredictRequest& req) {
   const catalog::Gpu& gpu = cat.find(req.gpu);
-  const graph::NetworkInfo& net = graph::network(req.workload);
+  const graph::NetworkInfo net = graph::resolve_network(req.workload);
   if (req.gpus < 1 || req.gpus > 1024) throw InputError(fmt::format("--gpus must be in [1, 1024], got {}", req.gpus));
   if (req.gpus > 8)
     throw InputError(fmt::format("--gpus {}: more than one 8-GPU server (inter-node networks) is not modelled yet",
