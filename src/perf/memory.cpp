@@ -80,12 +80,16 @@ MemoryEstimate estimate_memory(const graph::Graph& g, std::int64_t params, const
     m.activations_bytes = 0;
   }
   m.runtime_bytes = kRuntimeBytes;
+  m.capacity_bytes = gpu.memory_bytes() * (1.0 - kDriverReserve);
+  update_peak(m);
+  return m;
+}
+
+void update_peak(MemoryEstimate& m) {
   const double dynamic = m.gradients_bytes + m.optimizer_bytes + m.activations_bytes + m.transient_bytes;
   m.fragmentation_bytes = kFragmentation * dynamic;
   m.peak_bytes = m.weights_bytes + dynamic + m.fragmentation_bytes + m.runtime_bytes;
-  m.capacity_bytes = gpu.memory_bytes() * (1.0 - kDriverReserve);
   m.fits = m.peak_bytes <= m.capacity_bytes;
-  return m;
 }
 
 }  // namespace gpuvs::perf

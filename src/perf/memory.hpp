@@ -35,6 +35,9 @@ ParamBytes param_bytes(const PrecisionPlan& plan, bool training);
 MemoryEstimate estimate_memory(const graph::Graph& g, std::int64_t params, const PrecisionPlan& plan, bool training,
                                const catalog::Gpu& gpu, std::int64_t frozen_params = 0,
                                double frozen_bytes_per_param = 0);
+/// Recomputes allocator slack, peak and fit from the parts (after a caller changed a part: sharding,
+/// recompute, a KV cache).
+void update_peak(MemoryEstimate& m);
 /// Forward tensors the backward pass reads (views resolved to their storage), in node order.
 std::vector<graph::NodeId> saved_tensors(const graph::Graph& g);
 /// Bytes of a saved tensor, with the 1-byte mask of a dropout node.

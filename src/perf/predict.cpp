@@ -56,6 +56,80 @@ std::int64_t default_batch(const std::string& family) {
   if (family == "decoder") return 8;
   return 128;
 }
+
+// Full: keep each block's input and repeat the forward pass in backward. Selective: drop and recompute
+// the attention core only.
+void apply_recompute(Prediction& p, const graph::Graph& g, const graph::NetworkInfo& net) {
+  const graph::NodeId loss = g.output("loss");
+  std::map<graph::NodeId, double> op_seconds;
+  for (const auto& op : p.detail.ops) op_seconds[op.id] = op.seconds;
+  if (p.recompute == "full") {
+    for (const auto& [id, sec] : op_seconds)
+      if (id <= loss) p.recompute_s += sec;
+    const double tokens = static_cast<double>(p.batch * std::max<std::int64_t>(p.seq_len, 1));
+    const double boundaries = static_cast<double>(net.layers) * tokens * static_cast<double>(net.hidden) *
+                              static_cast<double>(graph::dtype_size(p.plan.activations));
+    p.memory.activations_bytes = boundaries + p.memory.activations_bytes / net.layers;
+  } else {
+    for (graph::NodeId id : saved_tensors(g))
+      if (attention_core(g, g.node(id))) {
+        p.memory.activations_bytes -= saved_bytes(g, id);
+        if (op_seconds.count(id)) p.recompute_s += op_seconds[id];
+      }
+  }
+  update_peak(p.memory);
+  p.detail.step_s += p.recompute_s;
+  p.detail.compute_s += p.recompute_s;
+}
+
+// Serving: the prompt (seq_len) is prefilled once; each generated token is one decode step reading every
+// weight and the whole KV cache, priced at the generation's mean context.
+void apply_decode(Prediction& p, const graph::NetworkInfo& net, const catalog::Gpu& gpu, bool flash,
+                  std::int64_t gen_len) {
+  p.decode = true;
+  p.prompt_len = p.seq_len;
+  p.gen_len = gen_len;
+  p.prefill_s = p.detail.step_s;
+  graph::NetworkOptions d{p.batch, p.plan.activations, p.seq_len, flash, false};
+  d.decode_context = p.prompt_len + p.gen_len / 2;
+  p.detail = predict_graph(graph::build_network(net, d), gpu, p.plan);
+  p.decode_step_s = p.detail.step_s;
+  p.kv_cache_bytes = graph::kv_cache_bytes(graph::decoder_preset(net.id), p.prompt_len + p.gen_len, p.batch,
+                                           p.plan.activations);
+  p.memory.activations_bytes = p.kv_cache_bytes;
+  update_peak(p.memory);
+}
+
+// Data parallel: gradients reduced every step over the link, hidden behind the backward pass but for the
+// last bucket; sharding splits the states and, fully sharded (FSDP), gathers the weights in forward and
+// backward.
+void apply_data_parallel(Prediction& p, const graph::Graph& g, const catalog::Gpu& gpu) {
+  p.link = link_for(gpu, p.gpus);
+  const double params = static_cast<double>(p.params);
+  const double grad_bytes = params * (p.plan.activations == graph::DType::f32 || p.plan.fp32_master ? 4.0 : 2.0);
+  const double weight_bytes = params * static_cast<double>(graph::dtype_size(p.plan.activations));
+  double overlap_window = 0;
+  const graph::NodeId loss = g.output("loss");
+  for (const auto& op : p.detail.ops)
+    if (op.id > loss) overlap_window += op.seconds;  // backward and optimizer
+  if (p.sharding == "full") {
+    p.comm_bytes = 2.0 * weight_bytes + grad_bytes;  // two all-gathers of weights, one reduce-scatter
+    p.comm_s = 2.0 * allgather_seconds(weight_bytes, p.gpus, p.link) + allgather_seconds(grad_bytes, p.gpus, p.link);
+    overlap_window = p.detail.step_s;  // prefetching overlaps gathers with forward and backward
+  } else {
+    p.comm_bytes = 2.0 * grad_bytes;
+    p.comm_s = allreduce_seconds(grad_bytes, p.gpus, p.link);
+  }
+  const double last_bucket = allreduce_seconds(std::min(kBucketBytes, grad_bytes), p.gpus, p.link);
+  p.comm_exposed_s = std::max(0.0, p.comm_s - overlap_window) + std::min(last_bucket, p.comm_s);
+  p.step_s += p.comm_exposed_s;
+  const double n = p.gpus;
+  if (p.sharding != "none") p.memory.optimizer_bytes /= n;
+  if (p.sharding == "zero2" || p.sharding == "full") p.memory.gradients_bytes /= n;
+  if (p.sharding == "full") p.memory.weights_bytes /= n;
+  update_peak(p.memory);
+}
+
 }  // namespace
 
 std::map<std::string, std::string> parse_options(const std::string& text) {
@@ -131,94 +205,18 @@ Prediction predict(const catalog::Catalog& cat, const PredictRequest& req) {
   // block scales, 0.516 bytes per parameter (Dettmers et al. 2023).
   const double frozen_bytes = p.finetune == "qlora" ? 0.516 : static_cast<double>(graph::dtype_size(p.plan.activations));
   p.memory = estimate_memory(g, p.params, p.plan, req.training, gpu, p.frozen_params, frozen_bytes);
-  if (p.recompute != "none") {
-    const graph::NodeId loss = g.output("loss");
-    std::map<graph::NodeId, double> op_seconds;
-    for (const auto& op : p.detail.ops) op_seconds[op.id] = op.seconds;
-    if (p.recompute == "full") {
-      // Keep each block's input; recompute the block during backward: one more forward pass.
-      for (const auto& [id, sec] : op_seconds)
-        if (id <= loss) p.recompute_s += sec;
-      const double all = p.memory.activations_bytes;
-      const double boundaries = static_cast<double>(net.layers) * static_cast<double>(p.batch * std::max<std::int64_t>(p.seq_len, 1)) *
-                                static_cast<double>(net.hidden) * static_cast<double>(graph::dtype_size(p.plan.activations));
-      p.memory.activations_bytes = boundaries + all / net.layers;
-    } else {
-      double dropped = 0;
-      for (graph::NodeId id : saved_tensors(g))
-        if (attention_core(g, g.node(id))) {
-          dropped += saved_bytes(g, id);
-          if (op_seconds.count(id)) p.recompute_s += op_seconds[id];
-        }
-      p.memory.activations_bytes -= dropped;
-    }
-    const double dynamic = p.memory.gradients_bytes + p.memory.optimizer_bytes + p.memory.activations_bytes +
-                           p.memory.transient_bytes;
-    p.memory.fragmentation_bytes = 0.08 * dynamic;
-    p.memory.peak_bytes = p.memory.weights_bytes + dynamic + p.memory.fragmentation_bytes + p.memory.runtime_bytes;
-    p.memory.fits = p.memory.peak_bytes <= p.memory.capacity_bytes;
-    p.detail.step_s += p.recompute_s;
-    p.detail.compute_s += p.recompute_s;
-  }
+  if (p.recompute != "none") apply_recompute(p, g, net);
   if (!req.training && net.family == "decoder") {
-    // Serving: the prompt (seq_len) is prefilled once; each generated token is one decode step reading
-    // every weight and the whole KV cache.
-    p.decode = true;
-    p.prompt_len = p.seq_len;
-    p.gen_len = option_int(req.options, "gen_len", 128, 1, 1 << 20);
-    p.prefill_s = p.detail.step_s;
-    graph::NetworkOptions d{p.batch, p.plan.activations, p.seq_len, flash, false};
-    d.decode_context = p.prompt_len + p.gen_len / 2;
-    const graph::Graph step = graph::build_network(net, d);
-    p.detail = predict_graph(step, gpu, p.plan);
-    p.decode_step_s = p.detail.step_s;
-    const graph::DecoderConfig cfg = graph::decoder_preset(net.id);
-    p.kv_cache_bytes = graph::kv_cache_bytes(cfg, p.prompt_len + p.gen_len, p.batch, p.plan.activations);
-    p.memory.activations_bytes = p.kv_cache_bytes;
-    p.memory.peak_bytes += p.kv_cache_bytes * 1.08;
-    p.memory.fits = p.memory.peak_bytes <= p.memory.capacity_bytes;
+    apply_decode(p, net, gpu, flash, option_int(req.options, "gen_len", 128, 1, 1 << 20));
   } else if (req.options.count("gen_len")) {
     throw InputError("option gen_len applies to decoder inference (--mode infer)");
   }
   p.single_gpu_step_s = p.detail.step_s;
   p.step_s = p.detail.step_s;
-  auto sharding_it = req.options.find("sharding");
-  p.sharding = sharding_it == req.options.end() ? "none" : sharding_it->second;
-  if (p.sharding != "none" && p.sharding != "zero1" && p.sharding != "zero2" && p.sharding != "full")
-    throw InputError(fmt::format("option sharding={}: expected none, zero1, zero2 or full", strings::printable(p.sharding)));
+  p.sharding = option_choice(req.options, "sharding", "none", {"none", "zero1", "zero2", "full"});
   p.gpus = req.gpus;
   if (p.gpus > 1 && req.training) {
-    // Data parallel: gradients reduced every step over the link; sharding splits the states and, for
-    // full sharding (FSDP), gathers the weights again in forward and backward.
-    p.link = link_for(gpu, p.gpus);
-    const double grad_bytes = static_cast<double>(p.params) * (p.plan.activations == graph::DType::f32 || p.plan.fp32_master ? 4.0 : 2.0);
-    const double weight_bytes = static_cast<double>(p.params) * static_cast<double>(graph::dtype_size(p.plan.activations));
-    double overlap_window = 0;
-    const graph::NodeId loss = g.output("loss");
-    for (const auto& op : p.detail.ops)
-      if (op.id > loss) overlap_window += op.seconds;  // backward and optimizer
-    if (p.sharding == "full") {
-      p.comm_bytes = 2.0 * weight_bytes + grad_bytes;  // two all-gathers of weights, one reduce-scatter
-      p.comm_s = 2.0 * allgather_seconds(weight_bytes, p.gpus, p.link) + allgather_seconds(grad_bytes, p.gpus, p.link);
-      overlap_window = p.detail.step_s;  // prefetching overlaps gathers with forward and backward
-    } else {
-      p.comm_bytes = 2.0 * grad_bytes;
-      p.comm_s = allreduce_seconds(grad_bytes, p.gpus, p.link);
-    }
-    const double last_bucket = allreduce_seconds(std::min(kBucketBytes, grad_bytes), p.gpus, p.link);
-    p.comm_exposed_s = std::max(0.0, p.comm_s - overlap_window) + std::min(last_bucket, p.comm_s);
-    p.step_s += p.comm_exposed_s;
-    const double n = p.gpus;
-    if (p.sharding == "zero1" || p.sharding == "zero2" || p.sharding == "full") {
-      const double saved = p.memory.optimizer_bytes * (1 - 1 / n) +
-                           (p.sharding != "zero1" ? p.memory.gradients_bytes * (1 - 1 / n) : 0.0) +
-                           (p.sharding == "full" ? p.memory.weights_bytes * (1 - 1 / n) : 0.0);
-      p.memory.optimizer_bytes /= n;
-      if (p.sharding != "zero1") p.memory.gradients_bytes /= n;
-      if (p.sharding == "full") p.memory.weights_bytes /= n;
-      p.memory.peak_bytes -= saved * 1.08;  // with the allocator slack that came with them
-      p.memory.fits = p.memory.peak_bytes <= p.memory.capacity_bytes;
-    }
+    apply_data_parallel(p, g, gpu);
   } else if (p.sharding != "none") {
     throw InputError("option sharding needs --gpus > 1 and training");
   }
