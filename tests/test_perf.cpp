@@ -364,3 +364,12 @@ TEST(Predict, LoraAndQloraMemory) {
   r.options = {{"finetune", "lora"}};
   EXPECT_THROW(predict(cat(), r), InputError);
 }
+
+TEST(Compare, OwnershipCostFollowsItsAssumptions) {
+  const auto& g = cat().find("rtx-4090");  // MSRP 1599 USD, 450 W
+  const double expected = 1599.0 / (3 * 365 * 24.0) + 0.450 * 1.3 * 0.15;
+  EXPECT_NEAR(*owned_usd_per_hour(g), expected, 1e-12);
+  EXPECT_FALSE(owned_usd_per_hour(cat().find("b200")).has_value());  // no price in the catalog
+  const Comparison c = compare(cat(), {"rtx-4090", "a100-80gb-sxm"}, "seed-mlp", Precision::tf32, 32, true);
+  EXPECT_NEAR(*c.entries[0].owned_usd_per_million, c.entries[0].hours_per_million * expected, 1e-12);
+}

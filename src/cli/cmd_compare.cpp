@@ -46,6 +46,8 @@ int run_compare(CompareArgs a) {
                      {"ratio", e.ratio}, {"step_time_s", e.single.step_s},
                      {"hours_per_million", e.hours_per_million},
                      {"usd_per_million", e.usd_per_million ? nlohmann::json(*e.usd_per_million) : nlohmann::json(nullptr)},
+                     {"owned_usd_per_million",
+                      e.owned_usd_per_million ? nlohmann::json(*e.owned_usd_per_million) : nlohmann::json(nullptr)},
                      {"memory", {{"peak_gib", e.single.memory.peak_bytes / units::kGiB},
                                  {"capacity_gib", e.single.memory.capacity_bytes / units::kGiB},
                                  {"fits", e.single.memory.fits}, {"max_batch", e.max_batch},
@@ -57,6 +59,7 @@ int run_compare(CompareArgs a) {
     for (const auto& cl : c.claims) claims.push_back({{"claim", cl.claim}, {"verdict", cl.verdict}, {"evidence", cl.evidence}});
     fmt::print("{}\n", nlohmann::json{{"schema_version", 1}, {"workload", c.workload}, {"batch", c.batch},
                                       {"precision", perf::precision_name(c.precision)}, {"mode", a.mode},
+                                      {"ownership_assumptions", {{"years", 3.0}, {"usd_per_kwh", 0.15}, {"pue", 1.3}}},
                                       {"gpus", arr}, {"claims", claims}}
                            .dump(2));
     return 0;
@@ -84,6 +87,9 @@ int run_compare(CompareArgs a) {
     return e.usd_per_million ? fmt::format("{:.4g} (at {:.2f}/h)", *e.usd_per_million, *e.gpu->cloud_usd_per_hr)
                              : std::string("no price in catalog");
   });
+  row("owned $ per million", [](const perf::CompareEntry& e) {
+    return e.owned_usd_per_million ? fmt::format("{:.4g}", *e.owned_usd_per_million) : std::string("no price in catalog");
+  });
   row("memory needed", [](const perf::CompareEntry& e) {
     return fmt::format("{:.2f} of {:.1f} GiB", e.single.memory.peak_bytes / units::kGiB,
                        e.single.memory.capacity_bytes / units::kGiB);
@@ -97,6 +103,10 @@ int run_compare(CompareArgs a) {
   row("link between 2", [](const perf::CompareEntry& e) { return e.link_2gpu.substr(0, 24); });
   row("ECC", [](const perf::CompareEntry& e) { return e.gpu->ecc; });
   row("MIG", [](const perf::CompareEntry& e) { return e.gpu->mig_max > 0 ? fmt::format("{} instances", e.gpu->mig_max) : "none"; });
+  const perf::OwnershipAssumptions own;
+  fmt::print("\n  owned: purchase price (MSRP, else the benchmark price basis) over {:g} years of full use, plus TDP at "
+             "${:.2f}/kWh with PUE {:g}; cloud: the catalog's dated $/GPU-hour quotes\n",
+             own.years, own.usd_per_kwh, own.pue);
   if (!c.claims.empty()) {
     fmt::print("\nClaims, judged by these numbers:\n");
     for (const auto& cl : c.claims) fmt::print("  [{}] {}: {}\n", cl.verdict, cl.claim, cl.evidence);

@@ -28,6 +28,13 @@ std::int64_t largest_batch_that_fits(const catalog::Catalog& cat, PredictRequest
   return lo;
 }
 
+std::optional<double> owned_usd_per_hour(const catalog::Gpu& gpu, const OwnershipAssumptions& a) {
+  const std::optional<double> price = gpu.msrp_usd ? gpu.msrp_usd : gpu.price_basis_usd;
+  if (!price) return std::nullopt;
+  const double hours = a.years * 365.0 * 24.0;
+  return *price / hours + gpu.tdp_w / 1000.0 * a.pue * a.usd_per_kwh;
+}
+
 Comparison compare(const catalog::Catalog& cat, const std::vector<std::string>& gpus, const std::string& workload,
                    Precision precision, std::int64_t batch, bool training,
                    const std::map<std::string, std::string>& options) {
@@ -51,6 +58,7 @@ Comparison compare(const catalog::Catalog& cat, const std::vector<std::string>& 
     const double units_per_hour = e.single.throughput * 3600.0;
     e.hours_per_million = 1e6 / units_per_hour;
     if (e.gpu->cloud_usd_per_hr) e.usd_per_million = e.hours_per_million * *e.gpu->cloud_usd_per_hr;
+    if (const auto owned = owned_usd_per_hour(*e.gpu)) e.owned_usd_per_million = e.hours_per_million * *owned;
     const std::int64_t limit = e.single.unit == "tokens/s" ? 1024 : 65536;
     e.max_batch = largest_batch_that_fits(cat, req, limit);
     e.max_batch_capped = e.max_batch >= limit;

@@ -16,6 +16,7 @@ struct CompareEntry {
   Prediction single;
   double ratio = 1;  // throughput relative to the first GPU
   std::optional<double> usd_per_million;  // cloud $/h x hours per million units
+  std::optional<double> owned_usd_per_million;  // purchase amortised + power, at the assumptions below
   double hours_per_million = 0;
   std::int64_t max_batch = 0;             // largest batch per GPU that fits (0: not even 1)
   bool max_batch_capped = false;          // the search stopped at its limit: at least max_batch
@@ -23,6 +24,15 @@ struct CompareEntry {
   std::vector<std::pair<int, double>> scaling;  // (GPUs, scaling efficiency)
   std::string link_2gpu;
 };
+
+/// Owning a card: purchase price (MSRP, else the benchmark price basis) spread over its service life at
+/// full use, plus its TDP at the electricity price and data-centre overhead.
+struct OwnershipAssumptions {
+  double years = 3.0;
+  double usd_per_kwh = 0.15;
+  double pue = 1.3;
+};
+std::optional<double> owned_usd_per_hour(const catalog::Gpu& gpu, const OwnershipAssumptions& a = {});
 
 struct Claim {
   std::string claim, verdict, evidence;  // verdict: confirmed | refuted | partly
