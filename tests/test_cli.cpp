@@ -213,6 +213,23 @@ TEST(Cli, CompareAnswersTheSeedQuestion) {
   expect_usage_error(run_gpuvs("compare h100-sxm"), "at least two GPUs");
 }
 
+TEST(Cli, DevicesListsTheCpuAndSaysWhatOfGpus) {
+  const auto r = run_gpuvs("devices --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_GE(j["cpu"]["cores"].get<int>(), 1);
+  EXPECT_FALSE(j["cpu"]["features"].empty());
+  const std::string status = j["nvidia"]["status"];
+  EXPECT_TRUE(status == "ok" || status == "no-driver" || status == "no-device" || status == "error");
+  if (status != "ok") {
+    EXPECT_FALSE(j["nvidia"]["detail"].get<std::string>().empty());
+  }
+  const auto text = run_gpuvs("devices");
+  EXPECT_EQ(text.exit_code, 0);
+  EXPECT_NE(text.out.find("CPU  "), std::string::npos);
+  EXPECT_NE(text.out.find("GPU  "), std::string::npos);
+}
+
 TEST(Cli, GraphCommandReportsCosts) {
   const auto r = run_gpuvs("graph seed-mlp --batch 1024 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -13,5 +13,6 @@ Runner add_catalog_command(CLI::App& app);
 Runner add_predict_command(CLI::App& app);
 Runner add_validate_command(CLI::App& app);
 Runner add_compare_command(CLI::App& app);
+Runner add_devices_command(CLI::App& app);
 
 }  // namespace gpuvs::cli

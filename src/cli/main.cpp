@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   add(gpuvs::cli::add_predict_command);
   add(gpuvs::cli::add_validate_command);
   add(gpuvs::cli::add_compare_command);
+  add(gpuvs::cli::add_devices_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
