@@ -230,6 +230,18 @@ TEST(Cli, DevicesListsTheCpuAndSaysWhatOfGpus) {
   EXPECT_NE(text.out.find("GPU  "), std::string::npos);
 }
 
+TEST(Cli, BenchFormatsAndBadKeys) {
+  const auto r = run_gpuvs("bench --quick --threads 1 --only cpu.stream.triad -o json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["results"].size(), 1u);
+  EXPECT_EQ(j["results"][0]["status"], "ok");
+  const auto md = run_gpuvs("bench --quick --threads 1 --only cpu.stream.copy -o md");
+  EXPECT_NE(md.out.find("|---|"), std::string::npos);
+  expect_usage_error(run_gpuvs("bench --only cpu.nothing"), "valid: cpu.stream.copy");
+  expect_usage_error(run_gpuvs("bench -o xml"), "-o 'xml'");
+}
+
 TEST(Cli, GraphCommandReportsCosts) {
   const auto r = run_gpuvs("graph seed-mlp --batch 1024 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;

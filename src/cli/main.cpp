@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   add(gpuvs::cli::add_validate_command);
   add(gpuvs::cli::add_compare_command);
   add(gpuvs::cli::add_devices_command);
+  add(gpuvs::cli::add_bench_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

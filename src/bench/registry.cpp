@@ -1,0 +1,72 @@
+#include "bench/registry.hpp"
+
+#include <fmt/format.h>
+
+#include <set>
+
+#include "bench/cpu_benchmarks.hpp"
+#include "core/error.hpp"
+#include "core/strings.hpp"
+#include "engine/executor.hpp"
+
+namespace gpuvs::bench {
+
+namespace {
+
+std::optional<std::string> always() { return std::nullopt; }
+
+bool is_stream(const std::string& key) { return key.rfind("cpu.stream.", 0) == 0; }
+
+}  // namespace
+
+const std::vector<Benchmark>& registry() {
+  static const std::vector<Benchmark> r = [] {
+    std::vector<Benchmark> v;
+    for (const char* k : {"copy", "scale", "add", "triad"})
+      v.push_back({fmt::format("cpu.stream.{}", k), fmt::format("STREAM {} memory bandwidth", k), "GB/s", always, nullptr});
+    v.push_back({"cpu.gemm.sgemm", "SGEMM through oneDNN (the engine's GEMM) on every thread", "GFLOP/s", always,
+                 [](const BenchOptions& o) { return sgemm(o, o.threads > 0 ? o.threads : engine::cpu_threads(), "cpu.gemm.sgemm"); }});
+    v.push_back({"cpu.gemm.sgemm.1t", "SGEMM through oneDNN on one thread", "GFLOP/s", always,
+                 [](const BenchOptions& o) { return sgemm(o, 1, "cpu.gemm.sgemm.1t"); }});
+    return v;
+  }();
+  return r;
+}
+
+std::vector<Measurement> run_benchmarks(const std::vector<std::string>& keys, const BenchOptions& opt) {
+  std::vector<std::string> valid;
+  for (const auto& b : registry()) valid.push_back(b.key);
+  for (const auto& k : keys)
+    if (std::find(valid.begin(), valid.end(), k) == valid.end())
+      throw InputError(fmt::format("--only: unknown benchmark '{}' (valid: {})", strings::printable(k), strings::join(valid, ", ")));
+  auto wanted = [&](const std::string& k) { return keys.empty() || std::find(keys.begin(), keys.end(), k) != keys.end(); };
+  const int threads = opt.threads > 0 ? opt.threads : engine::cpu_threads();
+  engine::set_cpu_threads(threads);
+  std::vector<Measurement> out;
+  bool stream_done = false;
+  for (const auto& b : registry()) {
+    if (!wanted(b.key)) continue;
+    if (auto why = b.waived()) {
+      Measurement m;
+      m.key = b.key;
+      m.description = b.description;
+      m.unit = b.unit;
+      m.status = "waived";
+      m.note = *why;
+      out.push_back(m);
+      continue;
+    }
+    if (is_stream(b.key)) {
+      if (stream_done) continue;
+      stream_done = true;
+      for (auto& m : stream_benchmarks(opt))
+        if (wanted(m.key)) out.push_back(m);
+      continue;
+    }
+    out.push_back(b.run(opt));
+    engine::set_cpu_threads(threads);  // single-thread runs change it
+  }
+  return out;
+}
+
+}  // namespace gpuvs::bench
