@@ -14,8 +14,8 @@ TEST(Bench, RegistryKeysAreStableAndUnique) {
     EXPECT_FALSE(b.unit.empty()) << b.key;
     keys.push_back(b.key);
   }
-  for (const char* k : {"cpu.stream.copy", "cpu.stream.scale", "cpu.stream.add", "cpu.stream.triad", "cpu.gemm.sgemm",
-                        "cpu.gemm.sgemm.1t"})
+  for (const char* k : {"cpu.stream.copy", "cpu.stream.scale", "cpu.stream.add", "cpu.stream.triad", "cpu.fma.peak.1t",
+                        "cpu.gemm.sgemm", "cpu.gemm.sgemm.1t"})
     EXPECT_NE(std::find(keys.begin(), keys.end(), k), keys.end()) << k;
   std::sort(keys.begin(), keys.end());
   EXPECT_EQ(std::adjacent_find(keys.begin(), keys.end()), keys.end());
@@ -31,8 +31,9 @@ TEST(Bench, UnknownKeyNamesTheValidOnes) {
 }
 
 TEST(Bench, QuickCpuBenchmarksRunAndPassTheirChecks) {
-  const auto results = bench::run_benchmarks({"cpu.stream.triad", "cpu.stream.copy", "cpu.gemm.sgemm.1t"}, {true, 1});
-  ASSERT_EQ(results.size(), 3u);
+  const auto results =
+      bench::run_benchmarks({"cpu.stream.triad", "cpu.stream.copy", "cpu.gemm.sgemm.1t", "cpu.fma.peak.1t"}, {true, 1});
+  ASSERT_EQ(results.size(), 4u);
   for (const auto& m : results) {
     EXPECT_EQ(m.status, "ok") << m.key << ": " << m.note;
     EXPECT_GT(m.median, 0) << m.key;
@@ -42,6 +43,7 @@ TEST(Bench, QuickCpuBenchmarksRunAndPassTheirChecks) {
   }
   EXPECT_EQ(results[0].key, "cpu.stream.copy");  // registry order
   EXPECT_EQ(results[0].unit, "GB/s");
+  EXPECT_EQ(results[2].key, "cpu.fma.peak.1t");  // registry order: stream, fma, gemm
   // --quick arrays: 128 MiB of doubles at most.
   EXPECT_LE(bench::stream_elements({true, 1}) * 8, 128u * 1048576u);
 }

@@ -1,5 +1,6 @@
-// CPU benchmarks: STREAM-style memory bandwidth and SGEMM through the engine's GEMM library.
+// CPU benchmarks: STREAM-style memory bandwidth, FMA peak, and SGEMM through the engine's GEMM library.
 #include <fmt/format.h>
+#include <immintrin.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -115,6 +116,86 @@ std::vector<Measurement> stream_benchmarks(const BenchOptions& opt) {
   out[2].description = "STREAM add c = a + b, 24 bytes per element";
   out[3].description = "STREAM triad a = b + s*c, 24 bytes per element";
   return out;
+}
+
+namespace {
+// Sixteen independent FMA chains per thread in the widest vectors this build targets: enough to cover
+// the FMA latency on every port. Returns the sum so the work cannot be dropped.
+template <int Chains>
+float fma_chains(std::int64_t iters, int& lanes, const char*& isa) {
+#if defined(__AVX512F__)
+  lanes = 16;
+  isa = "AVX-512 (zmm)";
+  __m512 acc[Chains];
+  const __m512 m = _mm512_set1_ps(0.9999999f), a = _mm512_set1_ps(1e-7f);
+  for (int k = 0; k < Chains; ++k) acc[k] = _mm512_set1_ps(1.0f + static_cast<float>(k) * 0.01f);
+  for (std::int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 16
+    for (int k = 0; k < Chains; ++k) acc[k] = _mm512_fmadd_ps(acc[k], m, a);
+  }
+  alignas(64) float out[16];
+  float s = 0;
+  for (int k = 0; k < Chains; ++k) {
+    _mm512_store_ps(out, acc[k]);
+    for (float v : out) s += v;
+  }
+  return s;
+#elif defined(__AVX2__) && defined(__FMA__)
+  lanes = 8;
+  isa = "AVX2 FMA (ymm)";
+  __m256 acc[Chains];
+  const __m256 m = _mm256_set1_ps(0.9999999f), a = _mm256_set1_ps(1e-7f);
+  for (int k = 0; k < Chains; ++k) acc[k] = _mm256_set1_ps(1.0f + static_cast<float>(k) * 0.01f);
+  for (std::int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 16
+    for (int k = 0; k < Chains; ++k) acc[k] = _mm256_fmadd_ps(acc[k], m, a);
+  }
+  alignas(32) float out[8];
+  float s = 0;
+  for (int k = 0; k < Chains; ++k) {
+    _mm256_store_ps(out, acc[k]);
+    for (float v : out) s += v;
+  }
+  return s;
+#else
+  lanes = 1;
+  isa = "scalar (built without AVX2/FMA: not a peak)";
+  float acc[Chains];
+  for (int k = 0; k < Chains; ++k) acc[k] = 1.0f + static_cast<float>(k) * 0.01f;
+  for (std::int64_t i = 0; i < iters; ++i)
+    for (int k = 0; k < Chains; ++k) acc[k] = std::fma(acc[k], 0.9999999f, 1e-7f);
+  float s = 0;
+  for (float v : acc) s += v;
+  return s;
+#endif
+}
+}  // namespace
+
+Measurement fma_peak(const BenchOptions& opt) {
+  // One thread: the per-core peak is well defined. (On the 2-vCPU development VM two FMA-bound threads
+  // reach less than one, while SGEMM scales; a multi-thread peak is left until that is understood.)
+  constexpr int kChains = 16;
+  const std::int64_t iters = opt.quick ? 5'000'000 : 50'000'000;
+  const int threads = 1;
+  std::vector<float> sink(static_cast<std::size_t>(threads), 0.0f);
+  int lanes = 1;
+  const char* isa = "";
+  fma_chains<kChains>(1, lanes, isa);
+  const double flops = 2.0 * lanes * kChains * static_cast<double>(iters) * static_cast<double>(threads);
+  Measurement m = timed("cpu.fma.peak.1t", "GFLOP/s", opt.quick ? 3 : 5, flops / 1e9, [&] {
+    int l = 0;
+    const char* i = nullptr;
+    sink[0] = fma_chains<kChains>(iters, l, i);
+  });
+  m.description = fmt::format("FP32 FMA throughput, {} on {} thread{}, {} independent chains", isa, threads,
+                              threads == 1 ? "" : "s", kChains);
+  m.note = "2 FLOP per lane per FMA";
+  for (float s : sink)
+    if (!std::isfinite(s) || s <= 0) {
+      m.status = "FAILED";
+      m.note = "accumulators went non-finite";
+    }
+  return m;
 }
 
 Measurement sgemm(const BenchOptions& opt, int threads, const std::string& key) {

@@ -24,6 +24,8 @@ const std::vector<Benchmark>& registry() {
     std::vector<Benchmark> v;
     for (const char* k : {"copy", "scale", "add", "triad"})
       v.push_back({fmt::format("cpu.stream.{}", k), fmt::format("STREAM {} memory bandwidth", k), "GB/s", always, nullptr});
+    v.push_back({"cpu.fma.peak.1t", "FP32 FMA peak of the widest vector ISA, one thread", "GFLOP/s", always,
+                 [](const BenchOptions& o) { return fma_peak(o); }});
     v.push_back({"cpu.gemm.sgemm", "SGEMM through oneDNN (the engine's GEMM) on every thread", "GFLOP/s", always,
                  [](const BenchOptions& o) { return sgemm(o, o.threads > 0 ? o.threads : engine::cpu_threads(), "cpu.gemm.sgemm"); }});
     v.push_back({"cpu.gemm.sgemm.1t", "SGEMM through oneDNN on one thread", "GFLOP/s", always,
