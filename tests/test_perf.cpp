@@ -373,3 +373,23 @@ TEST(Compare, OwnershipCostFollowsItsAssumptions) {
   const Comparison c = compare(cat(), {"rtx-4090", "a100-80gb-sxm"}, "seed-mlp", Precision::tf32, 32, true);
   EXPECT_NEAR(*c.entries[0].owned_usd_per_million, c.entries[0].hours_per_million * expected, 1e-12);
 }
+
+TEST(Memory, ZeroStagesShardWhatTheySay) {
+  // ZeRO-1 shards optimizer state, ZeRO-2 also gradients, full sharding (ZeRO-3/FSDP) also weights:
+  // per-GPU state (bytes/param) 2 + 2 + 12/N, 2 + (2 + 12)/N, (2 + 2 + 12)/N (Rajbhandari et al. 2020).
+  PredictRequest r;
+  r.workload = "llama-7b";
+  r.gpu = "h100-sxm";
+  r.gpus = 8;
+  r.batch = 1;
+  r.precision = Precision::amp_bf16;
+  auto state = [&](const char* sharding) {
+    r.options = {{"seq_len", "512"}, {"sharding", sharding}};
+    const Prediction p = predict(cat(), r);
+    return (p.memory.weights_bytes + p.memory.gradients_bytes + p.memory.optimizer_bytes) / static_cast<double>(p.params);
+  };
+  EXPECT_NEAR(state("none"), 16.0, 1e-9);
+  EXPECT_NEAR(state("zero1"), 2 + 2 + 12.0 / 8, 1e-9);
+  EXPECT_NEAR(state("zero2"), 2 + (2 + 12.0) / 8, 1e-9);
+  EXPECT_NEAR(state("full"), 16.0 / 8, 1e-9);
+}
