@@ -187,8 +187,9 @@ int run_train(TrainArgs& a) {
   }
   if (r.history.empty()) return 0;
   const auto& last = r.history.back();
-  fmt::print("Trained {} on cpu ({}, {} threads, GEMM {}): {} epochs, {} steps of batch {}\n", spec.name,
-             cpu_model_name(), r.threads, r.gemm, r.history.size(), r.steps, a.cfg.batch);
+  fmt::print("Trained {} on cpu ({}, {} thread{}, GEMM {}): {} epoch{}, {} steps of batch {}\n", spec.name,
+             cpu_model_name(), r.threads, r.threads == 1 ? "" : "s", r.gemm, r.history.size(),
+             r.history.size() == 1 ? "" : "s", r.steps, a.cfg.batch);
   fmt::print("  throughput {} samples/s, median step {} (p10 {}, p90 {})\n", units::format_si(r.samples_per_s),
              units::format_seconds(r.step_time_median_s), units::format_seconds(r.step_time_p10_s),
              units::format_seconds(r.step_time_p90_s));
