@@ -46,19 +46,27 @@ Measurement timed(const std::string& key, const std::string& unit, int reps, dou
 
 }  // namespace
 
-std::size_t stream_elements(const BenchOptions& opt) {
-  const hw::CpuInfo cpu = hw::probe_cpu();
+namespace {
+double last_level_cache(const hw::CpuInfo& cpu) {
+  return static_cast<double>(std::max(cpu.l3_bytes, cpu.l2_bytes));
+}
+
+std::size_t stream_elements(const BenchOptions& opt, const hw::CpuInfo& cpu) {
   // STREAM's rule: each array at least 4x the last-level cache; bounded by memory, and by 128 MiB per
   // array in --quick (then the note says it may be cache-assisted).
-  const double llc = static_cast<double>(std::max(cpu.l3_bytes, cpu.l2_bytes));
+  const double llc = last_level_cache(cpu);
   double bytes = std::max(4.0 * llc, 64.0 * 1048576.0);
   bytes = std::min(bytes, static_cast<double>(cpu.memory_bytes) / 16.0);
   bytes = std::min(bytes, opt.quick ? 128.0 * 1048576.0 : 1024.0 * 1048576.0);
   return static_cast<std::size_t>(bytes / sizeof(double));
 }
+}  // namespace
+
+std::size_t stream_elements(const BenchOptions& opt) { return stream_elements(opt, hw::probe_cpu()); }
 
 std::vector<Measurement> stream_benchmarks(const BenchOptions& opt) {
-  const std::size_t n = stream_elements(opt);
+  const hw::CpuInfo cpu = hw::probe_cpu();
+  const std::size_t n = stream_elements(opt, cpu);
   std::vector<double> a(n), b(n), c(n);
   const CounterRng rng(1, 7);
   for (std::size_t i = 0; i < n; ++i) {
@@ -100,8 +108,7 @@ std::vector<Measurement> stream_benchmarks(const BenchOptions& opt) {
     const double c1 = a0, b1 = s * c1, c2 = a0 + b1, a1 = b1 + s * c2;
     if (std::fabs(pa[i] - a1) > 1e-12 * std::fabs(a1) || std::fabs(pc[i] - c2) > 1e-12 * std::fabs(c2)) ++wrong;
   }
-  const hw::CpuInfo cpu = hw::probe_cpu();
-  const bool below_rule = static_cast<double>(n) * 8 < 4.0 * static_cast<double>(std::max(cpu.l3_bytes, cpu.l2_bytes));
+  const bool below_rule = static_cast<double>(n) * 8 < 4.0 * last_level_cache(cpu);
   const std::string size = fmt::format("{} MiB per array ({} elements of 8 bytes){}", n * 8 / 1048576, n,
                                        below_rule ? "; below 4x the last-level cache: may be cache-assisted" : "");
   for (auto& m : out) {
