@@ -240,6 +240,31 @@ TEST(Cli, BenchFormatsAndBadKeys) {
   EXPECT_NE(md.out.find("|---|"), std::string::npos);
   expect_usage_error(run_gpuvs("bench --only cpu.nothing"), "valid: cpu.stream.copy");
   expect_usage_error(run_gpuvs("bench -o xml"), "-o 'xml'");
+  expect_usage_error(run_gpuvs("bench --device -1 --only cpu.stream.copy"), "--device -1");
+}
+
+TEST(Cli, BenchSavesItsRecordAtomically) {
+  gpuvs::test::TempDir dir;
+  const auto file = dir / "bench.json";
+  const auto r = run_gpuvs("bench --quick --threads 1 --only cpu.stream.copy,cuda.mem.read --save " + file.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(gpuvs::test::slurp(file));
+  EXPECT_EQ(j["schema_version"], 2);
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_EQ(j["results"][0]["device"], "cpu");
+  EXPECT_TRUE(j["results"][0]["pct_of_spec"].is_null());  // no catalog spec for CPUs
+  EXPECT_FALSE(j["machine"]["cpu"].get<std::string>().empty());
+  EXPECT_NE(r.out.find("saved to"), std::string::npos);
+  // Unwritable destination: exit 2 before anything runs, nothing written.
+  const auto bad = run_gpuvs("bench --quick --only cpu.stream.copy --save /proc/gpuvs/bench.json");
+  expect_usage_error(bad, "--save");
+  EXPECT_FALSE(std::filesystem::exists("/proc/gpuvs"));
+  expect_usage_error(run_gpuvs("bench --quick --only cpu.stream.copy --save " + dir.path().string()), "is a directory");
+}
+
+TEST(Cli, BenchDeviceMustExist) {
+  const auto r = run_gpuvs("bench --device 7 --only cuda.mem.read");
+  expect_usage_error(r, "--device 7");
 }
 
 TEST(Cli, GraphCommandReportsCosts) {

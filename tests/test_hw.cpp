@@ -6,6 +6,7 @@
 
 #include "catalog/catalog.hpp"
 #include "hw/cpu.hpp"
+#include "hw/gpu_env.hpp"
 #include "hw/match.hpp"
 #include "hw/nvidia.hpp"
 
@@ -81,4 +82,27 @@ TEST(Nvidia, CatalogMatchByNameSmsAndMemory) {
   EXPECT_EQ(match("NVIDIA GH200 480GB", 132, 95.0), "gh200");
   EXPECT_EQ(match("Tesla V100-SXM2-16GB", 80, 15.8), "v100-sxm2-16gb");
   EXPECT_EQ(match("NVIDIA GeForce GTX 1080", 20, 8.0), "");
+}
+
+TEST(Hw, ThrottleReasonsAreNamed) {
+  EXPECT_TRUE(hw::throttle_reasons(0).empty());
+  EXPECT_EQ(hw::throttle_reasons(0x4), std::vector<std::string>{"sw_power_cap"});
+  EXPECT_EQ(hw::throttle_reasons(0x1 | 0x40), (std::vector<std::string>{"gpu_idle", "hw_thermal"}));
+  const auto other = hw::throttle_reasons(0x10000);
+  ASSERT_EQ(other.size(), 1u);
+  EXPECT_EQ(other[0], "other_0x10000");
+}
+
+TEST(Hw, EnvSamplerWithoutNvmlSamplesNothing) {
+  const hw::GpuEnvSampler s("libnvidia-ml-absent.so.1");
+  EXPECT_FALSE(s.available());
+  EXPECT_FALSE(s.sample("00000000:01:00.0").has_value());
+  hw::GpuEnv e;
+  e.sm_mhz = 1980;
+  e.power_w = 612.25;
+  e.throttle = {"sw_power_cap"};
+  const auto f = e.fields();
+  EXPECT_EQ(f[0], (std::pair<std::string, std::string>{"sm_clock_mhz", "1980"}));
+  EXPECT_EQ(f[2].second, "612.2");
+  EXPECT_EQ(f[4].second, "sw_power_cap");
 }

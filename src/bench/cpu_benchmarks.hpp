@@ -11,5 +11,7 @@ std::size_t stream_elements(const BenchOptions& opt);
 std::vector<Measurement> stream_benchmarks(const BenchOptions& opt);
 Measurement fma_peak(const BenchOptions& opt);
 Measurement sgemm(const BenchOptions& opt, int threads, const std::string& key);
+/// BF16 inputs, FP32 output, through oneDNN on `threads` threads.
+Measurement gemm_bf16(const BenchOptions& opt, int threads);
 
 }  // namespace gpuvs::bench

@@ -5,9 +5,11 @@
 #include <set>
 
 #include "bench/cpu_benchmarks.hpp"
+#include "bench/gpu_benchmarks.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "engine/executor.hpp"
+#include "hw/cpu.hpp"
 
 namespace gpuvs::bench {
 
@@ -15,7 +17,14 @@ namespace {
 
 std::optional<std::string> always() { return std::nullopt; }
 
+std::optional<std::string> needs_bf16_isa() {
+  static const hw::CpuInfo cpu = hw::probe_cpu();
+  if (cpu.avx512_bf16 || cpu.amx_bf16) return std::nullopt;
+  return std::string("this CPU has neither AVX512_BF16 nor AMX-BF16 (oneDNN would only emulate BF16)");
+}
+
 bool is_stream(const std::string& key) { return key.rfind("cpu.stream.", 0) == 0; }
+bool is_gpu(const std::string& key) { return key.rfind("cuda.", 0) == 0; }
 
 }  // namespace
 
@@ -30,6 +39,9 @@ const std::vector<Benchmark>& registry() {
                  [](const BenchOptions& o) { return sgemm(o, o.threads > 0 ? o.threads : engine::cpu_threads(), "cpu.gemm.sgemm"); }});
     v.push_back({"cpu.gemm.sgemm.1t", "SGEMM through oneDNN on one thread", "GFLOP/s", always,
                  [](const BenchOptions& o) { return sgemm(o, 1, "cpu.gemm.sgemm.1t"); }});
+    v.push_back({"cpu.gemm.bf16", "BF16 GEMM (FP32 accumulate) through oneDNN on every thread", "GFLOP/s", needs_bf16_isa,
+                 [](const BenchOptions& o) { return gemm_bf16(o, o.threads > 0 ? o.threads : engine::cpu_threads()); }});
+    for (auto& g : gpu_benchmarks()) v.push_back(std::move(g));
     return v;
   }();
   return r;
@@ -41,6 +53,7 @@ std::vector<Measurement> run_benchmarks(const std::vector<std::string>& keys, co
   for (const auto& k : keys)
     if (std::find(valid.begin(), valid.end(), k) == valid.end())
       throw InputError(fmt::format("--only: unknown benchmark '{}' (valid: {})", strings::printable(k), strings::join(valid, ", ")));
+  check_device(opt);
   auto wanted = [&](const std::string& k) { return keys.empty() || std::find(keys.begin(), keys.end(), k) != keys.end(); };
   const int threads = opt.threads > 0 ? opt.threads : engine::cpu_threads();
   engine::set_cpu_threads(threads);
@@ -55,6 +68,7 @@ std::vector<Measurement> run_benchmarks(const std::vector<std::string>& keys, co
       m.unit = b.unit;
       m.status = "waived";
       m.note = *why;
+      m.device = is_gpu(b.key) ? fmt::format("cuda:{}", opt.device.value_or(0)) : "cpu";
       out.push_back(m);
       continue;
     }
@@ -62,10 +76,14 @@ std::vector<Measurement> run_benchmarks(const std::vector<std::string>& keys, co
       if (stream_done) continue;
       stream_done = true;
       for (auto& m : stream_benchmarks(opt))
-        if (wanted(m.key)) out.push_back(m);
+        if (wanted(m.key)) {
+          m.device = "cpu";
+          out.push_back(m);
+        }
       continue;
     }
     out.push_back(b.run(opt));
+    if (out.back().device.empty()) out.back().device = "cpu";
     engine::set_cpu_threads(threads);  // single-thread runs change it
   }
   return out;

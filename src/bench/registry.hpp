@@ -12,6 +12,7 @@ namespace gpuvs::bench {
 struct BenchOptions {
   bool quick = false;
   int threads = 0;  // 0: every core
+  std::optional<int> device;  // CUDA ordinal for GPU benchmarks; default 0
 };
 
 struct Measurement {
@@ -20,8 +21,12 @@ struct Measurement {
   std::string note;           // why waived or failed; sizes and conventions
   double median = 0, min = 0, max = 0, spread = 0;  // spread: median absolute deviation / median
   int repetitions = 0;
-  std::optional<double> reference;  // a comparable figure (spec or peer), with what it is
-  std::string reference_what;
+  std::optional<double> spec;  // the catalog's figure for this device, in the same unit, and what it is
+  std::string spec_what;
+  std::string device;          // what ran it: "cpu" or "cuda:0 H200 (h200-sxm)"
+  std::vector<std::pair<std::string, std::string>> env;  // GPU clocks, power, temperature, throttle reasons
+  std::string detail;          // extra rows (sweeps, peer matrix)
+  std::optional<double> pct_of_spec() const { return spec && *spec > 0 && status == "ok" ? std::optional(100 * median / *spec) : std::nullopt; }
 };
 
 struct Benchmark {

@@ -1,14 +1,21 @@
-// gpuvs bench: microbenchmarks of this machine, each self-checked; an aligned table with a units row,
-// or JSON / CSV / Markdown. Exit 1 when any benchmark fails its own check.
+// gpuvs bench: microbenchmarks of this machine, each self-checked and scored against the catalog's spec
+// where one exists; an aligned table with a units row and N/A cells, or JSON / CSV / Markdown; --save
+// stores the JSON record for calibration and reports. Exit 1 when any benchmark fails its own check.
 #include <fmt/format.h>
 
+#include <filesystem>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "bench/gpu_benchmarks.hpp"
 #include "bench/registry.hpp"
+#include "bench/results_json.hpp"
 #include "cli/commands.hpp"
 #include "core/error.hpp"
+#include "core/files.hpp"
 #include "core/strings.hpp"
+#include "gpuvs_revision.hpp"
 
 namespace gpuvs::cli {
 
@@ -16,45 +23,74 @@ namespace {
 
 struct BenchArgs {
   bool quick = false;
-  std::string only, format = "table";
+  std::string only, format = "table", save;
   int threads = 0;
+  int device = std::numeric_limits<int>::min();  // unset
 };
 
-std::string num(const bench::Measurement& m, double v) { return m.status == "waived" ? "N/A" : fmt::format("{:.1f}", v); }
+std::string num(const bench::Measurement& m, double v) {
+  if (m.status != "ok") return "N/A";
+  return std::fabs(v) >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.3g}", v);
+}
+std::string spec_cell(const bench::Measurement& m) { return m.spec ? fmt::format("{:.4g}", *m.spec) : "N/A"; }
+std::string pct_cell(const bench::Measurement& m) {
+  const auto p = m.pct_of_spec();
+  return p ? fmt::format("{:.1f}", *p) : "N/A";
+}
+std::string note_cell(const bench::Measurement& m) {
+  std::string s = m.status == "ok" ? m.note : m.status + ": " + m.note;
+  for (const auto& [k, v] : m.env) s += fmt::format("; {}={}", k, v);
+  return s;
+}
+std::string csv_quote(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
 
 int run_bench(const BenchArgs& a) {
   if (a.format != "table" && a.format != "json" && a.format != "csv" && a.format != "md")
     throw InputError(fmt::format("-o '{}' is not a format (expected table, json, csv or md)", strings::printable(a.format)));
   if (a.threads < 0) throw InputError(fmt::format("--threads must be positive, got {}", a.threads));
+  if (!a.save.empty()) {
+    const auto parent = std::filesystem::absolute(a.save).parent_path();
+    files::ensure_writable_dir(parent, "--save");
+    if (std::filesystem::is_directory(a.save)) throw InputError(fmt::format("--save {}: is a directory", a.save));
+  }
   std::vector<std::string> keys;
   std::stringstream ss(a.only);
   for (std::string k; std::getline(ss, k, ',');)
     if (!k.empty()) keys.push_back(k);
-  const auto results = bench::run_benchmarks(keys, {a.quick, a.threads});
+  bench::BenchOptions opt{a.quick, a.threads, std::nullopt};
+  if (a.device != std::numeric_limits<int>::min()) opt.device = a.device;
+  const auto results = bench::run_benchmarks(keys, opt);
   bool failed = false;
   for (const auto& m : results) failed = failed || m.status == "FAILED";
+  const nlohmann::json record = bench::results_json(results, a.quick, fmt::format("{} (git {})", GPUVS_VERSION, GPUVS_GIT_REVISION));
+  if (!a.save.empty()) files::write_atomic(a.save, record.dump(2) + "\n");
   if (a.format == "json") {
-    nlohmann::json arr = nlohmann::json::array();
-    for (const auto& m : results)
-      arr.push_back({{"key", m.key}, {"description", m.description}, {"unit", m.unit}, {"status", m.status},
-                     {"median", m.status == "waived" ? nlohmann::json(nullptr) : nlohmann::json(m.median)},
-                     {"min", m.min}, {"max", m.max}, {"spread", m.spread}, {"repetitions", m.repetitions}, {"note", m.note}});
-    fmt::print("{}\n", nlohmann::json{{"schema_version", 1}, {"quick", a.quick}, {"results", arr}}.dump(2));
+    fmt::print("{}\n", record.dump(2));
   } else if (a.format == "csv") {
-    fmt::print("key,unit,status,median,min,max,spread,repetitions\n");
+    fmt::print("key,device,unit,status,median,min,max,spread,repetitions,spec,pct_of_spec,note\n");
     for (const auto& m : results)
-      fmt::print("{},{},{},{},{},{},{:.4f},{}\n", m.key, m.unit, m.status, num(m, m.median), num(m, m.min), num(m, m.max),
-                 m.spread, m.repetitions);
+      fmt::print("{},{},{},{},{},{},{},{},{},{},{},{}\n", m.key, csv_quote(m.device), m.unit, m.status, num(m, m.median),
+                 num(m, m.min), num(m, m.max), m.status == "ok" ? fmt::format("{:.4f}", m.spread) : "N/A", m.repetitions,
+                 spec_cell(m), pct_cell(m), csv_quote(note_cell(m)));
   } else {
     const bool md = a.format == "md";
-    const char* row = md ? "| {} | {} | {} | {} | {} | {} |\n" : "{:<20} {:>10} {:>10} {:>10} {:>8}  {}\n";
-    fmt::print(fmt::runtime(row), "benchmark", "median", "min", "max", "spread", "status / note");
-    if (md) fmt::print("|---|---|---|---|---|---|\n");
-    fmt::print(fmt::runtime(row), "", "unit", "", "", "%", "");
+    const char* row = md ? "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n"
+                         : "{:<24} {:>8} {:>8} {:>8} {:>8} {:>7} {:>8} {:>7}  {}\n";
+    fmt::print("{}\n", bench::gpu_status());
+    fmt::print(fmt::runtime(row), "benchmark", "median", "min", "max", "unit", "spread", "spec", "of spec", "status / note");
+    if (md) fmt::print("|---|---|---|---|---|---|---|---|---|\n");
+    fmt::print(fmt::runtime(row), "", "", "", "", "", "%", "", "%", "");
     for (const auto& m : results)
-      fmt::print(fmt::runtime(row), m.key, num(m, m.median) + (m.status == "waived" ? "" : " " + m.unit), num(m, m.min),
-                 num(m, m.max), m.status == "waived" ? "N/A" : fmt::format("{:.1f}", 100 * m.spread),
-                 m.status == "ok" ? m.note : m.status + ": " + m.note);
+      fmt::print(fmt::runtime(row), m.key, num(m, m.median), num(m, m.min), num(m, m.max), m.unit,
+                 m.status == "ok" ? fmt::format("{:.1f}", 100 * m.spread) : "N/A", spec_cell(m), pct_cell(m), note_cell(m));
+    for (const auto& m : results)
+      if (!m.detail.empty()) fmt::print("\n{} ({}):\n{}", m.key, m.device, m.detail);
+    if (!a.save.empty()) fmt::print("saved to {}\n", a.save);
   }
   return failed ? 1 : 0;
 }
@@ -63,11 +99,13 @@ int run_bench(const BenchArgs& a) {
 
 Runner add_bench_command(CLI::App& app) {
   auto a = std::make_shared<BenchArgs>();
-  auto* sub = app.add_subcommand("bench", "Run self-checked microbenchmarks of this machine");
+  auto* sub = app.add_subcommand("bench", "Run self-checked microbenchmarks of this machine (CPU, and CUDA GPUs when present)");
   sub->add_flag("--quick", a->quick, "Smaller sizes and fewer repetitions");
   sub->add_option("--only", a->only, "Comma-separated benchmark keys");
   sub->add_option("-o", a->format, "table, json, csv or md")->capture_default_str();
   sub->add_option("--threads", a->threads, "CPU threads (default: every core)");
+  sub->add_option("--device", a->device, "CUDA ordinal for the GPU benchmarks (default 0)");
+  sub->add_option("--save", a->save, "Also write the JSON record to this file (for predict --calibration and reports)");
   return [a] { return run_bench(*a); };
 }
 

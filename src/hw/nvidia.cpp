@@ -5,6 +5,8 @@
 
 #include <cstring>
 
+#include "hw/dynlib.hpp"
+
 namespace gpuvs::hw {
 
 namespace {
@@ -19,24 +21,6 @@ struct nvmlMemory_t {
 };
 constexpr int kAttrClockRate = 13, kAttrMemClock = 36, kAttrSmCount = 16, kAttrCcMajor = 75, kAttrCcMinor = 76;
 constexpr int kNvmlClockSm = 1, kNvmlClockMem = 2;
-
-class Library {
- public:
-  explicit Library(const std::string& name) : h_(::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL)) {}
-  ~Library() {
-    if (h_) ::dlclose(h_);
-  }
-  Library(const Library&) = delete;
-  Library& operator=(const Library&) = delete;
-  explicit operator bool() const { return h_ != nullptr; }
-  template <class F>
-  F get(const char* symbol) const {
-    return h_ ? reinterpret_cast<F>(::dlsym(h_, symbol)) : nullptr;
-  }
-
- private:
-  void* h_;
-};
 
 struct Nvml {
   const Library& lib;

@@ -64,8 +64,9 @@ struct GemmPlan::Impl {
   void plan_onednn() {
     using dt = dnnl::memory::data_type;
     const auto M = s.m, N = s.n, K = s.k;
-    const dnnl::memory::desc a_md({M, K}, dt::f32, s.trans_a ? dnnl::memory::dims{1, M} : dnnl::memory::dims{K, 1});
-    const dnnl::memory::desc b_md({K, N}, dt::f32, s.trans_b ? dnnl::memory::dims{1, K} : dnnl::memory::dims{N, 1});
+    const dt in = dtype == graph::DType::bf16 ? dt::bf16 : dt::f32;  // bf16 inputs accumulate and store in f32
+    const dnnl::memory::desc a_md({M, K}, in, s.trans_a ? dnnl::memory::dims{1, M} : dnnl::memory::dims{K, 1});
+    const dnnl::memory::desc b_md({K, N}, in, s.trans_b ? dnnl::memory::dims{1, K} : dnnl::memory::dims{N, 1});
     const dnnl::memory::desc c_md({M, N}, dt::f32, dnnl::memory::dims{N, 1});
     const dnnl::memory::desc bias_md = bias ? dnnl::memory::desc({1, N}, dt::f32, dnnl::memory::dims{N, 1})
                                             : dnnl::memory::desc();
@@ -113,8 +114,10 @@ GemmPlan::GemmPlan(GemmLibrary lib, graph::DType dtype, const GemmShape& shape, 
     : impl_(new Impl{lib, dtype, shape, a, b, bias, c, act,
                      2.0 * static_cast<double>(shape.m * shape.n * shape.k) < kSerialFlops, {}, {}, {}, {}}) {
   if (dtype == graph::DType::i32) throw std::invalid_argument("gemm: integer matmul is not supported");
+  if (dtype == graph::DType::bf16 && lib != GemmLibrary::onednn)
+    throw std::invalid_argument("gemm: bf16 inputs need the oneDNN library");
   const SerialScope scope(impl_->serial);
-  if (dtype == graph::DType::f32 && lib == GemmLibrary::onednn) impl_->plan_onednn();
+  if ((dtype == graph::DType::f32 || dtype == graph::DType::bf16) && lib == GemmLibrary::onednn) impl_->plan_onednn();
   else impl_->impl_name = dtype == graph::DType::f32 ? "openblas:sgemm+epilogue" : "openblas:dgemm+epilogue";
 }
 

@@ -1,7 +1,8 @@
 // A planned GEMM with a fused epilogue: C = act(op(A) . op(B) + bias), row-major, op = optional transpose.
 // Planned once (library primitive, scratchpad) and run many times with no allocation.
 // f32 runs through oneDNN (matmul primitive with bias and eltwise post-op) or OpenBLAS (sgemm + epilogue
-// loop); f64 (the gradient-check oracle) through OpenBLAS dgemm.
+// loop); f64 (the gradient-check oracle) through OpenBLAS dgemm; bf16 inputs (f32 bias and output) through
+// oneDNN only.
 #pragma once
 #include <cstdint>
 #include <memory>

@@ -1,0 +1,65 @@
+// The CUDA plugin's entry point: reports what it was built with, counts devices, and dispatches each
+// benchmark key to its implementation. CUDA failures become FAILED results with the call that failed.
+#include <cublasLt.h>
+
+#include <string>
+
+#include "gpu/cuda/common.hpp"
+
+namespace gpuvs::gpu::cuda {
+
+namespace {
+
+class Plugin final : public Api {
+ public:
+  int abi_version() const override { return kAbiVersion; }
+
+  std::string build_info() const override {
+    const std::size_t lt = cublasLtGetVersion();
+    return "CUDA runtime " + std::to_string(CUDART_VERSION / 1000) + "." + std::to_string(CUDART_VERSION % 1000 / 10) +
+           " (static), cuBLASLt " + std::to_string(lt / 10000) + "." + std::to_string(lt / 100 % 100) + "." +
+           std::to_string(lt % 100) + ", " + nccl_version() + ", built for sm " GPUVS_CUDA_ARCHS;
+  }
+
+  int device_count(std::string& why) override {
+    int n = 0;
+    const cudaError_t e = cudaGetDeviceCount(&n);
+    if (e == cudaSuccess && n > 0) return n;
+    (void)cudaGetLastError();
+    if (e == cudaErrorNoDevice || (e == cudaSuccess && n == 0))
+      why = "the NVIDIA driver sees no GPU";
+    else if (e == cudaErrorInsufficientDriver)
+      why = "no NVIDIA driver, or one older than CUDA " + std::to_string(CUDART_VERSION / 1000) + "." +
+            std::to_string(CUDART_VERSION % 1000 / 10) + " needs";
+    else
+      why = std::string("the CUDA runtime cannot start: ") + cudaGetErrorString(e);
+    return 0;
+  }
+
+  BenchResult run(const BenchRequest& r) override {
+    try {
+      const std::string& k = r.key;
+      auto starts = [&](const char* p) { return k.rfind(p, 0) == 0; };
+      if (starts("cuda.mem.")) return mem_kernel(r);
+      if (k == "cuda.memcpy.d2d") return memcpy_d2d(r);
+      if (starts("cuda.memcpy.")) return memcpy_host(r);
+      if (k == "cuda.p2p.copy") return p2p_copy(r);
+      if (starts("cuda.launch.") || k == "cuda.graph.launch") return launch(r);
+      if (starts("cuda.gemm.")) return gemm(r);
+      if (k == "cuda.nccl.allreduce") return nccl_allreduce(r);
+      return failed("the CUDA plugin has no benchmark '" + k + "'");
+    } catch (const std::exception& e) {
+      (void)cudaGetLastError();
+      return failed(e.what());
+    }
+  }
+};
+
+}  // namespace
+
+}  // namespace gpuvs::gpu::cuda
+
+extern "C" __attribute__((visibility("default"))) gpuvs::gpu::Api* gpuvs_gpu_plugin() {
+  static gpuvs::gpu::cuda::Plugin plugin;
+  return &plugin;
+}

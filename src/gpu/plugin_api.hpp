@@ -1,0 +1,46 @@
+// The contract between gpuvs and its CUDA plugin (libgpuvs_cuda.so). Everything that needs the CUDA
+// runtime, cuBLASLt or NCCL lives in the plugin, which gpuvs loads with dlopen, so one gpuvs binary runs
+// on machines without a driver or toolkit (the GPU benchmarks are then waived with the reason). Both
+// sides are built by the same toolchain in the same build, so C++ types cross the boundary; the entry
+// point is a C symbol, and kAbiVersion guards against a plugin from another build.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace gpuvs::gpu {
+
+constexpr int kAbiVersion = 1;
+
+struct BenchRequest {
+  std::string key;  // e.g. "cuda.gemm.bf16"; the host registry owns the list, units and descriptions
+  int device = 0;   // CUDA ordinal
+  bool quick = false;
+  /// Called by the plugin while the last timed repetition is still running on the GPU, so clocks,
+  /// power and throttle reasons are read under load. May be empty.
+  std::function<void()> while_busy;
+};
+
+struct BenchResult {
+  std::string status = "ok";    // ok | FAILED | waived
+  std::string note;             // sizes, conventions, what was checked, or why waived / failed
+  std::vector<double> samples;  // one figure per timed repetition, in the registry's unit
+  std::string detail;           // optional extra table (sweeps, peer matrix), one line per row
+};
+
+class Api {
+ public:
+  virtual ~Api() = default;
+  virtual int abi_version() const = 0;
+  /// "CUDA runtime 13.0 (static), cuBLASLt 13.0.x, built for sm_80,sm_90".
+  virtual std::string build_info() const = 0;
+  /// Devices the CUDA runtime sees; 0 with a one-line reason when there is no driver or no device.
+  virtual int device_count(std::string& why) = 0;
+  /// Runs one benchmark. Unknown keys come back FAILED (the host validates keys first).
+  virtual BenchResult run(const BenchRequest& request) = 0;
+};
+
+}  // namespace gpuvs::gpu
+
+/// The plugin's only exported symbol.
+extern "C" gpuvs::gpu::Api* gpuvs_gpu_plugin();
