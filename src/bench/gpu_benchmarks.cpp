@@ -180,6 +180,11 @@ std::string gpu_status() {
   return fmt::format("CUDA plugin: {}; {} GPU{}", ctx.api->build_info(), ctx.count, ctx.count == 1 ? "" : "s");
 }
 
+std::string plugin_info() {
+  const Context& ctx = context();
+  return ctx.api ? "CUDA plugin: " + ctx.api->build_info() : "CUDA plugin: none (" + ctx.why + ")";
+}
+
 void check_device(const BenchOptions& opt) {
   if (!opt.device) return;
   const Context& ctx = context();

@@ -18,6 +18,9 @@ double pcie_gbs(int gen, int width);
 /// One line on GPU benchmarking here: "CUDA plugin: <build info>; 1 GPU" or why GPU benchmarks are waived.
 std::string gpu_status();
 
+/// "CUDA plugin: <runtime, cuBLASLt, NCCL versions, architectures>" or "CUDA plugin: none (why)".
+std::string plugin_info();
+
 /// Checks --device against the GPUs present: InputError when it names a GPU that is not there.
 void check_device(const BenchOptions& opt);
 

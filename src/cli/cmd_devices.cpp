@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "catalog/catalog.hpp"
+#include "bench/gpu_benchmarks.hpp"
 #include "cli/commands.hpp"
 #include "core/strings.hpp"
 #include "core/units.hpp"
@@ -37,7 +38,7 @@ int run_devices(const DevicesArgs& a) {
                                 {"width_max", d.pcie_width_max}}},
                       {"nvlink_links_active", d.nvlink_links_active},
                       {"ecc", {{"mode", d.ecc_mode}, {"corrected", d.ecc_corrected}, {"uncorrected", d.ecc_uncorrected}}},
-                      {"mig_mode", d.mig_mode}, {"power_limit_w", d.power_limit_w},
+                      {"mig_mode", d.mig_mode}, {"mig_instances", d.mig_instances}, {"power_limit_w", d.power_limit_w},
                       {"catalog_id", d.catalog_id.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.catalog_id)}});
     nlohmann::json j{
         {"schema_version", 1},
@@ -48,7 +49,8 @@ int run_devices(const DevicesArgs& a) {
           {"features", cpu.features()}}},
         {"nvidia",
          {{"status", gpu.status}, {"detail", gpu.detail}, {"cuda_driver_version", gpu.cuda_driver_version},
-          {"driver_version", gpu.driver_version}, {"nvml", gpu.nvml}, {"gpus", gpus}, {"p2p", gpu.p2p}}}};
+          {"driver_version", gpu.driver_version}, {"nvml", gpu.nvml}, {"gpus", gpus}, {"p2p", gpu.p2p}}},
+        {"cuda_plugin", bench::plugin_info()}};
     fmt::print("{}\n", j.dump(2));
     return 0;
   }
@@ -61,8 +63,10 @@ int run_devices(const DevicesArgs& a) {
   fmt::print("     ISA {}\n", strings::join(cpu.features(), " "));
   if (gpu.status != "ok") {
     fmt::print("GPU  none: {}\n", gpu.detail);
+    fmt::print("     {}\n", bench::plugin_info());
     return 0;
   }
+  fmt::print("     {}\n", bench::plugin_info());
   fmt::print("GPU  driver {} (CUDA {}.{}), NVML {}\n", gpu.driver_version.empty() ? "?" : gpu.driver_version,
              gpu.cuda_driver_version / 1000, gpu.cuda_driver_version % 1000 / 10, gpu.nvml ? "yes" : "not available");
   for (const auto& d : gpu.gpus) {
@@ -71,10 +75,10 @@ int run_devices(const DevicesArgs& a) {
                units::format_bytes_binary(static_cast<double>(d.memory_free_bytes)),
                d.catalog_id.empty() ? "no match" : d.catalog_id);
     fmt::print("      SM clock {} / {} MHz, memory clock {} MHz; PCIe gen {} x{} (max gen {} x{}); NVLink links {}; "
-               "ECC {} ({} corrected, {} uncorrected); MIG {}; power limit {:.0f} W; {}\n",
+               "ECC {} ({} corrected, {} uncorrected); MIG {}{}; power limit {:.0f} W; {}\n",
                d.clock_sm_mhz, d.clock_sm_max_mhz, d.clock_mem_max_mhz, d.pcie_gen, d.pcie_width, d.pcie_gen_max,
                d.pcie_width_max, d.nvlink_links_active, d.ecc_mode, d.ecc_corrected, d.ecc_uncorrected, d.mig_mode,
-               d.power_limit_w, d.uuid);
+               d.mig_mode == "enabled" ? fmt::format(" ({} instances)", d.mig_instances) : "", d.power_limit_w, d.uuid);
   }
   if (gpu.gpus.size() > 1) {
     fmt::print("  peer-to-peer access:\n");

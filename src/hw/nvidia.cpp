@@ -41,6 +41,8 @@ struct Nvml {
   nvmlReturn_t (*mig_mode)(nvmlDevice_t, unsigned*, unsigned*) = nullptr;
   nvmlReturn_t (*power_limit)(nvmlDevice_t, unsigned*) = nullptr;
   nvmlReturn_t (*nvlink_state)(nvmlDevice_t, unsigned, int*) = nullptr;
+  nvmlReturn_t (*mig_max)(nvmlDevice_t, unsigned*) = nullptr;
+  nvmlReturn_t (*mig_handle)(nvmlDevice_t, unsigned, nvmlDevice_t*) = nullptr;
 
   explicit Nvml(const Library& l) : lib(l) {
     init = l.get<decltype(init)>("nvmlInit_v2");
@@ -60,6 +62,8 @@ struct Nvml {
     mig_mode = l.get<decltype(mig_mode)>("nvmlDeviceGetMigMode");
     power_limit = l.get<decltype(power_limit)>("nvmlDeviceGetPowerManagementLimit");
     nvlink_state = l.get<decltype(nvlink_state)>("nvmlDeviceGetNvLinkState");
+    mig_max = l.get<decltype(mig_max)>("nvmlDeviceGetMaxMigDeviceCount");
+    mig_handle = l.get<decltype(mig_handle)>("nvmlDeviceGetMigDeviceHandleByIndex");
   }
 };
 
@@ -87,6 +91,12 @@ void fill_from_nvml(const Nvml& n, GpuDevice& d) {
   }
   unsigned mcur = 0, mpend = 0;
   d.mig_mode = n.mig_mode && n.mig_mode(h, &mcur, &mpend) == 0 ? (mcur ? "enabled" : "disabled") : "n/a";
+  unsigned mig_slots = 0;
+  if (d.mig_mode == "enabled" && n.mig_max && n.mig_handle && n.mig_max(h, &mig_slots) == 0)
+    for (unsigned i = 0; i < mig_slots; ++i) {
+      nvmlDevice_t mh = nullptr;
+      if (n.mig_handle(h, i, &mh) == 0) ++d.mig_instances;  // slots without an instance return NOT_FOUND
+    }
   if (n.power_limit && n.power_limit(h, &v) == 0) d.power_limit_w = v / 1000.0;
   if (n.nvlink_state)
     for (unsigned link = 0; link < 18; ++link) {

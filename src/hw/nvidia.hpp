@@ -19,6 +19,7 @@ struct GpuDevice {
   std::string ecc_mode;  // enabled | disabled | n/a
   std::uint64_t ecc_corrected = 0, ecc_uncorrected = 0;
   std::string mig_mode;  // enabled | disabled | n/a
+  int mig_instances = 0;  // GPU instances present when MIG is enabled
   double power_limit_w = 0;
   std::string catalog_id;  // matching catalog device, or empty
 };
