@@ -275,3 +275,29 @@ TEST(Cli, GraphCommandReportsCosts) {
   EXPECT_EQ(j["params"], 101258);
   expect_usage_error(run_gpuvs("graph seed-mlp --mode sideways"), "--mode 'sideways'");
 }
+
+TEST(Cli, PredictWithCalibrationFromABenchRecord) {
+  TempDir dir;
+  const auto rec = dir / "bench.json";
+  gpuvs::test::write_text(rec, R"J({"schema_version": 2, "quick": false, "results": [
+    {"key": "cuda.gemm.bf16", "unit": "TFLOP/s", "status": "ok", "median": 600.0, "device": "cuda:0 NVIDIA H200 (h200-sxm)"},
+    {"key": "cuda.mem.copy", "unit": "GB/s", "status": "ok", "median": 4200.0, "device": "cuda:0 NVIDIA H200 (h200-sxm)"},
+    {"key": "cpu.stream.triad", "unit": "GB/s", "status": "ok", "median": 60.0, "device": "cpu"}]})J");
+  const auto r = run_gpuvs("predict --workload resnet50 --gpu h200 --json --calibration " + rec.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["calibration"]["applied"].get<bool>());
+  EXPECT_EQ(j["calibration"]["measured_on"], "h200-sxm");
+  ASSERT_EQ(j["calibration"]["classes"].size(), 2u);
+  EXPECT_LT(j["calibration"]["classes"][0]["measured_over_predicted"].get<double>(), 0.85);
+  const auto plain = nlohmann::json::parse(run_gpuvs("predict --workload resnet50 --gpu h200 --json").out);
+  EXPECT_LT(j["throughput"]["value"].get<double>(), plain["throughput"]["value"].get<double>());
+  // Bad records: one line, exit 2, naming the file.
+  const auto empty = dir / "empty.json";
+  gpuvs::test::write_text(empty, R"({"schema_version": 2, "results": []})");
+  expect_usage_error(run_gpuvs("predict --gpu h200 --calibration " + empty.string()), "no GPU figures");
+  const auto junk = dir / "junk.json";
+  gpuvs::test::write_text(junk, "{not json");
+  expect_usage_error(run_gpuvs("predict --gpu h200 --calibration " + junk.string()), "not JSON");
+  expect_usage_error(run_gpuvs("predict --gpu h200 --calibration " + (dir / "missing.json").string()), "--calibration");
+}

@@ -393,3 +393,86 @@ TEST(Memory, ZeroStagesShardWhatTheySay) {
   EXPECT_NEAR(state("zero2"), 2 + (2 + 12.0) / 8, 1e-9);
   EXPECT_NEAR(state("full"), 16.0 / 8, 1e-9);
 }
+
+// ---- calibration from local benchmark figures ----
+
+namespace {
+perf::Calibration h200_calibration(double gemm_factor, double mem_factor) {
+  const auto cat = catalog::Catalog::builtin();
+  const auto& gpu = cat.find("h200-sxm");
+  // Figures at exactly the model's own expectation for a healthy card, scaled by the factors.
+  const auto plan = perf::plan_precision(perf::Precision::amp_bf16, gpu);
+  const auto p = perf::efficiency_for(gpu, plan);
+  const double gemm = plan.matrix_tflops * perf::gemm_efficiency({8192, 8192, 8192, 1}, p.bench_gemm_ref, p, gpu.sm_count);
+  perf::EfficiencyParams bench = p;
+  bench.mem_max = p.bench_mem_ref;
+  const double copy_bytes = 2.0 * 1073741824.0;
+  const double mem = gpu.memory_bandwidth_gbs * perf::memory_efficiency(copy_bytes, bench);
+  return perf::calibrate(gpu,
+                         {{"cuda.gemm.bf16", "TFLOP/s", gemm * gemm_factor},
+                          {"cuda.mem.copy", "GB/s", mem * mem_factor},
+                          {"cuda.launch.async", "us", 2.5}},
+                         8192, copy_bytes, "test");
+}
+
+perf::Prediction predict_with(const perf::Calibration* cal, const std::string& workload, const std::string& gpu) {
+  const auto cat = catalog::Catalog::builtin();
+  perf::PredictRequest req;
+  req.workload = workload;
+  req.gpu = gpu;
+  req.calibration = cal;
+  return perf::predict(cat, req);
+}
+}  // namespace
+
+TEST(Calibration, AHealthyCardLeavesThePredictionUnchanged) {
+  const auto cal = h200_calibration(1.0, 1.0);
+  ASSERT_EQ(cal.classes.size(), 3u);
+  for (const auto& c : cal.classes)
+    if (c.applied) {
+      EXPECT_NEAR(c.ratio, 1.0, 1e-9) << c.op_class;
+    }
+  const auto launch = cal.classes.back();
+  EXPECT_EQ(launch.op_class, "launch");
+  EXPECT_FALSE(launch.applied);
+  EXPECT_NEAR(launch.ratio, 2.5 / 4.0, 1e-12);
+  const auto base = predict_with(nullptr, "resnet50", "h200-sxm");
+  const auto calibrated = predict_with(&cal, "resnet50", "h200-sxm");
+  EXPECT_TRUE(calibrated.calibrated);
+  EXPECT_NEAR(calibrated.throughput / base.throughput, 1.0, 1e-9);
+}
+
+TEST(Calibration, APowerCappedCardPredictsSlowerOnlyWhereItIsSlower) {
+  const auto cal = h200_calibration(0.7, 1.0);  // GEMMs at 70% of what a healthy H200 reaches
+  const auto base = predict_with(nullptr, "resnet50", "h200-sxm");
+  const auto slow = predict_with(&cal, "resnet50", "h200-sxm");
+  EXPECT_LT(slow.throughput, 0.97 * base.throughput);
+  EXPECT_GT(slow.throughput, 0.60 * base.throughput);  // memory-bound ops are not slowed
+  EXPECT_GT(slow.detail.compute_s, base.detail.compute_s);
+  // Another device is never corrected by this card's figures.
+  const auto other = predict_with(&cal, "resnet50", "a100-80gb-sxm");
+  EXPECT_FALSE(other.calibrated);
+  EXPECT_DOUBLE_EQ(other.throughput, predict_with(nullptr, "resnet50", "a100-80gb-sxm").throughput);
+}
+
+TEST(Calibration, MemoryRatioMovesMemoryBoundWorkloads) {
+  const auto cal = h200_calibration(1.0, 0.5);
+  const auto base = predict_with(nullptr, "seed-mlp", "h200-sxm");
+  const auto slow = predict_with(&cal, "seed-mlp", "h200-sxm");
+  EXPECT_LT(slow.throughput, base.throughput);
+  EXPECT_GT(slow.detail.memory_s, base.detail.memory_s);
+}
+
+TEST(Calibration, EfficienciesNeverPassTheCeiling) {
+  const auto cal = h200_calibration(5.0, 5.0);  // absurd figures: clamped, not believed
+  const auto cat = catalog::Catalog::builtin();
+  const auto& gpu = cat.find("h200-sxm");
+  const auto plan = perf::plan_precision(perf::Precision::amp_bf16, gpu);
+  const auto p = perf::calibrated_params(gpu, plan, &cal);
+  EXPECT_LE(p.gemm_max, 0.98);
+  EXPECT_LE(p.conv_max, 0.98);
+  EXPECT_LE(p.mem_max, 0.98);
+  // A precision that was not measured keeps its defaults.
+  const auto tf32 = perf::plan_precision(perf::Precision::tf32, gpu);
+  EXPECT_DOUBLE_EQ(perf::calibrated_params(gpu, tf32, &cal).gemm_max, perf::efficiency_for(gpu, tf32).gemm_max);
+}

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "catalog/catalog.hpp"
+#include "cli/calibration_file.hpp"
 #include "cli/commands.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
@@ -15,7 +16,7 @@ namespace gpuvs::cli {
 namespace {
 
 struct PredictArgs {
-  std::string workload = "seed-mlp", gpu, precision = "amp-bf16", mode = "train", options;
+  std::string workload = "seed-mlp", gpu, precision = "amp-bf16", mode = "train", options, calibration;
   std::vector<std::string> catalogs;
   int gpus = 1;
   std::int64_t batch = 0;
@@ -36,6 +37,11 @@ int run_predict(const PredictArgs& a) {
   req.precision = perf::parse_precision(a.precision);
   req.training = a.mode == "train";
   req.options = perf::parse_options(a.options);
+  std::optional<perf::Calibration> cal;
+  if (!a.calibration.empty()) {
+    cal = load_calibration(a.calibration, cat);
+    req.calibration = &*cal;
+  }
   const perf::Prediction p = perf::predict(cat, req);
   const auto& d = p.detail;
   const auto& m = p.memory;
@@ -71,6 +77,14 @@ int run_predict(const PredictArgs& a) {
                       {"sharding", p.sharding}, {"comm_bytes_per_step", p.comm_bytes}, {"comm_s", p.comm_s},
                       {"comm_exposed_s", p.comm_exposed_s}, {"single_gpu_step_s", p.single_gpu_step_s},
                       {"efficiency", p.single_gpu_step_s / p.step_s}};
+    if (cal) {
+      nlohmann::json classes = nlohmann::json::array();
+      for (const auto& c : cal->classes)
+        classes.push_back({{"class", c.op_class}, {"benchmark", c.key}, {"unit", c.unit}, {"measured", c.measured},
+                           {"predicted", c.predicted}, {"measured_over_predicted", c.ratio}, {"applied", c.applied && p.calibrated},
+                           {"note", c.note}});
+      j["calibration"] = {{"source", cal->source}, {"measured_on", cal->gpu_id}, {"applied", p.calibrated}, {"classes", classes}};
+    }
     fmt::print("{}\n", j.dump(2));
     return 0;
   }
@@ -98,6 +112,13 @@ int run_predict(const PredictArgs& a) {
              m.peak_bytes / kGiB, m.capacity_bytes / kGiB, m.fits ? "fits" : "DOES NOT FIT", m.weights_bytes / kGiB,
              m.gradients_bytes / kGiB, m.optimizer_bytes / kGiB, m.activations_bytes / kGiB, m.transient_bytes / kGiB,
              m.runtime_bytes / kGiB);
+  if (cal) {
+    fmt::print("  calibration  from {} (measured on {}): {}\n", cal->source, cal->gpu_id,
+               p.calibrated ? "applied" : "not applied (measured on another device)");
+    for (const auto& c : cal->classes)
+      fmt::print("    {:<12} measured {:.4g} {} vs model {:.4g}: x{:.3f}{}\n", c.op_class, c.measured, c.unit, c.predicted,
+                 c.ratio, c.applied && p.calibrated ? "" : " (reported only)");
+  }
   return 0;
 }
 
@@ -115,6 +136,7 @@ Runner add_predict_command(CLI::App& app) {
   sub->add_option("--mode", a->mode, "train or infer")->capture_default_str();
   sub->add_option("--options", a->options, "k=v;k=v: seq_len, flash_attention, sharding=none|zero1|zero2|full, gen_len");
   sub->add_option("--catalog", a->catalogs, "Add devices from a TOML file (repeatable)");
+  sub->add_option("--calibration", a->calibration, "A gpuvs bench --save record: correct the model for the GPU it measured");
   sub->add_flag("--json", a->json, "JSON output");
   return [a] { return run_predict(*a); };
 }

@@ -16,6 +16,12 @@ EfficiencyParams efficiency_for(const catalog::Gpu& gpu, const PrecisionPlan& pl
   EfficiencyParams p;
   const bool gddr = gpu.segment != "datacenter";
   p.mem_max = gddr ? 0.70 : 0.60;
+  // Microbenchmark references (see the header): an H200 ran a bf16 8192^3 GEMM at 788 TFLOP/s (0.80 of
+  // its 989 peak) and a device copy at 4.3 TB/s (0.90 of 4.8) through PyTorch on the project's device
+  // machine (.library/device/KINDS.md, 2026-10-28); GeForce boards boost past their rated clock and
+  // get nearer their (half-rate FP32-accumulate) peak; CUDA-core SGEMM reaches about 85%.
+  p.bench_mem_ref = 0.88;
+  p.bench_gemm_ref = !plan.tensor_cores ? 0.85 : gddr ? 0.90 : 0.80;
   if (plan.tensor_cores) {
     p.gemm_max = gddr ? 0.85 : 0.75;
     p.conv_max = gddr ? 0.65 : 0.45;

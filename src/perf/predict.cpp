@@ -84,15 +84,15 @@ void apply_recompute(Prediction& p, const graph::Graph& g, const graph::NetworkI
 
 // Serving: the prompt (seq_len) is prefilled once; each generated token is one decode step reading every
 // weight and the whole KV cache, priced at the generation's mean context.
-void apply_decode(Prediction& p, const graph::NetworkInfo& net, const catalog::Gpu& gpu, bool flash,
-                  std::int64_t gen_len) {
+void apply_decode(Prediction& p, const graph::NetworkInfo& net, const catalog::Gpu& gpu, const EfficiencyParams& eff,
+                  bool flash, std::int64_t gen_len) {
   p.decode = true;
   p.prompt_len = p.seq_len;
   p.gen_len = gen_len;
   p.prefill_s = p.detail.step_s;
   graph::NetworkOptions d{p.batch, p.plan.activations, p.seq_len, flash, false};
   d.decode_context = p.prompt_len + p.gen_len / 2;
-  p.detail = predict_graph(graph::build_network(net, d), gpu, p.plan);
+  p.detail = predict_graph(graph::build_network(net, d), gpu, p.plan, eff);
   p.decode_step_s = p.detail.step_s;
   p.kv_cache_bytes = graph::kv_cache_bytes(graph::decoder_preset(net.id), p.prompt_len + p.gen_len, p.batch,
                                            p.plan.activations);
@@ -200,14 +200,16 @@ Prediction predict(const catalog::Catalog& cat, const PredictRequest& req) {
   const graph::Graph g = graph::build_network(net, nopt);
   p.params = graph::param_count(g);
   p.frozen_params = graph::param_count(g, false) - p.params;
-  p.detail = predict_graph(g, gpu, p.plan);
+  const EfficiencyParams eff = calibrated_params(gpu, p.plan, req.calibration);
+  p.calibrated = req.calibration && req.calibration->gpu_id == gpu.id;
+  p.detail = predict_graph(g, gpu, p.plan, eff);
   // LoRA's frozen base: 16-bit weights (or 32-bit in fp32/tf32); QLoRA: 4-bit NF4 plus double-quantised
   // block scales, 0.516 bytes per parameter (Dettmers et al. 2023).
   const double frozen_bytes = p.finetune == "qlora" ? 0.516 : static_cast<double>(graph::dtype_size(p.plan.activations));
   p.memory = estimate_memory(g, p.params, p.plan, req.training, gpu, p.frozen_params, frozen_bytes);
   if (p.recompute != "none") apply_recompute(p, g, net);
   if (!req.training && net.family == "decoder") {
-    apply_decode(p, net, gpu, flash, option_int(req.options, "gen_len", 128, 1, 1 << 20));
+    apply_decode(p, net, gpu, eff, flash, option_int(req.options, "gen_len", 128, 1, 1 << 20));
   } else if (req.options.count("gen_len")) {
     throw InputError("option gen_len applies to decoder inference (--mode infer)");
   }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "catalog/catalog.hpp"
+#include "perf/calibration.hpp"
 #include "perf/collective.hpp"
 #include "perf/memory.hpp"
 #include "perf/predictor.hpp"
@@ -21,6 +22,7 @@ struct PredictRequest {
   bool training = true;
   std::map<std::string, std::string> options;  // seq_len, flash_attention, sharding, gen_len, recompute,
                                                // finetune, lora_rank
+  const Calibration* calibration = nullptr;    // measured corrections for one device (gpuvs bench --save)
 };
 
 struct Prediction {
@@ -56,6 +58,7 @@ struct Prediction {
   std::string finetune = "full";
   std::int64_t lora_rank = 0;
   std::int64_t frozen_params = 0;
+  bool calibrated = false;  // the request's calibration was measured on this device and applied
 };
 
 /// Parses "k=v;k=v" (spaces allowed); InputError on a malformed pair or unknown key.

@@ -1,0 +1,44 @@
+#include "cli/calibration_file.hpp"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/results_json.hpp"
+#include "core/error.hpp"
+#include "core/files.hpp"
+
+namespace gpuvs::cli {
+
+perf::Calibration load_calibration(const std::string& path, const catalog::Catalog& cat) {
+  const std::string text = files::read_all(path, "--calibration");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(fmt::format("{}: not JSON (byte {}): {}", path, e.byte, e.what()));
+  }
+  const auto results = bench::measurements_from_json(j, path);
+  // The device string is "cuda:N NAME (catalog-id)"; all GPU figures of one record come from one device.
+  std::string gpu_id;
+  std::vector<perf::MeasuredFigure> figures;
+  for (const auto& m : results) {
+    if (m.key.rfind("cuda.", 0) != 0 || m.status != "ok") continue;
+    const auto open = m.device.rfind('('), close = m.device.rfind(')');
+    if (open == std::string::npos || close == std::string::npos || close < open) continue;
+    const std::string id = m.device.substr(open + 1, close - open - 1);
+    if (gpu_id.empty()) gpu_id = id;
+    if (id != gpu_id)
+      throw InputError(fmt::format("{}: GPU figures from two devices ({} and {}); calibrate from one", path, gpu_id, id));
+    figures.push_back({m.key, m.unit, m.median});
+  }
+  if (figures.empty())
+    throw InputError(fmt::format("{}: no GPU figures from a catalog device (run gpuvs bench --save on a GPU gpuvs knows)", path));
+  const catalog::Gpu& gpu = cat.find(gpu_id);
+  const bool quick = j.value("quick", false);
+  const double gemm_n = quick ? 4096 : 8192;              // the sizes the CUDA benchmarks use
+  const double copy_bytes = 2.0 * (quick ? 256 : 1024) * 1048576.0;  // read + write of one array
+  return perf::calibrate(gpu, figures, gemm_n, copy_bytes, path);
+}
+
+}  // namespace gpuvs::cli
