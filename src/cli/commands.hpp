@@ -15,5 +15,6 @@ Runner add_validate_command(CLI::App& app);
 Runner add_compare_command(CLI::App& app);
 Runner add_devices_command(CLI::App& app);
 Runner add_bench_command(CLI::App& app);
+Runner add_advise_command(CLI::App& app);
 
 }  // namespace gpuvs::cli

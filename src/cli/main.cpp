@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   add(gpuvs::cli::add_compare_command);
   add(gpuvs::cli::add_devices_command);
   add(gpuvs::cli::add_bench_command);
+  add(gpuvs::cli::add_advise_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,474 @@
+#include "advise/advisor.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "core/error.hpp"
+#include "graph/networks.hpp"
+#include "perf/predict.hpp"
+
+namespace gpuvs::advise {
+
+namespace {
+
+constexpr double kGiB = 1073741824.0;
+
+std::optional<perf::Prediction> try_predict(const catalog::Catalog& cat, const perf::PredictRequest& req, std::string& err) {
+  try {
+    return perf::predict(cat, req);
+  } catch (const InputError& e) {
+    err = e.what();
+    return std::nullopt;
+  }
+}
+
+/// The scenario's precision on this card, or the nearest one it runs (bf16 -> fp16 before Ampere).
+std::optional<perf::Precision> precision_for(const catalog::Gpu& gpu, const std::string& wanted, std::string& note) {
+  const perf::Precision p = perf::parse_precision(wanted);
+  try {
+    perf::plan_precision(p, gpu);
+    return p;
+  } catch (const InputError&) {
+  }
+  const perf::Precision fallback = p == perf::Precision::amp_bf16 || p == perf::Precision::amp_fp8 ? perf::Precision::amp_fp16
+                                   : p == perf::Precision::bf16                                    ? perf::Precision::fp16
+                                                                                                   : p;
+  if (fallback != p) {
+    try {
+      perf::plan_precision(fallback, gpu);
+      note = fmt::format("{} instead of {} (not on this card)", perf::precision_name(fallback), wanted);
+      return fallback;
+    } catch (const InputError&) {
+    }
+  }
+  return std::nullopt;
+}
+
+struct Costs {
+  std::optional<double> rent_per_h, price, power_per_h, own_per_h;
+};
+
+Costs costs_for(const catalog::Gpu& gpu, const Assumptions& a, double utilization) {
+  Costs c;
+  c.rent_per_h = a.rent(gpu);
+  c.price = a.price(gpu);
+  c.power_per_h = gpu.tdp_w / 1000.0 * a.get("pue") * a.get("electricity_usd_per_kwh");
+  if (c.price) c.own_per_h = *c.price / (a.get("amortization_years") * 8760.0 * utilization) + *c.power_per_h;
+  return c;
+}
+
+/// Picks rent or buy for an option under the purchase mode and budget; records why not when neither can.
+void choose_basis(Option& o, const Scenario& s, double budget_rent_amount, double budget_buy_amount) {
+  struct Candidate {
+    const char* basis;
+    double cost;
+  };
+  std::vector<Candidate> c;
+  bool over_budget = false;
+  if (s.purchase != "buy" && o.rent_usd) {
+    if (!s.budget_usd || budget_rent_amount <= *s.budget_usd) c.push_back({"rent", *o.rent_usd});
+    else over_budget = true;
+  }
+  if (s.purchase != "rent" && o.buy_usd) {
+    if (!s.budget_usd || budget_buy_amount <= *s.budget_usd) c.push_back({"buy", *o.buy_usd});
+    else over_budget = true;
+  }
+  if (c.empty()) {
+    o.cost_basis = "none";
+    if (over_budget)
+      o.why_not.push_back(fmt::format("over the ${:.0f} budget ({})", *s.budget_usd,
+                                      o.buy_upfront_usd && s.purchase != "rent" ? fmt::format("buying costs ${:.0f} up front", *o.buy_upfront_usd)
+                                                                                : fmt::format("renting costs ${:.0f}", o.rent_usd.value_or(0))));
+    else if (s.budget_usd)
+      o.why_not.push_back(fmt::format("no {} price in the catalog to check against the budget (--assume {}.{}=USD)",
+                                      s.purchase == "buy" ? "purchase" : s.purchase == "rent" ? "rental" : "purchase or rental",
+                                      s.purchase == "rent" ? "rent" : "price", o.gpu_id));
+    return;
+  }
+  const auto best = std::min_element(c.begin(), c.end(), [](const Candidate& x, const Candidate& y) { return x.cost < y.cost; });
+  o.cost_basis = best->basis;
+  o.cost_usd = best->cost;
+}
+
+// ---- training and fine-tuning ----
+
+struct Fit {
+  std::int64_t batch = 0;
+  std::string recompute = "none";
+  std::optional<perf::Prediction> p;
+  std::string err;
+};
+
+/// The largest batch (from the workload's default down to 1) that fits, without recompute if possible.
+Fit find_fit(const catalog::Catalog& cat, perf::PredictRequest req, bool transformer) {
+  Fit best;
+  for (const char* rc : {"none", "full"}) {
+    if (std::string(rc) == "full" && !transformer) break;
+    req.options["recompute"] = rc;
+    req.batch = 0;
+    std::string err;
+    auto p = try_predict(cat, req, err);
+    if (!p) {
+      best.err = err;
+      return best;  // an impossible request (precision, options): no batch helps
+    }
+    for (std::int64_t b = p->batch; b >= 1; b /= 2) {
+      if (b != p->batch) {
+        req.batch = b;
+        p = try_predict(cat, req, err);
+        if (!p) break;
+      }
+      if (p->memory.fits) {
+        best.batch = b;
+        best.recompute = rc;
+        best.p = p;
+        return best;
+      }
+      best.p = p;  // the smallest tried, for the report of what did not fit
+      best.batch = b;
+    }
+  }
+  return best;
+}
+
+std::vector<std::string> strategies(const Scenario& s, int count) {
+  if (s.task == "finetune" && s.finetune != "full") return {s.finetune};
+  if (count == 1) return {"single"};
+  if (s.task == "finetune") return {"ddp", "fsdp"};
+  return {"ddp", "zero2", "fsdp"};
+}
+
+Option training_option(const catalog::Catalog& cat, const catalog::Gpu& gpu, const Scenario& s, const Assumptions& a,
+                       int count, const std::string& strategy, perf::Precision precision, const std::string& precision_note,
+                       bool transformer, std::map<std::string, Fit>& fit_cache) {
+  Option o;
+  o.gpu_id = gpu.id;
+  o.gpu_name = gpu.name;
+  o.count = count;
+  o.strategy = strategy;
+  o.precision = std::string(perf::precision_name(precision)) + (precision_note.empty() ? "" : " (" + precision_note + ")");
+  o.ecc = gpu.ecc == "yes";
+  perf::PredictRequest req;
+  req.workload = s.workload;
+  req.gpu = gpu.id;
+  req.gpus = count;
+  req.precision = precision;
+  req.training = true;
+  if (s.seq_len > 0) req.options["seq_len"] = std::to_string(s.seq_len);
+  if (strategy == "zero2") req.options["sharding"] = "zero2";
+  if (strategy == "fsdp") req.options["sharding"] = "full";
+  if (strategy == "lora" || strategy == "qlora") req.options["finetune"] = strategy;
+  // Memory per GPU depends on the count only when states are sharded; cache the batch search otherwise.
+  const bool sharded = strategy == "zero2" || strategy == "fsdp";
+  const std::string key = fmt::format("{}|{}|{}", gpu.id, strategy, sharded ? count : 0);
+  auto it = fit_cache.find(key);
+  if (it == fit_cache.end()) {
+    perf::PredictRequest one = req;
+    if (!sharded) one.gpus = 1;
+    it = fit_cache.emplace(key, find_fit(cat, one, transformer)).first;
+  }
+  const Fit& fit = it->second;
+  if (!fit.p) {
+    o.why_not.push_back(fit.err);
+    return o;
+  }
+  std::optional<perf::Prediction> p = fit.p;
+  if (count > 1 && !sharded && fit.p->memory.fits) {
+    req.batch = fit.batch;
+    req.options["recompute"] = fit.recompute;
+    std::string err;
+    p = try_predict(cat, req, err);
+    if (!p) {
+      o.why_not.push_back(err);
+      return o;
+    }
+  }
+  o.batch = fit.batch;
+  o.recompute = fit.recompute;
+  o.fits = p->memory.fits;
+  o.peak_gib = p->memory.peak_bytes / kGiB;
+  o.capacity_gib = p->memory.capacity_bytes / kGiB;
+  o.unit = p->unit;
+  o.throughput = p->throughput * count;
+  if (!o.fits) {
+    o.why_not.push_back(fmt::format("does not fit: {:.1f} GiB per GPU at batch 1{} vs {:.1f} GiB usable", o.peak_gib,
+                                    transformer ? " with full recompute" : "", o.capacity_gib));
+    return o;
+  }
+  // Time, failures and the checkpoint interval.
+  const double rate = a.get("failures_per_gpu_hour") * (o.ecc ? 1.0 : a.get("non_ecc_failure_factor"));
+  o.mtbf_hours = 1.0 / (rate * count);
+  const double bytes_per_param = p->plan.fp32_master || p->plan.precision == perf::Precision::fp32 ||
+                                         p->plan.precision == perf::Precision::tf32
+                                     ? 12.0   // fp32 weights (or master copy) + two Adam moments
+                                     : 6.0;   // pure 16-bit: weights + two 16-bit moments
+  o.checkpoint_gb = static_cast<double>(p->params) * bytes_per_param / 1e9;
+  const double ckpt_h = o.checkpoint_gb / a.get("checkpoint_write_gbs") / 3600.0;
+  o.checkpoint_interval_hours = optimal_checkpoint_interval(ckpt_h, o.mtbf_hours);
+  if (s.work > 0) {
+    o.compute_hours = s.work / o.throughput / 3600.0;
+    o.expected_failures = o.compute_hours / o.mtbf_hours;
+    const double restart_h = a.get("restart_minutes") / 60.0;
+    o.lost_hours = o.expected_failures * (o.checkpoint_interval_hours / 2 + restart_h) +
+                   (o.checkpoint_interval_hours > 0 ? o.compute_hours / o.checkpoint_interval_hours * ckpt_h : 0);
+    o.total_hours = o.compute_hours + o.lost_hours;
+  }
+  // Costs: to finish the job, or per million units when no amount of work is given.
+  const Costs c = costs_for(gpu, a, a.get("utilization"));
+  const double hours = s.work > 0 ? o.total_hours : 1e6 / o.throughput / 3600.0;
+  if (c.rent_per_h) o.rent_usd = hours * count * *c.rent_per_h;
+  if (c.price) {
+    o.buy_upfront_usd = count * *c.price;
+    o.buy_usd = hours * count * *c.own_per_h;
+    if (c.rent_per_h && *c.rent_per_h > *c.power_per_h)
+      o.breakeven_utilization = *c.price / (a.get("amortization_years") * 8760.0 * (*c.rent_per_h - *c.power_per_h));
+  }
+  o.energy_usd = hours * count * *c.power_per_h;
+  if (s.hours && o.total_hours > *s.hours)
+    o.why_not.push_back(fmt::format("misses the {:.0f} h deadline: {:.0f} h including {:.1f} h expected lost to failures",
+                                    *s.hours, o.total_hours, o.lost_hours));
+  choose_basis(o, s, o.rent_usd.value_or(0), o.buy_upfront_usd.value_or(0));
+  return o;
+}
+
+// ---- serving ----
+
+struct ServeFit {
+  std::int64_t batch = 0;
+  double service_s = 0, capacity_rps = 0, p99_ms = 0, peak_bytes = 0;
+  std::string unit;
+  std::string why_not;
+};
+
+/// The batch with the most capacity whose p99 meets the SLA (service time scaled by `slowdown`, for a
+/// MIG slice) and whose memory fits in `capacity_bytes`.
+ServeFit best_serving_batch(const catalog::Catalog& cat, const catalog::Gpu& gpu, const Scenario& s, const Assumptions& a,
+                            perf::Precision precision, double slowdown, double capacity_bytes) {
+  ServeFit best;
+  perf::PredictRequest req;
+  req.workload = s.workload;
+  req.gpu = gpu.id;
+  req.precision = precision;
+  req.training = false;
+  if (s.seq_len > 0) req.options["seq_len"] = std::to_string(s.seq_len);
+  if (s.gen_len > 0) req.options["gen_len"] = std::to_string(s.gen_len);
+  std::string last_why;
+  for (std::int64_t b = 1; b <= 1024; b *= 2) {
+    req.batch = b;
+    std::string err;
+    const auto p = try_predict(cat, req, err);
+    if (!p) {
+      if (best.batch == 0) best.why_not = err;
+      break;
+    }
+    const double service = (p->decode ? p->prefill_s + static_cast<double>(p->gen_len) * p->decode_step_s : p->step_s) * slowdown;
+    const double p99 = a.get("p99_over_service") * service * 1e3;
+    if (p->memory.peak_bytes > capacity_bytes) {
+      last_why = fmt::format("does not fit: {:.1f} GiB at batch {} vs {:.1f} GiB", p->memory.peak_bytes / kGiB, b, capacity_bytes / kGiB);
+      break;
+    }
+    if (s.sla_p99_ms && p99 > *s.sla_p99_ms) {
+      last_why = fmt::format("p99 {:.1f} ms at batch {} exceeds the {:.0f} ms SLA", p99, b, *s.sla_p99_ms);
+      break;
+    }
+    const double capacity = static_cast<double>(b) / service * a.get("serving_headroom");
+    if (capacity > best.capacity_rps) best = {b, service, capacity, p99, p->memory.peak_bytes, p->unit, ""};
+  }
+  if (best.batch == 0 && best.why_not.empty()) best.why_not = last_why;
+  return best;
+}
+
+Option serving_option(const catalog::Catalog& cat, const catalog::Gpu& gpu, const Scenario& s, const Assumptions& a,
+                      perf::Precision precision, const std::string& precision_note, const std::string& mode) {
+  Option o;
+  o.gpu_id = gpu.id;
+  o.gpu_name = gpu.name;
+  o.strategy = mode;
+  o.precision = std::string(perf::precision_name(precision)) + (precision_note.empty() ? "" : " (" + precision_note + ")");
+  o.ecc = gpu.ecc == "yes";
+  const bool mig = mode == "serve-mig";
+  // A MIG slice: 1/mig_max of the SMs and roughly memory/(mig_max+1) (A100/H100 80 GB: 1g.10gb).
+  const double slices = mig ? gpu.mig_max : 1;
+  const double capacity_bytes = mig ? gpu.memory_bytes() / (gpu.mig_max + 1) : gpu.memory_bytes() * 0.98;
+  const ServeFit f = best_serving_batch(cat, gpu, s, a, precision, slices, capacity_bytes);
+  o.capacity_gib = capacity_bytes / kGiB;
+  if (f.batch == 0) {
+    o.why_not.push_back(f.why_not + (mig ? " (on one MIG slice)" : ""));
+    return o;
+  }
+  o.fits = true;
+  o.batch = f.batch;
+  o.peak_gib = f.peak_bytes / kGiB;
+  o.latency_p99_ms = f.p99_ms;
+  const double required = std::max(s.requests_per_s * a.get("peak_to_mean"), 0.0);
+  const int tenants = std::max(1, s.tenants);
+  const double per_tenant = required / tenants;
+  const auto units_for = [&](double rps, double capacity) { return std::max(1.0, std::ceil(rps / capacity)); };
+  if (mig) {
+    const double slices_per_tenant = units_for(per_tenant, f.capacity_rps);
+    o.count = static_cast<int>(std::ceil(tenants * slices_per_tenant / slices));
+    o.tenants_per_card = static_cast<int>(std::min<double>(tenants, std::floor(slices / slices_per_tenant)));
+    o.isolation = fmt::format("MIG: {} isolated slices per card", gpu.mig_max);
+  } else if (mode == "serve-dedicated") {
+    o.count = tenants * static_cast<int>(units_for(per_tenant, f.capacity_rps));
+    o.tenants_per_card = 1;
+    o.isolation = tenants > 1 ? "a card per tenant" : "single tenant";
+  } else {  // serve-shared: time-slicing, no isolation
+    o.count = static_cast<int>(units_for(required, f.capacity_rps));
+    o.tenants_per_card = static_cast<int>(std::ceil(static_cast<double>(tenants) / o.count));
+    o.isolation = "none: time-slicing shares memory and faults between tenants";
+    if (a.get("isolation_required") != 0)
+      o.why_not.push_back("no isolation between tenants (no MIG: time-slicing only)");
+  }
+  o.capacity_rps = f.capacity_rps * (mig ? slices : 1) * o.count;
+  o.throughput = o.capacity_rps;
+  o.unit = "requests/s";
+  const double month = a.get("hours_per_month");
+  const Costs c = costs_for(gpu, a, 1.0);  // a serving fleet is busy around the clock
+  if (c.rent_per_h) o.rent_usd = o.count * *c.rent_per_h * month;
+  if (c.price) {
+    o.buy_upfront_usd = o.count * *c.price;
+    o.buy_usd = o.count * *c.own_per_h * month;
+    if (c.rent_per_h && *c.rent_per_h > *c.power_per_h)
+      o.breakeven_utilization = *c.price / (a.get("amortization_years") * 8760.0 * (*c.rent_per_h - *c.power_per_h));
+  }
+  o.energy_usd = o.count * *c.power_per_h * month;
+  choose_basis(o, s, o.rent_usd.value_or(0), o.buy_upfront_usd.value_or(0));
+  return o;
+}
+
+bool better(const Option& x, const Option& y) {
+  if (x.feasible != y.feasible) return x.feasible;
+  if (x.cost_usd.has_value() != y.cost_usd.has_value()) return x.cost_usd.has_value();
+  if (x.cost_usd && *x.cost_usd != *y.cost_usd) return *x.cost_usd < *y.cost_usd;
+  if (x.total_hours != y.total_hours) return x.total_hours < y.total_hours;
+  return x.count < y.count;
+}
+
+std::string money(double v) { return v >= 100 ? fmt::format("${:.0f}", v) : fmt::format("${:.2f}", v); }
+
+}  // namespace
+
+double optimal_checkpoint_interval(double checkpoint_hours, double mtbf_hours) {
+  return std::sqrt(2.0 * checkpoint_hours * mtbf_hours);
+}
+
+void validate(const Scenario& s, const catalog::Catalog& cat) {
+  if (s.task != "train" && s.task != "finetune" && s.task != "infer")
+    throw InputError(fmt::format("task '{}' is not a task (expected train, finetune or infer)", s.task));
+  if (s.finetune != "full" && s.finetune != "lora" && s.finetune != "qlora")
+    throw InputError(fmt::format("finetune '{}' is not a method (expected full, lora or qlora)", s.finetune));
+  if (s.purchase != "buy" && s.purchase != "rent" && s.purchase != "either")
+    throw InputError(fmt::format("purchase '{}' is not a choice (expected buy, rent or either)", s.purchase));
+  if (s.work < 0) throw InputError(fmt::format("the amount of work cannot be negative ({})", s.work));
+  if (s.hours && *s.hours <= 0) throw InputError(fmt::format("--hours must be positive, got {}", *s.hours));
+  if (s.tenants < 1) throw InputError(fmt::format("--tenants must be at least 1, got {}", s.tenants));
+  if (s.sla_p99_ms && *s.sla_p99_ms <= 0) throw InputError(fmt::format("--sla-p99-ms must be positive, got {}", *s.sla_p99_ms));
+  if (s.requests_per_s < 0) throw InputError(fmt::format("--requests-per-s cannot be negative, got {}", s.requests_per_s));
+  if (s.budget_usd && *s.budget_usd <= 0) throw InputError(fmt::format("--budget must be positive, got {}", *s.budget_usd));
+  if (s.task == "infer" && (s.hours || s.work > 0))
+    throw InputError("--hours and --tokens/--samples describe training; serving takes --requests-per-s and --sla-p99-ms");
+  if (s.task != "infer" && (s.sla_p99_ms || s.requests_per_s > 0 || s.tenants > 1))
+    throw InputError("--sla-p99-ms, --requests-per-s and --tenants describe serving; use --task infer");
+  (void)graph::resolve_network(s.workload);  // unknown workload: InputError with the closest ids
+  perf::parse_precision(s.precision);
+  for (const auto& g : s.gpus) cat.find(g);
+}
+
+Advice advise(const catalog::Catalog& cat, const Scenario& s, const Assumptions& a) {
+  validate(s, cat);
+  Advice adv;
+  adv.scenario = s;
+  adv.assumptions = a.list();
+  const graph::NetworkInfo net = graph::resolve_network(s.workload);
+  const bool transformer = net.layers > 0;
+  const bool serving = s.task == "infer";
+  adv.work_unit = serving ? "requests/s" : net.family == "decoder" ? "tokens" : net.family == "cnn" || net.family == "unet" ? "images" : "samples";
+  adv.cost_what = serving ? "per month" : s.work > 0 ? "to finish the job" : "per million " + adv.work_unit;
+  std::vector<const catalog::Gpu*> gpus;
+  if (s.gpus.empty())
+    for (const auto& g : cat.gpus()) gpus.push_back(&g);
+  else
+    for (const auto& id : s.gpus) gpus.push_back(&cat.find(id));
+
+  std::vector<Option> all;
+  std::map<std::string, Fit> fit_cache;
+  const int max_gpus = static_cast<int>(a.get("max_gpus_per_server"));
+  for (const catalog::Gpu* gpu : gpus) {
+    std::string note;
+    const auto precision = precision_for(*gpu, s.precision, note);
+    if (!precision) {
+      Option o;
+      o.gpu_id = gpu->id;
+      o.gpu_name = gpu->name;
+      o.why_not.push_back(fmt::format("runs neither {} nor a 16-bit fallback", s.precision));
+      all.push_back(o);
+      continue;
+    }
+    if (serving) {
+      std::vector<std::string> modes = {"serve-dedicated"};
+      if (s.tenants > 1) {
+        if (gpu->mig_max >= 2) modes.push_back("serve-mig");
+        else modes.push_back("serve-shared");
+      }
+      for (const auto& m : modes) all.push_back(serving_option(cat, *gpu, s, a, *precision, note, m));
+      continue;
+    }
+    for (int count = 1; count <= max_gpus; count *= 2)
+      for (const auto& strategy : strategies(s, count))
+        all.push_back(training_option(cat, *gpu, s, a, count, strategy, *precision, note, transformer, fit_cache));
+  }
+  for (auto& o : all) o.feasible = o.fits && o.why_not.empty();
+
+  // One row per GPU: its best option (the cheapest feasible count and strategy, ties to the faster).
+  // Every feasible option stays in adv.options for the JSON record and the report.
+  std::map<std::string, Option> best;
+  for (const auto& o : all) {
+    if (o.feasible) adv.options.push_back(o);
+    auto it = best.find(o.gpu_id);
+    if (it == best.end()) {
+      best[o.gpu_id] = o;
+      continue;
+    }
+    const Option& cur = it->second;
+    // Among infeasible attempts keep the nearest: one that fits, else the largest count.
+    const bool nearer_miss = !o.feasible && !cur.feasible && ((o.fits && !cur.fits) || (o.fits == cur.fits && o.count > cur.count));
+    if ((o.feasible && better(o, cur)) || nearer_miss) best[o.gpu_id] = o;
+  }
+  for (auto& [id, o] : best) (o.feasible ? adv.ranked : adv.ruled_out).push_back(o);
+  std::sort(adv.options.begin(), adv.options.end(), better);
+  std::sort(adv.ranked.begin(), adv.ranked.end(), better);
+  std::sort(adv.ruled_out.begin(), adv.ruled_out.end(), [](const Option& x, const Option& y) { return x.gpu_id < y.gpu_id; });
+
+  // Reasons: what puts each option where it is.
+  for (std::size_t i = 0; i < adv.ranked.size(); ++i) {
+    Option& o = adv.ranked[i];
+    o.rank = static_cast<int>(i + 1);
+    std::string what = serving ? fmt::format("{} x {}, {}, batch {}, p99 {:.1f} ms", o.count, o.gpu_id, o.isolation, o.batch, o.latency_p99_ms)
+                               : fmt::format("{} on {} x {}, batch {}{}", o.strategy, o.count, o.gpu_id, o.batch,
+                                             o.recompute != "none" ? ", recompute " + o.recompute : "");
+    if (!serving && s.work > 0) what += fmt::format(", {:.1f} h", o.total_hours);
+    if (o.cost_usd) what += fmt::format(", {} {} ({})", money(*o.cost_usd), adv.cost_what, o.cost_basis);
+    if (i == 0) {
+      o.reason = (o.cost_usd ? "cheapest option that meets every requirement: " : "meets every requirement (no price known): ") + what;
+    } else {
+      const Option& top = adv.ranked.front();
+      std::string cmp;
+      if (o.cost_usd && top.cost_usd) cmp = fmt::format("{:+.0f}% cost vs #1", 100 * (*o.cost_usd / *top.cost_usd - 1));
+      else if (!o.cost_usd) cmp = fmt::format("no price known (--assume price.{0}=USD or rent.{0}=USD_PER_H)", o.gpu_id);
+      if (!serving && s.work > 0 && top.total_hours > 0)
+        cmp += fmt::format(", {:.2g}x the time of #1", o.total_hours / top.total_hours);
+      o.reason = cmp + ": " + what;
+    }
+    if (!o.ecc && !serving) o.reason += "; no ECC: expected failures counted at x" + fmt::format("{:g}", a.get("non_ecc_failure_factor"));
+  }
+  for (auto& o : adv.ruled_out) o.reason = o.why_not.empty() ? "no option fits" : o.why_not.front();
+  if (adv.ranked.empty()) adv.notes.push_back("no option meets every requirement; the ruled-out list says what each GPU lacks");
+  if (!serving && s.work == 0) adv.notes.push_back("no --tokens/--samples given: costs are per million " + adv.work_unit + ", not for a job");
+  return adv;
+}
+
+}  // namespace gpuvs::advise

@@ -1,0 +1,86 @@
+// The advisor: the seed document's four yes/no questions (over ~10 B parameters? a run over 24 h?
+// multi-tenant isolation? a strict inference SLA?) replaced by quantities. For a scenario it prices every
+// option — GPU x count x strategy — with the performance model: memory fit (full training, ZeRO/FSDP,
+// LoRA, QLoRA; the largest batch that fits, recompute when needed), time to finish, work expected to be
+// lost to failures and the checkpoint interval that minimises it, tenants per card (MIG or dedicated
+// cards), p99 latency against an SLA, and the cost of renting or buying. Options that meet every
+// requirement are ranked by cost, each with the reason for its place; the rest are listed with why not.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "advise/assumptions.hpp"
+#include "catalog/catalog.hpp"
+
+namespace gpuvs::advise {
+
+struct Scenario {
+  std::string name;
+  std::string workload = "seed-mlp";
+  std::string task = "train";      // train | finetune | infer
+  std::string finetune = "lora";   // with task=finetune: full | lora | qlora
+  std::string precision = "amp-bf16";
+  double work = 0;                 // tokens (decoders) or samples to process; 0: rate only
+  std::optional<double> hours;     // deadline for training
+  int tenants = 1;                 // serving: independent tenants sharing the fleet
+  std::optional<double> sla_p99_ms;
+  double requests_per_s = 0;       // serving: mean rate over the day, all tenants together
+  std::optional<double> budget_usd;
+  std::string purchase = "either"; // buy | rent | either
+  std::vector<std::string> gpus;   // candidate catalog ids; empty: every catalog GPU
+  std::int64_t seq_len = 0, gen_len = 0;  // 0: the workload's defaults
+};
+
+/// Reads a scenario from TOML (the same keys as the fields above, plus an [assume] table). InputError
+/// with file:line for unknown keys, wrong types and impossible values.
+Scenario read_scenario(const std::string& path, Assumptions& assumptions, const catalog::Catalog& cat);
+/// Checks a scenario (flags or file): InputError naming the bad field.
+void validate(const Scenario& s, const catalog::Catalog& cat);
+
+struct Option {
+  std::string gpu_id, gpu_name;
+  int count = 1;
+  std::string strategy;           // single | ddp | zero2 | fsdp | lora | qlora | serve-mig | serve-dedicated | serve-shared
+  std::string precision;
+  std::int64_t batch = 0;
+  std::string recompute = "none";
+  bool fits = false;
+  double peak_gib = 0, capacity_gib = 0;  // per GPU (per MIG slice when serving on MIG)
+  double throughput = 0;          // all cards together, in `unit`
+  std::string unit;
+  // Training.
+  double compute_hours = 0, lost_hours = 0, total_hours = 0;
+  double mtbf_hours = 0, checkpoint_interval_hours = 0, expected_failures = 0, checkpoint_gb = 0;
+  bool ecc = true;
+  // Serving.
+  double latency_p99_ms = 0, capacity_rps = 0;
+  int tenants_per_card = 0;
+  std::string isolation;
+  // Cost.
+  std::optional<double> rent_usd, buy_upfront_usd, buy_usd, energy_usd, breakeven_utilization;
+  std::optional<double> cost_usd;  // the cost the ranking uses
+  std::string cost_basis;          // rent | buy | none
+  bool feasible = false;
+  std::vector<std::string> why_not;
+  std::string reason;
+  int rank = 0;
+};
+
+struct Advice {
+  Scenario scenario;
+  std::string work_unit;   // tokens, samples, images; requests for serving
+  std::string cost_what;   // "to finish the job" | "per month"
+  std::vector<Option> ranked;     // each GPU's best feasible option, best first
+  std::vector<Option> ruled_out;  // the nearest attempt per GPU that has no feasible option, with why
+  std::vector<Option> options;    // every feasible option (GPU x count x strategy), best first
+  std::vector<Assumption> assumptions;
+  std::vector<std::string> notes;
+};
+
+Advice advise(const catalog::Catalog& cat, const Scenario& s, const Assumptions& a);
+
+/// Young/Daly: the checkpoint interval that minimises expected waste, sqrt(2 C M), hours.
+double optimal_checkpoint_interval(double checkpoint_hours, double mtbf_hours);
+
+}  // namespace gpuvs::advise

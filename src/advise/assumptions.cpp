@@ -1,0 +1,105 @@
+#include "advise/assumptions.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "core/strings.hpp"
+
+namespace gpuvs::advise {
+
+Assumptions Assumptions::defaults() {
+  Assumptions a;
+  a.items_ = {
+      {"electricity_usd_per_kwh", 0.15, "USD/kWh", "typical commercial rate; set yours"},
+      {"pue", 1.3, "ratio", "data-centre power usage effectiveness (cooling, conversion)"},
+      {"amortization_years", 3, "years", "service life over which a bought card is paid off"},
+      {"utilization", 0.5, "fraction", "share of hours an owned card does useful work; buying's cost per job scales with 1/utilization"},
+      {"failures_per_gpu_hour", 1.0 / 50700, "1/GPU-hour",
+       "Llama 3 405B pre-training: 419 unexpected interruptions in ~21.2 M H100-hours (reliability.md)"},
+      {"non_ecc_failure_factor", 2.0, "ratio",
+       "assumption, no published rate: without ECC, memory errors crash jobs or corrupt them silently"},
+      {"checkpoint_write_gbs", 2.0, "GB/s", "storage write bandwidth for checkpoints"},
+      {"restart_minutes", 10, "minutes", "detect a failure, reschedule, reload the last checkpoint"},
+      {"peak_to_mean", 3.0, "ratio", "serving: peak request rate over the daily mean"},
+      {"serving_headroom", 0.7, "fraction", "serving: highest sustained load per replica, leaving room for bursts"},
+      {"p99_over_service", 2.0, "ratio",
+       "serving: p99 latency over one batch's service time (a request waits for the batch in flight, then its own)"},
+      {"max_gpus_per_server", 8, "GPUs", "data parallel training within one server"},
+      {"isolation_required", 1, "0/1", "tenants need memory and fault isolation (MIG or their own card)"},
+      {"hours_per_month", 730, "hours", "serving cost period"},
+  };
+  return a;
+}
+
+void Assumptions::set(const std::string& key, double value, const catalog::Catalog& cat) {
+  if (!std::isfinite(value)) throw InputError(fmt::format("--assume {}: not a number", key));
+  for (const char* prefix : {"price.", "rent."}) {
+    if (key.rfind(prefix, 0) == 0) {
+      const std::string id = cat.find(key.substr(std::string(prefix).size())).id;
+      if (value < 0) throw InputError(fmt::format("--assume {}={}: a price cannot be negative", key, value));
+      (prefix[0] == 'p' ? price_ : rent_)[id] = value;
+      return;
+    }
+  }
+  for (auto& a : items_) {
+    if (a.key != key) continue;
+    const bool fraction = a.unit == "fraction";
+    if (value < 0 || (fraction && (value <= 0 || value > 1)) || (key == "pue" && value < 1) ||
+        (key == "isolation_required" && value != 0 && value != 1) || (key == "amortization_years" && value <= 0) ||
+        (key == "max_gpus_per_server" && (value < 1 || value != std::floor(value))))
+      throw InputError(fmt::format("--assume {}={}: impossible value ({}: {})", key, value, a.unit, a.basis));
+    a.value = value;
+    a.overridden = true;
+    return;
+  }
+  std::vector<std::string> keys;
+  for (const auto& a : items_) keys.push_back(a.key);
+  const auto near = strings::closest(key, keys, 1);
+  throw InputError(fmt::format("--assume: unknown assumption '{}'{} (or price.<gpu-id>, rent.<gpu-id>)", strings::printable(key),
+                               near.empty() ? "" : fmt::format("; did you mean '{}'?", near[0])));
+}
+
+void Assumptions::set_all(const std::string& text, const catalog::Catalog& cat) {
+  std::stringstream ss(text);
+  for (std::string pair; std::getline(ss, pair, ';');) {
+    const auto b = pair.find_first_not_of(' '), e = pair.find_last_not_of(' ');
+    if (b == std::string::npos) continue;
+    pair = pair.substr(b, e - b + 1);
+    const auto eq = pair.find('=');
+    if (eq == std::string::npos) throw InputError(fmt::format("--assume: '{}' is not key=value", strings::printable(pair)));
+    const std::string v = pair.substr(eq + 1);
+    char* end = nullptr;
+    const double value = std::strtod(v.c_str(), &end);
+    if (v.empty() || *end != '\0') throw InputError(fmt::format("--assume {}: '{}' is not a number", pair.substr(0, eq), strings::printable(v)));
+    set(pair.substr(0, eq), value, cat);
+  }
+}
+
+double Assumptions::get(const std::string& key) const {
+  for (const auto& a : items_)
+    if (a.key == key) return a.value;
+  throw std::logic_error("unknown assumption " + key);
+}
+
+std::optional<double> Assumptions::price(const catalog::Gpu& gpu) const {
+  if (auto it = price_.find(gpu.id); it != price_.end()) return it->second;
+  if (gpu.msrp_usd) return gpu.msrp_usd;
+  return gpu.price_basis_usd;
+}
+
+std::optional<double> Assumptions::rent(const catalog::Gpu& gpu) const {
+  if (auto it = rent_.find(gpu.id); it != rent_.end()) return it->second;
+  return gpu.cloud_usd_per_hr;
+}
+
+std::vector<Assumption> Assumptions::list() const {
+  std::vector<Assumption> out = items_;
+  for (const auto& [id, v] : price_) out.push_back({"price." + id, v, "USD", "set by the user", true});
+  for (const auto& [id, v] : rent_) out.push_back({"rent." + id, v, "USD/GPU-hour", "set by the user", true});
+  return out;
+}
+
+}  // namespace gpuvs::advise

@@ -1,0 +1,39 @@
+// The advisor's assumptions: every number it uses that is not a measurement or a catalog figure, with
+// its unit and basis, each overridable by name (--assume key=value or a scenario file). Per-device prices
+// are overridable too: price.<gpu-id> (USD to buy) and rent.<gpu-id> (USD per GPU-hour).
+#pragma once
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "catalog/catalog.hpp"
+
+namespace gpuvs::advise {
+
+struct Assumption {
+  std::string key;
+  double value = 0;
+  std::string unit, basis;
+  bool overridden = false;
+};
+
+class Assumptions {
+ public:
+  static Assumptions defaults();
+  /// Sets a known key, or price.<id> / rent.<id>. InputError for unknown keys (with the closest) and
+  /// impossible values (negative prices, PUE below 1, fractions outside (0, 1]).
+  void set(const std::string& key, double value, const catalog::Catalog& cat);
+  /// Parses "k=v;k=v".
+  void set_all(const std::string& text, const catalog::Catalog& cat);
+  double get(const std::string& key) const;
+  std::optional<double> price(const catalog::Gpu& gpu) const;  // override, else MSRP, else price basis
+  std::optional<double> rent(const catalog::Gpu& gpu) const;   // override, else cloud $/h
+  std::vector<Assumption> list() const;
+
+ private:
+  std::vector<Assumption> items_;
+  std::map<std::string, double> price_, rent_;
+};
+
+}  // namespace gpuvs::advise

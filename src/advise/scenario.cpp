@@ -1,0 +1,88 @@
+// Scenario files: TOML with the scenario's fields and an optional [assume] table.
+#include <fmt/format.h>
+
+#include <toml++/toml.h>
+
+#include "advise/advisor.hpp"
+#include "core/error.hpp"
+#include "core/strings.hpp"
+
+namespace gpuvs::advise {
+
+namespace {
+
+std::string where(const std::string& path, const toml::node& n) {
+  return fmt::format("{}:{}", path, n.source().begin.line);
+}
+
+double number(const std::string& path, const std::string& key, const toml::node& n) {
+  if (auto v = n.value<double>()) return *v;
+  throw InputError(fmt::format("{}: '{}' must be a number", where(path, n), key));
+}
+
+std::string text(const std::string& path, const std::string& key, const toml::node& n) {
+  if (auto v = n.value<std::string>()) return *v;
+  throw InputError(fmt::format("{}: '{}' must be a string", where(path, n), key));
+}
+
+}  // namespace
+
+Scenario read_scenario(const std::string& path, Assumptions& assumptions, const catalog::Catalog& cat) {
+  toml::table t;
+  try {
+    t = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    if (e.source().begin.line == 0 && std::string(e.description()).find("open") != std::string::npos)
+      throw InputError(fmt::format("--scenario {}: cannot be read", path));
+    throw InputError(fmt::format("{}:{}: {}", path, e.source().begin.line, e.description()));
+  }
+  Scenario s;
+  static const std::vector<std::string> keys = {"name", "workload", "task", "finetune", "precision", "tokens", "samples",
+                                                "hours", "tenants", "sla_p99_ms", "requests_per_s", "budget_usd",
+                                                "purchase", "gpus", "seq_len", "gen_len", "assume"};
+  for (const auto& [k, node] : t) {
+    const std::string key(k.str());
+    const auto at = where(path, node);
+    if (key == "name") s.name = text(path, key, node);
+    else if (key == "workload") s.workload = text(path, key, node);
+    else if (key == "task") s.task = text(path, key, node);
+    else if (key == "finetune") s.finetune = text(path, key, node);
+    else if (key == "precision") s.precision = text(path, key, node);
+    else if (key == "tokens" || key == "samples") s.work = number(path, key, node);
+    else if (key == "hours") s.hours = number(path, key, node);
+    else if (key == "tenants") s.tenants = static_cast<int>(number(path, key, node));
+    else if (key == "sla_p99_ms") s.sla_p99_ms = number(path, key, node);
+    else if (key == "requests_per_s") s.requests_per_s = number(path, key, node);
+    else if (key == "budget_usd") s.budget_usd = number(path, key, node);
+    else if (key == "purchase") s.purchase = text(path, key, node);
+    else if (key == "seq_len") s.seq_len = static_cast<std::int64_t>(number(path, key, node));
+    else if (key == "gen_len") s.gen_len = static_cast<std::int64_t>(number(path, key, node));
+    else if (key == "gpus") {
+      const auto* arr = node.as_array();
+      if (!arr) throw InputError(fmt::format("{}: 'gpus' must be an array of catalog ids", at));
+      for (const auto& g : *arr) s.gpus.push_back(text(path, "gpus", g));
+    } else if (key == "assume") {
+      const auto* tab = node.as_table();
+      if (!tab) throw InputError(fmt::format("{}: 'assume' must be a table", at));
+      for (const auto& [ak, an] : *tab) {
+        try {
+          assumptions.set(std::string(ak.str()), number(path, std::string(ak.str()), an), cat);
+        } catch (const InputError& e) {
+          throw InputError(fmt::format("{}: {}", where(path, an), e.what()));
+        }
+      }
+    } else {
+      const auto near = strings::closest(key, keys, 1);
+      throw InputError(fmt::format("{}: unknown key '{}'{}", at, strings::printable(key),
+                                   near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near[0])));
+    }
+  }
+  try {
+    validate(s, cat);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: {}", path, e.what()));
+  }
+  return s;
+}
+
+}  // namespace gpuvs::advise

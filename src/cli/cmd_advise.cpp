@@ -1,0 +1,116 @@
+// gpuvs advise: ranked options (GPU x count x strategy) for a training, fine-tuning or serving scenario,
+// with time, cost, risk and the reason for each rank; every assumption printed and overridable.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "advise/advice_json.hpp"
+#include "advise/advisor.hpp"
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+#include "core/strings.hpp"
+
+namespace gpuvs::cli {
+
+namespace {
+
+constexpr double kUnset = std::numeric_limits<double>::quiet_NaN();
+
+struct AdviseArgs {
+  std::string scenario_file, workload, task, finetune, precision, purchase, assume, gpus;
+  double tokens = kUnset, samples = kUnset, hours = kUnset, sla = kUnset, rps = kUnset, budget = kUnset, params = kUnset;
+  int tenants = 0;
+  std::int64_t seq_len = 0, gen_len = 0;
+  std::size_t top = 12;
+  std::vector<std::string> catalogs;
+  bool json = false;
+};
+
+/// --params: the decoder preset nearest in size, so a team can ask by model size alone.
+std::string preset_for_params(double params) {
+  static const std::pair<const char*, double> presets[] = {{"mpt-760m", 0.76e9}, {"mpt-1b", 1.3e9}, {"mpt-3b", 2.7e9},
+                                                          {"llama-7b", 6.7e9},  {"llama-13b", 13e9}, {"mpt-30b", 30e9},
+                                                          {"llama-70b", 69e9}};
+  if (!(params > 0)) throw InputError(fmt::format("--params must be positive, got {}", params));
+  const char* best = presets[0].first;
+  double dist = 1e300;
+  for (const auto& [id, n] : presets)
+    if (std::fabs(std::log(n / params)) < dist) {
+      dist = std::fabs(std::log(n / params));
+      best = id;
+    }
+  return best;
+}
+
+int run_advise(const AdviseArgs& a) {
+  catalog::Catalog cat = catalog::Catalog::builtin();
+  for (const auto& f : a.catalogs) cat.add_file(f);
+  advise::Assumptions assumptions = advise::Assumptions::defaults();
+  advise::Scenario s;
+  if (!a.scenario_file.empty()) s = advise::read_scenario(a.scenario_file, assumptions, cat);
+  // Flags override the file.
+  if (!a.workload.empty()) s.workload = a.workload;
+  if (!std::isnan(a.params)) {
+    if (!a.workload.empty()) throw InputError("--workload and --params both name the model; give one");
+    s.workload = preset_for_params(a.params);
+  }
+  if (!a.task.empty()) s.task = a.task;
+  if (!a.finetune.empty()) s.finetune = a.finetune;
+  if (!a.precision.empty()) s.precision = a.precision;
+  if (!a.purchase.empty()) s.purchase = a.purchase;
+  if (!std::isnan(a.tokens) && !std::isnan(a.samples)) throw InputError("--tokens and --samples both give the work; give one");
+  if (!std::isnan(a.tokens)) s.work = a.tokens;
+  if (!std::isnan(a.samples)) s.work = a.samples;
+  if (!std::isnan(a.hours)) s.hours = a.hours;
+  if (!std::isnan(a.sla)) s.sla_p99_ms = a.sla;
+  if (!std::isnan(a.rps)) s.requests_per_s = a.rps;
+  if (!std::isnan(a.budget)) s.budget_usd = a.budget;
+  if (a.tenants != 0) s.tenants = a.tenants;
+  if (a.seq_len != 0) s.seq_len = a.seq_len;
+  if (a.gen_len != 0) s.gen_len = a.gen_len;
+  if (!a.gpus.empty()) {
+    s.gpus.clear();
+    std::stringstream ss(a.gpus);
+    for (std::string g; std::getline(ss, g, ',');)
+      if (!g.empty()) s.gpus.push_back(g);
+  }
+  if (a.top == 0) throw InputError("--top must be at least 1");
+  assumptions.set_all(a.assume, cat);
+  const advise::Advice adv = advise::advise(cat, s, assumptions);
+  if (a.json) fmt::print("{}\n", advise::advice_json(adv).dump(2));
+  else fmt::print("{}", advise::advice_text(adv, a.top));
+  return 0;
+}
+
+}  // namespace
+
+Runner add_advise_command(CLI::App& app) {
+  auto a = std::make_shared<AdviseArgs>();
+  auto* sub = app.add_subcommand("advise", "Rank GPU options for a training, fine-tuning or serving scenario");
+  sub->add_option("--scenario", a->scenario_file, "A TOML scenario file (flags override it)");
+  sub->add_option("--workload", a->workload, "Workload id or model file");
+  sub->add_option("--params", a->params, "Model size in parameters (picks the nearest decoder preset)");
+  sub->add_option("--task", a->task, "train, finetune or infer (default train)");
+  sub->add_option("--finetune", a->finetune, "full, lora or qlora (default lora)");
+  sub->add_option("--precision", a->precision, "Precision policy (default amp-bf16)");
+  sub->add_option("--tokens", a->tokens, "Tokens to train on (decoders)");
+  sub->add_option("--samples", a->samples, "Samples to train on (other workloads)");
+  sub->add_option("--hours", a->hours, "Deadline for the training run, hours");
+  sub->add_option("--tenants", a->tenants, "Serving: tenants that share the fleet");
+  sub->add_option("--sla-p99-ms", a->sla, "Serving: p99 latency target, ms");
+  sub->add_option("--requests-per-s", a->rps, "Serving: mean requests per second (all tenants)");
+  sub->add_option("--budget", a->budget, "Budget in USD (buying: up front; renting: the job or a month of serving)");
+  sub->add_option("--purchase", a->purchase, "buy, rent or either (default either)");
+  sub->add_option("--gpus", a->gpus, "Comma-separated catalog ids to consider (default: all)");
+  sub->add_option("--seq-len", a->seq_len, "Sequence length (transformers)");
+  sub->add_option("--gen-len", a->gen_len, "Generated tokens per request (decoder serving)");
+  sub->add_option("--assume", a->assume, "Override assumptions: 'key=value;key=value' (price.ID, rent.ID too)");
+  sub->add_option("--top", a->top, "Ranked rows to show")->capture_default_str();
+  sub->add_option("--catalog", a->catalogs, "Add devices from a TOML file (repeatable)");
+  sub->add_flag("--json", a->json, "JSON output");
+  return [a] { return run_advise(*a); };
+}
+
+}  // namespace gpuvs::cli
