@@ -301,3 +301,24 @@ TEST(Cli, PredictWithCalibrationFromABenchRecord) {
   expect_usage_error(run_gpuvs("predict --gpu h200 --calibration " + junk.string()), "not JSON");
   expect_usage_error(run_gpuvs("predict --gpu h200 --calibration " + (dir / "missing.json").string()), "--calibration");
 }
+
+TEST(Cli, AdviseRanksAndRefusesContradictions) {
+  const auto r = run_gpuvs("advise --workload llama-7b --task finetune --finetune lora --tokens 1e7 --gpus rtx-4090,h100-sxm --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["ranked"].size(), 2u);
+  EXPECT_EQ(j["ranked"][0]["rank"], 1);
+  EXPECT_FALSE(j["ranked"][0]["reason"].get<std::string>().empty());
+  EXPECT_GT(j["assumptions"].size(), 10u);
+  const auto text = run_gpuvs("advise --params 7e9 --task finetune --tokens 1e7 --gpus rtx-4090 --assume electricity_usd_per_kwh=0.3");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("llama-7b"), std::string::npos);
+  EXPECT_NE(text.out.find("[set]"), std::string::npos);
+  expect_usage_error(run_gpuvs("advise --task dance"), "task 'dance'");
+  expect_usage_error(run_gpuvs("advise --task infer --tenants 0"), "--tenants");
+  expect_usage_error(run_gpuvs("advise --assume nothing=1"), "unknown assumption");
+  expect_usage_error(run_gpuvs("advise --workload llama-7b --params 7e9"), "--params");
+  expect_usage_error(run_gpuvs("advise --gpus rtx-9090"), "rtx-9090");
+  expect_usage_error(run_gpuvs("advise --sla-p99-ms 5"), "--task infer");
+  expect_usage_error(run_gpuvs("advise --scenario /nonexistent.toml"), "/nonexistent.toml");
+}

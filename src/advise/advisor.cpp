@@ -290,40 +290,68 @@ Option serving_option(const catalog::Catalog& cat, const catalog::Gpu& gpu, cons
   o.precision = std::string(perf::precision_name(precision)) + (precision_note.empty() ? "" : " (" + precision_note + ")");
   o.ecc = gpu.ecc == "yes";
   const bool mig = mode == "serve-mig";
-  // A MIG slice: 1/mig_max of the SMs and roughly memory/(mig_max+1) (A100/H100 80 GB: 1g.10gb).
-  const double slices = mig ? gpu.mig_max : 1;
-  const double capacity_bytes = mig ? gpu.memory_bytes() / (gpu.mig_max + 1) : gpu.memory_bytes() * 0.98;
-  const ServeFit f = best_serving_batch(cat, gpu, s, a, precision, slices, capacity_bytes);
-  o.capacity_gib = capacity_bytes / kGiB;
-  if (f.batch == 0) {
-    o.why_not.push_back(f.why_not + (mig ? " (on one MIG slice)" : ""));
-    return o;
+  const double required = std::max(s.requests_per_s * a.get("peak_to_mean"), 0.0);
+  const int tenants = std::max(1, s.tenants);
+  const double per_tenant = required / tenants;
+  const auto units_for = [&](double rps, double capacity) { return std::max(1.0, std::ceil(rps / capacity)); };
+  ServeFit f;
+  double instances_per_card = 1;
+  if (mig) {
+    // MIG profiles of a 7-slice part: kg.<memory> with k of 7 compute slices and about k/8 of the memory
+    // (3g gets half: A100 80 GB offers 1g.10gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb). The smallest
+    // profile that holds the model and meets the SLA packs the most isolated tenants per card.
+    static const std::pair<int, int> profiles[] = {{1, 1}, {2, 2}, {3, 4}, {4, 4}, {7, 8}};
+    std::string why;
+    for (const auto& [k, eighths] : profiles) {
+      if (k > gpu.mig_max) break;
+      const double bytes = gpu.memory_bytes() * eighths / 8.0 * 0.98;
+      ServeFit t = best_serving_batch(cat, gpu, s, a, precision, static_cast<double>(gpu.mig_max) / k, bytes);
+      if (t.batch == 0) {
+        why = t.why_not + fmt::format(" (MIG {}g instance)", k);
+        continue;
+      }
+      const double per_card = std::floor(static_cast<double>(gpu.mig_max) / k);
+      const double inst_per_tenant = units_for(per_tenant, t.capacity_rps);
+      if (std::floor(per_card / inst_per_tenant) < 1) {
+        why = fmt::format("a tenant needs {:.0f} MIG {}g instances, more than a card has", inst_per_tenant, k);
+        continue;
+      }
+      f = t;
+      instances_per_card = per_card;
+      o.tenants_per_card = static_cast<int>(std::min<double>(tenants, std::floor(per_card / inst_per_tenant)));
+      o.count = static_cast<int>(std::ceil(static_cast<double>(tenants) / o.tenants_per_card));
+      o.isolation = fmt::format("MIG {}g instances, {} isolated tenants per card", k, o.tenants_per_card);
+      o.capacity_gib = bytes / kGiB;
+      break;
+    }
+    if (f.batch == 0) {
+      o.why_not.push_back(why);
+      return o;
+    }
+  } else {
+    const double capacity_bytes = gpu.memory_bytes() * 0.98;
+    f = best_serving_batch(cat, gpu, s, a, precision, 1.0, capacity_bytes);
+    o.capacity_gib = capacity_bytes / kGiB;
+    if (f.batch == 0) {
+      o.why_not.push_back(f.why_not);
+      return o;
+    }
+    if (mode == "serve-dedicated") {
+      o.count = tenants * static_cast<int>(units_for(per_tenant, f.capacity_rps));
+      o.tenants_per_card = 1;
+      o.isolation = tenants > 1 ? "a card per tenant" : "single tenant";
+    } else {  // serve-shared: time-slicing, no isolation
+      o.count = static_cast<int>(units_for(required, f.capacity_rps));
+      o.tenants_per_card = static_cast<int>(std::ceil(static_cast<double>(tenants) / o.count));
+      o.isolation = "none: time-slicing shares memory and faults between tenants";
+      if (a.get("isolation_required") != 0) o.why_not.push_back("no isolation between tenants (no MIG: time-slicing only)");
+    }
   }
   o.fits = true;
   o.batch = f.batch;
   o.peak_gib = f.peak_bytes / kGiB;
   o.latency_p99_ms = f.p99_ms;
-  const double required = std::max(s.requests_per_s * a.get("peak_to_mean"), 0.0);
-  const int tenants = std::max(1, s.tenants);
-  const double per_tenant = required / tenants;
-  const auto units_for = [&](double rps, double capacity) { return std::max(1.0, std::ceil(rps / capacity)); };
-  if (mig) {
-    const double slices_per_tenant = units_for(per_tenant, f.capacity_rps);
-    o.count = static_cast<int>(std::ceil(tenants * slices_per_tenant / slices));
-    o.tenants_per_card = static_cast<int>(std::min<double>(tenants, std::floor(slices / slices_per_tenant)));
-    o.isolation = fmt::format("MIG: {} isolated slices per card", gpu.mig_max);
-  } else if (mode == "serve-dedicated") {
-    o.count = tenants * static_cast<int>(units_for(per_tenant, f.capacity_rps));
-    o.tenants_per_card = 1;
-    o.isolation = tenants > 1 ? "a card per tenant" : "single tenant";
-  } else {  // serve-shared: time-slicing, no isolation
-    o.count = static_cast<int>(units_for(required, f.capacity_rps));
-    o.tenants_per_card = static_cast<int>(std::ceil(static_cast<double>(tenants) / o.count));
-    o.isolation = "none: time-slicing shares memory and faults between tenants";
-    if (a.get("isolation_required") != 0)
-      o.why_not.push_back("no isolation between tenants (no MIG: time-slicing only)");
-  }
-  o.capacity_rps = f.capacity_rps * (mig ? slices : 1) * o.count;
+  o.capacity_rps = f.capacity_rps * instances_per_card * o.count;
   o.throughput = o.capacity_rps;
   o.unit = "requests/s";
   const double month = a.get("hours_per_month");
@@ -434,8 +462,10 @@ Advice advise(const catalog::Catalog& cat, const Scenario& s, const Assumptions&
       continue;
     }
     const Option& cur = it->second;
-    // Among infeasible attempts keep the nearest: one that fits, else the largest count.
-    const bool nearer_miss = !o.feasible && !cur.feasible && ((o.fits && !cur.fits) || (o.fits == cur.fits && o.count > cur.count));
+    // Among infeasible attempts keep the nearest: one that fits (the fewest cards), else the most cards.
+    const bool nearer_miss = !o.feasible && !cur.feasible &&
+                             ((o.fits && !cur.fits) || (o.fits && cur.fits && o.count < cur.count) ||
+                              (!o.fits && !cur.fits && o.count > cur.count));
     if ((o.feasible && better(o, cur)) || nearer_miss) best[o.gpu_id] = o;
   }
   for (auto& [id, o] : best) (o.feasible ? adv.ranked : adv.ruled_out).push_back(o);

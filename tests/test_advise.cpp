@@ -1,0 +1,295 @@
+// The advisor on the scenarios a reader of the seed document brings. Each test asserts the facts that
+// decide the ranking (what fits, what meets the deadline, SLA, budget or isolation, what it costs), not
+// only that advice comes back.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "advise/advice_json.hpp"
+#include "advise/advisor.hpp"
+#include "core/error.hpp"
+#include "test_util.hpp"
+
+using namespace gpuvs;
+
+namespace {
+
+const catalog::Catalog& cat() {
+  static const catalog::Catalog c = catalog::Catalog::builtin();
+  return c;
+}
+
+advise::Advice run(const advise::Scenario& s, const std::string& assume = "") {
+  advise::Assumptions a = advise::Assumptions::defaults();
+  a.set_all(assume, cat());
+  return advise::advise(cat(), s, a);
+}
+
+const advise::Option* find(const std::vector<advise::Option>& v, const std::string& gpu) {
+  for (const auto& o : v)
+    if (o.gpu_id == gpu) return &o;
+  return nullptr;
+}
+
+int rank_of(const advise::Advice& a, const std::string& gpu) {
+  const auto* o = find(a.ranked, gpu);
+  return o ? o->rank : 0;
+}
+
+}  // namespace
+
+// 1. A LoRA fine-tune of a 7 B model: the question is whether a 24 GB consumer card will do.
+TEST(Advise, LoraFineTuneOf7BFitsOnA24GBCard) {
+  advise::Scenario s;
+  s.workload = "llama-7b";
+  s.task = "finetune";
+  s.finetune = "lora";
+  s.work = 50e6;  // tokens
+  s.gpus = {"rtx-4090", "a100-80gb-sxm", "h100-sxm", "rtx-2080-ti"};
+  const auto a = run(s);
+  const auto* g = find(a.ranked, "rtx-4090");
+  ASSERT_NE(g, nullptr) << "LoRA on a 4090 should fit";
+  EXPECT_LE(g->peak_gib, g->capacity_gib);
+  EXPECT_EQ(g->count, 1);  // one card suffices: no need for several
+  // The frozen 16-bit base (~12.6 GiB for 6.7 B parameters) dominates; the 11 GB 2080 Ti cannot hold it.
+  const auto* small = find(a.ruled_out, "rtx-2080-ti");
+  ASSERT_NE(small, nullptr);
+  EXPECT_NE(small->reason.find("does not fit"), std::string::npos) << small->reason;
+  // Full fine-tuning of the same model needs ~16 B/parameter: it does not fit on one 24 GB card.
+  s.finetune = "full";
+  s.gpus = {"rtx-4090"};
+  const auto full = run(s);
+  for (const auto& o : full.options) EXPECT_GT(o.count, 1) << "full fine-tuning fitted on one 4090";
+  // The cheapest way to finish is the consumer card: buying it costs less per job than renting big iron.
+  EXPECT_EQ(a.ranked.front().gpu_id, "rtx-4090") << a.ranked.front().reason;
+}
+
+// 2. Full training of a 13 B model: mixed-precision Adam needs ~16 B/parameter (208 GB), more than any
+// one card here, so only sharded training across several cards fits.
+TEST(Advise, FullTrainingOf13BNeedsShardingAcrossCards) {
+  advise::Scenario s;
+  s.workload = "llama-13b";
+  s.work = 10e9;
+  s.gpus = {"a100-80gb-sxm", "h100-sxm", "rtx-4090"};
+  const auto a = run(s);
+  ASSERT_FALSE(a.options.empty());
+  for (const auto& o : a.options) {
+    EXPECT_GE(o.count, 4) << o.gpu_id << " " << o.strategy;
+    EXPECT_TRUE(o.strategy == "fsdp" || o.strategy == "zero2") << o.strategy << " on " << o.count << " x " << o.gpu_id;
+  }
+  for (const char* g : {"a100-80gb-sxm", "h100-sxm"}) EXPECT_GT(rank_of(a, g), 0) << g;
+  // 8 x 24 GB = 192 GB cannot hold 208 GB of weights, gradients and optimizer states.
+  const auto* geforce = find(a.ruled_out, "rtx-4090");
+  ASSERT_NE(geforce, nullptr);
+  EXPECT_NE(geforce->reason.find("does not fit"), std::string::npos) << geforce->reason;
+  // The faster card finishes sooner on the same count.
+  const auto* h = find(a.ranked, "h100-sxm");
+  const auto* a100 = find(a.ranked, "a100-80gb-sxm");
+  ASSERT_TRUE(h && a100);
+  EXPECT_LT(h->compute_hours / (8.0 / h->count), a100->compute_hours / (8.0 / a100->count));
+}
+
+// 3. A fraud model scoring 100 M transactions a day at 50 ms p99: a small MLP, ~1,160 requests/s on
+// average and ~3,500 at peak. One modest card is plenty; the data-centre flagship is not needed.
+TEST(Advise, FraudScoringAt50msP99NeedsOneModestCard) {
+  advise::Scenario s;
+  s.workload = "seed-mlp";
+  s.task = "infer";
+  s.requests_per_s = 100e6 / 86400.0;
+  s.sla_p99_ms = 50;
+  s.gpus = {"a10", "l40s", "a100-80gb-sxm", "h100-sxm"};
+  const auto a = run(s);
+  ASSERT_EQ(a.ranked.size(), 4u);
+  for (const auto& o : a.ranked) {
+    EXPECT_EQ(o.count, 1) << o.gpu_id;
+    EXPECT_LE(o.latency_p99_ms, 50.0) << o.gpu_id;
+    EXPECT_GE(o.capacity_rps, 3 * 100e6 / 86400.0) << o.gpu_id;  // peak = 3 x mean
+  }
+  EXPECT_EQ(a.ranked.front().gpu_id, "a10") << a.ranked.front().reason;
+  EXPECT_GT(rank_of(a, "h100-sxm"), rank_of(a, "a10"));
+  // A tighter SLA than the model can meet rules everything out, with the latency named.
+  s.sla_p99_ms = 0.001;
+  const auto strict = run(s);
+  EXPECT_TRUE(strict.ranked.empty());
+  ASSERT_FALSE(strict.ruled_out.empty());
+  EXPECT_NE(strict.ruled_out.front().reason.find("SLA"), std::string::npos) << strict.ruled_out.front().reason;
+}
+
+// 4. A startup with $7,000 prototyping Stable Diffusion and a 7 B LoRA: buying must fit the budget.
+TEST(Advise, StartupWith7000DollarsBuysConsumerCards) {
+  advise::Scenario s;
+  s.purchase = "buy";
+  s.budget_usd = 7000;
+  s.gpus = {"rtx-4090", "rtx-6000-ada", "a100-80gb-sxm", "h100-sxm"};
+  s.workload = "sd15-unet";
+  s.task = "finetune";
+  s.finetune = "full";
+  s.work = 200000;
+  const auto sd = run(s);
+  s.workload = "llama-7b";
+  s.finetune = "lora";
+  s.work = 20e6;
+  const auto lora = run(s);
+  for (const auto* a : {&sd, &lora}) {
+    ASSERT_FALSE(a->ranked.empty());
+    EXPECT_EQ(a->ranked.front().gpu_id, "rtx-4090") << a->ranked.front().reason;
+    const auto* top = &a->ranked.front();
+    ASSERT_TRUE(top->buy_upfront_usd.has_value());
+    EXPECT_LE(*top->buy_upfront_usd, 7000);
+    for (const char* dc : {"a100-80gb-sxm", "h100-sxm"}) {
+      const auto* o = find(a->ruled_out, dc);
+      ASSERT_NE(o, nullptr) << dc;
+      EXPECT_NE(o->reason.find("budget"), std::string::npos) << o->reason;
+    }
+  }
+  // Both prototypes run on the same one card.
+  const auto* sd_card = find(sd.ranked, "rtx-4090");
+  const auto* lora_card = find(lora.ranked, "rtx-4090");
+  ASSERT_TRUE(sd_card && lora_card);
+  EXPECT_EQ(sd_card->count, 1);
+  EXPECT_EQ(lora_card->count, 1);
+  // The break-even utilisation against renting is reported where both prices exist.
+  s.purchase = "either";
+  s.budget_usd.reset();
+  const auto both = run(s);
+  const auto* h = find(both.ranked, "h100-sxm");
+  ASSERT_NE(h, nullptr);
+  ASSERT_TRUE(h->breakeven_utilization.has_value());
+  EXPECT_GT(*h->breakeven_utilization, 0.1);
+  EXPECT_LT(*h->breakeven_utilization, 2.0);
+}
+
+// 5. Seven tenants sharing inference: MIG gives seven isolated instances on one card; cards without
+// MIG need a card per tenant, and time-slicing (no isolation) is ruled out.
+TEST(Advise, SevenTenantsShareOneMigCardOrNeedSevenCards) {
+  advise::Scenario s;
+  s.workload = "bert-base";
+  s.task = "infer";
+  s.tenants = 7;
+  s.requests_per_s = 50;
+  s.sla_p99_ms = 50;
+  s.gpus = {"a100-80gb-sxm", "rtx-4090", "l40s"};
+  const auto a = run(s);
+  const auto* mig = find(a.ranked, "a100-80gb-sxm");
+  ASSERT_NE(mig, nullptr);
+  EXPECT_EQ(mig->strategy, "serve-mig");
+  EXPECT_EQ(mig->count, 1);
+  EXPECT_EQ(mig->tenants_per_card, 7);
+  for (const char* g : {"rtx-4090", "l40s"}) {
+    const auto* o = find(a.ranked, g);
+    ASSERT_NE(o, nullptr) << g;
+    EXPECT_EQ(o->strategy, "serve-dedicated");
+    EXPECT_EQ(o->count, 7) << g;
+  }
+  EXPECT_LT(rank_of(a, "a100-80gb-sxm"), rank_of(a, "rtx-4090"));
+  // Without the isolation requirement, cards without MIG may time-slice: far fewer of them.
+  const auto shared = run(s, "isolation_required=0");
+  const auto* ts = find(shared.ranked, "rtx-4090");
+  ASSERT_NE(ts, nullptr);
+  EXPECT_EQ(ts->strategy, "serve-shared");
+  EXPECT_LT(ts->count, 7);
+}
+
+// 6. A 30-day pre-training run: failures are certain at this length; the advisor prices them.
+TEST(Advise, ThirtyDayPretrainingPricesFailuresAndCheckpoints) {
+  advise::Scenario s;
+  s.workload = "mpt-7b";
+  s.work = 30e9;
+  s.hours = 720;
+  s.gpus = {"h100-sxm", "rtx-4090", "a100-80gb-sxm"};
+  const auto a = run(s);
+  const auto* h = find(a.ranked, "h100-sxm");
+  ASSERT_NE(h, nullptr);
+  // Young/Daly: interval = sqrt(2 C M), M = 1 / (N x failure rate).
+  const double rate = 1.0 / 50700;
+  EXPECT_NEAR(h->mtbf_hours, 1.0 / (rate * h->count), 1e-6 * h->mtbf_hours);
+  const double ckpt_h = h->checkpoint_gb / 2.0 / 3600.0;
+  EXPECT_NEAR(h->checkpoint_interval_hours, std::sqrt(2 * ckpt_h * h->mtbf_hours), 1e-9);
+  EXPECT_NEAR(h->expected_failures, h->compute_hours / h->mtbf_hours, 1e-9);
+  EXPECT_GT(h->lost_hours, 0);
+  EXPECT_LE(h->total_hours, 720);
+  EXPECT_NEAR(h->checkpoint_gb, 6649024512.0 * 12 / 1e9, 1e-6);  // fp32 master + two Adam moments of MPT-7B's 6.65 B parameters
+  // No ECC doubles the assumed failure rate: more expected failures per hour of work.
+  const auto* g = find(a.options, "rtx-4090");
+  if (g) {
+    EXPECT_NEAR(g->mtbf_hours, 1.0 / (2 * rate * g->count), 1e-6 * g->mtbf_hours);
+  }
+  // A deadline too short for every option: all ruled out, each with the hours it would take.
+  s.hours = 10;
+  const auto tight = run(s);
+  EXPECT_TRUE(tight.ranked.empty());
+  bool named = false;
+  for (const auto& o : tight.ruled_out) named = named || o.reason.find("deadline") != std::string::npos;
+  EXPECT_TRUE(named);
+  // The checkpoint interval formula itself.
+  EXPECT_DOUBLE_EQ(advise::optimal_checkpoint_interval(0.02, 50), std::sqrt(2.0));
+}
+
+TEST(Advise, AssumptionsAreListedAndOverridable) {
+  advise::Assumptions a = advise::Assumptions::defaults();
+  a.set_all("electricity_usd_per_kwh=0.30; pue=1.1; price.rtx-4090=1999; rent.l4=0.8", cat());
+  EXPECT_DOUBLE_EQ(a.get("electricity_usd_per_kwh"), 0.30);
+  EXPECT_DOUBLE_EQ(*a.price(cat().find("rtx-4090")), 1999);
+  EXPECT_DOUBLE_EQ(*a.rent(cat().find("l4")), 0.8);
+  int overridden = 0;
+  for (const auto& x : a.list()) overridden += x.overridden ? 1 : 0;
+  EXPECT_EQ(overridden, 4);
+  auto bad = [&](const std::string& text, const std::string& needle) {
+    try {
+      a.set_all(text, cat());
+      ADD_FAILURE() << text;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  bad("electricty_usd_per_kwh=0.2", "did you mean 'electricity_usd_per_kwh'");
+  bad("pue=0.5", "impossible");
+  bad("utilization=1.5", "impossible");
+  bad("price.rtx-4090=-1", "negative");
+  bad("price.rtx-9999=1", "rtx-9999");
+  bad("pue", "key=value");
+  bad("pue=abc", "not a number");
+}
+
+TEST(Advise, ScenarioFilesAndBadScenarios) {
+  gpuvs::test::TempDir dir;
+  const auto f = dir / "s.toml";
+  gpuvs::test::write_text(f, "name = \"lora\"\nworkload = \"llama-7b\"\ntask = \"finetune\"\nfinetune = \"qlora\"\ntokens = 1e7\n"
+                             "gpus = [\"rtx-4090\"]\n[assume]\nelectricity_usd_per_kwh = 0.25\n");
+  advise::Assumptions a = advise::Assumptions::defaults();
+  const auto s = advise::read_scenario(f.string(), a, cat());
+  EXPECT_EQ(s.finetune, "qlora");
+  EXPECT_DOUBLE_EQ(s.work, 1e7);
+  EXPECT_DOUBLE_EQ(a.get("electricity_usd_per_kwh"), 0.25);
+  const auto adv = advise::advise(cat(), s, a);
+  ASSERT_FALSE(adv.ranked.empty());
+  EXPECT_EQ(adv.ranked.front().strategy, "qlora");
+  const auto j = advise::advice_json(adv);
+  EXPECT_EQ(j["ranked"][0]["gpu"], "rtx-4090");
+  EXPECT_FALSE(advise::advice_text(adv, 5).empty());
+  auto bad_file = [&](const std::string& text, const std::string& needle) {
+    gpuvs::test::write_text(f, text);
+    advise::Assumptions b = advise::Assumptions::defaults();
+    try {
+      advise::read_scenario(f.string(), b, cat());
+      ADD_FAILURE() << text;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  bad_file("workload = \"llama-7b\"\nhourz = 3\n", "s.toml:2: unknown key 'hourz' (did you mean 'hours'?)");
+  bad_file("tokens = \"many\"\n", "s.toml:1: 'tokens' must be a number");
+  bad_file("task = \"dance\"\n", "task 'dance'");
+  bad_file("tokens = 1e9\nhours = -1\n", "--hours must be positive");
+  bad_file("workload = \"llama-8b\"\n", "llama-8b");
+  bad_file("[assume]\npue = 0.2\n", "s.toml:2");
+  bad_file("tokens = [1,\n", "s.toml");
+  // Serving options on a training task, and the reverse, are contradictions.
+  advise::Scenario t;
+  t.sla_p99_ms = 10;
+  EXPECT_THROW(advise::advise(cat(), t, advise::Assumptions::defaults()), InputError);
+  t = {};
+  t.task = "infer";
+  t.hours = 5;
+  EXPECT_THROW(advise::advise(cat(), t, advise::Assumptions::defaults()), InputError);
+}
