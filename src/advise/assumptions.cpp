@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -57,7 +58,8 @@ void Assumptions::set(const std::string& key, double value, const catalog::Catal
   }
   std::vector<std::string> keys;
   for (const auto& a : items_) keys.push_back(a.key);
-  const auto near = strings::closest(key, keys, 1);
+  auto near = strings::closest(key, keys, 1);
+  if (!near.empty() && strings::edit_distance(key, near[0]) > std::max<std::size_t>(2, key.size() / 3)) near.clear();
   throw InputError(fmt::format("--assume: unknown assumption '{}'{} (or price.<gpu-id>, rent.<gpu-id>)", strings::printable(key),
                                near.empty() ? "" : fmt::format("; did you mean '{}'?", near[0])));
 }

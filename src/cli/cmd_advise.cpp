@@ -21,7 +21,7 @@ constexpr double kUnset = std::numeric_limits<double>::quiet_NaN();
 struct AdviseArgs {
   std::string scenario_file, workload, task, finetune, precision, purchase, assume, gpus;
   double tokens = kUnset, samples = kUnset, hours = kUnset, sla = kUnset, rps = kUnset, budget = kUnset, params = kUnset;
-  int tenants = 0;
+  int tenants = -1;  // unset
   std::int64_t seq_len = 0, gen_len = 0;
   std::size_t top = 12;
   std::vector<std::string> catalogs;
@@ -67,7 +67,7 @@ int run_advise(const AdviseArgs& a) {
   if (!std::isnan(a.sla)) s.sla_p99_ms = a.sla;
   if (!std::isnan(a.rps)) s.requests_per_s = a.rps;
   if (!std::isnan(a.budget)) s.budget_usd = a.budget;
-  if (a.tenants != 0) s.tenants = a.tenants;
+  if (a.tenants != -1) s.tenants = a.tenants;
   if (a.seq_len != 0) s.seq_len = a.seq_len;
   if (a.gen_len != 0) s.gen_len = a.gen_len;
   if (!a.gpus.empty()) {
