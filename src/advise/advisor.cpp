@@ -376,7 +376,7 @@ bool better(const Option& x, const Option& y) {
   return x.count < y.count;
 }
 
-std::string money(double v) { return v >= 100 ? fmt::format("${:.0f}", v) : fmt::format("${:.2f}", v); }
+std::string money(double v) { return v >= 100 ? fmt::format("${:.0f}", v) : v >= 1 ? fmt::format("${:.2f}", v) : fmt::format("${:.3g}", v); }
 
 }  // namespace
 

@@ -7,6 +7,7 @@
 #include "catalog/catalog.hpp"
 #include "bench/gpu_benchmarks.hpp"
 #include "cli/commands.hpp"
+#include "cli/devices_json.hpp"
 #include "core/strings.hpp"
 #include "core/units.hpp"
 #include "hw/cpu.hpp"
@@ -14,6 +15,34 @@
 #include "hw/nvidia.hpp"
 
 namespace gpuvs::cli {
+
+nlohmann::json devices_record(const hw::CpuInfo& cpu, const hw::NvidiaReport& gpu) {
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const auto& d : gpu.gpus)
+    gpus.push_back({{"index", d.index}, {"name", d.name}, {"uuid", d.uuid}, {"pci_bus_id", d.pci_bus_id},
+                    {"compute_capability", fmt::format("{}.{}", d.cc_major, d.cc_minor)}, {"sm_count", d.sm_count},
+                    {"memory_total_bytes", d.memory_total_bytes}, {"memory_free_bytes", d.memory_free_bytes},
+                    {"clock_sm_mhz", d.clock_sm_mhz}, {"clock_sm_max_mhz", d.clock_sm_max_mhz},
+                    {"clock_mem_max_mhz", d.clock_mem_max_mhz},
+                    {"pcie", {{"gen", d.pcie_gen}, {"width", d.pcie_width}, {"gen_max", d.pcie_gen_max},
+                              {"width_max", d.pcie_width_max}}},
+                    {"nvlink_links_active", d.nvlink_links_active},
+                    {"ecc", {{"mode", d.ecc_mode}, {"corrected", d.ecc_corrected}, {"uncorrected", d.ecc_uncorrected}}},
+                    {"mig_mode", d.mig_mode}, {"mig_instances", d.mig_instances}, {"power_limit_w", d.power_limit_w},
+                    {"catalog_id", d.catalog_id.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.catalog_id)}});
+  nlohmann::json j{
+      {"schema_version", 1},
+      {"cpu",
+       {{"model", cpu.model}, {"vendor", cpu.vendor}, {"sockets", cpu.sockets}, {"cores", cpu.cores},
+        {"threads", cpu.threads}, {"numa_nodes", cpu.numa_nodes}, {"l1d_bytes", cpu.l1d_bytes},
+        {"l2_bytes", cpu.l2_bytes}, {"l3_bytes", cpu.l3_bytes}, {"memory_bytes", cpu.memory_bytes},
+        {"features", cpu.features()}}},
+      {"nvidia",
+       {{"status", gpu.status}, {"detail", gpu.detail}, {"cuda_driver_version", gpu.cuda_driver_version},
+        {"driver_version", gpu.driver_version}, {"nvml", gpu.nvml}, {"gpus", gpus}, {"p2p", gpu.p2p}}},
+      {"cuda_plugin", bench::plugin_info()}};
+  return j;
+}
 
 namespace {
 
@@ -27,31 +56,7 @@ int run_devices(const DevicesArgs& a) {
   const catalog::Catalog cat = catalog::Catalog::builtin();
   for (auto& d : gpu.gpus) d.catalog_id = hw::match_catalog(d, cat);
   if (a.json) {
-    nlohmann::json gpus = nlohmann::json::array();
-    for (const auto& d : gpu.gpus)
-      gpus.push_back({{"index", d.index}, {"name", d.name}, {"uuid", d.uuid}, {"pci_bus_id", d.pci_bus_id},
-                      {"compute_capability", fmt::format("{}.{}", d.cc_major, d.cc_minor)}, {"sm_count", d.sm_count},
-                      {"memory_total_bytes", d.memory_total_bytes}, {"memory_free_bytes", d.memory_free_bytes},
-                      {"clock_sm_mhz", d.clock_sm_mhz}, {"clock_sm_max_mhz", d.clock_sm_max_mhz},
-                      {"clock_mem_max_mhz", d.clock_mem_max_mhz},
-                      {"pcie", {{"gen", d.pcie_gen}, {"width", d.pcie_width}, {"gen_max", d.pcie_gen_max},
-                                {"width_max", d.pcie_width_max}}},
-                      {"nvlink_links_active", d.nvlink_links_active},
-                      {"ecc", {{"mode", d.ecc_mode}, {"corrected", d.ecc_corrected}, {"uncorrected", d.ecc_uncorrected}}},
-                      {"mig_mode", d.mig_mode}, {"mig_instances", d.mig_instances}, {"power_limit_w", d.power_limit_w},
-                      {"catalog_id", d.catalog_id.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.catalog_id)}});
-    nlohmann::json j{
-        {"schema_version", 1},
-        {"cpu",
-         {{"model", cpu.model}, {"vendor", cpu.vendor}, {"sockets", cpu.sockets}, {"cores", cpu.cores},
-          {"threads", cpu.threads}, {"numa_nodes", cpu.numa_nodes}, {"l1d_bytes", cpu.l1d_bytes},
-          {"l2_bytes", cpu.l2_bytes}, {"l3_bytes", cpu.l3_bytes}, {"memory_bytes", cpu.memory_bytes},
-          {"features", cpu.features()}}},
-        {"nvidia",
-         {{"status", gpu.status}, {"detail", gpu.detail}, {"cuda_driver_version", gpu.cuda_driver_version},
-          {"driver_version", gpu.driver_version}, {"nvml", gpu.nvml}, {"gpus", gpus}, {"p2p", gpu.p2p}}},
-        {"cuda_plugin", bench::plugin_info()}};
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", devices_record(cpu, gpu).dump(2));
     return 0;
   }
   fmt::print("CPU  {} ({} socket{}, {} cores, {} threads, {} NUMA node{})\n", cpu.model, cpu.sockets,

@@ -16,5 +16,9 @@ Runner add_compare_command(CLI::App& app);
 Runner add_devices_command(CLI::App& app);
 Runner add_bench_command(CLI::App& app);
 Runner add_advise_command(CLI::App& app);
+Runner add_evaluate_command(CLI::App& app);
+Runner add_history_command(CLI::App& app);
+Runner add_diff_command(CLI::App& app);
+Runner add_report_command(CLI::App& app);
 
 }  // namespace gpuvs::cli

@@ -30,6 +30,10 @@ int main(int argc, char** argv) {
   add(gpuvs::cli::add_devices_command);
   add(gpuvs::cli::add_bench_command);
   add(gpuvs::cli::add_advise_command);
+  add(gpuvs::cli::add_evaluate_command);
+  add(gpuvs::cli::add_history_command);
+  add(gpuvs::cli::add_diff_command);
+  add(gpuvs::cli::add_report_command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

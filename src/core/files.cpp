@@ -1,6 +1,7 @@
 #include "core/files.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -30,6 +31,10 @@ void write_atomic(const fs::path& path, std::string_view bytes) {
   std::string tmpl = (dir.empty() ? fs::path(".") : dir) / fmt::format(".{}.tmp.XXXXXX", path.filename().string());
   const int fd = ::mkstemp(tmpl.data());
   if (fd < 0) throw InputError(fmt::format("cannot write {}: {}", path.string(), std::strerror(errno)));
+  // mkstemp makes the file private (0600); give it the permissions an ordinary new file gets (umask).
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  ::fchmod(fd, static_cast<mode_t>(0666 & ~mask));
   std::size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);

@@ -1,0 +1,342 @@
+// gpuvs evaluate: the main job. Probes this machine, runs the quick benchmarks, trains the seed workload
+// briefly on the best local device, calibrates the performance model with what it measured (when a
+// catalog GPU was measured), predicts the workload on every catalog GPU, runs the advisor, prints a
+// summary, writes the HTML report and stores the run in the results history.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "advise/advice_json.hpp"
+#include "advise/advisor.hpp"
+#include "bench/gpu_benchmarks.hpp"
+#include "bench/registry.hpp"
+#include "bench/results_json.hpp"
+#include "catalog/catalog.hpp"
+#include "cli/commands.hpp"
+#include "cli/devices_json.hpp"
+#include "core/error.hpp"
+#include "core/files.hpp"
+#include "core/units.hpp"
+#include "engine/data.hpp"
+#include "engine/param_store.hpp"
+#include "engine/trainer.hpp"
+#include "graph/networks.hpp"
+#include "graph/workloads.hpp"
+#include "gpuvs_revision.hpp"
+#include "hw/cpu.hpp"
+#include "hw/match.hpp"
+#include "hw/nvidia.hpp"
+#include "perf/calibration.hpp"
+#include "perf/predict.hpp"
+#include "report/report.hpp"
+#include "store/store.hpp"
+
+namespace gpuvs::cli {
+
+namespace {
+
+using json = nlohmann::json;
+
+struct EvaluateArgs {
+  std::string workload = "seed-mlp", precision = "amp-bf16", report = "gpuvs-report.html", db, scenario, assume;
+  std::int64_t epochs = 2, rows = 20000;
+  int threads = 0;
+  bool no_report = false, json_out = false;
+};
+
+class Steps {
+ public:
+  explicit Steps(int total) : total_(total), t0_(std::chrono::steady_clock::now()) {}
+  void begin(const std::string& what) {
+    ++n_;
+    fmt::print(stderr, "[{}/{}] {} ({:.0f} s)\n", n_, total_, what, seconds());
+  }
+  double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(); }
+
+ private:
+  int total_, n_ = 0;
+  std::chrono::steady_clock::time_point t0_;
+};
+
+class QuietObserver final : public engine::TrainObserver {
+ public:
+  void on_epoch_end(const engine::EpochResult& e) override {
+    fmt::print(stderr, "      epoch {}: loss {:.4f}, accuracy {:.4f}, {} samples/s\n", e.epoch, e.loss, e.accuracy,
+               units::format_si(e.samples_per_s));
+  }
+};
+
+std::string utc_now() {
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+const bench::Measurement* figure(const std::vector<bench::Measurement>& r, const std::string& key) {
+  for (const auto& m : r)
+    if (m.key == key && m.status == "ok") return &m;
+  return nullptr;
+}
+
+/// The local device's roofline: peak and bandwidth from the benchmarks, the benchmark points, and the
+/// training step's ops (CPU) placed by their measured FLOP/s and graph arithmetic intensity.
+json roofline(const std::vector<bench::Measurement>& results, const engine::TrainResult& tr, const std::string& workload,
+              const hw::CpuInfo& cpu) {
+  json r;
+  const auto* gemm = figure(results, "cuda.gemm.bf16");
+  const auto* copy = figure(results, "cuda.mem.copy");
+  if (gemm && copy) {  // a GPU was measured: its roofline
+    r = {{"device", gemm->device}, {"peak_gflops", gemm->median * 1e3}, {"bandwidth_gbs", copy->median}, {"workload", workload}};
+    json pts = json::array();
+    for (const char* k : {"cuda.gemm.fp32", "cuda.gemm.tf32", "cuda.gemm.bf16", "cuda.gemm.fp8"})
+      if (const auto* m = figure(results, k)) pts.push_back({{"label", k}, {"intensity", 8192.0 / 6}, {"gflops", m->median * 1e3}});
+    pts.push_back({{"label", "cuda.mem.copy"}, {"intensity", 1.0 / 8}, {"gflops", copy->median / 8}});
+    r["points"] = pts;
+    r["ops"] = json::array();
+    return r;
+  }
+  const auto* sgemm = figure(results, "cpu.gemm.sgemm");
+  const auto* fma = figure(results, "cpu.fma.peak.1t");
+  const auto* triad = figure(results, "cpu.stream.triad");
+  if (!sgemm || !triad) return json();
+  const double peak = std::max(sgemm->median, fma ? fma->median * cpu.cores : 0.0);
+  r = {{"device", fmt::format("CPU {} ({} cores)", cpu.model, cpu.cores)}, {"peak_gflops", peak}, {"bandwidth_gbs", triad->median},
+       {"workload", workload}};
+  json pts = json::array();
+  // Triad: 2 FLOP per 24 bytes; SGEMM n^3 at quick size 1024: 2n^3 / (3 * 4 n^2) = n/6 FLOP/byte.
+  pts.push_back({{"label", "cpu.stream.triad"}, {"intensity", 2.0 / 24}, {"gflops", triad->median * 2 / 24}});
+  pts.push_back({{"label", "cpu.gemm.sgemm"}, {"intensity", 1024.0 / 6}, {"gflops", sgemm->median}});
+  if (fma) pts.push_back({{"label", fmt::format("cpu.fma.peak.1t x {} cores", cpu.cores)}, {"intensity", 512.0}, {"gflops", fma->median * cpu.cores}});
+  r["points"] = pts;
+  json ops = json::array();
+  for (const auto& op : tr.op_profile) {
+    const double flops = op.matrix_flops + op.vector_flops;
+    if (flops <= 0 || op.bytes <= 0 || op.seconds_per_step <= 0) continue;
+    ops.push_back({{"name", op.name + " (" + op.op + ")"}, {"intensity", flops / op.bytes}, {"gflops", flops / op.seconds_per_step / 1e9}});
+  }
+  r["ops"] = ops;
+  return r;
+}
+
+int run_evaluate(const EvaluateArgs& a) {
+  Steps steps(7);
+  const std::filesystem::path db_path = a.db.empty() ? store::default_path() : std::filesystem::path(a.db);
+  // Everything that can be refused is refused before any work: the report path, the database, the
+  // workload, the precision, the scenario and assumptions.
+  if (!a.no_report) {
+    files::ensure_writable_dir(std::filesystem::absolute(a.report).parent_path(), "--report");
+    if (std::filesystem::is_directory(a.report)) throw InputError(fmt::format("--report {}: is a directory", a.report));
+  }
+  store::Store db = store::Store::open(db_path, true);
+  catalog::Catalog cat = catalog::Catalog::builtin();
+  const graph::NetworkInfo net = graph::resolve_network(a.workload);
+  const perf::Precision precision = perf::parse_precision(a.precision);
+  advise::Assumptions assumptions = advise::Assumptions::defaults();
+  advise::Scenario scenario;
+  if (!a.scenario.empty()) scenario = advise::read_scenario(a.scenario, assumptions, cat);
+  else {
+    scenario.workload = a.workload;
+    scenario.precision = a.precision;
+  }
+  assumptions.set_all(a.assume, cat);
+  advise::validate(scenario, cat);
+  if (a.epochs < 1 || a.rows < 100) throw InputError("--epochs must be at least 1 and --rows at least 100");
+
+  steps.begin("probing devices");
+  const hw::CpuInfo cpu = hw::probe_cpu();
+  hw::NvidiaReport nv = hw::probe_nvidia();
+  for (auto& g : nv.gpus) g.catalog_id = hw::match_catalog(g, cat);
+  json devices = devices_record(cpu, nv);
+
+  steps.begin("quick benchmarks");
+  const auto results = bench::run_benchmarks({}, {true, a.threads, std::nullopt});
+  bool failed = false;
+  for (const auto& m : results) failed = failed || m.status == "FAILED";
+  const std::string version = fmt::format("{} (git {})", GPUVS_VERSION, GPUVS_GIT_REVISION);
+  json bench_record = bench::results_json(results, true, version);
+
+  steps.begin("training seed-mlp on the CPU");  // the CUDA engine is a later issue: the CPU is the local device
+  const graph::ModelSpec spec = graph::builtin_workload("seed-mlp");
+  const engine::Dataset data = engine::make_synthetic(a.rows, spec.input_dim, spec.num_classes(), 1);
+  engine::TrainConfig cfg;
+  cfg.epochs = a.epochs;
+  cfg.batch = 128;
+  cfg.threads = a.threads;
+  cfg.profile = true;
+  QuietObserver obs;
+  engine::ParamStore params;
+  const engine::TrainResult tr = engine::train(spec, data, cfg, obs, params);
+  json history = json::array();
+  for (const auto& e : tr.history)
+    history.push_back({{"epoch", e.epoch}, {"loss", e.loss}, {"accuracy", e.accuracy}, {"val_loss", e.val_loss},
+                       {"val_accuracy", e.val_accuracy}, {"samples_per_s", e.samples_per_s}});
+  json training = {{"workload", "seed-mlp"}, {"device", tr.device}, {"threads", tr.threads}, {"gemm", tr.gemm},
+                   {"samples_per_s", tr.samples_per_s}, {"step_time_median_s", tr.step_time_median_s}, {"batch", cfg.batch},
+                   {"history", history}};
+
+  steps.begin("calibrating the model");
+  std::optional<perf::Calibration> cal;
+  json calibration = nullptr;
+  {
+    std::string gpu_id;
+    std::vector<perf::MeasuredFigure> figs;
+    for (const auto& m : results) {
+      if (m.key.rfind("cuda.", 0) != 0 || m.status != "ok") continue;
+      const auto open = m.device.rfind('('), close = m.device.rfind(')');
+      if (open == std::string::npos || close == std::string::npos || close < open) continue;
+      gpu_id = m.device.substr(open + 1, close - open - 1);
+      figs.push_back({m.key, m.unit, m.median});
+    }
+    if (!figs.empty()) {
+      cal = perf::calibrate(cat.find(gpu_id), figs, 4096, 2.0 * 256 * 1048576.0, "this run's quick benchmarks");
+      json classes = json::array();
+      for (const auto& c : cal->classes)
+        classes.push_back({{"class", c.op_class}, {"measured", c.measured}, {"predicted", c.predicted}, {"ratio", c.ratio}, {"applied", c.applied}});
+      calibration = {{"measured_on", cal->gpu_id}, {"classes", classes}};
+    }
+  }
+
+  steps.begin(fmt::format("predicting {} on {} catalog GPUs", a.workload, cat.gpus().size()));
+  json predictions = json::array();
+  std::string local_gpu = nv.gpus.empty() ? "" : nv.gpus.front().catalog_id;
+  for (const auto& g : cat.gpus()) {
+    perf::PredictRequest req;
+    req.workload = a.workload;
+    req.gpu = g.id;
+    req.precision = precision;
+    req.calibration = cal ? &*cal : nullptr;
+    std::optional<perf::Prediction> p;
+    std::string used = std::string(perf::precision_name(precision));
+    try {
+      p = perf::predict(cat, req);
+    } catch (const InputError&) {
+      if (precision == perf::Precision::amp_bf16) {  // pre-Ampere cards: the fp16 policy they run
+        req.precision = perf::Precision::amp_fp16;
+        used = "amp-fp16";
+        try {
+          p = perf::predict(cat, req);
+        } catch (const InputError&) {
+        }
+      }
+    }
+    if (!p) continue;
+    json e = {{"gpu", g.id}, {"name", g.name}, {"precision", used}, {"throughput", p->throughput}, {"unit", p->unit},
+              {"band_low", p->band_low}, {"band_high", p->band_high}, {"step_time_s", p->step_s}, {"batch", p->batch},
+              {"peak_gib", p->memory.peak_bytes / 1073741824.0}, {"capacity_gib", p->memory.capacity_bytes / 1073741824.0},
+              {"fits", p->memory.fits}, {"calibrated", p->calibrated}, {"local", g.id == local_gpu}};
+    const double hours_per_million = 1e6 / p->throughput / 3600.0;
+    if (const auto rent = assumptions.rent(g)) {
+      e["usd_per_million"] = hours_per_million * *rent;
+      e["cost_basis"] = "cloud rent";
+    } else if (const auto price = assumptions.price(g)) {
+      const double own = *price / (assumptions.get("amortization_years") * 8760.0 * assumptions.get("utilization")) +
+                         g.tdp_w / 1000.0 * assumptions.get("pue") * assumptions.get("electricity_usd_per_kwh");
+      e["usd_per_million"] = hours_per_million * own;
+      e["cost_basis"] = "owned";
+    }
+    json scaling = json::array();
+    scaling.push_back({{"gpus", 1}, {"efficiency", 1.0}});
+    for (int n : {2, 4, 8}) {
+      perf::PredictRequest rn = req;
+      rn.gpus = n;
+      try {
+        const auto pn = perf::predict(cat, rn);
+        scaling.push_back({{"gpus", n}, {"efficiency", pn.throughput / p->throughput}});
+        if (n == 2) e["link"] = pn.link.kind;
+      } catch (const InputError&) {
+        break;
+      }
+    }
+    e["scaling"] = scaling;
+    predictions.push_back(e);
+  }
+
+  steps.begin("advising");
+  const advise::Advice advice = advise::advise(cat, scenario, assumptions);
+
+  steps.begin("writing the report and the history");
+  json summary = json::array();
+  summary.push_back(fmt::format("This machine: {} ({} cores); GPU: {}", cpu.model, cpu.cores,
+                                nv.status == "ok" ? fmt::format("{} x {}", nv.gpus.size(), nv.gpus.front().name) : "none (" + nv.detail + ")"));
+  summary.push_back(fmt::format("Measured: seed-mlp trains at {} samples/s on the CPU ({} threads); {} benchmarks ran, {} waived, {} failed",
+                                units::format_si(tr.samples_per_s), tr.threads,
+                                std::count_if(results.begin(), results.end(), [](const auto& m) { return m.status == "ok"; }),
+                                std::count_if(results.begin(), results.end(), [](const auto& m) { return m.status == "waived"; }),
+                                std::count_if(results.begin(), results.end(), [](const auto& m) { return m.status == "FAILED"; })));
+  if (!predictions.empty()) {
+    const auto fastest = std::max_element(predictions.begin(), predictions.end(),
+                                          [](const json& x, const json& y) { return x["throughput"].get<double>() < y["throughput"].get<double>(); });
+    const json* cheapest = nullptr;
+    for (const auto& e : predictions)
+      if (e.contains("usd_per_million") && (!cheapest || e["usd_per_million"].get<double>() < (*cheapest)["usd_per_million"].get<double>()))
+        cheapest = &e;
+    summary.push_back(fmt::format("Predicted {}: fastest {} at {} {} per GPU{}", a.workload, (*fastest)["gpu"].get<std::string>(),
+                                  units::format_si((*fastest)["throughput"].get<double>()), (*fastest)["unit"].get<std::string>(),
+                                  cheapest ? fmt::format("; cheapest per million: {} (${:.3g}, {})", (*cheapest)["gpu"].get<std::string>(),
+                                                         (*cheapest)["usd_per_million"].get<double>(), (*cheapest)["cost_basis"].get<std::string>())
+                                           : ""));
+  }
+  summary.push_back(cal ? fmt::format("Calibrated on the measured {}", cal->gpu_id)
+                        : "Not calibrated: no catalog GPU was measured here (predictions use the class defaults)");
+  if (!advice.ranked.empty()) summary.push_back("Advice: #1 " + advice.ranked.front().reason);
+  else summary.push_back("Advice: no option meets every requirement (see the ruled-out list)");
+
+  json payload = {{"schema_version", 1}, {"kind", "evaluate"}, {"gpuvs", version}, {"workload", a.workload},
+                  {"precision", a.precision}, {"devices", devices}, {"bench", bench_record}, {"training", training},
+                  {"calibration", calibration}, {"predictions", predictions},
+                  {"prediction_note", fmt::format("{} training, default batch per GPU, {} (amp-fp16 where a card lacks bf16); band = the model's validation error spread",
+                                                  a.workload, a.precision)},
+                  {"roofline", roofline(results, tr, "seed-mlp", cpu)}, {"advice", advise::advice_json(advice)}, {"summary", summary}};
+  store::Run run;
+  run.created_utc = utc_now();
+  run.kind = "evaluate";
+  run.gpuvs_version = version;
+  run.host = cpu.model;
+  run.gpu = nv.status == "ok" ? nv.gpus.front().name + (local_gpu.empty() ? "" : " (" + local_gpu + ")") : "none";
+  run.summary = fmt::format("{}: {} samples/s seed-mlp on CPU; {}", a.workload, units::format_si(tr.samples_per_s),
+                            advice.ranked.empty() ? "no option" : "#1 " + advice.ranked.front().gpu_id);
+  run.payload = payload;
+  for (const auto& m : results) run.figures.push_back({m.key, m.device, m.unit, m.status, m.median, m.spec});
+  const std::int64_t id = db.add(run);
+  if (!a.no_report) {
+    const json stored = {{"id", id}, {"created_utc", run.created_utc}, {"payload", payload}};
+    files::write_atomic(a.report, report::render_html(stored));
+  }
+  if (a.json_out) {
+    fmt::print("{}\n", json{{"run", id}, {"db", db_path.string()}, {"report", a.no_report ? json(nullptr) : json(a.report)},
+                            {"summary", summary}, {"seconds", steps.seconds()}}.dump(2));
+  } else {
+    for (const auto& line : summary) fmt::print("{}\n", line.get<std::string>());
+    fmt::print("Stored as run {} in {}{}\n", id, db_path.string(), a.no_report ? "" : "; report: " + a.report);
+    fmt::print("Done in {:.0f} s\n", steps.seconds());
+  }
+  return failed ? 1 : 0;
+}
+
+}  // namespace
+
+Runner add_evaluate_command(CLI::App& app) {
+  auto a = std::make_shared<EvaluateArgs>();
+  auto* sub = app.add_subcommand("evaluate", "Measure this machine, predict the catalog GPUs, advise, report and store the run");
+  sub->add_option("--workload", a->workload, "Workload to predict and advise on")->capture_default_str();
+  sub->add_option("--precision", a->precision, "Precision policy for the predictions")->capture_default_str();
+  sub->add_option("--scenario", a->scenario, "Advisor scenario file (TOML); default: train the workload");
+  sub->add_option("--assume", a->assume, "Override advisor assumptions: 'key=value;...'");
+  sub->add_option("--report", a->report, "HTML report to write")->capture_default_str();
+  sub->add_flag("--no-report", a->no_report, "Do not write the HTML report");
+  sub->add_option("--db", a->db, "Results database (default $XDG_DATA_HOME/gpuvs/history.db)");
+  sub->add_option("--epochs", a->epochs, "Epochs of the seed training")->capture_default_str();
+  sub->add_option("--rows", a->rows, "Rows of the synthetic training data")->capture_default_str();
+  sub->add_option("--threads", a->threads, "CPU threads (default: every core)");
+  sub->add_flag("--json", a->json_out, "JSON summary on stdout");
+  return [a] { return run_evaluate(*a); };
+}
+
+}  // namespace gpuvs::cli

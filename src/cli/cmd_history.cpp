@@ -1,0 +1,160 @@
+// gpuvs history / diff / report: the stored runs, two runs side by side, and a run's report.
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+#include "core/files.hpp"
+#include "report/report.hpp"
+#include "store/store.hpp"
+
+namespace gpuvs::cli {
+
+namespace {
+
+using json = nlohmann::json;
+
+std::filesystem::path db_path(const std::string& db) { return db.empty() ? store::default_path() : std::filesystem::path(db); }
+
+int run_history(const std::string& db, bool as_json) {
+  const auto s = store::Store::open(db_path(db), false);
+  const auto runs = s.list();
+  if (as_json) {
+    json arr = json::array();
+    for (const auto& r : runs)
+      arr.push_back({{"id", r.id}, {"created_utc", r.created_utc}, {"kind", r.kind}, {"gpuvs", r.gpuvs_version}, {"host", r.host},
+                     {"gpu", r.gpu}, {"summary", r.summary}});
+    fmt::print("{}\n", json{{"db", s.path().string()}, {"runs", arr}}.dump(2));
+    return 0;
+  }
+  fmt::print("{} run{} in {}\n", runs.size(), runs.size() == 1 ? "" : "s", s.path().string());
+  fmt::print("{:>5}  {:<20}  {:<9}  {:<24}  {:<24}  {}\n", "id", "created (UTC)", "kind", "host", "gpu", "summary");
+  for (const auto& r : runs)
+    fmt::print("{:>5}  {:<20}  {:<9}  {:<24.24}  {:<24.24}  {}\n", r.id, r.created_utc, r.kind, r.host, r.gpu, r.summary);
+  return 0;
+}
+
+void check_id(std::int64_t id, const char* what) {
+  if (id < 1) throw InputError(fmt::format("{} {}: run ids are positive integers (gpuvs history lists them)", what, id));
+}
+
+int run_diff(const std::string& db, std::int64_t a, std::int64_t b, bool as_json) {
+  check_id(a, "run1");
+  check_id(b, "run2");
+  const auto s = store::Store::open(db_path(db), false);
+  const store::Run ra = s.get(a), rb = s.get(b);
+  struct Row {
+    std::string unit;
+    std::optional<double> x, y;
+    std::string sx = "missing", sy = "missing";
+  };
+  std::map<std::string, Row> rows;  // key @ device
+  for (const auto& f : ra.figures) {
+    auto& r = rows[f.key + " @ " + f.device];
+    r.unit = f.unit;
+    r.sx = f.status;
+    if (f.status == "ok") r.x = f.median;
+  }
+  for (const auto& f : rb.figures) {
+    auto& r = rows[f.key + " @ " + f.device];
+    r.unit = f.unit;
+    r.sy = f.status;
+    if (f.status == "ok") r.y = f.median;
+  }
+  auto training = [](const store::Run& r) {
+    const json& p = r.payload;
+    return p.contains("training") ? p["training"].value("samples_per_s", 0.0) : 0.0;
+  };
+  if (as_json) {
+    json arr = json::array();
+    for (const auto& [k, r] : rows)
+      arr.push_back({{"figure", k}, {"unit", r.unit}, {"a", r.x ? json(*r.x) : json(r.sx)}, {"b", r.y ? json(*r.y) : json(r.sy)},
+                     {"change_pct", r.x && r.y && *r.x != 0 ? json(100 * (*r.y / *r.x - 1)) : json(nullptr)}});
+    fmt::print("{}\n", json{{"a", {{"id", a}, {"created_utc", ra.created_utc}, {"host", ra.host}, {"gpu", ra.gpu}, {"gpuvs", ra.gpuvs_version}}},
+                            {"b", {{"id", b}, {"created_utc", rb.created_utc}, {"host", rb.host}, {"gpu", rb.gpu}, {"gpuvs", rb.gpuvs_version}}},
+                            {"training_samples_per_s", {training(ra), training(rb)}},
+                            {"figures", arr}}
+                           .dump(2));
+    return 0;
+  }
+  fmt::print("run {}: {} · {} · {} · {}\n", a, ra.created_utc, ra.host, ra.gpu, ra.gpuvs_version);
+  fmt::print("run {}: {} · {} · {} · {}\n", b, rb.created_utc, rb.host, rb.gpu, rb.gpuvs_version);
+  fmt::print("{:<44} {:>12} {:>12} {:>9}  {}\n", "figure", fmt::format("run {}", a), fmt::format("run {}", b), "change", "unit");
+  auto cell = [](const std::optional<double>& v, const std::string& status) { return v ? fmt::format("{:.4g}", *v) : status; };
+  for (const auto& [k, r] : rows)
+    fmt::print("{:<44} {:>12} {:>12} {:>9}  {}\n", k, cell(r.x, r.sx), cell(r.y, r.sy),
+               r.x && r.y && *r.x != 0 ? fmt::format("{:+.1f}%", 100 * (*r.y / *r.x - 1)) : "", r.unit);
+  const double ta = training(ra), tb = training(rb);
+  if (ta > 0 && tb > 0)
+    fmt::print("{:<44} {:>12.4g} {:>12.4g} {:>9}  samples/s\n", "seed-mlp training (CPU)", ta, tb, fmt::format("{:+.1f}%", 100 * (tb / ta - 1)));
+  return 0;
+}
+
+int run_report(const std::string& db, std::int64_t id, const std::string& html, const std::string& format) {
+  if (id != 0) check_id(id, "--run");
+  if (html.empty() && format.empty()) throw InputError("give --html FILE or -o json|md");
+  if (!format.empty() && format != "json" && format != "md")
+    throw InputError(fmt::format("-o '{}' is not a report format (expected json or md)", format));
+  if (!html.empty()) {
+    files::ensure_writable_dir(std::filesystem::absolute(html).parent_path(), "--html");
+    if (std::filesystem::is_directory(html)) throw InputError(fmt::format("--html {}: is a directory", html));
+  }
+  const auto s = store::Store::open(db_path(db), false);
+  const store::Run r = s.get(id > 0 ? id : s.latest());
+  const json run = {{"id", r.id}, {"created_utc", r.created_utc}, {"payload", r.payload}};
+  if (!html.empty()) {
+    files::write_atomic(html, report::render_html(run));
+    fmt::print(stderr, "wrote {} (run {})\n", html, r.id);
+  }
+  if (format == "json") fmt::print("{}\n", run.dump(2));
+  if (format == "md") fmt::print("{}", report::render_markdown(run));
+  return 0;
+}
+
+}  // namespace
+
+Runner add_history_command(CLI::App& app) {
+  struct Args {
+    std::string db;
+    bool json = false;
+  };
+  auto a = std::make_shared<Args>();
+  auto* h = app.add_subcommand("history", "List the runs stored by gpuvs evaluate");
+  h->add_option("--db", a->db, "Results database (default $XDG_DATA_HOME/gpuvs/history.db)");
+  h->add_flag("--json", a->json, "JSON output");
+  return [a] { return run_history(a->db, a->json); };
+}
+
+Runner add_diff_command(CLI::App& app) {
+  struct Args {
+    std::string db;
+    bool json = false;
+    std::int64_t a = 0, b = 0;
+  };
+  auto a = std::make_shared<Args>();
+  auto* d = app.add_subcommand("diff", "Compare two stored runs figure by figure");
+  d->add_option("run1", a->a, "First run id")->required();
+  d->add_option("run2", a->b, "Second run id")->required();
+  d->add_option("--db", a->db, "Results database (default $XDG_DATA_HOME/gpuvs/history.db)");
+  d->add_flag("--json", a->json, "JSON output");
+  return [a] { return run_diff(a->db, a->a, a->b, a->json); };
+}
+
+Runner add_report_command(CLI::App& app) {
+  struct Args {
+    std::string db, html, format;
+    std::int64_t run = 0;
+  };
+  auto a = std::make_shared<Args>();
+  auto* r = app.add_subcommand("report", "Write a stored run's report: self-contained HTML, JSON or Markdown");
+  r->add_option("--run", a->run, "Run id (default: the newest)");
+  r->add_option("--html", a->html, "Write the HTML report to this file");
+  r->add_option("-o", a->format, "Print the run as json or md");
+  r->add_option("--db", a->db, "Results database (default $XDG_DATA_HOME/gpuvs/history.db)");
+  return [a] { return run_report(a->db, a->run, a->html, a->format); };
+}
+
+}  // namespace gpuvs::cli

@@ -1,0 +1,257 @@
+#include "report/report.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "report/svg.hpp"
+
+namespace gpuvs::report {
+
+namespace {
+
+using json = nlohmann::json;
+
+std::string str(const json& j, const char* key, const std::string& fallback = "") {
+  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : fallback;
+}
+double dbl(const json& j, const char* key, double fallback = 0) {
+  return j.is_object() && j.contains(key) && j[key].is_number() ? j[key].get<double>() : fallback;
+}
+bool has(const json& j, const char* key) { return j.is_object() && j.contains(key) && !j[key].is_null(); }
+
+std::string fmt_num(double v, const char* spec = "{:.3g}") { return fmt::format(fmt::runtime(spec), v); }
+
+const char* const kStyle = R"CSS(
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1b1b1b;background:#fafafa}
+main{max-width:1100px;margin:0 auto;padding:24px}
+h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
+.meta{color:#555}.summary li{margin:3px 0}
+table{border-collapse:collapse;margin:8px 0;background:#fff;font-size:13px}
+th,td{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}th{background:#f0f0f0}
+td.n{text-align:right;font-variant-numeric:tabular-nums}
+svg.chart{background:#fff;border:1px solid #e3e3e3;margin:8px 0;max-width:100%;height:auto}
+svg .title{font-weight:600;font-size:14px}svg .tick,svg .legend,svg .label,svg .value{font-size:11px;fill:#333}
+svg .axis{font-size:12px;fill:#333}svg .grid{stroke:#eee}svg rect.mark{fill:#4e79a7}svg rect.mark.hl{fill:#e15759}
+svg path.line{fill:none;stroke-width:2}svg .marker{stroke:#222;stroke-width:2}
+.ok{color:#1a7f37}.bad{color:#b42318}.muted{color:#777}
+)CSS";
+
+// The script only verifies what the test checks in headless Chromium: every chart has data marks.
+const char* const kScript = R"JS(
+(function(){var c=document.querySelectorAll('svg.chart'),ok=0,empty=[];
+c.forEach(function(s){if(s.querySelectorAll('.mark').length>0)ok++;else empty.push(s.id);});
+document.body.setAttribute('data-charts',c.length);document.body.setAttribute('data-charts-ok',ok);
+if(empty.length)console.error('empty charts: '+empty.join(','));})();
+)JS";
+
+std::string section_machine(const json& p) {
+  std::string s = "<h2>This machine</h2>";
+  const json& d = p.value("devices", json::object());
+  const json& cpu = d.value("cpu", json::object());
+  s += fmt::format("<p>CPU: {} — {} cores, {} threads; memory {:.1f} GiB. ISA: {}.</p>", escape(str(cpu, "model", "?")),
+                   static_cast<int>(dbl(cpu, "cores")), static_cast<int>(dbl(cpu, "threads")), dbl(cpu, "memory_bytes") / 1073741824.0,
+                   escape(cpu.contains("features") ? fmt::format("{}", fmt::join(cpu["features"].get<std::vector<std::string>>(), " ")) : ""));
+  const json& nv = d.value("nvidia", json::object());
+  if (str(nv, "status") == "ok") {
+    for (const auto& g : nv.value("gpus", json::array()))
+      s += fmt::format("<p>GPU {}: {} (catalog: {}), {:.1f} GiB, driver {}.</p>", static_cast<int>(dbl(g, "index")), escape(str(g, "name")),
+                       escape(g.contains("catalog_id") && g["catalog_id"].is_string() ? g["catalog_id"].get<std::string>() : "no match"),
+                       dbl(g, "memory_total_bytes") / 1073741824.0, escape(str(nv, "driver_version", "?")));
+  } else {
+    s += fmt::format("<p>GPU: none — {}.</p>", escape(str(nv, "detail", "not probed")));
+  }
+  s += fmt::format("<p class=\"muted\">{}</p>", escape(str(d, "cuda_plugin")));
+  return s;
+}
+
+std::string section_bench(const json& p) {
+  if (!has(p, "bench")) return "";
+  std::string s = "<h2>Measured: benchmarks</h2>";
+  const json& rl = p.value("roofline", json::object());
+  if (has(rl, "peak_gflops") && has(rl, "bandwidth_gbs")) {
+    const double peak = dbl(rl, "peak_gflops"), bw = dbl(rl, "bandwidth_gbs");
+    std::vector<Series> series;
+    Series roof{"roof (peak, bandwidth)", {}, true, false, 8, {}};
+    roof.markers = false;
+    for (double i = 1.0 / 64; i <= 1024; i *= 2) roof.points.emplace_back(i, std::min(peak, bw * i));
+    series.push_back(roof);
+    Series bench{"measured benchmarks", {}, false, false, 1, {}};
+    for (const auto& pt : rl.value("points", json::array())) {
+      bench.points.emplace_back(dbl(pt, "intensity"), dbl(pt, "gflops"));
+      bench.point_labels.push_back(str(pt, "label"));
+    }
+    if (!bench.points.empty()) series.push_back(bench);
+    Series ops{fmt::format("{} training-step ops", str(rl, "workload", "workload")), {}, false, false, 2, {}};
+    for (const auto& op : rl.value("ops", json::array())) {
+      if (dbl(op, "intensity") <= 0 || dbl(op, "gflops") <= 0) continue;
+      ops.points.emplace_back(dbl(op, "intensity"), dbl(op, "gflops"));
+      ops.point_labels.push_back(str(op, "name"));
+    }
+    if (!ops.points.empty()) series.push_back(ops);
+    s += line_chart("roofline", fmt::format("Roofline of {}: {} GFLOP/s peak, {} GB/s", str(rl, "device", "this device"), fmt_num(peak),
+                                            fmt_num(bw)),
+                    series, {"arithmetic intensity (FLOP/byte)", true}, {"GFLOP/s", true});
+    s += "<p class=\"muted\">Points are measured: benchmarks, and each op of the training step timed by the engine at its "
+         "graph FLOPs and minimum bytes. Ops above the bandwidth roof ran from cache: their working set is smaller than the "
+         "last-level cache, so main-memory bandwidth does not bound them.</p>";
+  }
+  s += "<table><tr><th>benchmark</th><th>device</th><th>median</th><th>unit</th><th>spread %</th><th>spec</th><th>% of spec</th><th>status / note</th></tr>";
+  for (const auto& r : p["bench"].value("results", json::array())) {
+    const bool ok = str(r, "status") == "ok";
+    s += fmt::format("<tr><td>{}</td><td>{}</td><td class=n>{}</td><td>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class={}>{}</td></tr>",
+                     escape(str(r, "key")), escape(str(r, "device")), ok ? fmt_num(dbl(r, "median"), "{:.4g}") : "N/A", escape(str(r, "unit")),
+                     ok ? fmt_num(100 * dbl(r, "spread"), "{:.1f}") : "N/A", has(r, "spec") ? fmt_num(dbl(r, "spec"), "{:.4g}") : "N/A",
+                     has(r, "pct_of_spec") ? fmt_num(dbl(r, "pct_of_spec"), "{:.1f}") : "N/A", ok ? "muted" : (str(r, "status") == "FAILED" ? "bad" : "muted"),
+                     escape((ok ? "" : str(r, "status") + ": ") + str(r, "note")));
+  }
+  return s + "</table>";
+}
+
+std::string section_training(const json& p) {
+  if (!has(p, "training")) return "";
+  const json& t = p["training"];
+  std::string s = "<h2>Measured: training the seed workload</h2>";
+  s += fmt::format("<p>{} on {} ({} threads, GEMM {}): <b>{} samples/s</b>, step median {:.3g} ms.</p>", escape(str(t, "workload")),
+                   escape(str(t, "device")), static_cast<int>(dbl(t, "threads")), escape(str(t, "gemm")), fmt_num(dbl(t, "samples_per_s"), "{:.0f}"),
+                   1e3 * dbl(t, "step_time_median_s"));
+  s += "<table><tr><th>epoch</th><th>loss</th><th>accuracy</th><th>val loss</th><th>val accuracy</th><th>samples/s</th></tr>";
+  for (const auto& e : t.value("history", json::array()))
+    s += fmt::format("<tr><td class=n>{}</td><td class=n>{:.4f}</td><td class=n>{:.4f}</td><td class=n>{:.4f}</td><td class=n>{:.4f}</td><td class=n>{:.0f}</td></tr>",
+                     static_cast<int>(dbl(e, "epoch")), dbl(e, "loss"), dbl(e, "accuracy"), dbl(e, "val_loss"), dbl(e, "val_accuracy"),
+                     dbl(e, "samples_per_s"));
+  return s + "</table>";
+}
+
+std::string section_predictions(const json& p) {
+  if (!has(p, "predictions") || p["predictions"].empty()) return "";
+  const json& preds = p["predictions"];
+  const std::string unit = str(preds[0], "unit", "samples/s");
+  std::string s = fmt::format("<h2>Predicted: {} on the catalog GPUs</h2>", escape(str(p, "workload")));
+  s += fmt::format("<p class=\"muted\">{}</p>", escape(str(p, "prediction_note")));
+  std::vector<Bar> speed, cost, mem;
+  // Costs per million units can be tiny for small models: show them per billion then.
+  double max_cost = 0;
+  for (const auto& e : preds) max_cost = std::max(max_cost, dbl(e, "usd_per_million"));
+  const double cost_scale = max_cost > 0 && max_cost < 0.01 ? 1000 : 1;
+  const std::string per = cost_scale > 1 ? "billion" : "million";
+  for (const auto& e : preds) {
+    const std::string id = str(e, "gpu");
+    const bool local = e.value("local", false);
+    speed.push_back({id, dbl(e, "throughput"), std::nullopt,
+                     fmt::format("band {}–{}{}", fmt_num(dbl(e, "band_low")), fmt_num(dbl(e, "band_high")), e.value("calibrated", false) ? ", calibrated" : ""),
+                     local});
+    if (has(e, "usd_per_million")) cost.push_back({id, dbl(e, "usd_per_million") * cost_scale, std::nullopt, str(e, "cost_basis"), local});
+    mem.push_back({id, dbl(e, "peak_gib"), dbl(e, "capacity_gib"), e.value("fits", false) ? "fits" : "does NOT fit", !e.value("fits", false)});
+  }
+  std::sort(speed.begin(), speed.end(), [](const Bar& a, const Bar& b) { return a.value > b.value; });
+  std::sort(cost.begin(), cost.end(), [](const Bar& a, const Bar& b) { return a.value < b.value; });
+  s += bar_chart("throughput", fmt::format("Throughput per GPU ({})", unit), speed, unit);
+  if (!cost.empty())
+    s += bar_chart("cost", fmt::format("Cost per {} {} (cloud rent where listed, else owning at the advisor's assumptions)", per,
+                                       unit.substr(0, unit.find('/'))),
+                   cost, "USD");
+  s += bar_chart("memory", "Memory: predicted peak per GPU vs usable capacity (tick)", mem, "GiB", "usable capacity");
+  std::vector<Series> scaling;
+  int k = 0;
+  // A few cards that show each kind of link: NVLink generations, PCIe with P2P, GeForce staged via host.
+  static const std::vector<std::string> pick = {"rtx-4090", "rtx-3090", "l40s", "rtx-6000-ada", "a100-80gb-sxm", "h100-sxm", "h200-sxm", "mi300x"};
+  for (const auto& e : preds) {
+    if (!e.contains("scaling") || e["scaling"].empty()) continue;
+    if (std::find(pick.begin(), pick.end(), str(e, "gpu")) == pick.end() && preds.size() > pick.size()) continue;
+    Series se{str(e, "gpu") + " (" + str(e, "link", "?") + ")", {}, true, str(e, "link") != "nvlink", k++, {}};
+    for (const auto& pt : e["scaling"]) se.points.emplace_back(dbl(pt, "gpus"), dbl(pt, "efficiency") * 100);
+    scaling.push_back(se);
+    if (k >= 8) break;
+  }
+  if (!scaling.empty())
+    s += line_chart("scaling", "Data-parallel scaling efficiency (dashed: PCIe or host-staged; solid: NVLink)", scaling, {"GPUs", false},
+                    {"% of linear", false});
+  s += "<table><tr><th>GPU</th><th>throughput</th><th>band</th><th>step</th><th>memory GiB</th><th>fits</th><th>$/M (basis)</th></tr>";
+  for (const auto& e : preds)
+    s += fmt::format("<tr><td>{}</td><td class=n>{}</td><td class=n>{}–{}</td><td class=n>{:.3g} ms</td><td class=n>{:.1f} / {:.1f}</td><td class={}>{}</td><td class=n>{}</td></tr>",
+                     escape(str(e, "gpu")), fmt_num(dbl(e, "throughput")), fmt_num(dbl(e, "band_low")), fmt_num(dbl(e, "band_high")),
+                     1e3 * dbl(e, "step_time_s"), dbl(e, "peak_gib"), dbl(e, "capacity_gib"), e.value("fits", false) ? "ok" : "bad",
+                     e.value("fits", false) ? "yes" : "no",
+                     has(e, "usd_per_million") ? fmt::format("{:.3g} ({})", dbl(e, "usd_per_million"), escape(str(e, "cost_basis"))) : "N/A");
+  return s + "</table>";
+}
+
+std::string section_advice(const json& p) {
+  if (!has(p, "advice")) return "";
+  const json& a = p["advice"];
+  std::string s = "<h2>Advice</h2>";
+  const json& sc = a.value("scenario", json::object());
+  s += fmt::format("<p>{} <b>{}</b> ({}), cost {}.</p>", escape(str(sc, "task")), escape(str(sc, "workload")), escape(str(sc, "precision")),
+                   escape(str(a, "cost_what")));
+  s += "<table><tr><th>rank</th><th>GPU</th><th>n</th><th>strategy</th><th>batch</th><th>hours / p99 ms</th><th>cost USD</th><th>reason</th></tr>";
+  int shown = 0;
+  for (const auto& o : a.value("ranked", json::array())) {
+    if (++shown > 15) break;
+    const bool serving = str(sc, "task") == "infer";
+    s += fmt::format("<tr><td class=n>{}</td><td>{}</td><td class=n>{}</td><td>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td>{}</td></tr>",
+                     static_cast<int>(dbl(o, "rank")), escape(str(o, "gpu")), static_cast<int>(dbl(o, "count")), escape(str(o, "strategy")),
+                     static_cast<int>(dbl(o, "batch")),
+                     serving ? fmt_num(dbl(o, "latency_p99_ms")) : (dbl(o, "total_hours") > 0 ? fmt_num(dbl(o, "total_hours")) : "N/A"),
+                     has(o, "cost_usd") ? fmt_num(dbl(o, "cost_usd"), "{:.4g}") : "N/A", escape(str(o, "reason")));
+  }
+  s += "</table>";
+  if (!a.value("ruled_out", json::array()).empty()) {
+    s += "<p><b>Ruled out</b></p><ul>";
+    for (const auto& o : a["ruled_out"]) s += fmt::format("<li>{}: {}</li>", escape(str(o, "gpu")), escape(str(o, "reason")));
+    s += "</ul>";
+  }
+  s += "<details><summary>Assumptions (override with --assume key=value)</summary><table><tr><th>key</th><th>value</th><th>unit</th><th>basis</th></tr>";
+  for (const auto& x : a.value("assumptions", json::array()))
+    s += fmt::format("<tr><td>{}</td><td class=n>{:.4g}</td><td>{}</td><td>{}</td></tr>", escape(str(x, "key")), dbl(x, "value"),
+                     escape(str(x, "unit")), escape(str(x, "basis")));
+  return s + "</table></details>";
+}
+
+}  // namespace
+
+std::string render_html(const json& run) {
+  const json& p = run.value("payload", json::object());
+  std::string h = "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
+  h += fmt::format("<title>gpuvs report — run {}</title><style>{}</style></head><body><main>", static_cast<long long>(dbl(run, "id")), kStyle);
+  h += fmt::format("<h1>gpuvs: which accelerator for {}?</h1><p class=\"meta\">run {} · {} · {}</p>", escape(str(p, "workload", "the workload")),
+                   static_cast<long long>(dbl(run, "id")), escape(str(run, "created_utc")), escape(str(p, "gpuvs")));
+  if (p.contains("summary") && p["summary"].is_array()) {
+    h += "<ul class=\"summary\">";
+    for (const auto& line : p["summary"]) h += "<li>" + escape(line.is_string() ? line.get<std::string>() : line.dump()) + "</li>";
+    h += "</ul>";
+  }
+  h += section_machine(p) + section_bench(p) + section_training(p) + section_predictions(p) + section_advice(p);
+  h += "<p class=\"muted\">Predicted figures come from gpuvs's calibrated per-op model (docs/VALIDATION.md gives its errors); measured figures from this machine.</p>";
+  h += fmt::format("</main><script>{}</script></body></html>\n", kScript);
+  return h;
+}
+
+std::string render_markdown(const json& run) {
+  const json& p = run.value("payload", json::object());
+  std::string m = fmt::format("# gpuvs report — run {}\n\n{} · {}\n\n", static_cast<long long>(dbl(run, "id")), str(run, "created_utc"), str(p, "gpuvs"));
+  for (const auto& line : p.value("summary", json::array())) m += "- " + (line.is_string() ? line.get<std::string>() : line.dump()) + "\n";
+  if (has(p, "bench")) {
+    m += "\n## Benchmarks\n\n| benchmark | median | unit | % of spec | status |\n|---|---|---|---|---|\n";
+    for (const auto& r : p["bench"].value("results", json::array()))
+      m += fmt::format("| {} | {} | {} | {} | {} |\n", str(r, "key"), str(r, "status") == "ok" ? fmt_num(dbl(r, "median"), "{:.4g}") : "N/A",
+                       str(r, "unit"), has(r, "pct_of_spec") ? fmt_num(dbl(r, "pct_of_spec"), "{:.1f}") : "N/A", str(r, "status"));
+  }
+  if (has(p, "predictions")) {
+    m += fmt::format("\n## Predicted: {}\n\n| GPU | throughput | unit | memory GiB | fits | $/M |\n|---|---|---|---|---|---|\n", str(p, "workload"));
+    for (const auto& e : p["predictions"])
+      m += fmt::format("| {} | {} | {} | {:.1f} / {:.1f} | {} | {} |\n", str(e, "gpu"), fmt_num(dbl(e, "throughput")), str(e, "unit"),
+                       dbl(e, "peak_gib"), dbl(e, "capacity_gib"), e.value("fits", false) ? "yes" : "no",
+                       has(e, "usd_per_million") ? fmt_num(dbl(e, "usd_per_million")) : "N/A");
+  }
+  if (has(p, "advice")) {
+    m += "\n## Advice\n\n| rank | GPU | n | strategy | cost USD | reason |\n|---|---|---|---|---|---|\n";
+    for (const auto& o : p["advice"].value("ranked", json::array()))
+      m += fmt::format("| {} | {} | {} | {} | {} | {} |\n", static_cast<int>(dbl(o, "rank")), str(o, "gpu"), static_cast<int>(dbl(o, "count")),
+                       str(o, "strategy"), has(o, "cost_usd") ? fmt_num(dbl(o, "cost_usd"), "{:.4g}") : "N/A", str(o, "reason"));
+  }
+  return m;
+}
+
+}  // namespace gpuvs::report
