@@ -322,3 +322,55 @@ TEST(Cli, AdviseRanksAndRefusesContradictions) {
   expect_usage_error(run_gpuvs("advise --sla-p99-ms 5"), "--task infer");
   expect_usage_error(run_gpuvs("advise --scenario /nonexistent.toml"), "/nonexistent.toml");
 }
+
+TEST(Cli, EvaluateStoresTheRunAndHistoryDiffReportReadIt) {
+  TempDir dir;
+  const std::string db = (dir / "h.db").string();
+  const auto r = run_gpuvs("evaluate --rows 2000 --epochs 1 --threads 1 --json --db " + db + " --report " + (dir / "r.html").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["run"], 1);
+  EXPECT_NE(r.err.find("[7/7]"), std::string::npos);  // progress on stderr
+  EXPECT_TRUE(std::filesystem::exists(dir / "r.html"));
+  const auto h = nlohmann::json::parse(run_gpuvs("history --json --db " + db).out);
+  ASSERT_EQ(h["runs"].size(), 1u);
+  EXPECT_EQ(h["runs"][0]["kind"], "evaluate");
+  const auto d = run_gpuvs("diff 1 1 --json --db " + db);
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_GT(nlohmann::json::parse(d.out)["figures"].size(), 5u);
+  const auto rep = run_gpuvs("report -o json --db " + db);
+  ASSERT_EQ(rep.exit_code, 0) << rep.err;
+  const auto run = nlohmann::json::parse(rep.out);
+  EXPECT_EQ(run["id"], 1);
+  EXPECT_FALSE(run["payload"]["predictions"].empty());
+  EXPECT_FALSE(run["payload"]["advice"]["ranked"].empty());
+  const auto md = run_gpuvs("report -o md --run 1 --db " + db);
+  EXPECT_NE(md.out.find("## Benchmarks"), std::string::npos);
+  const auto html2 = run_gpuvs("report --html " + (dir / "again.html").string() + " --db " + db);
+  ASSERT_EQ(html2.exit_code, 0) << html2.err;
+  EXPECT_NE(gpuvs::test::slurp(dir / "again.html").find("data-charts"), std::string::npos);
+  // Bad input: one line, exit 2.
+  expect_usage_error(run_gpuvs("report --run 9 -o md --db " + db), "run 9");
+  expect_usage_error(run_gpuvs("report --db " + db), "--html FILE or -o");
+  expect_usage_error(run_gpuvs("report -o xml --db " + db), "-o 'xml'");
+  expect_usage_error(run_gpuvs("diff 1 5 --db " + db), "run 5");
+  expect_usage_error(run_gpuvs("diff 0 1 --db " + db), "positive");
+  expect_usage_error(run_gpuvs("history --db " + (dir / "none.db").string()), "no such database");
+}
+
+TEST(Cli, EvaluateRefusesBadTargetsBeforeWorking) {
+  TempDir dir;
+  // A foreign file as the database: refused, untouched, and no report written.
+  const auto foreign = dir / "notes.db";
+  gpuvs::test::write_text(foreign, "my notes\n");
+  const auto r = run_gpuvs("evaluate --db " + foreign.string() + " --report " + (dir / "r.html").string());
+  expect_usage_error(r, "not a gpuvs database");
+  EXPECT_EQ(gpuvs::test::slurp(foreign), "my notes\n");
+  EXPECT_FALSE(std::filesystem::exists(dir / "r.html"));
+  // An unwritable report path: refused before the database is created.
+  expect_usage_error(run_gpuvs("evaluate --db " + (dir / "h.db").string() + " --report /proc/gpuvs/r.html"), "--report");
+  EXPECT_FALSE(std::filesystem::exists(dir / "h.db"));
+  expect_usage_error(run_gpuvs("evaluate --workload resnet49 --db " + (dir / "h.db").string()), "resnet49");
+  expect_usage_error(run_gpuvs("evaluate --assume pue=0 --db " + (dir / "h.db").string()), "pue");
+  EXPECT_FALSE(std::filesystem::exists(dir / "h.db"));
+}

@@ -134,7 +134,6 @@ int run_evaluate(const EvaluateArgs& a) {
     files::ensure_writable_dir(std::filesystem::absolute(a.report).parent_path(), "--report");
     if (std::filesystem::is_directory(a.report)) throw InputError(fmt::format("--report {}: is a directory", a.report));
   }
-  store::Store db = store::Store::open(db_path, true);
   catalog::Catalog cat = catalog::Catalog::builtin();
   const graph::NetworkInfo net = graph::resolve_network(a.workload);
   const perf::Precision precision = perf::parse_precision(a.precision);
@@ -148,6 +147,7 @@ int run_evaluate(const EvaluateArgs& a) {
   assumptions.set_all(a.assume, cat);
   advise::validate(scenario, cat);
   if (a.epochs < 1 || a.rows < 100) throw InputError("--epochs must be at least 1 and --rows at least 100");
+  store::Store db = store::Store::open(db_path, true);  // last: a refused run creates no database
 
   steps.begin("probing devices");
   const hw::CpuInfo cpu = hw::probe_cpu();
