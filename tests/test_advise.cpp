@@ -293,3 +293,26 @@ TEST(Advise, ScenarioFilesAndBadScenarios) {
   t.hours = 5;
   EXPECT_THROW(advise::advise(cat(), t, advise::Assumptions::defaults()), InputError);
 }
+
+// A strict LLM serving SLA: the latency is prefill (time to first token) plus a decode step per token.
+TEST(Advise, LlmServingLatencyIsPrefillPlusDecode) {
+  advise::Scenario s;
+  s.workload = "llama-7b";
+  s.task = "infer";
+  s.requests_per_s = 2;
+  s.sla_p99_ms = 8000;
+  s.gen_len = 128;
+  s.seq_len = 512;
+  s.gpus = {"h100-sxm", "l4"};
+  const auto a = run(s);
+  const auto* h = find(a.ranked, "h100-sxm");
+  ASSERT_NE(h, nullptr);
+  EXPECT_GT(h->ttft_ms, 0);
+  EXPECT_GT(h->per_token_ms, 0);
+  EXPECT_NEAR(h->latency_p99_ms, 2.0 * (h->ttft_ms + 128 * h->per_token_ms), 1e-6 * h->latency_p99_ms);
+  EXPECT_LE(h->latency_p99_ms, 8000);
+  // The L4 (300 GB/s) reads 13 GB of weights per token: too slow for this SLA even at batch 1.
+  const auto* l4 = find(a.ruled_out, "l4");
+  ASSERT_NE(l4, nullptr);
+  EXPECT_NE(l4->reason.find("SLA"), std::string::npos) << l4->reason;
+}

@@ -31,6 +31,8 @@ nlohmann::json option_json(const Option& o) {
           {"expected_failures", o.expected_failures},
           {"ecc", o.ecc},
           {"latency_p99_ms", o.latency_p99_ms},
+          {"time_to_first_token_ms", o.ttft_ms},
+          {"per_token_ms", o.per_token_ms},
           {"capacity_rps", o.capacity_rps},
           {"tenants_per_card", o.tenants_per_card},
           {"isolation", o.isolation},

@@ -238,7 +238,7 @@ Option training_option(const catalog::Catalog& cat, const catalog::Gpu& gpu, con
 
 struct ServeFit {
   std::int64_t batch = 0;
-  double service_s = 0, capacity_rps = 0, p99_ms = 0, peak_bytes = 0;
+  double service_s = 0, capacity_rps = 0, p99_ms = 0, peak_bytes = 0, ttft_s = 0, per_token_s = 0;
   std::string unit;
   std::string why_not;
 };
@@ -275,7 +275,9 @@ ServeFit best_serving_batch(const catalog::Catalog& cat, const catalog::Gpu& gpu
       break;
     }
     const double capacity = static_cast<double>(b) / service * a.get("serving_headroom");
-    if (capacity > best.capacity_rps) best = {b, service, capacity, p99, p->memory.peak_bytes, p->unit, ""};
+    if (capacity > best.capacity_rps)
+      best = {b, service, capacity, p99, p->memory.peak_bytes, p->decode ? p->prefill_s * slowdown : 0,
+              p->decode ? p->decode_step_s * slowdown : 0, p->unit, ""};
   }
   if (best.batch == 0 && best.why_not.empty()) best.why_not = last_why;
   return best;
@@ -351,6 +353,8 @@ Option serving_option(const catalog::Catalog& cat, const catalog::Gpu& gpu, cons
   o.batch = f.batch;
   o.peak_gib = f.peak_bytes / kGiB;
   o.latency_p99_ms = f.p99_ms;
+  o.ttft_ms = f.ttft_s * 1e3;
+  o.per_token_ms = f.per_token_s * 1e3;
   o.capacity_rps = f.capacity_rps * instances_per_card * o.count;
   o.throughput = o.capacity_rps;
   o.unit = "requests/s";

@@ -55,6 +55,7 @@ struct Option {
   bool ecc = true;
   // Serving.
   double latency_p99_ms = 0, capacity_rps = 0;
+  double ttft_ms = 0, per_token_ms = 0;  // decoder serving: time to first token, then per generated token
   int tenants_per_card = 0;
   std::string isolation;
   // Cost.

@@ -21,6 +21,7 @@ constexpr double kUnset = std::numeric_limits<double>::quiet_NaN();
 struct AdviseArgs {
   std::string scenario_file, workload, task, finetune, precision, purchase, assume, gpus;
   double tokens = kUnset, samples = kUnset, hours = kUnset, sla = kUnset, rps = kUnset, budget = kUnset, params = kUnset;
+  double utilization = kUnset, electricity = kUnset;
   int tenants = -1;  // unset
   std::int64_t seq_len = 0, gen_len = 0;
   std::size_t top = 12;
@@ -78,6 +79,8 @@ int run_advise(const AdviseArgs& a) {
   }
   if (a.top == 0) throw InputError("--top must be at least 1");
   assumptions.set_all(a.assume, cat);
+  if (!std::isnan(a.utilization)) assumptions.set("utilization", a.utilization, cat);
+  if (!std::isnan(a.electricity)) assumptions.set("electricity_usd_per_kwh", a.electricity, cat);
   const advise::Advice adv = advise::advise(cat, s, assumptions);
   if (a.json) fmt::print("{}\n", advise::advice_json(adv).dump(2));
   else fmt::print("{}", advise::advice_text(adv, a.top));
@@ -106,6 +109,8 @@ Runner add_advise_command(CLI::App& app) {
   sub->add_option("--gpus", a->gpus, "Comma-separated catalog ids to consider (default: all)");
   sub->add_option("--seq-len", a->seq_len, "Sequence length (transformers)");
   sub->add_option("--gen-len", a->gen_len, "Generated tokens per request (decoder serving)");
+  sub->add_option("--utilization", a->utilization, "Share of hours an owned card does useful work (0-1]");
+  sub->add_option("--electricity", a->electricity, "Electricity price, USD/kWh");
   sub->add_option("--assume", a->assume, "Override assumptions: 'key=value;key=value' (price.ID, rent.ID too)");
   sub->add_option("--top", a->top, "Ranked rows to show")->capture_default_str();
   sub->add_option("--catalog", a->catalogs, "Add devices from a TOML file (repeatable)");
