@@ -18,7 +18,7 @@ TEST(Bench, RegistryKeysAreStableAndUnique) {
     keys.push_back(b.key);
   }
   for (const char* k : {"cpu.stream.copy", "cpu.stream.scale", "cpu.stream.add", "cpu.stream.triad", "cpu.fma.peak.1t",
-                        "cpu.gemm.sgemm", "cpu.gemm.sgemm.1t", "cpu.gemm.bf16", "cuda.mem.read", "cuda.mem.write",
+                        "cpu.gemm.sgemm", "cpu.gemm.sgemm.1t", "cpu.gemm.bf16", "cpu.stream.triad.1t", "cuda.mem.read", "cuda.mem.write",
                         "cuda.mem.copy", "cuda.memcpy.d2d", "cuda.memcpy.h2d.pinned", "cuda.memcpy.d2h.pageable",
                         "cuda.p2p.copy", "cuda.launch.latency", "cuda.graph.launch", "cuda.gemm.fp32", "cuda.gemm.tf32",
                         "cuda.gemm.fp16", "cuda.gemm.bf16", "cuda.gemm.fp8", "cuda.gemm.int8", "cuda.nccl.allreduce"})
@@ -154,4 +154,12 @@ TEST(Bench, ResultsReaderSurvivesMutatedRecords) {
     }
   }
   EXPECT_GT(accepted + rejected, 50);
+}
+
+TEST(Bench, OneThreadTriadIsItsOwnFigure) {
+  const auto r = bench::run_benchmarks({"cpu.stream.triad.1t"}, {true, 2, std::nullopt});
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].key, "cpu.stream.triad.1t");
+  EXPECT_EQ(r[0].status, "ok") << r[0].note;
+  EXPECT_GT(r[0].median, 0);
 }

@@ -96,11 +96,13 @@ void set_spec(Measurement& m, Spec spec, const hw::GpuDevice* dev, const Context
       m.spec_what = fmt::format("{} {} bandwidth", g.id, g.memory_type);
       break;
     case Spec::pcie: {
-      const int gen = dev->pcie_gen > 0 ? dev->pcie_gen : g.pcie_gen;
-      const int width = dev->pcie_width > 0 ? dev->pcie_width : 16;
+      // The link's maximum, not its current state: an idle GPU trains its link down (to gen 1 at times),
+      // and the copy itself brings it back up.
+      const int gen = dev->pcie_gen_max > 0 ? dev->pcie_gen_max : g.pcie_gen;
+      const int width = dev->pcie_width_max > 0 ? dev->pcie_width_max : 16;
       if (gen > 0) {
         m.spec = pcie_gbs(gen, width);
-        m.spec_what = fmt::format("PCIe gen {} x{} one direction{}", gen, width, dev->pcie_gen > 0 ? " (link as trained now)" : " (catalog)");
+        m.spec_what = fmt::format("PCIe gen {} x{} one direction{}", gen, width, dev->pcie_gen_max > 0 ? " (link maximum)" : " (catalog)");
       }
       break;
     }

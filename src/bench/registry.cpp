@@ -23,7 +23,7 @@ std::optional<std::string> needs_bf16_isa() {
   return std::string("this CPU has neither AVX512_BF16 nor AMX-BF16 (oneDNN would only emulate BF16)");
 }
 
-bool is_stream(const std::string& key) { return key.rfind("cpu.stream.", 0) == 0; }
+bool is_stream(const std::string& key) { return key.rfind("cpu.stream.", 0) == 0 && key.find(".1t") == std::string::npos; }
 bool is_gpu(const std::string& key) { return key.rfind("cuda.", 0) == 0; }
 
 }  // namespace
@@ -33,6 +33,14 @@ const std::vector<Benchmark>& registry() {
     std::vector<Benchmark> v;
     for (const char* k : {"copy", "scale", "add", "triad"})
       v.push_back({fmt::format("cpu.stream.{}", k), fmt::format("STREAM {} memory bandwidth", k), "GB/s", always, nullptr});
+    v.push_back({"cpu.stream.triad.1t", "STREAM triad on one thread (with cpu.stream.triad: bandwidth scaling)", "GB/s", always,
+                 [](const BenchOptions& o) {
+                   engine::set_cpu_threads(1);
+                   Measurement m = stream_benchmarks(o)[3];
+                   m.key = "cpu.stream.triad.1t";
+                   m.description = "STREAM triad a = b + s*c on one thread, 24 bytes per element";
+                   return m;
+                 }});
     v.push_back({"cpu.fma.peak.1t", "FP32 FMA peak of the widest vector ISA, one thread", "GFLOP/s", always,
                  [](const BenchOptions& o) { return fma_peak(o); }});
     v.push_back({"cpu.gemm.sgemm", "SGEMM through oneDNN (the engine's GEMM) on every thread", "GFLOP/s", always,
