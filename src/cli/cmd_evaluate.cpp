@@ -162,10 +162,12 @@ int run_evaluate(const EvaluateArgs& a) {
   const std::string version = fmt::format("{} (git {})", GPUVS_VERSION, GPUVS_GIT_REVISION);
   json bench_record = bench::results_json(results, true, version);
 
-  steps.begin("training seed-mlp on the CPU");  // the CUDA engine is a later issue: the CPU is the local device
+  engine::TrainConfig cfg;
+  cfg.device = "auto";  // the best local device: the first GPU when there is one
+  const engine::Placement place = engine::resolve_placement(cfg);
+  steps.begin(fmt::format("training seed-mlp on {}", place.device));
   const graph::ModelSpec spec = graph::builtin_workload("seed-mlp");
   const engine::Dataset data = engine::make_synthetic(a.rows, spec.input_dim, spec.num_classes(), 1);
-  engine::TrainConfig cfg;
   cfg.epochs = a.epochs;
   cfg.batch = 128;
   cfg.threads = a.threads;
@@ -265,8 +267,8 @@ int run_evaluate(const EvaluateArgs& a) {
   json summary = json::array();
   summary.push_back(fmt::format("This machine: {} ({} cores); GPU: {}", cpu.model, cpu.cores,
                                 nv.status == "ok" ? fmt::format("{} x {}", nv.gpus.size(), nv.gpus.front().name) : "none (" + nv.detail + ")"));
-  summary.push_back(fmt::format("Measured: seed-mlp trains at {} samples/s on the CPU ({} threads); {} benchmarks ran, {} waived, {} failed",
-                                units::format_si(tr.samples_per_s), tr.threads,
+  summary.push_back(fmt::format("Measured: seed-mlp trains at {} samples/s on {}; {} benchmarks ran, {} waived, {} failed",
+                                units::format_si(tr.samples_per_s), tr.device == "cpu" ? fmt::format("the CPU ({} threads)", tr.threads) : tr.device,
                                 std::count_if(results.begin(), results.end(), [](const auto& m) { return m.status == "ok"; }),
                                 std::count_if(results.begin(), results.end(), [](const auto& m) { return m.status == "waived"; }),
                                 std::count_if(results.begin(), results.end(), [](const auto& m) { return m.status == "FAILED"; })));
@@ -300,7 +302,7 @@ int run_evaluate(const EvaluateArgs& a) {
   run.gpuvs_version = version;
   run.host = cpu.model;
   run.gpu = nv.status == "ok" ? nv.gpus.front().name + (local_gpu.empty() ? "" : " (" + local_gpu + ")") : "none";
-  run.summary = fmt::format("{}: {} samples/s seed-mlp on CPU; {}", a.workload, units::format_si(tr.samples_per_s),
+  run.summary = fmt::format("{}: {} samples/s seed-mlp on {}; {}", a.workload, units::format_si(tr.samples_per_s), tr.device == "cpu" ? "CPU" : "GPU",
                             advice.ranked.empty() ? "no option" : "#1 " + advice.ranked.front().gpu_id);
   run.payload = payload;
   for (const auto& m : results) run.figures.push_back({m.key, m.device, m.unit, m.status, m.median, m.spec});

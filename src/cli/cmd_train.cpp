@@ -23,7 +23,8 @@ namespace {
 struct TrainArgs {
   std::string workload;
   engine::TrainConfig cfg;
-  std::string data, labels, logdir, checkpoint, gemm = "onednn";
+  std::string data, labels, logdir, checkpoint, gemm = "onednn", memory = "growth";
+  bool eager = false;
   std::optional<double> lr, scale;
   std::int64_t rows = 60000;
   bool json = false;
@@ -76,7 +77,9 @@ nlohmann::json summary_json(const TrainArgs& a, const graph::ModelSpec& spec, co
   j["workload"] = spec.name;
   j["params"] = spec.param_count();
   j["device"] = r.device;
-  j["device_name"] = cpu_model_name();
+  j["device_name"] = r.device == "cpu" ? cpu_model_name() : r.device;
+  if (r.device != "cpu")
+    j["gpu_memory"] = {{"reserved_bytes", r.gpu_reserved_bytes}, {"peak_in_use_bytes", r.gpu_peak_in_use_bytes}};
   j["threads"] = r.threads;
   j["gemm_library"] = r.gemm;
   j["data"] = data.source;
@@ -150,6 +153,20 @@ int run_train(TrainArgs& a) {
   else if (a.gemm == "openblas") a.cfg.gemm = engine::GemmLibrary::openblas;
   else throw InputError(fmt::format("--gemm '{}' is not a GEMM library (expected onednn or openblas)", a.gemm));
   a.cfg.learning_rate = a.lr;
+  // --memory growth | preallocate | preallocate=FRACTION
+  if (a.memory.rfind("preallocate", 0) == 0) {
+    a.cfg.memory = "preallocate";
+    if (a.memory.size() > 11) {
+      const std::string f = a.memory.substr(a.memory.find('=') + 1);
+      char* end = nullptr;
+      a.cfg.memory_fraction = std::strtod(f.c_str(), &end);
+      if (a.memory[11] != '=' || f.empty() || *end != '\0')
+        throw InputError(fmt::format("--memory '{}' is not a policy (expected growth or preallocate[=FRACTION])", strings::printable(a.memory)));
+    }
+  } else {
+    a.cfg.memory = a.memory;
+  }
+  a.cfg.cuda_graphs = !a.eager;
   if (!a.logdir.empty()) a.cfg.logdir = a.logdir;
   if (!a.checkpoint.empty()) a.cfg.checkpoint_dir = a.checkpoint;
   if (a.scale && !(std::isfinite(*a.scale) && *a.scale > 0))
@@ -157,6 +174,7 @@ int run_train(TrainArgs& a) {
   if (!a.labels.empty() && a.data.empty()) throw InputError("--labels needs --data");
   if (a.rows < 2) throw InputError(fmt::format("--rows must be at least 2, got {}", a.rows));
   engine::validate_config(a.cfg);
+  (void)engine::resolve_placement(a.cfg);  // a GPU that is not there is refused before any output
 
   engine::Dataset data;
   if (a.data.empty()) {
@@ -187,9 +205,15 @@ int run_train(TrainArgs& a) {
   }
   if (r.history.empty()) return 0;
   const auto& last = r.history.back();
-  fmt::print("Trained {} on cpu ({}, {} thread{}, GEMM {}): {} epoch{}, {} steps of batch {}\n", spec.name,
-             cpu_model_name(), r.threads, r.threads == 1 ? "" : "s", r.gemm, r.history.size(),
-             r.history.size() == 1 ? "" : "s", r.steps, a.cfg.batch);
+  if (r.device == "cpu")
+    fmt::print("Trained {} on cpu ({}, {} thread{}, GEMM {}): {} epoch{}, {} steps of batch {}\n", spec.name,
+               cpu_model_name(), r.threads, r.threads == 1 ? "" : "s", r.gemm, r.history.size(),
+               r.history.size() == 1 ? "" : "s", r.steps, a.cfg.batch);
+  else
+    fmt::print("Trained {} on {}: {} epoch{}, {} steps of batch {}; GPU memory reserved {}, peak in use {}\n", spec.name, r.device,
+               r.history.size(), r.history.size() == 1 ? "" : "s", r.steps, a.cfg.batch,
+               units::format_bytes_binary(static_cast<double>(r.gpu_reserved_bytes)),
+               units::format_bytes_binary(static_cast<double>(r.gpu_peak_in_use_bytes)));
   fmt::print("  throughput {} samples/s, median step {} (p10 {}, p90 {})\n", units::format_si(r.samples_per_s),
              units::format_seconds(r.step_time_median_s), units::format_seconds(r.step_time_p10_s),
              units::format_seconds(r.step_time_p90_s));
@@ -232,6 +256,10 @@ Runner add_train_command(CLI::App& app) {
   sub->add_option("--checkpoint", args->checkpoint, "Write a checkpoint to DIR at each epoch end");
   sub->add_flag("--resume", args->cfg.resume, "Continue from the checkpoint in --checkpoint DIR");
   sub->add_option("--threads", args->cfg.threads, "CPU threads (default: every core)");
+  sub->add_option("--device", args->cfg.device, "auto, cpu, cuda or cuda:N (auto: the first GPU if there is one)")->capture_default_str();
+  sub->add_option("--memory", args->memory, "GPU memory: growth, or preallocate[=FRACTION] (TensorFlow's default, 0.9)")->capture_default_str();
+  sub->add_option("--precision", args->cfg.precision, "auto (tf32 on a GPU, fp32 on the CPU), fp32 or tf32")->capture_default_str();
+  sub->add_flag("--eager", args->eager, "GPU: launch every kernel each step instead of replaying a captured CUDA graph");
   sub->add_option("--gemm", args->gemm, "CPU GEMM library: onednn or openblas")->capture_default_str();
   sub->add_flag("--profile", args->cfg.profile,
                 "Time every op of the training step and print time, share, GFLOP/s and GB/s per op");

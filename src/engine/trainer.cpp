@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <numeric>
 
@@ -17,6 +18,7 @@
 #include "engine/tfevents.hpp"
 #include "graph/builder.hpp"
 #include "graph/cost.hpp"
+#include "gpu/plugin_loader.hpp"
 
 namespace gpuvs::engine {
 namespace fs = std::filesystem;
@@ -38,6 +40,8 @@ std::vector<std::int64_t> epoch_order(std::int64_t rows, std::uint64_t seed, std
   return order;
 }
 
+using ExecutorFactory = std::function<std::unique_ptr<Executor>(const graph::Graph&, ParamStore&, const ExecutorOptions&)>;
+
 // Executors for a full batch and, when the row count does not divide, the last partial one.
 struct ExecPair {
   std::unique_ptr<Executor> full, tail;
@@ -45,16 +49,24 @@ struct ExecPair {
 };
 
 // `profile` applies to the full-batch executor only: partial batches would skew per-step figures.
-ExecPair make_pair(const graph::ModelSpec& spec, graph::Mode mode, std::int64_t batch, std::int64_t tail,
+ExecPair make_pair(const ExecutorFactory& make, const graph::ModelSpec& spec, graph::Mode mode, std::int64_t batch, std::int64_t tail,
                    ParamStore& store, ExecutorOptions opt, bool profile) {
   ExecPair p;
   if (batch > 0) {
     ExecutorOptions full = opt;
     full.profile = profile;
-    p.full = make_cpu_executor(graph::build_graph(spec, {batch, graph::DType::f32, mode}), store, full);
+    p.full = make(graph::build_graph(spec, {batch, graph::DType::f32, mode}), store, full);
   }
-  if (tail > 0) p.tail = make_cpu_executor(graph::build_graph(spec, {tail, graph::DType::f32, mode}), store, opt);
+  if (tail > 0) p.tail = make(graph::build_graph(spec, {tail, graph::DType::f32, mode}), store, opt);
   return p;
+}
+
+int cuda_index(const std::string& device) {
+  if (device == "cuda") return 0;
+  const std::string n = device.substr(5);
+  if (n.empty() || n.find_first_not_of("0123456789") != std::string::npos || n.size() > 4)
+    throw InputError(fmt::format("--device '{}' is not a device (expected auto, cpu, cuda or cuda:N)", device));
+  return std::stoi(n);
 }
 
 std::vector<OpProfile> collect_profile(const Executor& ex, std::int64_t runs) {
@@ -100,12 +112,45 @@ void validate_config(const TrainConfig& cfg) {
     throw InputError(fmt::format("--lr must be a positive number, got {}", *cfg.learning_rate));
   if (cfg.threads < 0) throw InputError(fmt::format("--threads must be positive, got {}", cfg.threads));
   if (cfg.resume && !cfg.checkpoint_dir) throw InputError("--resume needs --checkpoint DIR");
+  if (cfg.device != "auto" && cfg.device != "cpu" && cfg.device.rfind("cuda", 0) != 0)
+    throw InputError(fmt::format("--device '{}' is not a device (expected auto, cpu, cuda or cuda:N)", cfg.device));
+  if (cfg.device.rfind("cuda", 0) == 0) (void)cuda_index(cfg.device);
+  if (cfg.memory != "growth" && cfg.memory != "preallocate")
+    throw InputError(fmt::format("--memory '{}' is not a policy (expected growth or preallocate[=FRACTION])", cfg.memory));
+  if (!(cfg.memory_fraction > 0 && cfg.memory_fraction <= 1))
+    throw InputError(fmt::format("--memory preallocate={}: the fraction must be in (0, 1]", cfg.memory_fraction));
+  if (cfg.precision != "auto" && cfg.precision != "fp32" && cfg.precision != "tf32") {
+    if (cfg.precision == "amp-bf16" || cfg.precision == "amp-fp16")
+      throw InputError(fmt::format("--precision {}: mixed precision is not in the CUDA engine yet (fp32 and tf32 are)", cfg.precision));
+    throw InputError(fmt::format("--precision '{}' is not a training precision (expected auto, fp32 or tf32)", cfg.precision));
+  }
+}
+
+Placement resolve_placement(const TrainConfig& cfg) {
+  validate_config(cfg);
+  if (cfg.device == "cpu") {
+    if (cfg.precision == "tf32") throw InputError("--precision tf32 needs a GPU (--device cuda); the CPU trains in fp32");
+    return {"cpu", ""};
+  }
+  std::string why;
+  gpu::Api* api = gpu::plugin(why);
+  const int count = api ? api->device_count(why) : 0;
+  if (cfg.device == "auto") {
+    if (count > 0) return {"cuda:0", ""};
+    if (cfg.precision == "tf32") throw InputError(fmt::format("--precision tf32 needs a GPU; none here ({})", why));
+    return {"cpu", fmt::format("no GPU ({}): training on the CPU", why)};
+  }
+  const int index = cuda_index(cfg.device);
+  if (count == 0) throw InputError(fmt::format("--device {}: no GPU to train on ({})", cfg.device, why));
+  if (index >= count)
+    throw InputError(fmt::format("--device {}: this machine has {} GPU{} (cuda:0..cuda:{})", cfg.device, count, count == 1 ? "" : "s", count - 1));
+  return {fmt::format("cuda:{}", index), ""};
 }
 
 TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const TrainConfig& cfg, TrainObserver& obs,
                   ParamStore& store) {
   // ---- Everything that can be wrong is checked before anything is written.
-  validate_config(cfg);
+  const Placement place = resolve_placement(cfg);
 
   graph::ModelSpec spec = spec_in;
   if (cfg.learning_rate) spec.adam.learning_rate = *cfg.learning_rate;
@@ -176,12 +221,30 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
     return result;
   }
   const ExecutorOptions opt{cfg.gemm, false};
+  // The device outlives every executor it makes (declared first, destroyed last).
+  std::unique_ptr<gpu::TrainDevice> gpu_device;
+  ExecutorFactory make = [](const graph::Graph& g, ParamStore& st, const ExecutorOptions& o) { return make_cpu_executor(g, st, o); };
+  if (place.device != "cpu") {
+    std::string why;
+    gpu::Api* api = gpu::plugin(why);
+    gpu::TrainDeviceOptions o;
+    o.device = cuda_index(place.device);
+    o.memory = cfg.memory == "preallocate" ? AllocMode::preallocate : AllocMode::growth;
+    o.fraction = cfg.memory_fraction;
+    o.tf32 = cfg.precision != "fp32";
+    o.cuda_graphs = cfg.cuda_graphs;
+    gpu_device = api->open_train_device(o);
+    make = [&gpu_device](const graph::Graph& g, ParamStore& st, const ExecutorOptions& eo) { return gpu_device->executor(g, st, eo); };
+    result.device = gpu_device->describe();
+  } else if (!place.note.empty()) {
+    obs.on_note(place.note);
+  }
   const std::int64_t last_rows = std::min(cfg.batch, n_train - (steps - 1) * cfg.batch);
-  ExecPair train_ex = make_pair(spec, graph::Mode::train, n_train >= cfg.batch ? cfg.batch : 0,
+  ExecPair train_ex = make_pair(make, spec, graph::Mode::train, n_train >= cfg.batch ? cfg.batch : 0,
                                 last_rows != cfg.batch ? last_rows : 0, store, opt, cfg.profile);
   ExecPair val_ex;
   if (n_val > 0)
-    val_ex = make_pair(spec, graph::Mode::eval, n_val >= cfg.batch ? cfg.batch : 0, n_val % cfg.batch, store, opt,
+    val_ex = make_pair(make, spec, graph::Mode::eval, n_val >= cfg.batch ? cfg.batch : 0, n_val % cfg.batch, store, opt,
                        false);
   std::int64_t full_runs = 0;
   std::size_t workspace = 0;
@@ -258,6 +321,7 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
       tb_val->add_scalar("epoch_accuracy", epoch - 1, r.val_accuracy);
       tb_val->flush();
     }
+    if (gpu_device && (cfg.checkpoint_dir || epoch == cfg.epochs)) gpu_device->sync_to_host(store);
     if (cfg.checkpoint_dir) {
       meta.epochs_done = epoch;
       meta.iterations = store.iterations;
@@ -274,6 +338,11 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
   result.steps = static_cast<std::int64_t>(step_times.size());
   result.peak_memory_bytes = store.bytes() + workspace;
   result.peak_rss_bytes = peak_rss();
+  if (gpu_device) {
+    const AllocStats m = gpu_device->memory();
+    result.gpu_reserved_bytes = m.reserved;
+    result.gpu_peak_in_use_bytes = m.peak_in_use;
+  }
   if (train_ex.full && cfg.profile) {
     result.op_profile = collect_profile(*train_ex.full, full_runs);
     result.gemm_impls = train_ex.full->describe();

@@ -26,7 +26,25 @@ struct TrainConfig {
   std::optional<std::filesystem::path> checkpoint_dir;
   bool resume = false;
   bool profile = false;  // time every op of the full-batch training step
+  // Placement: "auto" (the first GPU when the CUDA engine can run there, else the CPU), "cpu", "cuda",
+  // "cuda:N". Memory (GPU): growth (allocate as needed, cache and reuse) or preallocate (map
+  // memory_fraction of the card up front, as TensorFlow does). Precision: "auto" (tf32 on a GPU, fp32 on
+  // the CPU), "fp32", "tf32" (GPU only).
+  std::string device = "auto";
+  std::string memory = "growth";
+  double memory_fraction = 0.9;
+  std::string precision = "auto";
+  bool cuda_graphs = true;  // GPU: capture the step once and replay it; false: eager launches
 };
+
+/// Where a TrainConfig places the run: "cpu" or "cuda:N", and, when it fell back to the CPU, why.
+struct Placement {
+  std::string device;
+  std::string note;
+};
+/// InputError for a device, memory or precision setting that cannot work here (e.g. cuda:1 on a
+/// one-GPU machine, cuda with no GPU and the reason, tf32 on the CPU).
+Placement resolve_placement(const TrainConfig& cfg);
 
 struct EpochResult {
   std::int64_t epoch = 0;  // 1-based
@@ -54,7 +72,8 @@ struct TrainResult {
   std::size_t peak_memory_bytes = 0;  // params + optimizer slots + every executor's workspace
   std::size_t peak_rss_bytes = 0;     // the process's high-water mark
   int threads = 0;
-  std::string device = "cpu";
+  std::string device = "cpu";         // "cpu" or the GPU's description (name, memory mode, precision, path)
+  std::size_t gpu_reserved_bytes = 0, gpu_peak_in_use_bytes = 0;  // the GPU allocator's figures (GPU runs)
   std::string gemm;
   std::int64_t steps = 0;
   std::int64_t train_rows = 0, val_rows = 0;

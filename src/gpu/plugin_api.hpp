@@ -5,12 +5,43 @@
 // point is a C symbol, and kAbiVersion guards against a plugin from another build.
 #pragma once
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "engine/executor.hpp"
+#include "engine/memory/caching_allocator.hpp"
+#include "engine/param_store.hpp"
+#include "graph/ir.hpp"
+
 namespace gpuvs::gpu {
 
-constexpr int kAbiVersion = 1;
+constexpr int kAbiVersion = 2;
+
+/// How a training run uses one GPU.
+struct TrainDeviceOptions {
+  int device = 0;
+  engine::AllocMode memory = engine::AllocMode::growth;
+  double fraction = 1.0;  // preallocate: share of the device's memory mapped up front
+  bool tf32 = true;       // FP32 GEMMs on TF32 tensor cores (the framework default on Ampere and later)
+  bool cuda_graphs = true;  // capture the step once, replay it (the compiled path); false: eager launches
+};
+
+/// One training run's GPU: the device copies of the params and optimizer slots (shared by every executor
+/// it makes), the caching allocator, the stream and the cuBLASLt handle.
+class TrainDevice {
+ public:
+  virtual ~TrainDevice() = default;
+  /// An executor for `g` on this device; params bind to the device copies of `store`'s tensors (copied up
+  /// on first use). Throws RuntimeFailure on CUDA errors, InputError for ops the CUDA engine lacks.
+  virtual std::unique_ptr<engine::Executor> executor(const graph::Graph& g, engine::ParamStore& store,
+                                                     const engine::ExecutorOptions& opt) = 0;
+  /// Copies every device param and optimizer slot back into `store` (before checkpoints and at the end).
+  virtual void sync_to_host(engine::ParamStore& store) = 0;
+  virtual engine::AllocStats memory() const = 0;
+  /// "cuda:0 NVIDIA H200, growth, tf32, CUDA graphs"
+  virtual std::string describe() const = 0;
+};
 
 struct BenchRequest {
   std::string key;  // e.g. "cuda.gemm.bf16"; the host registry owns the list, units and descriptions
@@ -38,6 +69,8 @@ class Api {
   virtual int device_count(std::string& why) = 0;
   /// Runs one benchmark. Unknown keys come back FAILED (the host validates keys first).
   virtual BenchResult run(const BenchRequest& request) = 0;
+  /// Opens a GPU for training. RuntimeFailure when the CUDA runtime refuses (the message says why).
+  virtual std::unique_ptr<TrainDevice> open_train_device(const TrainDeviceOptions& options) = 0;
 };
 
 }  // namespace gpuvs::gpu

@@ -1,10 +1,17 @@
 // The CUDA plugin's entry point: reports what it was built with, counts devices, and dispatches each
 // benchmark key to its implementation. CUDA failures become FAILED results with the call that failed.
 #include <cublasLt.h>
+#include <dlfcn.h>
 
 #include <string>
 
+#include "core/error.hpp"
+
 #include "gpu/cuda/common.hpp"
+
+namespace gpuvs::engine::cuda {
+std::unique_ptr<gpu::TrainDevice> open_train_device(const gpu::TrainDeviceOptions& o);  // cuda_executor.cu
+}
 
 namespace gpuvs::gpu::cuda {
 
@@ -28,9 +35,14 @@ class Plugin final : public Api {
     (void)cudaGetLastError();
     if (e == cudaErrorNoDevice || (e == cudaSuccess && n == 0))
       why = "the NVIDIA driver sees no GPU";
-    else if (e == cudaErrorInsufficientDriver)
-      why = "no NVIDIA driver, or one older than CUDA " + std::to_string(CUDART_VERSION / 1000) + "." +
-            std::to_string(CUDART_VERSION % 1000 / 10) + " needs";
+    else if (e == cudaErrorInsufficientDriver) {
+      // The runtime says the same for a missing and an old driver; the loader tells them apart.
+      void* h = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+      if (h) ::dlclose(h);
+      why = h ? "the NVIDIA driver is older than CUDA " + std::to_string(CUDART_VERSION / 1000) + "." +
+                    std::to_string(CUDART_VERSION % 1000 / 10) + " needs"
+              : std::string("no NVIDIA driver (libcuda.so.1 cannot be loaded)");
+    }
     else
       why = std::string("the CUDA runtime cannot start: ") + cudaGetErrorString(e);
     return 0;
@@ -52,6 +64,15 @@ class Plugin final : public Api {
       (void)cudaGetLastError();
       return failed(e.what());
     }
+  }
+
+  std::unique_ptr<TrainDevice> open_train_device(const TrainDeviceOptions& options) override {
+    std::string why;
+    const int n = device_count(why);
+    if (n == 0) throw RuntimeFailure("no GPU: " + why);
+    if (options.device < 0 || options.device >= n)
+      throw InputError("--device cuda:" + std::to_string(options.device) + ": this machine has " + std::to_string(n) + " GPU(s)");
+    return engine::cuda::open_train_device(options);
   }
 };
 

@@ -1,0 +1,483 @@
+// The CUDA engine: a TrainDevice (device params and optimizer slots shared by every executor of a run,
+// the caching allocator in growth or preallocate mode, one stream, one cuBLASLt handle) and its executors.
+// An executor is built once per graph — every buffer allocated, every GEMM's cuBLASLt algorithm chosen —
+// and `run` only launches: eagerly, or by replaying the step captured once as a CUDA graph. GEMMs are
+// cuBLASLt with the bias (and ReLU) fused as an epilogue; the other ops are kernels.cu. Row-major
+// tensors are handed to column-major cuBLASLt as their transposes: C^T = op(B)^T op(A)^T.
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "engine/cuda/kernels.cuh"
+#include "engine/memory/caching_allocator.hpp"
+#include "gpu/cuda/common.hpp"
+#include "gpu/plugin_api.hpp"
+
+namespace gpuvs::engine::cuda {
+
+namespace {
+
+using graph::DType;
+using graph::Node;
+using graph::NodeId;
+using graph::OpKind;
+
+void lt(cublasStatus_t s, const char* what) {
+  if (s != CUBLAS_STATUS_SUCCESS) throw RuntimeFailure(fmt::format("{}: cuBLAS status {}", what, static_cast<int>(s)));
+}
+void ck(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw RuntimeFailure(fmt::format("{}: {}", what, cudaGetErrorString(e)));
+}
+
+class CudaRaw final : public RawAllocator {
+ public:
+  explicit CudaRaw(int device) : device_(device) {
+    std::size_t free_b = 0;
+    ck(cudaMemGetInfo(&free_b, &total_), "cudaMemGetInfo");
+  }
+  void* allocate(std::size_t bytes) override {
+    void* p = nullptr;
+    if (cudaMalloc(&p, bytes) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return nullptr;
+    }
+    return p;
+  }
+  void deallocate(void* p, std::size_t) override { cudaFree(p); }
+  std::size_t capacity() const override { return total_; }
+  std::string name() const override { return fmt::format("cuda:{}", device_); }
+
+ private:
+  int device_;
+  std::size_t total_ = 0;
+};
+
+math::Act to_act(graph::Act a) {
+  switch (a) {
+    case graph::Act::none: return math::Act::none;
+    case graph::Act::relu: return math::Act::relu;
+    case graph::Act::tanh: return math::Act::tanh;
+    case graph::Act::sigmoid: return math::Act::sigmoid;
+    case graph::Act::gelu: return math::Act::gelu;
+    default: throw InputError("the CUDA engine has no kernel for this activation yet (relu, tanh, sigmoid, gelu)");
+  }
+}
+
+class Device;
+
+class CudaExecutor final : public Executor {
+ public:
+  CudaExecutor(Device& dev, const graph::Graph& g, ParamStore& store, const ExecutorOptions& opt);
+  ~CudaExecutor() override;
+  void* input(std::string_view name) override;
+  void run(const StepContext& ctx) override;
+  double scalar(std::string_view output) const override;
+  std::vector<double> read(NodeId id) const override;
+  std::size_t workspace_bytes() const override { return workspace_; }
+  const std::vector<double>& node_seconds() const override { return seconds_; }
+  std::string describe() const override;
+  const graph::Graph& graph() const override { return g_; }
+
+ private:
+  struct Gemm {
+    cublasLtMatmulDesc_t desc = nullptr;
+    cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+    cublasLtMatmulAlgo_t algo{};
+    bool post_act = false;  // activation not fusable: a kernel after the GEMM
+  };
+  void* alloc(std::size_t bytes);
+  void plan_gemm(const Node& n);
+  void launch_all();
+  void exec(const Node& n);
+
+  Device& dev_;
+  const graph::Graph g_;
+  ExecutorOptions opt_;
+  std::vector<void*> value_, aux_;
+  std::vector<void*> owned_;
+  std::map<NodeId, Gemm> gemm_;
+  std::map<NodeId, void*> staging_;  // pinned host buffers of input nodes
+  std::vector<std::pair<NodeId, float*>> scalars_;  // outputs copied to pinned host each step
+  float* scalar_host_ = nullptr;
+  StepScalars* step_host_ = nullptr;
+  StepScalars* step_dev_ = nullptr;
+  AdamTensor* adam_dev_ = nullptr;
+  int adam_count_ = 0;
+  std::int64_t adam_total_ = 0;
+  graph::AdamConfig adam_cfg_;
+  bool adam_done_ = false;
+  std::size_t workspace_ = 0;
+  int runs_ = 0;
+  cudaGraphExec_t graph_exec_ = nullptr;
+  std::vector<double> seconds_;
+  std::vector<cudaEvent_t> ev_;
+};
+
+class Device final : public gpu::TrainDevice {
+ public:
+  explicit Device(const gpu::TrainDeviceOptions& o) : opt_(o) {
+    ck(cudaSetDevice(o.device), "cudaSetDevice");
+    cudaDeviceProp prop{};
+    ck(cudaGetDeviceProperties(&prop, o.device), "cudaGetDeviceProperties");
+    name_ = prop.name;
+    raw_ = std::make_unique<CudaRaw>(o.device);
+    alloc_ = std::make_unique<CachingAllocator>(*raw_, o.memory, o.fraction);
+    ck(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+    lt(cublasLtCreate(&lt_), "cublasLtCreate");
+    workspace_ = alloc_->allocate(kWorkspace);
+  }
+  ~Device() override {
+    cudaStreamSynchronize(stream_);
+    for (auto& [name, t] : tensors_) alloc_->deallocate(t.ptr);
+    alloc_->deallocate(workspace_);
+    cublasLtDestroy(lt_);
+    cudaStreamDestroy(stream_);
+  }
+
+  std::unique_ptr<Executor> executor(const graph::Graph& g, ParamStore& store, const ExecutorOptions& opt) override {
+    ck(cudaSetDevice(opt_.device), "cudaSetDevice");
+    return std::make_unique<CudaExecutor>(*this, g, store, opt);
+  }
+
+  void sync_to_host(ParamStore& store) override {
+    ck(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    for (auto& [name, t] : tensors_) {
+      HostTensor& h = store.get(name);
+      ck(cudaMemcpy(h.buffer.data(), t.ptr, t.bytes, cudaMemcpyDeviceToHost), "copying params to the host");
+    }
+  }
+
+  AllocStats memory() const override { return alloc_->stats(); }
+  std::string describe() const override {
+    return fmt::format("cuda:{} {}, memory {}, {}, {}", opt_.device, name_, alloc_mode_name(opt_.memory), opt_.tf32 ? "tf32" : "fp32",
+                       opt_.cuda_graphs ? "CUDA graphs" : "eager");
+  }
+
+  /// The device copy of a store tensor, uploaded on first use.
+  void* tensor(ParamStore& store, const std::string& name, const graph::Shape& shape, DType dtype) {
+    auto it = tensors_.find(name);
+    if (it != tensors_.end()) return it->second.ptr;
+    HostTensor& h = store.ensure(name, shape, dtype);
+    void* p = alloc_->allocate(h.bytes());
+    ck(cudaMemcpy(p, h.buffer.data(), h.bytes(), cudaMemcpyHostToDevice), "copying params to the device");
+    tensors_[name] = {p, h.bytes()};
+    return p;
+  }
+
+  CachingAllocator& allocator() { return *alloc_; }
+  cudaStream_t stream() const { return stream_; }
+  cublasLtHandle_t lt_handle() const { return lt_; }
+  void* gemm_workspace() const { return workspace_; }
+  const gpu::TrainDeviceOptions& options() const { return opt_; }
+  static constexpr std::size_t kWorkspace = 32u << 20;
+
+ private:
+  struct DevTensor {
+    void* ptr;
+    std::size_t bytes;
+  };
+  gpu::TrainDeviceOptions opt_;
+  std::string name_;
+  std::unique_ptr<CudaRaw> raw_;
+  std::unique_ptr<CachingAllocator> alloc_;
+  cudaStream_t stream_ = nullptr;
+  cublasLtHandle_t lt_ = nullptr;
+  void* workspace_ = nullptr;
+  std::map<std::string, DevTensor> tensors_;
+};
+
+std::size_t bytes_of(const Node& n) { return static_cast<std::size_t>(graph::numel(n.shape)) * graph::dtype_size(n.dtype); }
+
+CudaExecutor::CudaExecutor(Device& dev, const graph::Graph& g, ParamStore& store, const ExecutorOptions& opt)
+    : dev_(dev), g_(g), opt_(opt) {
+  static const OpKind supported[] = {OpKind::input, OpKind::param, OpKind::fill, OpKind::matmul, OpKind::activation,
+                                     OpKind::activation_grad, OpKind::dropout, OpKind::dropout_grad, OpKind::softmax,
+                                     OpKind::softmax_xent, OpKind::softmax_xent_grad, OpKind::reduce_rows, OpKind::add,
+                                     OpKind::accuracy, OpKind::adam_update};
+  for (const Node& n : g_.nodes()) {
+    if (std::find(std::begin(supported), std::end(supported), n.op) == std::end(supported))
+      throw InputError(fmt::format("the CUDA engine cannot run op '{}' (node {}) yet", graph::op_name(n.op), n.name));
+    if (n.dtype != DType::f32 && n.dtype != DType::i32)
+      throw InputError(fmt::format("the CUDA engine runs f32 graphs (node {} is {})", n.name, graph::dtype_name(n.dtype)));
+  }
+  const std::size_t count = g_.size();
+  value_.assign(count, nullptr);
+  aux_.assign(count, nullptr);
+  if (opt_.profile) seconds_.assign(count, 0.0);
+  ck(cudaMallocHost(reinterpret_cast<void**>(&step_host_), sizeof(StepScalars)), "cudaMallocHost");
+  step_dev_ = static_cast<StepScalars*>(alloc(sizeof(StepScalars)));
+  std::vector<AdamTensor> adam;
+  for (const Node& n : g_.nodes()) {
+    const auto i = static_cast<std::size_t>(n.id);
+    switch (n.op) {
+      case OpKind::param:
+        value_[i] = dev_.tensor(store, n.name, n.shape, n.dtype);
+        break;
+      case OpKind::adam_update: {
+        const Node& p = g_.node(n.inputs[0]);
+        value_[i] = value_[static_cast<std::size_t>(p.id)];
+        const auto numel = graph::numel(p.shape);
+        adam.push_back({static_cast<float*>(value_[i]), static_cast<const float*>(value_[static_cast<std::size_t>(n.inputs[1])]),
+                        static_cast<float*>(dev_.tensor(store, p.name + "/m", p.shape, p.dtype)),
+                        static_cast<float*>(dev_.tensor(store, p.name + "/v", p.shape, p.dtype)), numel, adam_total_});
+        adam_total_ += numel;
+        adam_cfg_ = n.adam;
+        break;
+      }
+      default:
+        value_[i] = alloc(bytes_of(n));
+        if (n.op == OpKind::input) {
+          void* h = nullptr;
+          ck(cudaMallocHost(&h, bytes_of(n)), "cudaMallocHost");
+          staging_[n.id] = h;
+        }
+        if (n.op == OpKind::dropout) aux_[i] = alloc(static_cast<std::size_t>(graph::numel(n.shape)));
+        if (n.op == OpKind::softmax_xent) {
+          const Node& z = g_.node(n.inputs[0]);
+          aux_[i] = alloc(bytes_of(z) + static_cast<std::size_t>(z.shape[0]) * sizeof(double));  // probs, then per-row loss
+        }
+        if (n.op == OpKind::accuracy) aux_[i] = alloc(static_cast<std::size_t>(g_.node(n.inputs[0]).shape[0]) * sizeof(double));
+        if (n.op == OpKind::fill) launch_fill(static_cast<float*>(value_[i]), graph::numel(n.shape), static_cast<float>(n.value), dev_.stream());
+        if (n.op == OpKind::matmul) plan_gemm(n);
+        if (n.op == OpKind::activation || n.op == OpKind::activation_grad) (void)to_act(n.act);
+    }
+  }
+  if (!adam.empty()) {
+    adam_count_ = static_cast<int>(adam.size());
+    adam_dev_ = static_cast<AdamTensor*>(alloc(adam.size() * sizeof(AdamTensor)));
+    ck(cudaMemcpy(adam_dev_, adam.data(), adam.size() * sizeof(AdamTensor), cudaMemcpyHostToDevice), "uploading the Adam table");
+  }
+  // Scalar outputs (loss, accuracy) come back to pinned host memory at the end of each step.
+  std::vector<NodeId> outs;
+  for (const Node& n : g_.nodes())
+    if (graph::numel(n.shape) == 1 && (n.op == OpKind::softmax_xent || n.op == OpKind::accuracy)) outs.push_back(n.id);
+  if (!outs.empty()) ck(cudaMallocHost(reinterpret_cast<void**>(&scalar_host_), outs.size() * sizeof(float)), "cudaMallocHost");
+  for (std::size_t k = 0; k < outs.size(); ++k) scalars_.emplace_back(outs[k], scalar_host_ + k);
+  if (opt_.profile) {
+    ev_.resize(2 * count);
+    for (auto& e : ev_) ck(cudaEventCreate(&e), "cudaEventCreate");
+  }
+  ck(cudaStreamSynchronize(dev_.stream()), "building the executor");
+}
+
+CudaExecutor::~CudaExecutor() {
+  cudaStreamSynchronize(dev_.stream());
+  if (graph_exec_) cudaGraphExecDestroy(graph_exec_);
+  for (auto& [id, gm] : gemm_) {
+    cublasLtMatrixLayoutDestroy(gm.a);
+    cublasLtMatrixLayoutDestroy(gm.b);
+    cublasLtMatrixLayoutDestroy(gm.d);
+    cublasLtMatmulDescDestroy(gm.desc);
+  }
+  for (void* p : owned_) dev_.allocator().deallocate(p);
+  for (auto& [id, h] : staging_) cudaFreeHost(h);
+  if (scalar_host_) cudaFreeHost(scalar_host_);
+  if (step_host_) cudaFreeHost(step_host_);
+  for (auto e : ev_) cudaEventDestroy(e);
+}
+
+void* CudaExecutor::alloc(std::size_t bytes) {
+  void* p = dev_.allocator().allocate(std::max<std::size_t>(bytes, 1));
+  owned_.push_back(p);
+  workspace_ += bytes;
+  return p;
+}
+
+void CudaExecutor::plan_gemm(const Node& n) {
+  const Node& a = g_.node(n.inputs[0]);
+  const std::uint64_t M = static_cast<std::uint64_t>(n.shape[0]), N = static_cast<std::uint64_t>(n.shape[1]);
+  const std::uint64_t K = static_cast<std::uint64_t>(n.trans_a ? a.shape[0] : a.shape[1]);
+  Gemm gm;
+  const cublasComputeType_t compute = dev_.options().tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  lt(cublasLtMatmulDescCreate(&gm.desc, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
+  // Column-major view: D^T[N,M] = opL(B) [N,K] x opR(A) [K,M].
+  const cublasOperation_t opl = n.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, opr = n.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  lt(cublasLtMatmulDescSetAttribute(gm.desc, CUBLASLT_MATMUL_DESC_TRANSA, &opl, sizeof opl), "TRANSA");
+  lt(cublasLtMatmulDescSetAttribute(gm.desc, CUBLASLT_MATMUL_DESC_TRANSB, &opr, sizeof opr), "TRANSB");
+  cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
+  if (n.has_bias) epi = n.act == graph::Act::relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+  else if (n.act == graph::Act::relu) epi = CUBLASLT_EPILOGUE_RELU;
+  gm.post_act = n.act != graph::Act::none && n.act != graph::Act::relu;
+  if (gm.post_act) (void)to_act(n.act);
+  lt(cublasLtMatmulDescSetAttribute(gm.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi), "EPILOGUE");
+  if (n.has_bias) {
+    const void* bias = value_[static_cast<std::size_t>(n.inputs[2])];
+    lt(cublasLtMatmulDescSetAttribute(gm.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias), "BIAS_POINTER");
+  }
+  const std::uint64_t lrows = n.trans_b ? K : N, lcols = n.trans_b ? N : K;
+  const std::uint64_t rrows = n.trans_a ? M : K, rcols = n.trans_a ? K : M;
+  lt(cublasLtMatrixLayoutCreate(&gm.a, CUDA_R_32F, lrows, lcols, static_cast<std::int64_t>(lrows)), "layout B");
+  lt(cublasLtMatrixLayoutCreate(&gm.b, CUDA_R_32F, rrows, rcols, static_cast<std::int64_t>(rrows)), "layout A");
+  lt(cublasLtMatrixLayoutCreate(&gm.d, CUDA_R_32F, N, M, static_cast<std::int64_t>(N)), "layout D");
+  cublasLtMatmulPreference_t pref = nullptr;
+  lt(cublasLtMatmulPreferenceCreate(&pref), "preference");
+  const std::uint64_t ws = Device::kWorkspace;
+  lt(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws), "workspace");
+  cublasLtMatmulHeuristicResult_t h{};
+  int found = 0;
+  const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(dev_.lt_handle(), gm.desc, gm.a, gm.b, gm.d, gm.d, pref, 1, &h, &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  lt(st, "cublasLtMatmulAlgoGetHeuristic");
+  if (found == 0) throw RuntimeFailure(fmt::format("cuBLASLt has no algorithm for GEMM {} ({}x{}x{})", n.name, M, N, K));
+  gm.algo = h.algo;
+  gemm_[n.id] = gm;
+}
+
+void* CudaExecutor::input(std::string_view name) {
+  const NodeId id = g_.find(name);
+  if (id == graph::kNone || g_.node(id).op != OpKind::input) throw std::invalid_argument(fmt::format("executor: no input named '{}'", name));
+  return staging_.at(id);
+}
+
+void CudaExecutor::exec(const Node& n) {
+  cudaStream_t s = dev_.stream();
+  const auto i = static_cast<std::size_t>(n.id);
+  auto f = [&](NodeId id) { return static_cast<float*>(value_[static_cast<std::size_t>(id)]); };
+  auto lab = [&](NodeId id) { return static_cast<const std::int32_t*>(value_[static_cast<std::size_t>(id)]); };
+  const std::int64_t count = graph::numel(n.shape);
+  switch (n.op) {
+    case OpKind::input:
+      ck(cudaMemcpyAsync(value_[i], staging_.at(n.id), bytes_of(n), cudaMemcpyHostToDevice, s), "input upload");
+      return;
+    case OpKind::param:
+    case OpKind::fill:
+      return;
+    case OpKind::matmul: {
+      const Gemm& gm = gemm_.at(n.id);
+      const float one = 1.0f, zero = 0.0f;
+      lt(cublasLtMatmul(dev_.lt_handle(), gm.desc, &one, value_[static_cast<std::size_t>(n.inputs[1])], gm.a,
+                        value_[static_cast<std::size_t>(n.inputs[0])], gm.b, &zero, value_[i], gm.d, value_[i], gm.d, &gm.algo,
+                        dev_.gemm_workspace(), Device::kWorkspace, s),
+         "cublasLtMatmul");
+      if (gm.post_act) launch_activation(f(n.id), f(n.id), count, to_act(n.act), s);
+      return;
+    }
+    case OpKind::activation: launch_activation(f(n.inputs[0]), f(n.id), count, to_act(n.act), s); return;
+    case OpKind::activation_grad: launch_activation_grad(f(n.inputs[0]), f(n.inputs[1]), f(n.id), count, to_act(n.act), s); return;
+    case OpKind::dropout:
+      launch_dropout(f(n.inputs[0]), f(n.id), static_cast<std::uint8_t*>(aux_[i]), count, n.rate, step_dev_, static_cast<std::uint64_t>(n.id), s);
+      return;
+    case OpKind::dropout_grad:
+      launch_dropout_grad(f(n.inputs[0]), static_cast<const std::uint8_t*>(aux_[static_cast<std::size_t>(n.ref)]), f(n.id), count, n.rate, s);
+      return;
+    case OpKind::softmax: launch_softmax(f(n.inputs[0]), f(n.id), n.shape[0], n.shape[1], s); return;
+    case OpKind::softmax_xent: {
+      const auto& zs = g_.node(n.inputs[0]).shape;
+      float* probs = static_cast<float*>(aux_[i]);
+      double* rows = reinterpret_cast<double*>(static_cast<char*>(aux_[i]) + bytes_of(g_.node(n.inputs[0])));
+      launch_softmax_xent(f(n.inputs[0]), lab(n.inputs[1]), probs, rows, f(n.id), zs[0], zs[1], s);
+      return;
+    }
+    case OpKind::softmax_xent_grad:
+      launch_softmax_xent_grad(f(n.inputs[0]), static_cast<const float*>(aux_[static_cast<std::size_t>(n.ref)]), lab(n.inputs[1]), f(n.id),
+                               n.shape[0], n.shape[1], s);
+      return;
+    case OpKind::reduce_rows: {
+      const auto& xs = g_.node(n.inputs[0]).shape;
+      launch_reduce_rows(f(n.inputs[0]), f(n.id), xs[0], xs[1], s);
+      return;
+    }
+    case OpKind::add: launch_add(f(n.inputs[0]), f(n.inputs[1]), f(n.id), count, s); return;
+    case OpKind::accuracy: {
+      const auto& zs = g_.node(n.inputs[0]).shape;
+      launch_accuracy(f(n.inputs[0]), lab(n.inputs[1]), static_cast<double*>(aux_[i]), f(n.id), zs[0], zs[1], s);
+      return;
+    }
+    case OpKind::adam_update:
+      // Every Adam node is at the end of the step, after every gradient: one launch updates all tensors.
+      if (!adam_done_) {
+        launch_adam(adam_dev_, adam_count_, adam_total_, adam_cfg_.learning_rate, adam_cfg_.beta_1, adam_cfg_.beta_2, adam_cfg_.epsilon,
+                    step_dev_, s);
+        adam_done_ = true;
+      }
+      return;
+    default:
+      return;
+  }
+}
+
+void CudaExecutor::launch_all() {
+  cudaStream_t s = dev_.stream();
+  ck(cudaMemcpyAsync(step_dev_, step_host_, sizeof(StepScalars), cudaMemcpyHostToDevice, s), "step upload");
+  adam_done_ = false;
+  for (const Node& n : g_.nodes()) {
+    const auto i = static_cast<std::size_t>(n.id);
+    if (opt_.profile) ck(cudaEventRecord(ev_[2 * i], s), "cudaEventRecord");
+    exec(n);
+    if (opt_.profile) ck(cudaEventRecord(ev_[2 * i + 1], s), "cudaEventRecord");
+  }
+  for (auto& [id, host] : scalars_)
+    ck(cudaMemcpyAsync(host, value_[static_cast<std::size_t>(id)], sizeof(float), cudaMemcpyDeviceToHost, s), "scalar download");
+}
+
+void CudaExecutor::run(const StepContext& ctx) {
+  cudaStream_t s = dev_.stream();
+  *step_host_ = {ctx.seed, ctx.iteration};
+  // The compiled path: the first step runs eagerly (it also warms cuBLASLt up), the second is captured
+  // as a CUDA graph, and every later step replays it. Profiling stays eager so each node can be timed.
+  const bool graphs = dev_.options().cuda_graphs && !opt_.profile;
+  if (graphs && graph_exec_) {
+    ck(cudaGraphLaunch(graph_exec_, s), "cudaGraphLaunch");
+  } else if (graphs && runs_ >= 1) {
+    cudaGraph_t graph = nullptr;
+    ck(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+    launch_all();
+    ck(cudaStreamEndCapture(s, &graph), "cudaStreamEndCapture");
+    const cudaError_t e = cudaGraphInstantiate(&graph_exec_, graph, 0);
+    cudaGraphDestroy(graph);
+    ck(e, "cudaGraphInstantiate");
+    ck(cudaGraphLaunch(graph_exec_, s), "cudaGraphLaunch");
+  } else {
+    launch_all();
+  }
+  ck(cudaStreamSynchronize(s), "training step");
+  ++runs_;
+  if (opt_.profile)
+    for (std::size_t i = 0; i < g_.size(); ++i) {
+      float ms = 0;
+      ck(cudaEventElapsedTime(&ms, ev_[2 * i], ev_[2 * i + 1]), "cudaEventElapsedTime");
+      seconds_[i] += ms * 1e-3;
+    }
+}
+
+double CudaExecutor::scalar(std::string_view output) const {
+  const NodeId id = g_.output(output);
+  if (id == graph::kNone) throw std::invalid_argument(fmt::format("executor: no output named '{}'", output));
+  for (const auto& [sid, host] : scalars_)
+    if (sid == id) return *host;
+  return read(id).at(0);
+}
+
+std::vector<double> CudaExecutor::read(NodeId id) const {
+  const Node& n = g_.node(id);
+  const auto count = static_cast<std::size_t>(graph::numel(n.shape));
+  std::vector<double> out(count);
+  ck(cudaStreamSynchronize(dev_.stream()), "read");
+  if (n.dtype == DType::i32) {
+    std::vector<std::int32_t> h(count);
+    ck(cudaMemcpy(h.data(), value_[static_cast<std::size_t>(id)], count * 4, cudaMemcpyDeviceToHost), "read");
+    for (std::size_t k = 0; k < count; ++k) out[k] = h[k];
+  } else {
+    std::vector<float> h(count);
+    ck(cudaMemcpy(h.data(), value_[static_cast<std::size_t>(id)], count * 4, cudaMemcpyDeviceToHost), "read");
+    for (std::size_t k = 0; k < count; ++k) out[k] = h[k];
+  }
+  return out;
+}
+
+std::string CudaExecutor::describe() const {
+  return fmt::format("{}; {} cuBLASLt GEMMs with fused bias/ReLU epilogues", dev_.describe(), gemm_.size());
+}
+
+}  // namespace
+
+std::unique_ptr<gpu::TrainDevice> open_train_device(const gpu::TrainDeviceOptions& o) { return std::make_unique<Device>(o); }
+
+}  // namespace gpuvs::engine::cuda

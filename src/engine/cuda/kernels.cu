@@ -1,0 +1,174 @@
+#include "engine/cuda/kernels.cuh"
+
+namespace gpuvs::engine::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+unsigned blocks_for(std::int64_t n) {
+  const std::int64_t b = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(b < 65535 * 16 ? (b > 0 ? b : 1) : 65535 * 16);
+}
+
+#define GRID_STRIDE(i, n) for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < (n); i += std::int64_t(gridDim.x) * blockDim.x)
+
+__global__ void fill_k(float* y, std::int64_t n, float v) {
+  GRID_STRIDE(i, n) y[i] = v;
+}
+
+__global__ void activation_k(const float* x, float* y, std::int64_t n, math::Act a) {
+  GRID_STRIDE(i, n) y[i] = math::activate(x[i], a);
+}
+
+__device__ float act_grad(float saved, math::Act a) {
+  switch (a) {
+    case math::Act::relu: return saved > 0 ? 1.0f : 0.0f;
+    case math::Act::tanh: return 1.0f - saved * saved;
+    case math::Act::sigmoid: return saved * (1.0f - saved);
+    case math::Act::gelu: {
+      const float cdf = 0.5f * (1.0f + erff(saved * 0.70710678118654752f));
+      const float pdf = expf(-0.5f * saved * saved) * 0.39894228040143268f;
+      return cdf + saved * pdf;
+    }
+    default: return 1.0f;
+  }
+}
+
+__global__ void activation_grad_k(const float* dy, const float* saved, float* dx, std::int64_t n, math::Act a) {
+  GRID_STRIDE(i, n) dx[i] = dy[i] * act_grad(saved[i], a);
+}
+
+__global__ void dropout_k(const float* x, float* y, std::uint8_t* mask, std::int64_t n, std::uint32_t threshold, float scale,
+                          const StepScalars* step, std::uint64_t node) {
+  const std::uint64_t seed = step->seed;
+  const std::uint64_t stream = (static_cast<std::uint64_t>(step->iteration) << 20) | node;  // as the CPU executor
+  GRID_STRIDE(i, n) {
+    const bool keep = math::dropout_draw(seed, stream, static_cast<std::uint64_t>(i)) >= threshold;
+    mask[i] = keep ? 1 : 0;
+    y[i] = keep ? x[i] * scale : 0.0f;
+  }
+}
+
+__global__ void dropout_grad_k(const float* dy, const std::uint8_t* mask, float* dx, std::int64_t n, float scale) {
+  GRID_STRIDE(i, n) dx[i] = dy[i] * (static_cast<float>(mask[i]) * scale);
+}
+
+__global__ void softmax_xent_rows_k(const float* z, const std::int32_t* labels, float* p, double* row_loss, std::int64_t rows,
+                                    std::int64_t cols) {
+  GRID_STRIDE(r, rows) row_loss[r] = math::softmax_xent_row(z + r * cols, labels[r], p + r * cols, cols);
+}
+
+__global__ void softmax_rows_k(const float* z, float* y, std::int64_t rows, std::int64_t cols) {
+  GRID_STRIDE(r, rows) {
+    const float* x = z + r * cols;
+    float* o = y + r * cols;
+    float mx = x[0];
+    for (std::int64_t j = 1; j < cols; ++j) mx = x[j] > mx ? x[j] : mx;
+    float sum = 0;
+    for (std::int64_t j = 0; j < cols; ++j) sum += (o[j] = expf(x[j] - mx));
+    for (std::int64_t j = 0; j < cols; ++j) o[j] /= sum;
+  }
+}
+
+// Mean of a per-row double vector in one block, in a fixed order: deterministic run to run.
+__global__ void mean_k(const double* v, std::int64_t n, float* out) {
+  __shared__ double part[kThreads];
+  double s = 0;
+  for (std::int64_t i = threadIdx.x; i < n; i += blockDim.x) s += v[i];
+  part[threadIdx.x] = s;
+  __syncthreads();
+  for (int w = kThreads / 2; w > 0; w /= 2) {
+    if (threadIdx.x < w) part[threadIdx.x] += part[threadIdx.x + w];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) *out = static_cast<float>(part[0] / static_cast<double>(n));
+}
+
+__global__ void softmax_xent_grad_k(const float* dloss, const float* p, const std::int32_t* labels, float* d, std::int64_t rows,
+                                    std::int64_t cols) {
+  const float dl = *dloss;
+  GRID_STRIDE(i, rows * cols) {
+    const std::int64_t r = i / cols, j = i % cols;
+    d[i] = math::softmax_xent_grad(dl, p[i], j == labels[r], rows);
+  }
+}
+
+__global__ void accuracy_rows_k(const float* z, const std::int32_t* labels, double* hit, std::int64_t rows, std::int64_t cols) {
+  GRID_STRIDE(r, rows) hit[r] = math::argmax_hit(z + r * cols, labels[r], cols);
+}
+
+__global__ void reduce_rows_k(const float* x, float* y, std::int64_t rows, std::int64_t cols) {
+  GRID_STRIDE(j, cols) {
+    float s = 0;
+    for (std::int64_t i = 0; i < rows; ++i) s += x[i * cols + j];
+    y[j] = s;
+  }
+}
+
+__global__ void add_k(const float* a, const float* b, float* y, std::int64_t n) {
+  GRID_STRIDE(i, n) y[i] = a[i] + b[i];
+}
+
+__global__ void adam_k(const AdamTensor* t, int count, std::int64_t total, double lr, double b1, double b2, double eps,
+                       const StepScalars* step) {
+  const float alpha = math::adam_alpha(lr, b1, b2, step->iteration);
+  const float one_b1 = static_cast<float>(1.0 - b1), one_b2 = static_cast<float>(1.0 - b2), e = static_cast<float>(eps);
+  GRID_STRIDE(i, total) {
+    int lo = 0, hi = count - 1;  // the tensor holding flattened index i
+    while (lo < hi) {
+      const int mid = (lo + hi + 1) / 2;
+      if (t[mid].offset <= i) lo = mid;
+      else hi = mid - 1;
+    }
+    const AdamTensor& a = t[lo];
+    const std::int64_t k = i - a.offset;
+    math::adam_element(a.p[k], a.g[k], a.m[k], a.v[k], alpha, one_b1, one_b2, e);
+  }
+}
+
+}  // namespace
+
+void launch_fill(float* y, std::int64_t n, float value, cudaStream_t s) { fill_k<<<blocks_for(n), kThreads, 0, s>>>(y, n, value); }
+void launch_activation(const float* x, float* y, std::int64_t n, math::Act act, cudaStream_t s) {
+  activation_k<<<blocks_for(n), kThreads, 0, s>>>(x, y, n, act);
+}
+void launch_activation_grad(const float* dy, const float* saved, float* dx, std::int64_t n, math::Act act, cudaStream_t s) {
+  activation_grad_k<<<blocks_for(n), kThreads, 0, s>>>(dy, saved, dx, n, act);
+}
+void launch_dropout(const float* x, float* y, std::uint8_t* mask, std::int64_t n, double rate, const StepScalars* step,
+                    std::uint64_t node, cudaStream_t s) {
+  dropout_k<<<blocks_for(n), kThreads, 0, s>>>(x, y, mask, n, math::dropout_threshold(rate), 1.0f / (1.0f - static_cast<float>(rate)),
+                                               step, node);
+}
+void launch_dropout_grad(const float* dy, const std::uint8_t* mask, float* dx, std::int64_t n, double rate, cudaStream_t s) {
+  dropout_grad_k<<<blocks_for(n), kThreads, 0, s>>>(dy, mask, dx, n, 1.0f / (1.0f - static_cast<float>(rate)));
+}
+void launch_softmax_xent(const float* logits, const std::int32_t* labels, float* probs, double* row_loss, float* loss,
+                         std::int64_t rows, std::int64_t cols, cudaStream_t s) {
+  softmax_xent_rows_k<<<blocks_for(rows), kThreads, 0, s>>>(logits, labels, probs, row_loss, rows, cols);
+  mean_k<<<1, kThreads, 0, s>>>(row_loss, rows, loss);
+}
+void launch_softmax_xent_grad(const float* dloss, const float* probs, const std::int32_t* labels, float* dlogits,
+                              std::int64_t rows, std::int64_t cols, cudaStream_t s) {
+  softmax_xent_grad_k<<<blocks_for(rows * cols), kThreads, 0, s>>>(dloss, probs, labels, dlogits, rows, cols);
+}
+void launch_softmax(const float* x, float* y, std::int64_t rows, std::int64_t cols, cudaStream_t s) {
+  softmax_rows_k<<<blocks_for(rows), kThreads, 0, s>>>(x, y, rows, cols);
+}
+void launch_accuracy(const float* logits, const std::int32_t* labels, double* row_hit, float* acc, std::int64_t rows,
+                     std::int64_t cols, cudaStream_t s) {
+  accuracy_rows_k<<<blocks_for(rows), kThreads, 0, s>>>(logits, labels, row_hit, rows, cols);
+  mean_k<<<1, kThreads, 0, s>>>(row_hit, rows, acc);
+}
+void launch_reduce_rows(const float* x, float* y, std::int64_t rows, std::int64_t cols, cudaStream_t s) {
+  reduce_rows_k<<<blocks_for(cols), kThreads, 0, s>>>(x, y, rows, cols);
+}
+void launch_add(const float* a, const float* b, float* y, std::int64_t n, cudaStream_t s) {
+  add_k<<<blocks_for(n), kThreads, 0, s>>>(a, b, y, n);
+}
+void launch_adam(const AdamTensor* tensors, int count, std::int64_t total, double lr, double b1, double b2, double eps,
+                 const StepScalars* step, cudaStream_t s) {
+  adam_k<<<blocks_for(total), kThreads, 0, s>>>(tensors, count, total, lr, b1, b2, eps, step);
+}
+
+}  // namespace gpuvs::engine::cuda

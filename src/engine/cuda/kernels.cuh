@@ -1,0 +1,50 @@
+// CUDA kernels of the engine's non-GEMM ops. Their arithmetic is device_math.hpp's (checked on the host
+// against the CPU oracle); these add only the indexing. All run on the caller's stream.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "engine/cuda/device_math.hpp"
+
+namespace gpuvs::engine::cuda {
+
+/// What changes every step, read by kernels from device memory so a captured CUDA graph replays them.
+struct StepScalars {
+  std::uint64_t seed;
+  std::int64_t iteration;
+};
+
+/// One tensor of the multi-tensor Adam update.
+struct AdamTensor {
+  float* p;
+  const float* g;
+  float* m;
+  float* v;
+  std::int64_t n;
+  std::int64_t offset;  // first flattened index of this tensor
+};
+
+void launch_fill(float* y, std::int64_t n, float value, cudaStream_t s);
+void launch_activation(const float* x, float* y, std::int64_t n, math::Act act, cudaStream_t s);
+/// dx = dy * act'(saved) (saved = y for relu/tanh/sigmoid, x for gelu).
+void launch_activation_grad(const float* dy, const float* saved, float* dx, std::int64_t n, math::Act act, cudaStream_t s);
+void launch_dropout(const float* x, float* y, std::uint8_t* mask, std::int64_t n, double rate, const StepScalars* step,
+                    std::uint64_t node, cudaStream_t s);
+void launch_dropout_grad(const float* dy, const std::uint8_t* mask, float* dx, std::int64_t n, double rate, cudaStream_t s);
+/// probs and the mean loss (written to *loss) of a [rows, cols] logits matrix; row_loss is scratch [rows].
+void launch_softmax_xent(const float* logits, const std::int32_t* labels, float* probs, double* row_loss, float* loss,
+                         std::int64_t rows, std::int64_t cols, cudaStream_t s);
+void launch_softmax_xent_grad(const float* dloss, const float* probs, const std::int32_t* labels, float* dlogits,
+                              std::int64_t rows, std::int64_t cols, cudaStream_t s);
+void launch_softmax(const float* x, float* y, std::int64_t rows, std::int64_t cols, cudaStream_t s);
+void launch_accuracy(const float* logits, const std::int32_t* labels, double* row_hit, float* acc, std::int64_t rows,
+                     std::int64_t cols, cudaStream_t s);
+/// y[j] = sum_i x[i, j], one thread per column in row order (the CPU's summation order).
+void launch_reduce_rows(const float* x, float* y, std::int64_t rows, std::int64_t cols, cudaStream_t s);
+void launch_add(const float* a, const float* b, float* y, std::int64_t n, cudaStream_t s);
+/// Every Adam tensor in one launch; `tensors` is a device array of `count` entries covering `total` elements.
+void launch_adam(const AdamTensor* tensors, int count, std::int64_t total, double lr, double b1, double b2, double eps,
+                 const StepScalars* step, cudaStream_t s);
+
+}  // namespace gpuvs::engine::cuda
