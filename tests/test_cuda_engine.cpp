@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
@@ -153,7 +154,10 @@ engine::TrainResult train_on(const std::string& device, const std::string& preci
 TEST(CudaEngine, OneStepMatchesTheCpuOracleNodeByNode) {
   if (const auto why = no_gpu_reason(); !why.empty()) GTEST_SKIP() << "no GPU: " << why;
   std::string why;
-  auto dev = gpu::plugin(why)->open_train_device({0, engine::AllocMode::growth, 1.0, false, false});
+  gpu::TrainDeviceOptions o;
+  o.precision = gpu::GpuPrecision::fp32;
+  o.cuda_graphs = false;
+  auto dev = gpu::plugin(why)->open_train_device(o);
   const auto spec = graph::builtin_workload("seed-mlp");
   const graph::Graph g = graph::build_graph(spec, {64, graph::DType::f32, graph::Mode::train});
   engine::ParamStore cpu_store, gpu_store;
@@ -229,4 +233,49 @@ TEST(CudaEngine, MissingDevicesAreInputErrors) {
     EXPECT_EQ(p.device, "cpu");
     EXPECT_NE(p.note.find("no GPU"), std::string::npos);
   }
+}
+
+TEST(CudaMath, LossScaleHalvesOnOverflowAndGrowsAfterGoodSteps) {
+  dm::LossScale s{32768.0f, 0, 0, 0};
+  s.found_nonfinite = 1;
+  dm::update_loss_scale(s, 3);
+  EXPECT_EQ(s.scale, 16384.0f);
+  EXPECT_EQ(s.skipped, 1);
+  s.found_nonfinite = 0;
+  dm::update_loss_scale(s, 3);
+  dm::update_loss_scale(s, 3);
+  EXPECT_EQ(s.scale, 16384.0f);
+  dm::update_loss_scale(s, 3);  // the third good step in a row doubles it
+  EXPECT_EQ(s.scale, 32768.0f);
+  EXPECT_EQ(s.good_steps, 0);
+  dm::LossScale floor{1.0f, 0, 1, 0};
+  dm::update_loss_scale(floor, 3);
+  EXPECT_EQ(floor.scale, 1.0f);  // never below 1
+}
+
+TEST(CudaMath, Bf16RoundingIsNearestEven) {
+  auto bits = [](float f) { return dm::to_bf16_bits(f); };
+  EXPECT_EQ(bits(1.0f), 0x3F80);
+  EXPECT_EQ(bits(-2.0f), 0xC000);
+  // 1 + 2^-8 is exactly halfway between two bf16 values: ties go to the even one (1.0).
+  EXPECT_EQ(bits(1.00390625f), 0x3F80);
+  EXPECT_EQ(bits(1.01171875f), 0x3F82);  // 1 + 3*2^-8: halfway, ties to even upward
+  EXPECT_EQ(bits(std::numeric_limits<float>::infinity()), 0x7F80);
+  const std::uint16_t nan = bits(std::numeric_limits<float>::quiet_NaN());
+  EXPECT_EQ(nan & 0x7F80, 0x7F80);
+  EXPECT_NE(nan & 0x7F, 0);
+}
+
+TEST(CudaEngine, MixedPrecisionTrainsCloseToFp32) {
+  if (const auto why = no_gpu_reason(); !why.empty()) GTEST_SKIP() << "no GPU: " << why;
+  engine::ParamStore a, b, c;
+  const auto cpu = train_on("cpu", "fp32", false, a);
+  const auto bf16 = train_on("cuda:0", "amp-bf16", true, b);
+  const auto fp16 = train_on("cuda:0", "amp-fp16", true, c);
+  // Stated tolerance: 16-bit GEMM inputs move the final epoch's loss by under 5%.
+  EXPECT_NEAR(bf16.history.back().loss, cpu.history.back().loss, 0.05 * cpu.history.back().loss);
+  EXPECT_NEAR(fp16.history.back().loss, cpu.history.back().loss, 0.05 * cpu.history.back().loss);
+  EXPECT_GE(fp16.loss_scale, 1.0);
+  EXPECT_EQ(bf16.loss_scale, 1.0);
+  EXPECT_LT(fp16.skipped_steps, 10);
 }

@@ -78,8 +78,11 @@ nlohmann::json summary_json(const TrainArgs& a, const graph::ModelSpec& spec, co
   j["params"] = spec.param_count();
   j["device"] = r.device;
   j["device_name"] = r.device == "cpu" ? cpu_model_name() : r.device;
-  if (r.device != "cpu")
+  if (r.device != "cpu") {
     j["gpu_memory"] = {{"reserved_bytes", r.gpu_reserved_bytes}, {"peak_in_use_bytes", r.gpu_peak_in_use_bytes}};
+    j["loss_scale"] = r.loss_scale;
+    j["skipped_steps"] = r.skipped_steps;
+  }
   j["threads"] = r.threads;
   j["gemm_library"] = r.gemm;
   j["data"] = data.source;
@@ -258,7 +261,7 @@ Runner add_train_command(CLI::App& app) {
   sub->add_option("--threads", args->cfg.threads, "CPU threads (default: every core)");
   sub->add_option("--device", args->cfg.device, "auto, cpu, cuda or cuda:N (auto: the first GPU if there is one)")->capture_default_str();
   sub->add_option("--memory", args->memory, "GPU memory: growth, or preallocate[=FRACTION] (TensorFlow's default, 0.9)")->capture_default_str();
-  sub->add_option("--precision", args->cfg.precision, "auto (tf32 on a GPU, fp32 on the CPU), fp32 or tf32")->capture_default_str();
+  sub->add_option("--precision", args->cfg.precision, "auto (tf32 on a GPU, fp32 on the CPU), fp32, tf32, amp-bf16 or amp-fp16 (GPU: 16-bit GEMM inputs, FP32 master weights; fp16 with dynamic loss scaling)")->capture_default_str();
   sub->add_flag("--eager", args->eager, "GPU: launch every kernel each step instead of replaying a captured CUDA graph");
   sub->add_option("--gemm", args->gemm, "CPU GEMM library: onednn or openblas")->capture_default_str();
   sub->add_flag("--profile", args->cfg.profile,

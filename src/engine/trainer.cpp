@@ -119,17 +119,17 @@ void validate_config(const TrainConfig& cfg) {
     throw InputError(fmt::format("--memory '{}' is not a policy (expected growth or preallocate[=FRACTION])", cfg.memory));
   if (!(cfg.memory_fraction > 0 && cfg.memory_fraction <= 1))
     throw InputError(fmt::format("--memory preallocate={}: the fraction must be in (0, 1]", cfg.memory_fraction));
-  if (cfg.precision != "auto" && cfg.precision != "fp32" && cfg.precision != "tf32") {
-    if (cfg.precision == "amp-bf16" || cfg.precision == "amp-fp16")
-      throw InputError(fmt::format("--precision {}: mixed precision is not in the CUDA engine yet (fp32 and tf32 are)", cfg.precision));
-    throw InputError(fmt::format("--precision '{}' is not a training precision (expected auto, fp32 or tf32)", cfg.precision));
-  }
+  if (cfg.precision != "auto" && cfg.precision != "fp32" && cfg.precision != "tf32" && cfg.precision != "amp-bf16" &&
+      cfg.precision != "amp-fp16")
+    throw InputError(fmt::format("--precision '{}' is not a training precision (expected auto, fp32, tf32, amp-bf16 or amp-fp16)",
+                                 cfg.precision));
 }
 
 Placement resolve_placement(const TrainConfig& cfg) {
   validate_config(cfg);
   if (cfg.device == "cpu") {
-    if (cfg.precision == "tf32") throw InputError("--precision tf32 needs a GPU (--device cuda); the CPU trains in fp32");
+    if (cfg.precision != "auto" && cfg.precision != "fp32")
+      throw InputError(fmt::format("--precision {} needs a GPU (--device cuda); the CPU trains in fp32", cfg.precision));
     return {"cpu", ""};
   }
   std::string why;
@@ -137,7 +137,8 @@ Placement resolve_placement(const TrainConfig& cfg) {
   const int count = api ? api->device_count(why) : 0;
   if (cfg.device == "auto") {
     if (count > 0) return {"cuda:0", ""};
-    if (cfg.precision == "tf32") throw InputError(fmt::format("--precision tf32 needs a GPU; none here ({})", why));
+    if (cfg.precision != "auto" && cfg.precision != "fp32")
+      throw InputError(fmt::format("--precision {} needs a GPU; none here ({})", cfg.precision, why));
     return {"cpu", fmt::format("no GPU ({}): training on the CPU", why)};
   }
   const int index = cuda_index(cfg.device);
@@ -231,7 +232,10 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
     o.device = cuda_index(place.device);
     o.memory = cfg.memory == "preallocate" ? AllocMode::preallocate : AllocMode::growth;
     o.fraction = cfg.memory_fraction;
-    o.tf32 = cfg.precision != "fp32";
+    o.precision = cfg.precision == "fp32"       ? gpu::GpuPrecision::fp32
+                  : cfg.precision == "amp-bf16" ? gpu::GpuPrecision::amp_bf16
+                  : cfg.precision == "amp-fp16" ? gpu::GpuPrecision::amp_fp16
+                                                : gpu::GpuPrecision::tf32;
     o.cuda_graphs = cfg.cuda_graphs;
     gpu_device = api->open_train_device(o);
     make = [&gpu_device](const graph::Graph& g, ParamStore& st, const ExecutorOptions& eo) { return gpu_device->executor(g, st, eo); };
@@ -342,6 +346,8 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
     const AllocStats m = gpu_device->memory();
     result.gpu_reserved_bytes = m.reserved;
     result.gpu_peak_in_use_bytes = m.peak_in_use;
+    result.loss_scale = gpu_device->loss_scale();
+    result.skipped_steps = gpu_device->skipped_steps();
   }
   if (train_ex.full && cfg.profile) {
     result.op_profile = collect_profile(*train_ex.full, full_runs);

@@ -29,7 +29,7 @@ struct TrainConfig {
   // Placement: "auto" (the first GPU when the CUDA engine can run there, else the CPU), "cpu", "cuda",
   // "cuda:N". Memory (GPU): growth (allocate as needed, cache and reuse) or preallocate (map
   // memory_fraction of the card up front, as TensorFlow does). Precision: "auto" (tf32 on a GPU, fp32 on
-  // the CPU), "fp32", "tf32" (GPU only).
+  // the CPU), "fp32", "tf32", "amp-bf16", "amp-fp16" (the last three on a GPU only).
   std::string device = "auto";
   std::string memory = "growth";
   double memory_fraction = 0.9;
@@ -74,6 +74,8 @@ struct TrainResult {
   int threads = 0;
   std::string device = "cpu";         // "cpu" or the GPU's description (name, memory mode, precision, path)
   std::size_t gpu_reserved_bytes = 0, gpu_peak_in_use_bytes = 0;  // the GPU allocator's figures (GPU runs)
+  double loss_scale = 1;            // amp-fp16: the dynamic loss scale at the end
+  std::int64_t skipped_steps = 0;   // amp-fp16: steps skipped for non-finite gradients
   std::string gemm;
   std::int64_t steps = 0;
   std::int64_t train_rows = 0, val_rows = 0;

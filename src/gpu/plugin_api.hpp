@@ -18,12 +18,17 @@ namespace gpuvs::gpu {
 
 constexpr int kAbiVersion = 2;
 
+/// The math of a GPU training run: fp32 (CUDA cores), tf32 (FP32 GEMMs on TF32 tensor cores), amp_bf16
+/// and amp_fp16 (GEMM inputs cast to 16 bits, FP32 accumulate, FP32 master weights and elementwise math;
+/// fp16 with dynamic loss scaling).
+enum class GpuPrecision { fp32, tf32, amp_bf16, amp_fp16 };
+
 /// How a training run uses one GPU.
 struct TrainDeviceOptions {
   int device = 0;
   engine::AllocMode memory = engine::AllocMode::growth;
   double fraction = 1.0;  // preallocate: share of the device's memory mapped up front
-  bool tf32 = true;       // FP32 GEMMs on TF32 tensor cores (the framework default on Ampere and later)
+  GpuPrecision precision = GpuPrecision::tf32;  // tf32: the framework default on Ampere and later
   bool cuda_graphs = true;  // capture the step once, replay it (the compiled path); false: eager launches
 };
 
@@ -39,6 +44,9 @@ class TrainDevice {
   /// Copies every device param and optimizer slot back into `store` (before checkpoints and at the end).
   virtual void sync_to_host(engine::ParamStore& store) = 0;
   virtual engine::AllocStats memory() const = 0;
+  /// amp_fp16: the current loss scale and how many steps were skipped for non-finite gradients.
+  virtual double loss_scale() const = 0;
+  virtual std::int64_t skipped_steps() const = 0;
   /// "cuda:0 NVIDIA H200, growth, tf32, CUDA graphs"
   virtual std::string describe() const = 0;
 };

@@ -91,6 +91,8 @@ class CudaExecutor final : public Executor {
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
     cublasLtMatmulAlgo_t algo{};
     bool post_act = false;  // activation not fusable: a kernel after the GEMM
+    void* left16 = nullptr;   // AMP: 16-bit copies of the GEMM's inputs, cast every step
+    void* right16 = nullptr;
   };
   void* alloc(std::size_t bytes);
   void plan_gemm(const Node& n);
@@ -123,6 +125,12 @@ class CudaExecutor final : public Executor {
 class Device final : public gpu::TrainDevice {
  public:
   explicit Device(const gpu::TrainDeviceOptions& o) : opt_(o) {
+    if (o.precision == gpu::GpuPrecision::amp_bf16 || o.precision == gpu::GpuPrecision::amp_fp16) {
+      int major = 0;
+      ck(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, o.device), "cudaDeviceGetAttribute");
+      if (o.precision == gpu::GpuPrecision::amp_bf16 && major < 8)
+        throw InputError("--precision amp-bf16 needs compute capability 8.0 or later (use amp-fp16)");
+    }
     ck(cudaSetDevice(o.device), "cudaSetDevice");
     cudaDeviceProp prop{};
     ck(cudaGetDeviceProperties(&prop, o.device), "cudaGetDeviceProperties");
@@ -132,11 +140,15 @@ class Device final : public gpu::TrainDevice {
     ck(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     lt(cublasLtCreate(&lt_), "cublasLtCreate");
     workspace_ = alloc_->allocate(kWorkspace);
+    scale_ = static_cast<math::LossScale*>(alloc_->allocate(sizeof(math::LossScale)));
+    const math::LossScale initial{32768.0f, 0, 0, 0};  // 2^15, PyTorch's GradScaler default
+    ck(cudaMemcpy(scale_, &initial, sizeof initial, cudaMemcpyHostToDevice), "loss scale");
   }
   ~Device() override {
     cudaStreamSynchronize(stream_);
     for (auto& [name, t] : tensors_) alloc_->deallocate(t.ptr);
     alloc_->deallocate(workspace_);
+    alloc_->deallocate(scale_);
     cublasLtDestroy(lt_);
     cudaStreamDestroy(stream_);
   }
@@ -155,10 +167,22 @@ class Device final : public gpu::TrainDevice {
   }
 
   AllocStats memory() const override { return alloc_->stats(); }
-  std::string describe() const override {
-    return fmt::format("cuda:{} {}, memory {}, {}, {}", opt_.device, name_, alloc_mode_name(opt_.memory), opt_.tf32 ? "tf32" : "fp32",
-                       opt_.cuda_graphs ? "CUDA graphs" : "eager");
+  math::LossScale read_scale() const {
+    math::LossScale s{};
+    ck(cudaStreamSynchronize(stream_), "loss scale");
+    ck(cudaMemcpy(&s, scale_, sizeof s, cudaMemcpyDeviceToHost), "loss scale");
+    return s;
   }
+  double loss_scale() const override { return opt_.precision == gpu::GpuPrecision::amp_fp16 ? read_scale().scale : 1.0; }
+  std::int64_t skipped_steps() const override { return opt_.precision == gpu::GpuPrecision::amp_fp16 ? read_scale().skipped : 0; }
+  std::string describe() const override {
+    static const char* names[] = {"fp32", "tf32", "amp-bf16", "amp-fp16"};
+    return fmt::format("cuda:{} {}, memory {}, {}, {}", opt_.device, name_, alloc_mode_name(opt_.memory),
+                       names[static_cast<int>(opt_.precision)], opt_.cuda_graphs ? "CUDA graphs" : "eager");
+  }
+  bool amp() const { return opt_.precision == gpu::GpuPrecision::amp_bf16 || opt_.precision == gpu::GpuPrecision::amp_fp16; }
+  bool scaled() const { return opt_.precision == gpu::GpuPrecision::amp_fp16; }
+  math::LossScale* scale() const { return scale_; }
 
   /// The device copy of a store tensor, uploaded on first use.
   void* tensor(ParamStore& store, const std::string& name, const graph::Shape& shape, DType dtype) {
@@ -190,6 +214,7 @@ class Device final : public gpu::TrainDevice {
   cudaStream_t stream_ = nullptr;
   cublasLtHandle_t lt_ = nullptr;
   void* workspace_ = nullptr;
+  math::LossScale* scale_ = nullptr;
   std::map<std::string, DevTensor> tensors_;
 };
 
@@ -295,7 +320,14 @@ void CudaExecutor::plan_gemm(const Node& n) {
   const std::uint64_t M = static_cast<std::uint64_t>(n.shape[0]), N = static_cast<std::uint64_t>(n.shape[1]);
   const std::uint64_t K = static_cast<std::uint64_t>(n.trans_a ? a.shape[0] : a.shape[1]);
   Gemm gm;
-  const cublasComputeType_t compute = dev_.options().tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const bool amp = dev_.amp();
+  const bool bf16 = dev_.options().precision == gpu::GpuPrecision::amp_bf16;
+  const cudaDataType_t in_type = !amp ? CUDA_R_32F : bf16 ? CUDA_R_16BF : CUDA_R_16F;
+  const cublasComputeType_t compute = dev_.options().precision == gpu::GpuPrecision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  if (amp) {  // AMP: 16-bit inputs, FP32 accumulate and output (master weights and the rest stay FP32)
+    gm.left16 = alloc(bytes_of(g_.node(n.inputs[1])) / 2);
+    gm.right16 = alloc(bytes_of(a) / 2);
+  }
   lt(cublasLtMatmulDescCreate(&gm.desc, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
   // Column-major view: D^T[N,M] = opL(B) [N,K] x opR(A) [K,M].
   const cublasOperation_t opl = n.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, opr = n.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -313,8 +345,8 @@ void CudaExecutor::plan_gemm(const Node& n) {
   }
   const std::uint64_t lrows = n.trans_b ? K : N, lcols = n.trans_b ? N : K;
   const std::uint64_t rrows = n.trans_a ? M : K, rcols = n.trans_a ? K : M;
-  lt(cublasLtMatrixLayoutCreate(&gm.a, CUDA_R_32F, lrows, lcols, static_cast<std::int64_t>(lrows)), "layout B");
-  lt(cublasLtMatrixLayoutCreate(&gm.b, CUDA_R_32F, rrows, rcols, static_cast<std::int64_t>(rrows)), "layout A");
+  lt(cublasLtMatrixLayoutCreate(&gm.a, in_type, lrows, lcols, static_cast<std::int64_t>(lrows)), "layout B");
+  lt(cublasLtMatrixLayoutCreate(&gm.b, in_type, rrows, rcols, static_cast<std::int64_t>(rrows)), "layout A");
   lt(cublasLtMatrixLayoutCreate(&gm.d, CUDA_R_32F, N, M, static_cast<std::int64_t>(N)), "layout D");
   cublasLtMatmulPreference_t pref = nullptr;
   lt(cublasLtMatmulPreferenceCreate(&pref), "preference");
@@ -352,8 +384,16 @@ void CudaExecutor::exec(const Node& n) {
     case OpKind::matmul: {
       const Gemm& gm = gemm_.at(n.id);
       const float one = 1.0f, zero = 0.0f;
-      lt(cublasLtMatmul(dev_.lt_handle(), gm.desc, &one, value_[static_cast<std::size_t>(n.inputs[1])], gm.a,
-                        value_[static_cast<std::size_t>(n.inputs[0])], gm.b, &zero, value_[i], gm.d, value_[i], gm.d, &gm.algo,
+      const void* left = value_[static_cast<std::size_t>(n.inputs[1])];
+      const void* right = value_[static_cast<std::size_t>(n.inputs[0])];
+      if (gm.left16) {
+        const bool bf16 = dev_.options().precision == gpu::GpuPrecision::amp_bf16;
+        launch_cast16(static_cast<const float*>(left), gm.left16, graph::numel(g_.node(n.inputs[1]).shape), bf16, s);
+        launch_cast16(static_cast<const float*>(right), gm.right16, graph::numel(g_.node(n.inputs[0]).shape), bf16, s);
+        left = gm.left16;
+        right = gm.right16;
+      }
+      lt(cublasLtMatmul(dev_.lt_handle(), gm.desc, &one, left, gm.a, right, gm.b, &zero, value_[i], gm.d, value_[i], gm.d, &gm.algo,
                         dev_.gemm_workspace(), Device::kWorkspace, s),
          "cublasLtMatmul");
       if (gm.post_act) launch_activation(f(n.id), f(n.id), count, to_act(n.act), s);
@@ -378,6 +418,8 @@ void CudaExecutor::exec(const Node& n) {
     case OpKind::softmax_xent_grad:
       launch_softmax_xent_grad(f(n.inputs[0]), static_cast<const float*>(aux_[static_cast<std::size_t>(n.ref)]), lab(n.inputs[1]), f(n.id),
                                n.shape[0], n.shape[1], s);
+      // AMP fp16: the backward pass runs on loss x scale so small gradients survive in 16 bits.
+      if (dev_.scaled() && adam_count_ > 0) launch_scale_by(f(n.id), count, dev_.scale(), s);
       return;
     case OpKind::reduce_rows: {
       const auto& xs = g_.node(n.inputs[0]).shape;
@@ -393,8 +435,11 @@ void CudaExecutor::exec(const Node& n) {
     case OpKind::adam_update:
       // Every Adam node is at the end of the step, after every gradient: one launch updates all tensors.
       if (!adam_done_) {
+        const bool scaled = dev_.scaled();
+        if (scaled) launch_check_finite(adam_dev_, adam_count_, adam_total_, dev_.scale(), s);
         launch_adam(adam_dev_, adam_count_, adam_total_, adam_cfg_.learning_rate, adam_cfg_.beta_1, adam_cfg_.beta_2, adam_cfg_.epsilon,
-                    step_dev_, s);
+                    step_dev_, scaled ? dev_.scale() : nullptr, s);
+        if (scaled) launch_update_loss_scale(dev_.scale(), 2000, s);
         adam_done_ = true;
       }
       return;
@@ -406,6 +451,8 @@ void CudaExecutor::exec(const Node& n) {
 void CudaExecutor::launch_all() {
   cudaStream_t s = dev_.stream();
   ck(cudaMemcpyAsync(step_dev_, step_host_, sizeof(StepScalars), cudaMemcpyHostToDevice, s), "step upload");
+  if (dev_.scaled() && adam_count_ > 0)  // a new step: no non-finite gradient seen yet
+    ck(cudaMemsetAsync(&dev_.scale()->found_nonfinite, 0, sizeof(int), s), "loss-scale flag");
   adam_done_ = false;
   for (const Node& n : g_.nodes()) {
     const auto i = static_cast<std::size_t>(n.id);

@@ -5,6 +5,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #ifdef __CUDACC__
 #define GPUVS_HD __host__ __device__ __forceinline__
@@ -90,6 +91,33 @@ GPUVS_HD int argmax_hit(const float* z, std::int32_t label, std::int64_t cols) {
   for (std::int64_t j = 1; j < cols; ++j)
     if (z[j] > z[arg]) arg = j;
   return arg == label ? 1 : 0;
+}
+
+/// Dynamic loss scaling (fp16): after a step whose gradients had an inf/NaN the scale halves and the
+/// update is skipped; after `interval` good steps in a row it doubles. TensorFlow's and PyTorch's rule.
+struct LossScale {
+  float scale;
+  int good_steps;
+  int found_nonfinite;  // set by the step's gradient check, cleared when the next step starts
+  int skipped;          // steps skipped so far
+};
+GPUVS_HD void update_loss_scale(LossScale& s, int interval) {
+  if (s.found_nonfinite) {
+    s.scale = s.scale * 0.5f < 1.0f ? 1.0f : s.scale * 0.5f;
+    s.good_steps = 0;
+    ++s.skipped;
+  } else if (++s.good_steps >= interval) {
+    s.scale *= 2.0f;
+    s.good_steps = 0;
+  }
+}
+
+/// Float to bfloat16 bits, round to nearest even (NaN kept a NaN).
+GPUVS_HD std::uint16_t to_bf16_bits(float f) {
+  std::uint32_t u;
+  memcpy(&u, &f, 4);
+  if ((u & 0x7F800000u) == 0x7F800000u && (u & 0x7FFFFFu)) return static_cast<std::uint16_t>((u >> 16) | 0x40);
+  return static_cast<std::uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
 }
 
 enum class Act : int { none = 0, relu = 1, tanh = 2, sigmoid = 3, gelu = 4 };

@@ -1,5 +1,7 @@
 #include "engine/cuda/kernels.cuh"
 
+#include <cuda_fp16.h>
+
 namespace gpuvs::engine::cuda {
 
 namespace {
@@ -109,8 +111,45 @@ __global__ void add_k(const float* a, const float* b, float* y, std::int64_t n) 
   GRID_STRIDE(i, n) y[i] = a[i] + b[i];
 }
 
+__device__ int tensor_of(const AdamTensor* t, int count, std::int64_t i) {
+  int lo = 0, hi = count - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (t[mid].offset <= i) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+__global__ void cast16_k(const float* x, std::uint16_t* y, std::int64_t n, bool bf16) {
+  GRID_STRIDE(i, n) {
+    if (bf16) {
+      y[i] = math::to_bf16_bits(x[i]);
+    } else {
+      const __half h = __float2half_rn(x[i]);
+      y[i] = __half_as_ushort(h);
+    }
+  }
+}
+
+__global__ void scale_by_k(float* x, std::int64_t n, const math::LossScale* s) {
+  const float k = s->scale;
+  GRID_STRIDE(i, n) x[i] *= k;
+}
+
+__global__ void check_finite_k(const AdamTensor* t, int count, std::int64_t total, math::LossScale* s) {
+  GRID_STRIDE(i, total) {
+    const AdamTensor& a = t[tensor_of(t, count, i)];
+    if (!isfinite(a.g[i - a.offset])) s->found_nonfinite = 1;
+  }
+}
+
+__global__ void update_loss_scale_k(math::LossScale* s, int interval) { math::update_loss_scale(*s, interval); }
+
 __global__ void adam_k(const AdamTensor* t, int count, std::int64_t total, double lr, double b1, double b2, double eps,
-                       const StepScalars* step) {
+                       const StepScalars* step, const math::LossScale* scale) {
+  if (scale && scale->found_nonfinite) return;  // a skipped step: the params keep their values
+  const float unscale = scale ? 1.0f / scale->scale : 1.0f;
   const float alpha = math::adam_alpha(lr, b1, b2, step->iteration);
   const float one_b1 = static_cast<float>(1.0 - b1), one_b2 = static_cast<float>(1.0 - b2), e = static_cast<float>(eps);
   GRID_STRIDE(i, total) {
@@ -122,7 +161,7 @@ __global__ void adam_k(const AdamTensor* t, int count, std::int64_t total, doubl
     }
     const AdamTensor& a = t[lo];
     const std::int64_t k = i - a.offset;
-    math::adam_element(a.p[k], a.g[k], a.m[k], a.v[k], alpha, one_b1, one_b2, e);
+    math::adam_element(a.p[k], a.g[k] * unscale, a.m[k], a.v[k], alpha, one_b1, one_b2, e);
   }
 }
 
@@ -167,8 +206,18 @@ void launch_add(const float* a, const float* b, float* y, std::int64_t n, cudaSt
   add_k<<<blocks_for(n), kThreads, 0, s>>>(a, b, y, n);
 }
 void launch_adam(const AdamTensor* tensors, int count, std::int64_t total, double lr, double b1, double b2, double eps,
-                 const StepScalars* step, cudaStream_t s) {
-  adam_k<<<blocks_for(total), kThreads, 0, s>>>(tensors, count, total, lr, b1, b2, eps, step);
+                 const StepScalars* step, const math::LossScale* scale, cudaStream_t s) {
+  adam_k<<<blocks_for(total), kThreads, 0, s>>>(tensors, count, total, lr, b1, b2, eps, step, scale);
 }
+void launch_cast16(const float* x, void* y, std::int64_t n, bool bf16, cudaStream_t s) {
+  cast16_k<<<blocks_for(n), kThreads, 0, s>>>(x, static_cast<std::uint16_t*>(y), n, bf16);
+}
+void launch_scale_by(float* x, std::int64_t n, const math::LossScale* scale, cudaStream_t s) {
+  scale_by_k<<<blocks_for(n), kThreads, 0, s>>>(x, n, scale);
+}
+void launch_check_finite(const AdamTensor* tensors, int count, std::int64_t total, math::LossScale* scale, cudaStream_t s) {
+  check_finite_k<<<blocks_for(total), kThreads, 0, s>>>(tensors, count, total, scale);
+}
+void launch_update_loss_scale(math::LossScale* scale, int interval, cudaStream_t s) { update_loss_scale_k<<<1, 1, 0, s>>>(scale, interval); }
 
 }  // namespace gpuvs::engine::cuda

@@ -43,8 +43,16 @@ void launch_accuracy(const float* logits, const std::int32_t* labels, double* ro
 /// y[j] = sum_i x[i, j], one thread per column in row order (the CPU's summation order).
 void launch_reduce_rows(const float* x, float* y, std::int64_t rows, std::int64_t cols, cudaStream_t s);
 void launch_add(const float* a, const float* b, float* y, std::int64_t n, cudaStream_t s);
+/// 16-bit copies of FP32 tensors for AMP GEMMs (bf16 when `bf16`, else fp16), round to nearest even.
+void launch_cast16(const float* x, void* y, std::int64_t n, bool bf16, cudaStream_t s);
+/// AMP fp16: multiply the loss gradient by the loss scale (device memory) before the backward pass.
+void launch_scale_by(float* x, std::int64_t n, const math::LossScale* scale, cudaStream_t s);
+/// Sets scale->found_nonfinite when any gradient element is inf or NaN.
+void launch_check_finite(const AdamTensor* tensors, int count, std::int64_t total, math::LossScale* scale, cudaStream_t s);
+void launch_update_loss_scale(math::LossScale* scale, int interval, cudaStream_t s);
 /// Every Adam tensor in one launch; `tensors` is a device array of `count` entries covering `total` elements.
+/// With `scale` (AMP fp16) gradients are divided by it and the step is skipped when they were non-finite.
 void launch_adam(const AdamTensor* tensors, int count, std::int64_t total, double lr, double b1, double b2, double eps,
-                 const StepScalars* step, cudaStream_t s);
+                 const StepScalars* step, const math::LossScale* scale, cudaStream_t s);
 
 }  // namespace gpuvs::engine::cuda
