@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "graph/cost.hpp"
 #include "graph/networks.hpp"
 #include "perf/collective.hpp"
 #include "perf/efficiency.hpp"
@@ -475,4 +476,25 @@ TEST(Calibration, EfficienciesNeverPassTheCeiling) {
   // A precision that was not measured keeps its defaults.
   const auto tf32 = perf::plan_precision(perf::Precision::tf32, gpu);
   EXPECT_DOUBLE_EQ(perf::calibrated_params(gpu, tf32, &cal).gemm_max, perf::efficiency_for(gpu, tf32).gemm_max);
+}
+
+TEST(Calibration, EngineOpRatiosCompareMeasuredWithTheModelPerClass) {
+  const auto cat = catalog::Catalog::builtin();
+  const auto& gpu = cat.find("h100-sxm");
+  const auto plan = perf::plan_precision(perf::Precision::tf32, gpu);
+  const graph::Graph g = graph::build_network(graph::resolve_network("seed-mlp"), {128, graph::DType::f32, 0, false, true});
+  const auto pred = perf::predict_graph(g, gpu, plan);
+  // Timings twice the model's for matrix ops and equal to it for the rest.
+  std::vector<double> measured(g.size(), 0.0);
+  for (const auto& t : pred.ops)
+    measured[static_cast<std::size_t>(t.id)] = t.seconds * (graph::op_cost(g, g.node(t.id)).matrix_flops > 0 ? 2.0 : 1.0);
+  const auto r = perf::engine_op_ratios(g, measured, gpu, plan);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].op_class, "engine gemm");
+  EXPECT_NEAR(r[0].ratio, 2.0, 1e-12);
+  EXPECT_NEAR(r[1].ratio, 1.0, 1e-12);
+  EXPECT_FALSE(r[0].applied);
+  // Nodes the engine did not time are left out, not counted as zero.
+  std::vector<double> none(g.size(), 0.0);
+  EXPECT_TRUE(perf::engine_op_ratios(g, none, gpu, plan).empty());
 }

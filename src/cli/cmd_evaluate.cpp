@@ -24,6 +24,7 @@
 #include "engine/data.hpp"
 #include "engine/param_store.hpp"
 #include "engine/trainer.hpp"
+#include "graph/builder.hpp"
 #include "graph/networks.hpp"
 #include "graph/workloads.hpp"
 #include "gpuvs_revision.hpp"
@@ -196,12 +197,25 @@ int run_evaluate(const EvaluateArgs& a) {
       gpu_id = m.device.substr(open + 1, close - open - 1);
       figs.push_back({m.key, m.unit, m.median});
     }
+    // The engine's own per-op CUDA-event timings of the seed step, against the model for the same GPU.
+    json engine_ops = json::array();
+    if (tr.device != "cpu" && !tr.op_profile.empty() && !nv.gpus.empty() && !nv.gpus.front().catalog_id.empty()) {
+      const graph::Graph g = graph::build_graph(spec, {cfg.batch, graph::DType::f32, graph::Mode::train});
+      std::vector<double> measured(g.size(), 0.0);
+      for (const auto& op : tr.op_profile)
+        if (const graph::NodeId id = g.find(op.name); id != graph::kNone) measured[static_cast<std::size_t>(id)] = op.seconds_per_step;
+      const catalog::Gpu& local = cat.find(nv.gpus.front().catalog_id);
+      for (const auto& c : perf::engine_op_ratios(g, measured, local, perf::plan_precision(perf::Precision::tf32, local)))
+        engine_ops.push_back({{"class", c.op_class}, {"measured_us", c.measured}, {"predicted_us", c.predicted}, {"ratio", c.ratio}});
+    }
+    if (!engine_ops.empty()) calibration = {{"engine_ops", engine_ops}};
     if (!figs.empty()) {
       cal = perf::calibrate(cat.find(gpu_id), figs, 4096, 2.0 * 256 * 1048576.0, "this run's quick benchmarks");
       json classes = json::array();
       for (const auto& c : cal->classes)
         classes.push_back({{"class", c.op_class}, {"measured", c.measured}, {"predicted", c.predicted}, {"ratio", c.ratio}, {"applied", c.applied}});
-      calibration = {{"measured_on", cal->gpu_id}, {"classes", classes}};
+      calibration["measured_on"] = cal->gpu_id;
+      calibration["classes"] = classes;
     }
   }
 

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 
+#include "graph/cost.hpp"
+#include "perf/predictor.hpp"
+
 namespace gpuvs::perf {
 
 namespace {
@@ -84,6 +87,32 @@ EfficiencyParams calibrated_params(const catalog::Gpu& gpu, const PrecisionPlan&
   }
   if (cal->memory_ratio) p.mem_max = std::min(kMaxEfficiency, p.mem_max * *cal->memory_ratio);
   return p;
+}
+
+}  // namespace gpuvs::perf
+
+namespace gpuvs::perf {
+
+std::vector<ClassRatio> engine_op_ratios(const graph::Graph& g, const std::vector<double>& measured_s, const catalog::Gpu& gpu,
+                                         const PrecisionPlan& plan) {
+  const StepPrediction pred = predict_graph(g, gpu, plan);
+  double meas[2] = {0, 0}, model[2] = {0, 0};
+  int ops[2] = {0, 0};
+  for (const OpTime& t : pred.ops) {
+    const auto i = static_cast<std::size_t>(t.id);
+    if (i >= measured_s.size() || measured_s[i] <= 0) continue;
+    const int k = graph::op_cost(g, g.node(t.id)).matrix_flops > 0 ? 0 : 1;
+    meas[k] += measured_s[i];
+    model[k] += t.seconds;
+    ++ops[k];
+  }
+  std::vector<ClassRatio> out;
+  const char* names[] = {"gemm", "memory"};
+  for (int k = 0; k < 2; ++k)
+    if (ops[k] > 0 && model[k] > 0)
+      out.push_back({fmt::format("engine {}", names[k]), fmt::format("{} ops of {}", ops[k], gpu.id), "us/step", meas[k] * 1e6,
+                     model[k] * 1e6, meas[k] / model[k], false, "the CUDA engine's per-op CUDA-event timings against the model"});
+  return out;
 }
 
 }  // namespace gpuvs::perf

@@ -13,6 +13,7 @@
 #include "catalog/catalog.hpp"
 #include "perf/efficiency.hpp"
 #include "perf/precision.hpp"
+#include "graph/ir.hpp"
 
 namespace gpuvs::perf {
 
@@ -48,5 +49,17 @@ Calibration calibrate(const catalog::Gpu& gpu, const std::vector<MeasuredFigure>
 /// The efficiency parameters for a prediction on `gpu` under `plan`, corrected when `cal` was measured on
 /// that device (unchanged otherwise).
 EfficiencyParams calibrated_params(const catalog::Gpu& gpu, const PrecisionPlan& plan, const Calibration* cal);
+
+}  // namespace gpuvs::perf
+
+namespace gpuvs::perf {
+
+/// Measured ÷ predicted per op class for a graph the engine ran on a catalog GPU: `measured_s` holds the
+/// engine's seconds per step for each node (by node id; 0 for nodes that do no work), priced here with
+/// the model for `gpu` under `plan`. Classes: "gemm" (matrix ops), "memory" (the rest, bound by bytes or
+/// launches). Reported beside the benchmark ratios; not applied (a few small ops are launch-bound, and one
+/// small workload should not move the model's curves for every size).
+std::vector<ClassRatio> engine_op_ratios(const graph::Graph& g, const std::vector<double>& measured_s, const catalog::Gpu& gpu,
+                                         const PrecisionPlan& plan);
 
 }  // namespace gpuvs::perf

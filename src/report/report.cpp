@@ -178,6 +178,19 @@ std::string section_predictions(const json& p) {
   return s + "</table>";
 }
 
+std::string section_calibration(const json& p) {
+  const json& c = p.value("calibration", json());
+  if (!c.is_object()) return "";
+  std::string s = "<h2>Calibration: measured ÷ predicted</h2><table><tr><th>class</th><th>measured</th><th>model</th><th>ratio</th><th>applied</th></tr>";
+  for (const auto& k : c.value("classes", json::array()))
+    s += fmt::format("<tr><td>{}</td><td class=n>{:.4g}</td><td class=n>{:.4g}</td><td class=n>{:.3f}</td><td>{}</td></tr>", escape(str(k, "class")),
+                     dbl(k, "measured"), dbl(k, "predicted"), dbl(k, "ratio"), k.value("applied", false) ? "yes" : "reported");
+  for (const auto& k : c.value("engine_ops", json::array()))
+    s += fmt::format("<tr><td>{}</td><td class=n>{:.4g} us</td><td class=n>{:.4g} us</td><td class=n>{:.3f}</td><td>reported</td></tr>",
+                     escape(str(k, "class")), dbl(k, "measured_us"), dbl(k, "predicted_us"), dbl(k, "ratio"));
+  return s + "</table>";
+}
+
 std::string section_advice(const json& p) {
   if (!has(p, "advice")) return "";
   const json& a = p["advice"];
@@ -222,7 +235,7 @@ std::string render_html(const json& run) {
     for (const auto& line : p["summary"]) h += "<li>" + escape(line.is_string() ? line.get<std::string>() : line.dump()) + "</li>";
     h += "</ul>";
   }
-  h += section_machine(p) + section_bench(p) + section_training(p) + section_predictions(p) + section_advice(p);
+  h += section_machine(p) + section_bench(p) + section_training(p) + section_calibration(p) + section_predictions(p) + section_advice(p);
   h += "<p class=\"muted\">Predicted figures come from gpuvs's calibrated per-op model (docs/VALIDATION.md gives its errors); measured figures from this machine.</p>";
   h += fmt::format("</main><script>{}</script></body></html>\n", kScript);
   return h;
