@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -219,6 +220,7 @@ class Device final : public gpu::TrainDevice {
 };
 
 std::size_t bytes_of(const Node& n) { return static_cast<std::size_t>(graph::numel(n.shape)) * graph::dtype_size(n.dtype); }
+std::size_t probs_bytes(const Node& logits) { return (bytes_of(logits) + 255) / 256 * 256; }
 
 CudaExecutor::CudaExecutor(Device& dev, const graph::Graph& g, ParamStore& store, const ExecutorOptions& opt)
     : dev_(dev), g_(g), opt_(opt) {
@@ -266,7 +268,8 @@ CudaExecutor::CudaExecutor(Device& dev, const graph::Graph& g, ParamStore& store
         if (n.op == OpKind::dropout) aux_[i] = alloc(static_cast<std::size_t>(graph::numel(n.shape)));
         if (n.op == OpKind::softmax_xent) {
           const Node& z = g_.node(n.inputs[0]);
-          aux_[i] = alloc(bytes_of(z) + static_cast<std::size_t>(z.shape[0]) * sizeof(double));  // probs, then per-row loss
+          // probs, then the per-row losses (doubles: the probs part is rounded up so they stay aligned)
+          aux_[i] = alloc(probs_bytes(z) + static_cast<std::size_t>(z.shape[0]) * sizeof(double));
         }
         if (n.op == OpKind::accuracy) aux_[i] = alloc(static_cast<std::size_t>(g_.node(n.inputs[0]).shape[0]) * sizeof(double));
         if (n.op == OpKind::fill) launch_fill(static_cast<float*>(value_[i]), graph::numel(n.shape), static_cast<float>(n.value), dev_.stream());
@@ -352,6 +355,9 @@ void CudaExecutor::plan_gemm(const Node& n) {
   lt(cublasLtMatmulPreferenceCreate(&pref), "preference");
   const std::uint64_t ws = Device::kWorkspace;
   lt(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws), "workspace");
+  // Deterministic results step to step (and eager == graph): no split-K reduced in place with atomics.
+  const std::uint32_t schemes = CUBLASLT_REDUCTION_SCHEME_MASK & ~static_cast<std::uint32_t>(CUBLASLT_REDUCTION_SCHEME_INPLACE);
+  lt(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes, sizeof schemes), "reduction schemes");
   cublasLtMatmulHeuristicResult_t h{};
   int found = 0;
   const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(dev_.lt_handle(), gm.desc, gm.a, gm.b, gm.d, gm.d, pref, 1, &h, &found);
@@ -411,7 +417,7 @@ void CudaExecutor::exec(const Node& n) {
     case OpKind::softmax_xent: {
       const auto& zs = g_.node(n.inputs[0]).shape;
       float* probs = static_cast<float*>(aux_[i]);
-      double* rows = reinterpret_cast<double*>(static_cast<char*>(aux_[i]) + bytes_of(g_.node(n.inputs[0])));
+      double* rows = reinterpret_cast<double*>(static_cast<char*>(aux_[i]) + probs_bytes(g_.node(n.inputs[0])));
       launch_softmax_xent(f(n.inputs[0]), lab(n.inputs[1]), probs, rows, f(n.id), zs[0], zs[1], s);
       return;
     }
