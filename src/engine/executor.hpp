@@ -14,6 +14,8 @@
 
 namespace gpuvs::engine {
 
+struct Dataset;  // engine/data.hpp
+
 enum class GemmLibrary { onednn, openblas };
 std::string_view gemm_library_name(GemmLibrary g);
 
@@ -45,6 +47,13 @@ class Executor {
   /// Which library implementation each matmul got (diagnostics).
   virtual std::string describe() const = 0;
   virtual const graph::Graph& graph() const = 0;
+  /// Optional fast path: fill the "x" and "labels" inputs with these rows of `data` itself (a GPU keeps
+  /// the data set on the device and gathers on it). False: the caller fills input() buffers instead.
+  /// An executor that accepted once must be given every later batch this way.
+  virtual bool gather_rows(const Dataset& data, const std::int64_t* rows, std::int64_t count) {
+    (void)data, (void)rows, (void)count;
+    return false;
+  }
 };
 
 std::unique_ptr<Executor> make_cpu_executor(const graph::Graph& g, ParamStore& store, const ExecutorOptions& opt);

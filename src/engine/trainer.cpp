@@ -84,6 +84,7 @@ std::vector<OpProfile> collect_profile(const Executor& ex, std::int64_t runs) {
 }
 
 void load_batch(Executor& ex, const Dataset& d, const std::int64_t* rows, std::int64_t count) {
+  if (ex.gather_rows(d, rows, count)) return;
   auto* x = static_cast<float*>(ex.input("x"));
   auto* y = static_cast<std::int32_t*>(ex.input("labels"));
   const auto f = static_cast<std::size_t>(d.features);

@@ -17,6 +17,7 @@
 
 #include "core/error.hpp"
 #include "engine/cuda/kernels.cuh"
+#include "engine/data.hpp"
 #include "engine/memory/caching_allocator.hpp"
 #include "gpu/cuda/common.hpp"
 #include "gpu/plugin_api.hpp"
@@ -85,6 +86,7 @@ class CudaExecutor final : public Executor {
   const std::vector<double>& node_seconds() const override { return seconds_; }
   std::string describe() const override;
   const graph::Graph& graph() const override { return g_; }
+  bool gather_rows(const Dataset& data, const std::int64_t* rows, std::int64_t count) override;
 
  private:
   struct Gemm {
@@ -121,6 +123,13 @@ class CudaExecutor final : public Executor {
   cudaGraphExec_t graph_exec_ = nullptr;
   std::vector<double> seconds_;
   std::vector<cudaEvent_t> ev_;
+  // Device-resident data: the batch's row indices go up (8 bytes a row) and a kernel gathers the rows.
+  bool gathered_ = false;
+  const float* data_x_ = nullptr;
+  const std::int32_t* data_y_ = nullptr;
+  std::int64_t* rows_host_ = nullptr;
+  std::int64_t* rows_dev_ = nullptr;
+  std::int64_t batch_rows_ = 0, features_ = 0;
 };
 
 class Device final : public gpu::TrainDevice {
@@ -150,6 +159,8 @@ class Device final : public gpu::TrainDevice {
     for (auto& [name, t] : tensors_) alloc_->deallocate(t.ptr);
     alloc_->deallocate(workspace_);
     alloc_->deallocate(scale_);
+    if (data_x_) alloc_->deallocate(data_x_);
+    if (data_y_) alloc_->deallocate(data_y_);
     cublasLtDestroy(lt_);
     cudaStreamDestroy(stream_);
   }
@@ -196,6 +207,22 @@ class Device final : public gpu::TrainDevice {
     return p;
   }
 
+  /// The data set on the device, uploaded once per run; nullptr when it would take over a quarter of the
+  /// card (then batches go up from the host).
+  std::pair<const float*, const std::int32_t*> dataset(const Dataset& d) {
+    if (data_of_ == &d && data_rows_ == d.rows) return {data_x_, data_y_};
+    if (data_of_) return {nullptr, nullptr};  // one data set per run
+    const std::size_t xb = d.x.size() * sizeof(float), yb = d.y.size() * sizeof(std::int32_t);
+    if (xb + yb > raw_->capacity() / 4) return {nullptr, nullptr};
+    data_x_ = static_cast<float*>(alloc_->allocate(xb));
+    data_y_ = static_cast<std::int32_t*>(alloc_->allocate(yb));
+    ck(cudaMemcpy(data_x_, d.x.data(), xb, cudaMemcpyHostToDevice), "uploading the data set");
+    ck(cudaMemcpy(data_y_, d.y.data(), yb, cudaMemcpyHostToDevice), "uploading the data set");
+    data_of_ = &d;
+    data_rows_ = d.rows;
+    return {data_x_, data_y_};
+  }
+
   CachingAllocator& allocator() { return *alloc_; }
   cudaStream_t stream() const { return stream_; }
   cublasLtHandle_t lt_handle() const { return lt_; }
@@ -217,6 +244,10 @@ class Device final : public gpu::TrainDevice {
   void* workspace_ = nullptr;
   math::LossScale* scale_ = nullptr;
   std::map<std::string, DevTensor> tensors_;
+  const Dataset* data_of_ = nullptr;
+  std::int64_t data_rows_ = 0;
+  float* data_x_ = nullptr;
+  std::int32_t* data_y_ = nullptr;
 };
 
 std::size_t bytes_of(const Node& n) { return static_cast<std::size_t>(graph::numel(n.shape)) * graph::dtype_size(n.dtype); }
@@ -308,6 +339,7 @@ CudaExecutor::~CudaExecutor() {
   for (auto& [id, h] : staging_) cudaFreeHost(h);
   if (scalar_host_) cudaFreeHost(scalar_host_);
   if (step_host_) cudaFreeHost(step_host_);
+  if (rows_host_) cudaFreeHost(rows_host_);
   for (auto e : ev_) cudaEventDestroy(e);
 }
 
@@ -382,6 +414,15 @@ void CudaExecutor::exec(const Node& n) {
   const std::int64_t count = graph::numel(n.shape);
   switch (n.op) {
     case OpKind::input:
+      if (gathered_ && (n.name == "x" || n.name == "labels")) {
+        if (n.name == "x") {  // labels come with it
+          ck(cudaMemcpyAsync(rows_dev_, rows_host_, static_cast<std::size_t>(batch_rows_) * sizeof(std::int64_t), cudaMemcpyHostToDevice, s),
+             "row indices");
+          launch_gather_rows(data_x_, data_y_, rows_dev_, batch_rows_, features_, f(n.id),
+                             static_cast<std::int32_t*>(value_[static_cast<std::size_t>(g_.find("labels"))]), s);
+        }
+        return;
+      }
       ck(cudaMemcpyAsync(value_[i], staging_.at(n.id), bytes_of(n), cudaMemcpyHostToDevice, s), "input upload");
       return;
     case OpKind::param:
@@ -523,6 +564,27 @@ std::vector<double> CudaExecutor::read(NodeId id) const {
     for (std::size_t k = 0; k < count; ++k) out[k] = h[k];
   }
   return out;
+}
+
+bool CudaExecutor::gather_rows(const Dataset& data, const std::int64_t* rows, std::int64_t count) {
+  const NodeId x = g_.find("x"), y = g_.find("labels");
+  if (x == graph::kNone || y == graph::kNone) return false;
+  const Node& xn = g_.node(x);
+  if (xn.shape.size() != 2 || xn.shape[0] != count || xn.shape[1] != data.features) return false;
+  if (!gathered_) {
+    if (runs_ > 0) return false;  // the captured graph (if any) was built for host uploads
+    const auto [dx, dy] = dev_.dataset(data);
+    if (!dx) return false;
+    data_x_ = dx;
+    data_y_ = dy;
+    batch_rows_ = count;
+    features_ = data.features;
+    ck(cudaMallocHost(reinterpret_cast<void**>(&rows_host_), static_cast<std::size_t>(count) * sizeof(std::int64_t)), "cudaMallocHost");
+    rows_dev_ = static_cast<std::int64_t*>(alloc(static_cast<std::size_t>(count) * sizeof(std::int64_t)));
+    gathered_ = true;
+  }
+  std::copy(rows, rows + count, rows_host_);
+  return true;
 }
 
 std::string CudaExecutor::describe() const {

@@ -165,7 +165,21 @@ __global__ void adam_k(const AdamTensor* t, int count, std::int64_t total, doubl
   }
 }
 
+__global__ void gather_rows_k(const float* dx, const std::int32_t* dy, const std::int64_t* rows, std::int64_t count, std::int64_t f,
+                              float* x, std::int32_t* y) {
+  GRID_STRIDE(i, count * f) {
+    const std::int64_t r = i / f, c = i % f;
+    x[i] = dx[rows[r] * f + c];
+    if (c == 0) y[r] = dy[rows[r]];
+  }
+}
+
 }  // namespace
+
+void launch_gather_rows(const float* data_x, const std::int32_t* data_y, const std::int64_t* rows, std::int64_t count,
+                        std::int64_t features, float* x, std::int32_t* y, cudaStream_t s) {
+  gather_rows_k<<<blocks_for(count * features), kThreads, 0, s>>>(data_x, data_y, rows, count, features, x, y);
+}
 
 void launch_fill(float* y, std::int64_t n, float value, cudaStream_t s) { fill_k<<<blocks_for(n), kThreads, 0, s>>>(y, n, value); }
 void launch_activation(const float* x, float* y, std::int64_t n, math::Act act, cudaStream_t s) {

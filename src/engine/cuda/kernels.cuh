@@ -50,6 +50,9 @@ void launch_scale_by(float* x, std::int64_t n, const math::LossScale* scale, cud
 /// Sets scale->found_nonfinite when any gradient element is inf or NaN.
 void launch_check_finite(const AdamTensor* tensors, int count, std::int64_t total, math::LossScale* scale, cudaStream_t s);
 void launch_update_loss_scale(math::LossScale* scale, int interval, cudaStream_t s);
+/// x[i, :] = data_x[rows[i], :], y[i] = data_y[rows[i]] for i < count (the batch gathered on the device).
+void launch_gather_rows(const float* data_x, const std::int32_t* data_y, const std::int64_t* rows, std::int64_t count,
+                        std::int64_t features, float* x, std::int32_t* y, cudaStream_t s);
 /// Every Adam tensor in one launch; `tensors` is a device array of `count` entries covering `total` elements.
 /// With `scale` (AMP fp16) gradients are divided by it and the step is skipped when they were non-finite.
 void launch_adam(const AdamTensor* tensors, int count, std::int64_t total, double lr, double b1, double b2, double eps,
