@@ -374,3 +374,14 @@ TEST(Cli, EvaluateRefusesBadTargetsBeforeWorking) {
   expect_usage_error(run_gpuvs("evaluate --assume pue=0 --db " + (dir / "h.db").string()), "pue");
   EXPECT_FALSE(std::filesystem::exists(dir / "h.db"));
 }
+
+TEST(Cli, TrainRefusesMissingGpusBeforeAnyOutput) {
+  const auto r = run_gpuvs("train seed-mlp --device cuda:3 --rows 300");
+  expect_usage_error(r, "--device cuda:3");
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  expect_usage_error(run_gpuvs("train seed-mlp --gpus 64 --rows 300"), "--gpus 64");
+  expect_usage_error(run_gpuvs("train seed-mlp --gpus 3 --batch-size 128 --rows 300"), "split evenly");
+  expect_usage_error(run_gpuvs("train seed-mlp --memory preallocate=1.5 --rows 300"), "preallocate");
+  expect_usage_error(run_gpuvs("train seed-mlp --device tpu --rows 300"), "--device 'tpu'");
+  expect_usage_error(run_gpuvs("train seed-mlp --device cpu --precision amp-bf16 --rows 300"), "needs a GPU");
+}

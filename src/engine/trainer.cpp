@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <thread>
 #include <memory>
 #include <numeric>
 
@@ -120,6 +121,11 @@ void validate_config(const TrainConfig& cfg) {
     throw InputError(fmt::format("--memory '{}' is not a policy (expected growth or preallocate[=FRACTION])", cfg.memory));
   if (!(cfg.memory_fraction > 0 && cfg.memory_fraction <= 1))
     throw InputError(fmt::format("--memory preallocate={}: the fraction must be in (0, 1]", cfg.memory_fraction));
+  if (cfg.gpus < 1) throw InputError(fmt::format("--gpus must be at least 1, got {}", cfg.gpus));
+  if (cfg.gpus > 1 && cfg.batch % cfg.gpus != 0)
+    throw InputError(fmt::format("--batch-size {} does not split evenly over --gpus {}", cfg.batch, cfg.gpus));
+  if (cfg.gpus > 1 && cfg.device != "auto" && cfg.device != "cuda" && cfg.device != "cuda:0")
+    throw InputError(fmt::format("--gpus {} uses cuda:0..cuda:{}; --device {} does not fit with it", cfg.gpus, cfg.gpus - 1, cfg.device));
   if (cfg.precision != "auto" && cfg.precision != "fp32" && cfg.precision != "tf32" && cfg.precision != "amp-bf16" &&
       cfg.precision != "amp-fp16")
     throw InputError(fmt::format("--precision '{}' is not a training precision (expected auto, fp32, tf32, amp-bf16 or amp-fp16)",
@@ -137,11 +143,17 @@ Placement resolve_placement(const TrainConfig& cfg) {
   gpu::Api* api = gpu::plugin(why);
   const int count = api ? api->device_count(why) : 0;
   if (cfg.device == "auto") {
+    if (cfg.gpus > 1 && count < cfg.gpus)
+      throw InputError(fmt::format("--gpus {}: this machine has {} GPU{}{}", cfg.gpus, count, count == 1 ? "" : "s",
+                                   count == 0 ? " (" + why + ")" : ""));
     if (count > 0) return {"cuda:0", ""};
     if (cfg.precision != "auto" && cfg.precision != "fp32")
       throw InputError(fmt::format("--precision {} needs a GPU; none here ({})", cfg.precision, why));
     return {"cpu", fmt::format("no GPU ({}): training on the CPU", why)};
   }
+  if (cfg.gpus > 1 && count < cfg.gpus)
+    throw InputError(fmt::format("--gpus {}: this machine has {} GPU{}{}", cfg.gpus, count, count == 1 ? "" : "s",
+                                 count == 0 ? " (" + why + ")" : ""));
   const int index = cuda_index(cfg.device);
   if (count == 0) throw InputError(fmt::format("--device {}: no GPU to train on ({})", cfg.device, why));
   if (index >= count)
@@ -168,7 +180,12 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
   if (cfg.steps_per_epoch > full_steps)
     throw InputError(fmt::format("--steps {} exceeds the {} batches of {} in an epoch of {} training rows",
                                  cfg.steps_per_epoch, full_steps, cfg.batch, n_train));
-  const std::int64_t steps = cfg.steps_per_epoch > 0 ? cfg.steps_per_epoch : full_steps;
+  // Data parallel trains whole global batches only: every replica gets the same number of rows.
+  const std::int64_t whole_steps = n_train / cfg.batch;
+  if (cfg.gpus > 1 && whole_steps == 0)
+    throw InputError(fmt::format("{} training rows make no whole batch of {} to split over {} GPUs", n_train, cfg.batch, cfg.gpus));
+  const std::int64_t steps = cfg.steps_per_epoch > 0 ? std::min(cfg.steps_per_epoch, cfg.gpus > 1 ? whole_steps : full_steps)
+                                                   : (cfg.gpus > 1 ? whole_steps : full_steps);
 
   CheckpointMeta meta;
   meta.model_fingerprint = spec.fingerprint();
@@ -225,6 +242,7 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
   const ExecutorOptions opt{cfg.gemm, false};
   // The device outlives every executor it makes (declared first, destroyed last).
   std::unique_ptr<gpu::TrainDevice> gpu_device;
+  std::vector<std::unique_ptr<gpu::TrainDevice>> replicas;  // --gpus N > 1
   ExecutorFactory make = [](const graph::Graph& g, ParamStore& st, const ExecutorOptions& o) { return make_cpu_executor(g, st, o); };
   if (place.device != "cpu") {
     std::string why;
@@ -238,15 +256,35 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
                   : cfg.precision == "amp-fp16" ? gpu::GpuPrecision::amp_fp16
                                                 : gpu::GpuPrecision::tf32;
     o.cuda_graphs = cfg.cuda_graphs;
-    gpu_device = api->open_train_device(o);
-    make = [&gpu_device](const graph::Graph& g, ParamStore& st, const ExecutorOptions& eo) { return gpu_device->executor(g, st, eo); };
-    result.device = gpu_device->describe();
+    if (cfg.gpus > 1) {
+      replicas = api->open_train_devices(o, cfg.gpus);
+      make = [&replicas](const graph::Graph& g, ParamStore& st, const ExecutorOptions& eo) { return replicas[0]->executor(g, st, eo); };
+      result.device = fmt::format("{} GPUs data parallel: {}", cfg.gpus, replicas[0]->describe());
+      if (n_train % cfg.batch) obs.on_note(fmt::format("{} rows of each epoch are left out: only whole batches of {} split over {} GPUs",
+                                                       n_train % cfg.batch, cfg.batch, cfg.gpus));
+    } else {
+      gpu_device = api->open_train_device(o);
+      make = [&gpu_device](const graph::Graph& g, ParamStore& st, const ExecutorOptions& eo) { return gpu_device->executor(g, st, eo); };
+      result.device = gpu_device->describe();
+    }
   } else if (!place.note.empty()) {
     obs.on_note(place.note);
   }
   const std::int64_t last_rows = std::min(cfg.batch, n_train - (steps - 1) * cfg.batch);
-  ExecPair train_ex = make_pair(make, spec, graph::Mode::train, n_train >= cfg.batch ? cfg.batch : 0,
-                                last_rows != cfg.batch ? last_rows : 0, store, opt, cfg.profile);
+  ExecPair train_ex;
+  std::vector<std::unique_ptr<Executor>> replica_ex;  // one per GPU, each on batch / gpus rows
+  const std::int64_t shard = cfg.batch / cfg.gpus;
+  if (replicas.empty()) {
+    train_ex = make_pair(make, spec, graph::Mode::train, n_train >= cfg.batch ? cfg.batch : 0, last_rows != cfg.batch ? last_rows : 0,
+                         store, opt, cfg.profile);
+  } else {
+    const graph::Graph g = graph::build_graph(spec, {shard, graph::DType::f32, graph::Mode::train});
+    for (std::size_t r = 0; r < replicas.size(); ++r) {
+      ExecutorOptions ro = opt;
+      ro.profile = cfg.profile && r == 0;
+      replica_ex.push_back(replicas[r]->executor(g, store, ro));
+    }
+  }
   ExecPair val_ex;
   if (n_val > 0)
     val_ex = make_pair(make, spec, graph::Mode::eval, n_val >= cfg.batch ? cfg.batch : 0, n_val % cfg.batch, store, opt,
@@ -256,6 +294,32 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
   for (auto* p : {&train_ex, &val_ex})
     for (auto* e : {p->full.get(), p->tail.get()})
       if (e) workspace += e->workspace_bytes();
+  for (const auto& e : replica_ex) workspace += e->workspace_bytes();
+  // One global step over the replicas: each loads its shard, all run at once on their own threads (each
+  // replica's NCCL calls need the others' to be in flight), then loss and accuracy are averaged.
+  auto run_replicas = [&](const std::int64_t* rows_of_step, std::int64_t iteration) {
+    for (std::size_t r = 0; r < replica_ex.size(); ++r)
+      load_batch(*replica_ex[r], data, rows_of_step + static_cast<std::int64_t>(r) * shard, shard);
+    std::vector<std::exception_ptr> errors(replica_ex.size());
+    std::vector<std::thread> threads;
+    for (std::size_t r = 0; r < replica_ex.size(); ++r)
+      threads.emplace_back([&, r] {
+        try {
+          replica_ex[r]->run({cfg.seed + 0x9E3779B97F4A7C15ULL * r, iteration});  // each replica its own dropout masks
+        } catch (...) {
+          errors[r] = std::current_exception();
+        }
+      });
+    for (auto& t : threads) t.join();
+    for (auto& e : errors)
+      if (e) std::rethrow_exception(e);
+    double loss = 0, acc = 0;
+    for (const auto& ex : replica_ex) {
+      loss += ex->scalar("loss");
+      acc += ex->scalar("accuracy");
+    }
+    return std::pair{loss / static_cast<double>(replica_ex.size()), acc / static_cast<double>(replica_ex.size())};
+  };
   if (cfg.logdir) {
     tb_train = std::make_unique<EventFileWriter>(*cfg.logdir / "train");
     if (n_val > 0) tb_val = std::make_unique<EventFileWriter>(*cfg.logdir / "validation");
@@ -274,19 +338,27 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
     for (std::int64_t s = 0; s < steps; ++s) {
       const std::int64_t begin = s * cfg.batch;
       const std::int64_t rows = std::min(cfg.batch, n_train - begin);
-      Executor& ex = train_ex.for_rows(rows, cfg.batch);
       full_runs += rows == cfg.batch ? 1 : 0;
-      load_batch(ex, data, order.data() + begin, rows);
+      double loss = 0, accuracy = 0;
       const auto t0 = clock_type::now();
-      ex.run({cfg.seed, store.iterations});
-      step_times.push_back(std::chrono::duration<double>(clock_type::now() - t0).count());
+      if (!replica_ex.empty()) {
+        std::tie(loss, accuracy) = run_replicas(order.data() + begin, store.iterations);
+        step_times.push_back(std::chrono::duration<double>(clock_type::now() - t0).count());
+      } else {
+        Executor& ex = train_ex.for_rows(rows, cfg.batch);
+        load_batch(ex, data, order.data() + begin, rows);
+        const auto t1 = clock_type::now();
+        ex.run({cfg.seed, store.iterations});
+        step_times.push_back(std::chrono::duration<double>(clock_type::now() - t1).count());
+        loss = ex.scalar("loss");
+        accuracy = ex.scalar("accuracy");
+      }
       ++store.iterations;
-      const double loss = ex.scalar("loss");
       if (!std::isfinite(loss))
         throw RuntimeFailure(fmt::format("training diverged: loss is {} at epoch {} step {} (try a lower --lr)", loss,
                                          epoch, s + 1));
       loss_sum += loss * static_cast<double>(rows);
-      acc_sum += ex.scalar("accuracy") * static_cast<double>(rows);
+      acc_sum += accuracy * static_cast<double>(rows);
       seen += rows;
       obs.on_step(s + 1, loss_sum / static_cast<double>(seen), acc_sum / static_cast<double>(seen));
     }
@@ -327,6 +399,7 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
       tb_val->flush();
     }
     if (gpu_device && (cfg.checkpoint_dir || epoch == cfg.epochs)) gpu_device->sync_to_host(store);
+    if (!replicas.empty() && (cfg.checkpoint_dir || epoch == cfg.epochs)) replicas[0]->sync_to_host(store);
     if (cfg.checkpoint_dir) {
       meta.epochs_done = epoch;
       meta.iterations = store.iterations;
@@ -343,16 +416,17 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
   result.steps = static_cast<std::int64_t>(step_times.size());
   result.peak_memory_bytes = store.bytes() + workspace;
   result.peak_rss_bytes = peak_rss();
-  if (gpu_device) {
-    const AllocStats m = gpu_device->memory();
+  if (gpu::TrainDevice* d = gpu_device ? gpu_device.get() : replicas.empty() ? nullptr : replicas[0].get()) {
+    const AllocStats m = d->memory();
     result.gpu_reserved_bytes = m.reserved;
     result.gpu_peak_in_use_bytes = m.peak_in_use;
-    result.loss_scale = gpu_device->loss_scale();
-    result.skipped_steps = gpu_device->skipped_steps();
+    result.loss_scale = d->loss_scale();
+    result.skipped_steps = d->skipped_steps();
   }
-  if (train_ex.full && cfg.profile) {
-    result.op_profile = collect_profile(*train_ex.full, full_runs);
-    result.gemm_impls = train_ex.full->describe();
+  Executor* profiled = train_ex.full ? train_ex.full.get() : replica_ex.empty() ? nullptr : replica_ex[0].get();
+  if (profiled && cfg.profile) {
+    result.op_profile = collect_profile(*profiled, full_runs);
+    result.gemm_impls = profiled->describe();
   }
   return result;
 }

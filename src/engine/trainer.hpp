@@ -35,6 +35,9 @@ struct TrainConfig {
   double memory_fraction = 0.9;
   std::string precision = "auto";
   bool cuda_graphs = true;  // GPU: capture the step once and replay it; false: eager launches
+  /// Data parallel over GPUs 0..gpus-1 (MirroredStrategy): the batch is split evenly, gradients are averaged
+  /// with NCCL; only whole global batches are trained (a remainder of the epoch's rows is left out).
+  int gpus = 1;
 };
 
 /// Where a TrainConfig places the run: "cpu" or "cuda:N", and, when it fell back to the CPU, why.

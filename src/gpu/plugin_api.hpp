@@ -79,6 +79,10 @@ class Api {
   virtual BenchResult run(const BenchRequest& request) = 0;
   /// Opens a GPU for training. RuntimeFailure when the CUDA runtime refuses (the message says why).
   virtual std::unique_ptr<TrainDevice> open_train_device(const TrainDeviceOptions& options) = 0;
+  /// Opens GPUs 0..count-1 as data-parallel replicas (MirroredStrategy): each device's executors average
+  /// every gradient across the replicas with NCCL, tensor by tensor as soon as backward produces it, on a
+  /// second stream so the exchange overlaps the rest of the backward pass. options.device is ignored.
+  virtual std::vector<std::unique_ptr<TrainDevice>> open_train_devices(const TrainDeviceOptions& options, int count) = 0;
 };
 
 }  // namespace gpuvs::gpu

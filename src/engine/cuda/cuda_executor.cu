@@ -19,6 +19,7 @@
 #include "engine/cuda/kernels.cuh"
 #include "engine/data.hpp"
 #include "engine/memory/caching_allocator.hpp"
+#include "gpu/cuda/collective.hpp"
 #include "gpu/cuda/common.hpp"
 #include "gpu/plugin_api.hpp"
 
@@ -124,6 +125,10 @@ class CudaExecutor final : public Executor {
   std::vector<double> seconds_;
   std::vector<cudaEvent_t> ev_;
   // Device-resident data: the batch's row indices go up (8 bytes a row) and a kernel gathers the rows.
+  // Data parallel: each gradient is averaged across replicas as soon as backward has produced it.
+  std::map<NodeId, std::size_t> grad_index_;  // gradient node -> its Adam tensor
+  std::vector<AdamTensor> adam_host_;
+  std::vector<cudaEvent_t> grad_ready_, grad_done_;
   bool gathered_ = false;
   const float* data_x_ = nullptr;
   const std::int32_t* data_y_ = nullptr;
@@ -154,8 +159,24 @@ class Device final : public gpu::TrainDevice {
     const math::LossScale initial{32768.0f, 0, 0, 0};  // 2^15, PyTorch's GradScaler default
     ck(cudaMemcpy(scale_, &initial, sizeof initial, cudaMemcpyHostToDevice), "loss scale");
   }
+  /// Joins a data-parallel group: gradients are averaged with `c` on a second stream.
+  void join(std::unique_ptr<gpu::cuda::Collective> c) {
+    ck(cudaSetDevice(opt_.device), "cudaSetDevice");
+    coll_ = std::move(c);
+    ck(cudaStreamCreateWithFlags(&comm_stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  }
+  gpu::cuda::Collective* collective() const { return coll_.get(); }
+  cudaStream_t comm_stream() const { return comm_stream_; }
+  int device() const { return opt_.device; }
+
   ~Device() override {
+    cudaSetDevice(opt_.device);
     cudaStreamSynchronize(stream_);
+    if (comm_stream_) {
+      cudaStreamSynchronize(comm_stream_);
+      cudaStreamDestroy(comm_stream_);
+    }
+    coll_.reset();
     for (auto& [name, t] : tensors_) alloc_->deallocate(t.ptr);
     alloc_->deallocate(workspace_);
     alloc_->deallocate(scale_);
@@ -171,6 +192,7 @@ class Device final : public gpu::TrainDevice {
   }
 
   void sync_to_host(ParamStore& store) override {
+    ck(cudaSetDevice(opt_.device), "cudaSetDevice");
     ck(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
     for (auto& [name, t] : tensors_) {
       HostTensor& h = store.get(name);
@@ -189,8 +211,9 @@ class Device final : public gpu::TrainDevice {
   std::int64_t skipped_steps() const override { return opt_.precision == gpu::GpuPrecision::amp_fp16 ? read_scale().skipped : 0; }
   std::string describe() const override {
     static const char* names[] = {"fp32", "tf32", "amp-bf16", "amp-fp16"};
-    return fmt::format("cuda:{} {}, memory {}, {}, {}", opt_.device, name_, alloc_mode_name(opt_.memory),
-                       names[static_cast<int>(opt_.precision)], opt_.cuda_graphs ? "CUDA graphs" : "eager");
+    return fmt::format("cuda:{} {}, memory {}, {}, {}{}", opt_.device, name_, alloc_mode_name(opt_.memory),
+                       names[static_cast<int>(opt_.precision)], opt_.cuda_graphs ? "CUDA graphs" : "eager",
+                       coll_ ? fmt::format(", replica {} of {} (NCCL)", coll_->rank(), coll_->size()) : "");
   }
   bool amp() const { return opt_.precision == gpu::GpuPrecision::amp_bf16 || opt_.precision == gpu::GpuPrecision::amp_fp16; }
   bool scaled() const { return opt_.precision == gpu::GpuPrecision::amp_fp16; }
@@ -244,6 +267,8 @@ class Device final : public gpu::TrainDevice {
   void* workspace_ = nullptr;
   math::LossScale* scale_ = nullptr;
   std::map<std::string, DevTensor> tensors_;
+  std::unique_ptr<gpu::cuda::Collective> coll_;
+  cudaStream_t comm_stream_ = nullptr;
   const Dataset* data_of_ = nullptr;
   std::int64_t data_rows_ = 0;
   float* data_x_ = nullptr;
@@ -308,6 +333,15 @@ CudaExecutor::CudaExecutor(Device& dev, const graph::Graph& g, ParamStore& store
         if (n.op == OpKind::activation || n.op == OpKind::activation_grad) (void)to_act(n.act);
     }
   }
+  if (!adam.empty() && dev_.collective()) {
+    for (const Node& n : g_.nodes())
+      if (n.op == OpKind::adam_update) grad_index_[n.inputs[1]] = grad_index_.size();
+    grad_ready_.resize(adam.size());
+    grad_done_.resize(adam.size());
+    for (auto* v : {&grad_ready_, &grad_done_})
+      for (auto& e : *v) ck(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate");
+  }
+  adam_host_ = adam;
   if (!adam.empty()) {
     adam_count_ = static_cast<int>(adam.size());
     adam_dev_ = static_cast<AdamTensor*>(alloc(adam.size() * sizeof(AdamTensor)));
@@ -341,6 +375,8 @@ CudaExecutor::~CudaExecutor() {
   if (step_host_) cudaFreeHost(step_host_);
   if (rows_host_) cudaFreeHost(rows_host_);
   for (auto e : ev_) cudaEventDestroy(e);
+  for (auto e : grad_ready_) cudaEventDestroy(e);
+  for (auto e : grad_done_) cudaEventDestroy(e);
 }
 
 void* CudaExecutor::alloc(std::size_t bytes) {
@@ -482,6 +518,7 @@ void CudaExecutor::exec(const Node& n) {
     case OpKind::adam_update:
       // Every Adam node is at the end of the step, after every gradient: one launch updates all tensors.
       if (!adam_done_) {
+        for (auto e : grad_done_) ck(cudaStreamWaitEvent(s, e, 0), "waiting for the gradient exchange");
         const bool scaled = dev_.scaled();
         if (scaled) launch_check_finite(adam_dev_, adam_count_, adam_total_, dev_.scale(), s);
         launch_adam(adam_dev_, adam_count_, adam_total_, adam_cfg_.learning_rate, adam_cfg_.beta_1, adam_cfg_.beta_2, adam_cfg_.epsilon,
@@ -506,12 +543,22 @@ void CudaExecutor::launch_all() {
     if (opt_.profile) ck(cudaEventRecord(ev_[2 * i], s), "cudaEventRecord");
     exec(n);
     if (opt_.profile) ck(cudaEventRecord(ev_[2 * i + 1], s), "cudaEventRecord");
+    if (auto it = grad_index_.find(n.id); it != grad_index_.end()) {
+      // Fork: the comm stream averages this gradient while the main stream goes on with backward.
+      const std::size_t k = it->second;
+      cudaStream_t c = dev_.comm_stream();
+      ck(cudaEventRecord(grad_ready_[k], s), "cudaEventRecord");
+      ck(cudaStreamWaitEvent(c, grad_ready_[k], 0), "cudaStreamWaitEvent");
+      dev_.collective()->all_reduce_mean(const_cast<float*>(adam_host_[k].g), adam_host_[k].n, c);
+      ck(cudaEventRecord(grad_done_[k], c), "cudaEventRecord");
+    }
   }
   for (auto& [id, host] : scalars_)
     ck(cudaMemcpyAsync(host, value_[static_cast<std::size_t>(id)], sizeof(float), cudaMemcpyDeviceToHost, s), "scalar download");
 }
 
 void CudaExecutor::run(const StepContext& ctx) {
+  ck(cudaSetDevice(dev_.device()), "cudaSetDevice");  // replicas run on their own threads
   cudaStream_t s = dev_.stream();
   *step_host_ = {ctx.seed, ctx.iteration};
   // The compiled path: the first step runs eagerly (it also warms cuBLASLt up), the second is captured
@@ -553,6 +600,7 @@ std::vector<double> CudaExecutor::read(NodeId id) const {
   const Node& n = g_.node(id);
   const auto count = static_cast<std::size_t>(graph::numel(n.shape));
   std::vector<double> out(count);
+  ck(cudaSetDevice(dev_.device()), "cudaSetDevice");
   ck(cudaStreamSynchronize(dev_.stream()), "read");
   if (n.dtype == DType::i32) {
     std::vector<std::int32_t> h(count);
@@ -567,6 +615,7 @@ std::vector<double> CudaExecutor::read(NodeId id) const {
 }
 
 bool CudaExecutor::gather_rows(const Dataset& data, const std::int64_t* rows, std::int64_t count) {
+  ck(cudaSetDevice(dev_.device()), "cudaSetDevice");
   const NodeId x = g_.find("x"), y = g_.find("labels");
   if (x == graph::kNone || y == graph::kNone) return false;
   const Node& xn = g_.node(x);
@@ -594,5 +643,18 @@ std::string CudaExecutor::describe() const {
 }  // namespace
 
 std::unique_ptr<gpu::TrainDevice> open_train_device(const gpu::TrainDeviceOptions& o) { return std::make_unique<Device>(o); }
+
+std::vector<std::unique_ptr<gpu::TrainDevice>> open_train_devices(const gpu::TrainDeviceOptions& o, int count) {
+  auto comms = gpu::cuda::make_collectives(count);
+  std::vector<std::unique_ptr<gpu::TrainDevice>> out;
+  for (int r = 0; r < count; ++r) {
+    gpu::TrainDeviceOptions one = o;
+    one.device = r;
+    auto d = std::make_unique<Device>(one);
+    d->join(std::move(comms[static_cast<std::size_t>(r)]));
+    out.push_back(std::move(d));
+  }
+  return out;
+}
 
 }  // namespace gpuvs::engine::cuda

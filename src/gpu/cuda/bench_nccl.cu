@@ -9,7 +9,9 @@
 #include <memory>
 #include <string>
 
+#include "core/error.hpp"
 #include "gpu/counting.hpp"
+#include "gpu/cuda/collective.hpp"
 #include "gpu/cuda/common.hpp"
 
 namespace gpuvs::gpu::cuda {
@@ -60,7 +62,35 @@ __global__ void fill_rank(float* p, std::size_t n, int rank) {
     p[i] = static_cast<float>((i * 7 + static_cast<std::size_t>(rank)) % 16 + 1);  // small integers: sums are exact
 }
 
+class NcclRank final : public Collective {
+ public:
+  NcclRank(ncclComm_t comm, int rank, int size) : comm_(comm), rank_(rank), size_(size) {}
+  ~NcclRank() override { nccl().destroy(comm_); }
+  void all_reduce_mean(float* buffer, std::int64_t count, cudaStream_t stream) override {
+    nccl_check(nccl().all_reduce(buffer, buffer, static_cast<std::size_t>(count), ncclFloat, ncclAvg, comm_, stream), "ncclAllReduce");
+  }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+
+ private:
+  ncclComm_t comm_;
+  int rank_, size_;
+};
+
 }  // namespace
+
+std::vector<std::unique_ptr<Collective>> make_collectives(int n) {
+  const Nccl& lib = nccl();
+  if (!lib.why.empty()) throw RuntimeFailure("multi-GPU training needs NCCL: " + lib.why);
+  std::vector<ncclComm_t> comms(static_cast<std::size_t>(n));
+  std::vector<int> devs(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) devs[static_cast<std::size_t>(i)] = i;
+  const ncclResult_t r = lib.init_all(comms.data(), n, devs.data());
+  if (r != ncclSuccess) throw RuntimeFailure(std::string("ncclCommInitAll: ") + lib.error_string(r));
+  std::vector<std::unique_ptr<Collective>> out;
+  for (int i = 0; i < n; ++i) out.push_back(std::make_unique<NcclRank>(comms[static_cast<std::size_t>(i)], i, n));
+  return out;
+}
 
 std::string nccl_version() {
   const Nccl& n = nccl();

@@ -11,6 +11,7 @@
 
 namespace gpuvs::engine::cuda {
 std::unique_ptr<gpu::TrainDevice> open_train_device(const gpu::TrainDeviceOptions& o);  // cuda_executor.cu
+std::vector<std::unique_ptr<gpu::TrainDevice>> open_train_devices(const gpu::TrainDeviceOptions& o, int count);
 }
 
 namespace gpuvs::gpu::cuda {
@@ -73,6 +74,15 @@ class Plugin final : public Api {
     if (options.device < 0 || options.device >= n)
       throw InputError("--device cuda:" + std::to_string(options.device) + ": this machine has " + std::to_string(n) + " GPU(s)");
     return engine::cuda::open_train_device(options);
+  }
+
+  std::vector<std::unique_ptr<TrainDevice>> open_train_devices(const TrainDeviceOptions& options, int count) override {
+    std::string why;
+    const int n = device_count(why);
+    if (n == 0) throw RuntimeFailure("no GPU: " + why);
+    if (count < 2 || count > n)
+      throw InputError("--gpus " + std::to_string(count) + ": this machine has " + std::to_string(n) + " GPU(s)");
+    return engine::cuda::open_train_devices(options, count);
   }
 };
 
