@@ -1,6 +1,7 @@
 // The CUDA engine's arithmetic (engine/cuda/device_math.hpp), compiled here as host code and checked
 // against the CPU oracle's kernels: so the dropout masks, Adam steps and loss rows a GPU computes are
 // the CPU's, bit for bit where the CPU's operation order is reproduced.
+#include <cblas.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -19,6 +20,7 @@
 #include "gpu/plugin_loader.hpp"
 #include "engine/cpu/kernels.hpp"
 #include "engine/cuda/device_math.hpp"
+#include "engine/cuda/gemm_mapping.hpp"
 
 using namespace gpuvs;
 namespace dm = gpuvs::engine::cuda::math;
@@ -316,4 +318,38 @@ TEST(CudaEngine, DataParallelOptionsAreChecked) {
   cfg.gpus = 64;
   cfg.batch = 128;
   EXPECT_THROW(engine::resolve_placement(cfg), InputError);  // no machine here has 64 GPUs
+}
+
+// The CUDA engine's row-major -> column-major GEMM mapping, run through OpenBLAS's column-major SGEMM with
+// exactly the operands, flags, sizes and leading dimensions the executor gives cuBLASLt.
+
+TEST(CudaMath, GemmMappingComputesTheRowMajorProduct) {
+  const std::int64_t M = 7, N = 5, K = 3;
+  const CounterRng rng(12, 1);
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb) {
+      // A is [M,K] row-major, or [K,M] when transposed; B is [K,N], or [N,K].
+      std::vector<float> a(M * K), b(K * N), want(M * N, 0.0f), got(M * N, -1.0f);
+      for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(rng.normal(i));
+      for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(rng.normal(i + 100));
+      for (std::int64_t i = 0; i < M; ++i)
+        for (std::int64_t j = 0; j < N; ++j) {
+          double s = 0;
+          for (std::int64_t k = 0; k < K; ++k) {
+            const float av = ta ? a[static_cast<std::size_t>(k * M + i)] : a[static_cast<std::size_t>(i * K + k)];
+            const float bv = tb ? b[static_cast<std::size_t>(j * K + k)] : b[static_cast<std::size_t>(k * N + j)];
+            s += static_cast<double>(av) * bv;
+          }
+          want[static_cast<std::size_t>(i * N + j)] = static_cast<float>(s);
+        }
+      const auto g = engine::cuda::col_major_gemm(M, N, K, ta != 0, tb != 0);
+      cblas_sgemm(CblasColMajor, g.trans_left ? CblasTrans : CblasNoTrans, g.trans_right ? CblasTrans : CblasNoTrans,
+                  static_cast<blasint>(g.m), static_cast<blasint>(g.n), static_cast<blasint>(g.k), 1.0f, b.data(),
+                  static_cast<blasint>(g.left_rows), a.data(), static_cast<blasint>(g.right_rows), 0.0f, got.data(),
+                  static_cast<blasint>(g.out_rows));
+      for (std::size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-5) << "trans_a " << ta << " trans_b " << tb << " at " << i;
+      // The stored shapes the layouts describe are the operands' real sizes.
+      EXPECT_EQ(g.left_rows * g.left_cols, K * N);
+      EXPECT_EQ(g.right_rows * g.right_cols, M * K);
+    }
 }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "engine/cuda/gemm_mapping.hpp"
 #include "engine/cuda/kernels.cuh"
 #include "engine/data.hpp"
 #include "engine/memory/caching_allocator.hpp"
@@ -400,8 +401,10 @@ void CudaExecutor::plan_gemm(const Node& n) {
     gm.right16 = alloc(bytes_of(a) / 2);
   }
   lt(cublasLtMatmulDescCreate(&gm.desc, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
-  // Column-major view: D^T[N,M] = opL(B) [N,K] x opR(A) [K,M].
-  const cublasOperation_t opl = n.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, opr = n.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  // Column-major view: D^T[N,M] = opL(B) [N,K] x opR(A) [K,M] (gemm_mapping.hpp, host-tested through a BLAS).
+  const ColMajorGemm map = col_major_gemm(static_cast<std::int64_t>(M), static_cast<std::int64_t>(N), static_cast<std::int64_t>(K),
+                                          n.trans_a, n.trans_b);
+  const cublasOperation_t opl = map.trans_left ? CUBLAS_OP_T : CUBLAS_OP_N, opr = map.trans_right ? CUBLAS_OP_T : CUBLAS_OP_N;
   lt(cublasLtMatmulDescSetAttribute(gm.desc, CUBLASLT_MATMUL_DESC_TRANSA, &opl, sizeof opl), "TRANSA");
   lt(cublasLtMatmulDescSetAttribute(gm.desc, CUBLASLT_MATMUL_DESC_TRANSB, &opr, sizeof opr), "TRANSB");
   cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
@@ -414,11 +417,13 @@ void CudaExecutor::plan_gemm(const Node& n) {
     const void* bias = value_[static_cast<std::size_t>(n.inputs[2])];
     lt(cublasLtMatmulDescSetAttribute(gm.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias), "BIAS_POINTER");
   }
-  const std::uint64_t lrows = n.trans_b ? K : N, lcols = n.trans_b ? N : K;
-  const std::uint64_t rrows = n.trans_a ? M : K, rcols = n.trans_a ? K : M;
+  const auto lrows = static_cast<std::uint64_t>(map.left_rows), lcols = static_cast<std::uint64_t>(map.left_cols);
+  const auto rrows = static_cast<std::uint64_t>(map.right_rows), rcols = static_cast<std::uint64_t>(map.right_cols);
   lt(cublasLtMatrixLayoutCreate(&gm.a, in_type, lrows, lcols, static_cast<std::int64_t>(lrows)), "layout B");
   lt(cublasLtMatrixLayoutCreate(&gm.b, in_type, rrows, rcols, static_cast<std::int64_t>(rrows)), "layout A");
-  lt(cublasLtMatrixLayoutCreate(&gm.d, CUDA_R_32F, N, M, static_cast<std::int64_t>(N)), "layout D");
+  lt(cublasLtMatrixLayoutCreate(&gm.d, CUDA_R_32F, static_cast<std::uint64_t>(map.out_rows), static_cast<std::uint64_t>(map.out_cols),
+                                map.out_rows),
+     "layout D");
   cublasLtMatmulPreference_t pref = nullptr;
   lt(cublasLtMatmulPreferenceCreate(&pref), "preference");
   const std::uint64_t ws = Device::kWorkspace;
