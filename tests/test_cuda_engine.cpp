@@ -353,3 +353,19 @@ TEST(CudaMath, GemmMappingComputesTheRowMajorProduct) {
       EXPECT_EQ(g.right_rows * g.right_cols, M * K);
     }
 }
+
+TEST(CudaMath, MultiTensorIndexFindsItsTensor) {
+  struct Seg {
+    std::int64_t offset;
+  };
+  const Seg segs[] = {{0}, {99840}, {99968}, {101248}};  // seed-mlp: W1 780x128, b1 128, W2 128x10, b2 10
+  const std::int64_t total = 101258;
+  std::int64_t counts[4] = {0, 0, 0, 0};
+  for (std::int64_t i = 0; i < total; ++i) ++counts[dm::segment_of(segs, 4, i)];
+  EXPECT_EQ(counts[0], 99840);
+  EXPECT_EQ(counts[1], 128);
+  EXPECT_EQ(counts[2], 1280);
+  EXPECT_EQ(counts[3], 10);
+  const Seg one[] = {{0}};
+  EXPECT_EQ(dm::segment_of(one, 1, 12345), 0);
+}

@@ -120,6 +120,19 @@ GPUVS_HD std::uint16_t to_bf16_bits(float f) {
   return static_cast<std::uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
 }
 
+/// Which of `count` concatenated tensors holds flattened index i: the last whose `offset` is <= i (the
+/// multi-tensor Adam launch walks every tensor's elements as one range).
+template <class T>
+GPUVS_HD int segment_of(const T* tensors, int count, std::int64_t i) {
+  int lo = 0, hi = count - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (tensors[mid].offset <= i) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
 enum class Act : int { none = 0, relu = 1, tanh = 2, sigmoid = 3, gelu = 4 };
 
 GPUVS_HD float activate(float x, Act a) {

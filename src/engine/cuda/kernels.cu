@@ -111,15 +111,7 @@ __global__ void add_k(const float* a, const float* b, float* y, std::int64_t n) 
   GRID_STRIDE(i, n) y[i] = a[i] + b[i];
 }
 
-__device__ int tensor_of(const AdamTensor* t, int count, std::int64_t i) {
-  int lo = 0, hi = count - 1;
-  while (lo < hi) {
-    const int mid = (lo + hi + 1) / 2;
-    if (t[mid].offset <= i) lo = mid;
-    else hi = mid - 1;
-  }
-  return lo;
-}
+__device__ int tensor_of(const AdamTensor* t, int count, std::int64_t i) { return math::segment_of(t, count, i); }
 
 __global__ void cast16_k(const float* x, std::uint16_t* y, std::int64_t n, bool bf16) {
   GRID_STRIDE(i, n) {
@@ -153,13 +145,7 @@ __global__ void adam_k(const AdamTensor* t, int count, std::int64_t total, doubl
   const float alpha = math::adam_alpha(lr, b1, b2, step->iteration);
   const float one_b1 = static_cast<float>(1.0 - b1), one_b2 = static_cast<float>(1.0 - b2), e = static_cast<float>(eps);
   GRID_STRIDE(i, total) {
-    int lo = 0, hi = count - 1;  // the tensor holding flattened index i
-    while (lo < hi) {
-      const int mid = (lo + hi + 1) / 2;
-      if (t[mid].offset <= i) lo = mid;
-      else hi = mid - 1;
-    }
-    const AdamTensor& a = t[lo];
+    const AdamTensor& a = t[math::segment_of(t, count, i)];
     const std::int64_t k = i - a.offset;
     math::adam_element(a.p[k], a.g[k] * unscale, a.m[k], a.v[k], alpha, one_b1, one_b2, e);
   }
