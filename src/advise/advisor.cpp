@@ -194,8 +194,8 @@ Option training_option(const catalog::Catalog& cat, const catalog::Gpu& gpu, con
   o.unit = p->unit;
   o.throughput = p->throughput * count;
   if (!o.fits) {
-    o.why_not.push_back(fmt::format("does not fit: {:.1f} GiB per GPU at batch 1{} vs {:.1f} GiB usable", o.peak_gib,
-                                    transformer ? " with full recompute" : "", o.capacity_gib));
+    o.why_not.push_back(fmt::format("does not fit even as {} on {} card{}: {:.1f} GiB per GPU at batch 1{} vs {:.1f} GiB usable", strategy,
+                                    count, count == 1 ? "" : "s", o.peak_gib, transformer ? " with full recompute" : "", o.capacity_gib));
     return o;
   }
   // Time, failures and the checkpoint interval.
@@ -466,10 +466,12 @@ Advice advise(const catalog::Catalog& cat, const Scenario& s, const Assumptions&
       continue;
     }
     const Option& cur = it->second;
-    // Among infeasible attempts keep the nearest: one that fits (the fewest cards), else the most cards.
+    // Among infeasible attempts keep the nearest: one that fits (the fewest cards), else the most cards and,
+    // among those, the strategy that needs the least memory.
     const bool nearer_miss = !o.feasible && !cur.feasible &&
                              ((o.fits && !cur.fits) || (o.fits && cur.fits && o.count < cur.count) ||
-                              (!o.fits && !cur.fits && o.count > cur.count));
+                              (!o.fits && !cur.fits &&
+                               (o.count > cur.count || (o.count == cur.count && o.peak_gib < cur.peak_gib))));
     if ((o.feasible && better(o, cur)) || nearer_miss) best[o.gpu_id] = o;
   }
   for (auto& [id, o] : best) (o.feasible ? adv.ranked : adv.ruled_out).push_back(o);
