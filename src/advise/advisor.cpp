@@ -504,6 +504,9 @@ Advice advise(const catalog::Catalog& cat, const Scenario& s, const Assumptions&
   for (auto& o : adv.ruled_out) o.reason = o.why_not.empty() ? "no option fits" : o.why_not.front();
   if (adv.ranked.empty()) adv.notes.push_back("no option meets every requirement; the ruled-out list says what each GPU lacks");
   if (!serving && s.work == 0) adv.notes.push_back("no --tokens/--samples given: costs are per million " + adv.work_unit + ", not for a job");
+  if (!serving && !adv.ruled_out.empty())
+    adv.notes.push_back(fmt::format("training options stay inside one server (max_gpus_per_server = {}); multi-node training is not modelled",
+                                    max_gpus));
   return adv;
 }
 
