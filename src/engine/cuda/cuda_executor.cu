@@ -126,8 +126,18 @@ class CudaExecutor final : public Executor {
   std::vector<double> seconds_;
   std::vector<cudaEvent_t> ev_;
   // Device-resident data: the batch's row indices go up (8 bytes a row) and a kernel gathers the rows.
-  // Data parallel: each gradient is averaged across replicas as soon as backward has produced it.
-  std::map<NodeId, std::size_t> grad_index_;  // gradient node -> its Adam tensor
+  // Data parallel: gradients live in one arena in the order backward produces them, cut into buckets of
+  // about 25 MB (PyTorch DDP's default); a bucket is averaged across replicas as soon as its last gradient
+  // is produced.
+  struct Bucket {
+    float* begin;
+    std::int64_t floats;
+  };
+  static constexpr std::size_t kBucketBytes = 25u << 20;
+  std::map<NodeId, std::size_t> grad_offset_;  // gradient node -> byte offset in the arena
+  std::map<NodeId, std::size_t> bucket_end_;   // last gradient node of a bucket -> bucket index
+  std::vector<Bucket> buckets_;
+  char* grad_arena_ = nullptr;
   std::vector<AdamTensor> adam_host_;
   std::vector<cudaEvent_t> grad_ready_, grad_done_;
   bool gathered_ = false;
@@ -298,6 +308,27 @@ CudaExecutor::CudaExecutor(Device& dev, const graph::Graph& g, ParamStore& store
   ck(cudaMallocHost(reinterpret_cast<void**>(&step_host_), sizeof(StepScalars)), "cudaMallocHost");
   step_dev_ = static_cast<StepScalars*>(alloc(sizeof(StepScalars)));
   std::vector<AdamTensor> adam;
+  if (dev_.collective()) {
+    std::vector<NodeId> grads;
+    for (const Node& n : g_.nodes())
+      if (n.op == OpKind::adam_update) grads.push_back(n.inputs[1]);
+    std::sort(grads.begin(), grads.end());  // production order
+    std::size_t off = 0, bucket_start = 0;
+    for (std::size_t k = 0; k < grads.size(); ++k) {
+      grad_offset_[grads[k]] = off;
+      off += (bytes_of(g_.node(grads[k])) + 255) / 256 * 256;  // 256-byte aligned slots; padding is reduced too
+      if (off - bucket_start >= kBucketBytes || k + 1 == grads.size()) {
+        bucket_end_[grads[k]] = buckets_.size();
+        buckets_.push_back({reinterpret_cast<float*>(bucket_start), static_cast<std::int64_t>((off - bucket_start) / sizeof(float))});
+        bucket_start = off;
+      }
+    }
+    if (off > 0) {
+      grad_arena_ = static_cast<char*>(alloc(off));
+      ck(cudaMemsetAsync(grad_arena_, 0, off, dev_.stream()), "zeroing the gradient arena");  // padding is reduced too
+      for (auto& b : buckets_) b.begin = reinterpret_cast<float*>(grad_arena_ + reinterpret_cast<std::size_t>(b.begin));
+    }
+  }
   for (const Node& n : g_.nodes()) {
     const auto i = static_cast<std::size_t>(n.id);
     switch (n.op) {
@@ -316,7 +347,8 @@ CudaExecutor::CudaExecutor(Device& dev, const graph::Graph& g, ParamStore& store
         break;
       }
       default:
-        value_[i] = alloc(bytes_of(n));
+        if (auto it = grad_offset_.find(n.id); it != grad_offset_.end()) value_[i] = grad_arena_ + it->second;
+        else value_[i] = alloc(bytes_of(n));
         if (n.op == OpKind::input) {
           void* h = nullptr;
           ck(cudaMallocHost(&h, bytes_of(n)), "cudaMallocHost");
@@ -334,11 +366,9 @@ CudaExecutor::CudaExecutor(Device& dev, const graph::Graph& g, ParamStore& store
         if (n.op == OpKind::activation || n.op == OpKind::activation_grad) (void)to_act(n.act);
     }
   }
-  if (!adam.empty() && dev_.collective()) {
-    for (const Node& n : g_.nodes())
-      if (n.op == OpKind::adam_update) grad_index_[n.inputs[1]] = grad_index_.size();
-    grad_ready_.resize(adam.size());
-    grad_done_.resize(adam.size());
+  if (!buckets_.empty()) {
+    grad_ready_.resize(buckets_.size());
+    grad_done_.resize(buckets_.size());
     for (auto* v : {&grad_ready_, &grad_done_})
       for (auto& e : *v) ck(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate");
   }
@@ -548,13 +578,13 @@ void CudaExecutor::launch_all() {
     if (opt_.profile) ck(cudaEventRecord(ev_[2 * i], s), "cudaEventRecord");
     exec(n);
     if (opt_.profile) ck(cudaEventRecord(ev_[2 * i + 1], s), "cudaEventRecord");
-    if (auto it = grad_index_.find(n.id); it != grad_index_.end()) {
-      // Fork: the comm stream averages this gradient while the main stream goes on with backward.
+    if (auto it = bucket_end_.find(n.id); it != bucket_end_.end()) {
+      // Fork: the comm stream averages this bucket while the main stream goes on with backward.
       const std::size_t k = it->second;
       cudaStream_t c = dev_.comm_stream();
       ck(cudaEventRecord(grad_ready_[k], s), "cudaEventRecord");
       ck(cudaStreamWaitEvent(c, grad_ready_[k], 0), "cudaStreamWaitEvent");
-      dev_.collective()->all_reduce_mean(const_cast<float*>(adam_host_[k].g), adam_host_[k].n, c);
+      dev_.collective()->all_reduce_mean(buckets_[k].begin, buckets_[k].floats, c);
       ck(cudaEventRecord(grad_done_[k], c), "cudaEventRecord");
     }
   }
