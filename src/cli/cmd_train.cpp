@@ -79,7 +79,8 @@ nlohmann::json summary_json(const TrainArgs& a, const graph::ModelSpec& spec, co
   j["device"] = r.device;
   j["device_name"] = r.device == "cpu" ? cpu_model_name() : r.device;
   if (r.device != "cpu") {
-    j["gpu_memory"] = {{"reserved_bytes", r.gpu_reserved_bytes}, {"peak_in_use_bytes", r.gpu_peak_in_use_bytes}};
+    j["gpu_memory"] = {{"reserved_bytes", r.gpu_reserved_bytes}, {"in_use_bytes", r.gpu_in_use_bytes},
+                       {"peak_in_use_bytes", r.gpu_peak_in_use_bytes}};
     j["loss_scale"] = r.loss_scale;
     j["skipped_steps"] = r.skipped_steps;
   }
@@ -213,9 +214,10 @@ int run_train(TrainArgs& a) {
                cpu_model_name(), r.threads, r.threads == 1 ? "" : "s", r.gemm, r.history.size(),
                r.history.size() == 1 ? "" : "s", r.steps, a.cfg.batch);
   else
-    fmt::print("Trained {} on {}: {} epoch{}, {} steps of batch {}; GPU memory reserved {}, peak in use {}\n", spec.name, r.device,
-               r.history.size(), r.history.size() == 1 ? "" : "s", r.steps, a.cfg.batch,
+    fmt::print("Trained {} on {}: {} epoch{}, {} steps of batch {}; GPU memory reserved {}, in use {}, peak in use {}\n", spec.name,
+               r.device, r.history.size(), r.history.size() == 1 ? "" : "s", r.steps, a.cfg.batch,
                units::format_bytes_binary(static_cast<double>(r.gpu_reserved_bytes)),
+               units::format_bytes_binary(static_cast<double>(r.gpu_in_use_bytes)),
                units::format_bytes_binary(static_cast<double>(r.gpu_peak_in_use_bytes)));
   fmt::print("  throughput {} samples/s, median step {} (p10 {}, p90 {})\n", units::format_si(r.samples_per_s),
              units::format_seconds(r.step_time_median_s), units::format_seconds(r.step_time_p10_s),

@@ -419,6 +419,7 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
   if (gpu::TrainDevice* d = gpu_device ? gpu_device.get() : replicas.empty() ? nullptr : replicas[0].get()) {
     const AllocStats m = d->memory();
     result.gpu_reserved_bytes = m.reserved;
+    result.gpu_in_use_bytes = m.in_use;
     result.gpu_peak_in_use_bytes = m.peak_in_use;
     result.loss_scale = d->loss_scale();
     result.skipped_steps = d->skipped_steps();

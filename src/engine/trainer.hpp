@@ -76,7 +76,7 @@ struct TrainResult {
   std::size_t peak_rss_bytes = 0;     // the process's high-water mark
   int threads = 0;
   std::string device = "cpu";         // "cpu" or the GPU's description (name, memory mode, precision, path)
-  std::size_t gpu_reserved_bytes = 0, gpu_peak_in_use_bytes = 0;  // the GPU allocator's figures (GPU runs)
+  std::size_t gpu_reserved_bytes = 0, gpu_in_use_bytes = 0, gpu_peak_in_use_bytes = 0;  // the GPU allocator (GPU runs)
   double loss_scale = 1;            // amp-fp16: the dynamic loss scale at the end
   std::int64_t skipped_steps = 0;   // amp-fp16: steps skipped for non-finite gradients
   std::string gemm;
