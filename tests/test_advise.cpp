@@ -8,6 +8,7 @@
 #include "advise/advice_json.hpp"
 #include "advise/advisor.hpp"
 #include "core/error.hpp"
+#include "core/rng.hpp"
 #include "test_util.hpp"
 
 using namespace gpuvs;
@@ -255,12 +256,13 @@ TEST(Advise, ScenarioFilesAndBadScenarios) {
   gpuvs::test::TempDir dir;
   const auto f = dir / "s.toml";
   gpuvs::test::write_text(f, "name = \"lora\"\nworkload = \"llama-7b\"\ntask = \"finetune\"\nfinetune = \"qlora\"\ntokens = 1e7\n"
-                             "gpus = [\"rtx-4090\"]\n[assume]\nelectricity_usd_per_kwh = 0.25\n");
+                             "gpus = [\"rtx-4090\"]\n[assume]\nelectricity_usd_per_kwh = 0.25\nprice.rtx-4090 = 1700\n");
   advise::Assumptions a = advise::Assumptions::defaults();
   const auto s = advise::read_scenario(f.string(), a, cat());
   EXPECT_EQ(s.finetune, "qlora");
   EXPECT_DOUBLE_EQ(s.work, 1e7);
   EXPECT_DOUBLE_EQ(a.get("electricity_usd_per_kwh"), 0.25);
+  EXPECT_DOUBLE_EQ(*a.price(cat().find("rtx-4090")), 1700);  // a dotted key in TOML
   const auto adv = advise::advise(cat(), s, a);
   ASSERT_FALSE(adv.ranked.empty());
   EXPECT_EQ(adv.ranked.front().strategy, "qlora");
@@ -315,4 +317,41 @@ TEST(Advise, LlmServingLatencyIsPrefillPlusDecode) {
   const auto* l4 = find(a.ruled_out, "l4");
   ASSERT_NE(l4, nullptr);
   EXPECT_NE(l4->reason.find("SLA"), std::string::npos) << l4->reason;
+}
+
+TEST(Advise, ScenarioAndAssumptionParsersSurviveMutatedInput) {
+  // Fuzz-style: flip characters of valid inputs; every outcome is a scenario or an InputError.
+  const std::string good = "name = \"x\"\nworkload = \"llama-7b\"\ntask = \"finetune\"\nfinetune = \"lora\"\ntokens = 1e7\n"
+                           "hours = 24\ngpus = [\"rtx-4090\", \"l40s\"]\n[assume]\npue = 1.2\nprice.rtx-4090 = 1700\n";
+  const std::string assume = "electricity_usd_per_kwh=0.2; pue=1.4; price.l40s=8000; rent.l4=0.7";
+  gpuvs::test::TempDir dir;
+  const auto f = dir / "s.toml";
+  const CounterRng rng(77, 1);
+  const char repl[] = {'"', '=', '[', ']', '\n', '.', '-', '1', 'e', ' ', ';', '#', '\\'};
+  int ok = 0, refused = 0;
+  for (std::uint64_t t = 0; t < 300; ++t) {
+    std::string s = good, a = assume;
+    const auto pos = static_cast<std::size_t>(rng.uniform(3 * t) * static_cast<double>(s.size()));
+    s[pos] = repl[static_cast<std::size_t>(rng.uniform(3 * t + 1) * 13) % 13];
+    const auto apos = static_cast<std::size_t>(rng.uniform(3 * t + 2) * static_cast<double>(a.size()));
+    a[apos] = repl[static_cast<std::size_t>(rng.uniform(3 * t + 1) * 13) % 13];
+    gpuvs::test::write_text(f, s);
+    try {
+      advise::Assumptions as = advise::Assumptions::defaults();
+      advise::read_scenario(f.string(), as, cat());
+      ++ok;
+    } catch (const InputError&) {
+      ++refused;
+    }
+    try {
+      advise::Assumptions as = advise::Assumptions::defaults();
+      as.set_all(a, cat());
+      ++ok;
+    } catch (const InputError&) {
+      ++refused;
+    }
+  }
+  EXPECT_EQ(ok + refused, 600);
+  EXPECT_GT(refused, 50);
+  EXPECT_GT(ok, 10);  // some flips (in a number, a name, the name value) still parse: both paths are exercised
 }

@@ -64,11 +64,20 @@ Scenario read_scenario(const std::string& path, Assumptions& assumptions, const 
     } else if (key == "assume") {
       const auto* tab = node.as_table();
       if (!tab) throw InputError(fmt::format("{}: 'assume' must be a table", at));
-      for (const auto& [ak, an] : *tab) {
+      // Dotted keys (price.rtx-4090 = 1700) arrive as nested tables: flattened back to "price.rtx-4090".
+      auto set = [&](const std::string& name, const toml::node& value) {
         try {
-          assumptions.set(std::string(ak.str()), number(path, std::string(ak.str()), an), cat);
+          assumptions.set(name, number(path, name, value), cat);
         } catch (const InputError& e) {
-          throw InputError(fmt::format("{}: {}", where(path, an), e.what()));
+          const std::string what = e.what();
+          throw InputError(what.rfind(path, 0) == 0 ? what : fmt::format("{}: {}", where(path, value), what));
+        }
+      };
+      for (const auto& [ak, an] : *tab) {
+        if (const auto* inner = an.as_table()) {
+          for (const auto& [ik, in] : *inner) set(std::string(ak.str()) + "." + std::string(ik.str()), in);
+        } else {
+          set(std::string(ak.str()), an);
         }
       }
     } else {
