@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
+#include <thread>
 #include <cmath>
 #include <map>
 
@@ -426,33 +429,54 @@ Advice advise(const catalog::Catalog& cat, const Scenario& s, const Assumptions&
   else
     for (const auto& id : s.gpus) gpus.push_back(&cat.find(id));
 
-  std::vector<Option> all;
-  std::map<std::string, Fit> fit_cache;
   const int max_gpus = static_cast<int>(a.get("max_gpus_per_server"));
-  for (const catalog::Gpu* gpu : gpus) {
+  // Every GPU's options are independent (the model is pure and the catalog read-only): priced on worker
+  // threads, GPUs taken in turn, results kept in catalog order so the ranking is the same every run.
+  auto options_for = [&](const catalog::Gpu& gpu) {
+    std::vector<Option> out;
+    std::map<std::string, Fit> fit_cache;
     std::string note;
-    const auto precision = precision_for(*gpu, s.precision, note);
+    const auto precision = precision_for(gpu, s.precision, note);
     if (!precision) {
       Option o;
-      o.gpu_id = gpu->id;
-      o.gpu_name = gpu->name;
+      o.gpu_id = gpu.id;
+      o.gpu_name = gpu.name;
       o.why_not.push_back(fmt::format("runs neither {} nor a 16-bit fallback", s.precision));
-      all.push_back(o);
-      continue;
+      out.push_back(o);
+      return out;
     }
     if (serving) {
       std::vector<std::string> modes = {"serve-dedicated"};
-      if (s.tenants > 1) {
-        if (gpu->mig_max >= 2) modes.push_back("serve-mig");
-        else modes.push_back("serve-shared");
-      }
-      for (const auto& m : modes) all.push_back(serving_option(cat, *gpu, s, a, *precision, note, m));
-      continue;
+      if (s.tenants > 1) modes.push_back(gpu.mig_max >= 2 ? "serve-mig" : "serve-shared");
+      for (const auto& m : modes) out.push_back(serving_option(cat, gpu, s, a, *precision, note, m));
+      return out;
     }
     for (int count = 1; count <= max_gpus; count *= 2)
       for (const auto& strategy : strategies(s, count))
-        all.push_back(training_option(cat, *gpu, s, a, count, strategy, *precision, note, transformer, fit_cache));
-  }
+        out.push_back(training_option(cat, gpu, s, a, count, strategy, *precision, note, transformer, fit_cache));
+    return out;
+  };
+  std::vector<std::vector<Option>> per_gpu(gpus.size());
+  std::vector<std::exception_ptr> errors(gpus.size());
+  std::atomic<std::size_t> next{0};
+  const unsigned workers = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), static_cast<unsigned>(gpus.size())));
+  std::vector<std::thread> pool;
+  for (unsigned w = 0; w < workers; ++w)
+    pool.emplace_back([&] {
+      for (std::size_t i = next++; i < gpus.size(); i = next++) {
+        try {
+          per_gpu[i] = options_for(*gpus[i]);
+        } catch (...) {
+          errors[i] = std::current_exception();
+        }
+      }
+    });
+  for (auto& t : pool) t.join();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  std::vector<Option> all;
+  for (auto& v : per_gpu)
+    for (auto& o : v) all.push_back(std::move(o));
   for (auto& o : all) o.feasible = o.fits && o.why_not.empty();
 
   // One row per GPU: its best option (the cheapest feasible count and strategy, ties to the faster).
