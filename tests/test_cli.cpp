@@ -385,3 +385,23 @@ TEST(Cli, TrainRefusesMissingGpusBeforeAnyOutput) {
   expect_usage_error(run_gpuvs("train seed-mlp --device tpu --rows 300"), "--device 'tpu'");
   expect_usage_error(run_gpuvs("train seed-mlp --device cpu --precision amp-bf16 --rows 300"), "needs a GPU");
 }
+
+TEST(Cli, BenchRunsCanBeStoredInTheHistory) {
+  TempDir dir;
+  const std::string db = (dir / "h.db").string();
+  const auto r = run_gpuvs("bench --quick --threads 1 --only cpu.stream.copy,cuda.mem.read --db " + db);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("stored as run 1"), std::string::npos) << r.out;
+  const auto h = nlohmann::json::parse(run_gpuvs("history --json --db " + db).out);
+  ASSERT_EQ(h["runs"].size(), 1u);
+  EXPECT_EQ(h["runs"][0]["kind"], "bench");
+  const auto rep = run_gpuvs("report -o json --db " + db);
+  ASSERT_EQ(rep.exit_code, 0) << rep.err;
+  const auto run = nlohmann::json::parse(rep.out);
+  EXPECT_EQ(run["payload"]["bench"]["results"].size(), 2u);
+  EXPECT_FALSE(run["payload"]["devices"]["cpu"]["model"].get<std::string>().empty());
+  // A foreign database is refused before anything runs.
+  const auto foreign = dir / "x.db";
+  gpuvs::test::write_text(foreign, "not a database");
+  expect_usage_error(run_gpuvs("bench --quick --only cpu.stream.copy --db " + foreign.string()), "not a gpuvs database");
+}

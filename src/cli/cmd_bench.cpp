@@ -5,25 +5,32 @@
 
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "bench/gpu_benchmarks.hpp"
 #include "bench/registry.hpp"
 #include "bench/results_json.hpp"
+#include "catalog/catalog.hpp"
 #include "cli/commands.hpp"
+#include "cli/devices_json.hpp"
+#include "hw/cpu.hpp"
+#include "hw/match.hpp"
+#include "hw/nvidia.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "core/strings.hpp"
 #include "gpuvs_revision.hpp"
+#include "store/store.hpp"
 
 namespace gpuvs::cli {
 
 namespace {
 
 struct BenchArgs {
-  bool quick = false;
-  std::string only, format = "table", save;
+  bool quick = false, store = false;
+  std::string only, format = "table", save, db;
   int threads = 0;
   int device = std::numeric_limits<int>::min();  // unset
 };
@@ -58,6 +65,8 @@ int run_bench(const BenchArgs& a) {
     files::ensure_writable_dir(parent, "--save");
     if (std::filesystem::is_directory(a.save)) throw InputError(fmt::format("--save {}: is a directory", a.save));
   }
+  std::optional<store::Store> history;
+  if (a.store || !a.db.empty()) history.emplace(store::Store::open(a.db.empty() ? store::default_path() : std::filesystem::path(a.db), true));
   std::vector<std::string> keys;
   std::stringstream ss(a.only);
   for (std::string k; std::getline(ss, k, ',');)
@@ -69,6 +78,32 @@ int run_bench(const BenchArgs& a) {
   for (const auto& m : results) failed = failed || m.status == "FAILED";
   const nlohmann::json record = bench::results_json(results, a.quick, fmt::format("{} (git {})", GPUVS_VERSION, GPUVS_GIT_REVISION));
   if (!a.save.empty()) files::write_atomic(a.save, record.dump(2) + "\n");
+  std::int64_t run_id = 0;
+  if (history) {  // a bench run in the results history: `gpuvs report` and `gpuvs diff` read it like any run
+    store::Run run;
+    run.created_utc = record["created_utc"].get<std::string>();
+    run.kind = "bench";
+    run.gpuvs_version = record["gpuvs"].get<std::string>();
+    run.host = record["machine"]["cpu"].get<std::string>();
+    run.gpu = "none";
+    for (const auto& m : results)
+      if (m.key.rfind("cuda.", 0) == 0 && m.status == "ok") {
+        run.gpu = m.device;
+        break;
+      }
+    const hw::CpuInfo cpu = hw::probe_cpu();
+    hw::NvidiaReport nv = hw::probe_nvidia();
+    const catalog::Catalog cat = catalog::Catalog::builtin();
+    for (auto& g : nv.gpus) g.catalog_id = hw::match_catalog(g, cat);
+    std::size_t ok = 0;
+    for (const auto& m : results) ok += m.status == "ok" ? 1 : 0;
+    run.summary = fmt::format("{} benchmarks, {} measured{}", results.size(), ok, a.quick ? " (quick)" : "");
+    run.payload = {{"schema_version", 1}, {"kind", "bench"}, {"gpuvs", record["gpuvs"]}, {"bench", record},
+                   {"devices", devices_record(cpu, nv)},
+                   {"summary", nlohmann::json::array({run.summary})}};
+    for (const auto& m : results) run.figures.push_back({m.key, m.device, m.unit, m.status, m.median, m.spec});
+    run_id = history->add(run);
+  }
   if (a.format == "json") {
     fmt::print("{}\n", record.dump(2));
   } else if (a.format == "csv") {
@@ -91,6 +126,7 @@ int run_bench(const BenchArgs& a) {
     for (const auto& m : results)
       if (!m.detail.empty()) fmt::print("\n{} ({}):\n{}", m.key, m.device, m.detail);
     if (!a.save.empty()) fmt::print("saved to {}\n", a.save);
+    if (history) fmt::print("stored as run {} in {}\n", run_id, history->path().string());
   }
   return failed ? 1 : 0;
 }
@@ -105,6 +141,8 @@ Runner add_bench_command(CLI::App& app) {
   sub->add_option("-o", a->format, "table, json, csv or md")->capture_default_str();
   sub->add_option("--threads", a->threads, "CPU threads (default: every core)");
   sub->add_option("--device", a->device, "CUDA ordinal for the GPU benchmarks (default 0)");
+  sub->add_flag("--store", a->store, "Also store the run in the results history (gpuvs history / report / diff)");
+  sub->add_option("--db", a->db, "Results database for --store (default $XDG_DATA_HOME/gpuvs/history.db)");
   sub->add_option("--save", a->save, "Also write the JSON record to this file (for predict --calibration and reports)");
   return [a] { return run_bench(*a); };
 }
