@@ -58,8 +58,8 @@ Costs costs_for(const catalog::Gpu& gpu, const Assumptions& a, double utilizatio
   Costs c;
   c.rent_per_h = a.rent(gpu);
   c.price = a.price(gpu);
-  c.power_per_h = gpu.tdp_w / 1000.0 * a.get("pue") * a.get("electricity_usd_per_kwh");
-  if (c.price) c.own_per_h = *c.price / (a.get("amortization_years") * 8760.0 * utilization) + *c.power_per_h;
+  c.power_per_h = a.power_per_hour(gpu);
+  c.own_per_h = a.own_per_hour(gpu, utilization);
   return c;
 }
 

@@ -97,6 +97,16 @@ std::optional<double> Assumptions::rent(const catalog::Gpu& gpu) const {
   return gpu.cloud_usd_per_hr;
 }
 
+double Assumptions::power_per_hour(const catalog::Gpu& gpu) const {
+  return gpu.tdp_w / 1000.0 * get("pue") * get("electricity_usd_per_kwh");
+}
+
+std::optional<double> Assumptions::own_per_hour(const catalog::Gpu& gpu, double utilization) const {
+  const auto p = price(gpu);
+  if (!p) return std::nullopt;
+  return *p / (get("amortization_years") * 8760.0 * utilization) + power_per_hour(gpu);
+}
+
 std::vector<Assumption> Assumptions::list() const {
   std::vector<Assumption> out = items_;
   for (const auto& [id, v] : price_) out.push_back({"price." + id, v, "USD", "set by the user", true});

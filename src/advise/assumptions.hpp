@@ -29,6 +29,10 @@ class Assumptions {
   double get(const std::string& key) const;
   std::optional<double> price(const catalog::Gpu& gpu) const;  // override, else MSRP, else price basis
   std::optional<double> rent(const catalog::Gpu& gpu) const;   // override, else cloud $/h
+  /// TDP at the electricity price and PUE, USD per hour.
+  double power_per_hour(const catalog::Gpu& gpu) const;
+  /// Owning the card: its price over amortization_years at `utilization`, plus power; nullopt without a price.
+  std::optional<double> own_per_hour(const catalog::Gpu& gpu, double utilization) const;
   std::vector<Assumption> list() const;
 
  private:

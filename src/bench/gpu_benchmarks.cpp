@@ -67,8 +67,7 @@ const Context& context() {
       if (p.status != "ok") c.why = p.detail;
     }
     if (c.count > 0) {
-      c.probe = hw::probe_nvidia();
-      for (auto& g : c.probe.gpus) g.catalog_id = hw::match_catalog(g, c.catalog);
+      c.probe = hw::probe_nvidia_matched(c.catalog);
     }
     return c;
   }();

@@ -6,21 +6,13 @@
 #include <ctime>
 
 #include "bench/gpu_benchmarks.hpp"
+#include "core/clock.hpp"
 #include "core/error.hpp"
 #include "hw/cpu.hpp"
 
 namespace gpuvs::bench {
 
 namespace {
-
-std::string utc_now() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 nlohmann::json opt_num(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
 
@@ -53,7 +45,7 @@ nlohmann::json results_json(const std::vector<Measurement>& results, bool quick,
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& m : results) arr.push_back(measurement_json(m));
   return {{"schema_version", kResultsSchema},
-          {"created_utc", utc_now()},
+          {"created_utc", clock::utc_now()},
           {"gpuvs", gpuvs_version},
           {"quick", quick},
           {"machine",

@@ -18,7 +18,14 @@ perf::Calibration load_calibration(const std::string& path, const catalog::Catal
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError(fmt::format("{}: not JSON (byte {}): {}", path, e.byte, e.what()));
   }
-  const auto results = bench::measurements_from_json(j, path);
+  auto cal = calibration_from(bench::measurements_from_json(j, path), j.value("quick", false), cat, path);
+  if (!cal)
+    throw InputError(fmt::format("{}: no GPU figures from a catalog device (run gpuvs bench --save on a GPU gpuvs knows)", path));
+  return *cal;
+}
+
+std::optional<perf::Calibration> calibration_from(const std::vector<bench::Measurement>& results, bool quick,
+                                                  const catalog::Catalog& cat, const std::string& source) {
   // The device string is "cuda:N NAME (catalog-id)"; all GPU figures of one record come from one device.
   std::string gpu_id;
   std::vector<perf::MeasuredFigure> figures;
@@ -29,16 +36,13 @@ perf::Calibration load_calibration(const std::string& path, const catalog::Catal
     const std::string id = m.device.substr(open + 1, close - open - 1);
     if (gpu_id.empty()) gpu_id = id;
     if (id != gpu_id)
-      throw InputError(fmt::format("{}: GPU figures from two devices ({} and {}); calibrate from one", path, gpu_id, id));
+      throw InputError(fmt::format("{}: GPU figures from two devices ({} and {}); calibrate from one", source, gpu_id, id));
     figures.push_back({m.key, m.unit, m.median});
   }
-  if (figures.empty())
-    throw InputError(fmt::format("{}: no GPU figures from a catalog device (run gpuvs bench --save on a GPU gpuvs knows)", path));
-  const catalog::Gpu& gpu = cat.find(gpu_id);
-  const bool quick = j.value("quick", false);
-  const double gemm_n = quick ? 4096 : 8192;              // the sizes the CUDA benchmarks use
+  if (figures.empty()) return std::nullopt;
+  const double gemm_n = quick ? 4096 : 8192;                         // the sizes the CUDA benchmarks use
   const double copy_bytes = 2.0 * (quick ? 256 : 1024) * 1048576.0;  // read + write of one array
-  return perf::calibrate(gpu, figures, gemm_n, copy_bytes, path);
+  return perf::calibrate(cat.find(gpu_id), figures, gemm_n, copy_bytes, source);
 }
 
 }  // namespace gpuvs::cli

@@ -92,9 +92,7 @@ int run_bench(const BenchArgs& a) {
         break;
       }
     const hw::CpuInfo cpu = hw::probe_cpu();
-    hw::NvidiaReport nv = hw::probe_nvidia();
-    const catalog::Catalog cat = catalog::Catalog::builtin();
-    for (auto& g : nv.gpus) g.catalog_id = hw::match_catalog(g, cat);
+    const hw::NvidiaReport nv = hw::probe_nvidia_matched(catalog::Catalog::builtin());
     std::size_t ok = 0;
     for (const auto& m : results) ok += m.status == "ok" ? 1 : 0;
     run.summary = fmt::format("{} benchmarks, {} measured{}", results.size(), ok, a.quick ? " (quick)" : "");

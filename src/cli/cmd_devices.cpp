@@ -52,9 +52,7 @@ struct DevicesArgs {
 
 int run_devices(const DevicesArgs& a) {
   const hw::CpuInfo cpu = hw::probe_cpu();
-  hw::NvidiaReport gpu = hw::probe_nvidia();
-  const catalog::Catalog cat = catalog::Catalog::builtin();
-  for (auto& d : gpu.gpus) d.catalog_id = hw::match_catalog(d, cat);
+  const hw::NvidiaReport gpu = hw::probe_nvidia_matched(catalog::Catalog::builtin());
   if (a.json) {
     fmt::print("{}\n", devices_record(cpu, gpu).dump(2));
     return 0;

@@ -16,8 +16,10 @@
 #include "bench/registry.hpp"
 #include "bench/results_json.hpp"
 #include "catalog/catalog.hpp"
+#include "cli/calibration_file.hpp"
 #include "cli/commands.hpp"
 #include "cli/devices_json.hpp"
+#include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "core/units.hpp"
@@ -70,15 +72,6 @@ class QuietObserver final : public engine::TrainObserver {
                units::format_si(e.samples_per_s));
   }
 };
-
-std::string utc_now() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 const bench::Measurement* figure(const std::vector<bench::Measurement>& r, const std::string& key) {
   for (const auto& m : r)
@@ -152,8 +145,7 @@ int run_evaluate(const EvaluateArgs& a) {
 
   steps.begin("probing devices");
   const hw::CpuInfo cpu = hw::probe_cpu();
-  hw::NvidiaReport nv = hw::probe_nvidia();
-  for (auto& g : nv.gpus) g.catalog_id = hw::match_catalog(g, cat);
+  const hw::NvidiaReport nv = hw::probe_nvidia_matched(cat);
   json devices = devices_record(cpu, nv);
 
   steps.begin("quick benchmarks");
@@ -188,15 +180,6 @@ int run_evaluate(const EvaluateArgs& a) {
   std::optional<perf::Calibration> cal;
   json calibration = nullptr;
   {
-    std::string gpu_id;
-    std::vector<perf::MeasuredFigure> figs;
-    for (const auto& m : results) {
-      if (m.key.rfind("cuda.", 0) != 0 || m.status != "ok") continue;
-      const auto open = m.device.rfind('('), close = m.device.rfind(')');
-      if (open == std::string::npos || close == std::string::npos || close < open) continue;
-      gpu_id = m.device.substr(open + 1, close - open - 1);
-      figs.push_back({m.key, m.unit, m.median});
-    }
     // The engine's own per-op CUDA-event timings of the seed step, against the model for the same GPU.
     json engine_ops = json::array();
     if (tr.device != "cpu" && !tr.op_profile.empty() && !nv.gpus.empty() && !nv.gpus.front().catalog_id.empty()) {
@@ -209,8 +192,8 @@ int run_evaluate(const EvaluateArgs& a) {
         engine_ops.push_back({{"class", c.op_class}, {"measured_us", c.measured}, {"predicted_us", c.predicted}, {"ratio", c.ratio}});
     }
     if (!engine_ops.empty()) calibration = {{"engine_ops", engine_ops}};
-    if (!figs.empty()) {
-      cal = perf::calibrate(cat.find(gpu_id), figs, 4096, 2.0 * 256 * 1048576.0, "this run's quick benchmarks");
+    cal = calibration_from(results, true, cat, "this run's quick benchmarks");
+    if (cal) {
       json classes = json::array();
       for (const auto& c : cal->classes)
         classes.push_back({{"class", c.op_class}, {"measured", c.measured}, {"predicted", c.predicted}, {"ratio", c.ratio}, {"applied", c.applied}});
@@ -252,9 +235,7 @@ int run_evaluate(const EvaluateArgs& a) {
       e["usd_per_million"] = hours_per_million * *rent;
       e["cost_basis"] = "cloud rent";
     } else if (const auto price = assumptions.price(g)) {
-      const double own = *price / (assumptions.get("amortization_years") * 8760.0 * assumptions.get("utilization")) +
-                         g.tdp_w / 1000.0 * assumptions.get("pue") * assumptions.get("electricity_usd_per_kwh");
-      e["usd_per_million"] = hours_per_million * own;
+      e["usd_per_million"] = hours_per_million * *assumptions.own_per_hour(g, assumptions.get("utilization"));
       e["cost_basis"] = "owned";
     }
     json scaling = json::array();
@@ -311,7 +292,7 @@ int run_evaluate(const EvaluateArgs& a) {
                                                   a.workload, a.precision)},
                   {"roofline", roofline(results, tr, "seed-mlp", cpu)}, {"advice", advise::advice_json(advice)}, {"summary", summary}};
   store::Run run;
-  run.created_utc = utc_now();
+  run.created_utc = clock::utc_now();
   run.kind = "evaluate";
   run.gpuvs_version = version;
   run.host = cpu.model;

@@ -39,4 +39,10 @@ std::string match_catalog(const GpuDevice& d, const catalog::Catalog& cat) {
   return best_score >= 6 ? best : std::string();  // the name and at least SMs or memory must agree
 }
 
+NvidiaReport probe_nvidia_matched(const catalog::Catalog& cat) {
+  NvidiaReport r = probe_nvidia();
+  for (auto& g : r.gpus) g.catalog_id = match_catalog(g, cat);
+  return r;
+}
+
 }  // namespace gpuvs::hw

@@ -219,27 +219,12 @@ std::int64_t Store::add(const Run& run) {
   }
 }
 
-std::vector<Run> Store::list() const {
-  Statement s(impl_->db, "SELECT id, created_utc, kind, gpuvs_version, host, gpu, summary FROM runs ORDER BY id DESC", impl_->path);
-  std::vector<Run> out;
-  while (s.step()) {
-    Run r;
-    r.id = s.integer(0);
-    r.created_utc = s.text(1);
-    r.kind = s.text(2);
-    r.gpuvs_version = s.text(3);
-    r.host = s.text(4);
-    r.gpu = s.text(5);
-    r.summary = s.text(6);
-    out.push_back(std::move(r));
-  }
-  return out;
-}
+namespace {
 
-Run Store::get(std::int64_t id) const {
-  Statement s(impl_->db, "SELECT id, created_utc, kind, gpuvs_version, host, gpu, summary, payload FROM runs WHERE id=?", impl_->path);
-  s.bind(1, id);
-  if (!s.step()) throw InputError(fmt::format("run {} is not in {} (gpuvs history lists the runs)", id, impl_->path.string()));
+constexpr const char* kRunColumns = "id, created_utc, kind, gpuvs_version, host, gpu, summary";
+
+/// A run's header from a row that starts with kRunColumns.
+Run run_header(const Statement& s) {
   Run r;
   r.id = s.integer(0);
   r.created_utc = s.text(1);
@@ -248,6 +233,25 @@ Run Store::get(std::int64_t id) const {
   r.host = s.text(4);
   r.gpu = s.text(5);
   r.summary = s.text(6);
+  return r;
+}
+
+}  // namespace
+
+std::vector<Run> Store::list() const {
+  const std::string sql = fmt::format("SELECT {} FROM runs ORDER BY id DESC", kRunColumns);
+  Statement s(impl_->db, sql.c_str(), impl_->path);
+  std::vector<Run> out;
+  while (s.step()) out.push_back(run_header(s));
+  return out;
+}
+
+Run Store::get(std::int64_t id) const {
+  const std::string sql = fmt::format("SELECT {}, payload FROM runs WHERE id=?", kRunColumns);
+  Statement s(impl_->db, sql.c_str(), impl_->path);
+  s.bind(1, id);
+  if (!s.step()) throw InputError(fmt::format("run {} is not in {} (gpuvs history lists the runs)", id, impl_->path.string()));
+  Run r = run_header(s);
   r.payload = nlohmann::json::parse(s.text(7), nullptr, false);
   if (r.payload.is_discarded()) throw InputError(fmt::format("run {} in {}: its stored record is not JSON", id, impl_->path.string()));
   Statement f(impl_->db, "SELECT key, device, unit, status, median, spec FROM figures WHERE run_id=? ORDER BY rowid", impl_->path);

@@ -138,7 +138,6 @@ class CudaExecutor final : public Executor {
   std::map<NodeId, std::size_t> bucket_end_;   // last gradient node of a bucket -> bucket index
   std::vector<Bucket> buckets_;
   char* grad_arena_ = nullptr;
-  std::vector<AdamTensor> adam_host_;
   std::vector<cudaEvent_t> grad_ready_, grad_done_;
   bool gathered_ = false;
   const float* data_x_ = nullptr;
@@ -146,6 +145,7 @@ class CudaExecutor final : public Executor {
   std::int64_t* rows_host_ = nullptr;
   std::int64_t* rows_dev_ = nullptr;
   std::int64_t batch_rows_ = 0, features_ = 0;
+  std::int32_t* labels_ = nullptr;  // the "labels" input's device buffer, filled by the gather
 };
 
 class Device final : public gpu::TrainDevice {
@@ -372,7 +372,6 @@ CudaExecutor::CudaExecutor(Device& dev, const graph::Graph& g, ParamStore& store
     for (auto* v : {&grad_ready_, &grad_done_})
       for (auto& e : *v) ck(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate");
   }
-  adam_host_ = adam;
   if (!adam.empty()) {
     adam_count_ = static_cast<int>(adam.size());
     adam_dev_ = static_cast<AdamTensor*>(alloc(adam.size() * sizeof(AdamTensor)));
@@ -490,7 +489,7 @@ void CudaExecutor::exec(const Node& n) {
           ck(cudaMemcpyAsync(rows_dev_, rows_host_, static_cast<std::size_t>(batch_rows_) * sizeof(std::int64_t), cudaMemcpyHostToDevice, s),
              "row indices");
           launch_gather_rows(data_x_, data_y_, rows_dev_, batch_rows_, features_, f(n.id),
-                             static_cast<std::int32_t*>(value_[static_cast<std::size_t>(g_.find("labels"))]), s);
+                             labels_, s);
         }
         return;
       }
@@ -663,6 +662,7 @@ bool CudaExecutor::gather_rows(const Dataset& data, const std::int64_t* rows, st
     data_y_ = dy;
     batch_rows_ = count;
     features_ = data.features;
+    labels_ = static_cast<std::int32_t*>(value_[static_cast<std::size_t>(y)]);
     ck(cudaMallocHost(reinterpret_cast<void**>(&rows_host_), static_cast<std::size_t>(count) * sizeof(std::int64_t)), "cudaMallocHost");
     rows_dev_ = static_cast<std::int64_t*>(alloc(static_cast<std::size_t>(count) * sizeof(std::int64_t)));
     gathered_ = true;
