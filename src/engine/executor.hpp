@@ -30,6 +30,18 @@ struct StepContext {
   std::int64_t iteration = 0;
 };
 
+/// Running sums over the training steps run with Executor::run_accumulate since reset_totals().
+struct StepTotals {
+  double loss = 0;      // sum over steps of loss x rows
+  double accuracy = 0;  // sum over steps of accuracy x rows
+  std::int64_t rows = 0;
+  std::int64_t steps = 0;
+  std::int64_t first_nonfinite_iteration = -1;  // StepContext::iteration of the first step whose loss was inf/NaN
+  double nonfinite_loss = 0;                    // that step's loss
+  /// Sums; the earlier non-finite step wins.
+  StepTotals& operator+=(const StepTotals& o);
+};
+
 class Executor {
  public:
   virtual ~Executor() = default;
@@ -54,7 +66,38 @@ class Executor {
     (void)data, (void)rows, (void)count;
     return false;
   }
+
+  // ---- Training epochs: steps that report into running totals, so a GPU can queue them.
+  /// Binds the training steps that follow to an epoch's row order: the k-th run_accumulate after this
+  /// call trains on rows order[offset + k*stride, ... + rows) of `data` (`count` = the order's length;
+  /// it must stay valid until the next bind) and the caller loads no inputs. `first` is the step that
+  /// comes next. False when this graph has no "x"/"labels" inputs shaped for `data`.
+  virtual bool bind_epoch(const Dataset& data, const std::int64_t* order, std::int64_t count, std::int64_t offset,
+                          std::int64_t stride, const StepContext& first);
+  /// One training step of `rows` rows (the graph's batch) whose "loss" and "accuracy" are added to the
+  /// running totals. An asynchronous executor may return before the step has run; successive calls
+  /// must carry successive iterations.
+  virtual void run_accumulate(const StepContext& ctx, std::int64_t rows);
+  /// Waits for every queued step and returns the totals since the last reset_totals().
+  virtual StepTotals totals();
+  virtual void reset_totals();
+  /// True when run_accumulate queues the step and returns early (a bound GPU executor): callers ask for
+  /// totals() only every few steps, since each call drains the queue.
+  virtual bool asynchronous() const { return false; }
+
+ protected:
+  StepTotals host_totals_;  // the synchronous path's sums
+
+ private:
+  struct Binding {
+    const Dataset* data = nullptr;
+    const std::int64_t* order = nullptr;
+    std::int64_t count = 0, offset = 0, stride = 0, cursor = 0;
+  } binding_;
 };
+
+/// Fills `ex`'s "x" and "labels" inputs with rows `rows[0..count)` of `data` (or lets it gather them itself).
+void load_rows(Executor& ex, const Dataset& data, const std::int64_t* rows, std::int64_t count);
 
 std::unique_ptr<Executor> make_cpu_executor(const graph::Graph& g, ParamStore& store, const ExecutorOptions& opt);
 

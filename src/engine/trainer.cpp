@@ -84,18 +84,6 @@ std::vector<OpProfile> collect_profile(const Executor& ex, std::int64_t runs) {
   return out;
 }
 
-void load_batch(Executor& ex, const Dataset& d, const std::int64_t* rows, std::int64_t count) {
-  if (ex.gather_rows(d, rows, count)) return;
-  auto* x = static_cast<float*>(ex.input("x"));
-  auto* y = static_cast<std::int32_t*>(ex.input("labels"));
-  const auto f = static_cast<std::size_t>(d.features);
-  for (std::int64_t i = 0; i < count; ++i) {
-    const auto r = static_cast<std::size_t>(rows[i]);
-    std::memcpy(x + static_cast<std::size_t>(i) * f, d.x.data() + r * f, f * sizeof(float));
-    y[i] = d.y[r];
-  }
-}
-
 std::size_t peak_rss() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
@@ -103,6 +91,14 @@ std::size_t peak_rss() {
 }
 
 }  // namespace
+
+std::int64_t next_sync_window(double seconds_per_step, std::int64_t cap, double target_seconds) {
+  if (cap < 1) cap = 1;
+  if (!(seconds_per_step > 0) || !std::isfinite(seconds_per_step)) return 1;
+  const double steps = target_seconds / seconds_per_step;
+  if (!(steps >= 1)) return 1;
+  return steps >= static_cast<double>(cap) ? cap : static_cast<std::int64_t>(steps);
+}
 
 void validate_config(const TrainConfig& cfg) {
   if (cfg.epochs < 1) throw InputError(fmt::format("--epochs must be at least 1, got {}", cfg.epochs));
@@ -122,6 +118,7 @@ void validate_config(const TrainConfig& cfg) {
   if (!(cfg.memory_fraction > 0 && cfg.memory_fraction <= 1))
     throw InputError(fmt::format("--memory preallocate={}: the fraction must be in (0, 1]", cfg.memory_fraction));
   if (cfg.gpus < 1) throw InputError(fmt::format("--gpus must be at least 1, got {}", cfg.gpus));
+  if (cfg.steps_per_sync < 1) throw InputError(fmt::format("--steps-per-sync must be at least 1, got {}", cfg.steps_per_sync));
   if (cfg.gpus > 1 && cfg.batch % cfg.gpus != 0)
     throw InputError(fmt::format("--batch-size {} does not split evenly over --gpus {}", cfg.batch, cfg.gpus));
   if (cfg.gpus > 1 && cfg.device != "auto" && cfg.device != "cuda" && cfg.device != "cuda:0")
@@ -295,17 +292,30 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
     for (auto* e : {p->full.get(), p->tail.get()})
       if (e) workspace += e->workspace_bytes();
   for (const auto& e : replica_ex) workspace += e->workspace_bytes();
-  // One global step over the replicas: each loads its shard, all run at once on their own threads (each
-  // replica's NCCL calls need the others' to be in flight), then loss and accuracy are averaged.
-  auto run_replicas = [&](const std::int64_t* rows_of_step, std::int64_t iteration) {
+  // The executors of a training epoch (full batch and tail, or one per replica) and their seeds: each
+  // replica draws its own dropout masks.
+  std::vector<Executor*> train_execs;
+  std::vector<std::uint64_t> exec_seed;
+  for (auto* e : {train_ex.full.get(), train_ex.tail.get()})
+    if (e) {
+      train_execs.push_back(e);
+      exec_seed.push_back(cfg.seed);
+    }
+  for (std::size_t r = 0; r < replica_ex.size(); ++r) {
+    train_execs.push_back(replica_ex[r].get());
+    exec_seed.push_back(cfg.seed + 0x9E3779B97F4A7C15ULL * r);
+  }
+  // One global step over the replicas: all run at once on their own threads (each replica's NCCL calls
+  // need the others' to be in flight).
+  auto run_replicas = [&](const std::int64_t* rows_of_step, std::int64_t iteration, const std::vector<char>& bound) {
     for (std::size_t r = 0; r < replica_ex.size(); ++r)
-      load_batch(*replica_ex[r], data, rows_of_step + static_cast<std::int64_t>(r) * shard, shard);
+      if (!bound[r]) load_rows(*replica_ex[r], data, rows_of_step + static_cast<std::int64_t>(r) * shard, shard);
     std::vector<std::exception_ptr> errors(replica_ex.size());
     std::vector<std::thread> threads;
     for (std::size_t r = 0; r < replica_ex.size(); ++r)
       threads.emplace_back([&, r] {
         try {
-          replica_ex[r]->run({cfg.seed + 0x9E3779B97F4A7C15ULL * r, iteration});  // each replica its own dropout masks
+          replica_ex[r]->run_accumulate({exec_seed[r], iteration}, shard);
         } catch (...) {
           errors[r] = std::current_exception();
         }
@@ -313,12 +323,6 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
     for (auto& t : threads) t.join();
     for (auto& e : errors)
       if (e) std::rethrow_exception(e);
-    double loss = 0, acc = 0;
-    for (const auto& ex : replica_ex) {
-      loss += ex->scalar("loss");
-      acc += ex->scalar("accuracy");
-    }
-    return std::pair{loss / static_cast<double>(replica_ex.size()), acc / static_cast<double>(replica_ex.size())};
   };
   if (cfg.logdir) {
     tb_train = std::make_unique<EventFileWriter>(*cfg.logdir / "train");
@@ -332,36 +336,56 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
   for (std::int64_t epoch = first_epoch; epoch <= cfg.epochs; ++epoch) {
     obs.on_epoch_begin(epoch, cfg.epochs, steps);
     const auto order = epoch_order(n_train, cfg.seed, epoch);
-    double loss_sum = 0, acc_sum = 0;
-    std::int64_t seen = 0;
+    const std::int64_t epoch_iteration = store.iterations;
+    // Executors that take their rows from the epoch's order themselves (a GPU gathers on the device);
+    // the rest are loaded here every step.
+    std::vector<char> bound;
+    bool queued = false;
+    for (std::size_t k = 0; k < train_execs.size(); ++k) {
+      Executor* e = train_execs[k];
+      e->reset_totals();
+      const std::int64_t offset = !replica_ex.empty()         ? static_cast<std::int64_t>(k) * shard
+                                  : e == train_ex.tail.get() ? (steps - 1) * cfg.batch
+                                                             : 0;
+      bound.push_back(e->bind_epoch(data, order.data(), n_train, offset, cfg.batch, {exec_seed[k], epoch_iteration}) ? 1 : 0);
+      queued = queued || e->asynchronous();
+    }
+    StepTotals sum;
+    std::int64_t window = 1, in_window = 0;  // steps queued since the last totals()
     const auto t_epoch = clock_type::now();
+    auto t_window = t_epoch;
     for (std::int64_t s = 0; s < steps; ++s) {
       const std::int64_t begin = s * cfg.batch;
       const std::int64_t rows = std::min(cfg.batch, n_train - begin);
       full_runs += rows == cfg.batch ? 1 : 0;
-      double loss = 0, accuracy = 0;
-      const auto t0 = clock_type::now();
       if (!replica_ex.empty()) {
-        std::tie(loss, accuracy) = run_replicas(order.data() + begin, store.iterations);
-        step_times.push_back(std::chrono::duration<double>(clock_type::now() - t0).count());
+        run_replicas(order.data() + begin, store.iterations, bound);
       } else {
         Executor& ex = train_ex.for_rows(rows, cfg.batch);
-        load_batch(ex, data, order.data() + begin, rows);
-        const auto t1 = clock_type::now();
-        ex.run({cfg.seed, store.iterations});
-        step_times.push_back(std::chrono::duration<double>(clock_type::now() - t1).count());
-        loss = ex.scalar("loss");
-        accuracy = ex.scalar("accuracy");
+        if (!bound[&ex == train_execs[0] ? 0 : 1]) load_rows(ex, data, order.data() + begin, rows);
+        ex.run_accumulate({cfg.seed, store.iterations}, rows);
       }
       ++store.iterations;
-      if (!std::isfinite(loss))
-        throw RuntimeFailure(fmt::format("training diverged: loss is {} at epoch {} step {} (try a lower --lr)", loss,
-                                         epoch, s + 1));
-      loss_sum += loss * static_cast<double>(rows);
-      acc_sum += accuracy * static_cast<double>(rows);
-      seen += rows;
-      obs.on_step(s + 1, loss_sum / static_cast<double>(seen), acc_sum / static_cast<double>(seen));
+      if (++in_window < window && s + 1 < steps) continue;
+      // Loss and accuracy so far (on a GPU this waits for the queued steps).
+      sum = {};
+      for (Executor* e : train_execs) sum += e->totals();
+      const double per_step = std::chrono::duration<double>(clock_type::now() - t_window).count() / static_cast<double>(in_window);
+      step_times.push_back(per_step);
+      if (queued) window = next_sync_window(per_step, cfg.steps_per_sync);
+      in_window = 0;
+      if (sum.first_nonfinite_iteration >= 0)
+        throw RuntimeFailure(fmt::format("training diverged: loss is {} at epoch {} step {} (try a lower --lr)", sum.nonfinite_loss,
+                                         epoch, sum.first_nonfinite_iteration - epoch_iteration + 1));
+      obs.on_step(s + 1, sum.loss / static_cast<double>(sum.rows), sum.accuracy / static_cast<double>(sum.rows));
+      t_window = clock_type::now();
     }
+    const std::int64_t seen = sum.rows;
+    const std::int64_t expected = replica_ex.empty() ? std::min(n_train, steps * cfg.batch) : steps * cfg.batch;
+    if (seen != expected || sum.steps != steps * std::max<std::int64_t>(1, static_cast<std::int64_t>(replica_ex.size())))
+      throw RuntimeFailure(fmt::format("the engine reported {} rows in {} steps for an epoch of {} rows in {} steps", seen, sum.steps,
+                                       expected, steps));
+    const double loss_sum = sum.loss, acc_sum = sum.accuracy;
     EpochResult r;
     r.epoch = epoch;
     r.seconds = std::chrono::duration<double>(clock_type::now() - t_epoch).count();
@@ -378,7 +402,7 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
         const std::int64_t rows = std::min(cfg.batch, n_val - begin);
         for (std::int64_t i = 0; i < rows; ++i) idx[static_cast<std::size_t>(i)] = n_train + begin + i;
         Executor& ex = val_ex.for_rows(rows, cfg.batch);
-        load_batch(ex, data, idx.data(), rows);
+        load_rows(ex, data, idx.data(), rows);
         ex.run({cfg.seed, store.iterations});
         vl += ex.scalar("loss") * static_cast<double>(rows);
         va += ex.scalar("accuracy") * static_cast<double>(rows);

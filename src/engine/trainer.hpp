@@ -38,6 +38,10 @@ struct TrainConfig {
   /// Data parallel over GPUs 0..gpus-1 (MirroredStrategy): the batch is split evenly, gradients are averaged
   /// with NCCL; only whole global batches are trained (a remainder of the epoch's rows is left out).
   int gpus = 1;
+  /// An asynchronous device (a GPU) queues steps and is asked for loss and accuracy about every 50 ms of
+  /// work, and at least every `steps_per_sync` steps (Keras' steps_per_execution, loosely): each ask
+  /// drains the queue. The CPU reports every step.
+  std::int64_t steps_per_sync = 64;
 };
 
 /// Where a TrainConfig places the run: "cpu" or "cuda:N", and, when it fell back to the CPU, why.
@@ -94,6 +98,10 @@ class TrainObserver {
   virtual void on_epoch_end(const EpochResult&) {}
   virtual void on_note(const std::string&) {}
 };
+
+/// Steps to queue before the next totals() on an asynchronous executor: about `target_seconds` of work
+/// at the last measured seconds per step (none measured yet: 1), at least 1, at most `cap`.
+std::int64_t next_sync_window(double seconds_per_step, std::int64_t cap, double target_seconds = 0.05);
 
 /// Throws InputError for option values that can never work (checked before any data is made or read).
 void validate_config(const TrainConfig& cfg);
