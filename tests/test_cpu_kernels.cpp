@@ -3,10 +3,12 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 
 #include "core/rng.hpp"
 #include "engine/cpu/kernels.hpp"
+#include "engine/data.hpp"
 #include "engine/executor.hpp"
 #include "graph/builder.hpp"
 #include "graph/workloads.hpp"
@@ -214,6 +216,47 @@ TEST(Executor, TrainingStepAllocatesNoTensors) {
       EXPECT_LT(g_largest.load(), 1024u) << "an allocation the size of a tensor inside a step";
     }
   }
+}
+
+// A bound epoch takes its rows from the order itself (offset, then stride per step): the same steps
+// as loading every batch by hand, and the same running totals.
+TEST(Executor, BoundEpochRunsTheRowsOfTheOrder) {
+  const ModelSpec spec = builtin_workload("seed-mlp");
+  const Dataset data = make_synthetic(300, 780, 10, 8);
+  std::vector<std::int64_t> order(300);
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::int64_t>((i * 7919) % 300);
+  ParamStore bound_store, loaded_store;
+  bound_store.initialize(param_inits(spec), DType::f32, 3);
+  loaded_store.initialize(param_inits(spec), DType::f32, 3);
+  const Graph g = build_graph(spec, {32, DType::f32, Mode::train});
+  auto bound = make_cpu_executor(g, bound_store, {});
+  auto loaded = make_cpu_executor(g, loaded_store, {});
+  ASSERT_TRUE(bound->bind_epoch(data, order.data(), 300, 20, 50, {5, 0}));
+  double loss = 0, acc = 0;
+  for (std::int64_t s = 0; s < 4; ++s) {
+    bound->run_accumulate({5, s}, 32);
+    load_rows(*loaded, data, order.data() + 20 + 50 * s, 32);
+    loaded->run({5, s});
+    loss += loaded->scalar("loss") * 32;
+    acc += loaded->scalar("accuracy") * 32;
+  }
+  const StepTotals t = bound->totals();
+  EXPECT_EQ(t.loss, loss);
+  EXPECT_EQ(t.accuracy, acc);
+  EXPECT_EQ(t.rows, 128);
+  EXPECT_EQ(t.steps, 4);
+  EXPECT_EQ(t.first_nonfinite_iteration, -1);
+  EXPECT_FALSE(bound->asynchronous());
+  for (const auto& [name, tensor] : loaded_store.tensors())
+    EXPECT_EQ(std::memcmp(bound_store.get(name).buffer.data(), tensor.buffer.data(), tensor.bytes()), 0) << name;
+  // The order runs out: rows 20 + 50 * 5 + 32 > 300.
+  bound->run_accumulate({5, 4}, 32);
+  EXPECT_THROW(bound->run_accumulate({5, 5}, 32), std::logic_error);
+  bound->reset_totals();
+  EXPECT_EQ(bound->totals().steps, 0);
+  // A data set of another width does not bind.
+  const Dataset narrow = make_synthetic(300, 64, 10, 8);
+  EXPECT_FALSE(bound->bind_epoch(narrow, order.data(), 300, 0, 32, {5, 0}));
 }
 
 TEST(Executor, ParamMismatchIsReported) {

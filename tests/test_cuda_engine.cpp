@@ -205,6 +205,62 @@ TEST(CudaEngine, Fp32TrainingFollowsTheCpuLossCurve) {
   EXPECT_GT(eager.gpu_peak_in_use_bytes, 0u);
 }
 
+// Queued steps (the trainer's path on a GPU: rows gathered at the device's cursor, loss and accuracy
+// totalled on the device, the host reading them every few steps) against the step-by-step path
+// (--profile keeps the full-batch steps synchronous; the tail step stays queued, so the device's step
+// index must be re-set after them): the same kernels in the same order, so identical numbers.
+TEST(CudaEngine, QueuedStepsEqualStepByStepSteps) {
+  if (const auto why = no_gpu_reason(); !why.empty()) GTEST_SKIP() << "no GPU: " << why;
+  const auto spec = graph::builtin_workload("seed-mlp");
+  const auto data = engine::make_synthetic(3000, spec.input_dim, spec.num_classes(), 2);
+  engine::TrainConfig cfg;
+  cfg.epochs = 2;
+  cfg.batch = 128;  // 2400 training rows: 18 full steps and a tail of 96
+  cfg.device = "cuda:0";
+  cfg.precision = "fp32";
+  cfg.cuda_graphs = false;
+  Quiet q;
+  engine::ParamStore a, b, c;
+  cfg.profile = true;
+  const auto stepwise = engine::train(spec, data, cfg, q, a);
+  cfg.profile = false;
+  cfg.steps_per_sync = 5;
+  const auto queued = engine::train(spec, data, cfg, q, b);
+  cfg.cuda_graphs = true;
+  const auto graphs = engine::train(spec, data, cfg, q, c);
+  for (std::size_t e = 0; e < 2; ++e) {
+    EXPECT_EQ(queued.history[e].loss, stepwise.history[e].loss) << "epoch " << e + 1;
+    EXPECT_EQ(queued.history[e].accuracy, stepwise.history[e].accuracy);
+    EXPECT_EQ(graphs.history[e].loss, stepwise.history[e].loss);
+    EXPECT_EQ(queued.history[e].samples, 2400);
+  }
+  for (const auto& [name, t] : a.tensors()) {
+    EXPECT_EQ(std::memcmp(b.get(name).buffer.data(), t.buffer.data(), t.bytes()), 0) << name;
+    EXPECT_EQ(std::memcmp(c.get(name).buffer.data(), t.buffer.data(), t.bytes()), 0) << name;
+  }
+  EXPECT_EQ(b.iterations, 2 * 19);
+}
+
+// A non-finite loss inside a queued window is found by the device and named by its step.
+TEST(CudaEngine, QueuedDivergenceNamesTheStep) {
+  if (const auto why = no_gpu_reason(); !why.empty()) GTEST_SKIP() << "no GPU: " << why;
+  const auto spec = graph::builtin_workload("seed-mlp");
+  const auto data = engine::make_synthetic(640, spec.input_dim, spec.num_classes(), 4);
+  engine::TrainConfig cfg;
+  cfg.batch = 64;
+  cfg.device = "cuda:0";
+  cfg.precision = "fp32";
+  cfg.learning_rate = 1e30;
+  Quiet q;
+  engine::ParamStore store;
+  try {
+    engine::train(spec, data, cfg, q, store);
+    FAIL() << "expected a divergence";
+  } catch (const RuntimeFailure& e) {
+    EXPECT_NE(std::string(e.what()).find("at epoch 1 step 2"), std::string::npos) << e.what();
+  }
+}
+
 TEST(CudaEngine, Tf32AndPreallocateTrainToo) {
   if (const auto why = no_gpu_reason(); !why.empty()) GTEST_SKIP() << "no GPU: " << why;
   engine::ParamStore a, b;
@@ -253,6 +309,31 @@ TEST(CudaMath, LossScaleHalvesOnOverflowAndGrowsAfterGoodSteps) {
   dm::LossScale floor{1.0f, 0, 1, 0};
   dm::update_loss_scale(floor, 3);
   EXPECT_EQ(floor.scale, 1.0f);  // never below 1
+}
+
+// The last kernel of a queued step: totals, cursor and step index advance; the first inf/NaN is kept.
+TEST(CudaMath, EndStepAccumulatesAndAdvances) {
+  engine::cuda::math::StepState st{7, 100};
+  engine::cuda::math::RunningTotals t{0.0, 0.0, 0, 0, 0, -1, 0.0f};
+  engine::cuda::math::end_step(st, t, 2.5f, 0.5f, 128, 128);
+  engine::cuda::math::end_step(st, t, 1.5f, 0.75f, 96, 128);
+  EXPECT_EQ(t.loss, 2.5 * 128 + 1.5 * 96);
+  EXPECT_EQ(t.accuracy, 0.5 * 128 + 0.75 * 96);
+  EXPECT_EQ(t.rows, 224);
+  EXPECT_EQ(t.steps, 2);
+  EXPECT_EQ(t.cursor, 256);
+  EXPECT_EQ(st.iteration, 102);
+  EXPECT_EQ(st.seed, 7u);
+  EXPECT_EQ(t.first_nonfinite_iteration, -1);
+  engine::cuda::math::end_step(st, t, INFINITY, 0.1f, 128, 128);  // iteration 102
+  engine::cuda::math::end_step(st, t, NAN, 0.1f, 128, 128);
+  EXPECT_EQ(t.first_nonfinite_iteration, 102);
+  EXPECT_TRUE(std::isinf(t.nonfinite_loss));
+  engine::cuda::math::RunningTotals u{0.0, 0.0, 0, 0, 0, -1, 0.0f};
+  engine::cuda::math::end_step(st, u, -NAN, 0.0f, 1, 1);
+  EXPECT_EQ(u.first_nonfinite_iteration, 104);
+  engine::cuda::math::end_step(st, u, -3.0e38f, 0.0f, 1, 1);  // large but finite
+  EXPECT_EQ(u.first_nonfinite_iteration, 104);
 }
 
 TEST(CudaMath, Bf16RoundingIsNearestEven) {

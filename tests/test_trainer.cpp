@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "core/error.hpp"
@@ -161,6 +162,9 @@ TEST(Trainer, BadConfigurationsAreInputErrorsBeforeAnyWrite) {
   c = {};
   c.resume = true;
   expect_input_error(c, "no checkpoint");
+  c = {};
+  c.steps_per_sync = 0;
+  expect_input_error(c, "--steps-per-sync must be at least 1");
   Dataset wrong = make_synthetic(50, 64, 10, 2);
   ParamStore s;
   EXPECT_THROW(fit(spec, wrong, TrainConfig{}, s), InputError);
@@ -196,4 +200,52 @@ TEST(Trainer, MismatchedCheckpointIsRefused) {
   cfg.seed = 5;
   EXPECT_THROW(fit(graph::builtin_workload("seed-mlp"), d, cfg, s), InputError);
   EXPECT_EQ(test::slurp(checkpoint_file(dir / "ck")), before) << "a refused resume must not touch the checkpoint";
+}
+
+TEST(Trainer, DivergenceNamesTheEpochAndStepAndWritesNoCheckpoint) {
+  const auto spec = graph::builtin_workload("seed-mlp");
+  const Dataset d = make_synthetic(640, 780, 10, 4);
+  test::TempDir dir;
+  TrainConfig cfg;
+  cfg.batch = 64;
+  cfg.learning_rate = 1e30;  // one Adam step moves every weight by ~1e30: the next logits overflow
+  cfg.checkpoint_dir = dir / "ckpt";
+  ParamStore store;
+  try {
+    fit(spec, d, cfg, store);
+    FAIL() << "expected a divergence";
+  } catch (const RuntimeFailure& e) {
+    EXPECT_NE(std::string(e.what()).find("training diverged: loss is"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("at epoch 1 step 2"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(checkpoint_file(dir / "ckpt")));
+}
+
+// Asynchronous devices are asked for totals about every 50 ms of queued work, within [1, cap].
+TEST(Trainer, SyncWindowFollowsTheMeasuredStepTime) {
+  EXPECT_EQ(next_sync_window(0.0, 64), 1);   // nothing measured yet
+  EXPECT_EQ(next_sync_window(-1.0, 64), 1);
+  EXPECT_EQ(next_sync_window(std::nan(""), 64), 1);
+  EXPECT_EQ(next_sync_window(40e-6, 64), 64);  // a small model: the cap
+  EXPECT_EQ(next_sync_window(40e-6, 10000), 1250);
+  EXPECT_EQ(next_sync_window(0.01, 64), 5);
+  EXPECT_EQ(next_sync_window(0.2, 64), 1);     // a big model: every step
+  EXPECT_EQ(next_sync_window(1e-6, 0), 1);     // a nonsense cap still yields a step
+}
+
+TEST(Trainer, StepTotalsKeepTheEarliestNonFiniteStep) {
+  StepTotals a, b, c;
+  a.loss = 1, a.rows = 2, a.steps = 1;
+  b.loss = 2, b.rows = 3, b.steps = 1, b.first_nonfinite_iteration = 9, b.nonfinite_loss = INFINITY;
+  c.first_nonfinite_iteration = 4, c.nonfinite_loss = NAN;
+  a += b;
+  EXPECT_EQ(a.loss, 3);
+  EXPECT_EQ(a.rows, 5);
+  EXPECT_EQ(a.steps, 2);
+  EXPECT_EQ(a.first_nonfinite_iteration, 9);
+  a += c;
+  EXPECT_EQ(a.first_nonfinite_iteration, 4);
+  EXPECT_TRUE(std::isnan(a.nonfinite_loss));
+  a += StepTotals{};
+  EXPECT_EQ(a.first_nonfinite_iteration, 4);
 }

@@ -266,6 +266,9 @@ Runner add_train_command(CLI::App& app) {
   sub->add_option("--precision", args->cfg.precision, "auto (tf32 on a GPU, fp32 on the CPU), fp32, tf32, amp-bf16 or amp-fp16 (GPU: 16-bit GEMM inputs, FP32 master weights; fp16 with dynamic loss scaling)")->capture_default_str();
   sub->add_option("--gpus", args->cfg.gpus, "Data parallel over GPUs 0..N-1 with NCCL (the batch is split evenly)")->capture_default_str();
   sub->add_flag("--eager", args->eager, "GPU: launch every kernel each step instead of replaying a captured CUDA graph");
+  sub->add_option("--steps-per-sync", args->cfg.steps_per_sync,
+                  "GPU: queue up to N steps (about 50 ms of work) before reading loss and accuracy back; 1 waits for every step")
+      ->capture_default_str();
   sub->add_option("--gemm", args->gemm, "CPU GEMM library: onednn or openblas")->capture_default_str();
   sub->add_flag("--profile", args->cfg.profile,
                 "Time every op of the training step and print time, share, GFLOP/s and GB/s per op");

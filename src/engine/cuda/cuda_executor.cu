@@ -89,8 +89,20 @@ class CudaExecutor final : public Executor {
   std::string describe() const override;
   const graph::Graph& graph() const override { return g_; }
   bool gather_rows(const Dataset& data, const std::int64_t* rows, std::int64_t count) override;
+  bool bind_epoch(const Dataset& data, const std::int64_t* order, std::int64_t count, std::int64_t offset, std::int64_t stride,
+                  const StepContext& first) override;
+  void run_accumulate(const StepContext& ctx, std::int64_t rows) override;
+  StepTotals totals() override;
+  void reset_totals() override;
+  bool asynchronous() const override { return queued_; }
 
  private:
+  // How a step is launched. sync: run() — the step scalars and the batch go up from pinned host memory,
+  // loss and accuracy come back, the host waits. queued: run_accumulate() on a bound epoch — nothing
+  // crosses the bus: the batch is gathered at the device's cursor, the step index lives on the device,
+  // and a last kernel adds loss and accuracy to the device's running totals; the host does not wait.
+  // A captured graph replays one mode's launches.
+  enum class Mode { sync, queued };
   struct Gemm {
     cublasLtMatmulDesc_t desc = nullptr;
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
@@ -101,8 +113,9 @@ class CudaExecutor final : public Executor {
   };
   void* alloc(std::size_t bytes);
   void plan_gemm(const Node& n);
-  void launch_all();
-  void exec(const Node& n);
+  void launch_step(Mode m);
+  void launch_all(Mode m);
+  void exec(const Node& n, Mode m);
 
   Device& dev_;
   const graph::Graph g_;
@@ -113,15 +126,25 @@ class CudaExecutor final : public Executor {
   std::map<NodeId, void*> staging_;  // pinned host buffers of input nodes
   std::vector<std::pair<NodeId, float*>> scalars_;  // outputs copied to pinned host each step
   float* scalar_host_ = nullptr;
-  StepScalars* step_host_ = nullptr;
-  StepScalars* step_dev_ = nullptr;
+  StepState* step_host_ = nullptr;
+  StepState* step_dev_ = nullptr;   // the sync mode's step scalars (queued mode reads the device's)
+  const StepState* step_ = nullptr;  // what this launch's kernels read
+  Mode mode_ = Mode::sync;          // of the captured graph and of mode_runs_
+  int mode_runs_ = 0;
+  int sync_runs_ = 0;
+  // Queued mode (bind_epoch): this executor's running totals and cursor on the device.
+  RunningTotals* totals_dev_ = nullptr;
+  bool queued_ = false;
+  std::int64_t queued_steps_ = 0;  // queued since reset_totals
+  std::int64_t bound_offset_ = 0, bound_stride_ = 0;
+  const float* epoch_x_ = nullptr;
+  const std::int32_t* epoch_y_ = nullptr;
   AdamTensor* adam_dev_ = nullptr;
   int adam_count_ = 0;
   std::int64_t adam_total_ = 0;
   graph::AdamConfig adam_cfg_;
   bool adam_done_ = false;
   std::size_t workspace_ = 0;
-  int runs_ = 0;
   cudaGraphExec_t graph_exec_ = nullptr;
   std::vector<double> seconds_;
   std::vector<cudaEvent_t> ev_;
@@ -168,7 +191,19 @@ class Device final : public gpu::TrainDevice {
     workspace_ = alloc_->allocate(kWorkspace);
     scale_ = static_cast<math::LossScale*>(alloc_->allocate(sizeof(math::LossScale)));
     const math::LossScale initial{32768.0f, 0, 0, 0};  // 2^15, PyTorch's GradScaler default
-    ck(cudaMemcpy(scale_, &initial, sizeof initial, cudaMemcpyHostToDevice), "loss scale");
+    upload(scale_, &initial, sizeof initial, "loss scale");
+    state_ = static_cast<StepState*>(alloc_->allocate(sizeof(StepState)));
+  }
+  // Copies ordered on this device's stream and finished on return. (A plain cudaMemcpy runs on the legacy
+  // default stream, which a non-blocking stream does not wait for, and may return before a pageable
+  // upload has landed.)
+  void upload(void* dst, const void* src, std::size_t bytes, const char* what) const {
+    ck(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_), what);
+    ck(cudaStreamSynchronize(stream_), what);
+  }
+  void download(void* dst, const void* src, std::size_t bytes, const char* what) const {
+    ck(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_), what);
+    ck(cudaStreamSynchronize(stream_), what);
   }
   /// Joins a data-parallel group: gradients are averaged with `c` on a second stream.
   void join(std::unique_ptr<gpu::cuda::Collective> c) {
@@ -191,6 +226,8 @@ class Device final : public gpu::TrainDevice {
     for (auto& [name, t] : tensors_) alloc_->deallocate(t.ptr);
     alloc_->deallocate(workspace_);
     alloc_->deallocate(scale_);
+    alloc_->deallocate(state_);
+    if (order_) alloc_->deallocate(order_);
     if (data_x_) alloc_->deallocate(data_x_);
     if (data_y_) alloc_->deallocate(data_y_);
     cublasLtDestroy(lt_);
@@ -204,18 +241,13 @@ class Device final : public gpu::TrainDevice {
 
   void sync_to_host(ParamStore& store) override {
     ck(cudaSetDevice(opt_.device), "cudaSetDevice");
-    ck(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
-    for (auto& [name, t] : tensors_) {
-      HostTensor& h = store.get(name);
-      ck(cudaMemcpy(h.buffer.data(), t.ptr, t.bytes, cudaMemcpyDeviceToHost), "copying params to the host");
-    }
+    for (auto& [name, t] : tensors_) download(store.get(name).buffer.data(), t.ptr, t.bytes, "copying params to the host");
   }
 
   AllocStats memory() const override { return alloc_->stats(); }
   math::LossScale read_scale() const {
     math::LossScale s{};
-    ck(cudaStreamSynchronize(stream_), "loss scale");
-    ck(cudaMemcpy(&s, scale_, sizeof s, cudaMemcpyDeviceToHost), "loss scale");
+    download(&s, scale_, sizeof s, "loss scale");
     return s;
   }
   double loss_scale() const override { return opt_.precision == gpu::GpuPrecision::amp_fp16 ? read_scale().scale : 1.0; }
@@ -236,7 +268,7 @@ class Device final : public gpu::TrainDevice {
     if (it != tensors_.end()) return it->second.ptr;
     HostTensor& h = store.ensure(name, shape, dtype);
     void* p = alloc_->allocate(h.bytes());
-    ck(cudaMemcpy(p, h.buffer.data(), h.bytes(), cudaMemcpyHostToDevice), "copying params to the device");
+    upload(p, h.buffer.data(), h.bytes(), "copying params to the device");
     tensors_[name] = {p, h.bytes()};
     return p;
   }
@@ -250,12 +282,50 @@ class Device final : public gpu::TrainDevice {
     if (xb + yb > raw_->capacity() / 4) return {nullptr, nullptr};
     data_x_ = static_cast<float*>(alloc_->allocate(xb));
     data_y_ = static_cast<std::int32_t*>(alloc_->allocate(yb));
-    ck(cudaMemcpy(data_x_, d.x.data(), xb, cudaMemcpyHostToDevice), "uploading the data set");
-    ck(cudaMemcpy(data_y_, d.y.data(), yb, cudaMemcpyHostToDevice), "uploading the data set");
+    upload(data_x_, d.x.data(), xb, "uploading the data set");
+    upload(data_y_, d.y.data(), yb, "uploading the data set");
     data_of_ = &d;
     data_rows_ = d.rows;
     return {data_x_, data_y_};
   }
+
+  /// Queued steps: the epoch's row order goes up (the buffer is made once: captured graphs hold its
+  /// address) and the step state is set to `first`. False when the data set does not live on the device.
+  bool bind_order(const Dataset& d, const std::int64_t* order, std::int64_t count, const StepContext& first) {
+    if (!dataset(d).first) return false;
+    if (!order_) {
+      order_ = static_cast<std::int64_t*>(alloc_->allocate(static_cast<std::size_t>(count) * sizeof(std::int64_t)));
+      order_count_ = count;
+    }
+    if (count != order_count_) return false;
+    upload(order_, order, static_cast<std::size_t>(count) * sizeof(std::int64_t), "uploading the epoch's row order");
+    const StepState st{first.seed, first.iteration};
+    upload(state_, &st, sizeof st, "step state");
+    queued_seed_ = first.seed;
+    next_iteration_ = first.iteration;
+    return true;
+  }
+  /// Before a queued step: the device's step index advances itself, and the host mirrors it so nothing
+  /// goes up per step. When the step is not the one the device holds (steps in between ran another way,
+  /// e.g. a profiled executor's synchronous steps) the state is set again first.
+  void begin_queued_step(const StepContext& ctx) {
+    if (ctx.seed != queued_seed_ || ctx.iteration != next_iteration_) {
+      const StepState st{ctx.seed, ctx.iteration};
+      upload(state_, &st, sizeof st, "step state");
+      queued_seed_ = ctx.seed;
+      next_iteration_ = ctx.iteration;
+    }
+    ++next_iteration_;
+  }
+  /// After the queue drained: the device counted the steps the host queued.
+  void check_iteration() const {
+    StepState st{};
+    download(&st, state_, sizeof st, "step state");
+    if (st.iteration != next_iteration_)
+      throw RuntimeFailure(fmt::format("the GPU's step counter is {} after the queued steps, the host's {}", st.iteration, next_iteration_));
+  }
+  StepState* state() const { return state_; }
+  const std::int64_t* order() const { return order_; }
 
   CachingAllocator& allocator() { return *alloc_; }
   cudaStream_t stream() const { return stream_; }
@@ -277,6 +347,11 @@ class Device final : public gpu::TrainDevice {
   cublasLtHandle_t lt_ = nullptr;
   void* workspace_ = nullptr;
   math::LossScale* scale_ = nullptr;
+  StepState* state_ = nullptr;  // queued steps' seed and step index, advanced by their last kernel
+  std::int64_t* order_ = nullptr;
+  std::int64_t order_count_ = 0;
+  std::uint64_t queued_seed_ = 0;
+  std::int64_t next_iteration_ = 0;
   std::map<std::string, DevTensor> tensors_;
   std::unique_ptr<gpu::cuda::Collective> coll_;
   cudaStream_t comm_stream_ = nullptr;
@@ -305,8 +380,9 @@ CudaExecutor::CudaExecutor(Device& dev, const graph::Graph& g, ParamStore& store
   value_.assign(count, nullptr);
   aux_.assign(count, nullptr);
   if (opt_.profile) seconds_.assign(count, 0.0);
-  ck(cudaMallocHost(reinterpret_cast<void**>(&step_host_), sizeof(StepScalars)), "cudaMallocHost");
-  step_dev_ = static_cast<StepScalars*>(alloc(sizeof(StepScalars)));
+  ck(cudaMallocHost(reinterpret_cast<void**>(&step_host_), sizeof(StepState)), "cudaMallocHost");
+  step_dev_ = static_cast<StepState*>(alloc(sizeof(StepState)));
+  totals_dev_ = static_cast<RunningTotals*>(alloc(sizeof(RunningTotals)));
   std::vector<AdamTensor> adam;
   if (dev_.collective()) {
     std::vector<NodeId> grads;
@@ -375,7 +451,7 @@ CudaExecutor::CudaExecutor(Device& dev, const graph::Graph& g, ParamStore& store
   if (!adam.empty()) {
     adam_count_ = static_cast<int>(adam.size());
     adam_dev_ = static_cast<AdamTensor*>(alloc(adam.size() * sizeof(AdamTensor)));
-    ck(cudaMemcpy(adam_dev_, adam.data(), adam.size() * sizeof(AdamTensor), cudaMemcpyHostToDevice), "uploading the Adam table");
+    dev_.upload(adam_dev_, adam.data(), adam.size() * sizeof(AdamTensor), "uploading the Adam table");
   }
   // Scalar outputs (loss, accuracy) come back to pinned host memory at the end of each step.
   std::vector<NodeId> outs;
@@ -388,6 +464,7 @@ CudaExecutor::CudaExecutor(Device& dev, const graph::Graph& g, ParamStore& store
     for (auto& e : ev_) ck(cudaEventCreate(&e), "cudaEventCreate");
   }
   ck(cudaStreamSynchronize(dev_.stream()), "building the executor");
+  reset_totals();
 }
 
 CudaExecutor::~CudaExecutor() {
@@ -476,7 +553,7 @@ void* CudaExecutor::input(std::string_view name) {
   return staging_.at(id);
 }
 
-void CudaExecutor::exec(const Node& n) {
+void CudaExecutor::exec(const Node& n, Mode m) {
   cudaStream_t s = dev_.stream();
   const auto i = static_cast<std::size_t>(n.id);
   auto f = [&](NodeId id) { return static_cast<float*>(value_[static_cast<std::size_t>(id)]); };
@@ -484,6 +561,12 @@ void CudaExecutor::exec(const Node& n) {
   const std::int64_t count = graph::numel(n.shape);
   switch (n.op) {
     case OpKind::input:
+      if (m == Mode::queued && (n.name == "x" || n.name == "labels")) {
+        if (n.name == "x")  // labels come with it
+          launch_gather_epoch(epoch_x_, epoch_y_, dev_.order(), totals_dev_, bound_offset_, n.shape[0], n.shape[1], f(n.id),
+                              static_cast<std::int32_t*>(value_[static_cast<std::size_t>(g_.find("labels"))]), s);
+        return;
+      }
       if (gathered_ && (n.name == "x" || n.name == "labels")) {
         if (n.name == "x") {  // labels come with it
           ck(cudaMemcpyAsync(rows_dev_, rows_host_, static_cast<std::size_t>(batch_rows_) * sizeof(std::int64_t), cudaMemcpyHostToDevice, s),
@@ -519,7 +602,7 @@ void CudaExecutor::exec(const Node& n) {
     case OpKind::activation: launch_activation(f(n.inputs[0]), f(n.id), count, to_act(n.act), s); return;
     case OpKind::activation_grad: launch_activation_grad(f(n.inputs[0]), f(n.inputs[1]), f(n.id), count, to_act(n.act), s); return;
     case OpKind::dropout:
-      launch_dropout(f(n.inputs[0]), f(n.id), static_cast<std::uint8_t*>(aux_[i]), count, n.rate, step_dev_, static_cast<std::uint64_t>(n.id), s);
+      launch_dropout(f(n.inputs[0]), f(n.id), static_cast<std::uint8_t*>(aux_[i]), count, n.rate, step_, static_cast<std::uint64_t>(n.id), s);
       return;
     case OpKind::dropout_grad:
       launch_dropout_grad(f(n.inputs[0]), static_cast<const std::uint8_t*>(aux_[static_cast<std::size_t>(n.ref)]), f(n.id), count, n.rate, s);
@@ -556,7 +639,7 @@ void CudaExecutor::exec(const Node& n) {
         const bool scaled = dev_.scaled();
         if (scaled) launch_check_finite(adam_dev_, adam_count_, adam_total_, dev_.scale(), s);
         launch_adam(adam_dev_, adam_count_, adam_total_, adam_cfg_.learning_rate, adam_cfg_.beta_1, adam_cfg_.beta_2, adam_cfg_.epsilon,
-                    step_dev_, scaled ? dev_.scale() : nullptr, s);
+                    step_, scaled ? dev_.scale() : nullptr, s);
         if (scaled) launch_update_loss_scale(dev_.scale(), 2000, s);
         adam_done_ = true;
       }
@@ -566,16 +649,17 @@ void CudaExecutor::exec(const Node& n) {
   }
 }
 
-void CudaExecutor::launch_all() {
+void CudaExecutor::launch_all(Mode m) {
   cudaStream_t s = dev_.stream();
-  ck(cudaMemcpyAsync(step_dev_, step_host_, sizeof(StepScalars), cudaMemcpyHostToDevice, s), "step upload");
+  if (m == Mode::sync) ck(cudaMemcpyAsync(step_dev_, step_host_, sizeof(StepState), cudaMemcpyHostToDevice, s), "step upload");
+  step_ = m == Mode::sync ? step_dev_ : dev_.state();
   if (dev_.scaled() && adam_count_ > 0)  // a new step: no non-finite gradient seen yet
     ck(cudaMemsetAsync(&dev_.scale()->found_nonfinite, 0, sizeof(int), s), "loss-scale flag");
   adam_done_ = false;
   for (const Node& n : g_.nodes()) {
     const auto i = static_cast<std::size_t>(n.id);
     if (opt_.profile) ck(cudaEventRecord(ev_[2 * i], s), "cudaEventRecord");
-    exec(n);
+    exec(n, m);
     if (opt_.profile) ck(cudaEventRecord(ev_[2 * i + 1], s), "cudaEventRecord");
     if (auto it = bucket_end_.find(n.id); it != bucket_end_.end()) {
       // Fork: the comm stream averages this bucket while the main stream goes on with backward.
@@ -587,39 +671,121 @@ void CudaExecutor::launch_all() {
       ck(cudaEventRecord(grad_done_[k], c), "cudaEventRecord");
     }
   }
-  for (auto& [id, host] : scalars_)
-    ck(cudaMemcpyAsync(host, value_[static_cast<std::size_t>(id)], sizeof(float), cudaMemcpyDeviceToHost, s), "scalar download");
+  if (m == Mode::sync) {
+    for (auto& [id, host] : scalars_)
+      ck(cudaMemcpyAsync(host, value_[static_cast<std::size_t>(id)], sizeof(float), cudaMemcpyDeviceToHost, s), "scalar download");
+  } else {
+    const NodeId loss = g_.output("loss"), acc = g_.output("accuracy");
+    launch_end_step(dev_.state(), totals_dev_, static_cast<const float*>(value_[static_cast<std::size_t>(loss)]),
+                    acc == graph::kNone ? nullptr : static_cast<const float*>(value_[static_cast<std::size_t>(acc)]),
+                    g_.node(g_.find("x")).shape[0], bound_stride_, s);
+  }
 }
 
-void CudaExecutor::run(const StepContext& ctx) {
-  ck(cudaSetDevice(dev_.device()), "cudaSetDevice");  // replicas run on their own threads
+// The compiled path: a mode's first step runs eagerly (it also warms cuBLASLt up), its second is captured
+// as a CUDA graph, and every later step replays it. Profiling stays eager so each node can be timed.
+void CudaExecutor::launch_step(Mode m) {
   cudaStream_t s = dev_.stream();
-  *step_host_ = {ctx.seed, ctx.iteration};
-  // The compiled path: the first step runs eagerly (it also warms cuBLASLt up), the second is captured
-  // as a CUDA graph, and every later step replays it. Profiling stays eager so each node can be timed.
+  if (m != mode_) {
+    if (graph_exec_) {
+      ck(cudaStreamSynchronize(s), "training step");
+      cudaGraphExecDestroy(graph_exec_);
+      graph_exec_ = nullptr;
+    }
+    mode_ = m;
+    mode_runs_ = 0;
+  }
   const bool graphs = dev_.options().cuda_graphs && !opt_.profile;
   if (graphs && graph_exec_) {
     ck(cudaGraphLaunch(graph_exec_, s), "cudaGraphLaunch");
-  } else if (graphs && runs_ >= 1) {
+  } else if (graphs && mode_runs_ >= 1) {
     cudaGraph_t graph = nullptr;
     ck(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
-    launch_all();
+    launch_all(m);
     ck(cudaStreamEndCapture(s, &graph), "cudaStreamEndCapture");
     const cudaError_t e = cudaGraphInstantiate(&graph_exec_, graph, 0);
     cudaGraphDestroy(graph);
     ck(e, "cudaGraphInstantiate");
     ck(cudaGraphLaunch(graph_exec_, s), "cudaGraphLaunch");
   } else {
-    launch_all();
+    launch_all(m);
   }
-  ck(cudaStreamSynchronize(s), "training step");
-  ++runs_;
+  ++mode_runs_;
+}
+
+void CudaExecutor::run(const StepContext& ctx) {
+  ck(cudaSetDevice(dev_.device()), "cudaSetDevice");  // replicas run on their own threads
+  *step_host_ = {ctx.seed, ctx.iteration};
+  launch_step(Mode::sync);
+  ck(cudaStreamSynchronize(dev_.stream()), "training step");
+  ++sync_runs_;
   if (opt_.profile)
     for (std::size_t i = 0; i < g_.size(); ++i) {
       float ms = 0;
       ck(cudaEventElapsedTime(&ms, ev_[2 * i], ev_[2 * i + 1]), "cudaEventElapsedTime");
       seconds_[i] += ms * 1e-3;
     }
+}
+
+bool CudaExecutor::bind_epoch(const Dataset& data, const std::int64_t* order, std::int64_t count, std::int64_t offset,
+                              std::int64_t stride, const StepContext& first) {
+  ck(cudaSetDevice(dev_.device()), "cudaSetDevice");
+  queued_ = false;
+  // The base binding checks the inputs' shapes and is the fallback: rows staged from the host, steps run
+  // one at a time.
+  if (!Executor::bind_epoch(data, order, count, offset, stride, first)) return false;
+  // Profiled steps are timed one by one; a graph without a loss has nothing to total.
+  if (opt_.profile || g_.output("loss") == graph::kNone || !dev_.bind_order(data, order, count, first)) return true;
+  const auto [dx, dy] = dev_.dataset(data);
+  epoch_x_ = dx;
+  epoch_y_ = dy;
+  bound_offset_ = offset;
+  bound_stride_ = stride;
+  const std::int64_t zero = 0;
+  dev_.upload(&totals_dev_->cursor, &zero, sizeof zero, "epoch cursor");
+  queued_ = true;
+  return true;
+}
+
+void CudaExecutor::run_accumulate(const StepContext& ctx, std::int64_t rows) {
+  if (!queued_) {
+    Executor::run_accumulate(ctx, rows);
+    return;
+  }
+  ck(cudaSetDevice(dev_.device()), "cudaSetDevice");  // replicas run on their own threads
+  const std::int64_t batch = g_.node(g_.find("x")).shape[0];
+  if (rows != batch) throw std::logic_error(fmt::format("run_accumulate: {} rows for a graph of batch {}", rows, batch));
+  dev_.begin_queued_step(ctx);
+  launch_step(Mode::queued);
+  ++queued_steps_;
+}
+
+StepTotals CudaExecutor::totals() {
+  StepTotals t = host_totals_;
+  if (queued_steps_ == 0) return t;
+  ck(cudaSetDevice(dev_.device()), "cudaSetDevice");
+  RunningTotals d{};
+  dev_.download(&d, totals_dev_, sizeof d, "training steps");  // waits for every queued step
+  if (d.steps != queued_steps_)
+    throw RuntimeFailure(fmt::format("the GPU counted {} of the {} training steps queued", d.steps, queued_steps_));
+  dev_.check_iteration();
+  StepTotals q;
+  q.loss = d.loss;
+  q.accuracy = d.accuracy;
+  q.rows = d.rows;
+  q.steps = d.steps;
+  q.first_nonfinite_iteration = d.first_nonfinite_iteration;
+  q.nonfinite_loss = d.nonfinite_loss;
+  t += q;
+  return t;
+}
+
+void CudaExecutor::reset_totals() {
+  Executor::reset_totals();
+  ck(cudaSetDevice(dev_.device()), "cudaSetDevice");
+  const RunningTotals zero{0.0, 0.0, 0, 0, 0, -1, 0.0f};
+  dev_.upload(totals_dev_, &zero, sizeof zero, "running totals");
+  queued_steps_ = 0;
 }
 
 double CudaExecutor::scalar(std::string_view output) const {
@@ -635,14 +801,13 @@ std::vector<double> CudaExecutor::read(NodeId id) const {
   const auto count = static_cast<std::size_t>(graph::numel(n.shape));
   std::vector<double> out(count);
   ck(cudaSetDevice(dev_.device()), "cudaSetDevice");
-  ck(cudaStreamSynchronize(dev_.stream()), "read");
   if (n.dtype == DType::i32) {
     std::vector<std::int32_t> h(count);
-    ck(cudaMemcpy(h.data(), value_[static_cast<std::size_t>(id)], count * 4, cudaMemcpyDeviceToHost), "read");
+    dev_.download(h.data(), value_[static_cast<std::size_t>(id)], count * 4, "read");
     for (std::size_t k = 0; k < count; ++k) out[k] = h[k];
   } else {
     std::vector<float> h(count);
-    ck(cudaMemcpy(h.data(), value_[static_cast<std::size_t>(id)], count * 4, cudaMemcpyDeviceToHost), "read");
+    dev_.download(h.data(), value_[static_cast<std::size_t>(id)], count * 4, "read");
     for (std::size_t k = 0; k < count; ++k) out[k] = h[k];
   }
   return out;
@@ -655,7 +820,7 @@ bool CudaExecutor::gather_rows(const Dataset& data, const std::int64_t* rows, st
   const Node& xn = g_.node(x);
   if (xn.shape.size() != 2 || xn.shape[0] != count || xn.shape[1] != data.features) return false;
   if (!gathered_) {
-    if (runs_ > 0) return false;  // the captured graph (if any) was built for host uploads
+    if (sync_runs_ > 0) return false;  // the captured graph (if any) was built for host uploads
     const auto [dx, dy] = dev_.dataset(data);
     if (!dx) return false;
     data_x_ = dx;

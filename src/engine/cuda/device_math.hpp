@@ -133,6 +133,40 @@ GPUVS_HD int segment_of(const T* tensors, int count, std::int64_t i) {
   return lo;
 }
 
+/// What a step's kernels read instead of arguments, so a captured CUDA graph replays them: the dropout
+/// seed and the optimizer step index (Adam's t - 1, the dropout stream).
+struct StepState {
+  std::uint64_t seed;
+  std::int64_t iteration;
+};
+
+/// A queued training phase's running sums on the device (Executor::StepTotals) and the executor's cursor
+/// into the epoch's row order.
+struct RunningTotals {
+  double loss;      // sum of loss x rows
+  double accuracy;  // sum of accuracy x rows
+  std::int64_t rows;
+  std::int64_t steps;
+  std::int64_t cursor;                     // offset of the next batch's first row in the epoch order (minus the executor's own offset)
+  std::int64_t first_nonfinite_iteration;  // -1: none yet
+  float nonfinite_loss;
+};
+
+/// The end of a queued training step (one device thread): its loss and accuracy into the totals (the
+/// first inf/NaN loss remembered), the cursor on by `stride` rows, the step index on by one.
+GPUVS_HD void end_step(StepState& s, RunningTotals& t, float loss, float accuracy, std::int64_t rows, std::int64_t stride) {
+  if (!(loss - loss == 0.0f) && t.first_nonfinite_iteration < 0) {  // inf - inf and NaN - NaN are NaN
+    t.first_nonfinite_iteration = s.iteration;
+    t.nonfinite_loss = loss;
+  }
+  t.loss += static_cast<double>(loss) * static_cast<double>(rows);
+  t.accuracy += static_cast<double>(accuracy) * static_cast<double>(rows);
+  t.rows += rows;
+  ++t.steps;
+  t.cursor += stride;
+  ++s.iteration;
+}
+
 enum class Act : int { none = 0, relu = 1, tanh = 2, sigmoid = 3, gelu = 4 };
 
 GPUVS_HD float activate(float x, Act a) {

@@ -41,7 +41,7 @@ __global__ void activation_grad_k(const float* dy, const float* saved, float* dx
 }
 
 __global__ void dropout_k(const float* x, float* y, std::uint8_t* mask, std::int64_t n, std::uint32_t threshold, float scale,
-                          const StepScalars* step, std::uint64_t node) {
+                          const StepState* step, std::uint64_t node) {
   const std::uint64_t seed = step->seed;
   const std::uint64_t stream = (static_cast<std::uint64_t>(step->iteration) << 20) | node;  // as the CPU executor
   GRID_STRIDE(i, n) {
@@ -99,11 +99,26 @@ __global__ void accuracy_rows_k(const float* z, const std::int32_t* labels, doub
   GRID_STRIDE(r, rows) hit[r] = math::argmax_hit(z + r * cols, labels[r], cols);
 }
 
+// Column sums with the rows split over kRowGroups threads per column (32 columns a block, coalesced loads):
+// each thread sums every kRowGroups-th row, then the group's partial sums are added in group order, so the
+// result is the same run to run. A thread per column summing all rows would wait on one load after another.
+constexpr int kColumns = 32, kRowGroups = kThreads / kColumns;
 __global__ void reduce_rows_k(const float* x, float* y, std::int64_t rows, std::int64_t cols) {
-  GRID_STRIDE(j, cols) {
+  __shared__ float part[kRowGroups][kColumns];
+  const int tx = static_cast<int>(threadIdx.x) % kColumns, ty = static_cast<int>(threadIdx.x) / kColumns;
+  for (std::int64_t j0 = std::int64_t(blockIdx.x) * kColumns; j0 < cols; j0 += std::int64_t(gridDim.x) * kColumns) {
+    const std::int64_t j = j0 + tx;
     float s = 0;
-    for (std::int64_t i = 0; i < rows; ++i) s += x[i * cols + j];
-    y[j] = s;
+    if (j < cols)
+      for (std::int64_t i = ty; i < rows; i += kRowGroups) s += x[i * cols + j];
+    part[ty][tx] = s;
+    __syncthreads();
+    if (ty == 0 && j < cols) {
+      float t = part[0][tx];
+      for (int g = 1; g < kRowGroups; ++g) t += part[g][tx];
+      y[j] = t;
+    }
+    __syncthreads();
   }
 }
 
@@ -139,7 +154,7 @@ __global__ void check_finite_k(const AdamTensor* t, int count, std::int64_t tota
 __global__ void update_loss_scale_k(math::LossScale* s, int interval) { math::update_loss_scale(*s, interval); }
 
 __global__ void adam_k(const AdamTensor* t, int count, std::int64_t total, double lr, double b1, double b2, double eps,
-                       const StepScalars* step, const math::LossScale* scale) {
+                       const StepState* step, const math::LossScale* scale) {
   if (scale && scale->found_nonfinite) return;  // a skipped step: the params keep their values
   const float unscale = scale ? 1.0f / scale->scale : 1.0f;
   const float alpha = math::adam_alpha(lr, b1, b2, step->iteration);
@@ -160,7 +175,32 @@ __global__ void gather_rows_k(const float* dx, const std::int32_t* dy, const std
   }
 }
 
+__global__ void gather_epoch_k(const float* dx, const std::int32_t* dy, const std::int64_t* order, const RunningTotals* t,
+                               std::int64_t offset, std::int64_t count, std::int64_t f, float* x, std::int32_t* y) {
+  const std::int64_t* rows = order + offset + t->cursor;
+  GRID_STRIDE(i, count * f) {
+    const std::int64_t r = i / f, c = i % f;
+    x[i] = dx[rows[r] * f + c];
+    if (c == 0) y[r] = dy[rows[r]];
+  }
+}
+
+__global__ void end_step_k(StepState* state, RunningTotals* t, const float* loss, const float* accuracy, std::int64_t rows,
+                           std::int64_t stride) {
+  math::end_step(*state, *t, *loss, accuracy ? *accuracy : 0.0f, rows, stride);
+}
+
 }  // namespace
+
+void launch_gather_epoch(const float* data_x, const std::int32_t* data_y, const std::int64_t* order, const RunningTotals* t,
+                         std::int64_t offset, std::int64_t count, std::int64_t features, float* x, std::int32_t* y, cudaStream_t s) {
+  gather_epoch_k<<<blocks_for(count * features), kThreads, 0, s>>>(data_x, data_y, order, t, offset, count, features, x, y);
+}
+
+void launch_end_step(StepState* state, RunningTotals* t, const float* loss, const float* accuracy, std::int64_t rows, std::int64_t stride,
+                     cudaStream_t s) {
+  end_step_k<<<1, 1, 0, s>>>(state, t, loss, accuracy, rows, stride);
+}
 
 void launch_gather_rows(const float* data_x, const std::int32_t* data_y, const std::int64_t* rows, std::int64_t count,
                         std::int64_t features, float* x, std::int32_t* y, cudaStream_t s) {
@@ -174,7 +214,7 @@ void launch_activation(const float* x, float* y, std::int64_t n, math::Act act, 
 void launch_activation_grad(const float* dy, const float* saved, float* dx, std::int64_t n, math::Act act, cudaStream_t s) {
   activation_grad_k<<<blocks_for(n), kThreads, 0, s>>>(dy, saved, dx, n, act);
 }
-void launch_dropout(const float* x, float* y, std::uint8_t* mask, std::int64_t n, double rate, const StepScalars* step,
+void launch_dropout(const float* x, float* y, std::uint8_t* mask, std::int64_t n, double rate, const StepState* step,
                     std::uint64_t node, cudaStream_t s) {
   dropout_k<<<blocks_for(n), kThreads, 0, s>>>(x, y, mask, n, math::dropout_threshold(rate), 1.0f / (1.0f - static_cast<float>(rate)),
                                                step, node);
@@ -200,13 +240,14 @@ void launch_accuracy(const float* logits, const std::int32_t* labels, double* ro
   mean_k<<<1, kThreads, 0, s>>>(row_hit, rows, acc);
 }
 void launch_reduce_rows(const float* x, float* y, std::int64_t rows, std::int64_t cols, cudaStream_t s) {
-  reduce_rows_k<<<blocks_for(cols), kThreads, 0, s>>>(x, y, rows, cols);
+  const std::int64_t blocks = (cols + kColumns - 1) / kColumns;
+  reduce_rows_k<<<static_cast<unsigned>(blocks < 65535 ? blocks : 65535), kThreads, 0, s>>>(x, y, rows, cols);
 }
 void launch_add(const float* a, const float* b, float* y, std::int64_t n, cudaStream_t s) {
   add_k<<<blocks_for(n), kThreads, 0, s>>>(a, b, y, n);
 }
 void launch_adam(const AdamTensor* tensors, int count, std::int64_t total, double lr, double b1, double b2, double eps,
-                 const StepScalars* step, const math::LossScale* scale, cudaStream_t s) {
+                 const StepState* step, const math::LossScale* scale, cudaStream_t s) {
   adam_k<<<blocks_for(total), kThreads, 0, s>>>(tensors, count, total, lr, b1, b2, eps, step, scale);
 }
 void launch_cast16(const float* x, void* y, std::int64_t n, bool bf16, cudaStream_t s) {

@@ -9,11 +9,8 @@
 
 namespace gpuvs::engine::cuda {
 
-/// What changes every step, read by kernels from device memory so a captured CUDA graph replays them.
-struct StepScalars {
-  std::uint64_t seed;
-  std::int64_t iteration;
-};
+using math::StepState;
+using math::RunningTotals;
 
 /// One tensor of the multi-tensor Adam update.
 struct AdamTensor {
@@ -29,7 +26,7 @@ void launch_fill(float* y, std::int64_t n, float value, cudaStream_t s);
 void launch_activation(const float* x, float* y, std::int64_t n, math::Act act, cudaStream_t s);
 /// dx = dy * act'(saved) (saved = y for relu/tanh/sigmoid, x for gelu).
 void launch_activation_grad(const float* dy, const float* saved, float* dx, std::int64_t n, math::Act act, cudaStream_t s);
-void launch_dropout(const float* x, float* y, std::uint8_t* mask, std::int64_t n, double rate, const StepScalars* step,
+void launch_dropout(const float* x, float* y, std::uint8_t* mask, std::int64_t n, double rate, const StepState* step,
                     std::uint64_t node, cudaStream_t s);
 void launch_dropout_grad(const float* dy, const std::uint8_t* mask, float* dx, std::int64_t n, double rate, cudaStream_t s);
 /// probs and the mean loss (written to *loss) of a [rows, cols] logits matrix; row_loss is scratch [rows].
@@ -40,7 +37,8 @@ void launch_softmax_xent_grad(const float* dloss, const float* probs, const std:
 void launch_softmax(const float* x, float* y, std::int64_t rows, std::int64_t cols, cudaStream_t s);
 void launch_accuracy(const float* logits, const std::int32_t* labels, double* row_hit, float* acc, std::int64_t rows,
                      std::int64_t cols, cudaStream_t s);
-/// y[j] = sum_i x[i, j], one thread per column in row order (the CPU's summation order).
+/// y[j] = sum_i x[i, j]: 8 interleaved partial sums per column, added in a fixed order (deterministic;
+/// FP32 rounding differs from the CPU's row-order sum).
 void launch_reduce_rows(const float* x, float* y, std::int64_t rows, std::int64_t cols, cudaStream_t s);
 void launch_add(const float* a, const float* b, float* y, std::int64_t n, cudaStream_t s);
 /// 16-bit copies of FP32 tensors for AMP GEMMs (bf16 when `bf16`, else fp16), round to nearest even.
@@ -53,9 +51,15 @@ void launch_update_loss_scale(math::LossScale* scale, int interval, cudaStream_t
 /// x[i, :] = data_x[rows[i], :], y[i] = data_y[rows[i]] for i < count (the batch gathered on the device).
 void launch_gather_rows(const float* data_x, const std::int32_t* data_y, const std::int64_t* rows, std::int64_t count,
                         std::int64_t features, float* x, std::int32_t* y, cudaStream_t s);
+/// The epoch-bound gather: x[i, :] = data_x[order[offset + t->cursor + i], :] (and the labels) for i < count.
+void launch_gather_epoch(const float* data_x, const std::int32_t* data_y, const std::int64_t* order, const RunningTotals* t,
+                         std::int64_t offset, std::int64_t count, std::int64_t features, float* x, std::int32_t* y, cudaStream_t s);
+/// math::end_step on the device: `loss`/`accuracy` (device scalars; accuracy may be null) into `t`.
+void launch_end_step(StepState* state, RunningTotals* t, const float* loss, const float* accuracy, std::int64_t rows, std::int64_t stride,
+                     cudaStream_t s);
 /// Every Adam tensor in one launch; `tensors` is a device array of `count` entries covering `total` elements.
 /// With `scale` (AMP fp16) gradients are divided by it and the step is skipped when they were non-finite.
 void launch_adam(const AdamTensor* tensors, int count, std::int64_t total, double lr, double b1, double b2, double eps,
-                 const StepScalars* step, const math::LossScale* scale, cudaStream_t s);
+                 const StepState* step, const math::LossScale* scale, cudaStream_t s);
 
 }  // namespace gpuvs::engine::cuda
