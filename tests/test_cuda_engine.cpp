@@ -153,21 +153,26 @@ engine::TrainResult train_on(const std::string& device, const std::string& preci
 
 }  // namespace
 
-TEST(CudaEngine, OneStepMatchesTheCpuOracleNodeByNode) {
+// Batch 64 takes the one-launch loss and accuracy kernels, 5,000 the per-row kernels and a second
+// launch for the mean.
+class OneStep : public ::testing::TestWithParam<std::int64_t> {};
+
+TEST_P(OneStep, MatchesTheCpuOracleNodeByNode) {
   if (const auto why = no_gpu_reason(); !why.empty()) GTEST_SKIP() << "no GPU: " << why;
+  const std::int64_t batch = GetParam();
   std::string why;
   gpu::TrainDeviceOptions o;
   o.precision = gpu::GpuPrecision::fp32;
   o.cuda_graphs = false;
   auto dev = gpu::plugin(why)->open_train_device(o);
   const auto spec = graph::builtin_workload("seed-mlp");
-  const graph::Graph g = graph::build_graph(spec, {64, graph::DType::f32, graph::Mode::train});
+  const graph::Graph g = graph::build_graph(spec, {batch, graph::DType::f32, graph::Mode::train});
   engine::ParamStore cpu_store, gpu_store;
   cpu_store.initialize(graph::param_inits(spec), graph::DType::f32, 5);
   gpu_store.initialize(graph::param_inits(spec), graph::DType::f32, 5);
   auto cpu = engine::make_cpu_executor(g, cpu_store, {});
   auto gpu_ex = dev->executor(g, gpu_store, {});
-  const auto data = engine::make_synthetic(64, spec.input_dim, spec.num_classes(), 3);
+  const auto data = engine::make_synthetic(batch, spec.input_dim, spec.num_classes(), 3);
   for (auto* ex : {cpu.get(), gpu_ex.get()}) {
     std::memcpy(ex->input("x"), data.x.data(), data.x.size() * sizeof(float));
     std::memcpy(ex->input("labels"), data.y.data(), data.y.size() * sizeof(std::int32_t));
@@ -186,6 +191,8 @@ TEST(CudaEngine, OneStepMatchesTheCpuOracleNodeByNode) {
   for (const auto& [name, t] : cpu_store.tensors())
     for (std::size_t i = 0; i < t.bytes() / 4; ++i) ASSERT_NEAR(gpu_store.get(name).at(i), t.at(i), 1e-5) << name;
 }
+
+INSTANTIATE_TEST_SUITE_P(CudaEngine, OneStep, ::testing::Values(64, 5000));
 
 TEST(CudaEngine, Fp32TrainingFollowsTheCpuLossCurve) {
   if (const auto why = no_gpu_reason(); !why.empty()) GTEST_SKIP() << "no GPU: " << why;

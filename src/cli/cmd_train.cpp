@@ -94,6 +94,7 @@ nlohmann::json summary_json(const TrainArgs& a, const graph::ModelSpec& spec, co
   j["first_epoch"] = r.first_epoch;
   j["steps"] = r.steps;
   j["seed"] = a.cfg.seed;
+  j["steps_per_sync"] = a.cfg.steps_per_sync;
   j["samples_per_s"] = num(r.samples_per_s);
   j["step_time_median_s"] = num(r.step_time_median_s);
   j["step_time_p10_s"] = num(r.step_time_p10_s);

@@ -680,6 +680,7 @@ void CudaExecutor::launch_all(Mode m) {
                     acc == graph::kNone ? nullptr : static_cast<const float*>(value_[static_cast<std::size_t>(acc)]),
                     g_.node(g_.find("x")).shape[0], bound_stride_, s);
   }
+  ck(cudaGetLastError(), "launching the step's kernels");  // a bad launch configuration, named here rather than at the next sync
 }
 
 // The compiled path: a mode's first step runs eagerly (it also warms cuBLASLt up), its second is captured

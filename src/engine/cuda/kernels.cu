@@ -72,11 +72,9 @@ __global__ void softmax_rows_k(const float* z, float* y, std::int64_t rows, std:
   }
 }
 
-// Mean of a per-row double vector in one block, in a fixed order: deterministic run to run.
-__global__ void mean_k(const double* v, std::int64_t n, float* out) {
+// The mean of per-thread partial sums over one block, in a fixed tree order: deterministic run to run.
+__device__ void block_mean(double s, std::int64_t n, float* out) {
   __shared__ double part[kThreads];
-  double s = 0;
-  for (std::int64_t i = threadIdx.x; i < n; i += blockDim.x) s += v[i];
   part[threadIdx.x] = s;
   __syncthreads();
   for (int w = kThreads / 2; w > 0; w /= 2) {
@@ -84,6 +82,29 @@ __global__ void mean_k(const double* v, std::int64_t n, float* out) {
     __syncthreads();
   }
   if (threadIdx.x == 0) *out = static_cast<float>(part[0] / static_cast<double>(n));
+}
+
+// Mean of a per-row double vector in one block: thread t sums rows t, t + 256, ... in order.
+__global__ void mean_k(const double* v, std::int64_t n, float* out) {
+  double s = 0;
+  for (std::int64_t i = threadIdx.x; i < n; i += blockDim.x) s += v[i];
+  block_mean(s, n, out);
+}
+
+// Small batches: rows and mean in one block and one launch, each thread taking the rows mean_k would give
+// it, so the result is the two-launch path's to the bit.
+constexpr std::int64_t kFusedRows = 4096;
+__global__ void softmax_xent_fused_k(const float* z, const std::int32_t* labels, float* p, std::int64_t rows, std::int64_t cols,
+                                     float* loss) {
+  double s = 0;
+  for (std::int64_t r = threadIdx.x; r < rows; r += blockDim.x) s += math::softmax_xent_row(z + r * cols, labels[r], p + r * cols, cols);
+  block_mean(s, rows, loss);
+}
+
+__global__ void accuracy_fused_k(const float* z, const std::int32_t* labels, std::int64_t rows, std::int64_t cols, float* acc) {
+  double s = 0;
+  for (std::int64_t r = threadIdx.x; r < rows; r += blockDim.x) s += math::argmax_hit(z + r * cols, labels[r], cols);
+  block_mean(s, rows, acc);
 }
 
 __global__ void softmax_xent_grad_k(const float* dloss, const float* p, const std::int32_t* labels, float* d, std::int64_t rows,
@@ -224,6 +245,10 @@ void launch_dropout_grad(const float* dy, const std::uint8_t* mask, float* dx, s
 }
 void launch_softmax_xent(const float* logits, const std::int32_t* labels, float* probs, double* row_loss, float* loss,
                          std::int64_t rows, std::int64_t cols, cudaStream_t s) {
+  if (rows <= kFusedRows) {
+    softmax_xent_fused_k<<<1, kThreads, 0, s>>>(logits, labels, probs, rows, cols, loss);
+    return;
+  }
   softmax_xent_rows_k<<<blocks_for(rows), kThreads, 0, s>>>(logits, labels, probs, row_loss, rows, cols);
   mean_k<<<1, kThreads, 0, s>>>(row_loss, rows, loss);
 }
@@ -236,6 +261,10 @@ void launch_softmax(const float* x, float* y, std::int64_t rows, std::int64_t co
 }
 void launch_accuracy(const float* logits, const std::int32_t* labels, double* row_hit, float* acc, std::int64_t rows,
                      std::int64_t cols, cudaStream_t s) {
+  if (rows <= kFusedRows) {
+    accuracy_fused_k<<<1, kThreads, 0, s>>>(logits, labels, rows, cols, acc);
+    return;
+  }
   accuracy_rows_k<<<blocks_for(rows), kThreads, 0, s>>>(logits, labels, row_hit, rows, cols);
   mean_k<<<1, kThreads, 0, s>>>(row_hit, rows, acc);
 }

@@ -30,6 +30,7 @@ void launch_dropout(const float* x, float* y, std::uint8_t* mask, std::int64_t n
                     std::uint64_t node, cudaStream_t s);
 void launch_dropout_grad(const float* dy, const std::uint8_t* mask, float* dx, std::int64_t n, double rate, cudaStream_t s);
 /// probs and the mean loss (written to *loss) of a [rows, cols] logits matrix; row_loss is scratch [rows].
+/// Up to 4,096 rows one launch does it all; the sums are the same either way.
 void launch_softmax_xent(const float* logits, const std::int32_t* labels, float* probs, double* row_loss, float* loss,
                          std::int64_t rows, std::int64_t cols, cudaStream_t s);
 void launch_softmax_xent_grad(const float* dloss, const float* probs, const std::int32_t* labels, float* dlogits,
