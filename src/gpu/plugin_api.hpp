@@ -16,7 +16,7 @@
 
 namespace gpuvs::gpu {
 
-constexpr int kAbiVersion = 2;
+constexpr int kAbiVersion = 3;  // 3: Executor gained the queued-epoch methods (vtable)
 
 /// The math of a GPU training run: fp32 (CUDA cores), tf32 (FP32 GEMMs on TF32 tensor cores), amp_bf16
 /// and amp_fp16 (GEMM inputs cast to 16 bits, FP32 accumulate, FP32 master weights and elementwise math;
