@@ -392,6 +392,50 @@ TEST(CudaEngine, DataParallelOverTwoGpusFollowsOneGpu) {
   EXPECT_NEAR(dp.history.back().loss, single.history.back().loss, 0.05 * single.history.back().loss);
 }
 
+// The data-parallel machinery on the one GPU a machine may have: an NCCL group of one rank, gradients
+// in the bucketed arena, each bucket averaged on the comm stream and joined back before Adam, all of it
+// captured in the step's CUDA graph. The mean over one rank is the identity, so every number must equal
+// the plain single-GPU executor's.
+TEST(CudaEngine, DataParallelPlumbingOnOneGpuChangesNothing) {
+  if (const auto why = no_gpu_reason(); !why.empty()) GTEST_SKIP() << "no GPU: " << why;
+  std::string why;
+  gpu::Api* api = gpu::plugin(why);
+  const auto spec = graph::builtin_workload("seed-mlp");
+  const auto data = engine::make_synthetic(1280, spec.input_dim, spec.num_classes(), 6);
+  std::vector<std::int64_t> order(1280);
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::int64_t>((i * 769) % 1280);
+  const graph::Graph g = graph::build_graph(spec, {128, graph::DType::f32, graph::Mode::train});
+  gpu::TrainDeviceOptions o;
+  o.precision = gpu::GpuPrecision::fp32;
+  engine::ParamStore plain_store, group_store;
+  plain_store.initialize(graph::param_inits(spec), graph::DType::f32, 9);
+  group_store.initialize(graph::param_inits(spec), graph::DType::f32, 9);
+  std::vector<std::unique_ptr<gpu::TrainDevice>> group;
+  try {
+    group = api->open_train_devices(o, 1);
+  } catch (const RuntimeFailure& e) {
+    GTEST_SKIP() << "no NCCL: " << e.what();
+  }
+  auto plain = api->open_train_device(o);
+  auto run = [&](gpu::TrainDevice& dev, engine::ParamStore& store) {
+    auto ex = dev.executor(g, store, {});
+    EXPECT_TRUE(ex->bind_epoch(data, order.data(), 1280, 0, 128, {3, 0}));
+    EXPECT_TRUE(ex->asynchronous());
+    for (std::int64_t s = 0; s < 10; ++s) ex->run_accumulate({3, s}, 128);  // eager, captured, replayed
+    const engine::StepTotals t = ex->totals();
+    dev.sync_to_host(store);
+    return t;
+  };
+  const auto a = run(*plain, plain_store);
+  const auto b = run(*group[0], group_store);
+  EXPECT_EQ(a.steps, 10);
+  EXPECT_EQ(b.loss, a.loss);
+  EXPECT_EQ(b.accuracy, a.accuracy);
+  for (const auto& [name, t] : plain_store.tensors())
+    EXPECT_EQ(std::memcmp(group_store.get(name).buffer.data(), t.buffer.data(), t.bytes()), 0) << name;
+  EXPECT_NE(group[0]->describe().find("replica 0 of 1 (NCCL)"), std::string::npos) << group[0]->describe();
+}
+
 TEST(CudaEngine, DataParallelOptionsAreChecked) {
   engine::TrainConfig cfg;
   cfg.gpus = 0;
