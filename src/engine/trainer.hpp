@@ -75,6 +75,8 @@ struct TrainResult {
   std::vector<EpochResult> history;  // epochs run in this invocation
   std::int64_t first_epoch = 1;      // > 1 when resumed
   double samples_per_s = 0;          // over all epochs run, training steps only
+  // Over steps on the CPU; on an asynchronous device (queued steps) over read-back windows, each the
+  // window's wall time per step.
   double step_time_median_s = 0, step_time_p10_s = 0, step_time_p90_s = 0;
   std::size_t peak_memory_bytes = 0;  // params + optimizer slots + every executor's workspace
   std::size_t peak_rss_bytes = 0;     // the process's high-water mark
