@@ -436,6 +436,34 @@ TEST(CudaEngine, DataParallelPlumbingOnOneGpuChangesNothing) {
   EXPECT_NE(group[0]->describe().find("replica 0 of 1 (NCCL)"), std::string::npos) << group[0]->describe();
 }
 
+// Errors raised inside the plugin (its own copy of the error types, hidden visibility) are caught by
+// type in gpuvs: the CLI maps them to exit codes by type.
+TEST(CudaEngine, PluginErrorsCrossTheLibraryBoundaryByType) {
+  std::string why;
+  gpu::Api* api = gpu::plugin(why);
+  if (!api) GTEST_SKIP() << "no plugin: " << why;
+  gpu::TrainDeviceOptions o;
+  o.precision = gpu::GpuPrecision::fp32;
+  o.device = 64;  // no machine has it
+  if (!no_gpu_reason().empty()) {
+    try {
+      api->open_train_device(o);
+      FAIL() << "expected a RuntimeFailure";
+    } catch (const RuntimeFailure& e) {
+      EXPECT_NE(std::string(e.what()).find("no GPU"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(api->open_train_devices(o, 2), RuntimeFailure);
+  } else {
+    try {
+      api->open_train_device(o);
+      FAIL() << "expected an InputError";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("cuda:64"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(api->open_train_devices(o, 65), InputError);
+  }
+}
+
 TEST(CudaEngine, DataParallelOptionsAreChecked) {
   engine::TrainConfig cfg;
   cfg.gpus = 0;

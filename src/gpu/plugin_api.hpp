@@ -77,11 +77,13 @@ class Api {
   virtual int device_count(std::string& why) = 0;
   /// Runs one benchmark. Unknown keys come back FAILED (the host validates keys first).
   virtual BenchResult run(const BenchRequest& request) = 0;
-  /// Opens a GPU for training. RuntimeFailure when the CUDA runtime refuses (the message says why).
+  /// Opens a GPU for training. RuntimeFailure when there is no GPU or the CUDA runtime refuses (the
+  /// message says why), InputError for a device index this machine lacks.
   virtual std::unique_ptr<TrainDevice> open_train_device(const TrainDeviceOptions& options) = 0;
-  /// Opens GPUs 0..count-1 as data-parallel replicas (MirroredStrategy): each device's executors average
-  /// every gradient across the replicas with NCCL, tensor by tensor as soon as backward produces it, on a
-  /// second stream so the exchange overlaps the rest of the backward pass. options.device is ignored.
+  /// Opens GPUs 0..count-1 (count >= 1; one is a group of one) as data-parallel replicas
+  /// (MirroredStrategy): each device's executors average the gradients across the replicas with NCCL,
+  /// in ~25 MB buckets as soon as backward produces each, on a second stream so the exchange overlaps the
+  /// rest of the backward pass. options.device is ignored. RuntimeFailure without NCCL.
   virtual std::vector<std::unique_ptr<TrainDevice>> open_train_devices(const TrainDeviceOptions& options, int count) = 0;
 };
 

@@ -80,7 +80,7 @@ class Plugin final : public Api {
     std::string why;
     const int n = device_count(why);
     if (n == 0) throw RuntimeFailure("no GPU: " + why);
-    if (count < 2 || count > n)
+    if (count < 1 || count > n)
       throw InputError("--gpus " + std::to_string(count) + ": this machine has " + std::to_string(n) + " GPU(s)");
     return engine::cuda::open_train_devices(options, count);
   }
