@@ -384,6 +384,8 @@ TEST(Cli, TrainRefusesMissingGpusBeforeAnyOutput) {
   expect_usage_error(run_gpuvs("train seed-mlp --memory preallocate=1.5 --rows 300"), "preallocate");
   expect_usage_error(run_gpuvs("train seed-mlp --device tpu --rows 300"), "--device 'tpu'");
   expect_usage_error(run_gpuvs("train seed-mlp --device cpu --precision amp-bf16 --rows 300"), "needs a GPU");
+  expect_usage_error(run_gpuvs("train seed-mlp --steps-per-sync 0 --rows 300"), "--steps-per-sync must be at least 1");
+  expect_usage_error(run_gpuvs("train seed-mlp --steps-per-sync many --rows 300"), "--steps-per-sync");
 }
 
 TEST(Cli, BenchRunsCanBeStoredInTheHistory) {
