@@ -77,6 +77,7 @@ TEST(Gpu, BenchmarksAreWaivedWithTheReasonWhenNoGpu) {
 
 TEST(Gpu, QuickBenchmarksOnTheGpu) {
   const int n = gpu_count();
+  if (n == 0 && std::getenv("GPUVS_EXPECT_GPU")) FAIL() << "GPUVS_EXPECT_GPU is set but: " << bench::gpu_status();
   if (n == 0) GTEST_SKIP() << "no GPU here: " << bench::gpu_status();
   std::vector<std::string> keys;
   for (const auto& b : bench::registry())
