@@ -22,6 +22,8 @@
 #include "engine/cpu/kernels.hpp"
 #include "engine/cuda/device_math.hpp"
 #include "engine/cuda/gemm_mapping.hpp"
+#include "engine/checkpoint.hpp"
+#include "test_util.hpp"
 
 using namespace gpuvs;
 namespace dm = gpuvs::engine::cuda::math;
@@ -271,6 +273,36 @@ TEST(CudaEngine, QueuedDivergenceNamesTheStep) {
   } catch (const RuntimeFailure& e) {
     EXPECT_NE(std::string(e.what()).find("at epoch 1 step 2"), std::string::npos) << e.what();
   }
+}
+
+// Checkpoints on a GPU: params and Adam slots come back to the host at each epoch end, a resumed run
+// uploads them again and its queued steps carry on from the stored step index: the same weights, bit
+// for bit, as one uninterrupted run (CUDA graphs on, as by default).
+TEST(CudaEngine, ResumeOnTheGpuEqualsUninterrupted) {
+  if (const auto why = no_gpu_reason(); !why.empty()) GTEST_SKIP() << "no GPU: " << why;
+  const auto spec = graph::builtin_workload("seed-mlp");
+  const auto data = engine::make_synthetic(1000, spec.input_dim, spec.num_classes(), 3);
+  test::TempDir dir;
+  engine::TrainConfig cfg;
+  cfg.batch = 64;
+  cfg.device = "cuda:0";
+  cfg.precision = "fp32";
+  cfg.epochs = 4;
+  cfg.checkpoint_dir = dir / "straight";
+  Quiet q;
+  engine::ParamStore straight, first, resumed;
+  engine::train(spec, data, cfg, q, straight);
+  cfg.checkpoint_dir = dir / "split";
+  cfg.epochs = 2;
+  engine::train(spec, data, cfg, q, first);
+  cfg.epochs = 4;
+  cfg.resume = true;
+  const auto r = engine::train(spec, data, cfg, q, resumed);
+  EXPECT_EQ(r.first_epoch, 3);
+  EXPECT_EQ(resumed.iterations, straight.iterations);
+  for (const auto& [name, t] : straight.tensors())
+    EXPECT_EQ(std::memcmp(resumed.get(name).buffer.data(), t.buffer.data(), t.bytes()), 0) << name;
+  EXPECT_EQ(test::slurp(engine::checkpoint_file(dir / "straight")), test::slurp(engine::checkpoint_file(dir / "split")));
 }
 
 TEST(CudaEngine, Tf32AndPreallocateTrainToo) {
