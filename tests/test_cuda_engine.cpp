@@ -305,6 +305,41 @@ TEST(CudaEngine, ResumeOnTheGpuEqualsUninterrupted) {
   EXPECT_EQ(test::slurp(engine::checkpoint_file(dir / "straight")), test::slurp(engine::checkpoint_file(dir / "split")));
 }
 
+// amp-fp16: the dynamic loss scale and its counters are part of the checkpoint, and a resumed run goes
+// on from them (here a scale of 1024 and 7 skipped steps written into the file).
+TEST(CudaEngine, Fp16LossScaleIsCheckpointedAndRestored) {
+  if (const auto why = no_gpu_reason(); !why.empty()) GTEST_SKIP() << "no GPU: " << why;
+  const auto spec = graph::builtin_workload("seed-mlp");
+  const auto data = engine::make_synthetic(1000, spec.input_dim, spec.num_classes(), 3);
+  test::TempDir dir;
+  engine::TrainConfig cfg;
+  cfg.batch = 64;
+  cfg.device = "cuda:0";
+  cfg.precision = "amp-fp16";
+  cfg.epochs = 1;
+  cfg.checkpoint_dir = dir / "ckpt";
+  Quiet q;
+  engine::ParamStore store;
+  const auto first = engine::train(spec, data, cfg, q, store);
+  engine::ParamStore saved;
+  const engine::CheckpointMeta meta = engine::load_checkpoint(engine::checkpoint_file(dir / "ckpt"), saved);
+  ASSERT_TRUE(saved.has("amp/loss_scale"));
+  const float* v = saved.get("amp/loss_scale").as<float>();
+  EXPECT_EQ(v[0], first.loss_scale);
+  EXPECT_EQ(v[2], static_cast<float>(first.skipped_steps));
+  float* w = saved.get("amp/loss_scale").as<float>();
+  w[0] = 1024.0f;
+  w[1] = 0.0f;
+  w[2] = 7.0f;
+  engine::save_checkpoint(engine::checkpoint_file(dir / "ckpt"), meta, saved);
+  cfg.epochs = 2;
+  cfg.resume = true;
+  engine::ParamStore resumed;
+  const auto second = engine::train(spec, data, cfg, q, resumed);
+  EXPECT_LE(second.loss_scale, 1024.0);  // 13 more steps: no doubling (needs 2,000), halving only on overflow
+  EXPECT_GE(second.skipped_steps, 7);
+}
+
 TEST(CudaEngine, Tf32AndPreallocateTrainToo) {
   if (const auto why = no_gpu_reason(); !why.empty()) GTEST_SKIP() << "no GPU: " << why;
   engine::ParamStore a, b;

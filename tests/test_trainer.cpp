@@ -249,3 +249,31 @@ TEST(Trainer, StepTotalsKeepTheEarliestNonFiniteStep) {
   a += StepTotals{};
   EXPECT_EQ(a.first_nonfinite_iteration, 4);
 }
+
+// A checkpoint written by amp-fp16 GPU training carries the loss scale ("amp/loss_scale"): the CPU resumes
+// from it (it trains in fp32 and has no use for the scale) and keeps the tensor for a later GPU resume.
+TEST(Trainer, ResumeKeepsTensorsItDoesNotUse) {
+  const auto spec = graph::builtin_workload("seed-mlp");
+  const Dataset d = make_synthetic(400, 780, 10, 3);
+  test::TempDir dir;
+  TrainConfig cfg;
+  cfg.batch = 64;
+  cfg.device = "cpu";
+  cfg.checkpoint_dir = dir / "ck";
+  ParamStore first;
+  fit(spec, d, cfg, first);
+  ParamStore saved;
+  const CheckpointMeta meta = load_checkpoint(checkpoint_file(dir / "ck"), saved);
+  float* v = saved.ensure("amp/loss_scale", {3}, graph::DType::f32).as<float>();
+  v[0] = 1024.0f, v[1] = 3.0f, v[2] = 1.0f;
+  save_checkpoint(checkpoint_file(dir / "ck"), meta, saved);
+  cfg.epochs = 2;
+  cfg.resume = true;
+  ParamStore resumed;
+  const TrainResult r = fit(spec, d, cfg, resumed);
+  EXPECT_EQ(r.first_epoch, 2);
+  ParamStore after;
+  load_checkpoint(checkpoint_file(dir / "ck"), after);
+  ASSERT_TRUE(after.has("amp/loss_scale"));
+  EXPECT_EQ(after.get("amp/loss_scale").as<float>()[0], 1024.0f);
+}

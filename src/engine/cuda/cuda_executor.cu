@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -236,12 +237,32 @@ class Device final : public gpu::TrainDevice {
 
   std::unique_ptr<Executor> executor(const graph::Graph& g, ParamStore& store, const ExecutorOptions& opt) override {
     ck(cudaSetDevice(opt_.device), "cudaSetDevice");
+    if (scaled() && !scale_restored_ && store.has(kLossScaleTensor)) {  // a resumed amp-fp16 run
+      const HostTensor& t = store.get(kLossScaleTensor);
+      if (t.shape != graph::Shape{3} || t.dtype != DType::f32)
+        throw InputError(fmt::format("checkpoint tensor {} is misshapen", kLossScaleTensor));
+      const float* v = t.as<float>();
+      if (!(v[0] >= 1.0f) || !std::isfinite(v[0]) || !(v[1] >= 0) || !(v[2] >= 0))
+        throw InputError(fmt::format("checkpoint tensor {} holds no loss scale ({}, {}, {})", kLossScaleTensor, v[0], v[1], v[2]));
+      const math::LossScale s{v[0], static_cast<int>(v[1]), 0, static_cast<int>(v[2])};
+      upload(scale_, &s, sizeof s, "loss scale");
+    }
+    scale_restored_ = true;
     return std::make_unique<CudaExecutor>(*this, g, store, opt);
   }
 
   void sync_to_host(ParamStore& store) override {
     ck(cudaSetDevice(opt_.device), "cudaSetDevice");
     for (auto& [name, t] : tensors_) download(store.get(name).buffer.data(), t.ptr, t.bytes, "copying params to the host");
+    // amp-fp16: the loss scale and its counters go into checkpoints too (as Keras' LossScaleOptimizer
+    // keeps them), so a resumed run goes on with the same scale.
+    if (scaled()) {
+      const math::LossScale s = read_scale();
+      float* v = store.ensure(kLossScaleTensor, {3}, DType::f32).as<float>();
+      v[0] = s.scale;
+      v[1] = static_cast<float>(s.good_steps);
+      v[2] = static_cast<float>(s.skipped);
+    }
   }
 
   AllocStats memory() const override { return alloc_->stats(); }
@@ -333,6 +354,7 @@ class Device final : public gpu::TrainDevice {
   void* gemm_workspace() const { return workspace_; }
   const gpu::TrainDeviceOptions& options() const { return opt_; }
   static constexpr std::size_t kWorkspace = 32u << 20;
+  static constexpr const char* kLossScaleTensor = "amp/loss_scale";  // scale, good steps in a row, steps skipped
 
  private:
   struct DevTensor {
@@ -347,6 +369,7 @@ class Device final : public gpu::TrainDevice {
   cublasLtHandle_t lt_ = nullptr;
   void* workspace_ = nullptr;
   math::LossScale* scale_ = nullptr;
+  bool scale_restored_ = false;
   StepState* state_ = nullptr;  // queued steps' seed and step index, advanced by their last kernel
   std::int64_t* order_ = nullptr;
   std::int64_t order_count_ = 0;
