@@ -394,8 +394,8 @@ TEST(CudaMath, LossScaleHalvesOnOverflowAndGrowsAfterGoodSteps) {
 TEST(CudaMath, EndStepAccumulatesAndAdvances) {
   engine::cuda::math::StepState st{7, 100};
   engine::cuda::math::RunningTotals t{0.0, 0.0, 0, 0, 0, -1, 0.0f};
-  engine::cuda::math::end_step(st, t, 2.5f, 0.5f, 128, 128);
-  engine::cuda::math::end_step(st, t, 1.5f, 0.75f, 96, 128);
+  engine::cuda::math::end_step(st, t, 2.5f, 0.5f, 128, 128, true);
+  engine::cuda::math::end_step(st, t, 1.5f, 0.75f, 96, 128, true);
   EXPECT_EQ(t.loss, 2.5 * 128 + 1.5 * 96);
   EXPECT_EQ(t.accuracy, 0.5 * 128 + 0.75 * 96);
   EXPECT_EQ(t.rows, 224);
@@ -404,15 +404,21 @@ TEST(CudaMath, EndStepAccumulatesAndAdvances) {
   EXPECT_EQ(st.iteration, 102);
   EXPECT_EQ(st.seed, 7u);
   EXPECT_EQ(t.first_nonfinite_iteration, -1);
-  engine::cuda::math::end_step(st, t, INFINITY, 0.1f, 128, 128);  // iteration 102
-  engine::cuda::math::end_step(st, t, NAN, 0.1f, 128, 128);
+  engine::cuda::math::end_step(st, t, INFINITY, 0.1f, 128, 128, true);  // iteration 102
+  engine::cuda::math::end_step(st, t, NAN, 0.1f, 128, 128, true);
   EXPECT_EQ(t.first_nonfinite_iteration, 102);
   EXPECT_TRUE(std::isinf(t.nonfinite_loss));
   engine::cuda::math::RunningTotals u{0.0, 0.0, 0, 0, 0, -1, 0.0f};
-  engine::cuda::math::end_step(st, u, -NAN, 0.0f, 1, 1);
+  engine::cuda::math::end_step(st, u, -NAN, 0.0f, 1, 1, true);
   EXPECT_EQ(u.first_nonfinite_iteration, 104);
-  engine::cuda::math::end_step(st, u, -3.0e38f, 0.0f, 1, 1);  // large but finite
+  engine::cuda::math::end_step(st, u, -3.0e38f, 0.0f, 1, 1, true);  // large but finite
   EXPECT_EQ(u.first_nonfinite_iteration, 104);
+  // An evaluation step counts its rows and moves the cursor but not the optimizer's step index.
+  const std::int64_t before = st.iteration;
+  engine::cuda::math::end_step(st, u, 0.5f, 1.0f, 64, 64, false);
+  EXPECT_EQ(st.iteration, before);
+  EXPECT_EQ(u.rows, 66);
+  EXPECT_EQ(u.cursor, 66);
 }
 
 TEST(CudaMath, Bf16RoundingIsNearestEven) {

@@ -67,16 +67,16 @@ class Executor {
     return false;
   }
 
-  // ---- Training epochs: steps that report into running totals, so a GPU can queue them.
-  /// Binds the training steps that follow to an epoch's row order: the k-th run_accumulate after this
+  // ---- Epochs (training or validation): steps that report into running totals, so a GPU can queue them.
+  /// Binds the steps that follow to an epoch's row order: the k-th run_accumulate after this
   /// call trains on rows order[offset + k*stride, ... + rows) of `data` (`count` = the order's length;
   /// it must stay valid until the next bind) and the caller loads no inputs. `first` is the step that
   /// comes next. False when this graph has no "x"/"labels" inputs shaped for `data`.
   virtual bool bind_epoch(const Dataset& data, const std::int64_t* order, std::int64_t count, std::int64_t offset,
                           std::int64_t stride, const StepContext& first);
-  /// One training step of `rows` rows (the graph's batch) whose "loss" and "accuracy" are added to the
-  /// running totals. An asynchronous executor may return before the step has run; successive calls
-  /// must carry successive iterations.
+  /// One step of `rows` rows (the graph's batch: training, or evaluation for an eval graph) whose
+  /// "loss" and "accuracy" are added to the running totals. An asynchronous executor may return before
+  /// the step has run; successive training steps carry successive iterations.
   virtual void run_accumulate(const StepContext& ctx, std::int64_t rows);
   /// Waits for every queued step and returns the totals since the last reset_totals().
   virtual StepTotals totals();

@@ -396,20 +396,33 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
     train_seconds += r.seconds;
     train_samples += seen;
     if (n_val > 0) {
-      double vl = 0, va = 0;
-      std::vector<std::int64_t> idx(static_cast<std::size_t>(cfg.batch));
+      // Validation: the held-out rows in order, queued like training steps where the device can (its
+      // steps leave the optimizer's step index alone).
+      std::vector<std::int64_t> val_rows(static_cast<std::size_t>(n_val));
+      std::iota(val_rows.begin(), val_rows.end(), n_train);
+      const std::int64_t val_steps = (n_val + cfg.batch - 1) / cfg.batch;
+      const StepContext ctx{cfg.seed, store.iterations};
+      std::vector<char> val_bound;
+      for (auto* e : {val_ex.full.get(), val_ex.tail.get()}) {
+        if (!e) continue;
+        e->reset_totals();
+        const std::int64_t offset = e == val_ex.tail.get() ? (val_steps - 1) * cfg.batch : 0;
+        val_bound.push_back(e->bind_epoch(data, val_rows.data(), n_val, offset, cfg.batch, ctx) ? 1 : 0);
+      }
       for (std::int64_t begin = 0; begin < n_val; begin += cfg.batch) {
         const std::int64_t rows = std::min(cfg.batch, n_val - begin);
-        for (std::int64_t i = 0; i < rows; ++i) idx[static_cast<std::size_t>(i)] = n_train + begin + i;
         Executor& ex = val_ex.for_rows(rows, cfg.batch);
-        load_rows(ex, data, idx.data(), rows);
-        ex.run({cfg.seed, store.iterations});
-        vl += ex.scalar("loss") * static_cast<double>(rows);
-        va += ex.scalar("accuracy") * static_cast<double>(rows);
+        if (!val_bound[&ex == val_ex.full.get() ? 0 : val_bound.size() - 1]) load_rows(ex, data, val_rows.data() + begin, rows);
+        ex.run_accumulate(ctx, rows);
       }
+      StepTotals vt;
+      for (auto* e : {val_ex.full.get(), val_ex.tail.get()})
+        if (e) vt += e->totals();
+      if (vt.rows != n_val)
+        throw RuntimeFailure(fmt::format("the engine reported {} validation rows of {}", vt.rows, n_val));
       r.has_validation = true;
-      r.val_loss = vl / static_cast<double>(n_val);
-      r.val_accuracy = va / static_cast<double>(n_val);
+      r.val_loss = vt.loss / static_cast<double>(n_val);
+      r.val_accuracy = vt.accuracy / static_cast<double>(n_val);
     }
     // Keras logs epoch indices from 0.
     if (tb_train) {

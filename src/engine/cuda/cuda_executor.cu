@@ -138,6 +138,8 @@ class CudaExecutor final : public Executor {
   bool queued_ = false;
   std::int64_t queued_steps_ = 0;  // queued since reset_totals
   std::int64_t bound_offset_ = 0, bound_stride_ = 0;
+  std::int64_t* order_dev_ = nullptr;  // the bound epoch's row order (made once: captured graphs hold its address)
+  std::int64_t order_count_ = 0;
   const float* epoch_x_ = nullptr;
   const std::int32_t* epoch_y_ = nullptr;
   AdamTensor* adam_dev_ = nullptr;
@@ -228,7 +230,6 @@ class Device final : public gpu::TrainDevice {
     alloc_->deallocate(workspace_);
     alloc_->deallocate(scale_);
     alloc_->deallocate(state_);
-    if (order_) alloc_->deallocate(order_);
     if (data_x_) alloc_->deallocate(data_x_);
     if (data_y_) alloc_->deallocate(data_y_);
     cublasLtDestroy(lt_);
@@ -310,33 +311,26 @@ class Device final : public gpu::TrainDevice {
     return {data_x_, data_y_};
   }
 
-  /// Queued steps: the epoch's row order goes up (the buffer is made once: captured graphs hold its
-  /// address) and the step state is set to `first`. False when the data set does not live on the device.
-  bool bind_order(const Dataset& d, const std::int64_t* order, std::int64_t count, const StepContext& first) {
+  /// Queued steps: the step state is set to `first`. False when the data set does not live on the device.
+  bool bind_state(const Dataset& d, const StepContext& first) {
     if (!dataset(d).first) return false;
-    if (!order_) {
-      order_ = static_cast<std::int64_t*>(alloc_->allocate(static_cast<std::size_t>(count) * sizeof(std::int64_t)));
-      order_count_ = count;
-    }
-    if (count != order_count_) return false;
-    upload(order_, order, static_cast<std::size_t>(count) * sizeof(std::int64_t), "uploading the epoch's row order");
     const StepState st{first.seed, first.iteration};
     upload(state_, &st, sizeof st, "step state");
     queued_seed_ = first.seed;
     next_iteration_ = first.iteration;
     return true;
   }
-  /// Before a queued step: the device's step index advances itself, and the host mirrors it so nothing
-  /// goes up per step. When the step is not the one the device holds (steps in between ran another way,
-  /// e.g. a profiled executor's synchronous steps) the state is set again first.
-  void begin_queued_step(const StepContext& ctx) {
+  /// Before a queued step: the device's step index advances itself (training steps), and the host mirrors
+  /// it so nothing goes up per step. When the step is not the one the device holds (steps in between ran
+  /// another way, e.g. a profiled executor's synchronous steps) the state is set again first.
+  void begin_queued_step(const StepContext& ctx, bool trains) {
     if (ctx.seed != queued_seed_ || ctx.iteration != next_iteration_) {
       const StepState st{ctx.seed, ctx.iteration};
       upload(state_, &st, sizeof st, "step state");
       queued_seed_ = ctx.seed;
       next_iteration_ = ctx.iteration;
     }
-    ++next_iteration_;
+    if (trains) ++next_iteration_;
   }
   /// After the queue drained: the device counted the steps the host queued.
   void check_iteration() const {
@@ -346,7 +340,6 @@ class Device final : public gpu::TrainDevice {
       throw RuntimeFailure(fmt::format("the GPU's step counter is {} after the queued steps, the host's {}", st.iteration, next_iteration_));
   }
   StepState* state() const { return state_; }
-  const std::int64_t* order() const { return order_; }
 
   CachingAllocator& allocator() { return *alloc_; }
   cudaStream_t stream() const { return stream_; }
@@ -371,8 +364,6 @@ class Device final : public gpu::TrainDevice {
   math::LossScale* scale_ = nullptr;
   bool scale_restored_ = false;
   StepState* state_ = nullptr;  // queued steps' seed and step index, advanced by their last kernel
-  std::int64_t* order_ = nullptr;
-  std::int64_t order_count_ = 0;
   std::uint64_t queued_seed_ = 0;
   std::int64_t next_iteration_ = 0;
   std::map<std::string, DevTensor> tensors_;
@@ -586,7 +577,7 @@ void CudaExecutor::exec(const Node& n, Mode m) {
     case OpKind::input:
       if (m == Mode::queued && (n.name == "x" || n.name == "labels")) {
         if (n.name == "x")  // labels come with it
-          launch_gather_epoch(epoch_x_, epoch_y_, dev_.order(), totals_dev_, bound_offset_, n.shape[0], n.shape[1], f(n.id),
+          launch_gather_epoch(epoch_x_, epoch_y_, order_dev_, totals_dev_, bound_offset_, n.shape[0], n.shape[1], f(n.id),
                               static_cast<std::int32_t*>(value_[static_cast<std::size_t>(g_.find("labels"))]), s);
         return;
       }
@@ -701,7 +692,7 @@ void CudaExecutor::launch_all(Mode m) {
     const NodeId loss = g_.output("loss"), acc = g_.output("accuracy");
     launch_end_step(dev_.state(), totals_dev_, static_cast<const float*>(value_[static_cast<std::size_t>(loss)]),
                     acc == graph::kNone ? nullptr : static_cast<const float*>(value_[static_cast<std::size_t>(acc)]),
-                    g_.node(g_.find("x")).shape[0], bound_stride_, s);
+                    g_.node(g_.find("x")).shape[0], bound_stride_, adam_count_ > 0, s);
   }
   ck(cudaGetLastError(), "launching the step's kernels");  // a bad launch configuration, named here rather than at the next sync
 }
@@ -759,7 +750,13 @@ bool CudaExecutor::bind_epoch(const Dataset& data, const std::int64_t* order, st
   // one at a time.
   if (!Executor::bind_epoch(data, order, count, offset, stride, first)) return false;
   // Profiled steps are timed one by one; a graph without a loss has nothing to total.
-  if (opt_.profile || g_.output("loss") == graph::kNone || !dev_.bind_order(data, order, count, first)) return true;
+  if (opt_.profile || g_.output("loss") == graph::kNone || !dev_.bind_state(data, first)) return true;
+  if (!order_dev_) {
+    order_dev_ = static_cast<std::int64_t*>(alloc(static_cast<std::size_t>(count) * sizeof(std::int64_t)));
+    order_count_ = count;
+  }
+  if (count != order_count_) return true;  // another length than the captured graph's buffer: the host path
+  dev_.upload(order_dev_, order, static_cast<std::size_t>(count) * sizeof(std::int64_t), "uploading the epoch's row order");
   const auto [dx, dy] = dev_.dataset(data);
   epoch_x_ = dx;
   epoch_y_ = dy;
@@ -779,7 +776,7 @@ void CudaExecutor::run_accumulate(const StepContext& ctx, std::int64_t rows) {
   ck(cudaSetDevice(dev_.device()), "cudaSetDevice");  // replicas run on their own threads
   const std::int64_t batch = g_.node(g_.find("x")).shape[0];
   if (rows != batch) throw std::logic_error(fmt::format("run_accumulate: {} rows for a graph of batch {}", rows, batch));
-  dev_.begin_queued_step(ctx);
+  dev_.begin_queued_step(ctx, adam_count_ > 0);
   launch_step(Mode::queued);
   ++queued_steps_;
 }

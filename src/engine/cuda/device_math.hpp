@@ -140,7 +140,7 @@ struct StepState {
   std::int64_t iteration;
 };
 
-/// A queued training phase's running sums on the device (Executor::StepTotals) and the executor's cursor
+/// A queued phase's running sums on the device (Executor::StepTotals) and the executor's cursor
 /// into the epoch's row order.
 struct RunningTotals {
   double loss;      // sum of loss x rows
@@ -152,9 +152,10 @@ struct RunningTotals {
   float nonfinite_loss;
 };
 
-/// The end of a queued training step (one device thread): its loss and accuracy into the totals (the
-/// first inf/NaN loss remembered), the cursor on by `stride` rows, the step index on by one.
-GPUVS_HD void end_step(StepState& s, RunningTotals& t, float loss, float accuracy, std::int64_t rows, std::int64_t stride) {
+/// The end of a queued step (one device thread): its loss and accuracy into the totals (the first inf/NaN
+/// loss remembered), the cursor on by `stride` rows, and for a training step (`trains`: it updated the
+/// weights) the step index on by one; evaluation steps leave it.
+GPUVS_HD void end_step(StepState& s, RunningTotals& t, float loss, float accuracy, std::int64_t rows, std::int64_t stride, bool trains) {
   if (!(loss - loss == 0.0f) && t.first_nonfinite_iteration < 0) {  // inf - inf and NaN - NaN are NaN
     t.first_nonfinite_iteration = s.iteration;
     t.nonfinite_loss = loss;
@@ -164,7 +165,7 @@ GPUVS_HD void end_step(StepState& s, RunningTotals& t, float loss, float accurac
   t.rows += rows;
   ++t.steps;
   t.cursor += stride;
-  ++s.iteration;
+  if (trains) ++s.iteration;
 }
 
 enum class Act : int { none = 0, relu = 1, tanh = 2, sigmoid = 3, gelu = 4 };

@@ -207,8 +207,8 @@ __global__ void gather_epoch_k(const float* dx, const std::int32_t* dy, const st
 }
 
 __global__ void end_step_k(StepState* state, RunningTotals* t, const float* loss, const float* accuracy, std::int64_t rows,
-                           std::int64_t stride) {
-  math::end_step(*state, *t, *loss, accuracy ? *accuracy : 0.0f, rows, stride);
+                           std::int64_t stride, bool trains) {
+  math::end_step(*state, *t, *loss, accuracy ? *accuracy : 0.0f, rows, stride, trains);
 }
 
 }  // namespace
@@ -219,8 +219,8 @@ void launch_gather_epoch(const float* data_x, const std::int32_t* data_y, const 
 }
 
 void launch_end_step(StepState* state, RunningTotals* t, const float* loss, const float* accuracy, std::int64_t rows, std::int64_t stride,
-                     cudaStream_t s) {
-  end_step_k<<<1, 1, 0, s>>>(state, t, loss, accuracy, rows, stride);
+                     bool trains, cudaStream_t s) {
+  end_step_k<<<1, 1, 0, s>>>(state, t, loss, accuracy, rows, stride, trains);
 }
 
 void launch_gather_rows(const float* data_x, const std::int32_t* data_y, const std::int64_t* rows, std::int64_t count,

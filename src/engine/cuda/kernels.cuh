@@ -57,7 +57,7 @@ void launch_gather_epoch(const float* data_x, const std::int32_t* data_y, const 
                          std::int64_t offset, std::int64_t count, std::int64_t features, float* x, std::int32_t* y, cudaStream_t s);
 /// math::end_step on the device: `loss`/`accuracy` (device scalars; accuracy may be null) into `t`.
 void launch_end_step(StepState* state, RunningTotals* t, const float* loss, const float* accuracy, std::int64_t rows, std::int64_t stride,
-                     cudaStream_t s);
+                     bool trains, cudaStream_t s);
 /// Every Adam tensor in one launch; `tensors` is a device array of `count` entries covering `total` elements.
 /// With `scale` (AMP fp16) gradients are divided by it and the step is skipped when they were non-finite.
 void launch_adam(const AdamTensor* tensors, int count, std::int64_t total, double lr, double b1, double b2, double eps,
