@@ -46,7 +46,34 @@ using ExecutorFactory = std::function<std::unique_ptr<Executor>(const graph::Gra
 // Executors for a full batch and, when the row count does not divide, the last partial one.
 struct ExecPair {
   std::unique_ptr<Executor> full, tail;
+  bool full_bound = false, tail_bound = false;  // take their rows from the bound order themselves
   Executor& for_rows(std::int64_t rows, std::int64_t batch) { return rows == batch ? *full : *tail; }
+  /// A new epoch over `order`: totals reset, full batches bound from row 0, the tail at the last batch.
+  void bind(const Dataset& data, const std::vector<std::int64_t>& order, std::int64_t batch, const StepContext& first) {
+    const auto n = static_cast<std::int64_t>(order.size());
+    if (full) {
+      full->reset_totals();
+      full_bound = full->bind_epoch(data, order.data(), n, 0, batch, first);
+    }
+    if (tail) {
+      tail->reset_totals();
+      tail_bound = tail->bind_epoch(data, order.data(), n, (n + batch - 1) / batch * batch - batch, batch, first);
+    }
+  }
+  /// The step over order[begin, begin + rows).
+  void step(const Dataset& data, const std::vector<std::int64_t>& order, std::int64_t begin, std::int64_t rows, std::int64_t batch,
+            const StepContext& ctx) {
+    Executor& ex = for_rows(rows, batch);
+    if (!(&ex == full.get() ? full_bound : tail_bound)) load_rows(ex, data, order.data() + begin, rows);
+    ex.run_accumulate(ctx, rows);
+  }
+  bool asynchronous() const { return (full && full->asynchronous()) || (tail && tail->asynchronous()); }
+  StepTotals totals() const {
+    StepTotals t;
+    for (auto* e : {full.get(), tail.get()})
+      if (e) t += e->totals();
+    return t;
+  }
 };
 
 // `profile` applies to the full-batch executor only: partial batches would skew per-step figures.
@@ -292,19 +319,8 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
     for (auto* e : {p->full.get(), p->tail.get()})
       if (e) workspace += e->workspace_bytes();
   for (const auto& e : replica_ex) workspace += e->workspace_bytes();
-  // The executors of a training epoch (full batch and tail, or one per replica) and their seeds: each
-  // replica draws its own dropout masks.
-  std::vector<Executor*> train_execs;
-  std::vector<std::uint64_t> exec_seed;
-  for (auto* e : {train_ex.full.get(), train_ex.tail.get()})
-    if (e) {
-      train_execs.push_back(e);
-      exec_seed.push_back(cfg.seed);
-    }
-  for (std::size_t r = 0; r < replica_ex.size(); ++r) {
-    train_execs.push_back(replica_ex[r].get());
-    exec_seed.push_back(cfg.seed + 0x9E3779B97F4A7C15ULL * r);
-  }
+  // Each replica draws its own dropout masks.
+  auto replica_seed = [&](std::size_t r) { return cfg.seed + 0x9E3779B97F4A7C15ULL * r; };
   // One global step over the replicas: all run at once on their own threads (each replica's NCCL calls
   // need the others' to be in flight).
   auto run_replicas = [&](const std::int64_t* rows_of_step, std::int64_t iteration, const std::vector<char>& bound) {
@@ -315,7 +331,7 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
     for (std::size_t r = 0; r < replica_ex.size(); ++r)
       threads.emplace_back([&, r] {
         try {
-          replica_ex[r]->run_accumulate({exec_seed[r], iteration}, shard);
+          replica_ex[r]->run_accumulate({replica_seed(r), iteration}, shard);
         } catch (...) {
           errors[r] = std::current_exception();
         }
@@ -339,16 +355,17 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
     const std::int64_t epoch_iteration = store.iterations;
     // Executors that take their rows from the epoch's order themselves (a GPU gathers on the device);
     // the rest are loaded here every step.
-    std::vector<char> bound;
+    std::vector<char> bound;  // per replica
     bool queued = false;
-    for (std::size_t k = 0; k < train_execs.size(); ++k) {
-      Executor* e = train_execs[k];
-      e->reset_totals();
-      const std::int64_t offset = !replica_ex.empty()         ? static_cast<std::int64_t>(k) * shard
-                                  : e == train_ex.tail.get() ? (steps - 1) * cfg.batch
-                                                             : 0;
-      bound.push_back(e->bind_epoch(data, order.data(), n_train, offset, cfg.batch, {exec_seed[k], epoch_iteration}) ? 1 : 0);
-      queued = queued || e->asynchronous();
+    if (replica_ex.empty()) {
+      train_ex.bind(data, order, cfg.batch, {cfg.seed, epoch_iteration});
+      queued = train_ex.asynchronous();
+    }
+    for (std::size_t r = 0; r < replica_ex.size(); ++r) {
+      replica_ex[r]->reset_totals();
+      bound.push_back(replica_ex[r]->bind_epoch(data, order.data(), n_train, static_cast<std::int64_t>(r) * shard, cfg.batch,
+                                                {replica_seed(r), epoch_iteration}));
+      queued = queued || replica_ex[r]->asynchronous();
     }
     StepTotals sum;
     std::int64_t window = 1, in_window = 0;  // steps queued since the last totals()
@@ -361,15 +378,13 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
       if (!replica_ex.empty()) {
         run_replicas(order.data() + begin, store.iterations, bound);
       } else {
-        Executor& ex = train_ex.for_rows(rows, cfg.batch);
-        if (!bound[&ex == train_execs[0] ? 0 : 1]) load_rows(ex, data, order.data() + begin, rows);
-        ex.run_accumulate({cfg.seed, store.iterations}, rows);
+        train_ex.step(data, order, begin, rows, cfg.batch, {cfg.seed, store.iterations});
       }
       ++store.iterations;
       if (++in_window < window && s + 1 < steps) continue;
       // Loss and accuracy so far (on a GPU this waits for the queued steps).
-      sum = {};
-      for (Executor* e : train_execs) sum += e->totals();
+      sum = replica_ex.empty() ? train_ex.totals() : StepTotals{};
+      for (const auto& e : replica_ex) sum += e->totals();
       const double per_step = std::chrono::duration<double>(clock_type::now() - t_window).count() / static_cast<double>(in_window);
       step_times.push_back(per_step);
       if (queued) window = next_sync_window(per_step, cfg.steps_per_sync);
@@ -400,24 +415,11 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
       // steps leave the optimizer's step index alone).
       std::vector<std::int64_t> val_rows(static_cast<std::size_t>(n_val));
       std::iota(val_rows.begin(), val_rows.end(), n_train);
-      const std::int64_t val_steps = (n_val + cfg.batch - 1) / cfg.batch;
       const StepContext ctx{cfg.seed, store.iterations};
-      std::vector<char> val_bound;
-      for (auto* e : {val_ex.full.get(), val_ex.tail.get()}) {
-        if (!e) continue;
-        e->reset_totals();
-        const std::int64_t offset = e == val_ex.tail.get() ? (val_steps - 1) * cfg.batch : 0;
-        val_bound.push_back(e->bind_epoch(data, val_rows.data(), n_val, offset, cfg.batch, ctx) ? 1 : 0);
-      }
-      for (std::int64_t begin = 0; begin < n_val; begin += cfg.batch) {
-        const std::int64_t rows = std::min(cfg.batch, n_val - begin);
-        Executor& ex = val_ex.for_rows(rows, cfg.batch);
-        if (!val_bound[&ex == val_ex.full.get() ? 0 : val_bound.size() - 1]) load_rows(ex, data, val_rows.data() + begin, rows);
-        ex.run_accumulate(ctx, rows);
-      }
-      StepTotals vt;
-      for (auto* e : {val_ex.full.get(), val_ex.tail.get()})
-        if (e) vt += e->totals();
+      val_ex.bind(data, val_rows, cfg.batch, ctx);
+      for (std::int64_t begin = 0; begin < n_val; begin += cfg.batch)
+        val_ex.step(data, val_rows, begin, std::min(cfg.batch, n_val - begin), cfg.batch, ctx);
+      const StepTotals vt = val_ex.totals();
       if (vt.rows != n_val)
         throw RuntimeFailure(fmt::format("the engine reported {} validation rows of {}", vt.rows, n_val));
       r.has_validation = true;

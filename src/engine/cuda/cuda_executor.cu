@@ -132,12 +132,11 @@ class CudaExecutor final : public Executor {
   const StepState* step_ = nullptr;  // what this launch's kernels read
   Mode mode_ = Mode::sync;          // of the captured graph and of mode_runs_
   int mode_runs_ = 0;
-  int sync_runs_ = 0;
   // Queued mode (bind_epoch): this executor's running totals and cursor on the device.
   RunningTotals* totals_dev_ = nullptr;
   bool queued_ = false;
   std::int64_t queued_steps_ = 0;  // queued since reset_totals
-  std::int64_t bound_offset_ = 0, bound_stride_ = 0;
+  std::int64_t bound_offset_ = 0, bound_stride_ = 0, bound_rows_ = 0;  // bound_rows_: the graph's batch
   std::int64_t* order_dev_ = nullptr;  // the bound epoch's row order (made once: captured graphs hold its address)
   std::int64_t order_count_ = 0;
   const float* epoch_x_ = nullptr;
@@ -692,7 +691,7 @@ void CudaExecutor::launch_all(Mode m) {
     const NodeId loss = g_.output("loss"), acc = g_.output("accuracy");
     launch_end_step(dev_.state(), totals_dev_, static_cast<const float*>(value_[static_cast<std::size_t>(loss)]),
                     acc == graph::kNone ? nullptr : static_cast<const float*>(value_[static_cast<std::size_t>(acc)]),
-                    g_.node(g_.find("x")).shape[0], bound_stride_, adam_count_ > 0, s);
+                    bound_rows_, bound_stride_, adam_count_ > 0, s);
   }
   ck(cudaGetLastError(), "launching the step's kernels");  // a bad launch configuration, named here rather than at the next sync
 }
@@ -733,7 +732,6 @@ void CudaExecutor::run(const StepContext& ctx) {
   *step_host_ = {ctx.seed, ctx.iteration};
   launch_step(Mode::sync);
   ck(cudaStreamSynchronize(dev_.stream()), "training step");
-  ++sync_runs_;
   if (opt_.profile)
     for (std::size_t i = 0; i < g_.size(); ++i) {
       float ms = 0;
@@ -762,6 +760,7 @@ bool CudaExecutor::bind_epoch(const Dataset& data, const std::int64_t* order, st
   epoch_y_ = dy;
   bound_offset_ = offset;
   bound_stride_ = stride;
+  bound_rows_ = g_.node(g_.find("x")).shape[0];
   const std::int64_t zero = 0;
   dev_.upload(&totals_dev_->cursor, &zero, sizeof zero, "epoch cursor");
   queued_ = true;
@@ -774,8 +773,7 @@ void CudaExecutor::run_accumulate(const StepContext& ctx, std::int64_t rows) {
     return;
   }
   ck(cudaSetDevice(dev_.device()), "cudaSetDevice");  // replicas run on their own threads
-  const std::int64_t batch = g_.node(g_.find("x")).shape[0];
-  if (rows != batch) throw std::logic_error(fmt::format("run_accumulate: {} rows for a graph of batch {}", rows, batch));
+  if (rows != bound_rows_) throw std::logic_error(fmt::format("run_accumulate: {} rows for a graph of batch {}", rows, bound_rows_));
   dev_.begin_queued_step(ctx, adam_count_ > 0);
   launch_step(Mode::queued);
   ++queued_steps_;
@@ -841,7 +839,7 @@ bool CudaExecutor::gather_rows(const Dataset& data, const std::int64_t* rows, st
   const Node& xn = g_.node(x);
   if (xn.shape.size() != 2 || xn.shape[0] != count || xn.shape[1] != data.features) return false;
   if (!gathered_) {
-    if (sync_runs_ > 0) return false;  // the captured graph (if any) was built for host uploads
+    if (mode_ == Mode::sync && mode_runs_ > 0) return false;  // the captured graph (if any) was built for host uploads
     const auto [dx, dy] = dev_.dataset(data);
     if (!dx) return false;
     data_x_ = dx;
