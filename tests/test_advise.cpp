@@ -355,3 +355,53 @@ TEST(Advise, ScenarioAndAssumptionParsersSurviveMutatedInput) {
   EXPECT_GT(refused, 50);
   EXPECT_GT(ok, 10);  // some flips (in a number, a name, the name value) still parse: both paths are exercised
 }
+
+// 8. The machine the user already has is an option: measured speed, no purchase, electricity only. When it
+// trains the seed model faster than a card would, it wins; when it misses the deadline, it is ruled out
+// with why; it is never ranked for a workload it did not train.
+TEST(Advise, TheMeasuredMachineIsRankedLikeAnyGpu) {
+  advise::Scenario s;
+  s.workload = "seed-mlp";
+  s.work = 1e9;  // samples
+  s.gpus = {"rtx-4090", "a100-80gb-sxm"};
+  advise::MeasuredMachine here;
+  here.name = "test CPU (2 cores)";
+  here.workload = "seed-mlp";
+  here.precision = "fp32";
+  here.throughput = 300e3;  // ~ what a 2-core AVX-512 CPU measures for seed-mlp at batch 128
+  here.batch = 128;
+  here.peak_gib = 0.01;
+  here.capacity_gib = 23.5;
+  advise::Assumptions a = advise::Assumptions::defaults();
+  const auto adv = advise::advise(cat(), s, a, &here);
+  const auto* mine = find(adv.ranked, advise::kThisMachine);
+  ASSERT_NE(mine, nullptr);
+  EXPECT_EQ(mine->cost_basis, "owned, electricity only");
+  EXPECT_DOUBLE_EQ(*mine->buy_upfront_usd, 0.0);
+  // 1e9 samples at 300 k/s: 0.93 h; 200 W at $0.15/kWh.
+  EXPECT_NEAR(mine->compute_hours, 1e9 / 300e3 / 3600, 1e-9);
+  EXPECT_NEAR(*mine->cost_usd, mine->total_hours * 0.2 * 0.15, 1e-9);
+  EXPECT_EQ(mine->rank, 1) << mine->reason;  // a card bought for this costs more than the electricity
+  EXPECT_NE(mine->reason.find("the machine you have"), std::string::npos) << mine->reason;
+  EXPECT_NE(mine->reason.find("300.0 k"), std::string::npos) << mine->reason;
+  // The power assumption is listed and moves the cost.
+  a.set("this_machine_watts", 400, cat());
+  const auto hotter = advise::advise(cat(), s, a, &here);
+  EXPECT_NEAR(*find(hotter.ranked, advise::kThisMachine)->cost_usd, 2 * *mine->cost_usd, 1e-9);
+  // A deadline it cannot meet: ruled out, and the reason gives its hours.
+  s.hours = 0.5;
+  const auto late = advise::advise(cat(), s, advise::Assumptions::defaults(), &here);
+  EXPECT_EQ(find(late.ranked, advise::kThisMachine), nullptr);
+  const auto* out = find(late.ruled_out, advise::kThisMachine);
+  ASSERT_NE(out, nullptr);
+  EXPECT_NE(out->reason.find("deadline"), std::string::npos) << out->reason;
+  // Another workload: not ranked, and a note says why.
+  s.hours.reset();
+  s.workload = "resnet50";
+  const auto other = advise::advise(cat(), s, advise::Assumptions::defaults(), &here);
+  EXPECT_EQ(find(other.ranked, advise::kThisMachine), nullptr);
+  EXPECT_EQ(find(other.ruled_out, advise::kThisMachine), nullptr);
+  bool noted = false;
+  for (const auto& n : other.notes) noted = noted || n.find("measured training seed-mlp") != std::string::npos;
+  EXPECT_TRUE(noted);
+}

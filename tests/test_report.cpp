@@ -40,7 +40,128 @@ json hostile_run() {
   return {{"id", 7}, {"created_utc", evil}, {"payload", payload}};
 }
 
+std::string find_chromium() {
+  for (const char* c : {"chromium", "chromium-browser", "google-chrome"})
+    if (std::system((std::string("command -v ") + c + " >/dev/null 2>&1").c_str()) == 0) return c;
+  return "";
+}
+
+const std::string kChromiumFlags =
+    " --headless --no-sandbox --disable-gpu --hide-scrollbars --no-first-run --disable-background-networking "
+    "--disable-component-update --disable-sync";
+
+/// The <body> element's attributes after the page's script ran in headless Chromium.
+std::string body_after_script(const std::string& browser, const std::filesystem::path& html, const std::filesystem::path& dir) {
+  const std::string cmd = "timeout 120 " + browser + kChromiumFlags + " --user-data-dir=" + (dir / "profile").string() +
+                          " --window-size=1200,3000 --dump-dom " + html.string() + " >" + (dir / "dom.html").string() + " 2>/dev/null";
+  if (std::system(cmd.c_str()) != 0) return "";
+  const std::string dom = gpuvs::test::slurp(dir / "dom.html");
+  std::smatch m;
+  return std::regex_search(dom, m, std::regex("<body[^>]*>")) ? m.str() : "";
+}
+
+int attribute(const std::string& body, const std::string& name) {
+  std::smatch m;
+  return std::regex_search(body, m, std::regex(name + "=\"(\\d+)\"")) ? std::stoi(m[1]) : -1;
+}
+
+json seed_like_run() {
+  json run = hostile_run();
+  json& p = run["payload"];
+  p["workload"] = "seed-mlp";
+  json& e = p["predictions"][0];
+  e["gpu"] = "rtx-2080-ti";
+  e["throughput"] = 507559.8;
+  e["band_low"] = 416256.8;
+  e["band_high"] = 552480.6;
+  e["usd_per_million"] = 6.83e-05;
+  p["measured_here"] = {{"label", "this machine (measured)"}, {"device", "test CPU"}, {"workload", "seed-mlp"}, {"precision", "fp32"},
+                        {"throughput", 300000.0}, {"unit", "samples/s"}, {"batch", 128}, {"step_time_s", 4.2e-4}, {"peak_gib", 0.0035},
+                        {"capacity_gib", 23.5}, {"usd_per_million", 2.7e-05}, {"cost_basis", "owned, electricity only at 200 W"},
+                        {"verdict", "It is as fast as the predicted rtx-4090."}};
+  return run;
+}
+
 }  // namespace
+
+TEST(Report, PredictionsInHumanUnitsWithThisMachineBesideThem) {
+  const std::string html = report::render_html(seed_like_run());
+  // 5.08e+05 samples/s and its band as people read them, money without exponents.
+  EXPECT_NE(html.find("<td class=n>507.6 k</td>"), std::string::npos);
+  EXPECT_NE(html.find("416.3 k–552.5 k"), std::string::npos);
+  EXPECT_NE(html.find("$0.0683 (cloud rent)"), std::string::npos) << "per billion, as the chart";
+  EXPECT_FALSE(std::regex_search(html, std::regex("<td[^>]*>[^<]*\\de[+-]\\d"))) << "a table cell in exponent notation";
+  // The measured machine: a row in the table, a bar of its own colour in the speed, cost and memory charts.
+  EXPECT_NE(html.find("<tr class=\"measured\"><td>this machine (measured)</td><td class=n>300.0 k</td>"), std::string::npos);
+  std::size_t measured_bars = 0;
+  for (auto p = html.find("<rect class=\"mark measured\""); p != std::string::npos; p = html.find("<rect class=\"mark measured\"", p + 1))
+    ++measured_bars;
+  EXPECT_EQ(measured_bars, 3u);
+  EXPECT_NE(html.find("It is as fast as the predicted rtx-4090."), std::string::npos);
+  const std::string md = report::render_markdown(seed_like_run());
+  EXPECT_NE(md.find("| this machine (measured) | 300.0 k | samples/s |"), std::string::npos) << md;
+}
+
+TEST(Report, ChartTextIsMeasuredWrappedAndKeptApart) {
+  // Wider text measures wider; bold wider than regular; a title wraps at words and keeps every word.
+  EXPECT_GT(report::text_width("WWWW", 11), report::text_width("iiii", 11));
+  EXPECT_GT(report::text_width("Throughput", 14, true), report::text_width("Throughput", 14));
+  const std::string title = "Cost per billion samples (cloud rent where listed, else owning at the advisor's assumptions)";
+  const auto lines = report::wrap_to_width(title, 300, 14, true);
+  EXPECT_GT(lines.size(), 1u);
+  std::string joined;
+  for (const auto& l : lines) {
+    EXPECT_LE(report::text_width(l, 14, true), 300.0) << l;
+    joined += (joined.empty() ? "" : " ") + l;
+  }
+  EXPECT_EQ(joined, title);
+  EXPECT_EQ(report::wrap_to_width("unbreakable-word-longer-than-the-width", 20, 11).size(), 1u);
+  // A long title becomes several <text> lines inside the chart, never one line past its edge.
+  const std::string bars = report::bar_chart("b", title + " " + title, {{"a", 1, 2.0, "", false, false, ""}}, "USD", "cap");
+  std::size_t title_lines = 0;
+  for (auto p = bars.find("class=\"title\""); p != std::string::npos; p = bars.find("class=\"title\"", p + 1)) ++title_lines;
+  EXPECT_GE(title_lines, 3u);
+  // A value label starts right of its bar's marker, not on it.
+  const std::string mem = report::bar_chart("m", "Memory", {{"gpu", 1.0, 80.0, "", false, false, "1 of 80"}}, "GiB", "usable capacity");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(mem, m, std::regex("class=\"marker\" x1=\"([0-9.]+)\"")));
+  const double marker_x = std::stod(m[1]);
+  ASSERT_TRUE(std::regex_search(mem, m, std::regex("<text x=\"([0-9.]+)\" y=\"[0-9.]+\" class=\"value\">1 of 80</text>")));
+  EXPECT_GT(std::stod(m[1]), marker_x);
+  // Two series with the same points are one line with both names, not one line hidden under the other.
+  const std::vector<std::pair<double, double>> pts = {{1, 100}, {2, 90}, {4, 80}};
+  const std::string lc = report::line_chart("s", "Scaling", {{"h100-sxm (nvlink)", pts, true, false, 0, {}, true},
+                                                             {"h200-sxm (nvlink)", pts, true, false, 1, {}, true},
+                                                             {"rtx-4090 (pcie)", {{1, 100}, {2, 70}, {4, 50}}, true, true, 2, {}, true}},
+                                            {"GPUs", false}, {"%", false});
+  std::size_t paths = 0;
+  for (auto p = lc.find("<path class=\"mark line\""); p != std::string::npos; p = lc.find("<path class=\"mark line\"", p + 1)) ++paths;
+  EXPECT_EQ(paths, 2u);
+  EXPECT_NE(lc.find("h100-sxm (nvlink) = h200-sxm (nvlink)"), std::string::npos);
+}
+
+TEST(Report, LayoutCheckFindsEachKindOfProblem) {
+  // The page script the Chromium test relies on, run on a chart built to break every rule: it must
+  // report each problem (so a pass of the real report means something).
+  const std::string browser = find_chromium();
+  if (browser.empty()) GTEST_SKIP() << "no Chromium installed (scripts/install-deps installs Debian's chromium)";
+  gpuvs::test::TempDir dir;
+  const std::string bad_chart =
+      R"(<svg class="chart" id="bad" viewBox="0 0 400 200" width="400" height="200"><rect class="mark" x="0" y="0" width="5" height="5"/>)"
+      R"(<text x="350" y="20" style="font-size:14px">leaves the chart on the right</text>)"
+      R"(<text x="20" y="60" style="font-size:14px">first label</text><text x="30" y="62" style="font-size:14px">second label</text>)"
+      R"(<line class="marker" x1="60" x2="60" y1="90" y2="120" stroke="#000"/><text x="40" y="110" style="font-size:14px">over the tick</text>)"
+      R"(<path class="mark line" d="M10,150 L100,180"/><path class="mark line" d="M10,150 L100,180"/></svg>)";
+  const auto html = dir / "bad.html";
+  gpuvs::test::write_text(html, "<!DOCTYPE html><html><body>" + bad_chart + "<script>" + report::layout_check_script() + "</script></body></html>");
+  const std::string body = body_after_script(browser, html, dir.path());
+  ASSERT_FALSE(body.empty());
+  EXPECT_GE(attribute(body, "data-layout-problems"), 4) << body;
+  EXPECT_NE(body.find("leaves the chart"), std::string::npos) << body;
+  EXPECT_NE(body.find("overlaps"), std::string::npos) << body;
+  EXPECT_NE(body.find("covers a marker"), std::string::npos) << body;
+  EXPECT_NE(body.find("hides under another"), std::string::npos) << body;
+}
 
 TEST(Report, EscapesEveryOutsideString) {
   EXPECT_EQ(report::escape("<a href=\"x\">'&'</a>"), "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;");
@@ -57,7 +178,7 @@ TEST(Report, EscapesEveryOutsideString) {
 }
 
 TEST(Report, ChartsCarryDataMarksAndTooltips) {
-  const std::string bars = report::bar_chart("b", "Speed", {{"a100", 10, 12.0, "note", false}, {"h100", 20, std::nullopt, "", true}}, "x/s", "cap");
+  const std::string bars = report::bar_chart("b", "Speed", {{"a100", 10, 12.0, "note", false, false, ""}, {"h100", 20, std::nullopt, "", true, false, ""}}, "x/s", "cap");
   EXPECT_EQ(std::count(bars.begin(), bars.end(), '\n'), 0);
   std::size_t marks = 0;
   for (auto p = bars.find("<rect class=\"mark"); p != std::string::npos; p = bars.find("<rect class=\"mark", p + 1)) ++marks;
@@ -71,13 +192,7 @@ TEST(Report, ChartsCarryDataMarksAndTooltips) {
 }
 
 TEST(Report, RendersInHeadlessChromium) {
-  const char* candidates[] = {"chromium", "chromium-browser", "google-chrome"};
-  std::string browser;
-  for (const char* c : candidates)
-    if (std::system((std::string("command -v ") + c + " >/dev/null 2>&1").c_str()) == 0) {
-      browser = c;
-      break;
-    }
+  const std::string browser = find_chromium();
   if (browser.empty()) GTEST_SKIP() << "no Chromium installed (scripts/install-deps installs Debian's chromium)";
   gpuvs::test::TempDir dir;
   const auto html = dir / "report.html";
@@ -85,16 +200,31 @@ TEST(Report, RendersInHeadlessChromium) {
                                         html.string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ASSERT_TRUE(std::filesystem::exists(html));
-  const std::string flags = " --headless --no-sandbox --disable-gpu --hide-scrollbars --no-first-run --user-data-dir=" + (dir / "profile").string();
+  const std::string report = gpuvs::test::slurp(html);
+  // The machine that ran evaluate stands beside the predicted GPUs, measured, in the summary too.
+  EXPECT_NE(report.find("<tr class=\"measured\"><td>this machine (measured)</td>"), std::string::npos);
+  EXPECT_NE(r.out.find("This machine (measured): "), std::string::npos) << r.out;
+  EXPECT_FALSE(std::regex_search(report, std::regex("<td[^>]*>[^<]*\\de[+-]\\d"))) << "a table cell in exponent notation";
+  const std::string flags = kChromiumFlags + " --user-data-dir=" + (dir / "profile").string();
   // DOM after the page's script ran, with the console captured.
   const std::string dom_cmd = browser + flags + " --enable-logging=stderr --v=0 --dump-dom " + html.string() + " >" +
                               (dir / "dom.html").string() + " 2>" + (dir / "console.log").string();
   ASSERT_EQ(std::system(("timeout 120 " + dom_cmd).c_str()), 0) << gpuvs::test::slurp(dir / "console.log");
   const std::string dom = gpuvs::test::slurp(dir / "dom.html");
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(dom, m, std::regex("data-charts=\"(\\d+)\" data-charts-ok=\"(\\d+)\""))) << dom.substr(0, 400);
-  EXPECT_GE(std::stoi(m[1]), 5);  // roofline, throughput, cost, memory, scaling
-  EXPECT_EQ(m[1], m[2]) << "a chart has no data";
+  ASSERT_TRUE(std::regex_search(dom, m, std::regex("<body[^>]*>"))) << dom.substr(0, 400);
+  const std::string body = m.str();
+  EXPECT_GE(attribute(body, "data-charts"), 5) << body;  // roofline, throughput, cost, memory, scaling
+  EXPECT_EQ(attribute(body, "data-charts"), attribute(body, "data-charts-ok")) << "a chart has no data";
+  // No text leaves its chart, none overlaps other text or a marker, no line hides another.
+  EXPECT_EQ(attribute(body, "data-layout-problems"), 0) << body;
+  // The same at a narrow window, where the charts are scaled down.
+  const std::string narrow = "timeout 120 " + browser + flags + " --window-size=640,3000 --dump-dom " + html.string() + " >" +
+                             (dir / "narrow.html").string() + " 2>/dev/null";
+  ASSERT_EQ(std::system(narrow.c_str()), 0);
+  const std::string ndom = gpuvs::test::slurp(dir / "narrow.html");
+  ASSERT_TRUE(std::regex_search(ndom, m, std::regex("<body[^>]*>")));
+  EXPECT_EQ(attribute(m.str(), "data-layout-problems"), 0) << m.str();
   const std::string console = gpuvs::test::slurp(dir / "console.log");
   EXPECT_EQ(console.find(":CONSOLE"), std::string::npos) << console;
   // A screenshot of the whole report.

@@ -10,6 +10,7 @@
 #include <map>
 
 #include "core/error.hpp"
+#include "core/units.hpp"
 #include "graph/networks.hpp"
 #include "perf/predict.hpp"
 
@@ -383,7 +384,52 @@ bool better(const Option& x, const Option& y) {
   return x.count < y.count;
 }
 
-std::string money(double v) { return v >= 100 ? fmt::format("${:.0f}", v) : v >= 1 ? fmt::format("${:.2f}", v) : fmt::format("${:.3g}", v); }
+std::string money(double v) { return units::format_usd(v); }
+
+/// The measured machine as an option: measured speed, no purchase, electricity only; the same failure,
+/// checkpoint and deadline arithmetic as a single GPU.
+Option measured_option(const MeasuredMachine& m, const graph::NetworkInfo& net, const Scenario& s, const Assumptions& a,
+                       const std::string& unit) {
+  Option o;
+  o.gpu_id = kThisMachine;
+  o.gpu_name = m.name;
+  o.count = 1;
+  o.strategy = "as-is";
+  o.precision = m.precision + " (measured)";
+  o.batch = m.batch;
+  o.fits = true;
+  o.peak_gib = m.peak_gib;
+  o.capacity_gib = m.capacity_gib;
+  o.unit = unit;
+  o.throughput = m.throughput;
+  o.ecc = true;  // not known; no ECC penalty is assumed for a machine that already runs the job
+  graph::NetworkOptions no;
+  no.training = false;
+  const double params = static_cast<double>(graph::param_count(graph::build_network(net, no)));
+  o.mtbf_hours = 1.0 / a.get("failures_per_gpu_hour");
+  o.checkpoint_gb = params * 12.0 / 1e9;  // fp32 weights and two Adam moments, as the engine writes them
+  const double ckpt_h = o.checkpoint_gb / a.get("checkpoint_write_gbs") / 3600.0;
+  o.checkpoint_interval_hours = optimal_checkpoint_interval(ckpt_h, o.mtbf_hours);
+  if (s.work > 0) {
+    o.compute_hours = s.work / o.throughput / 3600.0;
+    o.expected_failures = o.compute_hours / o.mtbf_hours;
+    o.lost_hours = o.expected_failures * (o.checkpoint_interval_hours / 2 + a.get("restart_minutes") / 60.0) +
+                   (o.checkpoint_interval_hours > 0 ? o.compute_hours / o.checkpoint_interval_hours * ckpt_h : 0);
+    o.total_hours = o.compute_hours + o.lost_hours;
+  }
+  const double hours = s.work > 0 ? o.total_hours : 1e6 / o.throughput / 3600.0;
+  o.energy_usd = hours * a.get("this_machine_watts") / 1000.0 * a.get("electricity_usd_per_kwh");
+  o.buy_upfront_usd = 0;
+  o.buy_usd = o.energy_usd;
+  o.cost_usd = o.energy_usd;
+  o.cost_basis = "owned, electricity only";
+  if (s.hours && o.total_hours > *s.hours)
+    o.why_not.push_back(fmt::format("misses the {:.0f} h deadline: {:.0f} h at the measured {} {}", *s.hours, o.total_hours,
+                                    units::format_si(o.throughput), unit));
+  if (s.budget_usd && *o.cost_usd > *s.budget_usd)
+    o.why_not.push_back(fmt::format("over the ${:.0f} budget: electricity alone costs {}", *s.budget_usd, money(*o.cost_usd)));
+  return o;
+}
 
 }  // namespace
 
@@ -413,7 +459,7 @@ void validate(const Scenario& s, const catalog::Catalog& cat) {
   for (const auto& g : s.gpus) cat.find(g);
 }
 
-Advice advise(const catalog::Catalog& cat, const Scenario& s, const Assumptions& a) {
+Advice advise(const catalog::Catalog& cat, const Scenario& s, const Assumptions& a, const MeasuredMachine* here) {
   validate(s, cat);
   Advice adv;
   adv.scenario = s;
@@ -477,6 +523,15 @@ Advice advise(const catalog::Catalog& cat, const Scenario& s, const Assumptions&
   std::vector<Option> all;
   for (auto& v : per_gpu)
     for (auto& o : v) all.push_back(std::move(o));
+  if (here && !serving && here->workload == s.workload && here->throughput > 0 && s.task == "train") {
+    std::string unit = all.empty() || all.front().unit.empty() ? adv.work_unit + "/s" : all.front().unit;
+    for (const auto& o : all)
+      if (!o.unit.empty()) unit = o.unit;
+    all.push_back(measured_option(*here, net, s, a, unit));
+  } else if (here) {
+    adv.notes.push_back(fmt::format("this machine was measured training {}, so it is not ranked for this {} scenario on {}", here->workload,
+                                    s.task, s.workload));
+  }
   for (auto& o : all) o.feasible = o.fits && o.why_not.empty();
 
   // One row per GPU: its best option (the cheapest feasible count and strategy, ties to the faster).
@@ -507,7 +562,10 @@ Advice advise(const catalog::Catalog& cat, const Scenario& s, const Assumptions&
   for (std::size_t i = 0; i < adv.ranked.size(); ++i) {
     Option& o = adv.ranked[i];
     o.rank = static_cast<int>(i + 1);
-    std::string what = serving ? fmt::format("{} x {}, {}, batch {}, p99 {:.1f} ms", o.count, o.gpu_id, o.isolation, o.batch, o.latency_p99_ms)
+    std::string what = o.gpu_id == kThisMachine
+                           ? fmt::format("the machine you have ({}), measured {} {}, no purchase, batch {}", o.gpu_name,
+                                         units::format_si(o.throughput), o.unit, o.batch)
+                       : serving ? fmt::format("{} x {}, {}, batch {}, p99 {:.1f} ms", o.count, o.gpu_id, o.isolation, o.batch, o.latency_p99_ms)
                                : fmt::format("{} on {} x {}, batch {}{}", o.strategy, o.count, o.gpu_id, o.batch,
                                              o.recompute != "none" ? ", recompute " + o.recompute : "");
     if (!serving && s.work > 0) what += fmt::format(", {:.1f} h", o.total_hours);

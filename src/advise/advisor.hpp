@@ -79,7 +79,22 @@ struct Advice {
   std::vector<std::string> notes;
 };
 
-Advice advise(const catalog::Catalog& cat, const Scenario& s, const Assumptions& a);
+/// The machine the user already has, measured training the scenario's workload (evaluate trains it). The
+/// advisor ranks it as an option like any GPU: its measured speed, no purchase, electricity only at the
+/// `this_machine_watts` assumption. Training scenarios only; the workload must be the one measured.
+struct MeasuredMachine {
+  std::string name;              // shown as the option's device, e.g. "this machine: Intel Xeon (2 cores), CPU"
+  std::string workload;          // the workload id it trained
+  std::string precision;         // what it ran, e.g. "fp32"
+  double throughput = 0;         // measured, in the workload's unit per second
+  std::int64_t batch = 0;
+  double peak_gib = 0, capacity_gib = 0;
+};
+
+/// The option id the measured machine gets in the ranking.
+inline constexpr const char* kThisMachine = "this-machine";
+
+Advice advise(const catalog::Catalog& cat, const Scenario& s, const Assumptions& a, const MeasuredMachine* here = nullptr);
 
 /// Young/Daly: the checkpoint interval that minimises expected waste, sqrt(2 C M), hours.
 double optimal_checkpoint_interval(double checkpoint_hours, double mtbf_hours);

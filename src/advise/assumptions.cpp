@@ -31,6 +31,7 @@ Assumptions Assumptions::defaults() {
       {"max_gpus_per_server", 8, "GPUs", "data parallel training within one server"},
       {"isolation_required", 1, "0/1", "tenants need memory and fault isolation (MIG or their own card)"},
       {"hours_per_month", 730, "hours", "serving cost period"},
+      {"this_machine_watts", 200, "W", "wall power of the measured machine under load (a workstation, or a server's share); set yours"},
   };
   return a;
 }

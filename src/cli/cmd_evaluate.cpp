@@ -22,6 +22,7 @@
 #include "core/clock.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "core/strings.hpp"
 #include "core/units.hpp"
 #include "engine/data.hpp"
 #include "engine/param_store.hpp"
@@ -255,8 +256,51 @@ int run_evaluate(const EvaluateArgs& a) {
     predictions.push_back(e);
   }
 
+  // This machine, measured, beside the predictions and among the advisor's options, when what it trained
+  // is the workload being predicted (evaluate always trains seed-mlp).
+  const bool here_comparable = a.workload == "seed-mlp";
+  advise::MeasuredMachine here;
+  here.name = tr.device == "cpu" ? fmt::format("{} ({} cores), CPU, {} threads", cpu.model, cpu.cores, tr.threads) : tr.device;
+  here.workload = "seed-mlp";
+  here.precision = tr.device == "cpu" ? "fp32" : "the GPU engine's default (tf32)";
+  here.throughput = tr.samples_per_s;
+  here.batch = cfg.batch;
+  here.peak_gib = static_cast<double>(tr.peak_memory_bytes) / units::kGiB;
+  here.capacity_gib = tr.device == "cpu" ? static_cast<double>(cpu.memory_bytes) / units::kGiB
+                                         : (nv.gpus.empty() ? 0.0 : static_cast<double>(nv.gpus.front().memory_total_bytes) / units::kGiB);
+  json measured = nullptr;
+  std::string verdict;
+  if (here_comparable) {
+    std::vector<std::string> slower;  // catalog GPUs predicted slower than this machine measured
+    const json* fastest = nullptr;
+    for (const auto& e : predictions) {
+      if (e["throughput"].get<double>() <= here.throughput) slower.push_back(e["gpu"].get<std::string>());
+      if (!fastest || e["throughput"].get<double>() > (*fastest)["throughput"].get<double>()) fastest = &e;
+    }
+    const auto it = std::find_if(predictions.begin(), predictions.end(), [](const json& e) { return e["gpu"] == "rtx-4090"; });
+    if (slower.empty() && fastest)
+      verdict = fmt::format("Every catalog GPU is predicted faster; the fastest, {}, by {:.1f}x.", (*fastest)["gpu"].get<std::string>(),
+                            (*fastest)["throughput"].get<double>() / here.throughput);
+    else if (fastest)
+      verdict = fmt::format("It is as fast as or faster than the predicted {} of {} catalog GPUs ({}{}){}: for this model, buying one of those "
+                            "would not speed training up. The fastest, {}, is predicted {:.1f}x faster.",
+                            slower.size(), predictions.size(), strings::join(std::vector<std::string>(slower.begin(), slower.begin() + std::min<std::size_t>(slower.size(), 6)), ", "),
+                            slower.size() > 6 ? ", …" : "",
+                            it != predictions.end() && (*it)["throughput"].get<double>() <= here.throughput
+                                ? fmt::format(", the RTX 4090 among them at {} {}", units::format_si((*it)["throughput"].get<double>()), (*it)["unit"].get<std::string>())
+                                : "",
+                            (*fastest)["gpu"].get<std::string>(), (*fastest)["throughput"].get<double>() / here.throughput);
+    const double hours_per_million = 1e6 / here.throughput / 3600.0;
+    measured = {{"label", "this machine (measured)"}, {"device", here.name}, {"workload", here.workload}, {"precision", here.precision},
+                {"throughput", here.throughput}, {"unit", "samples/s"}, {"batch", here.batch}, {"step_time_s", tr.step_time_median_s},
+                {"peak_gib", here.peak_gib}, {"capacity_gib", here.capacity_gib},
+                {"usd_per_million", hours_per_million * assumptions.get("this_machine_watts") / 1000.0 * assumptions.get("electricity_usd_per_kwh")},
+                {"cost_basis", fmt::format("owned, electricity only at {:g} W", assumptions.get("this_machine_watts"))},
+                {"predicted_slower", slower}, {"verdict", verdict}};
+  }
+
   steps.begin("advising");
-  const advise::Advice advice = advise::advise(cat, scenario, assumptions);
+  const advise::Advice advice = advise::advise(cat, scenario, assumptions, here_comparable ? &here : nullptr);
 
   steps.begin("writing the report and the history");
   json summary = json::array();
@@ -276,10 +320,13 @@ int run_evaluate(const EvaluateArgs& a) {
         cheapest = &e;
     summary.push_back(fmt::format("Predicted {}: fastest {} at {} {} per GPU{}", a.workload, (*fastest)["gpu"].get<std::string>(),
                                   units::format_si((*fastest)["throughput"].get<double>()), (*fastest)["unit"].get<std::string>(),
-                                  cheapest ? fmt::format("; cheapest per million: {} (${:.3g}, {})", (*cheapest)["gpu"].get<std::string>(),
-                                                         (*cheapest)["usd_per_million"].get<double>(), (*cheapest)["cost_basis"].get<std::string>())
+                                  cheapest ? fmt::format("; cheapest: {} ({} per billion {}, {})", (*cheapest)["gpu"].get<std::string>(),
+                                                         units::format_usd(1e3 * (*cheapest)["usd_per_million"].get<double>()),
+                                                         net.sample_unit, (*cheapest)["cost_basis"].get<std::string>())
                                            : ""));
   }
+  if (here_comparable)
+    summary.push_back(fmt::format("This machine (measured): {} samples/s at batch {}. {}", units::format_si(here.throughput), here.batch, verdict));
   summary.push_back(cal ? fmt::format("Calibrated on the measured {}", cal->gpu_id)
                         : "Not calibrated: no catalog GPU was measured here (predictions use the class defaults)");
   if (!advice.ranked.empty()) summary.push_back("Advice: #1 " + advice.ranked.front().reason);
@@ -287,7 +334,8 @@ int run_evaluate(const EvaluateArgs& a) {
 
   json payload = {{"schema_version", 1}, {"kind", "evaluate"}, {"gpuvs", version}, {"workload", a.workload},
                   {"precision", a.precision}, {"devices", devices}, {"bench", bench_record}, {"training", training},
-                  {"calibration", calibration}, {"predictions", predictions},
+                  {"calibration", calibration}, {"predictions", predictions}, {"measured_here", measured},
+                  {"measured_here_note", here_comparable ? "" : fmt::format("This machine was measured training seed-mlp, not {}: no measured bar beside the predictions.", a.workload)},
                   {"prediction_note", fmt::format("{} training, default batch per GPU, {} (amp-fp16 where a card lacks bf16); band = the model's validation error spread",
                                                   a.workload, a.precision)},
                   {"roofline", roofline(results, tr, "seed-mlp", cpu)}, {"advice", advise::advice_json(advice)}, {"summary", summary}};

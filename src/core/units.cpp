@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace gpuvs::units {
@@ -28,6 +29,16 @@ std::string format_si(double v) {
   if (std::fabs(v) >= 1e6) return fmt::format("{:.2f} M", v / 1e6);
   if (std::fabs(v) >= 1e3) return fmt::format("{:.1f} k", v / 1e3);
   return fmt::format("{:.1f}", v);
+}
+
+std::string format_usd(double v) {
+  if (!std::isfinite(v)) return fmt::format("${}", v);
+  const double a = std::fabs(v);
+  if (a >= 100) return fmt::format("${:.0f}", v);
+  if (a >= 1) return fmt::format("${:.2f}", v);
+  if (a == 0) return "$0";
+  const int decimals = std::min(12, 2 - static_cast<int>(std::floor(std::log10(a))));
+  return fmt::format("${:.{}f}", v, decimals);
 }
 
 }  // namespace gpuvs::units

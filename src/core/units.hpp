@@ -18,5 +18,8 @@ std::string format_bytes_binary(double bytes);
 std::string format_seconds(double seconds);
 /// "12.3 k", "4.56 M" with SI prefixes (1e3) for rates such as samples/s.
 std::string format_si(double value);
+/// Money in plain decimals, never exponent notation: "$1234", "$12.35", "$0.0683", "$0.0000232"
+/// (three significant digits below $1).
+std::string format_usd(double usd);
 
 }  // namespace gpuvs::units

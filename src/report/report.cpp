@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/units.hpp"
 #include "report/svg.hpp"
 
 namespace gpuvs::report {
@@ -21,7 +22,23 @@ double dbl(const json& j, const char* key, double fallback = 0) {
 }
 bool has(const json& j, const char* key) { return j.is_object() && j.contains(key) && !j[key].is_null(); }
 
-std::string fmt_num(double v, const char* spec = "{:.3g}") { return fmt::format(fmt::runtime(spec), v); }
+std::string fmt_num(double v, const char* spec) { return fmt::format(fmt::runtime(spec), v); }
+
+/// `sig` significant digits and never exponent notation: SI prefixes (k, M, G, T) from 10^sig up, plain
+/// decimals for tiny values.
+std::string human(double v, int sig = 3) {
+  if (!std::isfinite(v)) return "N/A";
+  const double a = std::fabs(v);
+  if (a >= std::pow(10.0, sig)) {
+    const char* prefixes[] = {"k", "M", "G", "T", "P"};
+    double scaled = v / 1e3;
+    int i = 0;
+    while (std::fabs(scaled) >= 1e3 && i < 4) scaled /= 1e3, ++i;
+    return fmt::format("{:.{}g} {}", scaled, std::max(sig, 3), prefixes[i]);
+  }
+  if (a != 0 && a < 1e-3) return fmt::format("{:.{}f}", v, sig - 1 - static_cast<int>(std::floor(std::log10(a))));
+  return fmt::format("{:.{}g}", v, sig);
+}
 
 const char* const kStyle = R"CSS(
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1b1b1b;background:#fafafa}
@@ -33,16 +50,27 @@ th,td{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}t
 td.n{text-align:right;font-variant-numeric:tabular-nums}
 svg.chart{background:#fff;border:1px solid #e3e3e3;margin:8px 0;max-width:100%;height:auto}
 svg .title{font-weight:600;font-size:14px}svg .tick,svg .legend,svg .label,svg .value{font-size:11px;fill:#333}
-svg .axis{font-size:12px;fill:#333}svg .grid{stroke:#eee}svg rect.mark{fill:#4e79a7}svg rect.mark.hl{fill:#e15759}
+svg .axis{font-size:12px;fill:#333}svg .grid{stroke:#eee}svg rect.mark{fill:#4e79a7}svg rect.mark.hl{fill:#e15759}svg rect.mark.measured{fill:#59a14f}
+tr.measured td{background:#eef7ec}
 svg path.line{fill:none;stroke-width:2}svg .marker{stroke:#222;stroke-width:2}
 .ok{color:#1a7f37}.bad{color:#b42318}.muted{color:#777}
 )CSS";
 
-// The script only verifies what the test checks in headless Chromium: every chart has data marks.
+// The script only checks what the Chromium test reads back: every chart has data marks, and no chart's
+// text leaves the chart or overlaps other text (counts and the first problems go into body attributes).
 const char* const kScript = R"JS(
-(function(){var c=document.querySelectorAll('svg.chart'),ok=0,empty=[];
-c.forEach(function(s){if(s.querySelectorAll('.mark').length>0)ok++;else empty.push(s.id);});
-document.body.setAttribute('data-charts',c.length);document.body.setAttribute('data-charts-ok',ok);
+(function(){var c=document.querySelectorAll('svg.chart'),ok=0,empty=[],bad=[];
+function cross(a,b){return Math.min(a.right,b.right)-Math.max(a.left,b.left)>0.5&&Math.min(a.bottom,b.bottom)-Math.max(a.top,b.top)>0.5;}
+c.forEach(function(s){if(s.querySelectorAll('.mark').length>0)ok++;else empty.push(s.id);
+var box=s.getBoundingClientRect(),t=s.querySelectorAll('text'),r=[];
+t.forEach(function(e){var b=e.getBoundingClientRect();r.push(b);
+if(b.left<box.left-0.5||b.right>box.right+0.5||b.top<box.top-0.5||b.bottom>box.bottom+0.5)bad.push(s.id+': "'+e.textContent+'" leaves the chart');});
+for(var i=0;i<r.length;i++)for(var j=i+1;j<r.length;j++)if(cross(r[i],r[j]))bad.push(s.id+': "'+t[i].textContent+'" overlaps "'+t[j].textContent+'"');
+s.querySelectorAll('line.marker').forEach(function(m){var mb=m.getBoundingClientRect();
+for(var i=0;i<r.length;i++)if(cross(r[i],{left:mb.left-1,right:mb.right+1,top:mb.top,bottom:mb.bottom}))bad.push(s.id+': "'+t[i].textContent+'" covers a marker');});
+var seen={};s.querySelectorAll('path.line').forEach(function(p){var d=p.getAttribute('d');if(seen[d])bad.push(s.id+': a line hides under another');seen[d]=1;});});
+var b=document.body;b.setAttribute('data-charts',c.length);b.setAttribute('data-charts-ok',ok);b.setAttribute('data-layout-problems',bad.length);
+if(bad.length)b.setAttribute('data-layout-detail',bad.slice(0,20).join(' | '));
 if(empty.length)console.error('empty charts: '+empty.join(','));})();
 )JS";
 
@@ -90,8 +118,8 @@ std::string section_bench(const json& p) {
       ops.point_labels.push_back(str(op, "name"));
     }
     if (!ops.points.empty()) series.push_back(ops);
-    s += line_chart("roofline", fmt::format("Roofline of {}: {} GFLOP/s peak, {} GB/s", str(rl, "device", "this device"), fmt_num(peak),
-                                            fmt_num(bw)),
+    s += line_chart("roofline", fmt::format("Roofline of {}: {} GFLOP/s peak, {} GB/s", str(rl, "device", "this device"), human(peak),
+                                            human(bw)),
                     series, {"arithmetic intensity (FLOP/byte)", true}, {"GFLOP/s", true});
     s += "<p class=\"muted\">Points are measured: benchmarks, and each op of the training step timed by the engine at its "
          "graph FLOPs and minimum bytes. Ops above the bandwidth roof ran from cache: their working set is smaller than the "
@@ -101,8 +129,8 @@ std::string section_bench(const json& p) {
   for (const auto& r : p["bench"].value("results", json::array())) {
     const bool ok = str(r, "status") == "ok";
     s += fmt::format("<tr><td>{}</td><td>{}</td><td class=n>{}</td><td>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class={}>{}</td></tr>",
-                     escape(str(r, "key")), escape(str(r, "device")), ok ? fmt_num(dbl(r, "median"), "{:.4g}") : "N/A", escape(str(r, "unit")),
-                     ok ? fmt_num(100 * dbl(r, "spread"), "{:.1f}") : "N/A", has(r, "spec") ? fmt_num(dbl(r, "spec"), "{:.4g}") : "N/A",
+                     escape(str(r, "key")), escape(str(r, "device")), ok ? human(dbl(r, "median"), 4) : "N/A", escape(str(r, "unit")),
+                     ok ? fmt_num(100 * dbl(r, "spread"), "{:.1f}") : "N/A", has(r, "spec") ? human(dbl(r, "spec"), 4) : "N/A",
                      has(r, "pct_of_spec") ? fmt_num(dbl(r, "pct_of_spec"), "{:.1f}") : "N/A", ok ? "muted" : (str(r, "status") == "FAILED" ? "bad" : "muted"),
                      escape((ok ? "" : str(r, "status") + ": ") + str(r, "note")));
   }
@@ -113,9 +141,9 @@ std::string section_training(const json& p) {
   if (!has(p, "training")) return "";
   const json& t = p["training"];
   std::string s = "<h2>Measured: training the seed workload</h2>";
-  s += fmt::format("<p>{} on {} ({} threads, GEMM {}): <b>{} samples/s</b>, step median {:.3g} ms.</p>", escape(str(t, "workload")),
-                   escape(str(t, "device")), static_cast<int>(dbl(t, "threads")), escape(str(t, "gemm")), fmt_num(dbl(t, "samples_per_s"), "{:.0f}"),
-                   1e3 * dbl(t, "step_time_median_s"));
+  s += fmt::format("<p>{} on {} ({} threads, GEMM {}): <b>{} samples/s</b>, step median {}.</p>", escape(str(t, "workload")),
+                   escape(str(t, "device")), static_cast<int>(dbl(t, "threads")), escape(str(t, "gemm")), units::format_si(dbl(t, "samples_per_s")),
+                   units::format_seconds(dbl(t, "step_time_median_s")));
   s += "<table><tr><th>epoch</th><th>loss</th><th>accuracy</th><th>val loss</th><th>val accuracy</th><th>samples/s</th></tr>";
   for (const auto& e : t.value("history", json::array()))
     s += fmt::format("<tr><td class=n>{}</td><td class=n>{:.4f}</td><td class=n>{:.4f}</td><td class=n>{:.4f}</td><td class=n>{:.4f}</td><td class=n>{:.0f}</td></tr>",
@@ -124,35 +152,64 @@ std::string section_training(const json& p) {
   return s + "</table>";
 }
 
+/// "this machine (measured)" beside the predictions: the payload's measured_here entry (evaluate writes it
+/// when the machine trained the predicted workload itself), or null.
+const json* measured_here(const json& p) {
+  return p.contains("measured_here") && p["measured_here"].is_object() ? &p["measured_here"] : nullptr;
+}
+
 std::string section_predictions(const json& p) {
   if (!has(p, "predictions") || p["predictions"].empty()) return "";
   const json& preds = p["predictions"];
+  const json* here = measured_here(p);
   const std::string unit = str(preds[0], "unit", "samples/s");
+  const std::string what = unit.substr(0, unit.find('/'));
   std::string s = fmt::format("<h2>Predicted: {} on the catalog GPUs</h2>", escape(str(p, "workload")));
   s += fmt::format("<p class=\"muted\">{}</p>", escape(str(p, "prediction_note")));
+  if (here)
+    s += fmt::format("<p><b>This machine (measured)</b>: {} trains {} at <b>{} {}</b> (batch {}, {}). {}</p>",
+                     escape(str(*here, "device")), escape(str(*here, "workload")), escape(units::format_si(dbl(*here, "throughput"))),
+                     escape(unit), static_cast<long long>(dbl(*here, "batch")), escape(str(*here, "precision")), escape(str(*here, "verdict")));
+  else if (has(p, "measured_here_note"))
+    s += fmt::format("<p class=\"muted\">{}</p>", escape(str(p, "measured_here_note")));
   std::vector<Bar> speed, cost, mem;
   // Costs per million units can be tiny for small models: show them per billion then.
-  double max_cost = 0;
+  double max_cost = here ? dbl(*here, "usd_per_million") : 0;
   for (const auto& e : preds) max_cost = std::max(max_cost, dbl(e, "usd_per_million"));
   const double cost_scale = max_cost > 0 && max_cost < 0.01 ? 1000 : 1;
   const std::string per = cost_scale > 1 ? "billion" : "million";
+  auto band = [&](const json& e) {
+    return fmt::format("{}–{}", units::format_si(dbl(e, "band_low")), units::format_si(dbl(e, "band_high")));
+  };
   for (const auto& e : preds) {
     const std::string id = str(e, "gpu");
     const bool local = e.value("local", false);
     speed.push_back({id, dbl(e, "throughput"), std::nullopt,
-                     fmt::format("band {}–{}{}", fmt_num(dbl(e, "band_low")), fmt_num(dbl(e, "band_high")), e.value("calibrated", false) ? ", calibrated" : ""),
-                     local});
-    if (has(e, "usd_per_million")) cost.push_back({id, dbl(e, "usd_per_million") * cost_scale, std::nullopt, str(e, "cost_basis"), local});
-    mem.push_back({id, dbl(e, "peak_gib"), dbl(e, "capacity_gib"), e.value("fits", false) ? "fits" : "does NOT fit", !e.value("fits", false)});
+                     fmt::format("band {} {}{}", band(e), unit, e.value("calibrated", false) ? ", calibrated" : ""), local, false, ""});
+    if (has(e, "usd_per_million"))
+      cost.push_back({id, dbl(e, "usd_per_million") * cost_scale, std::nullopt, str(e, "cost_basis"), local, false,
+                      units::format_usd(dbl(e, "usd_per_million") * cost_scale)});
+    mem.push_back({id, dbl(e, "peak_gib"), dbl(e, "capacity_gib"), e.value("fits", false) ? "fits" : "does NOT fit", !e.value("fits", false),
+                   false, fmt::format("{} of {}", human(dbl(e, "peak_gib")), human(dbl(e, "capacity_gib")))});
+  }
+  if (here) {
+    const std::string label = str(*here, "label", "this machine (measured)");
+    speed.push_back({label, dbl(*here, "throughput"), std::nullopt, "measured here: " + str(*here, "device"), false, true, ""});
+    if (has(*here, "usd_per_million"))
+      cost.push_back({label, dbl(*here, "usd_per_million") * cost_scale, std::nullopt, str(*here, "cost_basis"), false, true,
+                      units::format_usd(dbl(*here, "usd_per_million") * cost_scale)});
+    mem.push_back({label, dbl(*here, "peak_gib"), dbl(*here, "capacity_gib"), "measured peak vs the machine's memory", false, true,
+                   fmt::format("{} of {}", human(dbl(*here, "peak_gib")), human(dbl(*here, "capacity_gib")))});
   }
   std::sort(speed.begin(), speed.end(), [](const Bar& a, const Bar& b) { return a.value > b.value; });
   std::sort(cost.begin(), cost.end(), [](const Bar& a, const Bar& b) { return a.value < b.value; });
-  s += bar_chart("throughput", fmt::format("Throughput per GPU ({})", unit), speed, unit);
+  s += bar_chart("throughput", fmt::format("Throughput per GPU ({}){}", unit, here ? "; green: this machine, measured" : ""), speed, unit);
   if (!cost.empty())
-    s += bar_chart("cost", fmt::format("Cost per {} {} (cloud rent where listed, else owning at the advisor's assumptions)", per,
-                                       unit.substr(0, unit.find('/'))),
+    s += bar_chart("cost", fmt::format("Cost per {} {} (cloud rent where listed, else owning at the advisor's assumptions{})", per, what,
+                                       here ? "; this machine: electricity only" : ""),
                    cost, "USD");
-  s += bar_chart("memory", "Memory: predicted peak per GPU vs usable capacity (tick)", mem, "GiB", "usable capacity");
+  s += bar_chart("memory", fmt::format("Memory: predicted peak per GPU vs usable capacity (tick){}", here ? "; this machine: measured" : ""),
+                 mem, "GiB", "usable capacity");
   std::vector<Series> scaling;
   int k = 0;
   // A few cards that show each kind of link: NVLink generations, PCIe with P2P, GeForce staged via host.
@@ -166,15 +223,25 @@ std::string section_predictions(const json& p) {
     if (k >= 8) break;
   }
   if (!scaling.empty())
-    s += line_chart("scaling", "Data-parallel scaling efficiency (dashed: PCIe or host-staged; solid: NVLink)", scaling, {"GPUs", false},
-                    {"% of linear", false});
-  s += "<table><tr><th>GPU</th><th>throughput</th><th>band</th><th>step</th><th>memory GiB</th><th>fits</th><th>$/M (basis)</th></tr>";
+    s += line_chart("scaling", "Data-parallel scaling efficiency (dashed: PCIe or host-staged; solid: NVLink; cards with the same curve share a line)",
+                    scaling, {"GPUs", false}, {"% of linear", false});
+  s += fmt::format("<table><tr><th>GPU</th><th>throughput ({0})</th><th>band ({0})</th><th>step</th><th>memory GiB</th><th>fits</th>"
+                   "<th>USD per {1} {2} (basis)</th></tr>",
+                   escape(unit), per, escape(what));
+  auto cost_cell = [&](const json& e) {
+    return has(e, "usd_per_million") ? fmt::format("{} ({})", units::format_usd(dbl(e, "usd_per_million") * cost_scale), escape(str(e, "cost_basis")))
+                                     : std::string("N/A");
+  };
+  if (here)
+    s += fmt::format("<tr class=\"measured\"><td>{}</td><td class=n>{}</td><td class=n>measured</td><td class=n>{}</td><td class=n>{:.1f} / {:.1f}</td>"
+                     "<td class=ok>yes</td><td class=n>{}</td></tr>",
+                     escape(str(*here, "label", "this machine (measured)")), units::format_si(dbl(*here, "throughput")),
+                     units::format_seconds(dbl(*here, "step_time_s")), dbl(*here, "peak_gib"), dbl(*here, "capacity_gib"), cost_cell(*here));
   for (const auto& e : preds)
-    s += fmt::format("<tr><td>{}</td><td class=n>{}</td><td class=n>{}–{}</td><td class=n>{:.3g} ms</td><td class=n>{:.1f} / {:.1f}</td><td class={}>{}</td><td class=n>{}</td></tr>",
-                     escape(str(e, "gpu")), fmt_num(dbl(e, "throughput")), fmt_num(dbl(e, "band_low")), fmt_num(dbl(e, "band_high")),
-                     1e3 * dbl(e, "step_time_s"), dbl(e, "peak_gib"), dbl(e, "capacity_gib"), e.value("fits", false) ? "ok" : "bad",
-                     e.value("fits", false) ? "yes" : "no",
-                     has(e, "usd_per_million") ? fmt::format("{:.3g} ({})", dbl(e, "usd_per_million"), escape(str(e, "cost_basis"))) : "N/A");
+    s += fmt::format("<tr><td>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{:.1f} / {:.1f}</td><td class={}>{}</td><td class=n>{}</td></tr>",
+                     escape(str(e, "gpu")), units::format_si(dbl(e, "throughput")), band(e), units::format_seconds(dbl(e, "step_time_s")),
+                     dbl(e, "peak_gib"), dbl(e, "capacity_gib"), e.value("fits", false) ? "ok" : "bad", e.value("fits", false) ? "yes" : "no",
+                     cost_cell(e));
   return s + "</table>";
 }
 
@@ -183,11 +250,11 @@ std::string section_calibration(const json& p) {
   if (!c.is_object()) return "";
   std::string s = "<h2>Calibration: measured ÷ predicted</h2><table><tr><th>class</th><th>measured</th><th>model</th><th>ratio</th><th>applied</th></tr>";
   for (const auto& k : c.value("classes", json::array()))
-    s += fmt::format("<tr><td>{}</td><td class=n>{:.4g}</td><td class=n>{:.4g}</td><td class=n>{:.3f}</td><td>{}</td></tr>", escape(str(k, "class")),
-                     dbl(k, "measured"), dbl(k, "predicted"), dbl(k, "ratio"), k.value("applied", false) ? "yes" : "reported");
+    s += fmt::format("<tr><td>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{:.3f}</td><td>{}</td></tr>", escape(str(k, "class")),
+                     human(dbl(k, "measured"), 4), human(dbl(k, "predicted"), 4), dbl(k, "ratio"), k.value("applied", false) ? "yes" : "reported");
   for (const auto& k : c.value("engine_ops", json::array()))
-    s += fmt::format("<tr><td>{}</td><td class=n>{:.4g} us</td><td class=n>{:.4g} us</td><td class=n>{:.3f}</td><td>reported</td></tr>",
-                     escape(str(k, "class")), dbl(k, "measured_us"), dbl(k, "predicted_us"), dbl(k, "ratio"));
+    s += fmt::format("<tr><td>{}</td><td class=n>{} us</td><td class=n>{} us</td><td class=n>{:.3f}</td><td>reported</td></tr>",
+                     escape(str(k, "class")), human(dbl(k, "measured_us"), 4), human(dbl(k, "predicted_us"), 4), dbl(k, "ratio"));
   return s + "</table>";
 }
 
@@ -206,8 +273,8 @@ std::string section_advice(const json& p) {
     s += fmt::format("<tr><td class=n>{}</td><td>{}</td><td class=n>{}</td><td>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td>{}</td></tr>",
                      static_cast<int>(dbl(o, "rank")), escape(str(o, "gpu")), static_cast<int>(dbl(o, "count")), escape(str(o, "strategy")),
                      static_cast<int>(dbl(o, "batch")),
-                     serving ? fmt_num(dbl(o, "latency_p99_ms")) : (dbl(o, "total_hours") > 0 ? fmt_num(dbl(o, "total_hours")) : "N/A"),
-                     has(o, "cost_usd") ? fmt_num(dbl(o, "cost_usd"), "{:.4g}") : "N/A", escape(str(o, "reason")));
+                     serving ? human(dbl(o, "latency_p99_ms")) : (dbl(o, "total_hours") > 0 ? human(dbl(o, "total_hours")) : "N/A"),
+                     has(o, "cost_usd") ? units::format_usd(dbl(o, "cost_usd")) : "N/A", escape(str(o, "reason")));
   }
   s += "</table>";
   if (!a.value("ruled_out", json::array()).empty()) {
@@ -217,7 +284,7 @@ std::string section_advice(const json& p) {
   }
   s += "<details><summary>Assumptions (override with --assume key=value)</summary><table><tr><th>key</th><th>value</th><th>unit</th><th>basis</th></tr>";
   for (const auto& x : a.value("assumptions", json::array()))
-    s += fmt::format("<tr><td>{}</td><td class=n>{:.4g}</td><td>{}</td><td>{}</td></tr>", escape(str(x, "key")), dbl(x, "value"),
+    s += fmt::format("<tr><td>{}</td><td class=n>{}</td><td>{}</td><td>{}</td></tr>", escape(str(x, "key")), human(dbl(x, "value"), 4),
                      escape(str(x, "unit")), escape(str(x, "basis")));
   return s + "</table></details>";
 }
@@ -241,6 +308,8 @@ std::string render_html(const json& run) {
   return h;
 }
 
+std::string layout_check_script() { return kScript; }
+
 std::string render_markdown(const json& run) {
   const json& p = run.value("payload", json::object());
   std::string m = fmt::format("# gpuvs report — run {}\n\n{} · {}\n\n", static_cast<long long>(dbl(run, "id")), str(run, "created_utc"), str(p, "gpuvs"));
@@ -248,21 +317,26 @@ std::string render_markdown(const json& run) {
   if (has(p, "bench")) {
     m += "\n## Benchmarks\n\n| benchmark | median | unit | % of spec | status |\n|---|---|---|---|---|\n";
     for (const auto& r : p["bench"].value("results", json::array()))
-      m += fmt::format("| {} | {} | {} | {} | {} |\n", str(r, "key"), str(r, "status") == "ok" ? fmt_num(dbl(r, "median"), "{:.4g}") : "N/A",
+      m += fmt::format("| {} | {} | {} | {} | {} |\n", str(r, "key"), str(r, "status") == "ok" ? human(dbl(r, "median"), 4) : "N/A",
                        str(r, "unit"), has(r, "pct_of_spec") ? fmt_num(dbl(r, "pct_of_spec"), "{:.1f}") : "N/A", str(r, "status"));
   }
   if (has(p, "predictions")) {
-    m += fmt::format("\n## Predicted: {}\n\n| GPU | throughput | unit | memory GiB | fits | $/M |\n|---|---|---|---|---|---|\n", str(p, "workload"));
+    m += fmt::format("\n## Predicted: {}\n\n| GPU | throughput | unit | memory GiB | fits | USD per million |\n|---|---|---|---|---|---|\n",
+                     str(p, "workload"));
+    if (const json* here = measured_here(p))
+      m += fmt::format("| {} | {} | {} | {:.1f} / {:.1f} | yes | {} |\n", str(*here, "label", "this machine (measured)"),
+                       units::format_si(dbl(*here, "throughput")), str(*here, "unit"), dbl(*here, "peak_gib"), dbl(*here, "capacity_gib"),
+                       has(*here, "usd_per_million") ? units::format_usd(dbl(*here, "usd_per_million")) : "N/A");
     for (const auto& e : p["predictions"])
-      m += fmt::format("| {} | {} | {} | {:.1f} / {:.1f} | {} | {} |\n", str(e, "gpu"), fmt_num(dbl(e, "throughput")), str(e, "unit"),
+      m += fmt::format("| {} | {} | {} | {:.1f} / {:.1f} | {} | {} |\n", str(e, "gpu"), units::format_si(dbl(e, "throughput")), str(e, "unit"),
                        dbl(e, "peak_gib"), dbl(e, "capacity_gib"), e.value("fits", false) ? "yes" : "no",
-                       has(e, "usd_per_million") ? fmt_num(dbl(e, "usd_per_million")) : "N/A");
+                       has(e, "usd_per_million") ? units::format_usd(dbl(e, "usd_per_million")) : "N/A");
   }
   if (has(p, "advice")) {
     m += "\n## Advice\n\n| rank | GPU | n | strategy | cost USD | reason |\n|---|---|---|---|---|---|\n";
     for (const auto& o : p["advice"].value("ranked", json::array()))
       m += fmt::format("| {} | {} | {} | {} | {} | {} |\n", static_cast<int>(dbl(o, "rank")), str(o, "gpu"), static_cast<int>(dbl(o, "count")),
-                       str(o, "strategy"), has(o, "cost_usd") ? fmt_num(dbl(o, "cost_usd"), "{:.4g}") : "N/A", str(o, "reason"));
+                       str(o, "strategy"), has(o, "cost_usd") ? units::format_usd(dbl(o, "cost_usd")) : "N/A", str(o, "reason"));
   }
   return m;
 }

@@ -12,5 +12,9 @@ namespace gpuvs::report {
 /// `run` is {"id", "created_utc", "payload": <evaluate record>}.
 std::string render_html(const nlohmann::json& run);
 std::string render_markdown(const nlohmann::json& run);
+/// The report's only script: it checks the page after layout and writes what it found into <body>'s
+/// attributes — data-charts / data-charts-ok (charts with data marks), data-layout-problems (text leaving
+/// its chart, text over text or over a marker, a line drawn exactly over another) and data-layout-detail.
+std::string layout_check_script();
 
 }  // namespace gpuvs::report

@@ -14,6 +14,14 @@ const char* const kPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#94
                                 "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"};
 const char* color(int i) { return kPalette[static_cast<std::size_t>(std::abs(i)) % std::size(kPalette)]; }
 
+// Advance widths of DejaVu Sans Book for ASCII 32..126, in 1/2048 em (the font's own units).
+constexpr int kDejaVuAdvance[95] = {
+    651,  821,  942,  1716, 1303, 1946, 1597, 563,  799,  799,  1024, 1716, 651,  739,  651,  690,  1303, 1303, 1303,
+    1303, 1303, 1303, 1303, 1303, 1303, 1303, 690,  690,  1716, 1716, 1716, 1087, 2048, 1401, 1405, 1430, 1577, 1294,
+    1178, 1587, 1540, 604,  604,  1343, 1141, 1767, 1532, 1612, 1235, 1612, 1423, 1300, 1251, 1499, 1401, 2025, 1403,
+    1251, 1403, 799,  690,  799,  1716, 1024, 1024, 1255, 1300, 1126, 1300, 1260, 721,  1300, 1298, 569,  569,  1186,
+    569,  1995, 1298, 1253, 1300, 1300, 842,  1067, 803,  1298, 1212, 1675, 1212, 1212, 1075, 1303, 690,  1303, 1716};
+
 std::string num(double v) {
   if (v == 0) return "0";
   const double a = std::fabs(v);
@@ -21,6 +29,18 @@ std::string num(double v) {
   if (a >= 1e6) return fmt::format("{:.3g}M", v / 1e6);
   if (a >= 1e3) return fmt::format("{:.3g}k", v / 1e3);
   return fmt::format("{:.3g}", v);
+}
+
+constexpr double kTitlePx = 14, kSmallPx = 11, kAxisPx = 12, kTitleLine = 18;
+
+/// The title, wrapped to the chart's width, one <text> per line from y = 20; returns the lines' count.
+std::string title_lines(const std::string& title, double width, int& lines) {
+  const auto wrapped = wrap_to_width(title, width - 20, kTitlePx, true);
+  std::string s;
+  for (std::size_t i = 0; i < wrapped.size(); ++i)
+    s += fmt::format(R"(<text x="10" y="{:.0f}" class="title">{}</text>)", 20 + kTitleLine * static_cast<double>(i), escape(wrapped[i]));
+  lines = static_cast<int>(wrapped.size());
+  return s;
 }
 
 struct Scale {
@@ -74,28 +94,76 @@ std::string escape(std::string_view s) {
   return out;
 }
 
+
+double text_width(std::string_view text, double font_px, bool bold) {
+  double em = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 32 && c < 127) em += kDejaVuAdvance[c - 32] / 2048.0;
+    else if ((c & 0xC0) != 0x80) em += 1.0;  // a non-ASCII code point (dash, ×, µ, …): a full em
+  }
+  // The bold face's advances are ~10% wider; 3% more covers hinting and the faces a browser may pick instead.
+  return em * font_px * (bold ? 1.12 : 1.0) * 1.03;
+}
+
+std::vector<std::string> wrap_to_width(std::string_view text, double max_px, double font_px, bool bold) {
+  std::vector<std::string> lines;
+  std::string line;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && text[i] == ' ') ++i;
+    const std::size_t j = std::min(text.find(' ', i), text.size());
+    if (j == i) break;
+    const std::string_view word = text.substr(i, j - i);
+    i = j;
+    const std::string candidate = line.empty() ? std::string(word) : line + " " + std::string(word);
+    if (!line.empty() && text_width(candidate, font_px, bold) > max_px) {
+      lines.push_back(line);
+      line = std::string(word);
+    } else {
+      line = candidate;
+    }
+  }
+  if (!line.empty() || lines.empty()) lines.push_back(line);
+  return lines;
+}
+
 std::string bar_chart(const std::string& id, const std::string& title, const std::vector<Bar>& bars, const std::string& unit,
                       const std::string& marker_label) {
-  const double row = 22, left = 170, width = 720, right = 90, top = 34;
+  const double width = 720, row = 22;
+  std::vector<std::string> values;
+  double label_w = text_width(unit, kAxisPx), value_w = 0, hi = 0;
+  for (const auto& b : bars) {
+    values.push_back(b.value_text.empty() ? num(b.value) : b.value_text);
+    label_w = std::max(label_w, text_width(b.label, kSmallPx));
+    value_w = std::max(value_w, text_width(values.back(), kSmallPx));
+    hi = std::max({hi, b.value, b.marker.value_or(0)});
+  }
+  const double left = std::min(360.0, std::max(120.0, label_w + 16));
+  const double right = std::max(40.0, value_w + 16);
+  int lines = 1;
+  const std::string heading = title_lines(title, width, lines);
+  const double top = 34 + kTitleLine * (lines - 1);
   const double height = top + row * static_cast<double>(bars.size()) + 30;
-  double hi = 0;
-  for (const auto& b : bars) hi = std::max({hi, b.value, b.marker.value_or(0)});
   const Scale x = make_scale(0, hi > 0 ? hi : 1, false, left, width - right);
   std::string s = fmt::format(R"(<svg class="chart" id="{}" viewBox="0 0 {} {}" role="img" aria-label="{}">)", escape(id), width,
                               height, escape(title));
-  s += fmt::format(R"(<text x="{}" y="20" class="title">{}</text>)", left, escape(title));
+  s += heading;
   for (double t : x.ticks())
     s += fmt::format(R"(<line x1="{0:.1f}" x2="{0:.1f}" y1="{1}" y2="{2}" class="grid"/><text x="{0:.1f}" y="{3}" class="tick" text-anchor="middle">{4}</text>)",
                      x(t), top - 4, height - 26, height - 12, num(t));
-  s += fmt::format(R"(<text x="{}" y="{}" class="axis" text-anchor="end">{}</text>)", width - 10, height - 12, escape(unit));
+  // The unit sits in the label column on the tick row, clear of every tick label.
+  s += fmt::format(R"(<text x="{}" y="{}" class="axis" text-anchor="end">{}</text>)", left - 12, height - 12, escape(unit));
   for (std::size_t i = 0; i < bars.size(); ++i) {
     const Bar& b = bars[i];
     const double y = top + row * static_cast<double>(i);
     s += fmt::format(R"(<text x="{}" y="{:.1f}" class="label" text-anchor="end">{}</text>)", left - 6, y + row * 0.65, escape(b.label));
     s += fmt::format(R"(<rect class="mark{}" x="{}" y="{:.1f}" width="{:.1f}" height="{:.1f}"><title>{}: {} {}{}</title></rect>)",
-                     b.highlight ? " hl" : "", left, y + 3, std::max(0.5, x(b.value) - left), row - 6, escape(b.label), num(b.value),
-                     escape(unit), b.note.empty() ? "" : " — " + escape(b.note));
-    s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" class="value">{}</text>)", x(b.value) + 4, y + row * 0.65, num(b.value));
+                     b.measured ? " measured" : b.highlight ? " hl" : "", left, y + 3, std::max(0.5, x(b.value) - left), row - 6,
+                     escape(b.label), escape(values[i]), escape(unit), b.note.empty() ? "" : " — " + escape(b.note));
+    // The value goes right of the bar and of its marker, so the two never cover each other.
+    const double end = std::max(x(b.value), b.marker ? x(*b.marker) + 1 : 0.0);
+    s += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" class="value">{}</text>)", end + 5, y + row * 0.65, escape(values[i]));
     if (b.marker)
       s += fmt::format(R"(<line class="marker" x1="{0:.1f}" x2="{0:.1f}" y1="{1:.1f}" y2="{2:.1f}"><title>{3}: {4}</title></line>)",
                        x(*b.marker), y + 1, y + row - 1, escape(marker_label), num(*b.marker));
@@ -103,11 +171,37 @@ std::string bar_chart(const std::string& id, const std::string& title, const std
   return s + "</svg>";
 }
 
-std::string line_chart(const std::string& id, const std::string& title, const std::vector<Series>& series, const Axis& xa,
+namespace {
+
+/// Series drawn once per distinct line: a series whose points coincide with an earlier one's (within
+/// `tol_y` in y, exactly in x) joins it, its label appended.
+std::vector<Series> merge_coincident(const std::vector<Series>& series, double tol_y) {
+  std::vector<Series> out;
+  for (const auto& se : series) {
+    bool merged = false;
+    for (auto& kept : out) {
+      if (kept.points.size() != se.points.size() || kept.points.empty() || kept.lines != se.lines) continue;
+      bool same = true;
+      for (std::size_t i = 0; i < se.points.size() && same; ++i)
+        same = kept.points[i].first == se.points[i].first && std::fabs(kept.points[i].second - se.points[i].second) <= tol_y;
+      if (same) {
+        kept.label += " = " + se.label;
+        merged = true;
+        break;
+      }
+    }
+    if (!merged) out.push_back(se);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string line_chart(const std::string& id, const std::string& title, const std::vector<Series>& in, const Axis& xa,
                        const Axis& ya) {
-  const double width = 820, height = 400, left = 70, right = 250, top = 34, bottom = 50;
+  const double width = 820, right = 250, bottom = 50;
   double xlo = std::numeric_limits<double>::max(), xhi = std::numeric_limits<double>::lowest(), ylo = xlo, yhi = xhi;
-  for (const auto& se : series)
+  for (const auto& se : in)
     for (const auto& [px, py] : se.points) {
       if ((xa.log && px <= 0) || (ya.log && py <= 0) || !std::isfinite(px) || !std::isfinite(py)) continue;
       xlo = std::min(xlo, px);
@@ -118,21 +212,39 @@ std::string line_chart(const std::string& id, const std::string& title, const st
   if (xlo > xhi) xlo = xhi = ylo = yhi = 1;
   if (xlo == xhi) xhi = xlo * 2;
   if (ylo == yhi) yhi = ylo * 2;
+  const std::vector<Series> series = merge_coincident(in, ya.log ? 0.0 : 0.005 * (yhi - std::min(ylo, 0.0)));
+  // The legend: each entry wrapped to the legend column, 14 px a line.
+  const double legend_text_w = right - 44;
+  std::vector<std::vector<std::string>> legend;
+  double legend_h = 0;
+  for (const auto& se : series) {
+    legend.push_back(wrap_to_width(se.label, legend_text_w, kSmallPx));
+    legend_h += 14 * static_cast<double>(legend.back().size()) + 4;
+  }
+  int lines = 1;
+  const std::string heading = title_lines(title, width, lines);
+  const double top = 34 + kTitleLine * (lines - 1);
+  const double height = std::max(400.0 + kTitleLine * (lines - 1), top + legend_h + 20);
+  // The y tick labels sit right-aligned before the plot; the rotated axis label needs ~20 px left of them.
+  Scale y = make_scale(ylo, yhi, ya.log, height - bottom, top);
+  double tick_w = 0;
+  for (double t : y.ticks()) tick_w = std::max(tick_w, text_width(num(t), kSmallPx));
+  const double left = std::max(70.0, tick_w + 32);
   const Scale x = make_scale(xlo, xhi, xa.log, left, width - right);
-  const Scale y = make_scale(ylo, yhi, ya.log, height - bottom, top);
   std::string s = fmt::format(R"(<svg class="chart" id="{}" viewBox="0 0 {} {}" role="img" aria-label="{}">)", escape(id), width,
                               height, escape(title));
-  s += fmt::format(R"(<text x="{}" y="20" class="title">{}</text>)", left, escape(title));
+  s += heading;
   for (double t : x.ticks())
     s += fmt::format(R"(<line x1="{0:.1f}" x2="{0:.1f}" y1="{1}" y2="{2}" class="grid"/><text x="{0:.1f}" y="{3}" class="tick" text-anchor="middle">{4}</text>)",
-                     x(t), top, height - bottom, height - bottom + 16, num(t));
+                     x(t), top, height - bottom, height - bottom + 20, num(t));
   for (double t : y.ticks())
     s += fmt::format(R"(<line x1="{0}" x2="{1}" y1="{2:.1f}" y2="{2:.1f}" class="grid"/><text x="{3}" y="{4:.1f}" class="tick" text-anchor="end">{5}</text>)",
                      left, width - right, y(t), left - 6, y(t) + 4, num(t));
-  s += fmt::format(R"(<text x="{}" y="{}" class="axis" text-anchor="middle">{}</text>)", (left + width - right) / 2, height - 12,
+  s += fmt::format(R"(<text x="{}" y="{}" class="axis" text-anchor="middle">{}</text>)", (left + width - right) / 2, height - 10,
                    escape(xa.label));
   s += fmt::format(R"SVG(<text transform="translate(16,{}) rotate(-90)" class="axis" text-anchor="middle">{}</text>)SVG",
                    (top + height - bottom) / 2, escape(ya.label));
+  double ly = top + 14;
   for (std::size_t k = 0; k < series.size(); ++k) {
     const Series& se = series[k];
     std::string path;
@@ -150,10 +262,13 @@ std::string line_chart(const std::string& id, const std::string& title, const st
       s += fmt::format(R"(<circle class="mark" cx="{:.1f}" cy="{:.1f}" r="{}" fill="{}"><title>{}: x {} y {}</title></circle>)", x(px),
                        y(py), se.lines ? 3 : 4.5, color(se.color), escape(tip), num(px), num(py));
     }
-    const double ly = top + 14 + 18 * static_cast<double>(k);
-    s += fmt::format(R"(<line x1="{0}" x2="{1}" y1="{2:.1f}" y2="{2:.1f}" stroke="{3}" stroke-width="2"{4}/><text x="{5}" y="{6:.1f}" class="legend">{7}</text>)",
-                     width - right + 10, width - right + 30, ly, color(se.color), se.dashed ? R"( stroke-dasharray="6 4")" : "",
-                     width - right + 34, ly + 4, escape(se.label));
+    s += fmt::format(R"(<line x1="{0}" x2="{1}" y1="{2:.1f}" y2="{2:.1f}" stroke="{3}" stroke-width="2"{4}/>)", width - right + 10,
+                     width - right + 30, ly, color(se.color), se.dashed ? R"( stroke-dasharray="6 4")" : "");
+    for (const auto& text : legend[k]) {
+      s += fmt::format(R"(<text x="{}" y="{:.1f}" class="legend">{}</text>)", width - right + 34, ly + 4, escape(text));
+      ly += 14;
+    }
+    ly += 4;
   }
   return s + "</svg>";
 }
