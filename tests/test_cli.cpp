@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "test_util.hpp"
 
@@ -16,6 +17,102 @@ void expect_usage_error(const gpuvs::test::CommandResult& r, const std::string& 
   EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
 }
 const std::string kQuick = " --rows 600 --epochs 1 --threads 1 ";
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(' ');
+  return b == std::string::npos ? std::string() : s.substr(b, s.find_last_not_of(' ') - b + 1);
+}
+
+/// `gpuvs compare ARGS`: the table's columns line up on every line, wrapped cells hold their whole text
+/// (checked against the same command's --json), and no word is cut.
+void expect_compare_table_whole_and_aligned(const std::string& args) {
+  SCOPED_TRACE(args);
+  const auto r = run_gpuvs("compare " + args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = run_gpuvs("compare " + args + " --json");
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const auto doc = nlohmann::json::parse(j.out);
+  std::vector<std::string> ids, links, precisions;
+  for (const auto& g : doc["gpus"]) {
+    ids.push_back(g["gpu"]);
+    links.push_back(g["link_2gpu"]);
+    std::string p;
+    for (const auto& x : g["precisions"]) p += (p.empty() ? "" : ", ") + x.get<std::string>();
+    precisions.push_back(p);
+  }
+  ASSERT_GE(ids.size(), 2u);
+  // The table: from the header row of GPU ids to the first blank line.
+  std::vector<std::string> lines;
+  {
+    std::istringstream in(r.out);
+    bool in_table = false;
+    for (std::string line; std::getline(in, line);) {
+      if (!in_table && line.find(ids[0]) != std::string::npos && line.find(ids[1]) != std::string::npos &&
+          trim(line).rfind(ids[0], 0) == 0)
+        in_table = true;
+      if (!in_table) continue;
+      if (line.empty()) break;
+      lines.push_back(line);
+    }
+  }
+  ASSERT_GT(lines.size(), 10u) << r.out;
+  // Cells are right-aligned: each column ends where its GPU id ends in the header row.
+  std::vector<std::size_t> ends;
+  for (const auto& id : ids) {
+    const auto at = lines[0].find(" " + id);
+    ASSERT_NE(at, std::string::npos) << lines[0];
+    ends.push_back(at + 1 + id.size());
+    if (ends.size() > 1) {
+      ASSERT_GT(ends[ends.size() - 1], ends[ends.size() - 2] + 1) << lines[0];
+    }
+  }
+  for (const auto& line : lines) {
+    EXPECT_LE(line.size(), ends.back()) << "runs past the last column: " << line;
+    for (std::size_t i = 0; i + 1 < ends.size(); ++i) {
+      if (line.size() > ends[i]) {
+        EXPECT_EQ(line[ends[i]], ' ') << "text crosses from column " << i << " into the next: '" << line << "'";
+      }
+    }
+    // A column with text on this line has it flush right against the column's end.
+    for (std::size_t i = 1; i < ends.size(); ++i) {
+      const std::string cell = line.size() > ends[i - 1] + 1 ? line.substr(ends[i - 1] + 1, ends[i] - ends[i - 1] - 1) : "";
+      if (!trim(cell).empty()) {
+        EXPECT_NE(line[ends[i] - 1], ' ') << "column " << i << " not flush right: '" << line << "'";
+      }
+    }
+  }
+  // A row and its continuation lines (blank label): each column's cell text, lines joined by a space.
+  auto cells_of = [&](const std::string& label) {
+    std::vector<std::string> cells(ids.size());
+    std::size_t k = 0;
+    while (k < lines.size() && lines[k].rfind("  " + label + " ", 0) != 0) ++k;
+    EXPECT_LT(k, lines.size()) << "no row '" << label << "'";
+    for (std::size_t first = k; k < lines.size() && (k == first || lines[k].rfind("   ", 0) == 0); ++k) {
+      std::string line = lines[k];
+      if (k == first) line.replace(2, label.size(), std::string(label.size(), ' '));
+      line.resize(ends.back(), ' ');
+      for (std::size_t i = 0; i < ids.size(); ++i) {
+        const std::size_t begin = i == 0 ? 0 : ends[i - 1] + 1;
+        const std::string part = trim(line.substr(begin, ends[i] - begin));
+        if (!part.empty()) cells[i] += (cells[i].empty() ? "" : " ") + part;
+      }
+    }
+    return cells;
+  };
+  EXPECT_EQ(cells_of("link between 2"), links);
+  EXPECT_EQ(cells_of("precisions"), precisions);
+  EXPECT_EQ(cells_of("ECC").size(), ids.size());
+  // Every word of every link description appears whole; no line ends in a cut word.
+  for (const auto& link : links) {
+    std::istringstream words(link);
+    for (std::string w; words >> w;) EXPECT_NE(r.out.find(w), std::string::npos) << w;
+  }
+  for (const auto& line : lines) {
+    EXPECT_FALSE(line.size() >= 9 && line.compare(line.size() - 9, 9, "staged th") == 0) << line;
+    EXPECT_EQ(line.find("staged th "), std::string::npos) << line;
+    EXPECT_EQ(line.find("fp32,tf32"), std::string::npos) << line;
+  }
+}
 }  // namespace
 
 TEST(Cli, VersionAndHelp) {
@@ -213,6 +310,15 @@ TEST(Cli, CompareAnswersTheSeedQuestion) {
   expect_usage_error(run_gpuvs("compare h100-sxm"), "at least two GPUs");
 }
 
+TEST(Cli, CompareTableWrapsCellsWholeAndKeepsColumnsAligned) {
+  expect_compare_table_whole_and_aligned("");
+  expect_compare_table_whole_and_aligned("h100-sxm l40s rtx-4090 a100-40gb-pcie --workload bert-large --precision amp-bf16 --batch 16");
+  const auto r = run_gpuvs("compare h100-sxm l40s rtx-4090 a100-40gb-pcie --workload bert-large --precision amp-bf16 --batch 16");
+  // The RTX 4090's link wraps after "staged", between words.
+  EXPECT_NE(r.out.find("PCIe gen 4 x16 staged "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" through host memory (no "), std::string::npos) << r.out;
+}
+
 TEST(Cli, DevicesListsTheCpuAndSaysWhatOfGpus) {
   const auto r = run_gpuvs("devices --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -312,7 +418,7 @@ TEST(Cli, AdviseRanksAndRefusesContradictions) {
   EXPECT_GT(j["assumptions"].size(), 10u);
   const auto text = run_gpuvs("advise --params 7e9 --task finetune --tokens 1e7 --gpus rtx-4090 --assume electricity_usd_per_kwh=0.3");
   ASSERT_EQ(text.exit_code, 0) << text.err;
-  EXPECT_NE(text.out.find("llama-7b"), std::string::npos);
+  EXPECT_NE(text.out.find("decoder-7b"), std::string::npos);
   EXPECT_NE(text.out.find("[set]"), std::string::npos);
   expect_usage_error(run_gpuvs("advise --task dance"), "task 'dance'");
   expect_usage_error(run_gpuvs("advise --task infer --tenants 0"), "--tenants");
@@ -321,6 +427,44 @@ TEST(Cli, AdviseRanksAndRefusesContradictions) {
   expect_usage_error(run_gpuvs("advise --gpus rtx-9090"), "rtx-9090");
   expect_usage_error(run_gpuvs("advise --sla-p99-ms 5"), "--task infer");
   expect_usage_error(run_gpuvs("advise --scenario /nonexistent.toml"), "/nonexistent.toml");
+}
+
+TEST(Cli, AdviseParamsBuildsADecoderToSizeAndSaysSo) {
+  // Out of range: one line naming the value and the range, never a preset a billion times smaller.
+  const auto huge = run_gpuvs("advise --params 1e20 --tokens 1e10");
+  expect_usage_error(huge, "1e7 to 2e12");
+  EXPECT_NE(huge.err.find("1e+20"), std::string::npos) << huge.err;
+  EXPECT_EQ(huge.out, "");
+  for (const char* bad : {"5e6", "abc", "nan", "-7e9", "inf", "''"}) expect_usage_error(run_gpuvs(std::string("advise --params ") + bad), "1e7 to 2e12");
+  // In range: the note says which model was priced, by which rule, and how far from the request.
+  const auto text = run_gpuvs("advise --params 7e9 --tokens 1e9 --gpus h100-sxm,rtx-4090");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("train decoder-7b "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("note: model: a LLaMA-style decoder built to --params 7e+09 by the rule width = 128 x layers: "
+                          "32 layers, width 4096, 32 heads, SwiGLU 11008, vocabulary 32000: 6.74 B parameters (-3.7% "
+                          "from the request)"),
+            std::string::npos)
+      << text.out;
+  const auto json = run_gpuvs("advise --params 13b --tokens 1e9 --gpus h100-sxm --json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j["scenario"]["workload"], "decoder-13b");
+  ASSERT_FALSE(j["notes"].empty());
+  const std::string note = j["notes"][0];
+  EXPECT_NE(note.find("--params 1.3e+10"), std::string::npos) << note;
+  EXPECT_NE(note.find("40 layers, width 5120"), std::string::npos) << note;
+  EXPECT_NE(note.find("+0.1% from the request"), std::string::npos) << note;
+  const auto j7 = nlohmann::json::parse(run_gpuvs("advise --params 7e9 --tokens 1e9 --gpus h100-sxm --json").out);
+  EXPECT_NE(j7["notes"][0].get<std::string>().find("32 layers, width 4096"), std::string::npos) << j7["notes"];
+  // The id it sets is a workload like any other.
+  const auto g = run_gpuvs("graph decoder-7b --batch 1 --json");
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  EXPECT_EQ(nlohmann::json::parse(g.out)["params"], 6738415616);
+  const auto p = run_gpuvs("predict --workload decoder-7b --gpu h100-sxm --json");
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_EQ(nlohmann::json::parse(p.out)["throughput"]["unit"], "tokens/s");
+  expect_usage_error(run_gpuvs("predict --workload decoder-abc --gpu h100-sxm"), "'decoder-abc'");
+  expect_usage_error(run_gpuvs("graph decoder-3e12"), "1e7 to 2e12");
 }
 
 TEST(Cli, EvaluateStoresTheRunAndHistoryDiffReportReadIt) {

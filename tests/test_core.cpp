@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <random>
+#include <sstream>
 
 #include "core/crc32c.hpp"
 #include "core/error.hpp"
@@ -75,6 +77,60 @@ TEST(Strings, EditDistanceAndClosest) {
   EXPECT_EQ(strings::closest("seed-mpl", ids, 1).at(0), "seed-mlp");
   EXPECT_EQ(strings::closest("bert", ids, 2).at(0), "bert-base");
   EXPECT_EQ(strings::closest("RESNET50", ids, 1).at(0), "resnet50");
+}
+
+TEST(Strings, WrapWordsBreaksAtSpacesAndNeverCuts) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(strings::wrap_words("PCIe gen 4 x16 staged through host memory", 24),
+            (V{"PCIe gen 4 x16 staged", "through host memory"}));
+  EXPECT_EQ(strings::wrap_words("fp32, tf32, amp-fp16, amp-bf16, amp-fp8", 24),
+            (V{"fp32, tf32, amp-fp16,", "amp-bf16, amp-fp8"}));
+  EXPECT_EQ(strings::wrap_words("exactly ten", 11), (V{"exactly ten"}));  // a line may fill the width
+  EXPECT_EQ(strings::wrap_words("exactly ten", 10), (V{"exactly", "ten"}));
+  // A word longer than the width stays whole, on a line of its own.
+  EXPECT_EQ(strings::wrap_words("a supercalifragilistic b", 5), (V{"a", "supercalifragilistic", "b"}));
+  EXPECT_EQ(strings::wrap_words("  spaced \t out\n ", 40), (V{"spaced out"}));
+  EXPECT_EQ(strings::wrap_words("", 10), (V{""}));
+  EXPECT_EQ(strings::wrap_words("   ", 10), (V{""}));
+  EXPECT_EQ(strings::wrap_words("one two", 0), (V{"one", "two"}));
+}
+
+TEST(Strings, WrapWordsFuzzKeepsEveryWordWithinTheWidth) {
+  std::mt19937 gen(20240611);
+  auto words_of = [](const std::string& s) {
+    std::vector<std::string> w;
+    std::istringstream in(s);
+    for (std::string x; in >> x;) w.push_back(x);
+    return w;
+  };
+  for (int trial = 0; trial < 2000; ++trial) {
+    const std::size_t width = std::uniform_int_distribution<std::size_t>(0, 30)(gen);
+    const int n = std::uniform_int_distribution<int>(0, 12)(gen);
+    std::vector<std::string> words;
+    std::string text;
+    for (int k = 0; k < n; ++k) {
+      std::string w(std::uniform_int_distribution<std::size_t>(1, 40)(gen), 'x');
+      for (auto& c : w) c = static_cast<char>(std::uniform_int_distribution<int>('!', '~')(gen));
+      words.push_back(w);
+      text += std::string(std::uniform_int_distribution<std::size_t>(k == 0 ? std::size_t{0} : std::size_t{1}, 3)(gen), k % 2 ? ' ' : '\t') + w;
+    }
+    const auto lines = strings::wrap_words(text, width);
+    ASSERT_FALSE(lines.empty());
+    std::vector<std::string> rejoined;
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      const auto lw = words_of(lines[i]);
+      EXPECT_TRUE(!lw.empty() || lines.size() == 1) << "empty line " << i << " in " << text;
+      EXPECT_EQ(strings::join(lw, " "), lines[i]) << "one space between words, none at the ends";
+      if (lines[i].size() > width) {
+        EXPECT_EQ(lw.size(), 1u) << "over-wide line that is not one long word: " << lines[i];
+      }
+      if (i + 1 < lines.size()) {  // greedy: the next line's first word would not have fitted on this one
+        EXPECT_GT(lines[i].size() + 1 + words_of(lines[i + 1]).front().size(), width) << text;
+      }
+      rejoined.insert(rejoined.end(), lw.begin(), lw.end());
+    }
+    EXPECT_EQ(rejoined, words) << "width " << width << ": " << text;
+  }
 }
 
 TEST(Units, GbAndGibAreDifferent) {

@@ -125,3 +125,132 @@ TEST(Networks, BadOptions) {
   EXPECT_THROW(build_network(network("bert-base"), {1, DType::f32, 1024, true, false}), InputError);  // > 512 positions
   EXPECT_THROW(build_network(network("resnet50"), {0, DType::f32, 0, true, false}), InputError);
 }
+
+TEST(Networks, SizedDecoderFollowsTheStatedRule) {
+  // decoder-7b: the rule gives LLaMA 7B's shape, so its exact count is LLaMA 7B's.
+  const SizedDecoder d7 = sized_decoder_for_id("decoder-7b");
+  EXPECT_EQ(d7.config.layers, 32);
+  EXPECT_EQ(d7.config.hidden, 4096);
+  EXPECT_EQ(d7.config.heads, 32);
+  EXPECT_EQ(d7.config.kv_heads, 32);
+  EXPECT_EQ(d7.config.ffn, 11008);  // 8/3 x 4096 = 10922.7, rounded up to a multiple of 256
+  EXPECT_EQ(d7.config.vocab, 32000);
+  EXPECT_EQ(d7.config.seq_len, 2048);
+  EXPECT_TRUE(d7.config.swiglu && d7.config.rms_norm && d7.config.rope);
+  EXPECT_FALSE(d7.config.linear_bias || d7.config.norm_bias || d7.config.tied_embeddings || d7.config.learned_positions);
+  EXPECT_EQ(d7.params, 6738415616);
+  EXPECT_NEAR(static_cast<double>(d7.params), 6.7e9, 0.05e9);
+  EXPECT_DOUBLE_EQ(d7.requested, 7e9);
+  // LLaMA 13B's shape (40 x 5120, SwiGLU 13824) and GPT-3 175B's (96 x 12288) come out of the same rule.
+  const SizedDecoder d13 = sized_decoder_for_id("decoder-13b");
+  EXPECT_EQ(d13.config.layers, 40);
+  EXPECT_EQ(d13.config.hidden, 5120);
+  EXPECT_EQ(d13.config.ffn, 13824);
+  EXPECT_EQ(d13.params, 13015864320);
+  const SizedDecoder d175 = sized_decoder_for_id("decoder-175b");
+  EXPECT_EQ(d175.config.layers, 96);
+  EXPECT_EQ(d175.config.hidden, 12288);
+  EXPECT_EQ(d175.config.ffn, 32768);
+  // The rule itself, for every number of layers.
+  for (int layers : {1, 2, 3, 13, 50, 217}) {
+    const DecoderConfig c = sized_decoder_config(layers);
+    EXPECT_EQ(c.hidden, 128 * layers);
+    EXPECT_EQ(c.heads, layers);
+    EXPECT_EQ(c.hidden / c.heads, 128);
+    EXPECT_EQ(c.ffn % 256, 0);
+    EXPECT_GE(3 * c.ffn, 8 * c.hidden);
+    EXPECT_LT(3 * (c.ffn - 256), 8 * c.hidden);
+  }
+}
+
+TEST(Networks, DecoderParamFormulaMatchesTheBuiltGraph) {
+  for (int layers : {1, 2, 3, 7, 12}) {
+    const DecoderConfig c = sized_decoder_config(layers);
+    EXPECT_EQ(decoder_params(c), param_count(build_decoder({1, DType::f32, 16, true, false}, c))) << layers;
+  }
+  // Every decoder preset too: tied embeddings, LayerNorm, grouped-query attention.
+  for (const auto& net : networks()) {
+    if (net.family != "decoder") continue;
+    EXPECT_EQ(decoder_params(decoder_preset(net.id)), param_count(build_network(net, {1, DType::f32, 16, true, false})))
+        << net.id;
+  }
+}
+
+TEST(Networks, SizedDecoderIsTheNearestInLogDistance) {
+  auto dist = [](int layers, double want) {
+    return std::fabs(std::log(static_cast<double>(decoder_params(sized_decoder_config(layers))) / want));
+  };
+  for (double want : {1e7, 1.7e7, 3e8, 7e9, 6.9e10, 1e11, 4.05e11, 1e12, 2e12}) {
+    const SizedDecoder d = sized_decoder(want);
+    const int l = d.config.layers;
+    EXPECT_EQ(d.params, decoder_params(d.config));
+    EXPECT_LE(dist(l, want), dist(l + 1, want)) << want;
+    if (l > 1) {
+      EXPECT_LE(dist(l, want), dist(l - 1, want)) << want;
+    }
+  }
+  EXPECT_EQ(sized_decoder(1e7).config.layers, 1);    // 8.45 M: the smallest the rule makes
+  EXPECT_EQ(sized_decoder(2e12).config.layers, 217);  // 2.01 T
+}
+
+TEST(Networks, SizedDecoderIdsResolveEverywhere) {
+  for (const char* id : {"decoder-7b", "decoder-7B", "decoder-7e9", "decoder-7000000000", "decoder-7000m", "DECODER-7b",
+                         "decoder-0.007t", "decoder-7000000k"})
+    EXPECT_EQ(sized_decoder_for_id(id).params, 6738415616) << id;
+  EXPECT_EQ(sized_decoder_for_id("decoder-10m").config.layers, 1);
+  EXPECT_EQ(sized_decoder_for_id("decoder-2t").config.layers, 217);
+  EXPECT_NEAR(sized_decoder_for_id("decoder-1.3b").requested, 1.3e9, 1);
+  EXPECT_NEAR(sized_decoder_for_id("decoder-500m").requested, 5e8, 1e-6);
+  EXPECT_DOUBLE_EQ(sized_decoder_for_id("decoder-1t").requested, 1e12);
+  // The canonical id `advise --params` writes, and back.
+  EXPECT_EQ(sized_decoder_id(7e9), "decoder-7b");
+  EXPECT_EQ(sized_decoder_id(13e9), "decoder-13b");
+  EXPECT_EQ(sized_decoder_id(1.3e9), "decoder-1.3b");
+  EXPECT_EQ(sized_decoder_id(5e8), "decoder-500m");
+  EXPECT_EQ(sized_decoder_id(1e12), "decoder-1t");
+  for (double p : {1e7, 1.3e9, 6.7e9, 2.5e10, 1.75e11, 2e12})
+    EXPECT_NEAR(sized_decoder_for_id(sized_decoder_id(p)).requested / p, 1.0, 1e-12) << p;
+  // A workload like any other: the registry, the graph, the KV-cache preset.
+  const NetworkInfo net = resolve_network("decoder-7b");
+  EXPECT_EQ(net.id, "decoder-7b");
+  EXPECT_EQ(net.family, "decoder");
+  EXPECT_EQ(net.sample_unit, "sequences");
+  EXPECT_EQ(net.default_seq_len, 2048);
+  EXPECT_EQ(net.layers, 32);
+  EXPECT_EQ(net.hidden, 4096);
+  EXPECT_DOUBLE_EQ(net.published_params, 6738415616.0);
+  EXPECT_NE(net.description.find("width = 128 x layers"), std::string::npos) << net.description;
+  EXPECT_NE(net.description.find("32 layers, width 4096, 32 heads, SwiGLU 11008"), std::string::npos) << net.description;
+  EXPECT_NE(net.description.find("6,738,415,616"), std::string::npos) << net.description;
+  EXPECT_NE(net.params_source.find("built to size"), std::string::npos) << net.params_source;
+  EXPECT_EQ(param_count(build_network(net, {1, DType::bf16, 64, true, false})), 6738415616);
+  EXPECT_EQ(decoder_preset("decoder-7b").layers, 32);
+  EXPECT_FALSE(is_sized_decoder_id("decoder-7b.toml"));  // a model file
+  EXPECT_FALSE(is_sized_decoder_id("llama-7b"));
+}
+
+TEST(Networks, SizedDecoderRefusesMalformedAndOutOfRangeSizes) {
+  auto expect_refused = [](const std::string& id, const std::string& names) {
+    try {
+      (void)resolve_network(id);
+      ADD_FAILURE() << id << " was accepted";
+    } catch (const InputError& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find(names), std::string::npos) << msg;
+      EXPECT_NE(msg.find("1e7 to 2e12"), std::string::npos) << msg;
+      EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    }
+  };
+  for (const char* id : {"decoder-abc", "decoder-", "decoder-7x", "decoder-7bb", "decoder-b", "decoder-nan", "decoder-inf",
+                         "decoder-7 b", "decoder-+7b", "decoder-0x10", "decoder-1e"})
+    expect_refused(id, std::string("'") + id + "'");
+  expect_refused("decoder--7b", "-7e+09");
+  expect_refused("decoder-0", "0 parameters");
+  expect_refused("decoder-9m", "9e+06");
+  expect_refused("decoder-2.1t", "2.1e+12");
+  expect_refused("decoder-1e20", "1e+20");
+  EXPECT_THROW(sized_decoder(5e6), InputError);
+  EXPECT_THROW(sized_decoder(std::nan("")), InputError);
+  EXPECT_THROW(parse_decoder_size("1e400", "--params"), InputError);
+  EXPECT_DOUBLE_EQ(parse_decoder_size("13e9", "--params"), 13e9);
+}

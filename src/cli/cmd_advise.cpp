@@ -11,6 +11,7 @@
 #include "cli/commands.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
+#include "graph/networks.hpp"
 
 namespace gpuvs::cli {
 
@@ -20,7 +21,9 @@ constexpr double kUnset = std::numeric_limits<double>::quiet_NaN();
 
 struct AdviseArgs {
   std::string scenario_file, workload, task, finetune, precision, purchase, assume, gpus;
-  double tokens = kUnset, samples = kUnset, hours = kUnset, sla = kUnset, rps = kUnset, budget = kUnset, params = kUnset;
+  std::string params;  // a size as decoder-<size> ids take it: 7e9, 13b, 500m
+  bool params_given = false;
+  double tokens = kUnset, samples = kUnset, hours = kUnset, sla = kUnset, rps = kUnset, budget = kUnset;
   double utilization = kUnset, electricity = kUnset;
   int tenants = -1;  // unset
   std::int64_t seq_len = 0, gen_len = 0;
@@ -29,20 +32,16 @@ struct AdviseArgs {
   bool json = false;
 };
 
-/// --params: the decoder preset nearest in size, so a team can ask by model size alone.
-std::string preset_for_params(double params) {
-  static const std::pair<const char*, double> presets[] = {{"mpt-760m", 0.76e9}, {"mpt-1b", 1.3e9}, {"mpt-3b", 2.7e9},
-                                                          {"llama-7b", 6.7e9},  {"llama-13b", 13e9}, {"mpt-30b", 30e9},
-                                                          {"llama-70b", 69e9}};
-  if (!(params > 0)) throw InputError(fmt::format("--params must be positive, got {}", params));
-  const char* best = presets[0].first;
-  double dist = 1e300;
-  for (const auto& [id, n] : presets)
-    if (std::fabs(std::log(n / params)) < dist) {
-      dist = std::fabs(std::log(n / params));
-      best = id;
-    }
-  return best;
+/// --params: a decoder built to that size by a stated rule (graph::sized_decoder), never a preset swapped
+/// in silently; the advice says which model it priced and how far its exact count is from the request.
+std::string params_note(double requested, const graph::SizedDecoder& d) {
+  const double n = static_cast<double>(d.params);
+  const std::string count = n >= 1e12 ? fmt::format("{:.3g} T", n / 1e12)
+                            : n >= 1e9 ? fmt::format("{:.3g} B", n / 1e9)
+                                       : fmt::format("{:.3g} M", n / 1e6);
+  return fmt::format("model: a LLaMA-style decoder built to --params {:g} by the rule width = 128 x layers: {}: {} "
+                     "parameters ({:+.1f}% from the request)",
+                     requested, graph::describe_shape(d.config), count, 100 * (n / requested - 1));
 }
 
 int run_advise(const AdviseArgs& a) {
@@ -53,9 +52,11 @@ int run_advise(const AdviseArgs& a) {
   if (!a.scenario_file.empty()) s = advise::read_scenario(a.scenario_file, assumptions, cat);
   // Flags override the file.
   if (!a.workload.empty()) s.workload = a.workload;
-  if (!std::isnan(a.params)) {
+  double params = kUnset;
+  if (a.params_given) {
     if (!a.workload.empty()) throw InputError("--workload and --params both name the model; give one");
-    s.workload = preset_for_params(a.params);
+    params = graph::parse_decoder_size(a.params, "--params");
+    s.workload = graph::sized_decoder_id(params);
   }
   if (!a.task.empty()) s.task = a.task;
   if (!a.finetune.empty()) s.finetune = a.finetune;
@@ -81,7 +82,9 @@ int run_advise(const AdviseArgs& a) {
   assumptions.set_all(a.assume, cat);
   if (!std::isnan(a.utilization)) assumptions.set("utilization", a.utilization, cat);
   if (!std::isnan(a.electricity)) assumptions.set("electricity_usd_per_kwh", a.electricity, cat);
-  const advise::Advice adv = advise::advise(cat, s, assumptions);
+  advise::Advice adv = advise::advise(cat, s, assumptions);
+  if (!std::isnan(params))
+    adv.notes.insert(adv.notes.begin(), params_note(params, graph::sized_decoder_for_id(s.workload)));
   if (a.json) fmt::print("{}\n", advise::advice_json(adv).dump(2));
   else fmt::print("{}", advise::advice_text(adv, a.top));
   return 0;
@@ -94,7 +97,9 @@ Runner add_advise_command(CLI::App& app) {
   auto* sub = app.add_subcommand("advise", "Rank GPU options for a training, fine-tuning or serving scenario");
   sub->add_option("--scenario", a->scenario_file, "A TOML scenario file (flags override it)");
   sub->add_option("--workload", a->workload, "Workload id or model file");
-  sub->add_option("--params", a->params, "Model size in parameters (picks the nearest decoder preset)");
+  auto* params = sub->add_option("--params", a->params,
+                                 "Model size in parameters (7e9, 13b, 500m; 1e7 to 2e12): a LLaMA-style decoder built "
+                                 "to it, width = 128 x layers (workload decoder-<size>)");
   sub->add_option("--task", a->task, "train, finetune or infer (default train)");
   sub->add_option("--finetune", a->finetune, "full, lora or qlora (default lora)");
   sub->add_option("--precision", a->precision, "Precision policy (default amp-bf16)");
@@ -115,7 +120,10 @@ Runner add_advise_command(CLI::App& app) {
   sub->add_option("--top", a->top, "Ranked rows to show")->capture_default_str();
   sub->add_option("--catalog", a->catalogs, "Add devices from a TOML file (repeatable)");
   sub->add_flag("--json", a->json, "JSON output");
-  return [a] { return run_advise(*a); };
+  return [a, params] {
+    a->params_given = params->count() > 0;
+    return run_advise(*a);
+  };
 }
 
 }  // namespace gpuvs::cli

@@ -2,6 +2,7 @@
 // RTX 4090 or A100 80GB for the seed model, and which claims the numbers confirm or refute.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "catalog/catalog.hpp"
@@ -22,6 +23,35 @@ struct CompareArgs {
   std::int64_t batch = 0;
   bool json = false;
 };
+
+/// Rows of (label, cells): labels left-aligned in a column as wide as the longest (at least label_width),
+/// cells right-aligned in columns of cell_width, wrapped at spaces onto continuation lines; a word longer
+/// than its column widens that column.
+void print_table(const std::vector<std::pair<std::string, std::vector<std::string>>>& rows, std::size_t label_width,
+                 std::size_t cell_width) {
+  std::vector<std::size_t> widths;
+  for (const auto& [label, cells] : rows) {
+    label_width = std::max(label_width, label.size());
+    if (widths.size() < cells.size()) widths.resize(cells.size(), cell_width);
+    for (std::size_t i = 0; i < cells.size(); ++i)
+      for (const auto& word : strings::wrap_words(cells[i], 0)) widths[i] = std::max(widths[i], word.size());
+  }
+  for (const auto& [label, cells] : rows) {
+    std::vector<std::vector<std::string>> wrapped;
+    std::size_t height = 1;
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+      wrapped.push_back(strings::wrap_words(cells[i], widths[i]));
+      height = std::max(height, wrapped.back().size());
+    }
+    for (std::size_t k = 0; k < height; ++k) {
+      std::string line = fmt::format("  {:<{}}", k == 0 ? label : std::string(), label_width);
+      for (std::size_t i = 0; i < wrapped.size(); ++i)
+        line += fmt::format(" {:>{}}", k < wrapped[i].size() ? wrapped[i][k] : std::string(), widths[i]);
+      while (!line.empty() && line.back() == ' ') line.pop_back();
+      fmt::print("{}\n", line);
+    }
+  }
+}
 
 int run_compare(CompareArgs a) {
   catalog::Catalog cat = catalog::Catalog::builtin();
@@ -68,10 +98,14 @@ int run_compare(CompareArgs a) {
     fmt::print("The seed document's question: {} or {} for {}?\n\n", c.entries[0].gpu->name, c.entries[1].gpu->name,
                c.workload);
   fmt::print("{} {}, batch {} per GPU, {}\n\n", c.workload, a.mode, c.batch, perf::precision_name(c.precision));
+  // The table: rows collected first, then laid out. A GPU's column is 24 characters, right-aligned; a cell
+  // wider than that wraps onto continuation lines at spaces, and a single word longer than its column widens
+  // that column. The label column fits the longest label. Nothing is cut.
+  std::vector<std::pair<std::string, std::vector<std::string>>> rows;
   auto row = [&](const std::string& label, auto&& cell) {
-    std::string line = fmt::format("  {:<26}", label);
-    for (const auto& e : c.entries) line += fmt::format(" {:>24}", cell(e));
-    fmt::print("{}\n", line);
+    std::vector<std::string> cells;
+    for (const auto& e : c.entries) cells.push_back(cell(e));
+    rows.emplace_back(label, std::move(cells));
   };
   row("", [](const perf::CompareEntry& e) { return e.gpu->id; });
   row(unit + " per GPU", [](const perf::CompareEntry& e) { return units::format_si(e.single.throughput); });
@@ -96,13 +130,14 @@ int run_compare(CompareArgs a) {
   });
   row("largest batch that fits",
       [](const perf::CompareEntry& e) { return std::to_string(e.max_batch) + (e.max_batch_capped ? "+" : ""); });
-  row("precisions", [](const perf::CompareEntry& e) { return strings::join(e.precisions, ","); });
+  row("precisions", [](const perf::CompareEntry& e) { return strings::join(e.precisions, ", "); });
   for (std::size_t i = 0; !c.entries.front().scaling.empty() && i < c.entries.front().scaling.size(); ++i)
     row(fmt::format("scaling to {} GPUs", c.entries.front().scaling[i].first),
         [&](const perf::CompareEntry& e) { return fmt::format("{:.0f}%", 100 * e.scaling[i].second); });
-  row("link between 2", [](const perf::CompareEntry& e) { return e.link_2gpu.substr(0, 24); });
+  row("link between 2", [](const perf::CompareEntry& e) { return e.link_2gpu; });
   row("ECC", [](const perf::CompareEntry& e) { return e.gpu->ecc; });
   row("MIG", [](const perf::CompareEntry& e) { return e.gpu->mig_max > 0 ? fmt::format("{} instances", e.gpu->mig_max) : "none"; });
+  print_table(rows, 26, 24);
   const perf::OwnershipAssumptions own;
   fmt::print("\n  owned: purchase price (MSRP, else the benchmark price basis) over {:g} years of full use, plus TDP at "
              "${:.2f}/kWh with PUE {:g}; cloud: the catalog's dated $/GPU-hour quotes\n",

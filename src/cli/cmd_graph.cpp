@@ -42,8 +42,8 @@ bool is_builtin(const std::string& id) {
 }
 
 graph::Graph build(const GraphArgs& a, bool training, std::string& name, double& published) {
-  if (is_builtin(a.workload)) {
-    const auto& net = graph::network(a.workload);
+  if (is_builtin(a.workload) || graph::is_sized_decoder_id(a.workload)) {  // decoder-<size> too
+    const graph::NetworkInfo net = graph::resolve_network(a.workload);
     name = net.id;
     published = net.published_params;
     return graph::build_network(net, {a.batch, parse_dtype(a.dtype), a.seq_len, a.flash != 0, training});

@@ -76,4 +76,23 @@ std::string printable(std::string_view s, std::size_t max_len) {
   return out;
 }
 
+std::vector<std::string> wrap_words(std::string_view text, std::size_t width) {
+  std::vector<std::string> lines(1);
+  auto is_space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
+  std::size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && is_space(text[i])) ++i;
+    std::size_t j = i;
+    while (j < text.size() && !is_space(text[j])) ++j;
+    if (j == i) break;
+    const std::string_view word = text.substr(i, j - i);
+    std::string& line = lines.back();
+    if (line.empty()) line = word;
+    else if (line.size() + 1 + word.size() <= width) (line += ' ') += word;
+    else lines.emplace_back(word);
+    i = j;
+  }
+  return lines;
+}
+
 }  // namespace gpuvs::strings

@@ -1,4 +1,4 @@
-// Small string helpers: edit distance for "did you mean" suggestions, trimming, joining.
+// Small string helpers: edit distance for "did you mean" suggestions, trimming, joining, word wrapping.
 #pragma once
 #include <string>
 #include <string_view>
@@ -15,5 +15,9 @@ std::string lower(std::string_view s);
 bool ends_with(std::string_view s, std::string_view suffix);
 /// User text made safe for a one-line message: control and non-ASCII bytes as \xNN, long text cut.
 std::string printable(std::string_view s, std::size_t max_len = 60);
+/// `text`'s words (split at whitespace) filled greedily into lines of at most `width` characters, one space
+/// between words. Nothing is cut: a word longer than `width` stays whole on a line of its own. Always at
+/// least one line ("" for text with no words).
+std::vector<std::string> wrap_words(std::string_view text, std::size_t width);
 
 }  // namespace gpuvs::strings

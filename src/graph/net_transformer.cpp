@@ -128,6 +128,7 @@ Graph build_bert(const NetworkOptions& opt, int layers, std::int64_t hidden, int
 }
 
 DecoderConfig decoder_preset(const std::string& id) {
+  if (is_sized_decoder_id(id)) return sized_decoder_for_id(id).config;  // decoder-<size>: built to size
   DecoderConfig c;
   auto mpt = [&](int layers, std::int64_t d, int heads) {
     // llm-foundry MPT: ALiBi (no position params), LayerNorm without bias, no biases, tied embeddings,

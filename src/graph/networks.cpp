@@ -9,11 +9,46 @@
 #include "graph/model_file.hpp"
 #include "graph/workloads.hpp"
 
+#include <charconv>
+#include <cmath>
 #include <filesystem>
 
 namespace gpuvs::graph {
 
 namespace {
+
+bool is_model_file(const std::string& id_or_path) {
+  const std::string ext = strings::lower(std::filesystem::path(id_or_path).extension().string());
+  return ext == ".toml" || ext == ".json";
+}
+
+/// 6738415616 -> "6,738,415,616".
+std::string with_commas(std::int64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0 && digits[i - 1] != '-') out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+constexpr const char* kSizedRange = "1e7 to 2e12 parameters (10m to 2t)";
+constexpr const char* kSizedRule =
+    "width = 128 x layers (head size 128, SwiGLU 8/3 x width rounded up to 256, RMSNorm, RoPE, no biases, untied "
+    "embeddings)";
+
+NetworkInfo sized_decoder_info(const std::string& id) {
+  const SizedDecoder d = sized_decoder_for_id(id);
+  const DecoderConfig cfg = d.config;
+  return {id,
+          fmt::format("LLaMA-style decoder built to {:g} parameters by the rule {}: {}; {} parameters", d.requested,
+                      kSizedRule, describe_shape(cfg), with_commas(d.params)),
+          "decoder", "sequences", cfg.seq_len, static_cast<double>(d.params),
+          fmt::format("built to size by the rule width = 128 x layers (the aspect ratio of LLaMA 7B/13B and GPT-3 "
+                      "175B), layers nearest the request: exact count {}",
+                      with_commas(d.params)),
+          cfg.layers, cfg.hidden, [cfg](const NetworkOptions& o) { return build_decoder(o, cfg); }};
+}
 
 NetworkInfo decoder_info(const std::string& id, const std::string& desc, double published, const std::string& source) {
   const DecoderConfig cfg = decoder_preset(id);
@@ -72,15 +107,16 @@ const NetworkInfo& network(const std::string& id) {
     if (n.id == id) return n;
   std::vector<std::string> ids;
   for (const auto& n : networks()) ids.push_back(n.id);
-  throw InputError(fmt::format("unknown workload '{}' (closest: {}; or give a .toml/.json model file)",
-                               strings::printable(id), strings::join(strings::closest(id, ids), ", ")));
+  throw InputError(fmt::format(
+      "unknown workload '{}' (closest: {}; or decoder-<size> such as decoder-7b; or give a .toml/.json model file)",
+      strings::printable(id), strings::join(strings::closest(id, ids), ", ")));
 }
 
 NetworkInfo resolve_network(const std::string& id_or_path) {
   for (const auto& n : networks())
     if (n.id == id_or_path) return n;
-  const std::string ext = strings::lower(std::filesystem::path(id_or_path).extension().string());
-  if (ext != ".toml" && ext != ".json") return network(id_or_path);  // unknown id: the closest-ids error
+  if (is_sized_decoder_id(id_or_path)) return sized_decoder_info(id_or_path);
+  if (!is_model_file(id_or_path)) return network(id_or_path);  // unknown id: the closest-ids error
   const ModelSpec spec = load_model_file(id_or_path);
   return {spec.name, "model file " + id_or_path, "mlp", "samples", 0, static_cast<double>(spec.param_count()),
           "the model file", 0, 0, [spec](const NetworkOptions& o) {
@@ -94,6 +130,100 @@ Graph build_network(const NetworkInfo& net, const NetworkOptions& opt) {
   Graph g = net.forward(opt);
   if (opt.training) append_training_step(g, AdamConfig{});
   return g;
+}
+
+DecoderConfig sized_decoder_config(int layers) {
+  DecoderConfig c;
+  c.layers = layers;
+  c.hidden = 128 * static_cast<std::int64_t>(layers);
+  c.heads = c.kv_heads = layers;  // head size 128
+  c.ffn = (8 * c.hidden + 3 * 256 - 1) / (3 * 256) * 256;  // ceil(8/3 x width) to a multiple of 256
+  c.swiglu = true;
+  c.vocab = 32000;
+  c.seq_len = 2048;
+  c.rms_norm = true;
+  c.rope = true;
+  return c;
+}
+
+std::int64_t decoder_params(const DecoderConfig& c) {
+  const std::int64_t d = c.hidden, hd = c.hidden / c.heads, q = c.heads * hd, kv = c.kv_heads * hd, f = c.ffn;
+  const std::int64_t norm = c.norm_bias ? 2 * d : d;
+  std::int64_t block = d * q + 2 * d * kv + q * d + (c.swiglu ? 3 : 2) * d * f + 2 * norm;
+  if (c.linear_bias) block += q + 2 * kv + d + (c.swiglu ? 2 * f : f) + d;
+  return c.vocab * d * (c.tied_embeddings ? 1 : 2) + (c.learned_positions ? c.seq_len * d : 0) + c.layers * block + norm;
+}
+
+SizedDecoder sized_decoder(double params, const std::string& what) {
+  if (!(params >= kSizedDecoderMinParams && params <= kSizedDecoderMaxParams))
+    throw InputError(fmt::format("{}: {:g} parameters is outside the sizes a decoder is built to, {}", what, params,
+                                 kSizedRange));
+  SizedDecoder best;
+  best.requested = params;
+  double best_dist = HUGE_VAL;
+  // The count grows with the layers (about 196608 x layers^3), so the nearest is where it crosses the request.
+  for (int layers = 1;; ++layers) {
+    const DecoderConfig cfg = sized_decoder_config(layers);
+    const std::int64_t n = decoder_params(cfg);
+    const double dist = std::fabs(std::log(static_cast<double>(n) / params));
+    if (dist < best_dist) {
+      best_dist = dist;
+      best.config = cfg;
+      best.params = n;
+    }
+    if (static_cast<double>(n) >= params) break;
+  }
+  return best;
+}
+
+double parse_decoder_size(const std::string& text, const std::string& what) {
+  double scale = 1;
+  std::string_view num = text;
+  if (!num.empty()) {
+    switch (num.back()) {
+      case 'k': case 'K': scale = 1e3; break;
+      case 'm': case 'M': scale = 1e6; break;
+      case 'b': case 'B': scale = 1e9; break;
+      case 't': case 'T': scale = 1e12; break;
+      default: break;
+    }
+    if (scale != 1) num.remove_suffix(1);
+  }
+  double v = 0;
+  const auto [end, ec] = std::from_chars(num.data(), num.data() + num.size(), v);
+  if (num.empty() || ec != std::errc() || end != num.data() + num.size() || !std::isfinite(v))
+    throw InputError(fmt::format("{}: '{}' is not a size (a number with an optional k, m, b or t suffix, such as 7b, "
+                                 "1.3b, 500m, 7e9), from {}",
+                                 what, strings::printable(text), kSizedRange));
+  v *= scale;
+  if (!(v >= kSizedDecoderMinParams && v <= kSizedDecoderMaxParams))
+    throw InputError(fmt::format("{}: {:g} parameters is outside the sizes a decoder is built to, {}", what, v,
+                                 kSizedRange));
+  return v;
+}
+
+bool is_sized_decoder_id(const std::string& id) {
+  return id.size() >= 8 && strings::lower(id.substr(0, 8)) == "decoder-" && !is_model_file(id);
+}
+
+SizedDecoder sized_decoder_for_id(const std::string& id) {
+  if (!is_sized_decoder_id(id)) throw InputError(fmt::format("'{}' is not a decoder-<size> id", strings::printable(id)));
+  const std::string what = fmt::format("workload '{}'", strings::printable(id));
+  return sized_decoder(parse_decoder_size(id.substr(8), what), what);
+}
+
+std::string sized_decoder_id(double params) {
+  static const std::pair<double, const char*> scales[] = {{1e12, "t"}, {1e9, "b"}, {1e6, "m"}, {1e3, "k"}};
+  for (const auto& [scale, suffix] : scales)
+    if (params >= scale) return fmt::format("decoder-{}{}", params / scale, suffix);
+  return fmt::format("decoder-{}", params);
+}
+
+std::string describe_shape(const DecoderConfig& c) {
+  return fmt::format("{} layer{}, width {}, {} head{}{}, {} {}, vocabulary {}", c.layers, c.layers == 1 ? "" : "s",
+                     c.hidden, c.heads, c.heads == 1 ? "" : "s",
+                     c.kv_heads != c.heads ? fmt::format(" ({} KV)", c.kv_heads) : "", c.swiglu ? "SwiGLU" : "GELU MLP",
+                     c.ffn, c.vocab);
 }
 
 std::int64_t param_count(const Graph& g, bool trainable_only) {

@@ -69,9 +69,43 @@ Graph build_vgg16(const NetworkOptions& opt);
 Graph build_bert(const NetworkOptions& opt, int layers, std::int64_t hidden, int heads);
 Graph build_decoder(const NetworkOptions& opt, const DecoderConfig& cfg);
 Graph build_sd15_unet(const NetworkOptions& opt);
+/// A preset's hyper-parameters by id; a `decoder-<size>` id gives the built-to-size decoder's (below).
 DecoderConfig decoder_preset(const std::string& id);
 /// KV-cache bytes: 2 (K and V) x layers x kv_heads x head_dim x positions x batch x element size.
 double kv_cache_bytes(const DecoderConfig& cfg, std::int64_t positions, std::int64_t batch, DType dtype);
+
+/// Decoders built to a parameter count: the workload ids `decoder-<size>` ("decoder-7b", "decoder-1.3b",
+/// "decoder-500m", "decoder-1t", "decoder-7e9"; suffixes k, m, b, t in either case) and `advise --params`.
+/// The rule: a LLaMA-style decoder (SwiGLU MLP, RMSNorm, RoPE, no biases, untied embeddings, vocabulary
+/// 32000, head size 128, heads = kv heads = width / 128, 2048 tokens) with width = 128 x layers (the aspect
+/// ratio of LLaMA 7B and 13B and GPT-3 175B: 4096/32, 5120/40, 12288/96) and MLP inner size 8/3 x width
+/// rounded up to a multiple of 256 (LLaMA: 4096 -> 11008); of the whole numbers of layers, the one whose
+/// exact parameter count is nearest the request in log distance.
+constexpr double kSizedDecoderMinParams = 1e7;   // below, the 32000-word embeddings alone outweigh the request
+constexpr double kSizedDecoderMaxParams = 2e12;  // above, beyond any dense model published
+struct SizedDecoder {
+  double requested = 0;
+  DecoderConfig config;
+  std::int64_t params = 0;  // exact: embeddings, head, every block's matrices and norms
+};
+/// The rule's decoder with `layers` blocks.
+DecoderConfig sized_decoder_config(int layers);
+/// Exact parameter count of a LLaMA-style decoder config (no biases, RMSNorm; GQA, tied embeddings allowed).
+std::int64_t decoder_params(const DecoderConfig& cfg);
+/// The rule's decoder nearest `params`; InputError naming `what` outside [kSizedDecoderMinParams, kSizedDecoderMaxParams].
+SizedDecoder sized_decoder(double params, const std::string& what = "decoder size");
+/// "7b", "1.3B", "500m", "1t", "7e9", "13000000000" as a parameter count; InputError naming `what` and the
+/// valid range when malformed, not finite, not positive, or outside the range.
+double parse_decoder_size(const std::string& text, const std::string& what);
+/// True when `id` names a built-to-size decoder (starts with "decoder-", any case, and is no model file);
+/// resolve_network then accepts it or says why not.
+bool is_sized_decoder_id(const std::string& id);
+/// The built-to-size decoder an id names; InputError when malformed or out of range.
+SizedDecoder sized_decoder_for_id(const std::string& id);
+/// The canonical id for a size: 7e9 -> "decoder-7b", 1.3e9 -> "decoder-1.3b", 5e8 -> "decoder-500m".
+std::string sized_decoder_id(double params);
+/// "32 layers, width 4096, 32 heads, SwiGLU 11008, vocabulary 32000".
+std::string describe_shape(const DecoderConfig& cfg);
 
 /// Parameter count of a graph: trainable params only, or all (frozen ones too).
 std::int64_t param_count(const Graph& g, bool trainable_only = true);
