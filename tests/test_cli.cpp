@@ -502,6 +502,31 @@ TEST(Cli, EvaluateStoresTheRunAndHistoryDiffReportReadIt) {
   expect_usage_error(run_gpuvs("history --db " + (dir / "none.db").string()), "no such database");
 }
 
+TEST(Cli, AdviseRanksTheMachineAnEvaluateRunMeasured) {
+  TempDir dir;
+  const std::string db = (dir / "h.db").string();
+  const auto ev = run_gpuvs("evaluate --rows 2000 --epochs 1 --threads 1 --no-report --db " + db);
+  ASSERT_EQ(ev.exit_code, 0) << ev.err;
+  EXPECT_NE(ev.out.find("This machine (measured): "), std::string::npos) << ev.out;
+  const auto r = run_gpuvs("advise --workload seed-mlp --samples 1e9 --gpus rtx-4090 --measured-run 1 --json --db " + db);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  bool found = false;
+  for (const auto& o : j["ranked"])
+    if (o["gpu"] == "this-machine") {
+      found = true;
+      EXPECT_EQ(o["strategy"], "as-is");
+      EXPECT_GT(o["throughput"].get<double>(), 0);
+    }
+  EXPECT_TRUE(found) << r.out;
+  // A run that does not exist, a database that does not exist, a workload the machine did not train.
+  expect_usage_error(run_gpuvs("advise --workload seed-mlp --measured-run 5 --db " + db), "run 5");
+  expect_usage_error(run_gpuvs("advise --workload seed-mlp --measured-run 1 --db " + (dir / "none.db").string()), "no such database");
+  const auto other = run_gpuvs("advise --workload resnet50 --gpus rtx-4090 --measured-run 1 --db " + db);
+  ASSERT_EQ(other.exit_code, 0) << other.err;
+  EXPECT_NE(other.out.find("this machine was measured training seed-mlp"), std::string::npos) << other.out;
+}
+
 TEST(Cli, EvaluateRefusesBadTargetsBeforeWorking) {
   TempDir dir;
   // A foreign file as the database: refused, untouched, and no report written.

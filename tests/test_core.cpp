@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <cmath>
 #include <random>
+#include <regex>
 #include <sstream>
 
 #include "core/crc32c.hpp"
@@ -218,4 +220,24 @@ TEST(Errors, ExitCodes) {
   EXPECT_EQ(exit_code_for(InputError("x")), ExitCode::bad_input);
   EXPECT_EQ(exit_code_for(RuntimeFailure("x")), ExitCode::runtime_failure);
   EXPECT_EQ(exit_code_for(std::runtime_error("x")), ExitCode::runtime_failure);
+}
+
+TEST(Units, MoneyAndPlainNumbersNeverUseExponents) {
+  EXPECT_EQ(units::format_usd(1234.4), "$1234");
+  EXPECT_EQ(units::format_usd(12.345), "$12.35");  // two decimals from $1
+  EXPECT_EQ(units::format_usd(0.0683), "$0.0683");
+  EXPECT_EQ(units::format_usd(6.83e-05), "$0.0000683");
+  EXPECT_EQ(units::format_usd(0), "$0");
+  EXPECT_EQ(units::format_plain(507559.8), "508 k");
+  EXPECT_EQ(units::format_plain(1.972386587771203e-05, 4), "0.00001972");
+  EXPECT_EQ(units::format_plain(730, 4), "730");
+  EXPECT_EQ(units::format_plain(2.5e18), "2.5 E");
+  // Any magnitude a report or advice can show: never "e+" or "e-".
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> exponent(-15, 20), mantissa(1, 10);
+  for (int i = 0; i < 5000; ++i) {
+    const double v = mantissa(rng) * std::pow(10.0, std::floor(exponent(rng))) * (i % 2 ? 1 : -1);
+    for (const std::string& s : {units::format_usd(v), units::format_plain(v), units::format_plain(v, 4)})
+      EXPECT_FALSE(std::regex_search(s, std::regex("[0-9][eE][-+]?[0-9]"))) << v << " -> " << s;
+  }
 }

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "core/units.hpp"
+
 namespace gpuvs::advise {
 
 namespace {
@@ -87,7 +89,7 @@ std::string advice_text(const Advice& a, std::size_t limit) {
     t += fmt::format("{:>4}  {:<16} {:>3}  {:<16} {:>6} {:>9} {:>12} {:>12}  {}\n", o.rank, o.gpu_id, o.count, o.strategy, o.batch,
                      serving ? fmt::format("{:.1f}", o.latency_p99_ms) : o.total_hours > 0 ? fmt::format("{:.1f}", o.total_hours) : "N/A",
                      serving ? fmt::format("{:.0f}", o.capacity_rps) : fmt::format("{:.1f}", o.peak_gib),
-                     o.cost_usd ? (*o.cost_usd >= 100 ? fmt::format("${:.0f}", *o.cost_usd) : fmt::format("${:.2f}", *o.cost_usd)) : "N/A", o.reason);
+                     o.cost_usd ? units::format_usd(*o.cost_usd) : "N/A", o.reason);
   }
   if (a.ranked.size() > limit) t += fmt::format("      ... {} more (--top N)\n", a.ranked.size() - limit);
   t += fmt::format("cost is {}\n", a.cost_what);
@@ -98,7 +100,7 @@ std::string advice_text(const Advice& a, std::size_t limit) {
   for (const auto& n : a.notes) t += "note: " + n + "\n";
   t += "assumptions (override with --assume key=value):\n";
   for (const auto& x : a.assumptions)
-    t += fmt::format("  {:<26} {:>10.4g} {:<12} {}{}\n", x.key, x.value, x.unit, x.basis, x.overridden ? " [set]" : "");
+    t += fmt::format("  {:<26} {:>10} {:<12} {}{}\n", x.key, units::format_plain(x.value, 4), x.unit, x.basis, x.overridden ? " [set]" : "");
   return t;
 }
 

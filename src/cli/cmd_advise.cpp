@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <filesystem>
+#include <optional>
 #include <limits>
 #include <sstream>
 
@@ -12,6 +14,7 @@
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "graph/networks.hpp"
+#include "store/store.hpp"
 
 namespace gpuvs::cli {
 
@@ -28,9 +31,30 @@ struct AdviseArgs {
   int tenants = -1;  // unset
   std::int64_t seq_len = 0, gen_len = 0;
   std::size_t top = 12;
+  std::int64_t measured_run = 0;  // an evaluate run whose measured machine is ranked too
+  std::string db;
   std::vector<std::string> catalogs;
   bool json = false;
 };
+
+/// --measured-run: the machine an evaluate run measured (its payload's measured_here), as an option.
+advise::MeasuredMachine measured_machine(const AdviseArgs& a) {
+  const store::Store db = store::Store::open(a.db.empty() ? store::default_path() : std::filesystem::path(a.db), false);
+  const store::Run run = db.get(a.measured_run);
+  const nlohmann::json m = run.payload.value("measured_here", nlohmann::json());
+  if (run.kind != "evaluate" || !m.is_object() || !m.value("throughput", 0.0))
+    throw InputError(fmt::format("--measured-run {}: that run measured no machine on a workload (an evaluate run of seed-mlp has one)",
+                                 a.measured_run));
+  advise::MeasuredMachine here;
+  here.name = m.value("device", "this machine") + fmt::format(" (run {}, {})", run.id, run.created_utc);
+  here.workload = m.value("workload", "");
+  here.precision = m.value("precision", "");
+  here.throughput = m.value("throughput", 0.0);
+  here.batch = m.value("batch", std::int64_t{0});
+  here.peak_gib = m.value("peak_gib", 0.0);
+  here.capacity_gib = m.value("capacity_gib", 0.0);
+  return here;
+}
 
 /// --params: a decoder built to that size by a stated rule (graph::sized_decoder), never a preset swapped
 /// in silently; the advice says which model it priced and how far its exact count is from the request.
@@ -82,7 +106,9 @@ int run_advise(const AdviseArgs& a) {
   assumptions.set_all(a.assume, cat);
   if (!std::isnan(a.utilization)) assumptions.set("utilization", a.utilization, cat);
   if (!std::isnan(a.electricity)) assumptions.set("electricity_usd_per_kwh", a.electricity, cat);
-  advise::Advice adv = advise::advise(cat, s, assumptions);
+  std::optional<advise::MeasuredMachine> here;
+  if (a.measured_run != 0) here = measured_machine(a);
+  advise::Advice adv = advise::advise(cat, s, assumptions, here ? &*here : nullptr);
   if (!std::isnan(params))
     adv.notes.insert(adv.notes.begin(), params_note(params, graph::sized_decoder_for_id(s.workload)));
   if (a.json) fmt::print("{}\n", advise::advice_json(adv).dump(2));
@@ -119,6 +145,9 @@ Runner add_advise_command(CLI::App& app) {
   sub->add_option("--assume", a->assume, "Override assumptions: 'key=value;key=value' (price.ID, rent.ID too)");
   sub->add_option("--top", a->top, "Ranked rows to show")->capture_default_str();
   sub->add_option("--catalog", a->catalogs, "Add devices from a TOML file (repeatable)");
+  sub->add_option("--measured-run", a->measured_run,
+                  "Rank the machine an evaluate run measured too (gpuvs history lists runs): measured speed, no purchase");
+  sub->add_option("--db", a->db, "Results database for --measured-run (default $XDG_DATA_HOME/gpuvs/history.db)");
   sub->add_flag("--json", a->json, "JSON output");
   return [a, params] {
     a->params_given = params->count() > 0;

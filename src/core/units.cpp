@@ -31,6 +31,21 @@ std::string format_si(double v) {
   return fmt::format("{:.1f}", v);
 }
 
+std::string format_plain(double v, int sig) {
+  if (!std::isfinite(v)) return fmt::format("{}", v);
+  const double a = std::fabs(v);
+  if (a >= std::pow(10.0, sig)) {
+    const char* prefixes[] = {"k", "M", "G", "T", "P", "E"};
+    double scaled = v / 1e3;
+    int i = 0;
+    while (std::fabs(scaled) >= 1e3 && i < 5) scaled /= 1e3, ++i;
+    if (std::fabs(scaled) >= 1e3) return fmt::format("{:.0f} {}", scaled, prefixes[i]);
+    return fmt::format("{:.{}g} {}", scaled, std::max(sig, 3), prefixes[i]);
+  }
+  if (a != 0 && a < 1e-3) return fmt::format("{:.{}f}", v, std::min(20, sig - 1 - static_cast<int>(std::floor(std::log10(a)))));
+  return fmt::format("{:.{}g}", v, sig);
+}
+
 std::string format_usd(double v) {
   if (!std::isfinite(v)) return fmt::format("${}", v);
   const double a = std::fabs(v);

@@ -18,6 +18,9 @@ std::string format_bytes_binary(double bytes);
 std::string format_seconds(double seconds);
 /// "12.3 k", "4.56 M" with SI prefixes (1e3) for rates such as samples/s.
 std::string format_si(double value);
+/// `sig` significant digits, never exponent notation: SI prefixes ("1.23 M") from 10^sig up, plain
+/// decimals for tiny values ("0.00001972").
+std::string format_plain(double value, int sig = 3);
 /// Money in plain decimals, never exponent notation: "$1234", "$12.35", "$0.0683", "$0.0000232"
 /// (three significant digits below $1).
 std::string format_usd(double usd);

@@ -24,21 +24,7 @@ bool has(const json& j, const char* key) { return j.is_object() && j.contains(ke
 
 std::string fmt_num(double v, const char* spec) { return fmt::format(fmt::runtime(spec), v); }
 
-/// `sig` significant digits and never exponent notation: SI prefixes (k, M, G, T) from 10^sig up, plain
-/// decimals for tiny values.
-std::string human(double v, int sig = 3) {
-  if (!std::isfinite(v)) return "N/A";
-  const double a = std::fabs(v);
-  if (a >= std::pow(10.0, sig)) {
-    const char* prefixes[] = {"k", "M", "G", "T", "P"};
-    double scaled = v / 1e3;
-    int i = 0;
-    while (std::fabs(scaled) >= 1e3 && i < 4) scaled /= 1e3, ++i;
-    return fmt::format("{:.{}g} {}", scaled, std::max(sig, 3), prefixes[i]);
-  }
-  if (a != 0 && a < 1e-3) return fmt::format("{:.{}f}", v, sig - 1 - static_cast<int>(std::floor(std::log10(a))));
-  return fmt::format("{:.{}g}", v, sig);
-}
+std::string human(double v, int sig = 3) { return std::isfinite(v) ? units::format_plain(v, sig) : "N/A"; }
 
 const char* const kStyle = R"CSS(
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1b1b1b;background:#fafafa}
