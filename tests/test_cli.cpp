@@ -290,9 +290,20 @@ TEST(Cli, ValidateTableAndJson) {
   EXPECT_NE(r.out.find("median absolute error"), std::string::npos);
   const auto j = run_gpuvs("validate --json --data " + data);
   ASSERT_EQ(j.exit_code, 0);
-  const auto arr = nlohmann::json::parse(j.out);
+  const auto doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc["schema_version"], 2);
+  const auto& arr = doc["rows"];
   ASSERT_EQ(arr.size(), 72u);
-  for (const char* k : {"id", "predicted", "unit", "status", "reason"}) EXPECT_TRUE(arr[0].contains(k)) << k;
+  for (const char* k : {"id", "file", "predicted", "unit", "per", "status", "reason", "batch_per_gpu"}) EXPECT_TRUE(arr[0].contains(k)) << k;
+  ASSERT_EQ(doc["sources"].size(), 1u);
+  EXPECT_EQ(doc["sources"][0]["file"], "lambda-pytorch-2023");
+  // The folder: every source file, each with its own line; unsupported rows say why.
+  const auto all = run_gpuvs("validate --data " + std::string(GPUVS_SOURCE_DIR) + "/data/validation");
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  for (const char* f : {"lambda-pytorch-2023", "megatron-ptdp-2021", "nemo-24.07", "nvidia-dle-resnet50", "micro"})
+    EXPECT_NE(all.out.find(f), std::string::npos) << f;
+  EXPECT_NE(all.out.find("tp=4: tensor parallelism is not modelled yet"), std::string::npos) << all.out;
+  EXPECT_NE(all.out.find("not predicted: mode 'micro' is not priced yet"), std::string::npos);
   expect_usage_error(run_gpuvs("validate --data /nonexistent.csv"), "cannot open");
 }
 

@@ -169,6 +169,65 @@ TEST(Validation, ParserReportsLinesAndKeepsUnpredictableRows) {
   EXPECT_NE(rep.rows[2].reason.find("no FP8"), std::string::npos);
 }
 
+TEST(Validation, SchemaTwoRowsInTheirOwnUnitAndPerWithEveryOptionAccountedFor) {
+  const std::string head = "id,gpu,n_gpus,workload,mode,precision,batch_per_gpu,options,value,unit,per,source\n";
+  // per must be gpu or system; n_gpus and batch whole and in range; an empty batch is the tool's choice.
+  for (const std::string bad : {"a,h100-sxm,1,resnet50,train,tf32,64,,1,images/s,node,s\n",
+                                "a,h100-sxm,0,resnet50,train,tf32,64,,1,images/s,gpu,s\n",
+                                "a,h100-sxm,1,resnet50,train,tf32,-4,,1,images/s,gpu,s\n",
+                                "a,h100-sxm,1.5,resnet50,train,tf32,64,,1,images/s,gpu,s\n"}) {
+    try {
+      read_published(head + bad, "d/x.csv");
+      ADD_FAILURE() << bad;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("d/x.csv:2:"), std::string::npos) << e.what();
+    }
+  }
+  const auto rows = read_published(head +
+                                       "one,a100-80gb-sxm,1,resnet50,train,tf32,256,framework=pytorch;tool=x,938,images/s,gpu,s\n"
+                                       "sys,a100-80gb-sxm,8,resnet50,train,tf32,256,framework=pytorch,7248,images/s,system,s\n"
+                                       "auto,a100-80gb-sxm,1,resnet50,train,tf32,,,938,images/s,,s\n"
+                                       "tf,a100-80gb-sxm,1,resnet50,train,tf32,256,framework=tensorflow,938,images/s,gpu,s\n"
+                                       "nhwc,a100-80gb-sxm,1,resnet50,train,amp-fp16,256,memory_format=nhwc,2470,images/s,gpu,s\n"
+                                       "acc,a100-80gb-sxm,8,resnet50,train,tf32,32,global_batch=1024,1,images/s,gpu,s\n"
+                                       "dp,a100-80gb-sxm,8,resnet50,train,tf32,32,global_batch=256;tp=1;pp=1,1,images/s,gpu,s\n"
+                                       "odd,a100-80gb-sxm,1,resnet50,train,tf32,32,warp_speed=9,1,images/s,gpu,s\n"
+                                       "unit,a100-80gb-sxm,1,resnet50,train,tf32,32,,1,tokens/s,gpu,s\n"
+                                       "mic,h100-sxm,1,gemm-bf16,micro,bf16,,tool=mamf-finder,794.5,TFLOP/s,gpu,s\n",
+                                   "dir/src.csv");
+  EXPECT_EQ(rows[0].file, "src");
+  EXPECT_EQ(rows[2].batch, 0);
+  EXPECT_EQ(rows[2].per, "gpu");
+  const ValidationReport rep = validate(cat(), rows);
+  auto row = [&](const std::string& id) -> const ValidatedRow& {
+    for (const auto& v : rep.rows)
+      if (v.row.id == id) return v;
+    throw std::runtime_error(id);
+  };
+  EXPECT_EQ(row("one").status, "ok") << row("one").reason;  // documentary keys change nothing
+  // A system figure is predicted for the system: 8 x the per-GPU prediction at 8 GPUs.
+  ASSERT_EQ(row("sys").status, "ok") << row("sys").reason;
+  PredictRequest r8;
+  r8.workload = "resnet50";
+  r8.gpu = "a100-80gb-sxm";
+  r8.gpus = 8;
+  r8.batch = 256;
+  r8.precision = Precision::tf32;
+  EXPECT_NEAR(row("sys").predicted, 8 * predict(cat(), r8).throughput, 1e-6);
+  EXPECT_TRUE(row("auto").batch_chosen);
+  EXPECT_GT(row("auto").batch, 0);
+  EXPECT_NE(row("tf").reason.find("framework=tensorflow"), std::string::npos);
+  EXPECT_NE(row("nhwc").reason.find("memory_format=nhwc"), std::string::npos);
+  EXPECT_NE(row("acc").reason.find("gradient accumulation"), std::string::npos);
+  EXPECT_EQ(row("dp").status, "ok") << row("dp").reason;  // global batch = batch x GPUs, tp = pp = 1
+  EXPECT_NE(row("odd").reason.find("warp_speed=9"), std::string::npos);
+  EXPECT_NE(row("unit").reason.find("row unit tokens/s"), std::string::npos);
+  EXPECT_NE(row("mic").reason.find("mode 'micro'"), std::string::npos);
+  ASSERT_EQ(rep.sources.size(), 1u);
+  EXPECT_EQ(rep.sources[0].rows, 10);
+  EXPECT_EQ(rep.sources[0].scored, 4);  // one, sys, auto, dp: priced and measured
+}
+
 TEST(Collective, LinksAndRingFormulas) {
   const Link sxm = link_for(cat().find("a100-80gb-sxm"), 8);
   EXPECT_EQ(sxm.kind, "nvlink");

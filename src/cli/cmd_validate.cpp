@@ -1,11 +1,17 @@
 // gpuvs validate: predictions against published measurements, row by row and as cross-GPU ratios.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "catalog/catalog.hpp"
 #include "cli/commands.hpp"
+#include "core/error.hpp"
 #include "core/files.hpp"
+#include "core/strings.hpp"
+#include "core/units.hpp"
 #include "perf/band.hpp"
 #include "perf/validation.hpp"
 
@@ -14,7 +20,8 @@ namespace gpuvs::cli {
 namespace {
 
 struct ValidateArgs {
-  std::string data, write_band;
+  std::vector<std::string> data;
+  std::string write_band;
   std::vector<std::string> catalogs;
   bool json = false;
 };
@@ -22,37 +29,74 @@ struct ValidateArgs {
 int run_validate(const ValidateArgs& a) {
   catalog::Catalog cat = catalog::Catalog::builtin();
   for (const auto& f : a.catalogs) cat.add_file(f);
-  const auto rows = perf::read_published(files::read_all(a.data, "--data"), a.data);
+  // Files, or folders of *.csv files (sorted); every file is read before anything is predicted.
+  std::vector<std::string> paths;
+  for (const auto& d : a.data) {
+    if (std::filesystem::is_directory(d)) {
+      std::vector<std::string> found;
+      for (const auto& e : std::filesystem::directory_iterator(d))
+        if (e.path().extension() == ".csv") found.push_back(e.path().string());
+      if (found.empty()) throw InputError(fmt::format("--data {}: no .csv files in that folder", d));
+      std::sort(found.begin(), found.end());
+      paths.insert(paths.end(), found.begin(), found.end());
+    } else {
+      paths.push_back(d);
+    }
+  }
+  std::vector<perf::PublishedRow> rows;
+  for (const auto& path : paths) {
+    auto more = perf::read_published(files::read_all(path, "--data"), path);
+    rows.insert(rows.end(), more.begin(), more.end());
+  }
   const perf::ValidationReport rep = perf::validate(cat, rows);
-  if (!a.write_band.empty()) files::write_atomic(a.write_band, perf::band_toml(rep, a.data));
+  if (!a.write_band.empty()) files::write_atomic(a.write_band, perf::band_toml(rep, strings::join(paths, " + ")));
   if (a.json) {
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& v : rep.rows) {
-      nlohmann::json j{{"id", v.row.id}, {"status", v.status}, {"unit", v.predicted_unit}};
+      nlohmann::json j{{"id", v.row.id}, {"file", v.row.file}, {"status", v.status}, {"unit", v.row.unit.empty() ? v.predicted_unit : v.row.unit},
+                       {"per", v.row.per}, {"batch_per_gpu", v.batch}, {"batch_chosen_by_gpuvs", v.batch_chosen}};
       j["predicted"] = v.status == "ok" ? nlohmann::json(v.predicted) : nlohmann::json(nullptr);
       j["measured"] = v.row.value ? nlohmann::json(*v.row.value) : nlohmann::json(nullptr);
       j["reason"] = v.reason;
       arr.push_back(j);
     }
-    fmt::print("{}\n", arr.dump(2));
+    nlohmann::json sources = nlohmann::json::array();
+    for (const auto& f : rep.sources)
+      sources.push_back({{"file", f.file}, {"rows", f.rows}, {"scored", f.scored}, {"coverage", f.coverage},
+                         {"median_abs_error", f.median_ape}, {"ratio_pairs", f.ratio_pairs},
+                         {"ratio_median_abs_error", f.ratio_median_ape}, {"in_band", f.in_band}});
+    fmt::print("{}\n", nlohmann::json{{"schema_version", 2}, {"rows", arr}, {"sources", sources},
+                                      {"coverage", rep.coverage}, {"median_abs_error", rep.median_ape},
+                                      {"ratio_median_abs_error", rep.ratio_median_ape}, {"in_band", rep.in_band}}
+                           .dump(2));
     return 0;
   }
-  fmt::print("{:<10} {:<16} {:<11} {:<9} {:>6} {:>12} {:>12} {:>8}  {}\n", "id", "gpu", "workload", "precision",
+  fmt::print("{:<10} {:<16} {:>5} {:<11} {:<9} {:>7} {:>12} {:>12} {:>8}  {}\n", "id", "gpu", "gpus", "workload", "precision",
              "batch", "measured", "predicted", "error", "unit");
   for (const auto& v : rep.rows) {
     if (v.status != "ok") {
-      fmt::print("{:<10} {:<16} {:<11} {:<9} {:>6}  not predicted: {}\n", v.row.id, v.row.gpu, v.row.workload,
-                 v.row.precision, v.row.batch, v.reason);
+      fmt::print("{:<10} {:<16} {:>5} {:<11} {:<9} {:>7}  not predicted: {}\n", v.row.id, v.row.gpu, v.row.n_gpus, v.row.workload,
+                 v.row.precision, v.row.batch ? std::to_string(v.row.batch) : "-", v.reason);
       continue;
     }
-    fmt::print("{:<10} {:<16} {:<11} {:<9} {:>6} {:>12} {:>12.1f} {:>8}  {}\n", v.row.id, v.row.gpu, v.row.workload,
-               v.row.precision, v.row.batch, v.row.value ? fmt::format("{:g}", *v.row.value) : "-", v.predicted,
-               v.ape ? fmt::format("{:+.1f}%", 100.0 * (v.predicted / *v.row.value - 1)) : "-", v.predicted_unit);
+    fmt::print("{:<10} {:<16} {:>5} {:<11} {:<9} {:>7} {:>12} {:>12} {:>8}  {}{}\n", v.row.id, v.row.gpu, v.row.n_gpus, v.row.workload,
+               v.row.precision, std::to_string(v.batch) + (v.batch_chosen ? "*" : ""),
+               v.row.value ? units::format_plain(*v.row.value, 4) : "-", units::format_plain(v.predicted, 4),
+               v.ape ? fmt::format("{:+.1f}%", 100.0 * (v.predicted / *v.row.value - 1)) : "-", v.predicted_unit,
+               v.row.per == "system" ? " per system" : "");
   }
+  fmt::print("(* batch not published: gpuvs chose the workload's default)\n\n");
+  fmt::print("{:<26} {:>5} {:>7} {:>9} {:>13} {:>12} {:>8}\n", "source file", "rows", "scored", "coverage", "median |err|",
+             "ratio |err|", "in band");
+  for (const auto& f : rep.sources)
+    fmt::print("{:<26} {:>5} {:>7} {:>8.0f}% {:>13} {:>12} {:>8}\n", f.file, f.rows, f.scored, 100 * f.coverage,
+               f.scored ? fmt::format("{:.1f}%", 100 * f.median_ape) : "-",
+               f.ratio_pairs ? fmt::format("{:.1f}%", 100 * f.ratio_median_ape) : "-",
+               f.scored ? fmt::format("{:.0f}%", 100 * f.in_band) : "-");
   std::size_t scored = 0;
   for (const auto& v : rep.rows) scored += v.ape.has_value();
-  fmt::print("\nthroughput: {} rows scored of {}; median absolute error {:.1f}%, mean {:.1f}%\n", scored,
-             rep.rows.size(), 100 * rep.median_ape, 100 * rep.mean_ape);
+  fmt::print("\nthroughput: {} rows scored of {} ({:.0f}% coverage); median absolute error {:.1f}%, mean {:.1f}%; {:.0f}% inside their band\n",
+             scored, rep.rows.size(), 100 * rep.coverage, 100 * rep.median_ape, 100 * rep.mean_ape, 100 * rep.in_band);
   fmt::print("cross-GPU ratios: {} pairs; median absolute error {:.1f}%, mean {:.1f}%\n", rep.ratios.size(),
              100 * rep.ratio_median_ape, 100 * rep.ratio_mean_ape);
   fmt::print("band (10th-90th percentile of predicted/measured): {:.2f}x to {:.2f}x\n", std::exp(rep.log_err_p10),
@@ -65,7 +109,7 @@ int run_validate(const ValidateArgs& a) {
 Runner add_validate_command(CLI::App& app) {
   auto a = std::make_shared<ValidateArgs>();
   auto* sub = app.add_subcommand("validate", "Compare predictions with published measurements (CSV)");
-  sub->add_option("--data", a->data, "CSV in the format of data/validation/*.csv")->required();
+  sub->add_option("--data", a->data, "CSV files in the format of data/validation/*.csv, or folders of them (repeatable)")->required();
   sub->add_option("--catalog", a->catalogs, "Add devices from a TOML file (repeatable)");
   sub->add_flag("--json", a->json, "JSON: one {id, predicted, unit, status, reason} per row");
   sub->add_option("--write-band", a->write_band, "Write the error band (10th-90th percentile) as TOML to FILE");

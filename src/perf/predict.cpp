@@ -132,7 +132,7 @@ void apply_data_parallel(Prediction& p, const graph::Graph& g, const catalog::Gp
 
 }  // namespace
 
-std::map<std::string, std::string> parse_options(const std::string& text) {
+std::map<std::string, std::string> parse_option_pairs(const std::string& text) {
   std::map<std::string, std::string> out;
   std::size_t pos = 0;
   while (pos <= text.size()) {
@@ -148,15 +148,21 @@ std::map<std::string, std::string> parse_options(const std::string& text) {
       std::string key = pair.substr(0, eq), value = pair.substr(eq + 1);
       key.erase(key.find_last_not_of(" \t") + 1);
       value.erase(0, value.find_first_not_of(" \t"));
-      bool known = false;
-      for (const auto& k : kOptionKeys) known = known || k == key;
-      if (!known)
-        throw InputError(fmt::format("--options: unknown key '{}' (known: {})", strings::printable(key),
-                                     strings::join(kOptionKeys, ", ")));
       out[key] = value;
     }
     pos = end + 1;
   }
+  return out;
+}
+
+const std::vector<std::string>& prediction_option_keys() { return kOptionKeys; }
+
+std::map<std::string, std::string> parse_options(const std::string& text) {
+  auto out = parse_option_pairs(text);
+  for (const auto& [key, value] : out)
+    if (std::find(kOptionKeys.begin(), kOptionKeys.end(), key) == kOptionKeys.end())
+      throw InputError(fmt::format("--options: unknown key '{}' (known: {})", strings::printable(key),
+                                   strings::join(kOptionKeys, ", ")));
   return out;
 }
 

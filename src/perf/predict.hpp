@@ -63,6 +63,11 @@ struct Prediction {
 
 /// Parses "k=v;k=v" (spaces allowed); InputError on a malformed pair or unknown key.
 std::map<std::string, std::string> parse_options(const std::string& text);
+/// The same syntax with any key (validation rows carry keys that document their source); InputError on a
+/// malformed pair.
+std::map<std::string, std::string> parse_option_pairs(const std::string& text);
+/// The keys `predict` understands.
+const std::vector<std::string>& prediction_option_keys();
 
 Prediction predict(const catalog::Catalog& cat, const PredictRequest& req);
 

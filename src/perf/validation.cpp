@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <map>
+#include <cstdlib>
 
 #include "core/error.hpp"
 #include "core/stats.hpp"
@@ -63,9 +65,47 @@ double to_number(const std::string& s, const std::string& what, const std::strin
   return v;
 }
 
-std::string per_second_unit(const std::string& u) { return u; }
+const std::vector<std::string> kDocumentaryKeys = {"published_tflops_per_gpu", "tool", "metric", "engine", "scenario"};
+
+/// The row's options the model takes; every key is accounted for: passed on, checked against what the
+/// model assumes, or a reason it cannot be priced (all of them, joined, in `why`).
+std::map<std::string, std::string> model_options(const PublishedRow& r, std::string& why) {
+  std::map<std::string, std::string> out;
+  std::vector<std::string> reasons;
+  for (const auto& [key, value] : parse_option_pairs(r.options)) {
+    if (documentary_option(key)) continue;
+    if (key == "framework") {
+      if (value != "pytorch")
+        reasons.push_back(fmt::format("framework={}: no profile for it yet (the model prices PyTorch eager with cuBLAS/cuDNN)", value));
+    } else if (key == "tp" || key == "pp" || key == "cp" || key == "vp") {
+      if (value != "1")
+        reasons.push_back(fmt::format("{}={}: {} parallelism is not modelled yet", key, value,
+                                      key == "tp"   ? "tensor"
+                                      : key == "pp" ? "pipeline"
+                                      : key == "cp" ? "context"
+                                                    : "interleaved pipeline"));
+    } else if (key == "global_batch") {
+      const double g = std::strtod(value.c_str(), nullptr);
+      if (r.batch == 0 || g != static_cast<double>(r.batch) * r.n_gpus)
+        reasons.push_back(fmt::format("global_batch={} over {} GPU(s) at batch {}: gradient accumulation is not modelled yet", value,
+                                      r.n_gpus, r.batch == 0 ? std::string("(not published)") : std::to_string(r.batch)));
+    } else if (key == "memory_format") {
+      reasons.push_back(fmt::format("memory_format={}: convolution memory formats are not modelled yet", value));
+    } else if (std::find(prediction_option_keys().begin(), prediction_option_keys().end(), key) != prediction_option_keys().end()) {
+      out[key] = value;
+    } else {
+      reasons.push_back(fmt::format("option {}={} is not understood by the model", key, value));
+    }
+  }
+  why = strings::join(reasons, "; ");
+  return out;
+}
 
 }  // namespace
+
+bool documentary_option(const std::string& key) {
+  return std::find(kDocumentaryKeys.begin(), kDocumentaryKeys.end(), key) != kDocumentaryKeys.end();
+}
 
 std::vector<PublishedRow> read_published(const std::string& text, const std::string& where) {
   std::size_t pos = 0;
@@ -96,8 +136,21 @@ std::vector<PublishedRow> read_published(const std::string& text, const std::str
     r.unit = get("unit");
     r.source = get("source");
     const std::string n = get("n_gpus");
-    r.n_gpus = n.empty() ? 1 : static_cast<int>(to_number(n, "n_gpus", where, start));
-    r.batch = static_cast<std::int64_t>(to_number(get("batch_per_gpu"), "batch_per_gpu", where, start));
+    const double gpus = n.empty() ? 1 : to_number(n, "n_gpus", where, start);
+    if (gpus < 1 || gpus > 1e6 || gpus != std::floor(gpus))
+      throw InputError(fmt::format("{}:{}: n_gpus '{}' is not a whole number from 1 to 1000000", where, start, strings::printable(n)));
+    r.n_gpus = static_cast<int>(gpus);
+    const std::string b = get("batch_per_gpu");
+    const double batch = b.empty() ? 0 : to_number(b, "batch_per_gpu", where, start);
+    if (batch < 0 || batch > 1e9 || batch != std::floor(batch))
+      throw InputError(fmt::format("{}:{}: batch_per_gpu '{}' is not a whole number from 1 to 1e9 (or empty)", where, start,
+                                   strings::printable(b)));
+    r.batch = static_cast<std::int64_t>(batch);
+    r.per = get("per");
+    if (r.per.empty()) r.per = "gpu";
+    if (r.per != "gpu" && r.per != "system")
+      throw InputError(fmt::format("{}:{}: per '{}' is not gpu or system", where, start, strings::printable(r.per)));
+    r.file = std::filesystem::path(where).stem().string();
     const std::string v = get("value");
     if (!v.empty()) r.value = to_number(v, "value", where, start);
     if (r.id.empty()) throw InputError(fmt::format("{}:{}: empty id", where, start));
@@ -111,45 +164,56 @@ ValidationReport validate(const catalog::Catalog& cat, const std::vector<Publish
   for (const auto& r : rows) {
     ValidatedRow v;
     v.row = r;
+    v.status = "unsupported";
     try {
+      if (r.mode != "train" && r.mode != "infer")
+        throw InputError(fmt::format("mode '{}' is not priced yet (train and infer are)", strings::printable(r.mode)));
+      std::string why;
       PredictRequest req;
+      req.options = model_options(r, why);
+      if (!why.empty()) throw InputError(why);
       req.workload = r.workload;
       req.gpu = r.gpu;
       req.gpus = r.n_gpus;
       req.batch = r.batch;
       req.precision = parse_precision(r.precision);
-      if (r.mode != "train" && r.mode != "infer")
-        throw InputError(fmt::format("mode '{}' is not train or infer", strings::printable(r.mode)));
       req.training = r.mode == "train";
-      req.options = parse_options(r.options);
       const Prediction p = predict(cat, req);
-      v.status = "ok";
-      v.predicted = p.throughput;
+      const double scale = r.per == "system" ? r.n_gpus : 1.0;
+      v.predicted = p.throughput * scale;
+      v.band_low = p.band_low * scale;
+      v.band_high = p.band_high * scale;
       v.predicted_unit = p.unit;
-      if (!r.unit.empty() && per_second_unit(r.unit) != p.unit) {
-        v.status = "unsupported";
+      v.batch = p.batch;
+      v.batch_chosen = r.batch == 0;
+      if (!r.unit.empty() && r.unit != p.unit) {
         v.reason = fmt::format("row unit {} differs from the prediction's {}", r.unit, p.unit);
-      } else if (r.value && *r.value > 0) {
-        v.ape = std::fabs(p.throughput - *r.value) / *r.value;
+      } else {
+        v.status = "ok";
+        if (r.value && *r.value > 0) v.ape = std::fabs(v.predicted - *r.value) / *r.value;
       }
     } catch (const InputError& e) {
-      v.status = "unsupported";
       v.reason = e.what();
     }
     rep.rows.push_back(std::move(v));
   }
   std::vector<double> apes, logs;
+  std::size_t inside = 0;
   for (const auto& v : rep.rows)
     if (v.ape) {
       apes.push_back(*v.ape);
       logs.push_back(std::log(v.predicted / *v.row.value));
+      inside += *v.row.value >= v.band_low && *v.row.value <= v.band_high;
     }
   const auto s = stats::summarize(apes);
   rep.median_ape = s.median;
   rep.mean_ape = s.mean;
+  rep.coverage = rep.rows.empty() ? 0 : static_cast<double>(apes.size()) / static_cast<double>(rep.rows.size());
+  rep.in_band = apes.empty() ? 0 : static_cast<double>(inside) / static_cast<double>(apes.size());
   rep.log_err_p10 = stats::quantile(logs, 0.1);
   rep.log_err_p90 = stats::quantile(logs, 0.9);
-  // Cross-GPU ratios: rows of the same workload, precision, mode and source on different GPUs.
+  // Cross-GPU ratios: rows of one source with the same workload, precision, mode, options and GPU count
+  // on different GPUs.
   std::vector<double> ratio_apes;
   for (std::size_t i = 0; i < rep.rows.size(); ++i)
     for (std::size_t j = i + 1; j < rep.rows.size(); ++j) {
@@ -157,7 +221,8 @@ ValidationReport validate(const catalog::Catalog& cat, const std::vector<Publish
       const auto& b = rep.rows[j];
       if (!a.ape || !b.ape) continue;
       if (a.row.workload != b.row.workload || a.row.precision != b.row.precision || a.row.mode != b.row.mode ||
-          a.row.source != b.row.source || a.row.options != b.row.options || a.row.gpu == b.row.gpu)
+          a.row.source != b.row.source || a.row.file != b.row.file || a.row.options != b.row.options ||
+          a.row.n_gpus != b.row.n_gpus || a.row.per != b.row.per || a.row.gpu == b.row.gpu)
         continue;
       RatioError e;
       e.a = a.row.id;
@@ -171,6 +236,34 @@ ValidationReport validate(const catalog::Catalog& cat, const std::vector<Publish
   const auto rs = stats::summarize(ratio_apes);
   rep.ratio_median_ape = rs.median;
   rep.ratio_mean_ape = rs.mean;
+  // Per source file.
+  std::vector<std::string> files;
+  for (const auto& v : rep.rows)
+    if (std::find(files.begin(), files.end(), v.row.file) == files.end()) files.push_back(v.row.file);
+  std::map<std::string, std::string> file_of;
+  for (const auto& v : rep.rows) file_of[v.row.id] = v.row.file;
+  for (const auto& f : files) {
+    SourceSummary sum;
+    sum.file = f;
+    std::vector<double> fa, fr;
+    int in = 0;
+    for (const auto& v : rep.rows) {
+      if (v.row.file != f) continue;
+      ++sum.rows;
+      if (!v.ape) continue;
+      fa.push_back(*v.ape);
+      in += *v.row.value >= v.band_low && *v.row.value <= v.band_high;
+    }
+    for (const auto& e : rep.ratios)
+      if (file_of[e.a] == f) fr.push_back(e.ape);
+    sum.scored = static_cast<int>(fa.size());
+    sum.coverage = sum.rows ? static_cast<double>(sum.scored) / sum.rows : 0;
+    sum.median_ape = fa.empty() ? 0 : stats::summarize(fa).median;
+    sum.ratio_pairs = static_cast<int>(fr.size());
+    sum.ratio_median_ape = fr.empty() ? 0 : stats::summarize(fr).median;
+    sum.in_band = fa.empty() ? 0 : static_cast<double>(in) / static_cast<double>(fa.size());
+    rep.sources.push_back(sum);
+  }
   return rep;
 }
 

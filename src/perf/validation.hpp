@@ -1,6 +1,8 @@
-// Validation against published measurements (rows in the format of shared/data/published/*.csv): predict
-// each row, report the error, and the same for cross-GPU ratios. Rows that cannot be predicted are kept
-// with the reason.
+// Validation against published measurements (rows in schema v2 of data/validation/*.csv, one file per
+// source): predict each row in the row's own unit and `per` (one GPU or the whole system), report the
+// error, the same for cross-GPU ratios, and per source file. A row the model cannot price — an unknown
+// workload, a mode or option it does not model (tp/pp, another framework, a memory format) — is kept as
+// `unsupported` with the reason: an option is never silently ignored.
 #pragma once
 #include <optional>
 #include <string>
@@ -13,19 +15,39 @@ namespace gpuvs::perf {
 
 struct PublishedRow {
   std::string id, gpu, workload, mode, precision, options, unit, source;
+  std::string per = "gpu";  // gpu: the value is per GPU; system: the total over n_gpus
+  std::string file;         // the file the row came from (its stem): one source per file
   int n_gpus = 1;
-  std::int64_t batch = 0;
+  std::int64_t batch = 0;   // 0: not published, the tool chooses (and says what it chose)
   std::optional<double> value;
   int line = 0;
 };
+
+/// Option keys that only document a row's source (the published figure, the tool, the metric): they
+/// change nothing in a prediction.
+bool documentary_option(const std::string& key);
 
 struct ValidatedRow {
   PublishedRow row;
   std::string status;  // "ok", or "unsupported"
   std::string reason;
-  double predicted = 0;
+  double predicted = 0;       // in the row's unit and per
   std::string predicted_unit;
+  std::int64_t batch = 0;     // per GPU, as priced (the row's, or the one the tool chose)
+  bool batch_chosen = false;  // the row gave none
+  double band_low = 0, band_high = 0;  // the prediction's band, in the row's unit and per
   std::optional<double> ape;  // |predicted - value| / value
+};
+
+/// One source file's figures.
+struct SourceSummary {
+  std::string file;
+  int rows = 0, scored = 0;   // scored: predicted and measured
+  double coverage = 0;        // scored / rows
+  double median_ape = 0;
+  int ratio_pairs = 0;
+  double ratio_median_ape = 0;
+  double in_band = 0;         // fraction of scored rows whose measured value lies in the predicted band
 };
 
 struct RatioError {
@@ -36,13 +58,17 @@ struct RatioError {
 struct ValidationReport {
   std::vector<ValidatedRow> rows;
   std::vector<RatioError> ratios;
+  std::vector<SourceSummary> sources;  // in the order the files came
+  double coverage = 0;                 // scored rows / rows
+  double in_band = 0;                  // scored rows inside their band / scored rows
   double median_ape = 0, mean_ape = 0;
   double ratio_median_ape = 0, ratio_mean_ape = 0;
   /// log(predicted / measured) quantiles: the band every prediction carries.
   double log_err_p10 = 0, log_err_p90 = 0;
 };
 
-/// Parses the CSV; InputError "FILE:LINE: ..." for malformed rows. Extra columns are ignored.
+/// Parses the CSV; InputError "FILE:LINE: ..." for malformed rows (a `per` other than gpu or system, a
+/// negative batch or GPU count). Extra columns are ignored; an empty batch_per_gpu is 0 (the tool chooses).
 std::vector<PublishedRow> read_published(const std::string& text, const std::string& where);
 ValidationReport validate(const catalog::Catalog& cat, const std::vector<PublishedRow>& rows);
 
