@@ -6,6 +6,8 @@
 #include "catalog/catalog.hpp"
 #include "cli/commands.hpp"
 #include "core/strings.hpp"
+#include "core/units.hpp"
+#include "perf/achievable.hpp"
 
 namespace gpuvs::cli {
 
@@ -83,7 +85,17 @@ int run_show(const CatalogArgs& a) {
   const catalog::Catalog c = load(a);
   const catalog::Gpu& g = c.find(a.show_id);
   if (a.json) {
-    fmt::print("{}\n", gpu_json(g).dump(2));
+    nlohmann::json j = gpu_json(g);
+    nlohmann::json ach = nlohmann::json::array();
+    for (const auto& key : perf::achievable_keys())
+      if (const auto v = perf::achievable(c, g, key)) {
+        std::string what;
+        perf::spec_for(g, key, &what);
+        ach.push_back({{"key", key}, {"unit", perf::achievable_unit(key)}, {"spec", v->spec}, {"spec_is", what},
+                       {"achievable", v->value}, {"fraction", v->fraction}, {"published", v->published}, {"basis", v->basis}});
+      }
+    j["achievable"] = ach;
+    fmt::print("{}\n", j.dump(2));
     return 0;
   }
   auto opt = [](const std::optional<double>& v, const char* unit) {
@@ -117,6 +129,16 @@ int run_show(const CatalogArgs& a) {
   fmt::print("  {:<22} {}; from {}\n", "confidence", g.confidence, g.origin);
   if (!g.derived.empty()) fmt::print("  {:<22} {}\n", "derived", strings::join(g.derived, "; "));
   if (!g.notes.empty()) fmt::print("  {:<22} {}\n", "notes", g.notes);
+  // Spec beside achievable: what kernels measure (published for this card, or derived by the stated rule).
+  fmt::print("  achievable vs spec:\n");
+  for (const auto& key : perf::achievable_keys()) {
+    const auto v = perf::achievable(c, g, key);
+    if (!v) continue;
+    std::string what;
+    perf::spec_for(g, key, &what);
+    fmt::print("    {:<10} {:>9} of {:>9} {:<8} ({:>3.0f}%, {}) — {}\n", key, units::format_plain(v->value, 4),
+               units::format_plain(v->spec, 4), perf::achievable_unit(key), 100 * v->fraction, what, v->basis);
+  }
   fmt::print("  sources:\n");
   if (g.sources.empty()) fmt::print("    none listed\n");
   for (const auto& s : g.sources) {

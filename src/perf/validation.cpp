@@ -12,6 +12,8 @@
 #include "core/error.hpp"
 #include "core/stats.hpp"
 #include "core/strings.hpp"
+#include "perf/achievable.hpp"
+#include "perf/band.hpp"
 #include "perf/predict.hpp"
 
 namespace gpuvs::perf {
@@ -101,6 +103,33 @@ std::map<std::string, std::string> model_options(const PublishedRow& r, std::str
   return out;
 }
 
+/// A microbenchmark row: the device's achievable figure for that key (a GEMM rate, a DRAM stream, the host
+/// link, a peer copy). Collectives at a message size are not priced yet.
+void price_micro(const catalog::Catalog& cat, const PublishedRow& r, const std::set<std::string>& held_out, ValidatedRow& v) {
+  for (const auto& [key, value] : parse_option_pairs(r.options))
+    if (!documentary_option(key))
+      throw InputError(fmt::format("option {}={} is not understood for a micro row", key, value));
+  const auto& keys = achievable_keys();
+  if (std::find(keys.begin(), keys.end(), r.workload) == keys.end())
+    throw InputError(fmt::format("micro figure '{}' is not priced yet (priced: {})", strings::printable(r.workload), strings::join(keys, ", ")));
+  if (r.precision.size() && r.workload.rfind("gemm-", 0) == 0 && r.workload != "gemm-" + r.precision)
+    throw InputError(fmt::format("precision {} does not match the figure {}", r.precision, r.workload));
+  const catalog::Gpu& gpu = cat.find(r.gpu);
+  const auto a = achievable(cat, gpu, r.workload, builtin_achievable(), held_out);
+  if (!a) throw InputError(fmt::format("{} has no {} to measure", gpu.id, r.workload));
+  const std::string unit = achievable_unit(r.workload);
+  if (!r.unit.empty() && r.unit != unit) throw InputError(fmt::format("row unit {} differs from the prediction's {}", r.unit, unit));
+  const double scale = r.per == "system" ? r.n_gpus : 1.0;
+  v.predicted = a->value * scale;
+  v.predicted_unit = unit;
+  // A microbenchmark's own spread: the band is the model's (published figures are exact, rules are not).
+  v.band_low = v.predicted * model_band().low(1.0);
+  v.band_high = v.predicted * model_band().high(1.0);
+  v.status = "ok";
+  v.reason = a->basis;
+  if (r.value && *r.value > 0) v.ape = std::fabs(v.predicted - *r.value) / *r.value;
+}
+
 }  // namespace
 
 bool documentary_option(const std::string& key) {
@@ -159,15 +188,20 @@ std::vector<PublishedRow> read_published(const std::string& text, const std::str
   return rows;
 }
 
-ValidationReport validate(const catalog::Catalog& cat, const std::vector<PublishedRow>& rows) {
+ValidationReport validate(const catalog::Catalog& cat, const std::vector<PublishedRow>& rows, const std::set<std::string>& held_out) {
   ValidationReport rep;
   for (const auto& r : rows) {
     ValidatedRow v;
     v.row = r;
     v.status = "unsupported";
     try {
+      if (r.mode == "micro") {
+        price_micro(cat, r, held_out, v);
+        rep.rows.push_back(std::move(v));
+        continue;
+      }
       if (r.mode != "train" && r.mode != "infer")
-        throw InputError(fmt::format("mode '{}' is not priced yet (train and infer are)", strings::printable(r.mode)));
+        throw InputError(fmt::format("mode '{}' is not priced yet (train, infer and micro are)", strings::printable(r.mode)));
       std::string why;
       PredictRequest req;
       req.options = model_options(r, why);

@@ -5,6 +5,7 @@
 // `unsupported` with the reason: an option is never silently ignored.
 #pragma once
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,9 @@ struct ValidationReport {
 /// Parses the CSV; InputError "FILE:LINE: ..." for malformed rows (a `per` other than gpu or system, a
 /// negative batch or GPU count). Extra columns are ignored; an empty batch_per_gpu is 0 (the tool chooses).
 std::vector<PublishedRow> read_published(const std::string& text, const std::string& where);
-ValidationReport validate(const catalog::Catalog& cat, const std::vector<PublishedRow>& rows);
+/// Predicts every row. `held_out` names source files whose figures the model must not use as inputs (the
+/// achievable peaks copied from them), for leave-one-source-out checks.
+ValidationReport validate(const catalog::Catalog& cat, const std::vector<PublishedRow>& rows,
+                          const std::set<std::string>& held_out = {});
 
 }  // namespace gpuvs::perf
