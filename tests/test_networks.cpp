@@ -1,7 +1,9 @@
 // The built-in networks against published figures: parameter counts and forward multiply-accumulates.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "core/error.hpp"
 #include "graph/cost.hpp"
@@ -253,4 +255,201 @@ TEST(Networks, SizedDecoderRefusesMalformedAndOutOfRangeSizes) {
   EXPECT_THROW(sized_decoder(std::nan("")), InputError);
   EXPECT_THROW(parse_decoder_size("1e400", "--params"), InputError);
   EXPECT_DOUBLE_EQ(parse_decoder_size("13e9", "--params"), 13e9);
+}
+
+TEST(Networks, PublishedDecoderPresetsHaveTheirPublishedCounts) {
+  auto exact = [](const char* id) { return param_count(build_network(network(id), {1, DType::f32, 128, true, false})); };
+  // Hugging Face configs' counts (embeddings and head untied).
+  EXPECT_EQ(exact("llama2-7b"), 6738415616);
+  EXPECT_EQ(exact("llama2-70b"), 68976648192);
+  EXPECT_EQ(exact("llama-70b"), 68976648192);  // the older id for Llama 2 70B still works
+  EXPECT_EQ(exact("llama3-70b"), 70553706496);
+  EXPECT_EQ(exact("llama3.1-405b"), 405853388800);
+  EXPECT_EQ(exact("mistral-7b"), 7241732096);
+  // GPT-2: GPT2LMHeadModel with the head tied to wte: embeddings, 1024 positions, biased LayerNorms
+  // (two per block and the final one) and biases on every projection.
+  EXPECT_EQ(exact("gpt2-124m"), 124439808);
+  EXPECT_EQ(exact("gpt2-350m"), 354823168);
+  EXPECT_EQ(exact("gpt2-774m"), 774030080);
+  EXPECT_EQ(exact("gpt2-1558m"), 1557611200);
+  // GPT-3 175B: published as "175B"; the shape counts 174.6 B.
+  EXPECT_EQ(exact("gpt3-175b"), 174604259328);
+  EXPECT_NEAR(static_cast<double>(exact("gpt3-175b")) / 175e9, 1.0, 0.003);
+  // MPT 125M (nominal) and 70B: llm-foundry's benchmark table counts these shapes with a learned
+  // 2048-position table and biases (projections, LayerNorms) as well; with those the formula gives its
+  // NumParams exactly, MPT 760M's too, so the shapes are the ones llm-foundry ran.
+  EXPECT_EQ(exact("mpt-125m"), 123636480);
+  EXPECT_NEAR(static_cast<double>(exact("mpt-125m")) / 125e6, 1.0, 0.015);
+  EXPECT_EQ(exact("mpt-70b"), 64838443008);
+  auto as_benchmarked = [](const char* id) {
+    DecoderConfig c = decoder_preset(id);
+    c.learned_positions = c.linear_bias = c.norm_bias = true;
+    return decoder_params(c);
+  };
+  EXPECT_EQ(as_benchmarked("mpt-125m"), 125311488);
+  EXPECT_EQ(as_benchmarked("mpt-760m"), 760470528);
+  EXPECT_EQ(as_benchmarked("mpt-70b"), 64862437376);
+  // The shapes as stated.
+  const DecoderConfig l405 = decoder_preset("llama3.1-405b");
+  EXPECT_EQ(l405.layers, 126);
+  EXPECT_EQ(l405.hidden / l405.heads, 128);
+  EXPECT_EQ(l405.kv_heads, 8);
+  EXPECT_EQ(l405.seq_len, 8192);
+  EXPECT_EQ(decoder_preset("mistral-7b").seq_len, 8192);
+  EXPECT_EQ(decoder_preset("llama2-7b").seq_len, 4096);
+  EXPECT_EQ(decoder_preset("llama3-70b").vocab, 128256);
+  const DecoderConfig g2 = decoder_preset("gpt2-1558m");
+  EXPECT_TRUE(g2.learned_positions && g2.tied_embeddings && g2.norm_bias && g2.linear_bias);
+  EXPECT_FALSE(g2.swiglu || g2.rms_norm || g2.rope);
+  EXPECT_EQ(g2.seq_len, 1024);
+  EXPECT_EQ(g2.heads, 25);
+  const DecoderConfig m70 = decoder_preset("mpt-70b");
+  EXPECT_TRUE(m70.tied_embeddings);
+  EXPECT_FALSE(m70.learned_positions || m70.linear_bias || m70.norm_bias);
+  // Every registry entry: the stated published figure and the KV-cache shape the predictor reads.
+  for (const auto& net : networks())
+    if (net.family == "decoder") {
+      EXPECT_EQ(net.decoder.layers, net.layers) << net.id;
+      EXPECT_EQ(net.decoder.hidden, net.hidden) << net.id;
+      EXPECT_EQ(net.decoder.vocab, decoder_preset(net.id).vocab) << net.id;
+    }
+}
+
+TEST(Networks, LearnedPositionsBoundTheSequenceAndFreezeUnderLora) {
+  const Graph g = build_network(network("gpt2-124m"), {1, DType::f32, 1024, true, false});
+  EXPECT_EQ(g.node(g.find("wpe/weight")).shape, (Shape{1024, 768}));
+  EXPECT_EQ(g.node(g.find("norm_f/bias")).shape, (Shape{768}));
+  EXPECT_EQ(g.node(g.find("blocks.11/mlp.down/bias")).shape, (Shape{768}));
+  EXPECT_EQ(g.find("lm_head/weight"), kNone);  // tied to wte
+  EXPECT_THROW(build_network(network("gpt2-124m"), {1, DType::f32, 1025, true, false}), InputError);
+  // LoRA freezes the position table with every other base weight.
+  NetworkOptions lora{1, DType::bf16, 64, true, true};
+  lora.lora_rank = 8;
+  const Graph l = build_network(network("gpt2-124m"), lora);
+  EXPECT_EQ(param_count(l, false) - param_count(l), 124439808);
+  EXPECT_FALSE(l.node(l.find("wpe/weight")).trainable);
+}
+
+namespace {
+std::map<std::string, std::string> megatron_1_7b() { return {{"layers", "24"}, {"hidden", "2304"}, {"heads", "24"}}; }
+}  // namespace
+
+TEST(Networks, GptShapeFromOptionsIsMegatronsGpt) {
+  // Narayanan et al. 2021, Table 1's first row: 1.7B = 24 layers, hidden 2304, 24 heads, vocabulary 51200,
+  // 2048 tokens. Megatron's count 12lh^2 (1 + 13/12h + (V+s)/12lh) leaves out the final LayerNorm (2h).
+  const NetworkInfo net = resolve_network("gpt", megatron_1_7b());
+  const double l = 24, h = 2304, s = 2048, v = 51200;
+  const double megatron_params = 12 * l * h * h * (1 + 13 / (12 * h) + (v + s) / (12 * l * h));
+  const std::int64_t params = param_count(build_network(net, {1, DType::f32, 0, true, false}));
+  EXPECT_EQ(params, 1652230656);
+  EXPECT_NEAR(static_cast<double>(params), megatron_params + 2 * h, 1e-3);
+  EXPECT_EQ(params, decoder_params(net.decoder));
+  EXPECT_DOUBLE_EQ(net.published_params, 1652230656.0);
+  EXPECT_EQ(net.id, "gpt");
+  EXPECT_EQ(net.family, "decoder");
+  EXPECT_EQ(net.default_seq_len, 2048);
+  EXPECT_EQ(net.layers, 24);
+  EXPECT_EQ(net.hidden, 2304);
+  EXPECT_NE(net.description.find("24 layers, width 2304, 24 heads, GELU MLP 9216, vocabulary 51200"), std::string::npos)
+      << net.description;
+  EXPECT_NE(net.description.find("1,652,230,656"), std::string::npos) << net.description;
+
+  // FLOPs per iteration with full recompute (Megatron's activation checkpointing: the forward twice):
+  // 96 B s l h^2 (1 + s/6h + V/16lh). Megatron's attention was unfused: the explicit score path computes the
+  // full T x T product under the causal mask, as the formula counts. The graph also recomputes the logits
+  // (2BshV), which Megatron's checkpointing of the layers leaves out; with that difference, it agrees to 0.01%.
+  const std::int64_t b = 2;
+  const double fwd = graph_cost(build_network(net, {b, DType::bf16, 2048, false, false})).matrix_flops;
+  const double step = graph_cost(build_network(net, {b, DType::bf16, 2048, false, true})).matrix_flops;
+  const double megatron = 96 * b * s * l * h * h * (1 + s / (6 * h) + v / (16 * l * h));
+  EXPECT_NEAR((step + fwd) / megatron, 1.0, 0.03);
+  EXPECT_NEAR((step + fwd - 2 * b * s * h * v) / megatron, 1.0, 1e-4);
+  // With FlashAttention the causal half of the scores is skipped (and its backward is 2.5 forwards).
+  const double flash = graph_cost(build_network(net, {b, DType::bf16, 2048, true, true})).matrix_flops +
+                       graph_cost(build_network(net, {b, DType::bf16, 2048, true, false})).matrix_flops;
+  EXPECT_LT(flash, step + fwd);
+  EXPECT_NEAR(flash / megatron, 1.0, 0.05);
+}
+
+TEST(Networks, GptShapeOptionsTakeEffect) {
+  auto opts = megatron_1_7b();
+  opts["kv_heads"] = "8";
+  opts["ffn"] = "6144";
+  opts["vocab"] = "50257";
+  opts["seq_len"] = "4096";
+  const NetworkInfo net = resolve_network("gpt", opts);
+  EXPECT_EQ(net.decoder.kv_heads, 8);
+  EXPECT_EQ(net.decoder.ffn, 6144);
+  EXPECT_EQ(net.default_seq_len, 4096);
+  const Graph g = build_network(net, {1, DType::f32, 0, true, false});
+  EXPECT_EQ(g.node(g.find("blocks.0/attn/k/weight")).shape, (Shape{2304, 8 * 96}));
+  EXPECT_EQ(g.node(g.find("blocks.0/mlp.up/weight")).shape, (Shape{2304, 6144}));
+  EXPECT_EQ(g.node(g.find("wte/weight")).shape, (Shape{50257, 2304}));
+  EXPECT_EQ(g.node(g.find("wpe/weight")).shape, (Shape{4096, 2304}));
+  EXPECT_EQ(param_count(g), decoder_params(net.decoder));
+  // GPT-2 small's shape through the options is GPT-2 small.
+  const NetworkInfo small = resolve_network(
+      "gpt", {{"layers", "12"}, {"hidden", "768"}, {"heads", "12"}, {"vocab", "50257"}, {"seq_len", "1024"}});
+  EXPECT_EQ(param_count(build_network(small, {1, DType::f32, 0, true, false})), 124439808);
+  // Options that are not shape keys are the caller's: ignored here.
+  auto with_other = megatron_1_7b();
+  with_other["recompute"] = "full";
+  EXPECT_EQ(resolve_network("gpt", with_other).decoder.layers, 24);
+  EXPECT_EQ(resolve_network("llama-7b", {{"recompute", "full"}}).id, "llama-7b");
+  for (const char* key : {"layers", "hidden", "heads", "kv_heads", "ffn", "vocab"})
+    EXPECT_NE(std::find(gpt_shape_keys().begin(), gpt_shape_keys().end(), key), gpt_shape_keys().end()) << key;
+  EXPECT_EQ(gpt_shape_keys().size(), 6u);
+}
+
+TEST(Networks, GptShapeRefusesBadShapes) {
+  auto refused = [](const std::string& id, const std::map<std::string, std::string>& o, const std::string& names) {
+    try {
+      (void)resolve_network(id, o);
+      ADD_FAILURE() << id << " was accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(names), std::string::npos) << e.what();
+    }
+  };
+  refused("gpt", {}, "layers, hidden, heads missing");
+  refused("gpt", {{"layers", "24"}, {"heads", "24"}}, "hidden missing");
+  refused("gpt", {{"hidden", "2304"}}, "layers, heads missing");
+  try {
+    (void)resolve_network("gpt");  // the id alone has no shape
+    ADD_FAILURE();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("layers=24;hidden=2304;heads=24"), std::string::npos) << e.what();
+  }
+  auto with = [](const char* key, const char* value) {
+    auto o = megatron_1_7b();
+    o[key] = value;
+    return o;
+  };
+  refused("gpt", with("layers", "0"), "layers=0");
+  refused("gpt", with("layers", "-4"), "layers=-4");
+  refused("gpt", with("layers", "2.5"), "layers=2.5");
+  refused("gpt", with("layers", "abc"), "layers=abc");
+  refused("gpt", with("layers", ""), "layers=");
+  refused("gpt", with("layers", "5000"), "layers=5000 is not a whole number in [1, 1024]");
+  refused("gpt", with("hidden", "1e4"), "hidden=1e4");
+  refused("gpt", with("hidden", "99999999999999999999"), "hidden=99999999999999999999");
+  refused("gpt", with("vocab", "0"), "vocab=0");
+  refused("gpt", with("ffn", "-1"), "ffn=-1");
+  refused("gpt", with("seq_len", "0"), "seq_len=0");
+  refused("gpt", with("hidden", "2300"), "hidden=2300 does not split into heads=24");
+  refused("gpt", with("kv_heads", "5"), "heads=24 does not split into kv_heads=5");
+  refused("gpt", with("kv_heads", "48"), "heads=24 does not split into kv_heads=48");
+  refused("gpt", with("heads", "4608"), "hidden=2304 does not split into heads=4608");
+  // Shape keys belong to `gpt`: any other workload refuses them, naming the key.
+  for (const char* key : {"layers", "hidden", "heads", "kv_heads", "ffn", "vocab"}) {
+    refused("llama-7b", {{key, "8"}}, std::string("option ") + key);
+    refused("decoder-7b", {{key, "8"}}, std::string("option ") + key);
+    refused("resnet50", {{key, "8"}}, std::string("option ") + key);
+  }
+  // The unknown-workload message points at gpt.
+  try {
+    (void)network("gtp");
+    ADD_FAILURE();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("or gpt with layers, hidden and heads"), std::string::npos) << e.what();
+  }
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "catalog/catalog.hpp"
@@ -13,6 +14,7 @@
 #include "core/strings.hpp"
 #include "core/units.hpp"
 #include "perf/band.hpp"
+#include "perf/fit.hpp"
 #include "perf/validation.hpp"
 
 namespace gpuvs::cli {
@@ -21,25 +23,10 @@ namespace {
 
 struct ValidateArgs {
   std::vector<std::string> data;
-  std::string write_band;
+  std::string write_band, fit, constants;
   std::vector<std::string> catalogs;
   bool json = false, held_out = false;
 };
-
-/// Each source predicted with its own figures withheld from the model's inputs (the achievable peaks
-/// copied from it). The efficiency fractions are not refitted: they were set on the Lambda file.
-std::vector<perf::SourceSummary> held_out_summaries(const catalog::Catalog& cat, const std::vector<perf::PublishedRow>& rows,
-                                                    const perf::ValidationReport& rep) {
-  std::vector<perf::SourceSummary> out;
-  for (const auto& src : rep.sources) {
-    std::vector<perf::PublishedRow> mine;
-    for (const auto& r : rows)
-      if (r.file == src.file) mine.push_back(r);
-    const auto held = perf::validate(cat, mine, {src.file});
-    out.push_back(held.sources.front());
-  }
-  return out;
-}
 
 int run_validate(const ValidateArgs& a) {
   catalog::Catalog cat = catalog::Catalog::builtin();
@@ -63,9 +50,22 @@ int run_validate(const ValidateArgs& a) {
     auto more = perf::read_published(files::read_all(path, "--data"), path);
     rows.insert(rows.end(), more.begin(), more.end());
   }
+  // A constants file (from --fit) replaces the built-in constants for this run.
+  std::optional<perf::ScopedConstants> scope;
+  if (!a.constants.empty()) scope.emplace(perf::parse_constants(files::read_all(a.constants, "--constants"), a.constants));
   const perf::ValidationReport rep = perf::validate(cat, rows);
-  if (!a.write_band.empty()) files::write_atomic(a.write_band, perf::band_toml(rep, strings::join(paths, " + ")));
-  const auto held = a.held_out ? held_out_summaries(cat, rows, rep) : std::vector<perf::SourceSummary>{};
+  if (!a.write_band.empty()) files::write_atomic(a.write_band, perf::band_toml(rep, strings::join(a.data, " ")));
+  std::vector<perf::SourceSummary> held;
+  std::vector<perf::HeldOutSource> folds;
+  if (a.held_out) {
+    folds = perf::leave_one_source_out(cat, rows);
+    for (const auto& f : folds) held.push_back(f.summary);
+  }
+  if (!a.fit.empty()) {
+    const perf::FitResult fit = perf::fit_constants(cat, rows);
+    files::write_atomic(a.fit, perf::constants_toml(fit.constants));
+    fmt::print(stderr, "fitted on {} rows: mean |log error| {:.4f}; written to {}\n", fit.rows, fit.objective, a.fit);
+  }
   if (a.json) {
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& v : rep.rows) {
@@ -117,9 +117,16 @@ int run_validate(const ValidateArgs& a) {
   };
   table(rep.sources);
   if (a.held_out) {
-    fmt::print("\nleave-one-source-out (each file predicted with its own figures withheld from the model's inputs; the\n"
-               "efficiency fractions are not refitted — they were set on lambda-pytorch-2023, whose line is in-sample):\n");
+    fmt::print("\nleave-one-source-out (each file predicted by constants fitted on the other files only, with its own\n"
+               "achievable figures withheld; a device class with no rows left keeps the microbenchmark priors):\n");
     table(held);
+    for (const auto& f : folds) {
+      const auto& dc = f.fit.constants.of(perf::DeviceClass::datacenter);
+      const auto& gf = f.fit.constants.of(perf::DeviceClass::geforce);
+      fmt::print("  without {:<24} fitted on {:>3} rows: datacenter gemm {:.2f} conv {:.2f} mem {:.2f}{}; geforce gemm {:.2f} conv {:.2f} mem {:.2f}{}\n",
+                 f.summary.file, f.fit.rows, dc.gemm, dc.conv, dc.mem, f.fit.classes_fitted[0] ? "" : " (prior)", gf.gemm, gf.conv,
+                 gf.mem, f.fit.classes_fitted[1] ? "" : " (prior)");
+    }
   }
   std::size_t scored = 0;
   for (const auto& v : rep.rows) scored += v.ape.has_value();
@@ -140,7 +147,10 @@ Runner add_validate_command(CLI::App& app) {
   sub->add_option("--data", a->data, "CSV files in the format of data/validation/*.csv, or folders of them (repeatable)")->required();
   sub->add_option("--catalog", a->catalogs, "Add devices from a TOML file (repeatable)");
   sub->add_flag("--json", a->json, "JSON: rows, per-source summaries (schema 2)");
-  sub->add_flag("--held-out", a->held_out, "Also predict each source file with its own figures withheld (leave-one-source-out)");
+  sub->add_flag("--held-out", a->held_out,
+                "Leave-one-source-out: predict each file with the constants refitted on the others (and its figures withheld)");
+  sub->add_option("--constants", a->constants, "Price with these fitted constants (a --fit file) instead of the built-in ones");
+  sub->add_option("--fit", a->fit, "Fit the model's constants to these files and write them as TOML to FILE");
   sub->add_option("--write-band", a->write_band, "Write the error band (10th-90th percentile) as TOML to FILE");
   return [a] { return run_validate(*a); };
 }

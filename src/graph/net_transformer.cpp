@@ -1,5 +1,6 @@
 // Transformers: BERT for SQuAD-style span prediction (NVIDIA's implementation, as Lambda benchmarked it:
-// vocabulary padded to 30528, pooler kept) and GPT-style decoders (MPT, LLaMA presets).
+// vocabulary padded to 30528, pooler kept) and GPT-style decoders (MPT, LLaMA, Mistral, GPT-2/GPT-3 presets;
+// Megatron-LM's GPT from shape options).
 #include <fmt/format.h>
 
 #include "core/error.hpp"
@@ -153,16 +154,41 @@ DecoderConfig decoder_preset(const std::string& id) {
     c.rms_norm = true;
     c.rope = true;
   };
-  if (id == "mpt-760m") mpt(24, 1536, 12);
+  auto gpt = [&](int layers, std::int64_t d, int heads, std::int64_t vocab, std::int64_t positions) {
+    // GPT-2 / GPT-3 (and Megatron-LM's GPT): learned positions, LayerNorm with a shift, biases on every
+    // projection, GELU MLP with expansion 4, the head tied to the token embeddings.
+    c.layers = layers;
+    c.hidden = d;
+    c.heads = c.kv_heads = heads;
+    c.ffn = 4 * d;
+    c.vocab = vocab;
+    c.seq_len = positions;
+    c.norm_bias = true;
+    c.linear_bias = true;
+    c.learned_positions = true;
+    c.tied_embeddings = true;
+  };
+  if (id == "mpt-125m") mpt(12, 768, 12);
+  else if (id == "mpt-760m") mpt(24, 1536, 12);
   else if (id == "mpt-1b") mpt(24, 2048, 16);
   else if (id == "mpt-3b") mpt(32, 2560, 20);
   else if (id == "mpt-7b") mpt(32, 4096, 32);
   else if (id == "mpt-13b") mpt(40, 5120, 40);
   else if (id == "mpt-30b") mpt(48, 7168, 64);
+  else if (id == "mpt-70b") mpt(80, 8192, 64);
   else if (id == "llama-7b") llama(32, 4096, 32, 32, 11008, 32000, 2048);
   else if (id == "llama3-8b") llama(32, 4096, 32, 8, 14336, 128256, 8192);
   else if (id == "llama-13b") llama(40, 5120, 40, 40, 13824, 32000, 4096);
-  else if (id == "llama-70b") llama(80, 8192, 64, 8, 28672, 32000, 4096);
+  else if (id == "llama-70b" || id == "llama2-70b") llama(80, 8192, 64, 8, 28672, 32000, 4096);
+  else if (id == "llama2-7b") llama(32, 4096, 32, 32, 11008, 32000, 4096);
+  else if (id == "llama3-70b") llama(80, 8192, 64, 8, 28672, 128256, 8192);
+  else if (id == "llama3.1-405b") llama(126, 16384, 128, 8, 53248, 128256, 8192);
+  else if (id == "mistral-7b") llama(32, 4096, 32, 8, 14336, 32000, 8192);
+  else if (id == "gpt2-124m") gpt(12, 768, 12, 50257, 1024);
+  else if (id == "gpt2-350m") gpt(24, 1024, 16, 50257, 1024);
+  else if (id == "gpt2-774m") gpt(36, 1280, 20, 50257, 1024);
+  else if (id == "gpt2-1558m") gpt(48, 1600, 25, 50257, 1024);
+  else if (id == "gpt3-175b") gpt(96, 12288, 96, 50257, 2048);
   else throw InputError(fmt::format("unknown decoder preset '{}'", id));
   return c;
 }
@@ -178,6 +204,8 @@ Graph build_decoder(const NetworkOptions& opt, const DecoderConfig& cfg) {
     throw InputError(fmt::format("decoder: hidden {} must split into {} heads, and heads into {} kv-heads", cfg.hidden,
                                  cfg.heads, cfg.kv_heads));
   if (opt.decode_context > 0 && opt.training) throw InputError("decode steps are inference only");
+  if (cfg.learned_positions && opt.decode_context == 0 && opt.seq_len > cfg.seq_len)
+    throw InputError(fmt::format("seq_len {} exceeds the decoder's {} learned positions", opt.seq_len, cfg.seq_len));
   Graph g;
   TransformerBuilder b{g, opt.dtype, opt.training, opt.flash_attention, opt.lora_rank};
   const std::int64_t batch = opt.batch;
@@ -187,7 +215,8 @@ Graph build_decoder(const NetworkOptions& opt, const DecoderConfig& cfg) {
   NodeId x = g.embedding("wte", tokens, wte);
   if (cfg.learned_positions) {
     const NodeId pos = g.input("positions", {batch, seq}, DType::i32);
-    x = g.add("add_positions", x, g.embedding("wpe", pos, g.param("wpe/weight", {cfg.seq_len, cfg.hidden}, opt.dtype)));
+    const NodeId wpe = g.param("wpe/weight", {cfg.seq_len, cfg.hidden}, opt.dtype, opt.lora_rank == 0);
+    x = g.add("add_positions", x, g.embedding("wpe", pos, wpe));
   }
   x = g.reshape("flatten", x, {batch * seq, cfg.hidden});
   for (int l = 0; l < cfg.layers; ++l) {

@@ -47,13 +47,44 @@ NetworkInfo sized_decoder_info(const std::string& id) {
           fmt::format("built to size by the rule width = 128 x layers (the aspect ratio of LLaMA 7B/13B and GPT-3 "
                       "175B), layers nearest the request: exact count {}",
                       with_commas(d.params)),
-          cfg.layers, cfg.hidden, [cfg](const NetworkOptions& o) { return build_decoder(o, cfg); }};
+          cfg.layers, cfg.hidden, [cfg](const NetworkOptions& o) { return build_decoder(o, cfg); }, cfg};
 }
 
 NetworkInfo decoder_info(const std::string& id, const std::string& desc, double published, const std::string& source) {
   const DecoderConfig cfg = decoder_preset(id);
   return {id, desc, "decoder", "sequences", cfg.seq_len, published, source, cfg.layers, cfg.hidden,
-          [id](const NetworkOptions& o) { return build_decoder(o, decoder_preset(id)); }};
+          [cfg](const NetworkOptions& o) { return build_decoder(o, cfg); }, cfg};
+}
+
+// The `gpt` workload's bounds: beyond any published dense model by a wide margin, small enough that every
+// count stays exact in 64 bits.
+constexpr std::int64_t kGptMaxLayers = 1024, kGptMaxHidden = 1 << 17, kGptMaxHeads = 1 << 14, kGptMaxFfn = 1 << 20,
+                       kGptMaxVocab = 1 << 22, kGptMaxSeq = 1 << 20;
+
+std::int64_t gpt_int(const std::map<std::string, std::string>& o, const std::string& key, std::int64_t fallback,
+                     std::int64_t hi) {
+  const auto it = o.find(key);
+  if (it == o.end()) return fallback;
+  const std::string& text = it->second;
+  std::int64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || v < 1 || v > hi)
+    throw InputError(fmt::format("workload {}: option {}={} is not a whole number in [1, {}]", kGptWorkload, key,
+                                 strings::printable(text), hi));
+  return v;
+}
+
+NetworkInfo gpt_info(const DecoderConfig& cfg) {
+  const std::int64_t n = decoder_params(cfg);
+  return {kGptWorkload,
+          fmt::format("Megatron-LM GPT (Narayanan et al. 2021: GELU MLP, LayerNorm and linear biases, learned positions, "
+                      "tied embeddings) from its shape options: {}, {} positions; {} parameters",
+                      describe_shape(cfg), cfg.seq_len, with_commas(n)),
+          "decoder", "sequences", cfg.seq_len, static_cast<double>(n),
+          fmt::format("built from the shape options: exact count {} (Megatron's 12lh^2(1 + 13/12h + (V+s)/12lh) plus "
+                      "the final LayerNorm's 2h)",
+                      with_commas(n)),
+          cfg.layers, cfg.hidden, [cfg](const NetworkOptions& o) { return build_decoder(o, cfg); }, cfg};
 }
 
 std::vector<NetworkInfo> make_networks() {
@@ -80,18 +111,51 @@ std::vector<NetworkInfo> make_networks() {
   v.push_back({"sd15-unet", "Stable Diffusion 1.5 denoiser (UNet, 512x512 images as 64x64x4 latents, 77 text tokens)",
                "unet", "latents", 0, 859520964, "diffusers UNet2DConditionModel for SD 1.5: 859,520,964", 0, 0,
                [](const NetworkOptions& o) { return build_sd15_unet(o); }});
+  v.push_back(decoder_info("mpt-125m", "MPT 125M (llm-foundry: 12 layers, d 768)", 125e6,
+                           "llm-foundry mpt-125m.yaml: nominal 125M (its benchmarking README's NumParams, 125,311,488 "
+                           "at 2048 tokens, also counts learned positions and biases)"));
   v.push_back(decoder_info("mpt-760m", "MPT 760M (llm-foundry: 24 layers, d 1536)", 760e6, "llm-foundry MPT 760M"));
   v.push_back(decoder_info("mpt-1b", "MPT 1B (llm-foundry: 24 layers, d 2048)", 1.3e9, "mosaicml mpt-1b: 1.3B"));
   v.push_back(decoder_info("mpt-3b", "MPT 3B (llm-foundry: 32 layers, d 2560)", 2.7e9, "llm-foundry MPT 3B: 2.7B"));
   v.push_back(decoder_info("mpt-7b", "MPT 7B (32 layers, d 4096)", 6.7e9, "mosaicml/mpt-7b: 6.7B"));
   v.push_back(decoder_info("mpt-13b", "MPT 13B (40 layers, d 5120)", 13e9, "llm-foundry MPT 13B"));
   v.push_back(decoder_info("mpt-30b", "MPT 30B (48 layers, d 7168)", 30e9, "mosaicml/mpt-30b: 30B"));
+  v.push_back(decoder_info("mpt-70b", "MPT 70B (llm-foundry mpt-70b.yaml: 80 layers, d 8192, 64 heads)", 64862437376,
+                           "llm-foundry scripts/train/benchmarking/README.md: NumParams 64,862,437,376 at 2048 tokens "
+                           "(nominal 70B; that count includes learned positions and biases, 23,994,368 more than this "
+                           "shape)"));
   v.push_back(decoder_info("llama-7b", "LLaMA 7B (32 layers, d 4096, SwiGLU 11008)", 6738415616, "LLaMA-7B: 6,738,415,616"));
   v.push_back(decoder_info("llama3-8b", "Llama 3 8B (32 layers, d 4096, 8 KV heads, vocab 128256)", 8030261248,
                            "Meta-Llama-3-8B: 8,030,261,248"));
   v.push_back(decoder_info("llama-13b", "LLaMA 13B (40 layers, d 5120)", 13015864320, "LLaMA-13B: 13,015,864,320"));
   v.push_back(decoder_info("llama-70b", "Llama 2 70B (80 layers, d 8192, 8 KV heads)", 68976648192,
                            "Llama-2-70b: 68,976,648,192"));
+  v.push_back(decoder_info("llama2-7b", "Llama 2 7B (32 layers, d 4096, SwiGLU 11008, 4096 tokens)", 6738415616,
+                           "Llama-2-7b-hf: 6,738,415,616"));
+  v.push_back(decoder_info("llama2-70b", "Llama 2 70B (80 layers, d 8192, 8 KV heads, 4096 tokens; as llama-70b)",
+                           68976648192, "Llama-2-70b-hf: 68,976,648,192"));
+  v.push_back(decoder_info("llama3-70b", "Llama 3 70B (80 layers, d 8192, 8 KV heads, vocab 128256, 8192 tokens)",
+                           70553706496, "Meta-Llama-3-70B: 70,553,706,496"));
+  v.push_back(decoder_info("llama3.1-405b",
+                           "Llama 3.1 405B (126 layers, d 16384, 128 heads, 8 KV heads, SwiGLU 53248, vocab 128256, "
+                           "8192 tokens)",
+                           405853388800, "Meta-Llama-3.1-405B (Hugging Face config): 405,853,388,800"));
+  v.push_back(decoder_info("mistral-7b",
+                           "Mistral 7B (32 layers, d 4096, 8 KV heads, SwiGLU 14336, 8192 tokens; its 4096-token "
+                           "sliding window is priced as full causal attention)",
+                           7241732096, "Mistral-7B-v0.1: 7,241,732,096"));
+  v.push_back(decoder_info("gpt2-124m", "GPT-2 124M (12 layers, d 768, 1024 learned positions)", 124439808,
+                           "Hugging Face gpt2 (GPT2LMHeadModel, head tied): 124,439,808"));
+  v.push_back(decoder_info("gpt2-350m", "GPT-2 medium 350M (24 layers, d 1024, 1024 learned positions)", 354823168,
+                           "Hugging Face gpt2-medium (GPT2LMHeadModel, head tied): 354,823,168"));
+  v.push_back(decoder_info("gpt2-774m", "GPT-2 large 774M (36 layers, d 1280, 1024 learned positions)", 774030080,
+                           "Hugging Face gpt2-large (GPT2LMHeadModel, head tied): 774,030,080"));
+  v.push_back(decoder_info("gpt2-1558m", "GPT-2 XL 1.5B (48 layers, d 1600, 25 heads, 1024 learned positions)",
+                           1557611200, "Hugging Face gpt2-xl (GPT2LMHeadModel, head tied): 1,557,611,200"));
+  v.push_back(decoder_info("gpt3-175b",
+                           "GPT-3 175B (96 layers, d 12288, 96 heads, 2048 learned positions, tied embeddings; its "
+                           "alternating locally banded sparse layers are priced as dense causal attention)",
+                           175e9, "Brown et al. 2020: 175B (this shape counts 174,604,259,328)"));
   return v;
 }
 
@@ -108,11 +172,57 @@ const NetworkInfo& network(const std::string& id) {
   std::vector<std::string> ids;
   for (const auto& n : networks()) ids.push_back(n.id);
   throw InputError(fmt::format(
-      "unknown workload '{}' (closest: {}; or decoder-<size> such as decoder-7b; or give a .toml/.json model file)",
+      "unknown workload '{}' (closest: {}; or decoder-<size> such as decoder-7b; or gpt with layers, hidden and heads "
+      "options; or give a .toml/.json model file)",
       strings::printable(id), strings::join(strings::closest(id, ids), ", ")));
 }
 
+const std::vector<std::string>& gpt_shape_keys() {
+  static const std::vector<std::string> keys = {"layers", "hidden", "heads", "kv_heads", "ffn", "vocab"};
+  return keys;
+}
+
+DecoderConfig gpt_config(const std::map<std::string, std::string>& options) {
+  std::vector<std::string> missing;
+  for (const char* key : {"layers", "hidden", "heads"})
+    if (!options.count(key)) missing.push_back(key);
+  if (!missing.empty())
+    throw InputError(fmt::format("workload {} needs its shape as options: {} missing (Megatron's 1.7B, for example: "
+                                 "--options 'layers=24;hidden=2304;heads=24')",
+                                 kGptWorkload, strings::join(missing, ", ")));
+  DecoderConfig c;
+  c.layers = static_cast<int>(gpt_int(options, "layers", 0, kGptMaxLayers));
+  c.hidden = gpt_int(options, "hidden", 0, kGptMaxHidden);
+  c.heads = static_cast<int>(gpt_int(options, "heads", 0, kGptMaxHeads));
+  c.kv_heads = static_cast<int>(gpt_int(options, "kv_heads", c.heads, kGptMaxHeads));
+  c.ffn = gpt_int(options, "ffn", 4 * c.hidden, kGptMaxFfn);
+  c.vocab = gpt_int(options, "vocab", 51200, kGptMaxVocab);
+  c.seq_len = gpt_int(options, "seq_len", 2048, kGptMaxSeq);
+  if (c.hidden % c.heads != 0)
+    throw InputError(fmt::format("workload {}: hidden={} does not split into heads={} (hidden must be a multiple of heads)",
+                                 kGptWorkload, c.hidden, c.heads));
+  if (c.heads % c.kv_heads != 0)
+    throw InputError(fmt::format("workload {}: heads={} does not split into kv_heads={} groups (heads must be a "
+                                 "multiple of kv_heads)",
+                                 kGptWorkload, c.heads, c.kv_heads));
+  c.norm_bias = true;
+  c.linear_bias = true;
+  c.learned_positions = true;
+  c.tied_embeddings = true;
+  return c;
+}
+
+NetworkInfo resolve_network(const std::string& id_or_path, const std::map<std::string, std::string>& options) {
+  if (id_or_path == kGptWorkload) return gpt_info(gpt_config(options));
+  for (const auto& key : gpt_shape_keys())
+    if (options.count(key))
+      throw InputError(fmt::format("option {} sets the shape of workload {} only; workload '{}' has its own shape", key,
+                                   kGptWorkload, strings::printable(id_or_path)));
+  return resolve_network(id_or_path);
+}
+
 NetworkInfo resolve_network(const std::string& id_or_path) {
+  if (id_or_path == kGptWorkload) return gpt_info(gpt_config({}));  // InputError: the shape is missing
   for (const auto& n : networks())
     if (n.id == id_or_path) return n;
   if (is_sized_decoder_id(id_or_path)) return sized_decoder_info(id_or_path);

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,7 @@ struct NetworkOptions {
   std::int64_t lora_rank = 0;
 };
 
-/// GPT-style decoder hyper-parameters (presets below; user-settable through options later).
+/// GPT-style decoder hyper-parameters (presets below; the `gpt` workload's come from options).
 struct DecoderConfig {
   int layers = 0;
   std::int64_t hidden = 0;
@@ -54,13 +55,18 @@ struct NetworkInfo {
   int layers = 0;              // transformer blocks (recompute, LoRA); 0 for others
   std::int64_t hidden = 0;     // width of the residual stream
   std::function<Graph(const NetworkOptions&)> forward;
+  DecoderConfig decoder{};     // family "decoder": the shape built (KV cache, ...); layers == 0 for others
 };
 
 const std::vector<NetworkInfo>& networks();
 /// By id; InputError naming the closest ids when unknown.
 const NetworkInfo& network(const std::string& id);
 /// A built-in network by id, or a Sequential model file (.toml/.json) wrapped as a network ("mlp" family).
+/// `gpt` needs its shape: InputError here (use the overload below).
 NetworkInfo resolve_network(const std::string& id_or_path);
+/// As above, and `gpt` built from the shape keys in `options` (gpt_config). A shape key given with any other
+/// workload is an InputError naming it; keys that are not shape keys are the caller's and ignored here.
+NetworkInfo resolve_network(const std::string& id_or_path, const std::map<std::string, std::string>& options);
 /// Forward graph, plus backward and Adam when opt.training.
 Graph build_network(const NetworkInfo& net, const NetworkOptions& opt);
 
@@ -104,6 +110,19 @@ bool is_sized_decoder_id(const std::string& id);
 SizedDecoder sized_decoder_for_id(const std::string& id);
 /// The canonical id for a size: 7e9 -> "decoder-7b", 1.3e9 -> "decoder-1.3b", 5e8 -> "decoder-500m".
 std::string sized_decoder_id(double params);
+/// The workload `gpt`: Megatron-LM's GPT (Narayanan et al. 2021) with its shape from options — GELU MLP,
+/// LayerNorm with a shift, biases on every projection, learned positions (one per token of seq_len), the
+/// head tied to the token embeddings. Megatron's count is 12lh^2 (1 + 13/12h + (V+s)/12lh), plus the final
+/// LayerNorm's 2h.
+inline constexpr const char* kGptWorkload = "gpt";
+/// Its shape keys: layers, hidden, heads (required), kv_heads (default heads), ffn (default 4 x hidden),
+/// vocab (default 51200). seq_len, an option of every transformer, sets the positions (default 2048).
+const std::vector<std::string>& gpt_shape_keys();
+/// The `gpt` shape from options. InputError naming the missing required keys; a value that is no whole number
+/// in its range (stated in the message); hidden not a multiple of heads, or heads of kv_heads. Keys other than
+/// the shape keys and seq_len are ignored.
+DecoderConfig gpt_config(const std::map<std::string, std::string>& options);
+
 /// "32 layers, width 4096, 32 heads, SwiGLU 11008, vocabulary 32000".
 std::string describe_shape(const DecoderConfig& cfg);
 

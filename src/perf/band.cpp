@@ -42,7 +42,7 @@ const Band& model_band() {
 
 std::string band_toml(const ValidationReport& rep, const std::string& source) {
   int rows = 0;
-  for (const auto& v : rep.rows) rows += v.ape.has_value();
+  for (const auto& v : rep.rows) rows += v.ape.has_value() && v.row.mode != "micro";
   return fmt::format(
       "# The spread of the performance model's own errors, log(predicted / measured), on its validation data.\n"
       "# Written by `gpuvs validate --data {0} --write-band data/prediction-band.toml`; test_perf recomputes it.\n"

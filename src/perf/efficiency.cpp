@@ -1,21 +1,23 @@
 #include "perf/efficiency.hpp"
 
+#include "perf/constants.hpp"
+
 #include <algorithm>
 #include <cmath>
 
 namespace gpuvs::perf {
 
 EfficiencyParams efficiency_for(const catalog::Gpu& gpu, const PrecisionPlan& plan) {
-  // Two device classes: HBM data-centre parts and GDDR GeForce/workstation boards. The values are the
-  // achieved fractions of the catalog's peaks for eager PyTorch-style training (cuBLAS GEMMs, cuDNN
-  // convolutions, unfused elementwise kernels), fitted once across all GPUs of the Lambda 2023 data
-  // (docs/VALIDATION.md; leave-one-GPU-out error 9%). Memory fractions include the traffic that minimum
-  // byte counts leave out (AMP casts, multi-pass normalisation), which is why they sit below STREAM-style
-  // bandwidth. GeForce GEMMs get closer to their (half-rate FP32-accumulate) peak because those boards
-  // hold clocks above the rated boost.
+  // Two device classes: HBM data-centre parts and GDDR GeForce/workstation boards. The tensor-core GEMM,
+  // convolution and memory fractions are the model's fitted constants (data/model-constants.toml,
+  // perf/fit.hpp): the achieved fractions of the catalog's peaks for eager PyTorch-style training
+  // (cuBLAS GEMMs, cuDNN convolutions, unfused elementwise kernels). Memory fractions include the traffic
+  // that minimum byte counts leave out (AMP casts, multi-pass normalisation), which is why they sit below
+  // STREAM-style bandwidth.
   EfficiencyParams p;
   const bool gddr = gpu.segment != "datacenter";
-  p.mem_max = gddr ? 0.70 : 0.60;
+  const ClassFractions& fitted = active_constants().of(device_class(gpu));
+  p.mem_max = fitted.mem;
   // Microbenchmark references (see the header): an H200 ran a bf16 8192^3 GEMM at 788 TFLOP/s (0.80 of
   // its 989 peak) and a device copy at 4.3 TB/s (0.90 of 4.8) through PyTorch on the project's device
   // machine (.library/device/KINDS.md, 2026-10-28); GeForce boards boost past their rated clock and
@@ -23,8 +25,8 @@ EfficiencyParams efficiency_for(const catalog::Gpu& gpu, const PrecisionPlan& pl
   p.bench_mem_ref = 0.88;
   p.bench_gemm_ref = !plan.tensor_cores ? 0.85 : gddr ? 0.90 : 0.80;
   if (plan.tensor_cores) {
-    p.gemm_max = gddr ? 0.85 : 0.75;
-    p.conv_max = gddr ? 0.65 : 0.45;
+    p.gemm_max = fitted.gemm;
+    p.conv_max = fitted.conv;
     p.attention_max = gddr ? 0.55 : 0.50;
   } else {
     // CUDA-core SGEMM: no tensor-core pipeline to fill; cuBLAS/cuDNN reach ~80% of FP32 peak.

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <memory>
 #include <charconv>
 
 #include "core/error.hpp"
@@ -13,8 +14,10 @@
 namespace gpuvs::perf {
 
 namespace {
-const std::vector<std::string> kOptionKeys = {"seq_len", "flash_attention", "sharding", "gen_len",
-                                              "recompute", "finetune", "lora_rank"};
+// The last six are the `gpt` workload's shape (graph::gpt_shape_keys()), valid with that workload only.
+const std::vector<std::string> kOptionKeys = {"seq_len",  "flash_attention", "sharding", "gen_len", "recompute",
+                                              "finetune", "lora_rank",       "layers",   "hidden",  "heads",
+                                              "kv_heads", "ffn",             "vocab"};
 
 std::string option_choice(const std::map<std::string, std::string>& o, const std::string& key, const std::string& fallback,
                           const std::vector<std::string>& allowed) {
@@ -82,6 +85,23 @@ void apply_recompute(Prediction& p, const graph::Graph& g, const graph::NetworkI
   p.detail.compute_s += p.recompute_s;
 }
 
+/// The graph of `net` under `opt`, built once per thread and reused: the fitter and the advisor price the
+/// same graphs many times, and building dominates pricing. Keyed by everything that shapes the graph.
+const graph::Graph& built(const graph::NetworkInfo& net, const graph::NetworkOptions& opt) {
+  thread_local std::map<std::string, std::unique_ptr<const graph::Graph>> cache;
+  const auto& d = net.decoder;
+  const std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", net.id, net.description, net.layers,
+                                      net.hidden, d.layers, d.hidden, d.heads, d.kv_heads, d.ffn, d.vocab, d.seq_len, opt.batch,
+                                      static_cast<int>(opt.dtype), opt.seq_len, opt.flash_attention, opt.training,
+                                      opt.decode_context, opt.lora_rank);
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    if (cache.size() >= 256) cache.clear();
+    it = cache.emplace(key, std::make_unique<const graph::Graph>(graph::build_network(net, opt))).first;
+  }
+  return *it->second;
+}
+
 // Serving: the prompt (seq_len) is prefilled once; each generated token is one decode step reading every
 // weight and the whole KV cache, priced at the generation's mean context.
 void apply_decode(Prediction& p, const graph::NetworkInfo& net, const catalog::Gpu& gpu, const EfficiencyParams& eff,
@@ -92,10 +112,9 @@ void apply_decode(Prediction& p, const graph::NetworkInfo& net, const catalog::G
   p.prefill_s = p.detail.step_s;
   graph::NetworkOptions d{p.batch, p.plan.activations, p.seq_len, flash, false};
   d.decode_context = p.prompt_len + p.gen_len / 2;
-  p.detail = predict_graph(graph::build_network(net, d), gpu, p.plan, eff);
+  p.detail = predict_graph(built(net, d), gpu, p.plan, eff);
   p.decode_step_s = p.detail.step_s;
-  p.kv_cache_bytes = graph::kv_cache_bytes(graph::decoder_preset(net.id), p.prompt_len + p.gen_len, p.batch,
-                                           p.plan.activations);
+  p.kv_cache_bytes = graph::kv_cache_bytes(net.decoder, p.prompt_len + p.gen_len, p.batch, p.plan.activations);
   p.memory.activations_bytes = p.kv_cache_bytes;
   update_peak(p.memory);
 }
@@ -168,7 +187,7 @@ std::map<std::string, std::string> parse_options(const std::string& text) {
 
 Prediction predict(const catalog::Catalog& cat, const PredictRequest& req) {
   const catalog::Gpu& gpu = cat.find(req.gpu);
-  const graph::NetworkInfo net = graph::resolve_network(req.workload);
+  const graph::NetworkInfo net = graph::resolve_network(req.workload, req.options);  // `gpt`: its shape from options
   if (req.gpus < 1 || req.gpus > 1024) throw InputError(fmt::format("--gpus must be in [1, 1024], got {}", req.gpus));
   if (req.gpus > 8)
     throw InputError(fmt::format("--gpus {}: more than one 8-GPU server (inter-node networks) is not modelled yet",
@@ -203,7 +222,7 @@ Prediction predict(const catalog::Catalog& cat, const PredictRequest& req) {
     throw InputError(fmt::format("recompute={} applies to training transformer workloads", p.recompute));
   graph::NetworkOptions nopt{p.batch, p.plan.activations, p.seq_len, flash, req.training};
   nopt.lora_rank = p.lora_rank;
-  const graph::Graph g = graph::build_network(net, nopt);
+  const graph::Graph& g = built(net, nopt);
   p.params = graph::param_count(g);
   p.frozen_params = graph::param_count(g, false) - p.params;
   const EfficiencyParams eff = calibrated_params(gpu, p.plan, req.calibration);

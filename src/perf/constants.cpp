@@ -1,0 +1,102 @@
+#include "perf/constants.hpp"
+
+#include <fmt/format.h>
+
+#include <toml++/toml.h>
+
+#include <cmath>
+
+#include "core/error.hpp"
+#include "core/strings.hpp"
+
+namespace gpuvs::embedded {
+extern const char* const kModelConstants;
+}
+
+namespace gpuvs::perf {
+
+namespace {
+
+thread_local const FittedConstants* t_active = nullptr;
+
+ClassFractions read_class(const toml::table& t, const char* name, const std::string& where) {
+  const auto* c = t[name].as_table();
+  if (!c) throw InputError(fmt::format("{}: missing table [{}]", where, name));
+  const int line = static_cast<int>(c->source().begin.line);
+  for (const auto& [k, v] : *c)
+    if (k.str() != "gemm" && k.str() != "conv" && k.str() != "mem")
+      throw InputError(fmt::format("{}:{}: [{}] unknown key '{}' (expected gemm, conv, mem)", where, line, name,
+                                   strings::printable(k.str())));
+  ClassFractions f;
+  for (auto [key, out] : {std::pair<const char*, double*>{"gemm", &f.gemm}, {"conv", &f.conv}, {"mem", &f.mem}}) {
+    const auto v = (*c)[key].value<double>();
+    if (!v || !std::isfinite(*v) || *v <= 0 || *v > 1)
+      throw InputError(fmt::format("{}:{}: [{}] {} must be a fraction in (0, 1]", where, line, name, key));
+    *out = *v;
+  }
+  return f;
+}
+
+}  // namespace
+
+DeviceClass device_class(const catalog::Gpu& gpu) {
+  return gpu.segment == "datacenter" ? DeviceClass::datacenter : DeviceClass::geforce;
+}
+
+const char* class_name(DeviceClass c) { return c == DeviceClass::datacenter ? "datacenter" : "geforce"; }
+
+FittedConstants parse_constants(const std::string& text, const std::string& where) {
+  toml::table t;
+  try {
+    t = toml::parse(text, where);
+  } catch (const toml::parse_error& e) {
+    throw InputError(fmt::format("{}:{}: {}", where, e.source().begin.line, strings::printable(std::string(e.description()))));
+  }
+  for (const auto& [k, v] : t)
+    if (k.str() != "fitted_on" && k.str() != "method" && k.str() != "datacenter" && k.str() != "geforce" && k.str() != "prior")
+      throw InputError(fmt::format("{}: unknown key '{}'", where, strings::printable(k.str())));
+  FittedConstants c;
+  c.of(DeviceClass::datacenter) = read_class(t, "datacenter", where);
+  c.of(DeviceClass::geforce) = read_class(t, "geforce", where);
+  c.prior = read_class(t, "prior", where);
+  if (const auto* arr = t["fitted_on"].as_array())
+    for (const auto& n : *arr)
+      if (const auto s = n.value<std::string>()) c.fitted_on.push_back(*s);
+  c.method = t["method"].value_or(std::string());
+  return c;
+}
+
+std::string constants_toml(const FittedConstants& c) {
+  std::string s =
+      "# The performance model's fitted constants: the only numbers in gpuvs fitted to measurements of training\n"
+      "# throughput. Each is the fraction of a spec peak that real framework kernels reach, per device class:\n"
+      "# data-centre HBM parts and GeForce/workstation GDDR boards. Everything else in the model is physics or a\n"
+      "# sourced figure. Written by `gpuvs validate --data data/validation --fit data/model-constants.toml`\n"
+      "# (perf/fit.hpp: coordinate descent on the mean |log error| of every priced training and inference row of\n"
+      "# the files in fitted_on, with a weak pull towards the priors); a test refits and compares, so it cannot\n"
+      "# go stale. [prior] stands in for a class with no rows to fit: what gpuvs's own microbenchmarks expect\n"
+      "# of a healthy card for GEMMs and DRAM streams, and the midpoint for convolutions - set from\n"
+      "# microbenchmark physics, not from any training row.\n";
+  std::vector<std::string> quoted;
+  for (const auto& f : c.fitted_on) quoted.push_back("\"" + f + "\"");
+  s += fmt::format("fitted_on = [{}]\nmethod = \"{}\"\n", strings::join(quoted, ", "), c.method);
+  auto table = [&](const char* name, const ClassFractions& f) {
+    s += fmt::format("\n[{}]\ngemm = {:.4f}\nconv = {:.4f}\nmem = {:.4f}\n", name, f.gemm, f.conv, f.mem);
+  };
+  table("datacenter", c.of(DeviceClass::datacenter));
+  table("geforce", c.of(DeviceClass::geforce));
+  table("prior", c.prior);
+  return s;
+}
+
+const FittedConstants& builtin_constants() {
+  static const FittedConstants c = parse_constants(embedded::kModelConstants, "built-in data/model-constants.toml");
+  return c;
+}
+
+const FittedConstants& active_constants() { return t_active ? *t_active : builtin_constants(); }
+
+ScopedConstants::ScopedConstants(const FittedConstants& c) : previous_(t_active), mine_(c) { t_active = &mine_; }
+ScopedConstants::~ScopedConstants() { t_active = previous_; }
+
+}  // namespace gpuvs::perf

@@ -1,0 +1,54 @@
+// The performance model's fitted constants (data/model-constants.toml, compiled in): per device class, the
+// fractions of a spec peak that framework GEMMs, convolutions and memory-bound kernels reach. They are the
+// only numbers fitted to training throughput; `perf/fit.hpp` refits them, and a ScopedConstants installs a
+// candidate set for the calling thread while the fitter tries it.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "catalog/catalog.hpp"
+
+namespace gpuvs::perf {
+
+/// The two device classes the constants are shared by.
+enum class DeviceClass { datacenter = 0, geforce = 1 };
+DeviceClass device_class(const catalog::Gpu& gpu);
+const char* class_name(DeviceClass c);
+
+struct ClassFractions {
+  double gemm = 0, conv = 0, mem = 0;
+};
+
+struct FittedConstants {
+  ClassFractions cls[2];   // by DeviceClass
+  ClassFractions prior;    // stands in for a class with no rows to fit
+  std::vector<std::string> fitted_on;
+  std::string method;
+  const ClassFractions& of(DeviceClass c) const { return cls[static_cast<int>(c)]; }
+  ClassFractions& of(DeviceClass c) { return cls[static_cast<int>(c)]; }
+};
+
+/// The compiled-in constants.
+const FittedConstants& builtin_constants();
+/// Parses constants TOML; InputError "WHERE:LINE: ..." for missing or impossible values (fractions in (0, 1]).
+FittedConstants parse_constants(const std::string& text, const std::string& where);
+/// TOML text for `c` (what `validate --fit` writes).
+std::string constants_toml(const FittedConstants& c);
+
+/// The constants predictions on this thread use: the built-in ones unless a ScopedConstants is active.
+const FittedConstants& active_constants();
+
+/// Installs `c` for the calling thread for its lifetime (the fitter's candidates).
+class ScopedConstants {
+ public:
+  explicit ScopedConstants(const FittedConstants& c);
+  ~ScopedConstants();
+  ScopedConstants(const ScopedConstants&) = delete;
+  ScopedConstants& operator=(const ScopedConstants&) = delete;
+
+ private:
+  const FittedConstants* previous_;
+  FittedConstants mine_;
+};
+
+}  // namespace gpuvs::perf

@@ -1,0 +1,104 @@
+#include "perf/fit.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace gpuvs::perf {
+
+namespace {
+
+// A weak pull towards the priors (in log space): a constant the rows do not pin down — the GEMM fraction
+// when every row is a convolutional network — stays near its prior instead of drifting to a bound.
+constexpr double kPriorWeight = 0.01;
+
+double objective(const catalog::Catalog& cat, const std::vector<PublishedRow>& rows, const std::set<std::string>& held_out,
+                 const FittedConstants& c) {
+  const ScopedConstants scope(c);
+  const ValidationReport rep = validate(cat, rows, held_out);
+  double sum = 0;
+  int n = 0;
+  for (const auto& v : rep.rows)
+    if (v.ape) {
+      sum += std::fabs(std::log(v.predicted / *v.row.value));
+      ++n;
+    }
+  double pull = 0;
+  for (const auto& k : c.cls)
+    for (auto [x, p] : {std::pair{k.gemm, c.prior.gemm}, {k.conv, c.prior.conv}, {k.mem, c.prior.mem}}) pull += std::pow(std::log(x / p), 2);
+  return (n ? sum / n : 0.0) + kPriorWeight * pull;
+}
+
+}  // namespace
+
+FitResult fit_constants(const catalog::Catalog& cat, const std::vector<PublishedRow>& rows, const std::set<std::string>& held_out) {
+  FitResult r;
+  // The rows the constants move: priced training and inference rows with a measured value.
+  std::vector<PublishedRow> fit_rows;
+  {
+    const ValidationReport rep = validate(cat, rows, held_out);
+    for (const auto& v : rep.rows)
+      if (v.ape && v.row.mode != "micro") {
+        fit_rows.push_back(v.row);
+        r.classes_fitted[static_cast<int>(device_class(cat.find(v.row.gpu)))] = true;
+      }
+  }
+  r.rows = static_cast<int>(fit_rows.size());
+  FittedConstants c = builtin_constants();
+  c.of(DeviceClass::datacenter) = c.prior;
+  c.of(DeviceClass::geforce) = c.prior;
+  std::vector<double*> params;
+  for (int k = 0; k < 2; ++k)
+    if (r.classes_fitted[k]) params.insert(params.end(), {&c.cls[k].gemm, &c.cls[k].conv, &c.cls[k].mem});
+  double best = objective(cat, fit_rows, held_out, c);
+  r.evaluations = 1;
+  // Coordinate descent on log(fraction): try a step up and down for each constant, keep what helps, halve
+  // the step when nothing does. Fractions stay in (0.05, 1].
+  for (double step = 0.25; step > 0.004 && !params.empty();) {
+    bool improved = false;
+    for (double* p : params)
+      for (double dir : {1.0, -1.0}) {
+        const double old = *p;
+        *p = std::clamp(old * std::exp(dir * step), 0.05, 1.0);
+        if (*p == old) continue;
+        const double obj = objective(cat, fit_rows, held_out, c);
+        ++r.evaluations;
+        if (obj < best - 1e-12) {
+          best = obj;
+          improved = true;
+          break;
+        }
+        *p = old;
+      }
+    if (!improved) step /= 2;
+  }
+  r.objective = best;
+  r.constants = c;
+  std::vector<std::string> files;
+  for (const auto& row : fit_rows)
+    if (std::find(files.begin(), files.end(), row.file) == files.end()) files.push_back(row.file);
+  r.constants.fitted_on = files;
+  r.constants.method = fmt::format("coordinate descent on mean |log error| from the priors over {} rows ({} evaluations)", r.rows,
+                                   r.evaluations);
+  return r;
+}
+
+std::vector<HeldOutSource> leave_one_source_out(const catalog::Catalog& cat, const std::vector<PublishedRow>& rows) {
+  std::vector<std::string> files;
+  for (const auto& row : rows)
+    if (std::find(files.begin(), files.end(), row.file) == files.end()) files.push_back(row.file);
+  std::vector<HeldOutSource> out;
+  for (const auto& f : files) {
+    std::vector<PublishedRow> train, test;
+    for (const auto& row : rows) (row.file == f ? test : train).push_back(row);
+    HeldOutSource h;
+    h.fit = fit_constants(cat, train, {f});
+    const ScopedConstants scope(h.fit.constants);
+    h.summary = validate(cat, test, {f}).sources.front();
+    out.push_back(h);
+  }
+  return out;
+}
+
+}  // namespace gpuvs::perf

@@ -1,0 +1,39 @@
+// Fitting the model's few constants (perf/constants.hpp) to published rows, and the honest check of that
+// fit: leave-one-source-out, where each source file is predicted by constants fitted on the others only
+// (and without the achievable figures copied from it).
+#pragma once
+#include <set>
+#include <string>
+#include <vector>
+
+#include "catalog/catalog.hpp"
+#include "perf/constants.hpp"
+#include "perf/validation.hpp"
+
+namespace gpuvs::perf {
+
+struct FitResult {
+  FittedConstants constants;
+  double objective = 0;      // mean |log(predicted / measured)| over the rows fitted, plus the prior pull
+  int rows = 0;              // rows that entered the fit (priced train and infer rows with a value)
+  int evaluations = 0;
+  bool classes_fitted[2] = {false, false};  // a class without rows keeps the prior
+};
+
+/// Fits the per-class GEMM, convolution and memory fractions by coordinate descent in log space from the
+/// priors, minimising the mean |log error| of the priced training and inference rows plus a weak pull
+/// (0.01 x the squared log distance) towards the priors, so a constant the rows cannot pin down stays there. Microbenchmark rows do
+/// not depend on these constants and are left out. `held_out` files' figures are withheld from the model's
+/// inputs while fitting.
+FitResult fit_constants(const catalog::Catalog& cat, const std::vector<PublishedRow>& rows,
+                        const std::set<std::string>& held_out = {});
+
+struct HeldOutSource {
+  SourceSummary summary;     // the source predicted by constants fitted without it
+  FitResult fit;             // those constants
+};
+
+/// Leave-one-source-out over the files the rows come from.
+std::vector<HeldOutSource> leave_one_source_out(const catalog::Catalog& cat, const std::vector<PublishedRow>& rows);
+
+}  // namespace gpuvs::perf
