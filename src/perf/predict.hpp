@@ -21,7 +21,8 @@ struct PredictRequest {
   Precision precision = Precision::amp_bf16;
   bool training = true;
   std::map<std::string, std::string> options;  // seq_len, flash_attention, sharding, gen_len, recompute,
-                                               // finetune, lora_rank
+                                               // finetune, lora_rank; for workload gpt its shape: layers,
+                                               // hidden, heads, kv_heads, ffn, vocab
   const Calibration* calibration = nullptr;    // measured corrections for one device (gpuvs bench --save)
 };
 
