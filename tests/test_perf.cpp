@@ -843,3 +843,31 @@ TEST(Fit, LeaveOneSourceOutRefitsWithoutTheHeldOutFile) {
   ASSERT_TRUE(rep.rows[0].ape);
   EXPECT_LT(*rep.rows[0].ape, 0.05);
 }
+
+TEST(Predictor, Fp32ThreeByThreeConvolutionsAreWinogradOthersImplicitGemm) {
+  // ResNet-50's training step: its 3x3 stride-1 convolutions (and their gradients) do 16/36 of the direct
+  // multiplies in FP32 on CUDA cores; the stem (3 channels), strided and 1x1 convolutions, and every
+  // tensor-core precision keep the direct count.
+  const graph::Graph g = graph::build_network(graph::network("resnet50"), {8, graph::DType::f32, 0, false, true});
+  const catalog::Gpu& v100 = cat().find("v100-sxm2-16gb");
+  const PrecisionPlan fp32 = plan_precision(Precision::fp32, v100), amp = plan_precision(Precision::amp_fp16, v100);
+  int winograd = 0, direct = 0;
+  for (const auto& n : g.nodes()) {
+    if (n.op != graph::OpKind::conv2d && n.op != graph::OpKind::conv2d_grad_input && n.op != graph::OpKind::conv2d_grad_weight) {
+      EXPECT_EQ(conv_flop_factor(g, n, fp32), 1.0);
+      continue;
+    }
+    const graph::Node& conv = n.op == graph::OpKind::conv2d ? n : g.node(n.ref);
+    const bool three = conv.kernel_h == 3 && conv.stride_h == 1 && g.node(conv.inputs[0]).shape[1] >= 32;
+    EXPECT_DOUBLE_EQ(conv_flop_factor(g, n, fp32), three ? 16.0 / 36.0 : 1.0) << n.name;
+    EXPECT_DOUBLE_EQ(conv_flop_factor(g, n, amp), 1.0) << n.name;
+    (three ? winograd : direct)++;
+  }
+  EXPECT_GT(winograd, 30);  // 16 blocks' 3x3 convs (minus the strided ones), forward and gradients
+  EXPECT_GT(direct, 100);
+  // The FP32 step is faster than it would be at the direct count, and still not faster than the peak allows
+  // for the FLOPs it does.
+  const StepPrediction p = predict_graph(g, v100, fp32);
+  EXPECT_GT(p.matrix_flops / p.step_s, 0.0);
+  EXPECT_LT(p.matrix_flops / p.step_s, v100.fp32_tflops * 1e12);
+}

@@ -47,6 +47,18 @@ GemmDims gemm_dims(const graph::Graph& g, const Node& n) {
   }
 }
 
+double conv_flop_factor(const graph::Graph& g, const Node& n, const PrecisionPlan& plan) {
+  if (n.op != OpKind::conv2d && n.op != OpKind::conv2d_grad_input && n.op != OpKind::conv2d_grad_weight) return 1.0;
+  const Node& conv = n.op == OpKind::conv2d ? n : g.node(n.ref);
+  const Node& x = g.node(conv.inputs[0]);
+  const bool winograd_shape = conv.kernel_h == 3 && conv.kernel_w == 3 && conv.stride_h == 1 && conv.stride_w == 1 &&
+                              conv.groups == 1 && x.shape[1] >= 32 && conv.shape[1] >= 32;
+  // cuDNN runs FP32 3x3 stride-1 convolutions on CUDA cores with Winograd F(2x2, 3x3): 16 multiplies per
+  // 2x2 output tile per channel pair instead of 36, 2.25x fewer (Lavin & Gray 2016), for the forward pass
+  // and both gradients. Tensor-core paths (TF32, FP16, BF16) use implicit GEMM: the direct count.
+  return winograd_shape && !plan.tensor_cores ? 16.0 / 36.0 : 1.0;
+}
+
 StepPrediction predict_graph(const graph::Graph& g, const catalog::Gpu& gpu, const PrecisionPlan& plan) {
   return predict_graph(g, gpu, plan, efficiency_for(gpu, plan));
 }
@@ -61,6 +73,7 @@ StepPrediction predict_graph(const graph::Graph& g, const catalog::Gpu& gpu, con
   for (const Node& n : g.nodes()) {
     graph::OpCost c = graph::op_cost(g, n);
     if (c.matrix_flops == 0 && c.vector_flops == 0 && c.bytes == 0) continue;  // inputs, params, views
+    c.matrix_flops *= conv_flop_factor(g, n, plan);  // what the kernel computes, not what the layer says
     if (n.op == OpKind::adam_update && plan.fp32_master) {
       // AMP keeps fp32 master weights, gradients and moments, and writes a half-precision copy.
       c.bytes = c.bytes / elem * 4.0 + static_cast<double>(graph::numel(n.shape)) * elem;

@@ -37,6 +37,10 @@ StepPrediction predict_graph(const graph::Graph& g, const catalog::Gpu& gpu, con
                              const EfficiencyParams& params);
 StepPrediction predict_graph(const graph::Graph& g, const catalog::Gpu& gpu, const PrecisionPlan& plan);
 
+/// The share of a convolution's direct multiply count its algorithm does: 16/36 for 3x3 stride-1 FP32
+/// convolutions on CUDA cores (cuDNN's Winograd F(2x2, 3x3)), 1 otherwise (implicit GEMM, and any other op).
+double conv_flop_factor(const graph::Graph& g, const graph::Node& n, const PrecisionPlan& plan);
+
 /// GEMM dimensions of a matrix op (matmul, batch_matmul, conv and its gradients), for waves and ramps.
 GemmDims gemm_dims(const graph::Graph& g, const graph::Node& n);
 
