@@ -17,7 +17,7 @@ namespace {
 // The last six are the `gpt` workload's shape (graph::gpt_shape_keys()), valid with that workload only.
 const std::vector<std::string> kOptionKeys = {"seq_len",  "flash_attention", "sharding", "gen_len", "recompute",
                                               "finetune", "lora_rank",       "layers",   "hidden",  "heads",
-                                              "kv_heads", "ffn",             "vocab"};
+                                              "kv_heads", "ffn",             "vocab",    "memory_format"};
 
 std::string option_choice(const std::map<std::string, std::string>& o, const std::string& key, const std::string& fallback,
                           const std::vector<std::string>& allowed) {
@@ -227,7 +227,13 @@ Prediction predict(const catalog::Catalog& cat, const PredictRequest& req) {
   p.frozen_params = graph::param_count(g, false) - p.params;
   const EfficiencyParams eff = calibrated_params(gpu, p.plan, req.calibration);
   p.calibrated = req.calibration && req.calibration->gpu_id == gpu.id;
-  p.detail = predict_graph(g, gpu, p.plan, eff);
+  // Convolution layout: channels-last (the model's default, what NVIDIA's reference implementations train
+  // with on tensor cores) or channels-first, which adds cuDNN's transposes around tensor-core convolutions.
+  const std::string layout = option_choice(req.options, "memory_format", "nhwc", {"nhwc", "nchw"});
+  if (req.options.count("memory_format") && net.family != "cnn" && net.family != "unet")
+    throw InputError(fmt::format("option memory_format applies to convolutional workloads, not {}", net.id));
+  p.memory_format = layout;
+  p.detail = predict_graph(g, gpu, p.plan, eff, layout == "nchw" ? ConvLayout::nchw : ConvLayout::nhwc);
   // LoRA's frozen base: 16-bit weights (or 32-bit in fp32/tf32); QLoRA: 4-bit NF4 plus double-quantised
   // block scales, 0.516 bytes per parameter (Dettmers et al. 2023).
   const double frozen_bytes = p.finetune == "qlora" ? 0.516 : static_cast<double>(graph::dtype_size(p.plan.activations));

@@ -21,8 +21,8 @@ struct PredictRequest {
   Precision precision = Precision::amp_bf16;
   bool training = true;
   std::map<std::string, std::string> options;  // seq_len, flash_attention, sharding, gen_len, recompute,
-                                               // finetune, lora_rank; for workload gpt its shape: layers,
-                                               // hidden, heads, kv_heads, ffn, vocab
+                                               // finetune, lora_rank, memory_format; for workload gpt
+                                               // its shape: layers, hidden, heads, kv_heads, ffn, vocab
   const Calibration* calibration = nullptr;    // measured corrections for one device (gpuvs bench --save)
 };
 
@@ -56,6 +56,7 @@ struct Prediction {
   double kv_cache_bytes = 0;
   std::string recompute = "none";
   double recompute_s = 0;       // forward work done again in the backward pass
+  std::string memory_format = "nhwc";  // convolution layout priced (nchw adds cuDNN's transposes)
   std::string finetune = "full";
   std::int64_t lora_rank = 0;
   std::int64_t frozen_params = 0;

@@ -64,7 +64,7 @@ StepPrediction predict_graph(const graph::Graph& g, const catalog::Gpu& gpu, con
 }
 
 StepPrediction predict_graph(const graph::Graph& g, const catalog::Gpu& gpu, const PrecisionPlan& plan,
-                             const EfficiencyParams& p) {
+                             const EfficiencyParams& p, ConvLayout layout) {
   StepPrediction out;
   const double matrix_peak = plan.matrix_tflops * 1e12;
   const double vector_peak = plan.vector_tflops * 1e12 * p.vector_max;
@@ -97,6 +97,22 @@ StepPrediction predict_graph(const graph::Graph& g, const catalog::Gpu& gpu, con
     t.bound = t.compute_s >= t.memory_s ? Bound::compute : Bound::memory;
     t.efficiency = t.bound == Bound::compute ? mat_eff : mem_eff;
     t.seconds = std::max(t.compute_s, t.memory_s) + p.launch_s;
+    if (layout == ConvLayout::nchw && plan.tensor_cores &&
+        (n.op == OpKind::conv2d || n.op == OpKind::conv2d_grad_input || n.op == OpKind::conv2d_grad_weight)) {
+      // NCHW data on tensor cores: the activation operand and the result are each transposed (read and
+      // written once more) by separate kernels around the convolution.
+      const Node& conv = n.op == OpKind::conv2d ? n : g.node(n.ref);
+      const double activations = static_cast<double>(graph::numel(g.node(conv.inputs[0]).shape) + graph::numel(conv.shape));
+      const double bytes = 2.0 * activations * elem;
+      const double transpose_s = bytes / (bandwidth * memory_efficiency(bytes, p)) + 2 * p.launch_s;
+      t.seconds += transpose_s;
+      t.memory_s += transpose_s - 2 * p.launch_s;
+      out.memory_s += transpose_s - 2 * p.launch_s;
+      out.launch_s += 2 * p.launch_s;
+      out.step_s += transpose_s;
+      out.bytes += bytes;
+      out.kernels += 2;
+    }
     if (t.bound == Bound::compute) out.compute_s += std::max(t.compute_s, t.memory_s);
     else out.memory_s += std::max(t.compute_s, t.memory_s);
     out.launch_s += p.launch_s;

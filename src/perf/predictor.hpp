@@ -32,9 +32,14 @@ struct StepPrediction {
   std::vector<OpTime> ops;  // one per node that does work
 };
 
+/// How convolution activations are laid out in memory. Tensor-core convolutions run on channels-last (NHWC)
+/// data; with channels-first (NCHW, PyTorch's default layout) cuDNN transposes each convolution's input and
+/// output, two extra memory-bound kernels per convolution pass.
+enum class ConvLayout { nhwc, nchw };
+
 /// Prices `g` (built with plan.activations as its dtype) on `gpu`. `params` overrides the class defaults.
 StepPrediction predict_graph(const graph::Graph& g, const catalog::Gpu& gpu, const PrecisionPlan& plan,
-                             const EfficiencyParams& params);
+                             const EfficiencyParams& params, ConvLayout layout = ConvLayout::nhwc);
 StepPrediction predict_graph(const graph::Graph& g, const catalog::Gpu& gpu, const PrecisionPlan& plan);
 
 /// The share of a convolution's direct multiply count its algorithm does: 16/36 for 3x3 stride-1 FP32

@@ -91,8 +91,6 @@ std::map<std::string, std::string> model_options(const PublishedRow& r, std::str
       if (r.batch == 0 || g != static_cast<double>(r.batch) * r.n_gpus)
         reasons.push_back(fmt::format("global_batch={} over {} GPU(s) at batch {}: gradient accumulation is not modelled yet", value,
                                       r.n_gpus, r.batch == 0 ? std::string("(not published)") : std::to_string(r.batch)));
-    } else if (key == "memory_format") {
-      reasons.push_back(fmt::format("memory_format={}: convolution memory formats are not modelled yet", value));
     } else if (std::find(prediction_option_keys().begin(), prediction_option_keys().end(), key) != prediction_option_keys().end()) {
       out[key] = value;
     } else {
