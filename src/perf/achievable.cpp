@@ -29,8 +29,10 @@ const std::vector<std::string> kKeys = {"gemm-fp32", "gemm-tf32", "gemm-fp16", "
 std::string group_of(const std::string& key) {
   if (key.rfind("mem-", 0) == 0) return "mem";
   if (key == "h2d" || key == "d2h") return "host";
+  if (key == "gemm-fp16" || key == "gemm-bf16") return "gemm-16bit";  // one tensor pipeline, one rate
   return key;
 }
+
 
 /// What gpuvs's own microbenchmarks expect of a healthy card (perf/efficiency.hpp's bench references):
 /// the last resort when no card has a published figure of the kind.
@@ -169,6 +171,15 @@ std::optional<Achievable> achievable(const catalog::Catalog& cat, const catalog:
       a.basis = "published: " + f.source;
       return a;
     }
+  // The same card's figure for another key of the same kind (its BF16 GEMM for an FP16 one).
+  for (const auto& f : data.figures)
+    if (usable(f) && f.gpu == gpu.id && group_of(f.key) == group_of(key))
+      if (const auto own = spec_for(gpu, f.key)) {
+        a.fraction = f.value / *own;
+        a.value = a.fraction * *spec;
+        a.basis = fmt::format("this card's published {} fraction ({:.0f}%): {}", f.key, 100 * a.fraction, f.source);
+        return a;
+      }
   // Learned fractions of the same kind of figure on other cards: the same architecture and class first.
   std::vector<double> same, all;
   std::vector<std::string> same_ids, all_ids;
