@@ -27,4 +27,29 @@ static void BM_Predict(benchmark::State& state) {
 }
 BENCHMARK(BM_Predict)->DenseRange(0, static_cast<int>(graph::networks().size()) - 1)->Unit(benchmark::kMillisecond);
 
+// A 1,024-GPU plan (GPT-3 175B on H100, tp 8 x pp 8 x dp 16): two stage graphs built and priced, then the
+// parallel arithmetic. The micro-batch changes every iteration so no graph comes from the per-thread cache:
+// this is the cold cost a user's `gpuvs predict` pays (target < 100 ms).
+static void BM_PredictPlan1024Gpus(benchmark::State& state) {
+  const catalog::Catalog cat = catalog::Catalog::builtin();
+  perf::PredictRequest r;
+  r.workload = "gpt3-175b";
+  r.gpu = "h100-sxm";
+  r.gpus = 1024;
+  r.precision = perf::Precision::amp_bf16;
+  std::int64_t b = 1;
+  double tput = 0;
+  for (auto _ : state) {
+    r.batch = b;
+    r.options = {{"tp", "8"}, {"pp", "8"}, {"global_batch", std::to_string(16 * b * 64)}};
+    b = b % 200 + 1;
+    const perf::Prediction p = perf::predict(cat, r);
+    const double t = p.throughput;
+    benchmark::DoNotOptimize(t);
+    tput = t;
+  }
+  if (state.iterations() > 0 && !(tput > 0)) state.SkipWithError("no throughput");
+}
+BENCHMARK(BM_PredictPlan1024Gpus)->Unit(benchmark::kMillisecond);
+
 BENCHMARK_MAIN();

@@ -1,9 +1,12 @@
 // The built-in networks against published figures: parameter counts and forward multiply-accumulates.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
+#include <string>
 
 #include "core/error.hpp"
 #include "graph/cost.hpp"
@@ -452,4 +455,316 @@ TEST(Networks, GptShapeRefusesBadShapes) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("or gpt with layers, hidden and heads"), std::string::npos) << e.what();
   }
+}
+
+// --- One rank's shard under Megatron-LM's tensor (tp) and pipeline (pp) parallelism ---------------------------
+
+namespace {
+NetworkOptions parallel(int tp, int stage_layers = 0, bool first = true, bool last = true, bool training = false,
+                        std::int64_t seq = 128) {
+  NetworkOptions o{1, DType::bf16, seq, true, training};
+  o.tensor_parallel = tp;
+  o.stage_layers = stage_layers;
+  o.first_stage = first;
+  o.last_stage = last;
+  return o;
+}
+std::int64_t params_of(const std::string& id, const NetworkOptions& o) { return param_count(build_network(network(id), o)); }
+// Megatron pads the vocabulary to a multiple of 128 x tp (make-vocab-size-divisible-by 128); tp = 1 keeps it.
+std::int64_t megatron_vocab(std::int64_t v, std::int64_t tp) {
+  if (tp == 1) return v;
+  std::int64_t p = v;
+  while (p % (128 * tp) != 0) ++p;
+  return p;
+}
+// Replicated on every tensor-parallel rank: norms (scale, shift), the row-parallel projections' biases (attention
+// output, MLP down; added after their all-reduce) and the learned position table.
+std::int64_t replicated_params(const DecoderConfig& c) {
+  const std::int64_t d = c.hidden, norm = c.norm_bias ? 2 * d : d;
+  return c.layers * 2 * norm + norm + (c.linear_bias ? c.layers * 2 * d : 0) + (c.learned_positions ? c.seq_len * d : 0);
+}
+double block_matrix_flops(const Graph& g) {
+  double f = 0;
+  for (const auto& n : g.nodes())
+    if (n.name.rfind("blocks.", 0) == 0) f += op_cost(g, n).matrix_flops;
+  return f;
+}
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+}  // namespace
+
+TEST(Networks, TensorParallelShardSplitsMatricesHeadsAndVocabulary) {
+  for (const char* id : {"llama2-7b", "gpt3-175b"}) {
+    const DecoderConfig c = decoder_preset(id);
+    const std::int64_t total = decoder_params(c), d = c.hidden;
+    const std::int64_t tables = c.tied_embeddings ? 1 : 2;  // wte, and lm_head when untied
+    const std::int64_t embeddings = tables * c.vocab * d, replicated = replicated_params(c);
+    const std::int64_t split = total - replicated - embeddings;
+    const Graph whole = build_network(network(id), parallel(1, 0, true, true, true, 256));
+    const double whole_flops = graph_cost(whole).matrix_flops, whole_blocks = block_matrix_flops(whole);
+    for (std::int64_t t : {2, 4, 8}) {
+      const int tp = static_cast<int>(t);
+      ASSERT_EQ(split % t, 0) << id << " tp " << t;
+      const std::int64_t vp = megatron_vocab(c.vocab, t);
+      EXPECT_EQ(vp % (128 * t), 0);
+      EXPECT_EQ(tp_padded_vocab(c.vocab, tp), vp) << id << " tp " << t;
+      EXPECT_EQ(params_of(id, parallel(tp)), split / t + replicated + tables * (vp / t) * d) << id << " tp " << t;
+      const Graph g = build_network(network(id), parallel(tp));
+      EXPECT_EQ(g.node(g.find("blocks.0/attn/q/weight")).shape, (Shape{d, d / t})) << id;
+      EXPECT_EQ(g.node(g.find("blocks.0/attn/k/weight")).shape, (Shape{d, d / t})) << id;
+      EXPECT_EQ(g.node(g.find("blocks.0/attn/out/weight")).shape, (Shape{d / t, d})) << id;
+      EXPECT_EQ(g.node(g.find("blocks.0/mlp.up/weight")).shape, (Shape{d, c.ffn / t})) << id;
+      EXPECT_EQ(g.node(g.find("blocks.0/mlp.down/weight")).shape, (Shape{c.ffn / t, d})) << id;
+      EXPECT_EQ(g.node(g.find("blocks.0/norm_1/weight")).shape, (Shape{d})) << id;
+      EXPECT_EQ(g.node(g.find("wte/weight")).shape, (Shape{vp / t, d})) << id;
+      EXPECT_EQ(g.node(g.output("logits")).shape, (Shape{128, vp / t})) << id;
+      if (c.linear_bias) {
+        EXPECT_EQ(g.node(g.find("blocks.0/attn/q/bias")).shape, (Shape{d / t})) << id;     // column-parallel: split
+        EXPECT_EQ(g.node(g.find("blocks.0/mlp.down/bias")).shape, (Shape{d})) << id;       // row-parallel: whole
+        EXPECT_EQ(g.node(g.find("wpe/weight")).shape, (Shape{c.seq_len, d})) << id;        // positions: whole
+      }
+      // A training step's GEMMs: the blocks' (projections, MLP, attention) divide exactly; with the padded
+      // logits the whole step is within 1% of the whole model's over t.
+      const Graph step = build_network(network(id), parallel(tp, 0, true, true, true, 256));
+      EXPECT_NEAR(block_matrix_flops(step) * static_cast<double>(t) / whole_blocks, 1.0, 1e-12) << id << " tp " << t;
+      const double ratio = graph_cost(step).matrix_flops * static_cast<double>(t) / whole_flops;
+      EXPECT_NEAR(ratio, 1.0, 0.01) << id << " tp " << t;
+      EXPECT_GE(ratio, 1.0) << id << " tp " << t;  // the padding only adds
+    }
+  }
+  // The padding rule itself (GPT-2's 50257 words).
+  EXPECT_EQ(tp_padded_vocab(50257, 1), 50257);
+  EXPECT_EQ(tp_padded_vocab(50257, 2), 50432);
+  EXPECT_EQ(tp_padded_vocab(50257, 8), 51200);
+  EXPECT_EQ(tp_padded_vocab(32000, 2), 32000);
+  EXPECT_EQ(tp_padded_vocab(32000, 8), 32768);
+}
+
+TEST(Networks, TensorParallelBeyondTheKvHeadsKeepsOneReplicatedKvHeadPerRank) {
+  // Llama 3 8B: 32 query heads, 8 KV heads of 128. tp <= 8 splits the KV heads; tp 16 and 32 keep one per rank.
+  const DecoderConfig c = decoder_preset("llama3-8b");
+  const std::int64_t d = c.hidden, hd = 128;
+  for (int tp : {1, 2, 4, 8, 16, 32}) {
+    const Graph g = build_network(network("llama3-8b"), parallel(tp));
+    const std::int64_t kv = std::max(8 / tp, 1);
+    EXPECT_EQ(g.node(g.find("blocks.3/attn/q/weight")).shape, (Shape{d, 32 / tp * hd})) << tp;
+    EXPECT_EQ(g.node(g.find("blocks.3/attn/k/weight")).shape, (Shape{d, kv * hd})) << tp;
+    EXPECT_EQ(g.node(g.find("blocks.3/attn/v/weight")).shape, (Shape{d, kv * hd})) << tp;
+    // Count: the KV projections are whole heads per rank, the rest splits as before.
+    const std::int64_t kv_total = c.layers * 2 * d * 8 * hd, replicated = replicated_params(c);
+    const std::int64_t vp = megatron_vocab(c.vocab, tp);
+    const std::int64_t rest = decoder_params(c) - replicated - 2 * c.vocab * d - kv_total;
+    EXPECT_EQ(param_count(g), rest / tp + replicated + 2 * (vp / tp) * d + c.layers * 2 * d * kv * hd) << tp;
+  }
+  // The explicit attention path repeats the rank's one KV head over its two query heads; a decode step's KV
+  // cache holds the rank's heads only.
+  NetworkOptions eager = parallel(16, 0, true, true, true);
+  eager.flash_attention = false;
+  const Graph e = build_network(network("llama3-8b"), eager);
+  EXPECT_EQ(e.node(e.find("blocks.0/attn/k_repeat")).shape, (Shape{2, 128, hd}));
+  NetworkOptions decode = parallel(16);
+  decode.decode_context = 1000;
+  const Graph dec = build_network(network("llama3-8b"), decode);
+  EXPECT_EQ(dec.node(dec.find("blocks.0/attn/k_cache")).shape, (Shape{1, 1000, hd}));
+  EXPECT_EQ(dec.node(dec.find("blocks.0/attn/q_heads")).shape, (Shape{2, 1, hd}));
+  // KV heads that the ranks cannot share evenly are refused: 12 KV heads on 8 or 16 ranks.
+  const NetworkInfo odd = resolve_network("gpt", {{"layers", "2"}, {"hidden", "768"}, {"heads", "48"}, {"kv_heads", "12"}});
+  EXPECT_GT(param_count(build_network(odd, parallel(4))), 0);
+  for (int tp : {8, 16}) {
+    const std::string msg = error_of([&] { (void)build_network(odd, parallel(tp)); });
+    EXPECT_NE(msg.find(fmt::format("tensor_parallel {} does not fit the 12 KV heads", tp)), std::string::npos) << msg;
+  }
+}
+
+TEST(Networks, PipelineStagesSplitTheBlocksAndTheEnds) {
+  // Llama 2 7B (untied) on 4 stages of 8 blocks: the stages together hold the model exactly once.
+  const DecoderConfig c = decoder_preset("llama2-7b");
+  const std::int64_t d = c.hidden, total = decoder_params(c);
+  const int per = c.layers / 4;
+  const Graph first = build_network(network("llama2-7b"), parallel(1, per, true, false));
+  const Graph middle = build_network(network("llama2-7b"), parallel(1, per, false, false));
+  const Graph last = build_network(network("llama2-7b"), parallel(1, per, false, true));
+  EXPECT_EQ(param_count(first) + 2 * param_count(middle) + param_count(last), total);
+  // First: the embedding and blocks 0..7, no head; its output is the block stack's.
+  EXPECT_NE(first.find("wte/weight"), kNone);
+  EXPECT_NE(first.find("tokens"), kNone);
+  EXPECT_EQ(first.find("lm_head/weight"), kNone);
+  EXPECT_EQ(first.find("norm_f/weight"), kNone);
+  EXPECT_EQ(first.find("stage_input"), kNone);
+  EXPECT_NE(first.find("blocks.7/mlp.down/weight"), kNone);
+  EXPECT_EQ(first.find("blocks.8/attn/q/weight"), kNone);
+  EXPECT_EQ(first.output("logits"), kNone);
+  EXPECT_EQ(first.output("loss"), kNone);  // inference: no loss on a stage that is not the last
+  EXPECT_EQ(first.output("stage_output"), first.find("blocks.7/mlp_residual"));
+  EXPECT_EQ(first.node(first.output("stage_output")).shape, (Shape{128, d}));
+  EXPECT_EQ(param_count(first), c.vocab * d + per * (decoder_params(c) - 2 * c.vocab * d - d) / c.layers);
+  // Middle: neither end; its input is the previous stage's activations.
+  EXPECT_EQ(middle.find("wte/weight"), kNone);
+  EXPECT_EQ(middle.find("lm_head/weight"), kNone);
+  EXPECT_EQ(middle.find("norm_f/weight"), kNone);
+  EXPECT_EQ(middle.find("tokens"), kNone);
+  EXPECT_EQ(middle.node(middle.find("stage_input")).shape, (Shape{1, 128, d}));
+  EXPECT_EQ(middle.node(middle.find("stage_input")).op, OpKind::input);
+  EXPECT_EQ(count(middle, OpKind::softmax_xent), 0);
+  EXPECT_EQ(count(middle, OpKind::embedding), 0);
+  EXPECT_EQ(count(middle, OpKind::attention), per);
+  // Last: the final norm, the logits and the loss.
+  EXPECT_EQ(last.find("wte/weight"), kNone);
+  EXPECT_NE(last.find("lm_head/weight"), kNone);
+  EXPECT_NE(last.find("norm_f/weight"), kNone);
+  EXPECT_NE(last.output("logits"), kNone);
+  EXPECT_EQ(last.node(last.output("loss")).op, OpKind::softmax_xent);
+  EXPECT_EQ(last.output("stage_output"), kNone);
+  EXPECT_EQ(count(last, OpKind::embedding), 0);
+  // One stage holding every block at both ends is the whole model, node for node.
+  const Graph whole = build_network(network("llama2-7b"), parallel(1, 0, true, true, true));
+  const Graph one = build_network(network("llama2-7b"), parallel(1, c.layers, true, true, true));
+  EXPECT_EQ(one.size(), whole.size());
+  EXPECT_EQ(graph_cost(one).bytes, graph_cost(whole).bytes);
+  EXPECT_EQ(graph_cost(one).matrix_flops, graph_cost(whole).matrix_flops);
+  EXPECT_EQ(param_count(one), total);
+
+  // GPT-3 175B (tied head, learned positions) on 8 stages of 12: the last stage keeps its own copy of the word
+  // embedding for the logits, as Megatron does, so the stages hold vocab x hidden more than the model.
+  const DecoderConfig g3 = decoder_preset("gpt3-175b");
+  const int per3 = g3.layers / 8;
+  std::int64_t sum = 0;
+  for (int s = 0; s < 8; ++s) sum += params_of("gpt3-175b", parallel(1, per3, s == 0, s == 7));
+  EXPECT_EQ(sum, decoder_params(g3) + g3.vocab * g3.hidden);
+  const Graph l3 = build_network(network("gpt3-175b"), parallel(1, per3, false, true));
+  EXPECT_EQ(l3.node(l3.find("wte/weight")).shape, (Shape{g3.vocab, g3.hidden}));
+  EXPECT_EQ(l3.find("wpe/weight"), kNone);  // positions only on the first stage
+  EXPECT_EQ(l3.find("tokens"), kNone);
+  const Graph f3 = build_network(network("gpt3-175b"), parallel(1, per3, true, false));
+  EXPECT_NE(f3.find("wpe/weight"), kNone);
+  EXPECT_EQ(f3.find("norm_f/weight"), kNone);
+  // Uneven splits are a stage's business: 5 + 27 blocks of Llama 2 7B still sum to the model.
+  EXPECT_EQ(params_of("llama2-7b", parallel(1, 5, true, false)) + params_of("llama2-7b", parallel(1, 27, false, true)),
+            total);
+}
+
+TEST(Networks, TensorAndPipelineParallelCompose) {
+  // A stage of a tp shard: the stages of one tensor-parallel rank sum to that rank's whole shard (plus the
+  // tied table's second copy, itself split tp ways).
+  for (int tp : {2, 8}) {
+    const std::int64_t shard = params_of("llama2-7b", parallel(tp));
+    std::int64_t sum = 0;
+    for (int s = 0; s < 4; ++s) sum += params_of("llama2-7b", parallel(tp, 8, s == 0, s == 3));
+    EXPECT_EQ(sum, shard) << tp;
+    const DecoderConfig g3 = decoder_preset("gpt3-175b");
+    const std::int64_t shard3 = params_of("gpt3-175b", parallel(tp));
+    std::int64_t sum3 = 0;
+    for (int s = 0; s < 8; ++s) sum3 += params_of("gpt3-175b", parallel(tp, 12, s == 0, s == 7));
+    EXPECT_EQ(sum3, shard3 + megatron_vocab(g3.vocab, tp) / tp * g3.hidden) << tp;
+  }
+  const Graph g = build_network(network("gpt3-175b"), parallel(8, 12, false, false, true));
+  EXPECT_EQ(g.node(g.find("blocks.11/attn/q/weight")).shape, (Shape{12288, 1536}));
+  EXPECT_EQ(g.node(g.find("blocks.11/mlp.up/weight")).shape, (Shape{12288, 6144}));
+  EXPECT_EQ(g.node(g.find("stage_input")).shape, (Shape{1, 128, 12288}));  // the residual stream is whole
+  EXPECT_EQ(g.find("blocks.12/attn/q/weight"), kNone);
+  // Its blocks' GEMMs are 12/96 of the whole model's over 8.
+  const Graph whole = build_network(network("gpt3-175b"), parallel(1, 0, true, true, true));
+  EXPECT_NEAR(block_matrix_flops(g) * 8 * 8 / block_matrix_flops(whole), 1.0, 1e-12);
+}
+
+TEST(Networks, MiddleStageTrainsEveryParamFromTheNextStagesGradient) {
+  const NetworkOptions o = parallel(2, 3, false, false, true);
+  const Graph g = build_network(network("llama2-7b"), o);
+  // One Adam update per param, and every param of every block has one.
+  std::map<NodeId, int> updates;
+  for (const auto& n : g.nodes())
+    if (n.op == OpKind::adam_update) ++updates[n.inputs[0]];
+  int params = 0;
+  for (const auto& n : g.nodes())
+    if (n.op == OpKind::param) {
+      ++params;
+      EXPECT_TRUE(n.trainable) << n.name;
+      EXPECT_EQ(updates[n.id], 1) << n.name;
+    }
+  EXPECT_EQ(params, 3 * 9);  // per block: 2 norms, q, k, v, out, gate, up, down
+  EXPECT_EQ(count(g, OpKind::adam_update), params);
+  EXPECT_NE(g.find("blocks.0/attn/q/weight/adam"), kNone);  // the backward pass reaches the stage's first block
+  // The seed: dL/d(output) arrives as an input; the surrogate loss <output, output_grad> is a scalar whose
+  // gradient with respect to the output is that input (no other path to it: the data gets no gradient).
+  const NodeId dy = g.find("stage_output_grad");
+  ASSERT_NE(dy, kNone);
+  EXPECT_EQ(g.node(dy).op, OpKind::input);
+  EXPECT_EQ(g.node(dy).shape, (Shape{128, 4096}));
+  EXPECT_EQ(g.node(dy).dtype, DType::bf16);
+  const NodeId loss = g.output("loss");
+  EXPECT_TRUE(g.node(loss).shape.empty());
+  EXPECT_EQ(g.output("stage_output"), g.find("blocks.2/mlp_residual"));
+  const NodeId seed = g.find("stage_loss/dot/grad/a");
+  ASSERT_NE(seed, kNone);
+  EXPECT_EQ(g.node(g.node(seed).inputs[1]).inputs[0], dy);  // dy's column view, transposed: dy itself
+  EXPECT_EQ(g.find("stage_loss/dot/grad/b"), kNone);
+  // Everything of the forward pass comes before the loss (the boundary the performance model reads), everything
+  // of the backward pass after it.
+  for (const auto& n : g.nodes()) {
+    if (n.name.find("/grad") != std::string::npos || n.op == OpKind::adam_update) {
+      EXPECT_GT(n.id, loss) << n.name;
+    }
+  }
+
+  // The seed's price is negligible beside one block's: a block is the difference of 2 and 1 blocks.
+  auto step_cost = [](int blocks) { return graph_cost(build_network(network("llama2-7b"), parallel(1, blocks, false, false, true, 2048))); };
+  const OpCost one = step_cost(1), two = step_cost(2);
+  const Graph s = build_network(network("llama2-7b"), parallel(1, 1, false, false, true, 2048));
+  OpCost seeding;
+  for (const auto& n : s.nodes())
+    if (n.name.rfind("stage_loss", 0) == 0 || n.name.rfind("loss", 0) == 0) seeding += op_cost(s, n);
+  const double block_flops = two.matrix_flops - one.matrix_flops, block_bytes = two.bytes - one.bytes;
+  EXPECT_GT(seeding.bytes, 0.0);
+  EXPECT_LT(seeding.matrix_flops, 1e-4 * block_flops);  // 2 x 2 x tokens x hidden vs ~72 x tokens x hidden^2
+  EXPECT_LT(seeding.vector_flops, 1e-4 * (two.vector_flops - one.vector_flops));
+  EXPECT_LT(seeding.bytes, 0.05 * block_bytes);  // 4 x tokens x hidden elements
+  EXPECT_EQ(seeding.bytes, (4.0 * 2048 * 4096 + 3) * 2);
+
+  // Inference: no seed, no loss.
+  const Graph inf = build_network(network("llama2-7b"), parallel(2, 3, false, false, false));
+  EXPECT_EQ(inf.find("stage_output_grad"), kNone);
+  EXPECT_EQ(inf.output("loss"), kNone);
+  // The last stage's loss is the ordinary one; the first stage updates its (vocab-parallel) embedding too.
+  const Graph first = build_network(network("llama2-7b"), parallel(2, 3, true, false, true));
+  EXPECT_NE(first.find("wte/weight/adam"), kNone);
+  EXPECT_EQ(count(first, OpKind::adam_update), 3 * 9 + 1);
+  const Graph last = build_network(network("llama2-7b"), parallel(2, 3, false, true, true));
+  EXPECT_EQ(count(last, OpKind::adam_update), 3 * 9 + 2);
+  EXPECT_EQ(last.find("stage_output_grad"), kNone);
+}
+
+TEST(Networks, ParallelOptionsOutOfRangeOrOnOtherBuildersAreInputErrors) {
+  const NetworkInfo& llama = network("llama2-7b");
+  auto refused = [](const NetworkInfo& net, const NetworkOptions& o, const std::string& names) {
+    const std::string msg = error_of([&] { (void)build_network(net, o); });
+    EXPECT_NE(msg.find(names), std::string::npos) << net.id << ": " << msg;
+  };
+  refused(llama, parallel(0), "tensor_parallel 0 is outside [1, 512]");
+  refused(llama, parallel(-2), "tensor_parallel -2 is outside [1, 512]");
+  refused(llama, parallel(513), "tensor_parallel 513 is outside [1, 512]");
+  refused(llama, parallel(1, -1), "stage_layers -1 is outside [0, 32]");
+  refused(llama, parallel(1, 33), "stage_layers 33 is outside [0, 32]");
+  refused(llama, parallel(3), "tensor_parallel 3 does not split the 32 attention heads");
+  refused(llama, parallel(64), "tensor_parallel 64 does not split the 32 attention heads");
+  refused(llama, parallel(1, 0, false, true), "first_stage false");
+  refused(llama, parallel(1, 0, true, false), "last_stage false");
+  const NetworkInfo odd_ffn = resolve_network("gpt", {{"layers", "2"}, {"hidden", "768"}, {"heads", "12"}, {"ffn", "3001"}});
+  refused(odd_ffn, parallel(2), "tensor_parallel 2 does not split the MLP inner size 3001");
+  EXPECT_NO_THROW(build_network(llama, parallel(512 / 16, 32)));  // 32 ranks, the whole stack
+  // Every builder but the decoders' builds the whole model only: InputError naming the option.
+  for (const char* id : {"resnet50", "vgg16", "bert-base", "sd15-unet"}) {
+    refused(network(id), parallel(2), "tensor_parallel 2 is for decoders only");
+    refused(network(id), parallel(1, 4), "stage_layers 4 is for decoders only");
+    refused(network(id), parallel(1, 0, false, true), "first_stage false is for decoders only");
+    refused(network(id), parallel(1, 0, true, false), "last_stage false is for decoders only");
+    EXPECT_NO_THROW(build_network(network(id), parallel(1)));
+  }
+  NetworkOptions bert = parallel(4);
+  EXPECT_THROW(build_bert(bert, 2, 128, 2), InputError);  // the builder itself, not only the registry
 }

@@ -72,7 +72,14 @@ int run_predict(const PredictArgs& a) {
       j["decode"] = {{"prompt_len", p.prompt_len}, {"gen_len", p.gen_len}, {"time_to_first_token_s", p.prefill_s},
                      {"per_token_latency_s", p.decode_step_s}, {"kv_cache_gib", p.kv_cache_bytes / kGiB},
                      {"request_latency_s", p.prefill_s + static_cast<double>(p.gen_len) * p.decode_step_s}};
-    if (p.gpus > 1)
+    if (p.parallel)
+      j["parallel"] = {{"gpus", p.gpus}, {"tp", p.tp}, {"pp", p.pp}, {"vp", p.vp}, {"cp", p.cp}, {"dp", p.dp},
+                       {"global_batch", p.global_batch}, {"micro_batches", p.micro_batches}, {"micro_batch_s", p.microbatch_s},
+                       {"tp_allreduce_s_per_micro_batch", p.tp_comm_s}, {"cp_exposed_s_per_micro_batch", p.cp_exposed_s},
+                       {"pp_send_s_per_micro_batch", p.pp_comm_s}, {"bubble_s", p.bubble_s}, {"dp_reduce_s", p.dp_comm_s},
+                       {"dp_exposed_s", p.dp_exposed_s}, {"optimizer_s", p.optimizer_s}, {"network", p.network},
+                       {"network_note", p.network_note}, {"tp_link", p.tp_link}, {"pp_link", p.pp_link}, {"dp_link", p.dp_link}};
+    else if (p.gpus > 1)
       j["scaling"] = {{"link", p.link.kind}, {"link_description", p.link.description}, {"bus_gbps", p.link.bus_gbs},
                       {"sharding", p.sharding}, {"comm_bytes_per_step", p.comm_bytes}, {"comm_s", p.comm_s},
                       {"comm_exposed_s", p.comm_exposed_s}, {"single_gpu_step_s", p.single_gpu_step_s},
@@ -92,16 +99,31 @@ int run_predict(const PredictArgs& a) {
              p.seq_len > 0 ? fmt::format(" x {} tokens", p.seq_len) : "", p.plan.matrix_unit);
   fmt::print("  throughput   {} {} per GPU (likely {} to {})\n", units::format_si(p.throughput), p.unit,
              units::format_si(p.band_low), units::format_si(p.band_high));
-  fmt::print("  step time    {} ({} kernels): compute-bound {}, memory-bound {}, launch {}\n",
-             units::format_seconds(p.step_s), d.kernels, units::format_seconds(d.compute_s),
-             units::format_seconds(d.memory_s), units::format_seconds(d.launch_s));
+  if (p.parallel) {
+    fmt::print("  plan         {} GPUs = tp {} x pp {}{} x cp {} x dp {}; global batch {} = {} micro-batches of {} per data-parallel rank\n",
+               p.gpus, p.tp, p.pp, p.vp > 1 ? fmt::format(" (vp {})", p.vp) : "", p.cp, p.dp, p.global_batch, p.micro_batches, p.batch);
+    fmt::print("  step time    {}: {} micro-batches x {} + bubble {} + data-parallel reduction {} (of {}) + optimizer {}\n",
+               units::format_seconds(p.step_s), p.micro_batches, units::format_seconds(p.microbatch_s), units::format_seconds(p.bubble_s),
+               units::format_seconds(p.dp_exposed_s), units::format_seconds(p.dp_comm_s), units::format_seconds(p.optimizer_s));
+    fmt::print("  micro-batch  {} on the slowest stage ({} kernels: compute-bound {}, memory-bound {}, launch {}{}), TP all-reduces {}, "
+               "CP exchange not hidden {}, pipeline sends {}\n",
+               units::format_seconds(p.microbatch_s), d.kernels, units::format_seconds(d.compute_s), units::format_seconds(d.memory_s),
+               units::format_seconds(d.launch_s), p.recompute_s > 0 ? ", recompute " + units::format_seconds(p.recompute_s) : "",
+               units::format_seconds(p.tp_comm_s), units::format_seconds(p.cp_exposed_s), units::format_seconds(p.pp_comm_s));
+    fmt::print("  links        TP: {}; PP: {}; DP: {}{}\n", p.tp_link, p.pp_link, p.dp_link,
+               p.network_note.empty() ? "" : "; network assumed: " + p.network_note);
+  } else {
+    fmt::print("  step time    {} ({} kernels): compute-bound {}, memory-bound {}, launch {}\n",
+               units::format_seconds(p.step_s), d.kernels, units::format_seconds(d.compute_s),
+               units::format_seconds(d.memory_s), units::format_seconds(d.launch_s));
+  }
   if (p.decode)
     fmt::print("  serving      prompt {} + {} generated tokens: first token after {}, then {} per token; request {}; "
                "KV cache {:.2f} GiB\n",
                p.prompt_len, p.gen_len, units::format_seconds(p.prefill_s), units::format_seconds(p.decode_step_s),
                units::format_seconds(p.prefill_s + static_cast<double>(p.gen_len) * p.decode_step_s),
                p.kv_cache_bytes / kGiB);
-  if (p.gpus > 1)
+  if (p.gpus > 1 && !p.parallel)
     fmt::print("  scaling      {} GPUs over {}: {:.3g} GB exchanged per GPU per step in {}, {} not hidden by compute; "
                "{:.0f}% scaling efficiency{}\n",
                p.gpus, p.link.description, p.comm_bytes / 1e9, units::format_seconds(p.comm_s),

@@ -46,10 +46,12 @@ struct TransformerBuilder {
   }
 
   /// Multi-head (grouped-query) attention on x [B*T, d]: projections, head split, attention, merge, output.
+  /// `heads` and `kv_heads` are this rank's (a tensor-parallel shard holds a share of them), each `hd` wide;
+  /// the output projection maps them back to the full width d.
   NodeId attention(const std::string& p, NodeId x, std::int64_t batch, std::int64_t seq, int heads, int kv_heads,
-                   bool causal, bool rope, bool bias, double attn_dropout, std::int64_t kv_context = 0) {
+                   std::int64_t hd, bool causal, bool rope, bool bias, double attn_dropout,
+                   std::int64_t kv_context = 0) {
     const std::int64_t d = g.node(x).shape[1];
-    const std::int64_t hd = d / heads;
     const NodeId q = linear(p + "/q", x, heads * hd, bias);
     const NodeId k = linear(p + "/k", x, kv_heads * hd, bias);
     const NodeId v = linear(p + "/v", x, kv_heads * hd, bias);
@@ -91,6 +93,7 @@ struct TransformerBuilder {
 }  // namespace
 
 Graph build_bert(const NetworkOptions& opt, int layers, std::int64_t hidden, int heads) {
+  require_whole_model(opt, "bert");
   Graph g;
   TransformerBuilder b{g, opt.dtype, opt.training, opt.flash_attention, opt.lora_rank};
   const std::int64_t batch = opt.batch, seq = opt.seq_len > 0 ? opt.seq_len : 384;
@@ -109,7 +112,7 @@ Graph build_bert(const NetworkOptions& opt, int layers, std::int64_t hidden, int
   x = b.dropout("embeddings.dropout", b.norm("embeddings.norm", x, false, true), drop);
   for (int l = 0; l < layers; ++l) {
     const std::string p = fmt::format("encoder.{}", l);
-    NodeId a = b.attention(p + "/attention", x, batch, seq, heads, heads, false, false, true, drop);
+    NodeId a = b.attention(p + "/attention", x, batch, seq, heads, heads, hidden / heads, false, false, true, drop);
     a = b.dropout(p + "/attention_dropout", a, drop);
     x = b.norm(p + "/attention_norm", g.add(p + "/attention_residual", x, a), false, true);
     NodeId f = b.linear(p + "/intermediate", x, 4 * hidden, true, Act::gelu);
@@ -199,6 +202,53 @@ double kv_cache_bytes(const DecoderConfig& cfg, std::int64_t positions, std::int
          static_cast<double>(dtype_size(dtype));
 }
 
+namespace {
+
+/// This rank's share of the decoder under Megatron's layout (see NetworkOptions); InputError naming the
+/// option and value when the layout does not fit the shape.
+struct DecoderShard {
+  int heads = 0, kv_heads = 0;
+  std::int64_t ffn = 0, vocab = 0;  // vocab: this rank's rows of the padded vocabulary
+  int blocks = 0;
+  bool first = true, last = true;
+};
+
+DecoderShard decoder_shard(const NetworkOptions& opt, const DecoderConfig& cfg) {
+  const int tp = opt.tensor_parallel;
+  if (tp < 1 || tp > 512) throw InputError(fmt::format("tensor_parallel {} is outside [1, 512]", tp));
+  if (opt.stage_layers < 0 || opt.stage_layers > cfg.layers)
+    throw InputError(fmt::format("stage_layers {} is outside [0, {}] (the decoder's layers; 0 = all, no pipeline)",
+                                 opt.stage_layers, cfg.layers));
+  if (opt.stage_layers == 0 && !(opt.first_stage && opt.last_stage))
+    throw InputError(fmt::format("first_stage {} and last_stage {}: a pipeline stage needs stage_layers (0 = the "
+                                 "whole model, which is both)",
+                                 opt.first_stage, opt.last_stage));
+  if (cfg.heads % tp != 0)
+    throw InputError(fmt::format("tensor_parallel {} does not split the {} attention heads (heads must be a multiple "
+                                 "of tensor_parallel)",
+                                 tp, cfg.heads));
+  if (cfg.ffn % tp != 0)
+    throw InputError(fmt::format("tensor_parallel {} does not split the MLP inner size {} (ffn must be a multiple of "
+                                 "tensor_parallel)",
+                                 tp, cfg.ffn));
+  if (cfg.kv_heads >= tp ? cfg.kv_heads % tp != 0 : tp % cfg.kv_heads != 0)
+    throw InputError(fmt::format("tensor_parallel {} does not fit the {} KV heads (kv_heads must be a multiple of "
+                                 "tensor_parallel, or tensor_parallel of kv_heads: one KV head per rank, replicated)",
+                                 tp, cfg.kv_heads));
+  DecoderShard s;
+  s.heads = cfg.heads / tp;
+  // Megatron replicates KV heads when the ranks outnumber them: each rank keeps one.
+  s.kv_heads = cfg.kv_heads >= tp ? cfg.kv_heads / tp : 1;
+  s.ffn = cfg.ffn / tp;
+  s.vocab = tp_padded_vocab(cfg.vocab, tp) / tp;
+  s.blocks = opt.stage_layers > 0 ? opt.stage_layers : cfg.layers;
+  s.first = opt.first_stage;
+  s.last = opt.last_stage;
+  return s;
+}
+
+}  // namespace
+
 Graph build_decoder(const NetworkOptions& opt, const DecoderConfig& cfg) {
   if (cfg.hidden % cfg.heads != 0 || cfg.heads % cfg.kv_heads != 0)
     throw InputError(fmt::format("decoder: hidden {} must split into {} heads, and heads into {} kv-heads", cfg.hidden,
@@ -206,42 +256,70 @@ Graph build_decoder(const NetworkOptions& opt, const DecoderConfig& cfg) {
   if (opt.decode_context > 0 && opt.training) throw InputError("decode steps are inference only");
   if (cfg.learned_positions && opt.decode_context == 0 && opt.seq_len > cfg.seq_len)
     throw InputError(fmt::format("seq_len {} exceeds the decoder's {} learned positions", opt.seq_len, cfg.seq_len));
+  const DecoderShard shard = decoder_shard(opt, cfg);
   Graph g;
   TransformerBuilder b{g, opt.dtype, opt.training, opt.flash_attention, opt.lora_rank};
+  const bool base_trainable = opt.lora_rank == 0;
   const std::int64_t batch = opt.batch;
   const std::int64_t seq = opt.decode_context > 0 ? 1 : opt.seq_len > 0 ? opt.seq_len : cfg.seq_len;
-  const NodeId tokens = g.input("tokens", {batch, seq}, DType::i32);
-  const NodeId wte = g.param("wte/weight", {cfg.vocab, cfg.hidden}, opt.dtype, opt.lora_rank == 0);
-  NodeId x = g.embedding("wte", tokens, wte);
-  if (cfg.learned_positions) {
-    const NodeId pos = g.input("positions", {batch, seq}, DType::i32);
-    const NodeId wpe = g.param("wpe/weight", {cfg.seq_len, cfg.hidden}, opt.dtype, opt.lora_rank == 0);
-    x = g.add("add_positions", x, g.embedding("wpe", pos, wpe));
+  const std::int64_t head_dim = cfg.hidden / cfg.heads;
+  NodeId wte = kNone, x = kNone;
+  if (shard.first) {
+    // Vocab-parallel embedding: this rank's rows of the table (the partial lookups are all-reduced).
+    const NodeId tokens = g.input("tokens", {batch, seq}, DType::i32);
+    wte = g.param("wte/weight", {shard.vocab, cfg.hidden}, opt.dtype, base_trainable);
+    x = g.embedding("wte", tokens, wte);
+    if (cfg.learned_positions) {
+      const NodeId pos = g.input("positions", {batch, seq}, DType::i32);
+      const NodeId wpe = g.param("wpe/weight", {cfg.seq_len, cfg.hidden}, opt.dtype, base_trainable);
+      x = g.add("add_positions", x, g.embedding("wpe", pos, wpe));
+    }
+  } else {
+    x = g.input("stage_input", {batch, seq, cfg.hidden}, opt.dtype);  // from the previous stage
   }
   x = g.reshape("flatten", x, {batch * seq, cfg.hidden});
-  for (int l = 0; l < cfg.layers; ++l) {
+  for (int l = 0; l < shard.blocks; ++l) {
     const std::string p = fmt::format("blocks.{}", l);
     NodeId h = b.norm(p + "/norm_1", x, cfg.rms_norm, cfg.norm_bias);
-    h = b.attention(p + "/attn", h, batch, seq, cfg.heads, cfg.kv_heads, true, cfg.rope, cfg.linear_bias, 0.0,
-                    opt.decode_context);
+    h = b.attention(p + "/attn", h, batch, seq, shard.heads, shard.kv_heads, head_dim, true, cfg.rope,
+                    cfg.linear_bias, 0.0, opt.decode_context);
     x = g.add(p + "/attn_residual", x, h);
     h = b.norm(p + "/norm_2", x, cfg.rms_norm, cfg.norm_bias);
     if (cfg.swiglu) {
-      const NodeId gate = b.linear(p + "/mlp.gate", h, cfg.ffn, cfg.linear_bias);
-      const NodeId up = b.linear(p + "/mlp.up", h, cfg.ffn, cfg.linear_bias);
+      const NodeId gate = b.linear(p + "/mlp.gate", h, shard.ffn, cfg.linear_bias);
+      const NodeId up = b.linear(p + "/mlp.up", h, shard.ffn, cfg.linear_bias);
       h = b.linear(p + "/mlp.down", g.elementwise(p + "/mlp.swiglu", EwFn::swiglu, {gate, up}), cfg.hidden,
                    cfg.linear_bias);
     } else {
-      h = b.linear(p + "/mlp.up", h, cfg.ffn, cfg.linear_bias, Act::gelu);
+      h = b.linear(p + "/mlp.up", h, shard.ffn, cfg.linear_bias, Act::gelu);
       h = b.linear(p + "/mlp.down", h, cfg.hidden, cfg.linear_bias);
     }
     x = g.add(p + "/mlp_residual", x, h);
   }
+  if (!shard.last) {
+    g.set_output("stage_output", x);
+    if (opt.training) {
+      // The next stage sends back dL/d(output); the surrogate loss sum(output * output_grad) has exactly that
+      // gradient, so the ordinary training step backpropagates it. A dot product of two flat views: one
+      // [1, n] x [n, 1] GEMV forward, one [1, 1] x [1, n] backward.
+      const std::int64_t n = batch * seq * cfg.hidden;
+      const NodeId dy = g.input("stage_output_grad", {batch * seq, cfg.hidden}, opt.dtype);
+      const NodeId dot = g.matmul("stage_loss/dot", g.reshape("stage_loss/output_row", x, {1, n}),
+                                  g.reshape("stage_loss/output_grad_column", dy, {n, 1}));
+      g.set_output("loss", g.reshape("loss", dot, {}));
+    }
+    return g;
+  }
   x = b.norm("norm_f", x, cfg.rms_norm, cfg.norm_bias);
-  const NodeId logits = cfg.tied_embeddings
-                            ? g.matmul("lm_head", x, wte, kNone, Act::none, false, true)
-                            : g.matmul("lm_head", x,
-                                       g.param("lm_head/weight", {cfg.hidden, cfg.vocab}, opt.dtype, opt.lora_rank == 0));
+  NodeId logits = kNone;
+  if (cfg.tied_embeddings) {
+    // Tied head: the embedding table itself; a last stage that is not the first keeps its own copy (Megatron
+    // keeps the word embedding on both ends of the pipeline and all-reduces their gradients).
+    if (wte == kNone) wte = g.param("wte/weight", {shard.vocab, cfg.hidden}, opt.dtype, base_trainable);
+    logits = g.matmul("lm_head", x, wte, kNone, Act::none, false, true);
+  } else {
+    logits = g.matmul("lm_head", x, g.param("lm_head/weight", {cfg.hidden, shard.vocab}, opt.dtype, base_trainable));
+  }
   g.set_output("logits", logits);
   g.set_output("loss", g.softmax_xent("loss", logits, g.input("labels", {batch * seq}, DType::i32)));
   return g;

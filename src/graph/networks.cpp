@@ -234,9 +234,28 @@ NetworkInfo resolve_network(const std::string& id_or_path) {
           }};
 }
 
+std::int64_t tp_padded_vocab(std::int64_t vocab, int tp) {
+  if (tp <= 1) return vocab;
+  const std::int64_t multiple = 128 * static_cast<std::int64_t>(tp);
+  return (vocab + multiple - 1) / multiple * multiple;
+}
+
+void require_whole_model(const NetworkOptions& opt, const std::string& builder) {
+  auto refuse = [&](const std::string& what) {
+    throw InputError(fmt::format("{} is for decoders only: {} builds the whole model on one rank", what,
+                                 strings::printable(builder)));
+  };
+  if (opt.tensor_parallel != 1) refuse(fmt::format("tensor_parallel {}", opt.tensor_parallel));
+  if (opt.stage_layers != 0) refuse(fmt::format("stage_layers {}", opt.stage_layers));
+  if (!opt.first_stage) refuse("first_stage false");
+  if (!opt.last_stage) refuse("last_stage false");
+}
+
 Graph build_network(const NetworkInfo& net, const NetworkOptions& opt) {
   if (opt.batch < 1) throw InputError(fmt::format("batch must be at least 1, got {}", opt.batch));
   if (opt.seq_len < 0) throw InputError(fmt::format("seq_len must be positive, got {}", opt.seq_len));
+  // Decoders check their own parallel layout (build_decoder); the other builders have none.
+  if (net.family != "decoder") require_whole_model(opt, net.id);
   Graph g = net.forward(opt);
   if (opt.training) append_training_step(g, AdamConfig{});
   return g;

@@ -1,6 +1,7 @@
 // Built-in networks as graphs: the workloads the performance model prices (ResNet, VGG, BERT, GPT-style
 // decoders) built from the same IR the engine runs. Each builder returns a forward graph with a scalar
-// "loss" output; `build_network` appends the training step (backward + Adam) when asked.
+// "loss" output (a decoder's pipeline stage other than the last has one only when training: see
+// NetworkOptions::stage_layers); `build_network` appends the training step (backward + Adam) when asked.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -24,7 +25,46 @@ struct NetworkOptions {
   /// Transformers: > 0 freezes every base weight and adds a trainable LoRA adapter x.A.B (A [in, r],
   /// B [r, out]) beside each projection and MLP matrix.
   std::int64_t lora_rank = 0;
+  /// Decoders (build_decoder) only: the graph ONE rank runs under Megatron-LM's tensor and pipeline model
+  /// parallelism. Every other builder refuses values other than these defaults (InputError naming the option);
+  /// the defaults build the whole model, exactly as before.
+  ///
+  /// Tensor parallelism, in [1, 512]: attention heads, KV heads, the MLP inner size and the vocabulary split
+  /// this many ways (column-parallel q/k/v, gate/up and logits; row-parallel attention output and MLP down).
+  /// Replicated on every rank: LayerNorm/RMSNorm weights (and shifts), the biases of the row-parallel
+  /// projections (added after their all-reduce), the learned position table and the residual stream.
+  /// heads and ffn must divide by it. KV heads: kv_heads >= tp splits them (kv_heads must divide by tp);
+  /// tp > kv_heads (grouped-query attention on many ranks) keeps ONE KV head per rank, each KV head replicated
+  /// on tp / kv_heads ranks (tp must divide by kv_heads, so no rank's query heads straddle two groups).
+  /// The vocabulary is padded up to a multiple of 128 x tp as Megatron does (make-vocab-size-divisible-by 128
+  /// times tp) when tp > 1; tp = 1 keeps the unpadded vocabulary (the published counts). The collectives the
+  /// split implies (all-reduces, vocab-parallel softmax reductions) are not graph nodes: the caller prices them.
+  int tensor_parallel = 1;
+  /// Pipeline parallelism: > 0 builds one stage holding this many transformer blocks (in [0, layers]; 0 = all
+  /// blocks, no pipeline, and then first_stage and last_stage must stay true). The first stage has the token
+  /// embedding (and learned positions); a later stage takes its activations [batch, seq, hidden] as the input
+  /// "stage_input". The last stage has the final norm, the logits and the loss; with tied embeddings a last
+  /// stage that is not also the first holds its own copy of the word embedding ("wte/weight", as Megatron does),
+  /// so stages together hold the tied table twice. A stage that is not the last outputs "stage_output" (the
+  /// block stack's output [batch x seq, hidden]); when training it also takes "stage_output_grad" (dL/d output,
+  /// from the next stage) and its "loss" is the surrogate sum(output * output_grad), a dot product through
+  /// views whose gradient is exactly output_grad: the backward pass and Adam then come from the ordinary
+  /// training step. The seed moves 4 x tokens x hidden elements and does 2 x tokens x hidden FLOPs each way:
+  /// ~2% of one block's bytes and ~1e-5 of its FLOPs (Llama 2 7B, GPT-3 175B).
+  /// Not in the graph: dL/d(stage_input), which a later stage sends back (autodiff gives inputs no gradient):
+  /// block 0's first norm backward and one residual add, ~3% of one block's bytes, no GEMMs (with LoRA,
+  /// block 0's q/k/v data-gradient GEMMs too).
+  int stage_layers = 0;
+  bool first_stage = true;
+  bool last_stage = true;
 };
+
+/// Megatron's vocabulary padding for `tp` tensor-parallel ranks: up to a multiple of 128 x tp when tp > 1
+/// (make-vocab-size-divisible-by 128); tp = 1 keeps `vocab` as is.
+std::int64_t tp_padded_vocab(std::int64_t vocab, int tp);
+/// InputError naming the option when `opt` asks for model parallelism (tensor_parallel, stage_layers,
+/// first_stage, last_stage) that `builder` (a workload or builder name) does not support: all but decoders.
+void require_whole_model(const NetworkOptions& opt, const std::string& builder);
 
 /// GPT-style decoder hyper-parameters (presets below; the `gpt` workload's come from options).
 struct DecoderConfig {

@@ -10,6 +10,7 @@
 #include "core/strings.hpp"
 #include "graph/networks.hpp"
 #include "perf/band.hpp"
+#include "perf/parallel.hpp"
 
 namespace gpuvs::perf {
 
@@ -17,7 +18,9 @@ namespace {
 // The last six are the `gpt` workload's shape (graph::gpt_shape_keys()), valid with that workload only.
 const std::vector<std::string> kOptionKeys = {"seq_len",  "flash_attention", "sharding", "gen_len", "recompute",
                                               "finetune", "lora_rank",       "layers",   "hidden",  "heads",
-                                              "kv_heads", "ffn",             "vocab",    "memory_format"};
+                                              "kv_heads", "ffn",             "vocab",    "memory_format",
+                                              "tp",       "pp",              "cp",       "vp",      "global_batch",
+                                              "network"};
 
 std::string option_choice(const std::map<std::string, std::string>& o, const std::string& key, const std::string& fallback,
                           const std::vector<std::string>& allowed) {
@@ -90,10 +93,11 @@ void apply_recompute(Prediction& p, const graph::Graph& g, const graph::NetworkI
 const graph::Graph& built(const graph::NetworkInfo& net, const graph::NetworkOptions& opt) {
   thread_local std::map<std::string, std::unique_ptr<const graph::Graph>> cache;
   const auto& d = net.decoder;
-  const std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", net.id, net.description, net.layers,
-                                      net.hidden, d.layers, d.hidden, d.heads, d.kv_heads, d.ffn, d.vocab, d.seq_len, opt.batch,
-                                      static_cast<int>(opt.dtype), opt.seq_len, opt.flash_attention, opt.training,
-                                      opt.decode_context, opt.lora_rank);
+  const std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", net.id, net.description,
+                                      net.layers, net.hidden, d.layers, d.hidden, d.heads, d.kv_heads, d.ffn, d.vocab, d.seq_len,
+                                      opt.batch, static_cast<int>(opt.dtype), opt.seq_len, opt.flash_attention, opt.training,
+                                      opt.decode_context, opt.lora_rank, opt.tensor_parallel, opt.stage_layers, opt.first_stage,
+                                      opt.last_stage);
   auto it = cache.find(key);
   if (it == cache.end()) {
     if (cache.size() >= 256) cache.clear();
@@ -149,6 +153,109 @@ void apply_data_parallel(Prediction& p, const graph::Graph& g, const catalog::Gp
   update_peak(p.memory);
 }
 
+/// Decoder training over tp x pp x cp x dp GPUs (perf/parallel.hpp): one rank's first and last stage graphs
+/// priced per micro-batch, the slower setting the pace, then the collectives, bubble and DP reduction.
+void predict_parallel(Prediction& p, const PredictRequest& req, const graph::NetworkInfo& net, const catalog::Gpu& gpu, bool flash) {
+  if (net.family != "decoder" || !req.training)
+    throw InputError("tp, pp, cp, vp, global_batch, network and more than 8 GPUs apply to decoder training");
+  if (p.finetune != "full") throw InputError(fmt::format("finetune={} with tp/pp/cp plans is not modelled yet", p.finetune));
+  p.sharding = option_choice(req.options, "sharding", "none", {"none", "zero1"});
+  const int tp = static_cast<int>(option_int(req.options, "tp", 1, 1, 512));
+  const int pp = static_cast<int>(option_int(req.options, "pp", 1, 1, 4096));
+  const int cp = static_cast<int>(option_int(req.options, "cp", 1, 1, 4096));
+  const int vp = static_cast<int>(option_int(req.options, "vp", 1, 1, 4096));
+  const std::int64_t global = option_int(req.options, "global_batch", 0, 1, std::int64_t{1} << 40);
+  const Network& network = req.options.count("network") ? network_by_id(req.options.at("network")) : default_network(gpu, &p.network_note);
+  const auto& dec = net.decoder;
+  const ParallelLayout l = make_layout(req.gpus, tp, pp, cp, vp, p.batch, global, dec.layers, dec.heads, p.seq_len, network.id);
+  p.parallel = true;
+  p.gpus = req.gpus;
+  p.tp = l.tp, p.pp = l.pp, p.cp = l.cp, p.vp = l.vp, p.dp = l.dp;
+  p.global_batch = l.global_batch;
+  p.micro_batches = l.micro_batches;
+  p.network = network.id;
+  const EfficiencyParams eff = calibrated_params(gpu, p.plan, req.calibration);
+  p.calibrated = req.calibration && req.calibration->gpu_id == gpu.id;
+  graph::NetworkInfo stage_net = net;
+  stage_net.layers = dec.layers / l.pp;
+  struct Stage {
+    Prediction pred;
+    StageCost cost;
+  };
+  auto price_stage = [&](bool first, bool last) {
+    graph::NetworkOptions o{p.batch, p.plan.activations, p.seq_len / l.cp, flash, true};
+    o.tensor_parallel = l.tp;
+    o.stage_layers = l.pp > 1 ? stage_net.layers : 0;
+    o.first_stage = first;
+    o.last_stage = last;
+    const graph::Graph& g = built(net, o);
+    Stage s;
+    s.pred = p;
+    s.pred.seq_len = p.seq_len / l.cp;
+    s.pred.params = graph::param_count(g);
+    s.pred.detail = predict_graph(g, gpu, p.plan, eff);
+    s.pred.memory = estimate_memory(g, s.pred.params, p.plan, true, gpu);
+    if (p.recompute != "none") apply_recompute(s.pred, g, stage_net);
+    const graph::NodeId loss = g.output("loss");
+    for (const auto& op : s.pred.detail.ops) {
+      const graph::Node& n = g.node(op.id);
+      if (n.op == graph::OpKind::adam_update) s.cost.optimizer_s += op.seconds;
+      else if (op.id > loss) s.cost.backward_s += op.seconds;
+      if (n.op == graph::OpKind::attention || n.op == graph::OpKind::attention_grad) s.cost.attention_s += op.seconds;
+    }
+    s.cost.compute_s = s.pred.detail.step_s - s.cost.optimizer_s;
+    s.cost.params = static_cast<double>(s.pred.params);
+    return s;
+  };
+  const Stage first = price_stage(true, l.pp == 1);
+  const Stage slow = l.pp == 1 ? first : [&] {
+    Stage last = price_stage(false, true);
+    return last.cost.compute_s > first.cost.compute_s ? last : first;
+  }();
+  TrafficShape t;
+  t.tokens = static_cast<double>(p.batch) * static_cast<double>(p.seq_len / l.cp);
+  t.hidden = static_cast<double>(dec.hidden);
+  t.act_bytes = static_cast<double>(graph::dtype_size(p.plan.activations));
+  const double head_dim = static_cast<double>(dec.hidden) / dec.heads;
+  t.kv_bytes_per_token = 2.0 * std::max(1, dec.kv_heads / l.tp) * head_dim * t.act_bytes;
+  t.stage_layers = stage_net.layers;
+  t.recompute_full = p.recompute == "full";
+  t.grad_bytes_per_param = p.plan.activations == graph::DType::f32 || p.plan.fp32_master ? 4.0 : 2.0;
+  const ParallelStep st = parallel_step(gpu, l, slow.cost, t);
+  p.params = slow.pred.params;
+  p.detail = slow.pred.detail;
+  p.recompute_s = slow.pred.recompute_s;
+  p.single_gpu_step_s = slow.pred.detail.step_s;
+  p.microbatch_s = st.microbatch_s;
+  p.tp_comm_s = st.tp_s;
+  p.cp_exposed_s = st.cp_exposed_s;
+  p.pp_comm_s = st.pp_s;
+  p.bubble_s = st.bubble_s;
+  p.dp_comm_s = st.dp_s;
+  p.dp_exposed_s = st.dp_exposed_s;
+  p.optimizer_s = st.optimizer_s;
+  p.comm_s = st.dp_s + static_cast<double>(l.micro_batches) * (st.tp_s + st.pp_s);
+  p.comm_exposed_s = st.dp_exposed_s + static_cast<double>(l.micro_batches) * (st.tp_s + st.pp_s + st.cp_exposed_s);
+  p.tp_link = st.tp_link.description;
+  p.dp_link = st.dp_link.description;
+  p.pp_link = st.pp_link.description;
+  p.link = st.dp_link;
+  p.step_s = st.step_s;
+  p.unit = "tokens/s";
+  p.throughput = static_cast<double>(l.global_batch) * static_cast<double>(p.seq_len) / p.step_s / req.gpus;
+  // Memory on the heavier stage: its weights, gradients and optimizer (the optimizer sharded over dp with
+  // zero1, Megatron's distributed optimizer) and, with 1F1B, up to pp micro-batches of activations in
+  // flight on the first stage (interleaving adds (pp - 1) / vp more).
+  MemoryEstimate m = first.pred.memory.peak_bytes >= slow.pred.memory.peak_bytes ? first.pred.memory : slow.pred.memory;
+  if (p.sharding == "zero1") m.optimizer_bytes /= l.dp;
+  const double in_flight = l.pp > 1 ? l.pp + static_cast<double>(l.pp - 1) / l.vp * (l.vp > 1 ? 1.0 : 0.0) : 1.0;
+  m.activations_bytes *= std::min<double>(in_flight, static_cast<double>(l.micro_batches));
+  update_peak(m);
+  p.memory = m;
+  p.band_low = model_band().low(p.throughput);
+  p.band_high = model_band().high(p.throughput);
+}
+
 }  // namespace
 
 std::map<std::string, std::string> parse_option_pairs(const std::string& text) {
@@ -188,10 +295,19 @@ std::map<std::string, std::string> parse_options(const std::string& text) {
 Prediction predict(const catalog::Catalog& cat, const PredictRequest& req) {
   const catalog::Gpu& gpu = cat.find(req.gpu);
   const graph::NetworkInfo net = graph::resolve_network(req.workload, req.options);  // `gpt`: its shape from options
-  if (req.gpus < 1 || req.gpus > 1024) throw InputError(fmt::format("--gpus must be in [1, 1024], got {}", req.gpus));
-  if (req.gpus > 8)
-    throw InputError(fmt::format("--gpus {}: more than one 8-GPU server (inter-node networks) is not modelled yet",
-                                 req.gpus));
+  if (req.gpus < 1 || req.gpus > 65536) throw InputError(fmt::format("--gpus must be in [1, 65536], got {}", req.gpus));
+  // A plan beyond plain data parallelism inside one server: model splits, gradient accumulation, a named
+  // network, or more GPUs than a server holds. tp = pp = cp = vp = 1 and a global batch of batch x GPUs
+  // say nothing beyond the plain path.
+  bool parallel = req.gpus > 8 || req.options.count("network") > 0;
+  for (const char* k : {"tp", "pp", "cp", "vp"})
+    parallel = parallel || option_int(req.options, k, 1, 1, 4096) != 1;
+  if (req.options.count("global_batch")) {
+    const std::int64_t b = req.batch > 0 ? req.batch : default_batch(net.family);
+    parallel = parallel || option_int(req.options, "global_batch", 1, 1, std::int64_t{1} << 40) != b * req.gpus;
+  }
+  if (parallel && (net.family != "decoder" || !req.training))
+    throw InputError("tp, pp, cp, vp, gradient accumulation (global_batch), network and more than 8 GPUs are modelled for decoder training only");
   if (req.batch < 0) throw InputError(fmt::format("--batch must be positive, got {}", req.batch));
   for (const auto& [k, v] : req.options) {
     bool known = false;
@@ -220,6 +336,10 @@ Prediction predict(const catalog::Catalog& cat, const PredictRequest& req) {
   }
   if (p.recompute != "none" && (!req.training || net.layers == 0))
     throw InputError(fmt::format("recompute={} applies to training transformer workloads", p.recompute));
+  if (parallel) {
+    predict_parallel(p, req, net, gpu, flash);
+    return p;
+  }
   graph::NetworkOptions nopt{p.batch, p.plan.activations, p.seq_len, flash, req.training};
   nopt.lora_rank = p.lora_rank;
   const graph::Graph& g = built(net, nopt);

@@ -21,8 +21,10 @@ struct PredictRequest {
   Precision precision = Precision::amp_bf16;
   bool training = true;
   std::map<std::string, std::string> options;  // seq_len, flash_attention, sharding, gen_len, recompute,
-                                               // finetune, lora_rank, memory_format; for workload gpt
-                                               // its shape: layers, hidden, heads, kv_heads, ffn, vocab
+                                               // finetune, lora_rank, memory_format; decoder training
+                                               // plans: tp, pp, cp, vp, global_batch, network; for
+                                               // workload gpt its shape: layers, hidden, heads, kv_heads,
+                                               // ffn, vocab
   const Calibration* calibration = nullptr;    // measured corrections for one device (gpuvs bench --save)
 };
 
@@ -61,6 +63,15 @@ struct Prediction {
   std::int64_t lora_rank = 0;
   std::int64_t frozen_params = 0;
   bool calibrated = false;  // the request's calibration was measured on this device and applied
+  // Tensor/pipeline/context/data-parallel training (perf/parallel.hpp): the layout, what each part of the
+  // step costs, and the network assumed between nodes.
+  bool parallel = false;
+  int tp = 1, pp = 1, cp = 1, vp = 1, dp = 1;
+  std::int64_t global_batch = 0, micro_batches = 1;
+  std::string network, network_note;
+  double microbatch_s = 0, tp_comm_s = 0, cp_exposed_s = 0, pp_comm_s = 0, bubble_s = 0, dp_comm_s = 0, dp_exposed_s = 0,
+         optimizer_s = 0;
+  std::string tp_link, dp_link, pp_link;
 };
 
 /// Parses "k=v;k=v" (spaces allowed); InputError on a malformed pair or unknown key.

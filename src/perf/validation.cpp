@@ -79,18 +79,6 @@ std::map<std::string, std::string> model_options(const PublishedRow& r, std::str
     if (key == "framework") {
       if (value != "pytorch")
         reasons.push_back(fmt::format("framework={}: no profile for it yet (the model prices PyTorch eager with cuBLAS/cuDNN)", value));
-    } else if (key == "tp" || key == "pp" || key == "cp" || key == "vp") {
-      if (value != "1")
-        reasons.push_back(fmt::format("{}={}: {} parallelism is not modelled yet", key, value,
-                                      key == "tp"   ? "tensor"
-                                      : key == "pp" ? "pipeline"
-                                      : key == "cp" ? "context"
-                                                    : "interleaved pipeline"));
-    } else if (key == "global_batch") {
-      const double g = std::strtod(value.c_str(), nullptr);
-      if (r.batch == 0 || g != static_cast<double>(r.batch) * r.n_gpus)
-        reasons.push_back(fmt::format("global_batch={} over {} GPU(s) at batch {}: gradient accumulation is not modelled yet", value,
-                                      r.n_gpus, r.batch == 0 ? std::string("(not published)") : std::to_string(r.batch)));
     } else if (std::find(prediction_option_keys().begin(), prediction_option_keys().end(), key) != prediction_option_keys().end()) {
       out[key] = value;
     } else {

@@ -1,0 +1,171 @@
+#include "perf/parallel.hpp"
+
+#include <fmt/format.h>
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.hpp"
+#include "core/strings.hpp"
+
+namespace gpuvs::embedded {
+extern const char* const kNetworks;
+}
+
+namespace gpuvs::perf {
+
+namespace {
+
+// NCCL busbw on large messages over InfiniBand/RoCE/EFA: the same 80% of line rate as NVLink and PCIe.
+constexpr double kNetworkEfficiency = 0.80;
+// Megatron's DDP bucket: the last one cannot overlap with the backward pass.
+constexpr double kBucketBytes = 40e6;
+
+}  // namespace
+
+std::vector<Network> parse_networks(const std::string& text, const std::string& where) {
+  toml::table t;
+  try {
+    t = toml::parse(text, where);
+  } catch (const toml::parse_error& e) {
+    throw InputError(fmt::format("{}:{}: {}", where, e.source().begin.line, strings::printable(std::string(e.description()))));
+  }
+  std::vector<Network> out;
+  const auto* arr = t["network"].as_array();
+  if (!arr) throw InputError(fmt::format("{}: no [[network]] tables", where));
+  for (const auto& node : *arr) {
+    const auto* n = node.as_table();
+    const int line = static_cast<int>(node.source().begin.line);
+    if (!n) throw InputError(fmt::format("{}:{}: a network must be a table", where, line));
+    Network w;
+    w.id = (*n)["id"].value_or(std::string());
+    w.name = (*n)["name"].value_or(std::string());
+    w.source = (*n)["source"].value_or(std::string());
+    w.gbs_per_gpu = (*n)["gbs_per_gpu"].value_or(0.0);
+    w.latency_s = (*n)["latency_us"].value_or(0.0) * 1e-6;
+    w.nvlink_domain = static_cast<int>((*n)["nvlink_domain"].value_or(std::int64_t{0}));
+    if (w.id.empty() || w.name.empty() || w.source.empty() || !(w.gbs_per_gpu > 0) || !(w.latency_s > 0) || w.nvlink_domain < 0)
+      throw InputError(fmt::format("{}:{}: a network needs id, name, source, gbs_per_gpu > 0, latency_us > 0", where, line));
+    out.push_back(w);
+  }
+  return out;
+}
+
+const std::vector<Network>& networks() {
+  static const std::vector<Network> n = parse_networks(embedded::kNetworks, "built-in data/networks.toml");
+  return n;
+}
+
+const Network& network_by_id(const std::string& id) {
+  std::vector<std::string> ids;
+  for (const auto& n : networks()) {
+    if (n.id == id) return n;
+    ids.push_back(n.id);
+  }
+  throw InputError(fmt::format("network '{}' is unknown (known: {})", strings::printable(id), strings::join(ids, ", ")));
+}
+
+const Network& default_network(const catalog::Gpu& gpu, std::string* why) {
+  auto say = [&](const std::string& s) {
+    if (why) *why = s;
+  };
+  const bool sxm = gpu.segment == "datacenter" && gpu.has_nvlink() && gpu.nvlink.find("bridge") == std::string::npos;
+  if (sxm && gpu.arch == "Ampere") {
+    say("DGX A100-class nodes: InfiniBand HDR, 8 x 200 Gb/s (network=ID to change)");
+    return network_by_id("ib-hdr-8x200");
+  }
+  if (sxm && (gpu.arch == "Hopper" || gpu.arch.rfind("Blackwell", 0) == 0)) {
+    say("DGX H100/B200-class nodes: InfiniBand NDR, 8 x 400 Gb/s (network=ID to change)");
+    return network_by_id("ib-ndr-8x400");
+  }
+  say("no GPU fabric is typical for this card: one 100 GbE NIC per node (network=ID to change)");
+  return network_by_id("eth-100");
+}
+
+ParallelLayout make_layout(int gpus, int tp, int pp, int cp, int vp, std::int64_t micro_batch, std::int64_t global_batch,
+                           int layers, int heads, std::int64_t seq_len, const std::string& network) {
+  ParallelLayout l;
+  for (auto [name, v] : {std::pair<const char*, int>{"tp", tp}, {"pp", pp}, {"cp", cp}, {"vp", vp}})
+    if (v < 1 || v > 4096) throw InputError(fmt::format("{}={} must be a whole number from 1 to 4096", name, v));
+  if (gpus % (tp * pp * cp) != 0)
+    throw InputError(fmt::format("{} GPUs do not divide into tp={} x pp={} x cp={} (= {}) groups", gpus, tp, pp, cp, tp * pp * cp));
+  if (heads % tp != 0) throw InputError(fmt::format("tp={} does not divide the {} attention heads", tp, heads));
+  if (layers % (pp * vp) != 0)
+    throw InputError(fmt::format("pp={} x vp={} does not divide the {} layers", pp, vp, layers));
+  if (vp > 1 && pp == 1) throw InputError("vp > 1 (interleaved stages) needs pp > 1");
+  if (seq_len % cp != 0 || seq_len / cp < 1) throw InputError(fmt::format("cp={} does not divide the sequence of {}", cp, seq_len));
+  if (micro_batch < 1) throw InputError("the micro-batch must be at least 1");
+  l.tp = tp;
+  l.pp = pp;
+  l.cp = cp;
+  l.vp = vp;
+  l.dp = gpus / (tp * pp * cp);
+  l.micro_batch = micro_batch;
+  l.global_batch = global_batch > 0 ? global_batch : micro_batch * l.dp;
+  if (l.global_batch % (micro_batch * l.dp) != 0)
+    throw InputError(fmt::format("global_batch={} is not a multiple of data-parallel {} x micro-batch {}", l.global_batch, l.dp,
+                                 micro_batch));
+  l.micro_batches = l.global_batch / (micro_batch * l.dp);
+  l.network = network;
+  return l;
+}
+
+Link group_link(const catalog::Gpu& gpu, const ParallelLayout& l, int size, int stride) {
+  if (size <= 1) return Link{"none", 0, 0, "none"};
+  const Network& net = network_by_id(l.network);
+  const int span = size * stride;  // ranks from the group's first to past its last
+  // Inside one node: NVLink, PCIe peer-to-peer or staged through host memory, as for one server.
+  if (span <= l.gpus_per_node) return link_for(gpu, size);
+  if (net.nvlink_domain > 0 && span <= net.nvlink_domain && gpu.has_nvlink()) {
+    Link k = link_for(gpu, std::min(size, l.gpus_per_node));
+    k.description = fmt::format("{} (NVLink domain of {})", k.description, net.nvlink_domain);
+    return k;
+  }
+  Link k;
+  k.kind = "network";
+  k.bus_gbs = net.gbs_per_gpu * kNetworkEfficiency;
+  k.latency_s = net.latency_s;
+  k.description = net.name;
+  return k;
+}
+
+ParallelStep parallel_step(const catalog::Gpu& gpu, const ParallelLayout& l, const StageCost& stage, const TrafficShape& t) {
+  ParallelStep s;
+  s.tp_link = group_link(gpu, l, l.tp, 1);
+  s.cp_link = group_link(gpu, l, l.cp, l.tp);
+  s.dp_link = group_link(gpu, l, l.dp, l.tp * l.cp);
+  s.pp_link = group_link(gpu, l, 2, l.tp * l.cp * l.dp);  // neighbouring stages
+  // TP: all-reduce of one layer's activations, 2 forward + 2 backward (+2 when the forward is recomputed).
+  const double act = t.tokens * t.hidden * t.act_bytes;
+  const int per_layer = t.recompute_full ? 6 : 4;
+  s.tp_s = l.tp > 1 ? per_layer * t.stage_layers * allreduce_seconds(act, l.tp, s.tp_link) : 0.0;
+  // CP: the stage's attention covers the whole sequence from a 1/cp chunk of queries (cp x the local
+  // work); each layer passes K and V around the ring (cp - 1) times forward and twice that backward,
+  // overlapped with that attention.
+  const double attention = stage.attention_s * l.cp;
+  if (l.cp > 1) {
+    const double kv = t.tokens * t.kv_bytes_per_token;
+    const double ring = 3.0 * (l.cp - 1) * t.stage_layers *
+                        (kv / (s.cp_link.bus_gbs * 1e9) + s.cp_link.latency_s);
+    s.cp_exposed_s = std::max(0.0, ring - attention);
+  }
+  // PP: the boundary activation forward and its gradient back, per virtual stage.
+  s.pp_s = l.pp > 1 ? 2.0 * l.vp * (act / (s.pp_link.bus_gbs * 1e9) + s.pp_link.latency_s) : 0.0;
+  s.microbatch_s = stage.compute_s + (attention - stage.attention_s) + s.tp_s + s.cp_exposed_s + s.pp_s;
+  s.bubble_s = static_cast<double>(l.pp - 1) / l.vp * s.microbatch_s;
+  // DP: this rank's gradients reduced over the data-parallel group once per step, hidden behind the last
+  // micro-batch's backward except the last bucket.
+  const double grads = stage.params * t.grad_bytes_per_param;
+  if (l.dp > 1) {
+    s.dp_s = allreduce_seconds(grads, l.dp, s.dp_link);
+    const double last = allreduce_seconds(std::min(kBucketBytes, grads), l.dp, s.dp_link);
+    s.dp_exposed_s = std::max(0.0, s.dp_s - stage.backward_s) + std::min(last, s.dp_s);
+  }
+  s.optimizer_s = stage.optimizer_s;
+  s.step_s = static_cast<double>(l.micro_batches) * s.microbatch_s + s.bubble_s + s.dp_exposed_s + s.optimizer_s;
+  return s;
+}
+
+}  // namespace gpuvs::perf

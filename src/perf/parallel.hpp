@@ -1,0 +1,91 @@
+// Multi-GPU, multi-node training plans for decoders: tensor (tp), pipeline (pp, interleaved into vp
+// virtual stages), context (cp) and data parallelism (dp = GPUs / (tp pp cp)), micro-batches accumulated
+// to a global batch, ZeRO/FSDP sharding, and the network each collective crosses. Arithmetic, not
+// simulation (Narayanan et al. 2021, Korthikanti et al. 2022):
+//   - one rank's stage graph (its tp shard of layers/pp blocks; the first stage holds the embedding, the
+//     last the logits and loss) priced per micro-batch, the slower of the two end stages setting the pace;
+//   - per layer and micro-batch, TP all-reduces of the activations (2 forward, 2 backward, 2 more with full
+//     recompute) over the tp group, not overlapped (Megatron's default); CP's ring exchange of K and V,
+//     hidden behind the attention it feeds when it can be;
+//   - per micro-batch, the stage boundary's activation sent forward and its gradient back (pp > 1);
+//   - the pipeline bubble: (pp - 1) / vp micro-batch times per step, i.e. (p - 1) / (m v) of the work;
+//   - after the last micro-batch's backward, the gradients reduced over dp (reduce-scatter + all-gather
+//     with a distributed optimizer: the same volume), overlapped with that backward except the last bucket.
+// Ranks are ordered tp innermost, then cp, dp, pp (Megatron's order): a group stays inside a node's NVLink
+// domain while its span fits, else it crosses the inter-node network (data/networks.toml).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "catalog/catalog.hpp"
+#include "perf/collective.hpp"
+
+namespace gpuvs::perf {
+
+struct Network {
+  std::string id, name, source;
+  double gbs_per_gpu = 0;  // line rate per GPU, one direction, GB/s
+  double latency_s = 0;
+  int nvlink_domain = 0;   // GPUs joined by NVLink beyond one server (0: a server's own domain)
+};
+
+/// data/networks.toml (compiled in).
+const std::vector<Network>& networks();
+/// Parses network TOML; InputError "WHERE:LINE: ..." for missing or impossible fields.
+std::vector<Network> parse_networks(const std::string& text, const std::string& where);
+/// By id; InputError naming the ids when unknown.
+const Network& network_by_id(const std::string& id);
+/// What a cluster of `gpu` usually has (DGX A100: HDR; DGX H100/B200: NDR; anything else: 100 GbE), with
+/// the reason, so the output can say what it assumed.
+const Network& default_network(const catalog::Gpu& gpu, std::string* why = nullptr);
+
+struct ParallelLayout {
+  int tp = 1, pp = 1, cp = 1, vp = 1, dp = 1;
+  std::int64_t micro_batch = 1, global_batch = 0, micro_batches = 1;  // m = global / (dp x micro)
+  std::string network;   // inter-node network id
+  int gpus_per_node = 8;
+};
+
+/// The layout `gpus` GPUs run with the given splits; InputError when they do not divide (GPUs by tp pp cp,
+/// heads by tp, layers by pp vp, global batch by dp x micro-batch) or exceed the model.
+ParallelLayout make_layout(int gpus, int tp, int pp, int cp, int vp, std::int64_t micro_batch, std::int64_t global_batch,
+                           int layers, int heads, std::int64_t seq_len, const std::string& network);
+
+/// The link a group of `size` ranks spread `stride` ranks apart crosses: the node's own links (NVLink, PCIe
+/// peer-to-peer, or staged through host memory) while the group's span stays inside one node, NVLink while
+/// it stays inside the network's NVLink domain (an NVL72 rack), else the network.
+Link group_link(const catalog::Gpu& gpu, const ParallelLayout& l, int size, int stride);
+
+/// One micro-batch on the pace-setting stage, from its priced graph.
+struct StageCost {
+  double compute_s = 0;    // forward + backward (+ recompute) of one micro-batch, optimizer excluded
+  double backward_s = 0;   // the part after the loss: the window the last micro-batch's DP reduction hides in
+  double attention_s = 0;  // the attention cores (CP's exchange hides behind them; CP makes them cp x longer)
+  double optimizer_s = 0;  // the Adam update, once per step
+  double params = 0;       // this rank's parameters
+};
+
+/// What crosses the links per micro-batch and per step.
+struct TrafficShape {
+  double tokens = 0;               // per micro-batch on one rank: micro-batch x seq / cp
+  double hidden = 0;
+  double act_bytes = 2;            // bytes per activation element
+  double kv_bytes_per_token = 0;   // K and V of one layer on one rank, bytes per token
+  int stage_layers = 0;            // blocks per stage (layers / pp)
+  bool recompute_full = false;
+  double grad_bytes_per_param = 2;
+};
+
+struct ParallelStep {
+  double microbatch_s = 0;       // one micro-batch including its TP, CP and PP traffic
+  double tp_s = 0, cp_exposed_s = 0, pp_s = 0;  // per micro-batch
+  double bubble_s = 0;           // per step
+  double dp_s = 0, dp_exposed_s = 0;            // per step
+  double optimizer_s = 0;
+  double step_s = 0;
+  Link tp_link, cp_link, pp_link, dp_link;
+};
+
+ParallelStep parallel_step(const catalog::Gpu& gpu, const ParallelLayout& l, const StageCost& stage, const TrafficShape& t);
+
+}  // namespace gpuvs::perf
