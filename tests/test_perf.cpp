@@ -221,7 +221,7 @@ TEST(Validation, SchemaTwoRowsInTheirOwnUnitAndPerWithEveryOptionAccountedFor) {
   EXPECT_NEAR(row("sys").predicted, 8 * predict(cat(), r8).throughput, 1e-6);
   EXPECT_TRUE(row("auto").batch_chosen);
   EXPECT_GT(row("auto").batch, 0);
-  EXPECT_NE(row("tf").reason.find("framework=tensorflow"), std::string::npos);
+  EXPECT_EQ(row("tf").status, "ok") << row("tf").reason;  // a framework with a profile is priced by it
   EXPECT_EQ(row("nhwc").status, "ok") << row("nhwc").reason;  // the layout is priced
   EXPECT_NE(row("acc").reason.find("gradient accumulation"), std::string::npos);
   EXPECT_EQ(row("dp").status, "ok") << row("dp").reason;  // global batch = batch x GPUs, tp = pp = 1
@@ -230,7 +230,7 @@ TEST(Validation, SchemaTwoRowsInTheirOwnUnitAndPerWithEveryOptionAccountedFor) {
   EXPECT_EQ(row("mic").status, "ok") << row("mic").reason;  // priced by the achievable peaks
   ASSERT_EQ(rep.sources.size(), 1u);
   EXPECT_EQ(rep.sources[0].rows, 10);
-  EXPECT_EQ(rep.sources[0].scored, 6);  // one, sys, auto, nhwc, dp, mic: priced and measured
+  EXPECT_EQ(rep.sources[0].scored, 7);  // one, sys, auto, tf, nhwc, dp, mic: priced and measured
 }
 
 TEST(Collective, LinksAndRingFormulas) {
@@ -356,7 +356,7 @@ TEST(Band, StoredBandIsTheModelsCurrentValidationSpread) {
   const Band& b = model_band();
   EXPECT_NEAR(b.log_err_p10, rep.log_err_p10, 1e-12);
   EXPECT_NEAR(b.log_err_p90, rep.log_err_p90, 1e-12);
-  EXPECT_EQ(b.rows, 85);  // priced training and inference rows; microbenchmarks stay out of the band
+  EXPECT_EQ(b.rows, 97);  // priced training and inference rows; microbenchmarks stay out of the band
   PredictRequest r;
   r.workload = "resnet50";
   r.gpu = "h100-sxm";
@@ -1011,4 +1011,86 @@ TEST(Parallel, NetworkFileErrorsNameTheLine) {
       EXPECT_EQ(std::string(e.what()).rfind("n.toml", 0), 0u) << e.what();
     }
   }
+}
+
+#include "perf/framework.hpp"
+
+TEST(Framework, ProfilesSetDefaultsTheCallerLeftAndSayWhatTheyLeaveOut) {
+  for (const char* id : {"pytorch", "tensorflow", "megatron", "nemo", "composer", "llm.c"}) {
+    const FrameworkProfile& f = framework(id);
+    EXPECT_FALSE(f.source.empty()) << id;
+  }
+  EXPECT_THROW(framework("jax"), InputError);
+  // Megatron (2021) prices explicit attention; NeMo fused attention and the distributed optimizer.
+  PredictRequest r;
+  r.workload = "gpt3-175b";
+  r.gpu = "a100-80gb-sxm";
+  r.gpus = 512;
+  r.batch = 1;
+  r.precision = Precision::amp_fp16;
+  r.options = {{"tp", "8"}, {"pp", "8"}, {"global_batch", "512"}, {"framework", "megatron"}};
+  const Prediction meg = predict(cat(), r);
+  EXPECT_EQ(meg.framework, "megatron");
+  EXPECT_EQ(meg.sharding, "none");
+  EXPECT_FALSE(meg.framework_unmodelled.empty());
+  r.options["framework"] = "nemo";
+  const Prediction nemo = predict(cat(), r);
+  EXPECT_EQ(nemo.sharding, "zero1");
+  EXPECT_NEAR(nemo.memory.optimizer_bytes * 8, meg.memory.optimizer_bytes, 1.0);  // sharded over dp = 8
+  EXPECT_GT(nemo.throughput, meg.throughput);                              // fused attention
+  r.options["flash_attention"] = "0";  // an explicit option beats the profile
+  EXPECT_NEAR(predict(cat(), r).throughput, meg.throughput, meg.throughput * 0.02);
+  // A profile's sharding does not apply to one GPU; its layout only to convolutional networks.
+  PredictRequest one;
+  one.workload = "llama-7b";
+  one.gpu = "h100-sxm";
+  one.batch = 1;
+  one.options = {{"framework", "composer"}};
+  EXPECT_EQ(predict(cat(), one).sharding, "none");
+  one.options = {{"framework", "tensorflow"}};
+  EXPECT_NO_THROW(predict(cat(), one));
+  one.options = {{"framework", "jax"}};
+  EXPECT_THROW(predict(cat(), one), InputError);
+}
+
+TEST(Framework, FileErrorsNameTheLineAndFuzzedFilesFailCleanly) {
+  const std::string good = "[[framework]]\nid = \"x\"\nname = \"X\"\nsource = \"s\"\nflash_attention = \"1\"\nsharding = \"zero1\"\n"
+                           "unmodelled = [\"a\"]\n";
+  ASSERT_EQ(parse_frameworks(good, "f.toml").size(), 1u);
+  for (const auto& [text, expect] : std::vector<std::pair<std::string, std::string>>{
+           {"[[framework]]\nid = \"x\"\nname = \"X\"\nsource = \"s\"\nsharding = \"zero9\"\n", "f.toml:1: sharding must be one of"},
+           {"[[framework]]\nid = \"x\"\nname = \"X\"\n", "needs id, name and source"},
+           {"[[framework]]\nid = \"x\"\nname = \"X\"\nsource = \"s\"\nspeed = 3\n", "unknown key 'speed'"},
+           {good + good, "defined twice"},
+           {"[[framework]]\nid = \"x\"\nname = \"X\"\nsource = \"s\"\nunmodelled = [1]\n", "list of strings"},
+           {"[frameworks]\n", "unknown table"}}) {
+    try {
+      parse_frameworks(text, "f.toml");
+      ADD_FAILURE() << text;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(expect), std::string::npos) << e.what();
+    }
+  }
+  const std::string builtin = files::read_all(std::string(GPUVS_SOURCE_DIR) + "/data/frameworks.toml", "data");
+  std::mt19937_64 rng(3);
+  int ok = 0;
+  const std::string alphabet = "[]\"=,.#\n -0123456789abcdefhlmnoprstz_";
+  for (int round = 0; round < 800; ++round) {
+    std::string t = builtin;
+    for (int e = 0, edits = 1 + static_cast<int>(rng() % 3); e < edits; ++e) {
+      const std::size_t pos = rng() % t.size();
+      const auto k = rng() % 10;
+      if (k < 5) t[pos] = alphabet[rng() % alphabet.size()];
+      else if (k < 8) t.erase(pos, 1 + rng() % 6);
+      else t.insert(pos, 1, alphabet[rng() % alphabet.size()]);
+    }
+    try {
+      parse_frameworks(t, "fuzz.toml");
+      ++ok;
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("fuzz.toml", 0), 0u) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_GT(ok, 0);
 }

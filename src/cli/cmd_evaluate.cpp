@@ -230,7 +230,7 @@ int run_evaluate(const EvaluateArgs& a) {
     json e = {{"gpu", g.id}, {"name", g.name}, {"precision", used}, {"throughput", p->throughput}, {"unit", p->unit},
               {"band_low", p->band_low}, {"band_high", p->band_high}, {"step_time_s", p->step_s}, {"batch", p->batch},
               {"peak_gib", p->memory.peak_bytes / 1073741824.0}, {"capacity_gib", p->memory.capacity_bytes / 1073741824.0},
-              {"fits", p->memory.fits}, {"calibrated", p->calibrated}, {"local", g.id == local_gpu}};
+              {"fits", p->memory.fits}, {"calibrated", p->calibrated}, {"local", g.id == local_gpu}, {"framework", p->framework}};
     const double hours_per_million = 1e6 / p->throughput / 3600.0;
     if (const auto rent = assumptions.rent(g)) {
       e["usd_per_million"] = hours_per_million * *rent;
@@ -336,8 +336,9 @@ int run_evaluate(const EvaluateArgs& a) {
                   {"precision", a.precision}, {"devices", devices}, {"bench", bench_record}, {"training", training},
                   {"calibration", calibration}, {"predictions", predictions}, {"measured_here", measured},
                   {"measured_here_note", here_comparable ? "" : fmt::format("This machine was measured training seed-mlp, not {}: no measured bar beside the predictions.", a.workload)},
-                  {"prediction_note", fmt::format("{} training, default batch per GPU, {} (amp-fp16 where a card lacks bf16); band = the model's validation error spread",
-                                                  a.workload, a.precision)},
+                  {"prediction_note", fmt::format("{} training, default batch per GPU, {} (amp-fp16 where a card lacks bf16), priced with the {} "
+                                                  "framework profile; band = the model's validation error spread",
+                                                  a.workload, a.precision, predictions.empty() ? "pytorch" : predictions[0].value("framework", "pytorch"))},
                   {"roofline", roofline(results, tr, "seed-mlp", cpu)}, {"advice", advise::advice_json(advice)}, {"summary", summary}};
   store::Run run;
   run.created_utc = clock::utc_now();

@@ -62,6 +62,7 @@ int run_predict(const PredictArgs& a) {
         {"band", {{"low", p.band_low}, {"high", p.band_high}, {"basis", "10th-90th percentile of validation errors"}}},
         {"time_by_bound_s", {{"compute", d.compute_s}, {"memory", d.memory_s}, {"launch", d.launch_s}, {"communication", p.comm_exposed_s}}},
         {"kernels", d.kernels},
+        {"framework", {{"profile", p.framework}, {"not_modelled", p.framework_unmodelled}}},
         {"memory",
          {{"peak_gib", m.peak_bytes / kGiB}, {"capacity_gib", m.capacity_bytes / kGiB}, {"fits", m.fits},
           {"weights_gib", m.weights_bytes / kGiB}, {"gradients_gib", m.gradients_bytes / kGiB},
@@ -99,6 +100,8 @@ int run_predict(const PredictArgs& a) {
              p.seq_len > 0 ? fmt::format(" x {} tokens", p.seq_len) : "", p.plan.matrix_unit);
   fmt::print("  throughput   {} {} per GPU (likely {} to {})\n", units::format_si(p.throughput), p.unit,
              units::format_si(p.band_low), units::format_si(p.band_high));
+  fmt::print("  framework    {} profile{}\n", p.framework,
+             p.framework_unmodelled.empty() ? "" : "; not priced: " + strings::join(p.framework_unmodelled, "; "));
   if (p.parallel) {
     fmt::print("  plan         {} GPUs = tp {} x pp {}{} x cp {} x dp {}; global batch {} = {} micro-batches of {} per data-parallel rank\n",
                p.gpus, p.tp, p.pp, p.vp > 1 ? fmt::format(" (vp {})", p.vp) : "", p.cp, p.dp, p.global_batch, p.micro_batches, p.batch);

@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <charconv>
 
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "graph/networks.hpp"
 #include "perf/band.hpp"
+#include "perf/framework.hpp"
 #include "perf/parallel.hpp"
 
 namespace gpuvs::perf {
@@ -20,7 +22,7 @@ const std::vector<std::string> kOptionKeys = {"seq_len",  "flash_attention", "sh
                                               "finetune", "lora_rank",       "layers",   "hidden",  "heads",
                                               "kv_heads", "ffn",             "vocab",    "memory_format",
                                               "tp",       "pp",              "cp",       "vp",      "global_batch",
-                                              "network"};
+                                              "network",  "framework"};
 
 std::string option_choice(const std::map<std::string, std::string>& o, const std::string& key, const std::string& fallback,
                           const std::vector<std::string>& allowed) {
@@ -292,9 +294,14 @@ std::map<std::string, std::string> parse_options(const std::string& text) {
   return out;
 }
 
-Prediction predict(const catalog::Catalog& cat, const PredictRequest& req) {
-  const catalog::Gpu& gpu = cat.find(req.gpu);
-  const graph::NetworkInfo net = graph::resolve_network(req.workload, req.options);  // `gpt`: its shape from options
+Prediction predict(const catalog::Catalog& cat, const PredictRequest& request) {
+  const catalog::Gpu& gpu = cat.find(request.gpu);
+  const graph::NetworkInfo net = graph::resolve_network(request.workload, request.options);  // `gpt`: its shape from options
+  // The framework profile fills in the options the caller left to it.
+  const auto fw_it = request.options.find("framework");
+  const FrameworkProfile& fw = framework(fw_it == request.options.end() ? "pytorch" : fw_it->second);
+  PredictRequest req = request;
+  req.options = with_framework_defaults(fw, request.options, net.family, request.gpus, request.training);
   if (req.gpus < 1 || req.gpus > 65536) throw InputError(fmt::format("--gpus must be in [1, 65536], got {}", req.gpus));
   // A plan beyond plain data parallelism inside one server: model splits, gradient accumulation, a named
   // network, or more GPUs than a server holds. tp = pp = cp = vp = 1 and a global batch of batch x GPUs
@@ -315,6 +322,8 @@ Prediction predict(const catalog::Catalog& cat, const PredictRequest& req) {
     if (!known) throw InputError(fmt::format("option '{}' is unknown (known: {})", k, strings::join(kOptionKeys, ", ")));
   }
   Prediction p;
+  p.framework = fw.id;
+  p.framework_unmodelled = fw.unmodelled;
   p.plan = plan_precision(req.precision, gpu);
   p.workload = net.id;
   p.gpu_id = gpu.id;
@@ -337,8 +346,27 @@ Prediction predict(const catalog::Catalog& cat, const PredictRequest& req) {
   if (p.recompute != "none" && (!req.training || net.layers == 0))
     throw InputError(fmt::format("recompute={} applies to training transformer workloads", p.recompute));
   if (parallel) {
-    predict_parallel(p, req, net, gpu, flash);
-    return p;
+    if (req.batch > 0) {
+      predict_parallel(p, req, net, gpu, flash);
+      return p;
+    }
+    // No micro-batch given: the one a practitioner would pick, the fastest of 1, 2, 4, 8 that fits (and
+    // divides the global batch), else the smallest that can be laid out.
+    std::optional<Prediction> best;
+    std::string why;
+    for (const std::int64_t b : {1, 2, 4, 8}) {
+      Prediction q = p;
+      q.batch = b;
+      try {
+        predict_parallel(q, req, net, gpu, flash);
+      } catch (const InputError& e) {
+        if (why.empty()) why = e.what();
+        continue;
+      }
+      if (!best || (q.memory.fits && (!best->memory.fits || q.throughput > best->throughput))) best = q;
+    }
+    if (!best) throw InputError(why);
+    return *best;
   }
   graph::NetworkOptions nopt{p.batch, p.plan.activations, p.seq_len, flash, req.training};
   nopt.lora_rank = p.lora_rank;
@@ -350,7 +378,7 @@ Prediction predict(const catalog::Catalog& cat, const PredictRequest& req) {
   // Convolution layout: channels-last (the model's default, what NVIDIA's reference implementations train
   // with on tensor cores) or channels-first, which adds cuDNN's transposes around tensor-core convolutions.
   const std::string layout = option_choice(req.options, "memory_format", "nhwc", {"nhwc", "nchw"});
-  if (req.options.count("memory_format") && net.family != "cnn" && net.family != "unet")
+  if (request.options.count("memory_format") && net.family != "cnn" && net.family != "unet")
     throw InputError(fmt::format("option memory_format applies to convolutional workloads, not {}", net.id));
   p.memory_format = layout;
   p.detail = predict_graph(g, gpu, p.plan, eff, layout == "nchw" ? ConvLayout::nchw : ConvLayout::nhwc);

@@ -3,6 +3,7 @@
 #pragma once
 #include <map>
 #include <string>
+#include <vector>
 
 #include "catalog/catalog.hpp"
 #include "perf/calibration.hpp"
@@ -21,7 +22,7 @@ struct PredictRequest {
   Precision precision = Precision::amp_bf16;
   bool training = true;
   std::map<std::string, std::string> options;  // seq_len, flash_attention, sharding, gen_len, recompute,
-                                               // finetune, lora_rank, memory_format; decoder training
+                                               // finetune, lora_rank, memory_format, framework; decoder training
                                                // plans: tp, pp, cp, vp, global_batch, network; for
                                                // workload gpt its shape: layers, hidden, heads, kv_heads,
                                                // ffn, vocab
@@ -63,6 +64,8 @@ struct Prediction {
   std::int64_t lora_rank = 0;
   std::int64_t frozen_params = 0;
   bool calibrated = false;  // the request's calibration was measured on this device and applied
+  std::string framework = "pytorch";           // the profile that priced it (perf/framework.hpp)
+  std::vector<std::string> framework_unmodelled;  // what that framework does that the model does not price
   // Tensor/pipeline/context/data-parallel training (perf/parallel.hpp): the layout, what each part of the
   // step costs, and the network assumed between nodes.
   bool parallel = false;

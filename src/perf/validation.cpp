@@ -76,10 +76,7 @@ std::map<std::string, std::string> model_options(const PublishedRow& r, std::str
   std::vector<std::string> reasons;
   for (const auto& [key, value] : parse_option_pairs(r.options)) {
     if (documentary_option(key)) continue;
-    if (key == "framework") {
-      if (value != "pytorch")
-        reasons.push_back(fmt::format("framework={}: no profile for it yet (the model prices PyTorch eager with cuBLAS/cuDNN)", value));
-    } else if (std::find(prediction_option_keys().begin(), prediction_option_keys().end(), key) != prediction_option_keys().end()) {
+    if (std::find(prediction_option_keys().begin(), prediction_option_keys().end(), key) != prediction_option_keys().end()) {
       out[key] = value;
     } else {
       reasons.push_back(fmt::format("option {}={} is not understood by the model", key, value));

@@ -1,0 +1,101 @@
+#include "perf/framework.hpp"
+
+#include <fmt/format.h>
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+
+#include "core/error.hpp"
+#include "core/strings.hpp"
+
+namespace gpuvs::embedded {
+extern const char* const kFrameworks;
+}
+
+namespace gpuvs::perf {
+
+namespace {
+
+const std::map<std::string, std::vector<std::string>> kDefaults = {{"flash_attention", {"model", "0", "1"}},
+                                                                   {"sharding", {"none", "zero1", "zero2", "full"}},
+                                                                   {"memory_format", {"nhwc", "nchw"}}};
+
+}  // namespace
+
+std::vector<FrameworkProfile> parse_frameworks(const std::string& text, const std::string& where) {
+  toml::table t;
+  try {
+    t = toml::parse(text, where);
+  } catch (const toml::parse_error& e) {
+    throw InputError(fmt::format("{}:{}: {}", where, e.source().begin.line, strings::printable(std::string(e.description()))));
+  }
+  for (const auto& [k, v] : t)
+    if (k.str() != "framework") throw InputError(fmt::format("{}: unknown table '{}' (expected [[framework]])", where, strings::printable(k.str())));
+  const auto* arr = t["framework"].as_array();
+  if (!arr) throw InputError(fmt::format("{}: no [[framework]] tables", where));
+  std::vector<FrameworkProfile> out;
+  for (const auto& node : *arr) {
+    const auto* f = node.as_table();
+    const int line = static_cast<int>(node.source().begin.line);
+    if (!f) throw InputError(fmt::format("{}:{}: a framework must be a table", where, line));
+    FrameworkProfile p;
+    p.line = line;
+    for (const auto& [k, v] : *f) {
+      const std::string key(k.str());
+      if (key == "id" || key == "name" || key == "source") {
+        const auto s = v.value<std::string>();
+        if (!s || s->empty()) throw InputError(fmt::format("{}:{}: {} must be a non-empty string", where, line, key));
+        (key == "id" ? p.id : key == "name" ? p.name : p.source) = *s;
+      } else if (kDefaults.count(key)) {
+        const auto s = v.value<std::string>();
+        const auto& allowed = kDefaults.at(key);
+        if (!s || std::find(allowed.begin(), allowed.end(), *s) == allowed.end())
+          throw InputError(fmt::format("{}:{}: {} must be one of {}", where, line, key, strings::join(allowed, ", ")));
+        if (*s != "model") p.defaults[key] = *s;
+      } else if (key == "unmodelled") {
+        const auto* list = v.as_array();
+        if (!list) throw InputError(fmt::format("{}:{}: unmodelled must be a list of strings", where, line));
+        for (const auto& item : *list) {
+          const auto s = item.value<std::string>();
+          if (!s) throw InputError(fmt::format("{}:{}: unmodelled must be a list of strings", where, line));
+          p.unmodelled.push_back(*s);
+        }
+      } else {
+        throw InputError(fmt::format("{}:{}: unknown key '{}'", where, line, strings::printable(key)));
+      }
+    }
+    if (p.id.empty() || p.name.empty() || p.source.empty())
+      throw InputError(fmt::format("{}:{}: a framework needs id, name and source", where, line));
+    for (const auto& other : out)
+      if (other.id == p.id) throw InputError(fmt::format("{}:{}: framework '{}' is defined twice", where, line, p.id));
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+const std::vector<FrameworkProfile>& frameworks() {
+  static const std::vector<FrameworkProfile> f = parse_frameworks(embedded::kFrameworks, "built-in data/frameworks.toml");
+  return f;
+}
+
+const FrameworkProfile& framework(const std::string& id) {
+  std::vector<std::string> ids;
+  for (const auto& f : frameworks()) {
+    if (f.id == id) return f;
+    ids.push_back(f.id);
+  }
+  throw InputError(fmt::format("framework '{}' has no profile (known: {})", strings::printable(id), strings::join(ids, ", ")));
+}
+
+std::map<std::string, std::string> with_framework_defaults(const FrameworkProfile& f, std::map<std::string, std::string> options,
+                                                           const std::string& family, int gpus, bool training) {
+  for (const auto& [k, v] : f.defaults) {
+    if (k == "memory_format" && family != "cnn" && family != "unet") continue;
+    if (k == "sharding" && (gpus < 2 || !training)) continue;
+    options.emplace(k, v);
+  }
+  return options;
+}
+
+}  // namespace gpuvs::perf

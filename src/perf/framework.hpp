@@ -1,0 +1,32 @@
+// Framework profiles (data/frameworks.toml, compiled in): the software that runs a training step, as data.
+// A profile sets the defaults of the mechanics the model prices — the attention kernel, optimizer-state
+// sharding, the convolution layout — to what that framework does out of the box, and names what it does
+// that the model does not price yet, so every prediction says which profile priced it and what it left out.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+namespace gpuvs::perf {
+
+struct FrameworkProfile {
+  std::string id, name, source;
+  std::map<std::string, std::string> defaults;  // prediction options: flash_attention, sharding, memory_format
+  std::vector<std::string> unmodelled;          // what the framework does that the model does not price
+  int line = 0;
+};
+
+/// The compiled-in profiles.
+const std::vector<FrameworkProfile>& frameworks();
+/// Parses profile TOML; InputError "WHERE:LINE: ..." for unknown keys, missing fields, bad values.
+std::vector<FrameworkProfile> parse_frameworks(const std::string& text, const std::string& where);
+/// By id; InputError naming the known ids when unknown.
+const FrameworkProfile& framework(const std::string& id);
+
+/// `options` with the profile's defaults added where the caller gave none ("model" leaves the workload
+/// family's own default in place): the convolution layout for convolutional families only, optimizer
+/// sharding only when several GPUs train.
+std::map<std::string, std::string> with_framework_defaults(const FrameworkProfile& f, std::map<std::string, std::string> options,
+                                                           const std::string& family, int gpus, bool training);
+
+}  // namespace gpuvs::perf
