@@ -453,7 +453,7 @@ TEST(Cli, AdviseParamsBuildsADecoderToSizeAndSaysSo) {
   const auto text = run_gpuvs("advise --params 7e9 --tokens 1e9 --gpus h100-sxm,rtx-4090");
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("train decoder-7b "), std::string::npos) << text.out;
-  EXPECT_NE(text.out.find("note: model: a LLaMA-style decoder built to --params 7e+09 by the rule width = 128 x layers: "
+  EXPECT_NE(text.out.find("note: model: a LLaMA-style decoder built to --params 7e+09 by the rule width = 128 x layers (a multiple of 4 from 8 up): "
                           "32 layers, width 4096, 32 heads, SwiGLU 11008, vocabulary 32000: 6.74 B parameters (-3.7% "
                           "from the request)"),
             std::string::npos)

@@ -16,6 +16,7 @@ nlohmann::json option_json(const Option& o) {
           {"gpu_name", o.gpu_name},
           {"count", o.count},
           {"strategy", o.strategy},
+          {"plan", o.plan},
           {"precision", o.precision},
           {"batch", o.batch},
           {"recompute", o.recompute},

@@ -8,6 +8,7 @@
 #include <thread>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "core/error.hpp"
 #include "core/units.hpp"
@@ -145,6 +146,46 @@ std::vector<std::string> strategies(const Scenario& s, int count) {
   return {"ddp", "zero2", "fsdp"};
 }
 
+/// Time to finish (with failures, restarts and Young/Daly checkpoints), then rent or buy, for a training
+/// option that fits: the same arithmetic for one server and for multi-node plans.
+void price_training_run(Option& o, const perf::Prediction& pred, double model_params, const Scenario& s, const Assumptions& a,
+                        const catalog::Gpu& gpu, int count) {
+  const perf::Prediction* p = &pred;
+  // Time, failures and the checkpoint interval.
+  const double rate = a.get("failures_per_gpu_hour") * (o.ecc ? 1.0 : a.get("non_ecc_failure_factor"));
+  o.mtbf_hours = 1.0 / (rate * count);
+  const double bytes_per_param = p->plan.fp32_master || p->plan.precision == perf::Precision::fp32 ||
+                                         p->plan.precision == perf::Precision::tf32
+                                     ? 12.0   // fp32 weights (or master copy) + two Adam moments
+                                     : 6.0;   // pure 16-bit: weights + two 16-bit moments
+  o.checkpoint_gb = model_params * bytes_per_param / 1e9;
+  const double ckpt_h = o.checkpoint_gb / a.get("checkpoint_write_gbs") / 3600.0;
+  o.checkpoint_interval_hours = optimal_checkpoint_interval(ckpt_h, o.mtbf_hours);
+  if (s.work > 0) {
+    o.compute_hours = s.work / o.throughput / 3600.0;
+    o.expected_failures = o.compute_hours / o.mtbf_hours;
+    const double restart_h = a.get("restart_minutes") / 60.0;
+    o.lost_hours = o.expected_failures * (o.checkpoint_interval_hours / 2 + restart_h) +
+                   (o.checkpoint_interval_hours > 0 ? o.compute_hours / o.checkpoint_interval_hours * ckpt_h : 0);
+    o.total_hours = o.compute_hours + o.lost_hours;
+  }
+  // Costs: to finish the job, or per million units when no amount of work is given.
+  const Costs c = costs_for(gpu, a, a.get("utilization"));
+  const double hours = s.work > 0 ? o.total_hours : 1e6 / o.throughput / 3600.0;
+  if (c.rent_per_h) o.rent_usd = hours * count * *c.rent_per_h;
+  if (c.price) {
+    o.buy_upfront_usd = count * *c.price;
+    o.buy_usd = hours * count * *c.own_per_h;
+    if (c.rent_per_h && *c.rent_per_h > *c.power_per_h)
+      o.breakeven_utilization = *c.price / (a.get("amortization_years") * 8760.0 * (*c.rent_per_h - *c.power_per_h));
+  }
+  o.energy_usd = hours * count * *c.power_per_h;
+  if (s.hours && o.total_hours > *s.hours)
+    o.why_not.push_back(fmt::format("misses the {:.0f} h deadline: {:.0f} h including {:.1f} h expected lost to failures",
+                                    *s.hours, o.total_hours, o.lost_hours));
+  choose_basis(o, s, o.rent_usd.value_or(0), o.buy_upfront_usd.value_or(0));
+}
+
 Option training_option(const catalog::Catalog& cat, const catalog::Gpu& gpu, const Scenario& s, const Assumptions& a,
                        int count, const std::string& strategy, perf::Precision precision, const std::string& precision_note,
                        bool transformer, std::map<std::string, Fit>& fit_cache) {
@@ -202,39 +243,73 @@ Option training_option(const catalog::Catalog& cat, const catalog::Gpu& gpu, con
                                     count, count == 1 ? "" : "s", o.peak_gib, transformer ? " with full recompute" : "", o.capacity_gib));
     return o;
   }
-  // Time, failures and the checkpoint interval.
-  const double rate = a.get("failures_per_gpu_hour") * (o.ecc ? 1.0 : a.get("non_ecc_failure_factor"));
-  o.mtbf_hours = 1.0 / (rate * count);
-  const double bytes_per_param = p->plan.fp32_master || p->plan.precision == perf::Precision::fp32 ||
-                                         p->plan.precision == perf::Precision::tf32
-                                     ? 12.0   // fp32 weights (or master copy) + two Adam moments
-                                     : 6.0;   // pure 16-bit: weights + two 16-bit moments
-  o.checkpoint_gb = static_cast<double>(p->params) * bytes_per_param / 1e9;
-  const double ckpt_h = o.checkpoint_gb / a.get("checkpoint_write_gbs") / 3600.0;
-  o.checkpoint_interval_hours = optimal_checkpoint_interval(ckpt_h, o.mtbf_hours);
-  if (s.work > 0) {
-    o.compute_hours = s.work / o.throughput / 3600.0;
-    o.expected_failures = o.compute_hours / o.mtbf_hours;
-    const double restart_h = a.get("restart_minutes") / 60.0;
-    o.lost_hours = o.expected_failures * (o.checkpoint_interval_hours / 2 + restart_h) +
-                   (o.checkpoint_interval_hours > 0 ? o.compute_hours / o.checkpoint_interval_hours * ckpt_h : 0);
-    o.total_hours = o.compute_hours + o.lost_hours;
+  price_training_run(o, *p, static_cast<double>(p->params), s, a, gpu, count);
+  return o;
+}
+
+/// A decoder trained past one server: for each tensor-parallel size (1, 2, 4, 8 inside a node) the fewest
+/// pipeline stages that make a rank fit (full recompute when nothing else does), data parallel over the
+/// rest, the global batch from the `global_batch_tokens` assumption; the fastest of those plans.
+Option multinode_option(const catalog::Catalog& cat, const catalog::Gpu& gpu, const Scenario& s, const Assumptions& a, int count,
+                        perf::Precision precision, const std::string& precision_note, const graph::NetworkInfo& net) {
+  Option o;
+  o.gpu_id = gpu.id;
+  o.gpu_name = gpu.name;
+  o.count = count;
+  o.strategy = "3d";
+  o.precision = std::string(perf::precision_name(precision)) + (precision_note.empty() ? "" : " (" + precision_note + ")");
+  o.ecc = gpu.ecc == "yes";
+  const auto& dec = net.decoder;
+  const std::int64_t seq = s.seq_len > 0 ? s.seq_len : net.default_seq_len;
+  std::optional<perf::Prediction> best;
+  std::string best_plan, last_err;
+  for (int tp : {1, 2, 4, 8}) {
+    if (dec.heads % tp != 0 || count % tp != 0) continue;
+    bool placed = false;
+    for (const char* recompute : {"none", "full"}) {
+      for (int pp = 1; pp <= 64 && !placed; pp *= 2) {
+        if (dec.layers % pp != 0 || count % (tp * pp) != 0) continue;
+        const int dp = count / (tp * pp);
+        // The global batch in sequences: the assumption's tokens, rounded up to whole micro-batches per rank.
+        const auto sequences = static_cast<std::int64_t>(std::ceil(a.get("global_batch_tokens") / static_cast<double>(seq) / dp)) * dp;
+        perf::PredictRequest req;
+        req.workload = s.workload;
+        req.gpu = gpu.id;
+        req.gpus = count;
+        req.precision = precision;
+        req.training = true;
+        req.options = {{"tp", std::to_string(tp)}, {"pp", std::to_string(pp)}, {"global_batch", std::to_string(sequences)},
+                       {"sharding", "zero1"}, {"recompute", recompute}, {"seq_len", std::to_string(seq)}};
+        std::string err;
+        const auto p = try_predict(cat, req, err);
+        if (!p) {
+          last_err = err;
+          continue;
+        }
+        if (!p->memory.fits) continue;
+        placed = true;
+        if (!best || p->throughput > best->throughput) {
+          best = p;
+          best_plan = fmt::format("tp {} x pp {} x dp {}, micro-batch {}, {} micro-batches{}", tp, pp, dp, p->batch, p->micro_batches,
+                                  std::string(recompute) == "full" ? ", full recompute" : "");
+        }
+      }
+      if (placed) break;
+    }
   }
-  // Costs: to finish the job, or per million units when no amount of work is given.
-  const Costs c = costs_for(gpu, a, a.get("utilization"));
-  const double hours = s.work > 0 ? o.total_hours : 1e6 / o.throughput / 3600.0;
-  if (c.rent_per_h) o.rent_usd = hours * count * *c.rent_per_h;
-  if (c.price) {
-    o.buy_upfront_usd = count * *c.price;
-    o.buy_usd = hours * count * *c.own_per_h;
-    if (c.rent_per_h && *c.rent_per_h > *c.power_per_h)
-      o.breakeven_utilization = *c.price / (a.get("amortization_years") * 8760.0 * (*c.rent_per_h - *c.power_per_h));
+  if (!best) {
+    o.why_not.push_back(last_err.empty() ? fmt::format("no tp x pp plan on {} cards fits a rank's memory", count) : last_err);
+    return o;
   }
-  o.energy_usd = hours * count * *c.power_per_h;
-  if (s.hours && o.total_hours > *s.hours)
-    o.why_not.push_back(fmt::format("misses the {:.0f} h deadline: {:.0f} h including {:.1f} h expected lost to failures",
-                                    *s.hours, o.total_hours, o.lost_hours));
-  choose_basis(o, s, o.rent_usd.value_or(0), o.buy_upfront_usd.value_or(0));
+  o.fits = true;
+  o.batch = best->batch;
+  o.recompute = best->recompute;
+  o.peak_gib = best->memory.peak_bytes / kGiB;
+  o.capacity_gib = best->memory.capacity_bytes / kGiB;
+  o.unit = best->unit;
+  o.throughput = best->throughput * count;
+  o.plan = best_plan + ", over " + best->dp_link;
+  price_training_run(o, *best, static_cast<double>(graph::decoder_params(net.decoder)), s, a, gpu, count);
   return o;
 }
 
@@ -500,6 +575,10 @@ Advice advise(const catalog::Catalog& cat, const Scenario& s, const Assumptions&
     for (int count = 1; count <= max_gpus; count *= 2)
       for (const auto& strategy : strategies(s, count))
         out.push_back(training_option(cat, gpu, s, a, count, strategy, *precision, note, transformer, fit_cache));
+    // Past one server: decoders, full training, clusters up to max_gpus.
+    if (net.family == "decoder" && (s.task == "train" || s.finetune == "full"))
+      for (int count = 2 * max_gpus; count <= static_cast<int>(a.get("max_gpus")); count *= 2)
+        out.push_back(multinode_option(cat, gpu, s, a, count, *precision, note, net));
     return out;
   };
   std::vector<std::vector<Option>> per_gpu(gpus.size());
@@ -547,8 +626,10 @@ Advice advise(const catalog::Catalog& cat, const Scenario& s, const Assumptions&
     const Option& cur = it->second;
     // Among infeasible attempts keep the nearest: one that fits (the fewest cards), else the most cards and,
     // among those, the strategy that needs the least memory.
+    // Two that fit but miss a requirement: the faster one when a deadline is missed, else the fewer cards.
+    const bool faster = s.hours && o.total_hours > 0 && o.total_hours < cur.total_hours;
     const bool nearer_miss = !o.feasible && !cur.feasible &&
-                             ((o.fits && !cur.fits) || (o.fits && cur.fits && o.count < cur.count) ||
+                             ((o.fits && !cur.fits) || (o.fits && cur.fits && (s.hours ? faster : o.count < cur.count)) ||
                               (!o.fits && !cur.fits &&
                                (o.count > cur.count || (o.count == cur.count && o.peak_gib < cur.peak_gib))));
     if ((o.feasible && better(o, cur)) || nearer_miss) best[o.gpu_id] = o;
@@ -566,6 +647,7 @@ Advice advise(const catalog::Catalog& cat, const Scenario& s, const Assumptions&
                            ? fmt::format("the machine you have ({}), measured {} {}, no purchase, batch {}", o.gpu_name,
                                          units::format_si(o.throughput), o.unit, o.batch)
                        : serving ? fmt::format("{} x {}, {}, batch {}, p99 {:.1f} ms", o.count, o.gpu_id, o.isolation, o.batch, o.latency_p99_ms)
+                       : !o.plan.empty() ? fmt::format("{} x {} in a {}", o.count, o.gpu_id, o.plan)
                                : fmt::format("{} on {} x {}, batch {}{}", o.strategy, o.count, o.gpu_id, o.batch,
                                              o.recompute != "none" ? ", recompute " + o.recompute : "");
     if (!serving && s.work > 0) what += fmt::format(", {:.1f} h", o.total_hours);
@@ -587,8 +669,8 @@ Advice advise(const catalog::Catalog& cat, const Scenario& s, const Assumptions&
   if (adv.ranked.empty()) adv.notes.push_back("no option meets every requirement; the ruled-out list says what each GPU lacks");
   if (!serving && s.work == 0) adv.notes.push_back("no --tokens/--samples given: costs are per million " + adv.work_unit + ", not for a job");
   if (!serving && !adv.ruled_out.empty())
-    adv.notes.push_back(fmt::format("training options stay inside one server (max_gpus_per_server = {}); multi-node training is not modelled",
-                                    max_gpus));
+    adv.notes.push_back(fmt::format("options run up to {} GPUs (max_gpus; {} per server, multi-node plans for decoders)",
+                                    static_cast<int>(a.get("max_gpus")), max_gpus));
   return adv;
 }
 

@@ -29,6 +29,8 @@ Assumptions Assumptions::defaults() {
       {"p99_over_service", 2.0, "ratio",
        "serving: p99 latency over one batch's service time (a request waits for the batch in flight, then its own)"},
       {"max_gpus_per_server", 8, "GPUs", "data parallel training within one server"},
+      {"max_gpus", 1024, "GPUs", "largest cluster the advisor plans for (decoders past one server: tensor x pipeline x data parallel)"},
+      {"global_batch_tokens", 4e6, "tokens", "global batch of a multi-node pretraining plan (Llama 2 and 3: 4M tokens per step)"},
       {"isolation_required", 1, "0/1", "tenants need memory and fault isolation (MIG or their own card)"},
       {"hours_per_month", 730, "hours", "serving cost period"},
       {"this_machine_watts", 200, "W", "wall power of the measured machine under load (a workstation, or a server's share); set yours"},
@@ -51,7 +53,8 @@ void Assumptions::set(const std::string& key, double value, const catalog::Catal
     const bool fraction = a.unit == "fraction";
     if (value < 0 || (fraction && (value <= 0 || value > 1)) || (key == "pue" && value < 1) ||
         (key == "isolation_required" && value != 0 && value != 1) || (key == "amortization_years" && value <= 0) ||
-        (key == "max_gpus_per_server" && (value < 1 || value != std::floor(value))))
+        (key == "max_gpus_per_server" && (value < 1 || value != std::floor(value))) ||
+        (key == "max_gpus" && (value < 1 || value > 65536 || value != std::floor(value))) || (key == "global_batch_tokens" && value < 1))
       throw InputError(fmt::format("--assume {}={}: impossible value ({}: {})", key, value, a.unit, a.basis));
     a.value = value;
     a.overridden = true;

@@ -63,7 +63,7 @@ std::string params_note(double requested, const graph::SizedDecoder& d) {
   const std::string count = n >= 1e12 ? fmt::format("{:.3g} T", n / 1e12)
                             : n >= 1e9 ? fmt::format("{:.3g} B", n / 1e9)
                                        : fmt::format("{:.3g} M", n / 1e6);
-  return fmt::format("model: a LLaMA-style decoder built to --params {:g} by the rule width = 128 x layers: {}: {} "
+  return fmt::format("model: a LLaMA-style decoder built to --params {:g} by the rule width = 128 x layers (a multiple of 4 from 8 up): {}: {} "
                      "parameters ({:+.1f}% from the request)",
                      requested, graph::describe_shape(d.config), count, 100 * (n / requested - 1));
 }

@@ -34,8 +34,8 @@ std::string with_commas(std::int64_t n) {
 
 constexpr const char* kSizedRange = "1e7 to 2e12 parameters (10m to 2t)";
 constexpr const char* kSizedRule =
-    "width = 128 x layers (head size 128, SwiGLU 8/3 x width rounded up to 256, RMSNorm, RoPE, no biases, untied "
-    "embeddings)";
+    "width = 128 x layers, layers a multiple of 4 from 8 up (head size 128, SwiGLU 8/3 x width rounded up to 256, "
+    "RMSNorm, RoPE, no biases, untied embeddings)";
 
 NetworkInfo sized_decoder_info(const std::string& id) {
   const SizedDecoder d = sized_decoder_for_id(id);
@@ -291,7 +291,9 @@ SizedDecoder sized_decoder(double params, const std::string& what) {
   best.requested = params;
   double best_dist = HUGE_VAL;
   // The count grows with the layers (about 196608 x layers^3), so the nearest is where it crosses the request.
-  for (int layers = 1;; ++layers) {
+  // From 8 layers up only multiples of 4 are built, so tensor- and pipeline-parallel plans can split them
+  // (heads = layers under this rule) as real model families are shaped.
+  for (int layers = 1;; layers += layers < 8 ? 1 : 4) {
     const DecoderConfig cfg = sized_decoder_config(layers);
     const std::int64_t n = decoder_params(cfg);
     const double dist = std::fabs(std::log(static_cast<double>(n) / params));

@@ -136,7 +136,9 @@ ParallelStep parallel_step(const catalog::Gpu& gpu, const ParallelLayout& l, con
   s.tp_link = group_link(gpu, l, l.tp, 1);
   s.cp_link = group_link(gpu, l, l.cp, l.tp);
   s.dp_link = group_link(gpu, l, l.dp, l.tp * l.cp);
-  s.pp_link = group_link(gpu, l, 2, l.tp * l.cp * l.dp);  // neighbouring stages
+  // Neighbouring stages sit tp x cp x dp ranks apart; once the pipeline spans more than a node, its slowest
+  // boundary crosses the network, and the schedule runs at that boundary's pace.
+  s.pp_link = group_link(gpu, l, l.pp, l.tp * l.cp * l.dp);
   // TP: all-reduce of one layer's activations, 2 forward + 2 backward (+2 when the forward is recomputed).
   const double act = t.tokens * t.hidden * t.act_bytes;
   const int per_layer = t.recompute_full ? 6 : 4;

@@ -92,6 +92,8 @@ void apply_recompute(Prediction& p, const graph::Graph& g, const graph::NetworkI
 
 /// The graph of `net` under `opt`, built once per thread and reused: the fitter and the advisor price the
 /// same graphs many times, and building dominates pricing. Keyed by everything that shapes the graph.
+thread_local std::uint64_t t_graph_generation = 0;  // bumped when the graph cache is emptied
+
 const graph::Graph& built(const graph::NetworkInfo& net, const graph::NetworkOptions& opt) {
   thread_local std::map<std::string, std::unique_ptr<const graph::Graph>> cache;
   const auto& d = net.decoder;
@@ -102,7 +104,10 @@ const graph::Graph& built(const graph::NetworkInfo& net, const graph::NetworkOpt
                                       opt.last_stage);
   auto it = cache.find(key);
   if (it == cache.end()) {
-    if (cache.size() >= 256) cache.clear();
+    if (cache.size() >= 256) {
+      cache.clear();
+      ++t_graph_generation;
+    }
     it = cache.emplace(key, std::make_unique<const graph::Graph>(graph::build_network(net, opt))).first;
   }
   return *it->second;
@@ -155,6 +160,26 @@ void apply_data_parallel(Prediction& p, const graph::Graph& g, const catalog::Gp
   update_peak(p.memory);
 }
 
+/// predict_graph of a cached graph, remembered per thread: the advisor prices the same stage graphs on the
+/// same card for every cluster size it tries. Keyed by the graph (its cache slot and generation), the card,
+/// the precision plan, every efficiency parameter and the layout.
+const StepPrediction& priced(const graph::Graph& g, const catalog::Gpu& gpu, const PrecisionPlan& plan, const EfficiencyParams& e,
+                             ConvLayout layout) {
+  thread_local std::map<std::string, StepPrediction> memo;
+  thread_local std::uint64_t generation = 0;
+  if (generation != t_graph_generation || memo.size() >= 1024) {
+    memo.clear();
+    generation = t_graph_generation;
+  }
+  const std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", static_cast<const void*>(&g), gpu.id,
+                                      static_cast<int>(plan.precision), plan.matrix_tflops, e.gemm_max, e.conv_max, e.attention_max,
+                                      e.vector_max, e.mem_max, e.mem_half_bytes, e.launch_s, e.k_half, e.tile_m, e.tile_n,
+                                      static_cast<int>(layout), gpu.memory_bandwidth_gbs, gpu.sm_count);
+  auto it = memo.find(key);
+  if (it == memo.end()) it = memo.emplace(key, predict_graph(g, gpu, plan, e, layout)).first;
+  return it->second;
+}
+
 /// Decoder training over tp x pp x cp x dp GPUs (perf/parallel.hpp): one rank's first and last stage graphs
 /// priced per micro-batch, the slower setting the pace, then the collectives, bubble and DP reduction.
 void predict_parallel(Prediction& p, const PredictRequest& req, const graph::NetworkInfo& net, const catalog::Gpu& gpu, bool flash) {
@@ -195,7 +220,7 @@ void predict_parallel(Prediction& p, const PredictRequest& req, const graph::Net
     s.pred = p;
     s.pred.seq_len = p.seq_len / l.cp;
     s.pred.params = graph::param_count(g);
-    s.pred.detail = predict_graph(g, gpu, p.plan, eff);
+    s.pred.detail = priced(g, gpu, p.plan, eff, ConvLayout::nhwc);
     s.pred.memory = estimate_memory(g, s.pred.params, p.plan, true, gpu);
     if (p.recompute != "none") apply_recompute(s.pred, g, stage_net);
     const graph::NodeId loss = g.output("loss");
