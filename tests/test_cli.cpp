@@ -303,7 +303,8 @@ TEST(Cli, ValidateTableAndJson) {
   for (const char* f : {"lambda-pytorch-2023", "megatron-ptdp-2021", "nemo-24.07", "nvidia-dle-resnet50", "micro"})
     EXPECT_NE(all.out.find(f), std::string::npos) << f;
   EXPECT_NE(all.out.find("MEG-005"), std::string::npos) << all.out;
-  EXPECT_NE(all.out.find("finetune=lora with tp/pp/cp plans is not modelled yet"), std::string::npos) << all.out;
+  EXPECT_NE(all.out.find("NEMO-006"), std::string::npos) << all.out;
+  EXPECT_EQ(all.out.find("not predicted"), std::string::npos) << "every published row is priced";
   EXPECT_NE(all.out.find("MAMF-004"), std::string::npos);
   EXPECT_EQ(all.out.find("not predicted: mode 'micro'"), std::string::npos) << "micro rows are priced";
   expect_usage_error(run_gpuvs("validate --data /nonexistent.csv"), "cannot open");
