@@ -1038,7 +1038,9 @@ TEST(Framework, ProfilesSetDefaultsTheCallerLeftAndSayWhatTheyLeaveOut) {
   EXPECT_EQ(nemo.sharding, "zero1");
   EXPECT_NEAR(nemo.memory.optimizer_bytes * 8, meg.memory.optimizer_bytes, 1.0);  // sharded over dp = 8
   EXPECT_GT(nemo.throughput, meg.throughput);                              // fused attention
-  r.options["flash_attention"] = "0";  // an explicit option beats the profile
+  r.options["flash_attention"] = "0";  // explicit options beat the profile
+  r.options["sequence_parallel"] = "0";
+  r.options["tp_overlap"] = "0";
   EXPECT_NEAR(predict(cat(), r).throughput, meg.throughput, meg.throughput * 0.02);
   // A profile's sharding does not apply to one GPU; its layout only to convolutional networks.
   PredictRequest one;
@@ -1093,4 +1095,46 @@ TEST(Framework, FileErrorsNameTheLineAndFuzzedFilesFailCleanly) {
     }
   }
   EXPECT_GT(ok, 0);
+}
+
+TEST(Parallel, SequenceParallelismTpOverlapAndFp8CastsAreWhatTheyClaim) {
+  PredictRequest r;
+  r.workload = "llama2-70b";
+  r.gpu = "h100-sxm";
+  r.gpus = 64;
+  r.batch = 1;
+  r.precision = Precision::amp_bf16;
+  r.options = {{"tp", "8"}, {"pp", "4"}, {"global_batch", "128"}, {"seq_len", "4096"}};
+  const Prediction plain = predict(cat(), r);
+  r.options["sequence_parallel"] = "1";
+  const Prediction sp = predict(cat(), r);
+  EXPECT_LT(sp.microbatch_s, plain.microbatch_s);  // norms, adds and dropout on 1/8 of the tokens
+  EXPECT_DOUBLE_EQ(sp.tp_comm_s, plain.tp_comm_s);  // the same traffic (reduce-scatter + all-gather)
+  r.options["tp_overlap"] = "1";
+  const Prediction overlap = predict(cat(), r);
+  EXPECT_LT(overlap.tp_comm_s, sp.tp_comm_s);       // hidden behind the GEMMs as far as they last
+  EXPECT_GE(overlap.tp_comm_s, 0.0);
+  // NeMo's profile turns both on; Megatron 2021's neither.
+  r.options = {{"tp", "8"}, {"pp", "4"}, {"global_batch", "128"}, {"seq_len", "4096"}, {"framework", "nemo"}, {"sharding", "none"}};
+  EXPECT_NEAR(predict(cat(), r).microbatch_s, overlap.microbatch_s, overlap.microbatch_s * 0.2);
+  // FP8 (Transformer Engine): cast kernels around every trained linear layer, none in BF16.
+  PredictRequest one;
+  one.workload = "llama2-7b";
+  one.gpu = "h100-sxm";
+  one.batch = 1;
+  one.options = {{"seq_len", "2048"}};
+  one.precision = Precision::amp_bf16;
+  const Prediction bf16 = predict(cat(), one);
+  one.precision = Precision::amp_fp8;
+  const Prediction fp8 = predict(cat(), one);
+  EXPECT_GT(fp8.detail.kernels, bf16.detail.kernels + 3 * 32 * 7);  // 7 linear layers per block, 3 casts each
+  EXPECT_GT(fp8.detail.bytes, bf16.detail.bytes);
+  // LoRA: the frozen base's weights are cast once and kept, the adapters stay BF16: fewer cast bytes per step.
+  one.options["finetune"] = "lora";
+  const Prediction lora = predict(cat(), one);
+  one.precision = Precision::amp_bf16;
+  const Prediction lora_bf16 = predict(cat(), one);
+  EXPECT_LT(lora.detail.bytes - lora_bf16.detail.bytes, fp8.detail.bytes - bf16.detail.bytes);
+  r.options = {{"sequence_parallel", "2"}};
+  EXPECT_THROW(predict(cat(), r), InputError);
 }

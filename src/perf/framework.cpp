@@ -19,7 +19,9 @@ namespace {
 
 const std::map<std::string, std::vector<std::string>> kDefaults = {{"flash_attention", {"model", "0", "1"}},
                                                                    {"sharding", {"none", "zero1", "zero2", "full"}},
-                                                                   {"memory_format", {"nhwc", "nchw"}}};
+                                                                   {"memory_format", {"nhwc", "nchw"}},
+                                                                   {"sequence_parallel", {"0", "1"}},
+                                                                   {"tp_overlap", {"0", "1"}}};
 
 }  // namespace
 
@@ -93,6 +95,7 @@ std::map<std::string, std::string> with_framework_defaults(const FrameworkProfil
   for (const auto& [k, v] : f.defaults) {
     if (k == "memory_format" && family != "cnn" && family != "unet") continue;
     if (k == "sharding" && (gpus < 2 || !training)) continue;
+    if ((k == "sequence_parallel" || k == "tp_overlap") && (family != "decoder" || gpus < 2 || !training)) continue;
     options.emplace(k, v);
   }
   return options;

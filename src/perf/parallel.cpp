@@ -143,6 +143,10 @@ ParallelStep parallel_step(const catalog::Gpu& gpu, const ParallelLayout& l, con
   const double act = t.tokens * t.hidden * t.act_bytes;
   const int per_layer = t.recompute_full ? 6 : 4;
   s.tp_s = l.tp > 1 ? per_layer * t.stage_layers * allreduce_seconds(act, l.tp, s.tp_link) : 0.0;
+  // Overlapped with the GEMMs, only what the GEMMs cannot cover stays exposed.
+  if (t.tp_overlap) s.tp_s = std::max(0.0, s.tp_s - stage.gemm_s);
+  // Sequence parallelism: the replicated norms, adds and dropout run on 1/tp of the tokens.
+  const double split_saving = t.sequence_parallel && l.tp > 1 ? stage.replicated_s * (1.0 - 1.0 / l.tp) : 0.0;
   // CP: the stage's attention covers the whole sequence from a 1/cp chunk of queries (cp x the local
   // work); each layer passes K and V around the ring (cp - 1) times forward and twice that backward,
   // overlapped with that attention.
@@ -155,7 +159,7 @@ ParallelStep parallel_step(const catalog::Gpu& gpu, const ParallelLayout& l, con
   }
   // PP: the boundary activation forward and its gradient back, per virtual stage.
   s.pp_s = l.pp > 1 ? 2.0 * l.vp * (act / (s.pp_link.bus_gbs * 1e9) + s.pp_link.latency_s) : 0.0;
-  s.microbatch_s = stage.compute_s + (attention - stage.attention_s) + s.tp_s + s.cp_exposed_s + s.pp_s;
+  s.microbatch_s = stage.compute_s - split_saving + (attention - stage.attention_s) + s.tp_s + s.cp_exposed_s + s.pp_s;
   s.bubble_s = static_cast<double>(l.pp - 1) / l.vp * s.microbatch_s;
   // DP: this rank's gradients reduced over the data-parallel group once per step, hidden behind the last
   // micro-batch's backward except the last bucket.

@@ -63,6 +63,8 @@ struct StageCost {
   double attention_s = 0;  // the attention cores (CP's exchange hides behind them; CP makes them cp x longer)
   double optimizer_s = 0;  // the Adam update, once per step
   double params = 0;       // this rank's parameters
+  double replicated_s = 0; // norms, residual adds and dropout on the whole residual stream (sequence parallelism splits them tp ways)
+  double gemm_s = 0;       // the GEMMs (tensor-parallel communication overlapped with them hides behind them)
 };
 
 /// What crosses the links per micro-batch and per step.
@@ -74,6 +76,8 @@ struct TrafficShape {
   int stage_layers = 0;            // blocks per stage (layers / pp)
   bool recompute_full = false;
   double grad_bytes_per_param = 2;
+  bool sequence_parallel = false;  // Korthikanti et al. 2022: norms and dropout on 1/tp of the tokens, same traffic
+  bool tp_overlap = false;         // TP collectives overlapped with the GEMMs (NeMo's userbuffers)
 };
 
 struct ParallelStep {

@@ -22,7 +22,7 @@ const std::vector<std::string> kOptionKeys = {"seq_len",  "flash_attention", "sh
                                               "finetune", "lora_rank",       "layers",   "hidden",  "heads",
                                               "kv_heads", "ffn",             "vocab",    "memory_format",
                                               "tp",       "pp",              "cp",       "vp",      "global_batch",
-                                              "network",  "framework"};
+                                              "network",  "framework",       "sequence_parallel", "tp_overlap"};
 
 std::string option_choice(const std::map<std::string, std::string>& o, const std::string& key, const std::string& fallback,
                           const std::vector<std::string>& allowed) {
@@ -241,6 +241,11 @@ void predict_parallel(Prediction& p, const PredictRequest& req, const graph::Net
       if (n.op == graph::OpKind::adam_update) s.cost.optimizer_s += op.seconds;
       else if (op.id > loss) s.cost.backward_s += op.seconds;
       if (n.op == graph::OpKind::attention || n.op == graph::OpKind::attention_grad) s.cost.attention_s += op.seconds;
+      if (n.op == graph::OpKind::matmul || n.op == graph::OpKind::batch_matmul) s.cost.gemm_s += op.seconds;
+      if ((n.op == graph::OpKind::normalize || n.op == graph::OpKind::normalize_grad || n.op == graph::OpKind::add ||
+           n.op == graph::OpKind::dropout || n.op == graph::OpKind::dropout_grad) &&
+          n.name.rfind("blocks.", 0) == 0)
+        s.cost.replicated_s += op.seconds;
     }
     s.cost.compute_s = s.pred.detail.step_s - s.cost.optimizer_s;
     s.cost.params = static_cast<double>(s.pred.params);
@@ -260,6 +265,8 @@ void predict_parallel(Prediction& p, const PredictRequest& req, const graph::Net
   t.stage_layers = stage_net.layers;
   t.recompute_full = p.recompute == "full";
   t.grad_bytes_per_param = p.plan.activations == graph::DType::f32 || p.plan.fp32_master ? 4.0 : 2.0;
+  t.sequence_parallel = option_int(req.options, "sequence_parallel", 0, 0, 1) == 1;
+  t.tp_overlap = option_int(req.options, "tp_overlap", 0, 0, 1) == 1;
   const ParallelStep st = parallel_step(gpu, l, slow.cost, t);
   p.params = slow.pred.params;
   p.frozen_params = slow.pred.frozen_params;

@@ -70,6 +70,7 @@ StepPrediction predict_graph(const graph::Graph& g, const catalog::Gpu& gpu, con
   const double vector_peak = plan.vector_tflops * 1e12 * p.vector_max;
   const double bandwidth = gpu.memory_bandwidth_gbs * 1e9;
   const double elem = static_cast<double>(graph::dtype_size(plan.activations));
+  const graph::NodeId loss = g.output("loss") == graph::kNone ? static_cast<graph::NodeId>(g.size()) : g.output("loss");
   for (const Node& n : g.nodes()) {
     graph::OpCost c = graph::op_cost(g, n);
     if (c.matrix_flops == 0 && c.vector_flops == 0 && c.bytes == 0) continue;  // inputs, params, views
@@ -97,6 +98,29 @@ StepPrediction predict_graph(const graph::Graph& g, const catalog::Gpu& gpu, con
     t.bound = t.compute_s >= t.memory_s ? Bound::compute : Bound::memory;
     t.efficiency = t.bound == Bound::compute ? mat_eff : mem_eff;
     t.seconds = std::max(t.compute_s, t.memory_s) + p.launch_s;
+    // LoRA adapters stay in BF16 (Transformer Engine's FP8 applies to the base linear layers).
+    if (plan.precision == Precision::amp_fp8 && n.op == OpKind::matmul && n.id < loss && c.matrix_flops > 0 &&
+        n.name.find("/lora") == std::string::npos) {
+      // FP8 the Transformer Engine way: the GEMM's BF16 input is cast to FP8 with a transposed copy for the
+      // backward GEMMs (read 2 B, write 1 + 1 B per element), likewise its output gradient in backward, and
+      // a trained weight once per step (read 2 B, write 1 B; a frozen one is cast once and kept); separate
+      // memory-bound kernels around the GEMMs.
+      const Node& a = g.node(n.inputs[0]);
+      const Node& w = g.node(n.inputs[1]);
+      double cast = 4.0 * static_cast<double>(graph::numel(n.shape));  // the output gradient, in backward
+      for (const Node* in : {&a, &w}) {
+        if (in->op == OpKind::param && !in->trainable) continue;
+        cast += (in->op == OpKind::param ? 3.0 : 4.0) * static_cast<double>(graph::numel(in->shape));
+      }
+      const double cast_s = cast / (bandwidth * memory_efficiency(cast, p)) + 3 * p.launch_s;
+      t.seconds += cast_s;
+      t.memory_s += cast_s - 3 * p.launch_s;
+      out.memory_s += cast_s - 3 * p.launch_s;
+      out.launch_s += 3 * p.launch_s;
+      out.step_s += cast_s;
+      out.bytes += cast;
+      out.kernels += 3;
+    }
     if (layout == ConvLayout::nchw && plan.tensor_cores &&
         (n.op == OpKind::conv2d || n.op == OpKind::conv2d_grad_input || n.op == OpKind::conv2d_grad_weight)) {
       // NCHW data on tensor cores: the activation operand and the result are each transposed (read and
