@@ -348,6 +348,32 @@ std::vector<PublishedRow> all_published_rows() {
   }
   return rows;
 }
+
+/// Random edits of `text` (replace, erase, insert from `alphabet`) over `rounds`: each parses, or fails with
+/// one clean line that starts with the name it was given. Returns how many parsed.
+template <typename Parse>
+int fuzz_parser(const std::string& text, const std::string& alphabet, int rounds, std::uint64_t seed, Parse parse) {
+  std::mt19937_64 rng(seed);
+  int ok = 0;
+  for (int round = 0; round < rounds; ++round) {
+    std::string t = text;
+    for (int e = 0, edits = 1 + static_cast<int>(rng() % 3); e < edits; ++e) {
+      const std::size_t pos = rng() % t.size();
+      const auto k = rng() % 10;
+      if (k < 5) t[pos] = alphabet[rng() % alphabet.size()];
+      else if (k < 8) t.erase(pos, 1 + rng() % 6);
+      else t.insert(pos, 1, alphabet[rng() % alphabet.size()]);
+    }
+    try {
+      parse(t, "fuzz.toml");
+      ++ok;
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("fuzz.toml", 0), 0u) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    }
+  }
+  return ok;
+}
 }  // namespace
 
 TEST(Band, StoredBandIsTheModelsCurrentValidationSpread) {
@@ -708,28 +734,7 @@ TEST(Achievable, FileErrorsNameTheLineAndFuzzedFilesFailCleanly) {
   }
   // Random edits of the built-in file: parsed, or one clean line naming it.
   const std::string builtin = files::read_all(std::string(GPUVS_SOURCE_DIR) + "/data/achievable.toml", "data");
-  std::mt19937_64 rng(5);
-  const std::string alphabet = "[]{}\"'=,.#\n -0123456789abcdefgkmp_";
-  int ok = 0;
-  for (int round = 0; round < 800; ++round) {
-    std::string t = builtin;
-    for (int e = 0, edits = 1 + static_cast<int>(rng() % 3); e < edits; ++e) {
-      const std::size_t pos = rng() % t.size();
-      const char c = alphabet[rng() % alphabet.size()];
-      const auto r = rng() % 10;
-      if (r < 5) t[pos] = c;
-      else if (r < 8) t.erase(pos, 1 + rng() % 6);
-      else t.insert(pos, 1, c);
-    }
-    try {
-      parse_achievable(t, "fuzz.toml", cat());
-      ++ok;
-    } catch (const InputError& e) {
-      EXPECT_EQ(std::string(e.what()).rfind("fuzz.toml", 0), 0u) << e.what();
-      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
-    }
-  }
-  EXPECT_GT(ok, 0);
+  EXPECT_GT(fuzz_parser(builtin, "[]{}\"'=,.#\n -0123456789abcdefgkmp_", 800, 5, [](const std::string& t, const std::string& w) { parse_achievable(t, w, cat()); }), 0);
 }
 
 TEST(Validation, MicroRowsArePricedByAchievablePeaksAndHeldOutHonestly) {
@@ -802,27 +807,7 @@ TEST(Constants, FileErrorsNameWhereAndFuzzedFilesFailCleanly) {
       EXPECT_NE(std::string(e.what()).find(expect), std::string::npos) << e.what();
     }
   }
-  std::mt19937_64 rng(9);
-  int ok = 0;
-  const std::string alphabet = "[]\"=.#\n -0123456789acdefgmnoprt_";
-  for (int round = 0; round < 1000; ++round) {
-    std::string t = good;
-    for (int e = 0, edits = 1 + static_cast<int>(rng() % 3); e < edits; ++e) {
-      const std::size_t pos = rng() % t.size();
-      const auto r = rng() % 10;
-      if (r < 5) t[pos] = alphabet[rng() % alphabet.size()];
-      else if (r < 8) t.erase(pos, 1 + rng() % 4);
-      else t.insert(pos, 1, alphabet[rng() % alphabet.size()]);
-    }
-    try {
-      parse_constants(t, "fuzz.toml");
-      ++ok;
-    } catch (const InputError& e) {
-      EXPECT_EQ(std::string(e.what()).rfind("fuzz.toml", 0), 0u) << e.what();
-      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
-    }
-  }
-  EXPECT_GT(ok, 0);
+  EXPECT_GT(fuzz_parser(good, "[]\"=.#\n -0123456789acdefgmnoprt_", 1000, 9, [](const std::string& t, const std::string& w) { parse_constants(t, w); }), 0);
 }
 
 TEST(Fit, LeaveOneSourceOutRefitsWithoutTheHeldOutFile) {
@@ -1011,6 +996,10 @@ TEST(Parallel, NetworkFileErrorsNameTheLine) {
       EXPECT_EQ(std::string(e.what()).rfind("n.toml", 0), 0u) << e.what();
     }
   }
+  const std::string builtin = files::read_all(std::string(GPUVS_SOURCE_DIR) + "/data/networks.toml", "data");
+  EXPECT_GT(fuzz_parser(builtin, "[]\"=,.#\n -0123456789abdeilnrstuw_", 800, 13,
+                        [](const std::string& t, const std::string& w) { parse_networks(t, w); }),
+            0);
 }
 
 #include "perf/framework.hpp"
@@ -1074,27 +1063,7 @@ TEST(Framework, FileErrorsNameTheLineAndFuzzedFilesFailCleanly) {
     }
   }
   const std::string builtin = files::read_all(std::string(GPUVS_SOURCE_DIR) + "/data/frameworks.toml", "data");
-  std::mt19937_64 rng(3);
-  int ok = 0;
-  const std::string alphabet = "[]\"=,.#\n -0123456789abcdefhlmnoprstz_";
-  for (int round = 0; round < 800; ++round) {
-    std::string t = builtin;
-    for (int e = 0, edits = 1 + static_cast<int>(rng() % 3); e < edits; ++e) {
-      const std::size_t pos = rng() % t.size();
-      const auto k = rng() % 10;
-      if (k < 5) t[pos] = alphabet[rng() % alphabet.size()];
-      else if (k < 8) t.erase(pos, 1 + rng() % 6);
-      else t.insert(pos, 1, alphabet[rng() % alphabet.size()]);
-    }
-    try {
-      parse_frameworks(t, "fuzz.toml");
-      ++ok;
-    } catch (const InputError& e) {
-      EXPECT_EQ(std::string(e.what()).rfind("fuzz.toml", 0), 0u) << e.what();
-      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
-    }
-  }
-  EXPECT_GT(ok, 0);
+  EXPECT_GT(fuzz_parser(builtin, "[]\"=,.#\n -0123456789abcdefhlmnoprstz_", 800, 3, [](const std::string& t, const std::string& w) { parse_frameworks(t, w); }), 0);
 }
 
 TEST(Parallel, SequenceParallelismTpOverlapAndFp8CastsAreWhatTheyClaim) {

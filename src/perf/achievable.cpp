@@ -2,13 +2,13 @@
 
 #include <fmt/format.h>
 
-#include <toml++/toml.h>
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 
 #include "core/error.hpp"
+#include "perf/toml_input.hpp"
 #include "core/stats.hpp"
 #include "core/strings.hpp"
 #include "perf/collective.hpp"
@@ -103,12 +103,7 @@ std::optional<double> spec_for(const catalog::Gpu& gpu, const std::string& key, 
 
 AchievableData parse_achievable(const std::string& text, const std::string& where, const catalog::Catalog& cat) {
   AchievableData d;
-  toml::table t;
-  try {
-    t = toml::parse(text, where);
-  } catch (const toml::parse_error& e) {
-    throw InputError(fmt::format("{}:{}: {}", where, e.source().begin.line, strings::printable(std::string(e.description()))));
-  }
+  const toml::table t = parse_toml(text, where);
   for (const auto& [k, v] : t)
     if (k.str() != "figure") throw InputError(fmt::format("{}: unknown table '{}' (expected [[figure]])", where, k.str()));
   const auto* figures = t["figure"].as_array();

@@ -2,11 +2,11 @@
 
 #include <fmt/format.h>
 
-#include <toml++/toml.h>
 
 #include <cmath>
 
 #include "core/error.hpp"
+#include "perf/toml_input.hpp"
 #include "core/strings.hpp"
 
 namespace gpuvs::embedded {
@@ -46,12 +46,7 @@ DeviceClass device_class(const catalog::Gpu& gpu) {
 const char* class_name(DeviceClass c) { return c == DeviceClass::datacenter ? "datacenter" : "geforce"; }
 
 FittedConstants parse_constants(const std::string& text, const std::string& where) {
-  toml::table t;
-  try {
-    t = toml::parse(text, where);
-  } catch (const toml::parse_error& e) {
-    throw InputError(fmt::format("{}:{}: {}", where, e.source().begin.line, strings::printable(std::string(e.description()))));
-  }
+  const toml::table t = parse_toml(text, where);
   for (const auto& [k, v] : t)
     if (k.str() != "fitted_on" && k.str() != "method" && k.str() != "datacenter" && k.str() != "geforce" && k.str() != "prior")
       throw InputError(fmt::format("{}: unknown key '{}'", where, strings::printable(k.str())));

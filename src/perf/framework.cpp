@@ -2,11 +2,11 @@
 
 #include <fmt/format.h>
 
-#include <toml++/toml.h>
 
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "perf/toml_input.hpp"
 #include "core/strings.hpp"
 
 namespace gpuvs::embedded {
@@ -26,12 +26,7 @@ const std::map<std::string, std::vector<std::string>> kDefaults = {{"flash_atten
 }  // namespace
 
 std::vector<FrameworkProfile> parse_frameworks(const std::string& text, const std::string& where) {
-  toml::table t;
-  try {
-    t = toml::parse(text, where);
-  } catch (const toml::parse_error& e) {
-    throw InputError(fmt::format("{}:{}: {}", where, e.source().begin.line, strings::printable(std::string(e.description()))));
-  }
+  const toml::table t = parse_toml(text, where);
   for (const auto& [k, v] : t)
     if (k.str() != "framework") throw InputError(fmt::format("{}: unknown table '{}' (expected [[framework]])", where, strings::printable(k.str())));
   const auto* arr = t["framework"].as_array();

@@ -2,12 +2,12 @@
 
 #include <fmt/format.h>
 
-#include <toml++/toml.h>
 
 #include <algorithm>
 #include <cmath>
 
 #include "core/error.hpp"
+#include "perf/toml_input.hpp"
 #include "core/strings.hpp"
 
 namespace gpuvs::embedded {
@@ -26,12 +26,7 @@ constexpr double kBucketBytes = 40e6;
 }  // namespace
 
 std::vector<Network> parse_networks(const std::string& text, const std::string& where) {
-  toml::table t;
-  try {
-    t = toml::parse(text, where);
-  } catch (const toml::parse_error& e) {
-    throw InputError(fmt::format("{}:{}: {}", where, e.source().begin.line, strings::printable(std::string(e.description()))));
-  }
+  const toml::table t = parse_toml(text, where);
   std::vector<Network> out;
   const auto* arr = t["network"].as_array();
   if (!arr) throw InputError(fmt::format("{}: no [[network]] tables", where));

@@ -98,6 +98,17 @@ StepPrediction predict_graph(const graph::Graph& g, const catalog::Gpu& gpu, con
     t.bound = t.compute_s >= t.memory_s ? Bound::compute : Bound::memory;
     t.efficiency = t.bound == Bound::compute ? mat_eff : mem_eff;
     t.seconds = std::max(t.compute_s, t.memory_s) + p.launch_s;
+    // Memory-bound kernels a library runs around the op (casts, transposes): `bytes` streamed by `kernels` launches.
+    auto side_kernels = [&](double bytes, int kernels) {
+      const double stream_s = bytes / (bandwidth * memory_efficiency(bytes, p));
+      t.seconds += stream_s + kernels * p.launch_s;
+      t.memory_s += stream_s;
+      out.memory_s += stream_s;
+      out.launch_s += kernels * p.launch_s;
+      out.step_s += stream_s + kernels * p.launch_s;
+      out.bytes += bytes;
+      out.kernels += kernels;
+    };
     // LoRA adapters stay in BF16 (Transformer Engine's FP8 applies to the base linear layers).
     if (plan.precision == Precision::amp_fp8 && n.op == OpKind::matmul && n.id < loss && c.matrix_flops > 0 &&
         n.name.find("/lora") == std::string::npos) {
@@ -112,14 +123,7 @@ StepPrediction predict_graph(const graph::Graph& g, const catalog::Gpu& gpu, con
         if (in->op == OpKind::param && !in->trainable) continue;
         cast += (in->op == OpKind::param ? 3.0 : 4.0) * static_cast<double>(graph::numel(in->shape));
       }
-      const double cast_s = cast / (bandwidth * memory_efficiency(cast, p)) + 3 * p.launch_s;
-      t.seconds += cast_s;
-      t.memory_s += cast_s - 3 * p.launch_s;
-      out.memory_s += cast_s - 3 * p.launch_s;
-      out.launch_s += 3 * p.launch_s;
-      out.step_s += cast_s;
-      out.bytes += cast;
-      out.kernels += 3;
+      side_kernels(cast, 3);
     }
     if (layout == ConvLayout::nchw && plan.tensor_cores &&
         (n.op == OpKind::conv2d || n.op == OpKind::conv2d_grad_input || n.op == OpKind::conv2d_grad_weight)) {
@@ -127,15 +131,7 @@ StepPrediction predict_graph(const graph::Graph& g, const catalog::Gpu& gpu, con
       // written once more) by separate kernels around the convolution.
       const Node& conv = n.op == OpKind::conv2d ? n : g.node(n.ref);
       const double activations = static_cast<double>(graph::numel(g.node(conv.inputs[0]).shape) + graph::numel(conv.shape));
-      const double bytes = 2.0 * activations * elem;
-      const double transpose_s = bytes / (bandwidth * memory_efficiency(bytes, p)) + 2 * p.launch_s;
-      t.seconds += transpose_s;
-      t.memory_s += transpose_s - 2 * p.launch_s;
-      out.memory_s += transpose_s - 2 * p.launch_s;
-      out.launch_s += 2 * p.launch_s;
-      out.step_s += transpose_s;
-      out.bytes += bytes;
-      out.kernels += 2;
+      side_kernels(2.0 * activations * elem, 2);
     }
     if (t.bound == Bound::compute) out.compute_s += std::max(t.compute_s, t.memory_s);
     else out.memory_s += std::max(t.compute_s, t.memory_s);
