@@ -388,6 +388,12 @@ TEST(Cli, BenchDeviceMustExist) {
 }
 
 TEST(Cli, GraphCommandReportsCosts) {
+  // The gpt workload takes its shape from --options (Megatron's 1.7 B); the shape belongs to gpt alone.
+  const auto gpt = run_gpuvs("graph gpt --options 'layers=24;hidden=2304;heads=24' --batch 1 --json");
+  ASSERT_EQ(gpt.exit_code, 0) << gpt.err;
+  EXPECT_EQ(nlohmann::json::parse(gpt.out)["params"], 1652230656);
+  expect_usage_error(run_gpuvs("graph gpt"), "layers, hidden, heads missing");
+  expect_usage_error(run_gpuvs("graph resnet50 --options 'layers=2'"), "gpt workload only");
   const auto r = run_gpuvs("graph seed-mlp --batch 1024 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);

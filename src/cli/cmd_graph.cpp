@@ -12,6 +12,7 @@
 #include "graph/cost.hpp"
 #include "graph/networks.hpp"
 #include "graph/workloads.hpp"
+#include "perf/predict.hpp"
 
 namespace gpuvs::cli {
 
@@ -25,6 +26,7 @@ struct GraphArgs {
   std::string dtype = "f32";
   bool json = false;
   bool ops = false;
+  std::string options;  // the gpt workload's shape: layers=..;hidden=..;heads=..
 };
 
 graph::DType parse_dtype(const std::string& s) {
@@ -42,8 +44,11 @@ bool is_builtin(const std::string& id) {
 }
 
 graph::Graph build(const GraphArgs& a, bool training, std::string& name, double& published) {
-  if (is_builtin(a.workload) || graph::is_sized_decoder_id(a.workload)) {  // decoder-<size> too
-    const graph::NetworkInfo net = graph::resolve_network(a.workload);
+  const auto shape = perf::parse_option_pairs(a.options);
+  if (!shape.empty() && a.workload != "gpt")
+    throw InputError(fmt::format("--options gives a shape to the gpt workload only, not '{}'", strings::printable(a.workload)));
+  if (is_builtin(a.workload) || graph::is_sized_decoder_id(a.workload) || a.workload == "gpt") {  // decoder-<size>, gpt too
+    const graph::NetworkInfo net = graph::resolve_network(a.workload, shape);
     name = net.id;
     published = net.published_params;
     return graph::build_network(net, {a.batch, parse_dtype(a.dtype), a.seq_len, a.flash != 0, training});
@@ -129,6 +134,7 @@ Runner add_graph_command(CLI::App& app) {
   auto* sub = app.add_subcommand("graph", "Show a workload's graph IR: parameters, FLOPs and bytes by op");
   sub->add_option("workload", args->workload, "Built-in workload id or a .toml/.json model file")->required();
   sub->add_option("--batch", args->batch, "Batch size")->capture_default_str();
+  sub->add_option("--options", args->options, "The gpt workload's shape: 'layers=24;hidden=2304;heads=24' (kv_heads, ffn, vocab too)");
   sub->add_option("--seq-len", args->seq_len, "Sequence length for transformers (default: the network's)");
   sub->add_option("--mode", args->mode, "train (forward, backward, Adam) or eval")->capture_default_str();
   sub->add_option("--flash-attention", args->flash, "1: fused attention, 0: explicit bmm-softmax-bmm")
