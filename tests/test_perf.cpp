@@ -1107,3 +1107,22 @@ TEST(Parallel, SequenceParallelismTpOverlapAndFp8CastsAreWhatTheyClaim) {
   r.options = {{"sequence_parallel", "2"}};
   EXPECT_THROW(predict(cat(), r), InputError);
 }
+
+TEST(Validation, CollectivesAtAMessageSizeArePricedAsBusBandwidth) {
+  const std::string head = "id,gpu,n_gpus,workload,mode,precision,batch_per_gpu,options,value,unit,per,source\n";
+  const auto rows = read_published(head +
+                                       "ar,h100-sxm,8,allreduce,micro,,,msg_bytes=1073741824,360,GB/s busbw,gpu,s\n"
+                                       "small,h100-sxm,8,allreduce,micro,,,msg_bytes=1024,1,GB/s busbw,gpu,s\n"
+                                       "nodes,h100-sxm,16,allgather,micro,,,msg_bytes=1073741824,40,GB/s busbw,gpu,s\n"
+                                       "nomsg,h100-sxm,8,allreduce,micro,,,,1,GB/s busbw,gpu,s\n"
+                                       "one,h100-sxm,1,allreduce,micro,,,msg_bytes=1024,1,GB/s busbw,gpu,s\n",
+                                   "d/c.csv");
+  const ValidationReport rep = validate(cat(), rows);
+  // Large messages inside an NVLink node: the link's bus bandwidth (450 GB/s per direction x 0.8), less latency.
+  ASSERT_EQ(rep.rows[0].status, "ok") << rep.rows[0].reason;
+  EXPECT_NEAR(rep.rows[0].predicted, 360, 5);
+  EXPECT_LT(rep.rows[1].predicted, rep.rows[0].predicted / 10);  // latency-bound small messages
+  EXPECT_NEAR(rep.rows[2].predicted, 40, 1);                      // 16 GPUs: two nodes over NDR (50 x 0.8)
+  EXPECT_NE(rep.rows[3].reason.find("msg_bytes"), std::string::npos);
+  EXPECT_NE(rep.rows[4].reason.find("at least 2 GPUs"), std::string::npos);
+}

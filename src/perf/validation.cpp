@@ -14,6 +14,7 @@
 #include "core/strings.hpp"
 #include "perf/achievable.hpp"
 #include "perf/band.hpp"
+#include "perf/parallel.hpp"
 #include "perf/predict.hpp"
 
 namespace gpuvs::perf {
@@ -88,10 +89,43 @@ std::map<std::string, std::string> model_options(const PublishedRow& r, std::str
 
 /// A microbenchmark row: the device's achievable figure for that key (a GEMM rate, a DRAM stream, the host
 /// link, a peer copy). Collectives at a message size are not priced yet.
+/// A collective at a message size (nccl-tests' busbw): the ring's time on the link the group crosses (NVLink
+/// or PCIe inside a node, the cluster's network beyond), as bus bandwidth.
+double collective_busbw(const catalog::Catalog& cat, const PublishedRow& r, const std::map<std::string, std::string>& o) {
+  if (r.n_gpus < 2) throw InputError(fmt::format("{} needs at least 2 GPUs", r.workload));
+  const auto it = o.find("msg_bytes");
+  const double bytes = it == o.end() ? 0 : std::strtod(it->second.c_str(), nullptr);
+  if (!(bytes >= 1 && bytes <= 1e12)) throw InputError(fmt::format("{} needs msg_bytes from 1 to 1e12", r.workload));
+  const catalog::Gpu& gpu = cat.find(r.gpu);
+  ParallelLayout l;
+  l.dp = r.n_gpus;
+  std::string why;
+  l.network = o.count("network") ? network_by_id(o.at("network")).id : default_network(gpu, &why).id;
+  const Link link = group_link(gpu, l, r.n_gpus, 1);
+  const double n = r.n_gpus;
+  const double seconds = r.workload == "allreduce" ? allreduce_seconds(bytes, r.n_gpus, link) : allgather_seconds(bytes, r.n_gpus, link);
+  // busbw = algbw x 2(n-1)/n for all-reduce, x (n-1)/n for all-gather and reduce-scatter (nccl-tests).
+  return bytes / seconds * (r.workload == "allreduce" ? 2.0 * (n - 1) / n : (n - 1) / n) / 1e9;
+}
+
 void price_micro(const catalog::Catalog& cat, const PublishedRow& r, const std::set<std::string>& held_out, ValidatedRow& v) {
+  std::map<std::string, std::string> opts;
   for (const auto& [key, value] : parse_option_pairs(r.options))
-    if (!documentary_option(key))
-      throw InputError(fmt::format("option {}={} is not understood for a micro row", key, value));
+    if (key == "msg_bytes" || key == "network") opts[key] = value;
+    else if (!documentary_option(key)) throw InputError(fmt::format("option {}={} is not understood for a micro row", key, value));
+  if (r.workload == "allreduce" || r.workload == "allgather" || r.workload == "reducescatter") {
+    if (!r.unit.empty() && r.unit != "GB/s busbw")
+      throw InputError(fmt::format("row unit {} differs from the prediction's GB/s busbw", r.unit));
+    v.predicted = collective_busbw(cat, r, opts);
+    v.predicted_unit = "GB/s busbw";
+    v.band_low = v.predicted * model_band().low(1.0);
+    v.band_high = v.predicted * model_band().high(1.0);
+    v.status = "ok";
+    v.reason = "ring collective on the link the group crosses (perf/collective.hpp, perf/parallel.hpp)";
+    if (r.value && *r.value > 0) v.ape = std::fabs(v.predicted - *r.value) / *r.value;
+    return;
+  }
+  if (!opts.empty()) throw InputError(fmt::format("option {} applies to collectives only", opts.begin()->first));
   const auto& keys = achievable_keys();
   if (std::find(keys.begin(), keys.end(), r.workload) == keys.end())
     throw InputError(fmt::format("micro figure '{}' is not priced yet (priced: {})", strings::printable(r.workload), strings::join(keys, ", ")));
