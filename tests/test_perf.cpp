@@ -1126,3 +1126,23 @@ TEST(Validation, CollectivesAtAMessageSizeArePricedAsBusBandwidth) {
   EXPECT_NE(rep.rows[3].reason.find("msg_bytes"), std::string::npos);
   EXPECT_NE(rep.rows[4].reason.find("at least 2 GPUs"), std::string::npos);
 }
+
+TEST(Predict, InferenceStreamsAtTheMicrobenchmarkFractionTrainingAtTheFittedOne) {
+  // Inference moves the minimum bytes: its memory-bound kernels run at the constants' streaming prior;
+  // training keeps the fitted fraction (which absorbs batch-statistics passes and AMP casts).
+  PredictRequest r;
+  r.workload = "resnet50";
+  r.gpu = "v100-sxm2-16gb";
+  r.batch = 256;
+  r.precision = Precision::fp32;
+  r.training = false;
+  const double infer = predict(cat(), r).throughput;
+  r.training = true;
+  const double train = predict(cat(), r).throughput;
+  FittedConstants slower_prior = builtin_constants();
+  slower_prior.prior.mem /= 2;
+  const ScopedConstants scope(slower_prior);
+  EXPECT_DOUBLE_EQ(predict(cat(), r).throughput, train);  // training does not use the prior
+  r.training = false;
+  EXPECT_LT(predict(cat(), r).throughput, infer * 0.9);   // inference does
+}

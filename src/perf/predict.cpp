@@ -11,6 +11,7 @@
 #include "core/strings.hpp"
 #include "graph/networks.hpp"
 #include "perf/band.hpp"
+#include "perf/constants.hpp"
 #include "perf/framework.hpp"
 #include "perf/parallel.hpp"
 
@@ -418,7 +419,12 @@ Prediction predict(const catalog::Catalog& cat, const PredictRequest& request) {
   const graph::Graph& g = built(net, nopt);
   p.params = graph::param_count(g);
   p.frozen_params = graph::param_count(g, false) - p.params;
-  const EfficiencyParams eff = calibrated_params(gpu, p.plan, req.calibration);
+  EfficiencyParams eff = calibrated_params(gpu, p.plan, req.calibration);
+  // Inference moves what the minimum byte counts say: the traffic the fitted training fraction absorbs
+  // (multi-pass batch statistics, AMP master-weight casts, gradient reads) is not there, so memory-bound
+  // kernels run at the streaming fraction a microbenchmark reaches (the constants' prior), scaled by any
+  // calibration of this card.
+  if (!req.training) eff.mem_max = std::min(0.98, active_constants().prior.mem * eff.mem_max / efficiency_for(gpu, p.plan).mem_max);
   p.calibrated = req.calibration && req.calibration->gpu_id == gpu.id;
   // Convolution layout: channels-last (the model's default, what NVIDIA's reference implementations train
   // with on tensor cores) or channels-first, which adds cuDNN's transposes around tensor-core convolutions.
