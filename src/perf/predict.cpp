@@ -103,13 +103,20 @@ const graph::Graph& built(const graph::NetworkInfo& net, const graph::NetworkOpt
                                       opt.batch, static_cast<int>(opt.dtype), opt.seq_len, opt.flash_attention, opt.training,
                                       opt.decode_context, opt.lora_rank, opt.tensor_parallel, opt.stage_layers, opt.first_stage,
                                       opt.last_stage);
+  // Bounded by nodes held (a few hundred bytes each), not by graphs: a 2 T-parameter decoder is 100 x the
+  // nodes of ResNet-50. ~250 k nodes is on the order of 100 MB per thread.
+  thread_local std::size_t nodes_held = 0;
+  constexpr std::size_t kMaxNodesHeld = 250'000;
   auto it = cache.find(key);
   if (it == cache.end()) {
-    if (cache.size() >= 256) {
+    auto g = std::make_unique<const graph::Graph>(graph::build_network(net, opt));
+    if (nodes_held + g->size() > kMaxNodesHeld || cache.size() >= 256) {
       cache.clear();
+      nodes_held = 0;
       ++t_graph_generation;
     }
-    it = cache.emplace(key, std::make_unique<const graph::Graph>(graph::build_network(net, opt))).first;
+    nodes_held += g->size();
+    it = cache.emplace(key, std::move(g)).first;
   }
   return *it->second;
 }
