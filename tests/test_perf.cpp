@@ -822,9 +822,10 @@ TEST(Fit, LeaveOneSourceOutRefitsWithoutTheHeldOutFile) {
   ASSERT_EQ(folds.size(), 2u);
   EXPECT_EQ(folds[0].summary.file, "a");
   EXPECT_EQ(folds[0].fit.rows, 1);                 // fitted on b only
-  EXPECT_FALSE(folds[0].fit.classes_fitted[0]);    // no data-centre rows left: the prior stands in
+  EXPECT_FALSE(folds[0].fit.classes_fitted[0]);    // no data-centre rows left: it borrows the GeForce fractions
   EXPECT_TRUE(folds[0].fit.classes_fitted[1]);
-  EXPECT_DOUBLE_EQ(folds[0].fit.constants.of(DeviceClass::datacenter).gemm, builtin_constants().prior.gemm);
+  EXPECT_DOUBLE_EQ(folds[0].fit.constants.of(DeviceClass::datacenter).gemm, folds[0].fit.constants.of(DeviceClass::geforce).gemm);
+  EXPECT_DOUBLE_EQ(folds[0].fit.constants.of(DeviceClass::datacenter).mem, folds[0].fit.constants.of(DeviceClass::geforce).mem);
   EXPECT_EQ(folds[1].fit.rows, 2);
   EXPECT_EQ(folds[1].fit.constants.fitted_on, std::vector<std::string>{"a"});
   // A fit moves the constants towards the data: the measured rate is reproduced closely on the rows fitted.

@@ -118,14 +118,14 @@ int run_validate(const ValidateArgs& a) {
   table(rep.sources);
   if (a.held_out) {
     fmt::print("\nleave-one-source-out (each file predicted by constants fitted on the other files only, with its own\n"
-               "achievable figures withheld; a device class with no rows left keeps the microbenchmark priors):\n");
+               "achievable figures withheld; a device class with no rows left borrows the other class's fractions):\n");
     table(held);
     for (const auto& f : folds) {
       const auto& dc = f.fit.constants.of(perf::DeviceClass::datacenter);
       const auto& gf = f.fit.constants.of(perf::DeviceClass::geforce);
       fmt::print("  without {:<24} fitted on {:>3} rows: datacenter gemm {:.2f} conv {:.2f} mem {:.2f}{}; geforce gemm {:.2f} conv {:.2f} mem {:.2f}{}\n",
-                 f.summary.file, f.fit.rows, dc.gemm, dc.conv, dc.mem, f.fit.classes_fitted[0] ? "" : " (prior)", gf.gemm, gf.conv,
-                 gf.mem, f.fit.classes_fitted[1] ? "" : " (prior)");
+                 f.summary.file, f.fit.rows, dc.gemm, dc.conv, dc.mem, f.fit.classes_fitted[0] ? "" : " (borrowed)", gf.gemm, gf.conv,
+                 gf.mem, f.fit.classes_fitted[1] ? "" : " (borrowed)");
     }
   }
   std::size_t scored = 0;

@@ -17,7 +17,7 @@ struct FitResult {
   double objective = 0;      // mean |log(predicted / measured)| over the rows fitted, plus the prior pull
   int rows = 0;              // rows that entered the fit (priced train and infer rows with a value)
   int evaluations = 0;
-  bool classes_fitted[2] = {false, false};  // a class without rows keeps the prior
+  bool classes_fitted[2] = {false, false};  // a class without rows borrows the other's fractions (the prior if neither has rows)
 };
 
 /// Fits the per-class GEMM, convolution and memory fractions by coordinate descent in log space from the
