@@ -146,6 +146,30 @@ std::vector<std::string> strategies(const Scenario& s, int count) {
   return {"ddp", "zero2", "fsdp"};
 }
 
+/// An option on `count` x `gpu` under `strategy`, before it is priced.
+Option new_option(const catalog::Gpu& gpu, int count, const std::string& strategy, perf::Precision precision,
+                  const std::string& precision_note) {
+  Option o;
+  o.gpu_id = gpu.id;
+  o.gpu_name = gpu.name;
+  o.count = count;
+  o.strategy = strategy;
+  o.precision = std::string(perf::precision_name(precision)) + (precision_note.empty() ? "" : " (" + precision_note + ")");
+  o.ecc = gpu.ecc == "yes";
+  return o;
+}
+
+/// The scenario's workload trained on `count` x `gpu`.
+perf::PredictRequest training_request(const Scenario& s, const catalog::Gpu& gpu, int count, perf::Precision precision) {
+  perf::PredictRequest req;
+  req.workload = s.workload;
+  req.gpu = gpu.id;
+  req.gpus = count;
+  req.precision = precision;
+  req.training = true;
+  return req;
+}
+
 /// Time to finish (with failures, restarts and Young/Daly checkpoints), then rent or buy, for a training
 /// option that fits: the same arithmetic for one server and for multi-node plans.
 void price_training_run(Option& o, const perf::Prediction& pred, double model_params, const Scenario& s, const Assumptions& a,
@@ -189,19 +213,8 @@ void price_training_run(Option& o, const perf::Prediction& pred, double model_pa
 Option training_option(const catalog::Catalog& cat, const catalog::Gpu& gpu, const Scenario& s, const Assumptions& a,
                        int count, const std::string& strategy, perf::Precision precision, const std::string& precision_note,
                        bool transformer, std::map<std::string, Fit>& fit_cache) {
-  Option o;
-  o.gpu_id = gpu.id;
-  o.gpu_name = gpu.name;
-  o.count = count;
-  o.strategy = strategy;
-  o.precision = std::string(perf::precision_name(precision)) + (precision_note.empty() ? "" : " (" + precision_note + ")");
-  o.ecc = gpu.ecc == "yes";
-  perf::PredictRequest req;
-  req.workload = s.workload;
-  req.gpu = gpu.id;
-  req.gpus = count;
-  req.precision = precision;
-  req.training = true;
+  Option o = new_option(gpu, count, strategy, precision, precision_note);
+  perf::PredictRequest req = training_request(s, gpu, count, precision);
   if (s.seq_len > 0) req.options["seq_len"] = std::to_string(s.seq_len);
   if (strategy == "zero2") req.options["sharding"] = "zero2";
   if (strategy == "fsdp") req.options["sharding"] = "full";
@@ -252,13 +265,7 @@ Option training_option(const catalog::Catalog& cat, const catalog::Gpu& gpu, con
 /// rest, the global batch from the `global_batch_tokens` assumption; the fastest of those plans.
 Option multinode_option(const catalog::Catalog& cat, const catalog::Gpu& gpu, const Scenario& s, const Assumptions& a, int count,
                         perf::Precision precision, const std::string& precision_note, const graph::NetworkInfo& net) {
-  Option o;
-  o.gpu_id = gpu.id;
-  o.gpu_name = gpu.name;
-  o.count = count;
-  o.strategy = "3d";
-  o.precision = std::string(perf::precision_name(precision)) + (precision_note.empty() ? "" : " (" + precision_note + ")");
-  o.ecc = gpu.ecc == "yes";
+  Option o = new_option(gpu, count, "3d", precision, precision_note);
   const auto& dec = net.decoder;
   const std::int64_t seq = s.seq_len > 0 ? s.seq_len : net.default_seq_len;
   std::optional<perf::Prediction> best;
@@ -272,12 +279,7 @@ Option multinode_option(const catalog::Catalog& cat, const catalog::Gpu& gpu, co
         const int dp = count / (tp * pp);
         // The global batch in sequences: the assumption's tokens, rounded up to whole micro-batches per rank.
         const auto sequences = static_cast<std::int64_t>(std::ceil(a.get("global_batch_tokens") / static_cast<double>(seq) / dp)) * dp;
-        perf::PredictRequest req;
-        req.workload = s.workload;
-        req.gpu = gpu.id;
-        req.gpus = count;
-        req.precision = precision;
-        req.training = true;
+        perf::PredictRequest req = training_request(s, gpu, count, precision);
         req.options = {{"tp", std::to_string(tp)}, {"pp", std::to_string(pp)}, {"global_batch", std::to_string(sequences)},
                        {"sharding", "zero1"}, {"recompute", recompute}, {"seq_len", std::to_string(seq)}};
         std::string err;
@@ -364,12 +366,7 @@ ServeFit best_serving_batch(const catalog::Catalog& cat, const catalog::Gpu& gpu
 
 Option serving_option(const catalog::Catalog& cat, const catalog::Gpu& gpu, const Scenario& s, const Assumptions& a,
                       perf::Precision precision, const std::string& precision_note, const std::string& mode) {
-  Option o;
-  o.gpu_id = gpu.id;
-  o.gpu_name = gpu.name;
-  o.strategy = mode;
-  o.precision = std::string(perf::precision_name(precision)) + (precision_note.empty() ? "" : " (" + precision_note + ")");
-  o.ecc = gpu.ecc == "yes";
+  Option o = new_option(gpu, 1, mode, precision, precision_note);
   const bool mig = mode == "serve-mig";
   const double required = std::max(s.requests_per_s * a.get("peak_to_mean"), 0.0);
   const int tenants = std::max(1, s.tenants);
