@@ -13,7 +13,9 @@
 #include "core/files.hpp"
 #include "graph/cost.hpp"
 #include "graph/networks.hpp"
+#include "perf/clocks.hpp"
 #include "perf/collective.hpp"
+#include "perf/constants.hpp"
 #include "perf/efficiency.hpp"
 #include "perf/memory.hpp"
 #include "perf/predict.hpp"
@@ -100,7 +102,10 @@ TEST(Predictor, RooflineTermsForOneGemmAndOneStream) {
   const StepPrediction s = predict_graph(g, gpu, plan, p);
   ASSERT_EQ(s.ops.size(), 1u);
   const double eff = gemm_efficiency(gemm_dims(g, g.node(2)), p.gemm_max, p, gpu.sm_count);
-  EXPECT_NEAR(s.step_s, 2.0 * 8192.0 * 8192 * 8192 / (989.4e12 * eff) + p.launch_s, 1e-9);
+  // The peak at the clock the power limit sustains (perf/clocks.hpp).
+  const double clock = sustained_clock_fraction(gpu, active_constants().clock_headroom);
+  EXPECT_LT(clock, 1.0);
+  EXPECT_NEAR(s.step_s, 2.0 * 8192.0 * 8192 * 8192 / (989.4e12 * clock * eff) + p.launch_s, 1e-9);
   EXPECT_EQ(s.ops[0].bound, Bound::compute);
   graph::Graph m;
   const auto x = m.input("x", {1 << 26}, graph::DType::bf16);
@@ -762,6 +767,7 @@ TEST(Constants, TheBuiltInSetIsWhatAFreshFitFinds) {
     EXPECT_NEAR(built.of(c).conv, fit.constants.of(c).conv, 1e-3) << class_name(c);
     EXPECT_NEAR(built.of(c).mem, fit.constants.of(c).mem, 1e-3) << class_name(c);
   }
+  EXPECT_NEAR(built.clock_headroom, fit.constants.clock_headroom, 1e-3);
   EXPECT_EQ(built.fitted_on, fit.constants.fitted_on);
   // Written and read back, the constants are the same.
   const FittedConstants again = parse_constants(constants_toml(fit.constants), "x.toml");
@@ -791,14 +797,20 @@ TEST(Constants, AScopedSetPricesThisThreadOnlyAndIsUndone) {
 
 TEST(Constants, FileErrorsNameWhereAndFuzzedFilesFailCleanly) {
   const std::string good = "[datacenter]\ngemm = 0.7\nconv = 0.4\nmem = 0.6\n[geforce]\ngemm = 0.9\nconv = 0.7\nmem = 0.6\n"
-                           "[prior]\ngemm = 0.8\nconv = 0.6\nmem = 0.88\n";
+                           "[prior]\ngemm = 0.8\nconv = 0.6\nmem = 0.88\n[clock]\nheadroom = 0.4\nprior = 0.5\n";
   EXPECT_NEAR(parse_constants(good, "c.toml").of(DeviceClass::geforce).gemm, 0.9, 1e-12);
+  EXPECT_NEAR(parse_constants(good, "c.toml").clock_headroom, 0.4, 1e-12);
+  const std::string classes = good.substr(0, good.find("[clock]"));
   for (const auto& [text, expect] : std::vector<std::pair<std::string, std::string>>{
            {"[datacenter]\ngemm = 0.7\nconv = 0.4\nmem = 0.6\n", "missing table [geforce]"},
            {"[datacenter]\ngemm = 1.7\nconv = 0.4\nmem = 0.6\n", "c.toml:1: [datacenter] gemm must be a fraction in (0, 1]"},
            {"[datacenter]\ngemm = 0.7\nconv = 0.4\n", "[datacenter] mem must be a fraction"},
            {"[datacenter]\ngemm = 0.7\nconv = 0.4\nmem = 0.6\nattn = 1\n", "unknown key 'attn'"},
            {"speed = 3\n", "unknown key 'speed'"},
+           {classes, "missing table [clock]"},
+           {classes + "[clock]\nheadroom = 1.5\nprior = 0.5\n", "c.toml:13: [clock] headroom must be a fraction in (0, 1]"},
+           {classes + "[clock]\nheadroom = 0.5\n", "[clock] prior must be a fraction"},
+           {classes + "[clock]\nheadroom = 0.5\nprior = 0.5\nboost = 1\n", "[clock] unknown key 'boost'"},
            {"[datacenter\n", "c.toml:1:"}}) {
     try {
       parse_constants(text, "c.toml");
@@ -808,6 +820,74 @@ TEST(Constants, FileErrorsNameWhereAndFuzzedFilesFailCleanly) {
     }
   }
   EXPECT_GT(fuzz_parser(good, "[]\"=.#\n -0123456789acdefgmnoprt_", 1000, 9, [](const std::string& t, const std::string& w) { parse_constants(t, w); }), 0);
+}
+
+#include "perf/clocks.hpp"
+
+TEST(Clocks, EveryValidatedCardHasASourcedBaseClockAndThePowerLimitPricesDenseMath) {
+  // Every card a priced published row names has a base clock (else its peaks would be taken as rated);
+  // microbenchmark rows are priced by achievable peaks, not by the clock.
+  for (const auto& row : all_published_rows())
+    if (row.mode != "micro") {
+      EXPECT_NE(builtin_clocks().find(cat().find(row.gpu).id), nullptr) << row.id << " " << row.gpu;
+    }
+  for (const auto& c : builtin_clocks().clocks) EXPECT_FALSE(c.source.empty()) << c.gpu;
+  // base + h (boost - base) over the peaks' clock: a 300 W RTX 6000 Ada (base 915, boost 2505 MHz) loses
+  // far more than a 450 W RTX 4090 (2235, 2520); headroom 1 is the rated boost.
+  const auto frac = [](const char* id, double h) { return sustained_clock_fraction(cat().find(id), h); };
+  EXPECT_NEAR(frac("rtx-6000-ada", 0.5), (915 + 0.5 * (2505 - 915)) / 2505.0, 1e-12);
+  EXPECT_NEAR(frac("rtx-4090", 0.5), (2235 + 0.5 * (2520 - 2235)) / 2520.0, 1e-12);
+  EXPECT_DOUBLE_EQ(frac("rtx-4090", 1.0), 1.0);
+  // Hopper's tensor peaks are rated at 1,830 MHz, below its 1,980 MHz boost: capped at the rated clock.
+  EXPECT_NEAR(frac("h100-sxm", 0.5), (1590 + 0.5 * (1980 - 1590)) / 1830.0, 1e-12);
+  EXPECT_DOUBLE_EQ(frac("h100-sxm", 1.0), 1.0);
+  // No sourced base clock (b200): peaks as rated, whatever the headroom.
+  EXPECT_DOUBLE_EQ(frac("b200", 0.1), 1.0);
+  // The price reaches a prediction: a compute-bound GEMM stack slows by the clock fraction.
+  PredictRequest r;
+  r.workload = "bert-large";
+  r.gpu = "rtx-6000-ada";
+  r.batch = 32;
+  r.precision = Precision::amp_fp16;
+  FittedConstants hot = builtin_constants(), cold = builtin_constants();
+  hot.clock_headroom = 1.0;
+  cold.clock_headroom = 0.05;
+  double fast = 0, slow = 0;
+  {
+    const ScopedConstants scope(hot);
+    fast = predict(cat(), r).throughput;
+  }
+  {
+    const ScopedConstants scope(cold);
+    slow = predict(cat(), r).throughput;
+  }
+  EXPECT_LT(slow, fast * 0.75);
+}
+
+TEST(Clocks, FileErrorsNameTheLineAndFuzzedFilesFailCleanly) {
+  const std::string good = "[[gpu]]\nid = \"rtx-4090\"\nbase_mhz = 2235\nsource = \"s\"\n";
+  EXPECT_EQ(parse_clocks(good, "k.toml", cat()).clocks.size(), 1u);
+  EXPECT_EQ(parse_clocks("[[gpu]]\nid = \"4090\"\nbase_mhz = 2235\nsource = \"s\"\n", "k.toml", cat()).clocks[0].gpu, "rtx-4090");
+  for (const auto& [text, expect] : std::vector<std::pair<std::string, std::string>>{
+           {"[[gpu]]\nid = \"rtx-4091\"\nbase_mhz = 2235\nsource = \"s\"\n", "k.toml:1: "},
+           {"[[gpu]]\nid = \"rtx-4090\"\nbase_mhz = 2600\nsource = \"s\"\n", "k.toml:1: base_mhz 2600 is above 'rtx-4090''s boost clock 2520 MHz"},
+           {"[[gpu]]\nid = \"rtx-4090\"\nbase_mhz = -5\nsource = \"s\"\n", "base_mhz must be a positive number"},
+           {"[[gpu]]\nid = \"rtx-4090\"\nbase_mhz = 2235\n", "needs id, base_mhz and source"},
+           {"[[gpu]]\nid = \"h100-sxm\"\nbase_mhz = 1590\npeak_mhz = 2000\nsource = \"s\"\n", "peak_mhz 2000 must lie between"},
+           {"[[gpu]]\nid = \"rtx-4090\"\nbase_mhz = 2235\nsource = \"s\"\nturbo = 1\n", "unknown key 'turbo'"},
+           {good + good, "k.toml:5: 'rtx-4090' listed twice"},
+           {"[gpus]\n", "unknown table 'gpus'"},
+           {"[[gpu]\n", "k.toml:1:"}}) {
+    try {
+      parse_clocks(text, "k.toml", cat());
+      ADD_FAILURE() << text;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(expect), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    }
+  }
+  const std::string builtin = files::read_all(std::string(GPUVS_SOURCE_DIR) + "/data/clocks.toml", "data");
+  EXPECT_GT(fuzz_parser(builtin, "[]\"=,.#\n -0123456789abdeghikmpqrsuz_", 800, 21, [](const std::string& t, const std::string& w) { parse_clocks(t, w, cat()); }), 0);
 }
 
 TEST(Fit, LeaveOneSourceOutRefitsWithoutTheHeldOutFile) {

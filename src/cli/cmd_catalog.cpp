@@ -8,6 +8,8 @@
 #include "core/strings.hpp"
 #include "core/units.hpp"
 #include "perf/achievable.hpp"
+#include "perf/clocks.hpp"
+#include "perf/constants.hpp"
 
 namespace gpuvs::cli {
 
@@ -95,6 +97,12 @@ int run_show(const CatalogArgs& a) {
                        {"achievable", v->value}, {"fraction", v->fraction}, {"published", v->published}, {"basis", v->basis}});
       }
     j["achievable"] = ach;
+    if (const perf::BaseClock* bc = perf::builtin_clocks().find(g.id)) {
+      const double frac = perf::sustained_clock_fraction(g, perf::active_constants().clock_headroom);
+      j["clocks"] = {{"base_mhz", bc->base_mhz}, {"boost_mhz", g.boost_mhz},
+                     {"peak_rated_mhz", bc->peak_mhz > 0 ? bc->peak_mhz : g.boost_mhz},
+                     {"sustained_dense_fraction", frac}, {"source", bc->source}};
+    }
     fmt::print("{}\n", j.dump(2));
     return 0;
   }
@@ -123,6 +131,15 @@ int run_show(const CatalogArgs& a) {
   fmt::print("  {:<22} {} ({}); MIG {}\n", "ECC / MIG", g.ecc, g.ecc_note,
              g.mig_max > 0 ? fmt::format("up to {} ({})", g.mig_max, g.mig_note) : g.mig_note);
   fmt::print("  {:<22} {:g} W\n", "TDP", g.tdp_w);
+  if (const perf::BaseClock* bc = perf::builtin_clocks().find(g.id)) {
+    // The power limit's price: the clock dense math sustains, as priced (perf/clocks.hpp).
+    const double headroom = perf::active_constants().clock_headroom;
+    fmt::print("  {:<22} base {:g} MHz, boost {:g} MHz{}; priced at {:.0f} MHz under dense math ({:.0f}% of the peaks' clock)\n",
+               "clocks", bc->base_mhz, g.boost_mhz, bc->peak_mhz > 0 ? fmt::format(", tensor peaks rated at {:g} MHz", bc->peak_mhz) : "",
+               bc->base_mhz + headroom * (g.boost_mhz - bc->base_mhz), 100 * perf::sustained_clock_fraction(g, headroom));
+  } else {
+    fmt::print("  {:<22} no sourced base clock: peaks priced at their rated clock\n", "clocks");
+  }
   fmt::print("  {:<22} MSRP {}; benchmark price basis {}; cloud {}{}\n", "price", opt(g.msrp_usd, "USD"),
              opt(g.price_basis_usd, "USD"), opt(g.cloud_usd_per_hr, "USD/h"),
              g.cloud_note.empty() ? "" : " (" + g.cloud_note + ")");

@@ -48,12 +48,25 @@ const char* class_name(DeviceClass c) { return c == DeviceClass::datacenter ? "d
 FittedConstants parse_constants(const std::string& text, const std::string& where) {
   const toml::table t = parse_toml(text, where);
   for (const auto& [k, v] : t)
-    if (k.str() != "fitted_on" && k.str() != "method" && k.str() != "datacenter" && k.str() != "geforce" && k.str() != "prior")
+    if (k.str() != "fitted_on" && k.str() != "method" && k.str() != "datacenter" && k.str() != "geforce" && k.str() != "prior" &&
+        k.str() != "clock")
       throw InputError(fmt::format("{}: unknown key '{}'", where, strings::printable(k.str())));
   FittedConstants c;
   c.of(DeviceClass::datacenter) = read_class(t, "datacenter", where);
   c.of(DeviceClass::geforce) = read_class(t, "geforce", where);
   c.prior = read_class(t, "prior", where);
+  const auto* clock = t["clock"].as_table();
+  if (!clock) throw InputError(fmt::format("{}: missing table [clock]", where));
+  const int line = static_cast<int>(clock->source().begin.line);
+  for (const auto& [k, v] : *clock)
+    if (k.str() != "headroom" && k.str() != "prior")
+      throw InputError(fmt::format("{}:{}: [clock] unknown key '{}' (expected headroom, prior)", where, line, strings::printable(k.str())));
+  for (auto [key, out] : {std::pair<const char*, double*>{"headroom", &c.clock_headroom}, {"prior", &c.clock_headroom_prior}}) {
+    const auto v = (*clock)[key].value<double>();
+    if (!v || !std::isfinite(*v) || *v <= 0 || *v > 1)
+      throw InputError(fmt::format("{}:{}: [clock] {} must be a fraction in (0, 1]", where, line, key));
+    *out = *v;
+  }
   if (const auto* arr = t["fitted_on"].as_array())
     for (const auto& n : *arr)
       if (const auto s = n.value<std::string>()) c.fitted_on.push_back(*s);
@@ -64,9 +77,10 @@ FittedConstants parse_constants(const std::string& text, const std::string& wher
 std::string constants_toml(const FittedConstants& c) {
   std::string s =
       "# The performance model's fitted constants: the only numbers in gpuvs fitted to measurements of training\n"
-      "# throughput. Each is the fraction of a spec peak that real framework kernels reach, per device class:\n"
-      "# data-centre HBM parts and GeForce/workstation GDDR boards. Everything else in the model is physics or a\n"
-      "# sourced figure. Written by `gpuvs validate --data data/validation --fit data/model-constants.toml`\n"
+      "# throughput. Six are fractions of a spec peak that real framework kernels reach, per device class:\n"
+      "# data-centre HBM parts and GeForce/workstation GDDR boards; one, shared by every card, places the clock\n"
+      "# dense math sustains between the base and boost clocks (data/clocks.toml). Everything else in the model\n"
+      "# is physics or a sourced figure. Written by `gpuvs validate --data data/validation --fit data/model-constants.toml`\n"
       "# (perf/fit.hpp: coordinate descent on the mean |log error| of every priced training and inference row of\n"
       "# the files in fitted_on, with a weak pull towards the priors); a test refits and compares, so it cannot\n"
       "# go stale. [prior] stands in for a class with no rows to fit: what gpuvs's own microbenchmarks expect\n"
@@ -81,6 +95,8 @@ std::string constants_toml(const FittedConstants& c) {
   table("datacenter", c.of(DeviceClass::datacenter));
   table("geforce", c.of(DeviceClass::geforce));
   table("prior", c.prior);
+  s += "\n# The sustained dense-math clock is base + headroom x (boost - base) on every card (perf/clocks.hpp).\n";
+  s += fmt::format("[clock]\nheadroom = {:.4f}\nprior = {:.4f}\n", c.clock_headroom, c.clock_headroom_prior);
   return s;
 }
 

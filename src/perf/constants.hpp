@@ -22,6 +22,10 @@ struct ClassFractions {
 struct FittedConstants {
   ClassFractions cls[2];   // by DeviceClass
   ClassFractions prior;    // stands in for a class with no rows to fit
+  // Where the sustained dense-math clock sits between the base and boost clocks (perf/clocks.hpp), shared
+  // by every card, and the value it starts from before a fit.
+  double clock_headroom = 0.5;
+  double clock_headroom_prior = 0.5;
   std::vector<std::string> fitted_on;
   std::string method;
   const ClassFractions& of(DeviceClass c) const { return cls[static_cast<int>(c)]; }

@@ -27,6 +27,7 @@ double objective(const catalog::Catalog& cat, const std::vector<PublishedRow>& r
   double pull = 0;
   for (const auto& k : c.cls)
     for (auto [x, p] : {std::pair{k.gemm, c.prior.gemm}, {k.conv, c.prior.conv}, {k.mem, c.prior.mem}}) pull += std::pow(std::log(x / p), 2);
+  pull += std::pow(std::log(c.clock_headroom / c.clock_headroom_prior), 2);
   return (n ? sum / n : 0.0) + kPriorWeight * pull;
 }
 
@@ -48,9 +49,12 @@ FitResult fit_constants(const catalog::Catalog& cat, const std::vector<Published
   FittedConstants c = builtin_constants();
   c.of(DeviceClass::datacenter) = c.prior;
   c.of(DeviceClass::geforce) = c.prior;
+  c.clock_headroom = c.clock_headroom_prior;
   std::vector<double*> params;
+  if (r.classes_fitted[0] || r.classes_fitted[1]) params.push_back(&c.clock_headroom);
   for (int k = 0; k < 2; ++k)
-    if (r.classes_fitted[k]) params.insert(params.end(), {&c.cls[k].gemm, &c.cls[k].conv, &c.cls[k].mem});
+    if (r.classes_fitted[k])
+      for (double* f : {&c.cls[k].gemm, &c.cls[k].conv, &c.cls[k].mem}) params.push_back(f);
   double best = objective(cat, fit_rows, held_out, c);
   r.evaluations = 1;
   // Coordinate descent on log(fraction): try a step up and down for each constant, keep what helps, halve

@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "graph/cost.hpp"
+#include "perf/clocks.hpp"
+#include "perf/constants.hpp"
 
 namespace gpuvs::perf {
 
@@ -66,8 +68,10 @@ StepPrediction predict_graph(const graph::Graph& g, const catalog::Gpu& gpu, con
 StepPrediction predict_graph(const graph::Graph& g, const catalog::Gpu& gpu, const PrecisionPlan& plan,
                              const EfficiencyParams& p, ConvLayout layout) {
   StepPrediction out;
-  const double matrix_peak = plan.matrix_tflops * 1e12;
-  const double vector_peak = plan.vector_tflops * 1e12 * p.vector_max;
+  // Dense math runs at the clock the power limit sustains, not the rated boost the peaks assume.
+  const double clock = sustained_clock_fraction(gpu, active_constants().clock_headroom);
+  const double matrix_peak = plan.matrix_tflops * 1e12 * clock;
+  const double vector_peak = plan.vector_tflops * 1e12 * p.vector_max * clock;
   const double bandwidth = gpu.memory_bandwidth_gbs * 1e9;
   const double elem = static_cast<double>(graph::dtype_size(plan.activations));
   const graph::NodeId loss = g.output("loss") == graph::kNone ? static_cast<graph::NodeId>(g.size()) : g.output("loss");
