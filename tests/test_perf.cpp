@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <functional>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "core/error.hpp"
@@ -825,12 +826,13 @@ TEST(Constants, FileErrorsNameWhereAndFuzzedFilesFailCleanly) {
 #include "perf/clocks.hpp"
 
 TEST(Clocks, EveryValidatedCardHasASourcedBaseClockAndThePowerLimitPricesDenseMath) {
-  // Every card a priced published row names has a base clock (else its peaks would be taken as rated);
-  // microbenchmark rows are priced by achievable peaks, not by the clock.
+  // Every card a priced published row names has a base clock (else its peaks are taken as rated), but the
+  // GH200, whose clocks no stored source gives (data/clocks.toml's header); microbenchmark rows are priced
+  // by achievable peaks, not by the clock.
+  std::set<std::string> missing;
   for (const auto& row : all_published_rows())
-    if (row.mode != "micro") {
-      EXPECT_NE(builtin_clocks().find(cat().find(row.gpu).id), nullptr) << row.id << " " << row.gpu;
-    }
+    if (row.mode != "micro" && !builtin_clocks().find(cat().find(row.gpu).id)) missing.insert(cat().find(row.gpu).id);
+  EXPECT_EQ(missing, std::set<std::string>{"gh200"});
   for (const auto& c : builtin_clocks().clocks) EXPECT_FALSE(c.source.empty()) << c.gpu;
   // base + h (boost - base) over the peaks' clock: a 300 W RTX 6000 Ada (base 915, boost 2505 MHz) loses
   // far more than a 450 W RTX 4090 (2235, 2520); headroom 1 is the rated boost.

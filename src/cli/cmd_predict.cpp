@@ -9,7 +9,9 @@
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "core/units.hpp"
+#include "graph/networks.hpp"
 #include "perf/predict.hpp"
+#include "perf/serving.hpp"
 
 namespace gpuvs::cli {
 
@@ -23,12 +25,91 @@ struct PredictArgs {
   bool json = false;
 };
 
+int run_serving(const PredictArgs& a, const catalog::Catalog& cat) {
+  perf::ServingRequest req;
+  req.workload = a.workload;
+  req.gpu = a.gpu;
+  req.gpus = a.gpus;
+  req.batch = a.batch;
+  req.format = perf::serving_format_for(a.precision);
+  req.mode = a.mode;
+  req.options = perf::parse_option_pairs(a.options);
+  std::optional<perf::Calibration> cal;
+  if (!a.calibration.empty()) {
+    cal = load_calibration(a.calibration, cat);
+    req.calibration = &*cal;
+  }
+  const perf::ServingPrediction p = perf::predict_serving(cat, req);
+  const auto& c = p.step;
+  if (a.json) {
+    nlohmann::json j{
+        {"schema_version", 1},
+        {"workload", p.workload},
+        {"gpu", p.gpu_id},
+        {"gpus", p.gpus},
+        {"mode", p.mode},
+        {"format", p.format},
+        {"engine", p.engine},
+        {"tp", p.tp},
+        {"replicas", p.replicas},
+        {"prompt_len", p.prompt_len},
+        {"gen_len", p.gen_len},
+        {"batch", p.batch},
+        {"batch_chosen", p.batch_chosen},
+        {"batch_limit", p.batch_limit},
+        {"throughput", {{"value", p.throughput}, {"unit", p.unit}, {"per", "system"}, {"low", p.band_low}, {"high", p.band_high}}},
+        {"latency_s", {{"time_to_first_token", p.ttft_s}, {"per_output_token", p.tpot_s}, {"request", p.request_s}}},
+        {"iteration_s",
+         {{"total", c.seconds}, {"gemm", c.gemm_s}, {"dequant", c.dequant_s}, {"attention", c.attention_s}, {"elementwise", c.elementwise_s},
+          {"lm_head", c.lm_head_s}, {"communication", c.comm_s}, {"launch", c.launch_s}, {"host", c.host_s}}},
+        {"memory_per_gpu_gb",
+         {{"weights", p.weight_bytes / 1e9}, {"kv_cache", p.kv_bytes / 1e9}, {"kv_budget", p.kv_budget_bytes / 1e9},
+          {"runtime", p.runtime_bytes / 1e9}, {"capacity", p.capacity_bytes / 1e9}, {"fits", p.fits}}},
+        {"kv_dtype", p.kv_dtype},
+        {"kv_bytes_per_token", p.kv_bytes_per_token},
+        {"max_concurrency", p.max_concurrency},
+        {"max_context", p.max_context},
+        {"notes", p.notes},
+    };
+    fmt::print("{}\n", j.dump(2));
+    return 0;
+  }
+  const std::string what = p.mode == "prefill"  ? fmt::format("{} sequence(s) x {}-token prompt", p.batch, p.prompt_len)
+                           : p.mode == "decode" ? fmt::format("{} sequence(s), context {} -> {}", p.batch, p.prompt_len, p.prompt_len + p.gen_len)
+                                                : fmt::format("requests of {} + {} tokens, {} in flight{}", p.prompt_len, p.gen_len, p.batch,
+                                                              p.batch_chosen ? " (limited by " + p.batch_limit + ")" : "");
+  fmt::print("{} {} on {} x {} ({}), {}; {} weights, KV cache {}\n", p.workload, p.mode, p.gpus, p.gpu_name, p.gpu_id, what,
+             p.format, p.kv_dtype);
+  fmt::print("  throughput   {} {} per system (likely {} to {})\n", units::format_si(p.throughput), p.unit, units::format_si(p.band_low),
+             units::format_si(p.band_high));
+  fmt::print("  engine       {} profile: {}\n", p.engine, p.engine_name);
+  if (p.tp > 1 || p.replicas > 1) fmt::print("  layout       tensor parallel {} x {} replica(s)\n", p.tp, p.replicas);
+  fmt::print("  iteration    {}: GEMMs {}, dequantize {}, attention {}, elementwise {}, LM head {}, all-reduce {}, launches {}, host {}\n",
+             units::format_seconds(c.seconds), units::format_seconds(c.gemm_s), units::format_seconds(c.dequant_s),
+             units::format_seconds(c.attention_s), units::format_seconds(c.elementwise_s), units::format_seconds(c.lm_head_s),
+             units::format_seconds(c.comm_s), units::format_seconds(c.launch_s), units::format_seconds(c.host_s));
+  if (p.mode != "prefill")
+    fmt::print("  latency      first token {}, then {} per token; whole request {}\n", units::format_seconds(p.ttft_s),
+               units::format_seconds(p.tpot_s), units::format_seconds(p.request_s));
+  fmt::print("  memory/GPU   weights {:.2f} GB, KV cache {:.2f} GB ({:.0f} KB per token) of a {:.2f} GB budget, runtime {:.2f} GB, card {:.2f} GB: {}\n",
+             p.weight_bytes / 1e9, p.kv_bytes / 1e9, p.kv_bytes_per_token / 1e3, p.kv_budget_bytes / 1e9, p.runtime_bytes / 1e9,
+             p.capacity_bytes / 1e9, p.fits ? "fits" : "DOES NOT FIT");
+  fmt::print("  capacity     {} concurrent requests of {} tokens; one sequence up to {} tokens\n", p.max_concurrency,
+             p.prompt_len + (p.mode == "prefill" ? 0 : p.gen_len), p.max_context);
+  for (const auto& n : p.notes) fmt::print("  note         {}\n", n);
+  return 0;
+}
+
 int run_predict(const PredictArgs& a) {
   catalog::Catalog cat = catalog::Catalog::builtin();
   for (const auto& f : a.catalogs) cat.add_file(f);
-  if (a.mode != "train" && a.mode != "infer")
-    throw InputError(fmt::format("--mode '{}' is not a mode (expected train or infer)", strings::printable(a.mode)));
+  if (a.mode != "train" && !perf::is_serving_mode(a.mode))
+    throw InputError(fmt::format("--mode '{}' is not a mode (expected train, prefill, decode or infer)", strings::printable(a.mode)));
   if (a.gpus < 1) throw InputError(fmt::format("--gpus must be at least 1, got {}", a.gpus));
+  // LLM serving: prefill and decode always; infer for decoders (whole requests under the engine's batching).
+  if (a.mode == "prefill" || a.mode == "decode" ||
+      (a.mode == "infer" && graph::resolve_network(a.workload, perf::parse_option_pairs(a.options)).family == "decoder"))
+    return run_serving(a, cat);
   perf::PredictRequest req;
   req.workload = a.workload;
   req.gpu = a.gpu;
@@ -156,10 +237,15 @@ Runner add_predict_command(CLI::App& app) {
   sub->add_option("--gpu", a->gpu, "Catalog GPU id or alias")->required();
   sub->add_option("--gpus", a->gpus, "GPUs (data parallel)")->capture_default_str();
   sub->add_option("--batch", a->batch, "Batch per GPU (default: the workload family's)");
-  sub->add_option("--precision", a->precision, "fp32, tf32, fp16, bf16, amp-fp16, amp-bf16, amp-fp8")
+  sub->add_option("--precision", a->precision,
+                  "fp32, tf32, fp16, bf16, amp-fp16, amp-bf16, amp-fp8; serving a decoder: a weight format (fp16, bf16, fp8, int8, "
+                  "int8-w8a16, int4-awq, int4-gptq, q8_0, q6_k, q5_k_m, q4_k_m, q4_0)")
       ->capture_default_str();
-  sub->add_option("--mode", a->mode, "train or infer")->capture_default_str();
-  sub->add_option("--options", a->options, "k=v;k=v: seq_len, flash_attention, sharding=none|zero1|zero2|full, gen_len");
+  sub->add_option("--mode", a->mode, "train, infer; for decoders also prefill and decode (infer = whole requests under the engine's batching)")
+      ->capture_default_str();
+  sub->add_option("--options", a->options,
+                  "k=v;k=v: seq_len, flash_attention, sharding=none|zero1|zero2|full, ...; serving: prompt_len, gen_len, tp, "
+                  "framework=vllm|trt-llm|llama.cpp|hf-transformers, kv_dtype=fp16|fp8");
   sub->add_option("--catalog", a->catalogs, "Add devices from a TOML file (repeatable)");
   sub->add_option("--calibration", a->calibration, "A gpuvs bench --save record: correct the model for the GPU it measured");
   sub->add_flag("--json", a->json, "JSON output");

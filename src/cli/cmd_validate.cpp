@@ -134,8 +134,12 @@ int run_validate(const ValidateArgs& a) {
              scored, rep.rows.size(), 100 * rep.coverage, 100 * rep.median_ape, 100 * rep.mean_ape, 100 * rep.in_band);
   fmt::print("cross-GPU ratios: {} pairs; median absolute error {:.1f}%, mean {:.1f}%\n", rep.ratios.size(),
              100 * rep.ratio_median_ape, 100 * rep.ratio_mean_ape);
-  fmt::print("band (10th-90th percentile of predicted/measured): {:.2f}x to {:.2f}x\n", std::exp(rep.log_err_p10),
-             std::exp(rep.log_err_p90));
+  fmt::print("band (10th-90th percentile of predicted/measured): {:.2f}x to {:.2f}x over {} training and batch-inference rows",
+             std::exp(rep.log_err_p10), std::exp(rep.log_err_p90), rep.band_rows);
+  if (rep.serving_band_rows > 0)
+    fmt::print("; {:.2f}x to {:.2f}x over {} LLM serving rows", std::exp(rep.serving_log_err_p10), std::exp(rep.serving_log_err_p90),
+               rep.serving_band_rows);
+  fmt::print("\n");
   return 0;
 }
 

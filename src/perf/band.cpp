@@ -16,15 +16,15 @@ namespace gpuvs::perf {
 double Band::low(double value) const { return value * std::exp(-log_err_p90); }
 double Band::high(double value) const { return value * std::exp(-log_err_p10); }
 
-Band parse_band(const std::string& text, const std::string& where) {
+Band parse_band(const std::string& text, const std::string& where, const std::string& prefix) {
   try {
     const toml::table t = toml::parse(text, where);
     Band b;
-    const auto p10 = t["log_err_p10"].value<double>();
-    const auto p90 = t["log_err_p90"].value<double>();
-    const auto rows = t["rows"].value<std::int64_t>();
+    const auto p10 = t[prefix + "log_err_p10"].value<double>();
+    const auto p90 = t[prefix + "log_err_p90"].value<double>();
+    const auto rows = t[prefix + "rows"].value<std::int64_t>();
     if (!p10 || !p90 || !rows || *p10 > *p90)
-      throw InputError(fmt::format("{}: needs log_err_p10 <= log_err_p90 and rows", where));
+      throw InputError(fmt::format("{}: needs {}log_err_p10 <= {}log_err_p90 and {}rows", where, prefix, prefix, prefix));
     b.log_err_p10 = *p10;
     b.log_err_p90 = *p90;
     b.rows = static_cast<int>(*rows);
@@ -40,14 +40,19 @@ const Band& model_band() {
   return b;
 }
 
+const Band& serving_band() {
+  static const Band b = parse_band(embedded::kPredictionBand, "built-in data/prediction-band.toml", "serving_");
+  return b;
+}
+
 std::string band_toml(const ValidationReport& rep, const std::string& source) {
-  int rows = 0;
-  for (const auto& v : rep.rows) rows += v.ape.has_value() && v.row.mode != "micro";
   return fmt::format(
-      "# The spread of the performance model's own errors, log(predicted / measured), on its validation data.\n"
+      "# The spread of the performance model's own errors, log(predicted / measured), on its validation data:\n"
+      "# training and batch-inference rows, and (serving_) LLM serving rows, each their own band.\n"
       "# Written by `gpuvs validate --data {0} --write-band data/prediction-band.toml`; test_perf recomputes it.\n"
-      "source = \"{0}\"\nrows = {1}\nlog_err_p10 = {2:.17g}\nlog_err_p90 = {3:.17g}\n",
-      source, rows, rep.log_err_p10, rep.log_err_p90);
+      "source = \"{0}\"\nrows = {1}\nlog_err_p10 = {2:.17g}\nlog_err_p90 = {3:.17g}\n"
+      "serving_rows = {4}\nserving_log_err_p10 = {5:.17g}\nserving_log_err_p90 = {6:.17g}\n",
+      source, rep.band_rows, rep.log_err_p10, rep.log_err_p90, rep.serving_band_rows, rep.serving_log_err_p10, rep.serving_log_err_p90);
 }
 
 }  // namespace gpuvs::perf

@@ -17,10 +17,13 @@ struct Band {
   double high(double value) const;
 };
 
-/// The compiled-in band.
+/// The compiled-in band of training and batch-inference predictions.
 const Band& model_band();
-/// Parses band TOML; InputError naming `where` when malformed.
-Band parse_band(const std::string& text, const std::string& where);
+/// The compiled-in band of LLM serving predictions (perf/serving.hpp), from the serving rows alone.
+const Band& serving_band();
+/// Parses band TOML (`prefix` "" for the model's band, "serving_" for serving's); InputError naming `where`
+/// when malformed.
+Band parse_band(const std::string& text, const std::string& where, const std::string& prefix = "");
 /// TOML text for a validation report.
 std::string band_toml(const ValidationReport& rep, const std::string& source);
 

@@ -40,7 +40,7 @@ FitResult fit_constants(const catalog::Catalog& cat, const std::vector<Published
   {
     const ValidationReport rep = validate(cat, rows, held_out);
     for (const auto& v : rep.rows)
-      if (v.ape && v.row.mode != "micro") {
+      if (v.ape && v.row.mode != "micro" && !v.serving) {
         fit_rows.push_back(v.row);
         r.classes_fitted[static_cast<int>(device_class(cat.find(v.row.gpu)))] = true;
       }

@@ -23,7 +23,9 @@ struct FitResult {
 /// Fits the per-class GEMM, convolution and memory fractions by coordinate descent in log space from the
 /// priors, minimising the mean |log error| of the priced training and inference rows plus a weak pull
 /// (0.01 x the squared log distance) towards the priors, so a constant the rows cannot pin down stays there. Microbenchmark rows do
-/// not depend on these constants and are left out. `held_out` files' figures are withheld from the model's
+/// not depend on these constants and are left out; LLM serving rows (perf/serving.hpp) are judged, not
+/// fitted (fitting them pulled the GEMM fraction below what training reaches and made every training
+/// source worse held out). `held_out` files' figures are withheld from the model's
 /// inputs while fitting.
 FitResult fit_constants(const catalog::Catalog& cat, const std::vector<PublishedRow>& rows,
                         const std::set<std::string>& held_out = {});

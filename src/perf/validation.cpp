@@ -12,10 +12,12 @@
 #include "core/error.hpp"
 #include "core/stats.hpp"
 #include "core/strings.hpp"
+#include "graph/networks.hpp"
 #include "perf/achievable.hpp"
 #include "perf/band.hpp"
 #include "perf/parallel.hpp"
 #include "perf/predict.hpp"
+#include "perf/serving.hpp"
 
 namespace gpuvs::perf {
 
@@ -147,6 +149,47 @@ void price_micro(const catalog::Catalog& cat, const PublishedRow& r, const std::
   if (r.value && *r.value > 0) v.ape = std::fabs(v.predicted - *r.value) / *r.value;
 }
 
+/// An LLM serving row (prefill, decode, or a decoder's whole requests): perf/serving.hpp, every option
+/// accounted for as for training rows.
+void price_serving(const catalog::Catalog& cat, const PublishedRow& r, ValidatedRow& v) {
+  v.serving = true;
+  ServingRequest req;
+  std::vector<std::string> reasons;
+  for (const auto& [key, value] : parse_option_pairs(r.options)) {
+    if (documentary_option(key)) continue;
+    const auto& keys = serving_option_keys();
+    const auto& shape = graph::gpt_shape_keys();
+    if (std::find(keys.begin(), keys.end(), key) != keys.end() || std::find(shape.begin(), shape.end(), key) != shape.end())
+      req.options[key] = value;
+    else
+      reasons.push_back(fmt::format("option {}={} is not understood by the serving model", key, value));
+  }
+  if (!reasons.empty()) throw InputError(strings::join(reasons, "; "));
+  req.workload = r.workload;
+  req.gpu = r.gpu;
+  req.gpus = r.n_gpus;
+  req.batch = r.batch;
+  req.mode = r.mode;
+  req.format = serving_format_for(r.precision);
+  const ServingPrediction p = predict_serving(cat, req);
+  // Serving predictions are per system; a per-GPU row is the system's figure over its GPUs.
+  const double scale = r.per == "system" ? 1.0 : 1.0 / r.n_gpus;
+  v.predicted = p.throughput * scale;
+  v.band_low = p.band_low * scale;
+  v.band_high = p.band_high * scale;
+  v.predicted_unit = p.unit;
+  v.batch = p.batch;
+  v.batch_chosen = r.batch == 0 && r.mode == "infer";
+  if (!r.unit.empty() && r.unit != p.unit) {
+    v.reason = fmt::format("row unit {} differs from the prediction's {}", r.unit, p.unit);
+    return;
+  }
+  v.status = "ok";
+  v.reason = fmt::format("{} engine profile, {} weights, KV cache {}{}", p.engine, p.format, p.kv_dtype,
+                         p.batch_chosen ? fmt::format(", {} requests in flight (limited by {})", p.batch, p.batch_limit) : "");
+  if (r.value && *r.value > 0) v.ape = std::fabs(v.predicted - *r.value) / *r.value;
+}
+
 }  // namespace
 
 bool documentary_option(const std::string& key) {
@@ -217,8 +260,13 @@ ValidationReport validate(const catalog::Catalog& cat, const std::vector<Publish
         rep.rows.push_back(std::move(v));
         continue;
       }
-      if (r.mode != "train" && r.mode != "infer")
-        throw InputError(fmt::format("mode '{}' is not priced yet (train, infer and micro are)", strings::printable(r.mode)));
+      if (r.mode != "train" && !is_serving_mode(r.mode))
+        throw InputError(fmt::format("mode '{}' is not priced (train, prefill, decode, infer and micro are)", strings::printable(r.mode)));
+      if (r.mode == "prefill" || r.mode == "decode" || (r.mode == "infer" && graph::resolve_network(r.workload, parse_option_pairs(r.options)).family == "decoder")) {
+        price_serving(cat, r, v);
+        rep.rows.push_back(std::move(v));
+        continue;
+      }
       std::string why;
       PredictRequest req;
       req.options = model_options(r, why);
@@ -248,13 +296,15 @@ ValidationReport validate(const catalog::Catalog& cat, const std::vector<Publish
     }
     rep.rows.push_back(std::move(v));
   }
-  std::vector<double> apes, logs;
+  std::vector<double> apes, logs, serving_logs;
   std::size_t inside = 0;
   for (const auto& v : rep.rows)
     if (v.ape) {
       apes.push_back(*v.ape);
-      // The band is for workload predictions: microbenchmark figures (often the data's own) stay out of it.
-      if (v.row.mode != "micro") logs.push_back(std::log(v.predicted / *v.row.value));
+      // The band is for workload predictions: microbenchmark figures (often the data's own) stay out of it;
+      // serving has a band of its own.
+      if (v.serving) serving_logs.push_back(std::log(v.predicted / *v.row.value));
+      else if (v.row.mode != "micro") logs.push_back(std::log(v.predicted / *v.row.value));
       inside += *v.row.value >= v.band_low && *v.row.value <= v.band_high;
     }
   const auto s = stats::summarize(apes);
@@ -264,6 +314,12 @@ ValidationReport validate(const catalog::Catalog& cat, const std::vector<Publish
   rep.in_band = apes.empty() ? 0 : static_cast<double>(inside) / static_cast<double>(apes.size());
   rep.log_err_p10 = stats::quantile(logs, 0.1);
   rep.log_err_p90 = stats::quantile(logs, 0.9);
+  rep.band_rows = static_cast<int>(logs.size());
+  rep.serving_band_rows = static_cast<int>(serving_logs.size());
+  if (!serving_logs.empty()) {
+    rep.serving_log_err_p10 = stats::quantile(serving_logs, 0.1);
+    rep.serving_log_err_p90 = stats::quantile(serving_logs, 0.9);
+  }
   // Cross-GPU ratios: rows of one source with the same workload, precision, mode, options and GPU count
   // on different GPUs.
   std::vector<double> ratio_apes;

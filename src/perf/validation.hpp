@@ -38,6 +38,7 @@ struct ValidatedRow {
   bool batch_chosen = false;  // the row gave none
   double band_low = 0, band_high = 0;  // the prediction's band, in the row's unit and per
   std::optional<double> ape;  // |predicted - value| / value
+  bool serving = false;       // priced by the serving model (perf/serving.hpp)
 };
 
 /// One source file's figures.
@@ -65,7 +66,9 @@ struct ValidationReport {
   double median_ape = 0, mean_ape = 0;
   double ratio_median_ape = 0, ratio_mean_ape = 0;
   /// log(predicted / measured) quantiles: the band every prediction carries.
-  double log_err_p10 = 0, log_err_p90 = 0;
+  double log_err_p10 = 0, log_err_p90 = 0;                  // training and batch-inference rows
+  double serving_log_err_p10 = 0, serving_log_err_p90 = 0;  // LLM serving rows (their own band)
+  int band_rows = 0, serving_band_rows = 0;
 };
 
 /// Parses the CSV; InputError "FILE:LINE: ..." for malformed rows (a `per` other than gpu or system, a

@@ -1,0 +1,407 @@
+#include "perf/serving.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+#include "core/error.hpp"
+#include "core/strings.hpp"
+#include "graph/networks.hpp"
+#include "perf/achievable.hpp"
+#include "perf/band.hpp"
+#include "perf/clocks.hpp"
+#include "perf/collective.hpp"
+#include "perf/constants.hpp"
+#include "perf/efficiency.hpp"
+#include "perf/serving_engine.hpp"
+#include "perf/weight_format.hpp"
+
+namespace gpuvs::perf {
+
+namespace {
+
+const std::vector<std::string> kServingKeys = {"prompt_len", "gen_len", "tp", "framework", "kv_dtype"};
+
+// llama.cpp and the fused W4A16/W8A16 kernels read quantized weights directly for a few rows at a time
+// (matrix-vector kernels up to 8 rows: llama.cpp's MMVQ_MAX_BATCH_SIZE); beyond that a dequantize-pass
+// format writes a 16-bit copy for cuBLAS.
+constexpr double kVectorKernelRows = 8;
+// Idle time between back-to-back kernels on the GPU (launch latency already queued): about a microsecond.
+constexpr double kKernelGapSeconds = 1e-6;
+
+std::int64_t int_option(const std::map<std::string, std::string>& o, const std::string& key, std::int64_t fallback, std::int64_t lo,
+                        std::int64_t hi) {
+  const auto it = o.find(key);
+  if (it == o.end()) return fallback;
+  std::int64_t v = 0;
+  const auto r = std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
+  if (r.ec != std::errc() || r.ptr != it->second.data() + it->second.size() || v < lo || v > hi)
+    throw InputError(fmt::format("option {}={}: expected an integer in [{}, {}]", key, strings::printable(it->second), lo, hi));
+  return v;
+}
+
+/// What one iteration processes on every rank.
+struct TokenMix {
+  double decode_seqs = 0;     // sequences generating one token
+  double decode_context = 0;  // their mean cached context
+  double prefill_tokens = 0;  // prompt tokens
+  double prefill_span = 0;    // mean causal span a prompt token attends over
+  double logits = 0;          // tokens that need the LM head
+};
+
+struct Setup {
+  graph::DecoderConfig d;
+  const catalog::Gpu* gpu = nullptr;
+  const WeightFormat* format = nullptr;
+  const ServingEngine* engine = nullptr;
+  int tp = 1;
+  double kv_elem_bytes = 2;
+  double matrix_peak = 0, attention_peak = 0, vector_peak = 0, bandwidth = 0;
+  EfficiencyParams eff;
+  Link link;
+  WeightBytes weights;  // whole model (each rank holds 1/tp of the projections and the vocabulary)
+};
+
+/// One projection: m tokens through a k x n weight stored at `bits`.
+void price_linear(const Setup& s, double m, double k, double n, double bits, IterationCost& c) {
+  if (m <= 0) return;
+  const double elems = k * n;
+  const double act = s.engine->activation_bytes;
+  const double flops = 2.0 * m * k * n;
+  const double eff = gemm_efficiency(GemmDims{m, n, k, 1}, s.eff.gemm_max, s.eff, s.gpu->sm_count);
+  double compute = flops / (s.matrix_peak * eff);
+  double weight_read = elems * bits / 8.0;
+  if (s.format->weight_only) {
+    if (s.format->dequant_pass && m > kVectorKernelRows) {
+      // A dequantize kernel reads the packed weights and writes a 16-bit copy; the GEMM reads the copy.
+      const double pass = elems * (bits / 8.0 + 2.0);
+      const double t = pass / (s.bandwidth * memory_efficiency(pass, s.eff));
+      c.dequant_s += t;
+      c.seconds += t;
+      weight_read = elems * 2.0;
+    } else {
+      // Dequantized in registers, once per weight per 128-row tile of tokens, on the CUDA cores.
+      compute += elems * s.format->dequant_ops * std::ceil(m / s.eff.tile_m) / s.vector_peak;
+    }
+  }
+  double bytes = weight_read + m * (k + n) * act;
+  if (act > 2.0 && m > kVectorKernelRows) {
+    // FP32 activations around a 16-bit batched GEMM: the input converted to FP16 and the result back, each
+    // a read and a write by its own kernel.
+    const double convert = m * (k + n) * (act + 2.0);
+    const double t = convert / (s.bandwidth * memory_efficiency(convert / 2.0, s.eff));
+    c.elementwise_s += t;
+    c.seconds += t;
+    bytes -= m * (k + n) * (act - 2.0);  // the GEMM itself reads and writes FP16
+  }
+  const double memory = bytes / (s.bandwidth * memory_efficiency(bytes, s.eff));
+  c.gemm_s += std::max(compute, memory);
+  c.seconds += std::max(compute, memory);
+  c.weight_bytes_read += weight_read;
+  c.flops += flops;
+}
+
+/// How much nearer its peak a card's 8-bit GEMMs get than its 16-bit ones: the achievable fractions'
+/// ratio (published max-achievable GEMM rates, else the stated rule; perf/achievable.hpp). FP8 tensor
+/// pipelines are harder to feed than BF16 ones (an H100 SXM measures 71% of its FP8 peak, 80% of BF16).
+double eight_bit_gemm_ratio(const catalog::Catalog& cat, const catalog::Gpu& gpu, const std::string& math) {
+  if (math != "fp8" && math != "int8") return 1.0;
+  const auto eight = achievable(cat, gpu, "gemm-" + math);
+  auto sixteen = achievable(cat, gpu, "gemm-bf16");
+  if (!sixteen) sixteen = achievable(cat, gpu, "gemm-fp16");
+  return eight && sixteen ? eight->fraction / sixteen->fraction : 1.0;
+}
+
+IterationCost iteration(const Setup& s, const TokenMix& mix) {
+  IterationCost c;
+  const auto& d = s.d;
+  const double tp = s.tp;
+  const double h = static_cast<double>(d.hidden), hd = h / d.heads;
+  const double q_heads = d.heads / tp, kv_heads = std::max(1.0, d.kv_heads / tp);
+  const double ffn = static_cast<double>(d.ffn) / tp;
+  const double m = mix.decode_seqs + mix.prefill_tokens;
+  for (int l = 0; l < d.layers; ++l) {
+    auto bits = [&](const char* t) { return tensor_bits(*s.format, t, l, d.layers); };
+    // Column-parallel Q, K, V, gate and up; row-parallel output and down projections (Megatron's split).
+    price_linear(s, m, h, q_heads * hd, bits("attn_q"), c);
+    price_linear(s, m, h, kv_heads * hd, bits("attn_k"), c);
+    price_linear(s, m, h, kv_heads * hd, bits("attn_v"), c);
+    price_linear(s, m, q_heads * hd, h, bits("attn_output"), c);
+    if (d.swiglu) price_linear(s, m, h, ffn, bits("ffn_gate"), c);
+    price_linear(s, m, h, ffn, bits("ffn_up"), c);
+    price_linear(s, m, ffn, h, bits("ffn_down"), c);
+    // Attention. Decode reads every cached K and V of its sequences; prefill does causal FLOPs (and, unfused,
+    // writes and reads the score matrix).
+    double attn = 0;
+    if (mix.decode_seqs > 0) {
+      const double kv = mix.decode_seqs * mix.decode_context * 2.0 * kv_heads * hd * s.kv_elem_bytes;
+      const double flops = 4.0 * mix.decode_seqs * q_heads * hd * mix.decode_context;
+      const double bytes = kv + mix.decode_seqs * 2.0 * q_heads * hd * 2.0;
+      attn += std::max(flops / (s.attention_peak * s.eff.attention_max), bytes / (s.bandwidth * memory_efficiency(bytes, s.eff)));
+      c.kv_bytes_read += kv;
+      c.flops += flops;
+    }
+    if (mix.prefill_tokens > 0) {
+      const double flops = 4.0 * mix.prefill_tokens * q_heads * hd * mix.prefill_span;
+      double bytes = mix.prefill_tokens * (2.0 * q_heads + 2.0 * kv_heads) * hd * 2.0 + mix.prefill_tokens * 2.0 * kv_heads * hd * s.kv_elem_bytes;
+      if (s.engine->attention == "unfused") bytes += 4.0 * q_heads * mix.prefill_tokens * mix.prefill_span * 2.0;
+      attn += std::max(flops / (s.attention_peak * s.eff.attention_max), bytes / (s.bandwidth * memory_efficiency(bytes, s.eff)));
+      c.flops += flops;
+    }
+    // The new tokens' K and V written to the cache.
+    const double kv_write = m * 2.0 * kv_heads * hd * s.kv_elem_bytes;
+    attn += kv_write / (s.bandwidth * memory_efficiency(kv_write, s.eff));
+    c.attention_s += attn;
+    c.seconds += attn;
+    // Two norms and two residual adds over the hidden state, RoPE on Q and K, the MLP activation.
+    const double ew = m * s.engine->activation_bytes * (2.0 * 2.0 * h + 2.0 * 3.0 * h + 2.0 * (q_heads + kv_heads) * hd + 3.0 * ffn);
+    const double ew_s = ew / (s.bandwidth * memory_efficiency(ew, s.eff));
+    c.elementwise_s += ew_s;
+    c.seconds += ew_s;
+    // Tensor parallel: the attention output and the MLP output are all-reduced.
+    if (s.tp > 1) {
+      const double t = 2.0 * allreduce_seconds(m * h * 2.0, s.tp, s.link);
+      c.comm_s += t;
+      c.seconds += t;
+    }
+  }
+  // The LM head for the tokens that need logits, its vocabulary split over the ranks, then the logits
+  // gathered. GGUF files quantize it (output.weight); the other formats keep it (and the embedding) in 16 bits.
+  if (mix.logits > 0) {
+    const double vocab = static_cast<double>(d.vocab);
+    Setup head = s;
+    WeightFormat f = *s.format;
+    double bits = 16.0;
+    if (f.embeddings_quantized) {
+      bits = 8.0 * (d.tied_embeddings ? s.weights.embedding : s.weights.output) / (vocab * h);
+    } else {
+      f.weight_only = f.dequant_pass = false;
+      head.matrix_peak = s.attention_peak;  // 16-bit math
+    }
+    head.format = &f;
+    IterationCost lm;
+    price_linear(head, mix.logits, h, vocab / tp, bits, lm);
+    double gather = s.tp > 1 ? allgather_seconds(mix.logits * vocab * 4.0, s.tp, s.link) : 0.0;
+    c.lm_head_s = lm.seconds;
+    c.comm_s += gather;
+    c.seconds += lm.seconds + gather;
+    c.weight_bytes_read += lm.weight_bytes_read;
+    c.flops += lm.flops;
+  }
+  // The host launches kernels while the GPU runs earlier ones: the GPU waits only when launching takes
+  // longer than the kernels (small batches in eager frameworks), and back-to-back kernels leave a short
+  // gap on the GPU. Under CUDA graphs a step is one launch. Host work per iteration (scheduling,
+  // sampling) is serial with the step.
+  const double kernels = d.layers * s.engine->kernels_per_layer + 4;
+  c.launch_s = kernels * kKernelGapSeconds;
+  const double gpu = c.seconds + c.launch_s;
+  const double host = (s.engine->cuda_graphs ? 1.0 : kernels) * s.engine->host_launch_s;
+  c.host_s = s.engine->step_overhead_s + std::max(0.0, host - gpu);
+  c.seconds = gpu + c.host_s;
+  return c;
+}
+
+}  // namespace
+
+bool is_serving_mode(const std::string& mode) { return mode == "prefill" || mode == "decode" || mode == "infer"; }
+
+const std::vector<std::string>& serving_option_keys() { return kServingKeys; }
+
+std::string serving_format_for(const std::string& precision) {
+  if (precision == "amp-bf16") return "bf16";
+  if (precision == "amp-fp16" || precision == "amp") return "fp16";
+  if (precision == "amp-fp8") return "fp8";
+  return precision;
+}
+
+ServingPrediction predict_serving(const catalog::Catalog& cat, const ServingRequest& req) {
+  if (!is_serving_mode(req.mode))
+    throw InputError(fmt::format("mode '{}' is not a serving mode (prefill, decode, infer)", strings::printable(req.mode)));
+  const catalog::Gpu& gpu = cat.find(req.gpu);
+  const graph::NetworkInfo net = graph::resolve_network(req.workload, req.options);
+  if (net.family != "decoder")
+    throw InputError(fmt::format("--mode {} prices decoders (LLMs); {} is a {} (use --mode infer without serving options)", req.mode, net.id,
+                                 net.family));
+  for (const auto& [k, v] : req.options) {
+    const auto& shape = graph::gpt_shape_keys();
+    if (std::find(kServingKeys.begin(), kServingKeys.end(), k) == kServingKeys.end() && std::find(shape.begin(), shape.end(), k) == shape.end())
+      throw InputError(fmt::format("option '{}' is not a serving option (known: {})", strings::printable(k), strings::join(kServingKeys, ", ")));
+  }
+  const auto fw = req.options.find("framework");
+  const ServingEngine& engine = serving_engine(fw == req.options.end() ? default_serving_engine() : fw->second);
+  const WeightFormat& format = weight_format(req.format);
+  if (std::find(engine.formats.begin(), engine.formats.end(), format.id) == engine.formats.end())
+    throw InputError(fmt::format("{} does not run the {} format (it runs {})", engine.id, format.id, strings::join(engine.formats, ", ")));
+  if (req.gpus < 1 || req.gpus > 4096) throw InputError(fmt::format("--gpus must be in [1, 4096], got {}", req.gpus));
+  if (req.batch < 0 || req.batch > (1 << 20)) throw InputError(fmt::format("--batch must be in [0, 1048576], got {}", req.batch));
+  const auto& d = net.decoder;
+
+  ServingPrediction p;
+  p.workload = net.id;
+  p.gpu_id = gpu.id;
+  p.gpu_name = gpu.name;
+  p.format = format.id;
+  p.format_name = format.name;
+  p.engine = engine.id;
+  p.engine_name = engine.name;
+  p.mode = req.mode;
+  p.gpus = req.gpus;
+  p.tp = static_cast<int>(int_option(req.options, "tp", 1, 1, 64));
+  if (req.gpus % p.tp != 0) throw InputError(fmt::format("tp={} does not divide --gpus {}", p.tp, req.gpus));
+  if (d.heads % p.tp != 0) throw InputError(fmt::format("tp={} does not divide {}'s {} attention heads", p.tp, net.id, d.heads));
+  if (p.tp > 8 && !gpu.has_nvlink()) throw InputError(fmt::format("tp={} spans more than one server; serving is priced inside one node", p.tp));
+  p.replicas = req.gpus / p.tp;
+  const std::int64_t max_len = std::int64_t{1} << 22;
+  p.prompt_len = int_option(req.options, "prompt_len", req.mode == "decode" ? 0 : req.mode == "prefill" ? 512 : 128, req.mode == "decode" ? 0 : 1, max_len);
+  p.gen_len = int_option(req.options, "gen_len", 128, 1, max_len);
+  if (req.mode == "prefill" && req.options.count("gen_len")) throw InputError("option gen_len does not apply to --mode prefill");
+  p.kv_dtype = req.options.count("kv_dtype") ? req.options.at("kv_dtype") : engine.fp8_kv_cache && format.math == "fp8" ? "fp8" : "fp16";
+  if (p.kv_dtype != "fp16" && p.kv_dtype != "bf16" && p.kv_dtype != "fp8")
+    throw InputError(fmt::format("option kv_dtype={}: expected fp16, bf16 or fp8", strings::printable(p.kv_dtype)));
+  if (p.kv_dtype == "fp8" && !gpu.fp8_fp32acc.present())
+    throw InputError(fmt::format("{} ({}) has no FP8 support for an fp8 KV cache", gpu.id, gpu.arch));
+
+  Setup s;
+  s.d = d;
+  s.gpu = &gpu;
+  s.format = &format;
+  s.engine = &engine;
+  s.tp = p.tp;
+  s.kv_elem_bytes = p.kv_dtype == "fp8" ? 1.0 : 2.0;
+  const double clock = sustained_clock_fraction(gpu, active_constants().clock_headroom);
+  PrecisionPlan plan;
+  plan.tensor_cores = true;
+  plan.matrix_tflops = format_matrix_peak(format, gpu, engine.fp16_accumulate);
+  plan.vector_tflops = gpu.fp32_tflops;
+  plan.activations = format.math == "bf16" ? graph::DType::bf16 : graph::DType::f16;
+  s.eff = calibrated_params(gpu, plan, req.calibration);
+  // Serving moves what the byte counts say: memory-bound kernels at the streaming fraction a
+  // microbenchmark reaches, as in predict's inference (the fitted memory fraction is training's).
+  s.eff.mem_max = std::min(0.98, active_constants().prior.mem * s.eff.mem_max / efficiency_for(gpu, plan).mem_max);
+  s.matrix_peak = plan.matrix_tflops * 1e12 * clock;
+  s.eff.gemm_max = std::min(0.98, s.eff.gemm_max * eight_bit_gemm_ratio(cat, gpu, format.math));
+  WeightFormat sixteen = format;
+  sixteen.math = format.math == "bf16" ? "bf16" : "fp16";
+  s.attention_peak = format_matrix_peak(sixteen, gpu, engine.fp16_accumulate) * 1e12 * clock;
+  s.vector_peak = gpu.fp32_tflops * 1e12 * s.eff.vector_max * clock;
+  s.bandwidth = gpu.memory_bandwidth_gbs * 1e9;
+  if (engine.attention == "unfused") s.eff.attention_max *= 0.5;  // scores through memory: two GEMMs and a softmax apart
+  s.link = link_for(gpu, p.tp);
+  s.weights = weight_bytes(d, format);
+
+  // Memory on one rank: its share of the weights (projections and vocabulary split over tp, norms
+  // replicated), the runtime, and what is left for the KV cache.
+  p.weight_bytes = s.weights.total() / p.tp;
+  p.runtime_bytes = engine.runtime_bytes;
+  p.capacity_bytes = gpu.memory_bytes();
+  const double kv_heads = std::max(1.0, static_cast<double>(d.kv_heads) / p.tp);
+  p.kv_bytes_per_token = 2.0 * d.layers * kv_heads * (static_cast<double>(d.hidden) / d.heads) * s.kv_elem_bytes;
+  p.kv_budget_bytes = std::max(0.0, (p.capacity_bytes * engine.memory_utilization - p.weight_bytes - p.runtime_bytes) * engine.kv_free_fraction);
+  const auto blocks = [&](std::int64_t tokens) {
+    return (tokens + engine.kv_block_tokens - 1) / engine.kv_block_tokens * engine.kv_block_tokens;
+  };
+  const std::int64_t request_tokens = blocks(p.prompt_len + (req.mode == "prefill" ? 0 : p.gen_len));
+  p.max_concurrency = static_cast<std::int64_t>(p.kv_budget_bytes / (p.kv_bytes_per_token * static_cast<double>(request_tokens)));
+  p.max_context = static_cast<std::int64_t>(p.kv_budget_bytes / p.kv_bytes_per_token) / engine.kv_block_tokens * engine.kv_block_tokens;
+
+  const double P = static_cast<double>(p.prompt_len), G = static_cast<double>(p.gen_len);
+  if (req.mode == "prefill" || req.mode == "decode") {
+    p.batch = req.batch > 0 ? req.batch : 1;
+    const double b = static_cast<double>(p.batch);
+    if (req.mode == "prefill") {
+      // Chunks of at most max_num_tokens (llama.cpp's micro-batch); each re-reads the weights. The mean causal
+      // span over the prompt is half of it, whatever the chunking.
+      const double tokens = b * P;
+      const double chunks = std::ceil(tokens / engine.max_num_tokens);
+      TokenMix mix;
+      mix.prefill_tokens = tokens / chunks;
+      mix.prefill_span = P / 2.0;
+      mix.logits = b / chunks;
+      p.step = iteration(s, mix);
+      p.ttft_s = p.step.seconds * chunks;
+      p.throughput = tokens / p.ttft_s * p.replicas;
+      p.unit = "tokens/s";
+      p.request_s = p.ttft_s;
+    } else {
+      // Decode: every step generates one token per sequence; attention over the cache is linear in the
+      // context, so the mean step is the step at the mean context.
+      TokenMix mix;
+      mix.decode_seqs = b;
+      mix.decode_context = P + G / 2.0;
+      mix.logits = b;
+      p.step = iteration(s, mix);
+      p.tpot_s = p.step.seconds;
+      p.throughput = b / p.tpot_s * p.replicas;
+      p.unit = "tokens/s";
+      p.request_s = p.tpot_s * G;
+    }
+    p.kv_bytes = p.kv_bytes_per_token * static_cast<double>(blocks(p.prompt_len + (req.mode == "prefill" ? 0 : p.gen_len))) * b;
+    p.fits = p.weight_bytes + p.runtime_bytes + p.kv_bytes <= p.capacity_bytes * engine.memory_utilization;
+  } else {
+    // Whole requests. In-flight batching keeps `C` requests in flight: every iteration each generates a
+    // token, and C/G of them finish, so C x P / G prompt tokens join (chunked context); requests enter
+    // and leave between iterations. Without it (static batches) a batch is prefilled, then decoded to
+    // the end, then the next starts.
+    std::int64_t C = req.batch;
+    if (C == 0) {
+      C = std::min<std::int64_t>(p.max_concurrency, engine.max_batch);
+      p.batch_limit = C == engine.max_batch ? fmt::format("the engine's max batch ({})", engine.max_batch) : "the KV-cache budget";
+      if (engine.inflight_batching) {
+        const auto by_tokens = static_cast<std::int64_t>(engine.max_num_tokens / (1.0 + P / G));
+        if (by_tokens < C) {
+          C = by_tokens;
+          p.batch_limit = fmt::format("the engine's tokens per iteration ({})", engine.max_num_tokens);
+        }
+      }
+      p.batch_chosen = true;
+      if (C < 1)
+        throw InputError(fmt::format("{} in {} leaves no room for one request of {} tokens on {} (weights {:.1f} GB per GPU, KV budget {:.2f} GB)", net.id,
+                                     format.id, p.prompt_len + p.gen_len, gpu.id, p.weight_bytes / 1e9, p.kv_budget_bytes / 1e9));
+    }
+    p.batch = C;
+    const double c = static_cast<double>(C);
+    if (engine.inflight_batching) {
+      TokenMix mix;
+      mix.decode_seqs = c;
+      mix.decode_context = P + G / 2.0;
+      mix.prefill_tokens = c * P / G;
+      mix.prefill_span = P / 2.0;
+      mix.logits = c + c / G;
+      p.step = iteration(s, mix);
+      p.tpot_s = p.step.seconds;
+      p.throughput = c / p.step.seconds * p.replicas;
+      // A new prompt is prefilled in the room the decodes leave in an iteration's token budget.
+      const double room = std::max(1.0, engine.max_num_tokens - c);
+      p.ttft_s = std::ceil(P / room) * p.step.seconds;
+    } else {
+      TokenMix pre;
+      pre.prefill_tokens = c * P;
+      pre.prefill_span = P / 2.0;
+      pre.logits = c;
+      const IterationCost prefill = iteration(s, pre);
+      TokenMix dec;
+      dec.decode_seqs = c;
+      dec.decode_context = P + G / 2.0;
+      dec.logits = c;
+      p.step = iteration(s, dec);
+      p.ttft_s = prefill.seconds;
+      p.tpot_s = p.step.seconds;
+      p.throughput = c * G / (prefill.seconds + G * p.step.seconds) * p.replicas;
+    }
+    p.request_s = p.ttft_s + G * p.tpot_s;
+    p.unit = "output tokens/s";
+    p.kv_bytes = p.kv_bytes_per_token * static_cast<double>(request_tokens) * c;
+    p.fits = p.weight_bytes + p.runtime_bytes <= p.capacity_bytes * engine.memory_utilization && C <= p.max_concurrency;
+  }
+  if (!p.fits)
+    p.notes.push_back(fmt::format("does not fit: weights {:.1f} GB + runtime {:.1f} GB + KV cache {:.1f} GB per GPU against {:.1f} GB usable",
+                                  p.weight_bytes / 1e9, p.runtime_bytes / 1e9, p.kv_bytes / 1e9,
+                                  p.capacity_bytes * engine.memory_utilization / 1e9));
+  p.band_low = serving_band().low(p.throughput);
+  p.band_high = serving_band().high(p.throughput);
+  return p;
+}
+
+}  // namespace gpuvs::perf

@@ -1,0 +1,104 @@
+#include "perf/serving_engine.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.hpp"
+#include "core/strings.hpp"
+#include "perf/toml_input.hpp"
+#include "perf/weight_format.hpp"
+
+namespace gpuvs::embedded {
+extern const char* const kServingEngines;
+}
+
+namespace gpuvs::perf {
+
+std::vector<ServingEngine> parse_engines(const std::string& text, const std::string& where) {
+  const toml::table t = parse_toml(text, where);
+  for (const auto& [k, v] : t)
+    if (k.str() != "engine") throw InputError(fmt::format("{}: unknown table '{}' (expected [[engine]])", where, strings::printable(k.str())));
+  const auto* arr = t["engine"].as_array();
+  if (!arr) throw InputError(fmt::format("{}: no [[engine]] tables", where));
+  std::vector<ServingEngine> out;
+  for (const auto& node : *arr) {
+    const int line = static_cast<int>(node.source().begin.line);
+    const auto* e = node.as_table();
+    if (!e) throw InputError(fmt::format("{}:{}: an [[engine]] must be a table", where, line));
+    ServingEngine s;
+    s.line = line;
+    auto number = [&](const toml::node& v, const std::string& key, double lo, double hi) {
+      const auto d = v.value<double>();
+      if (!d || !std::isfinite(*d) || *d < lo || *d > hi)
+        throw InputError(fmt::format("{}:{}: {} must be a number in [{}, {}]", where, line, key, lo, hi));
+      return *d;
+    };
+    for (const auto& [k, v] : *e) {
+      const std::string key(k.str());
+      if (key == "id" || key == "name" || key == "source" || key == "attention") {
+        const auto str = v.value<std::string>();
+        if (!str || str->empty()) throw InputError(fmt::format("{}:{}: {} must be a non-empty string", where, line, key));
+        (key == "id" ? s.id : key == "name" ? s.name : key == "source" ? s.source : s.attention) = *str;
+      } else if (key == "fp16_accumulate" || key == "inflight_batching" || key == "fp8_kv_cache" || key == "cuda_graphs") {
+        const auto b = v.is_boolean() ? v.value<bool>() : std::nullopt;
+        if (!b) throw InputError(fmt::format("{}:{}: {} must be true or false", where, line, key));
+        (key == "fp16_accumulate"     ? s.fp16_accumulate
+         : key == "inflight_batching" ? s.inflight_batching
+         : key == "cuda_graphs"       ? s.cuda_graphs
+                                      : s.fp8_kv_cache) = *b;
+      } else if (key == "kernels_per_layer") s.kernels_per_layer = number(v, key, 1, 1000);
+      else if (key == "host_launch_s") s.host_launch_s = number(v, key, 0, 1e-3);
+      else if (key == "step_overhead_s") s.step_overhead_s = number(v, key, 0, 1);
+      else if (key == "activation_bytes") {
+        s.activation_bytes = number(v, key, 2, 4);
+        if (s.activation_bytes != 2 && s.activation_bytes != 4) throw InputError(fmt::format("{}:{}: activation_bytes must be 2 or 4", where, line));
+      } else if (key == "kv_block_tokens") s.kv_block_tokens = static_cast<int>(number(v, key, 1, 65536));
+      else if (key == "memory_utilization") s.memory_utilization = number(v, key, 0.05, 1);
+      else if (key == "kv_free_fraction") s.kv_free_fraction = number(v, key, 0.05, 1);
+      else if (key == "max_batch") s.max_batch = static_cast<int>(number(v, key, 1, 1 << 20));
+      else if (key == "max_num_tokens") s.max_num_tokens = static_cast<int>(number(v, key, 1, 1 << 24));
+      else if (key == "runtime_gb") s.runtime_bytes = number(v, key, 0, 1000) * 1e9;
+      else if (key == "formats") {
+        const auto* list = v.as_array();
+        if (!list) throw InputError(fmt::format("{}:{}: formats must be a list of weight-format ids", where, line));
+        for (const auto& item : *list) {
+          const auto id = item.value<std::string>();
+          if (!id || !builtin_formats().find(*id))
+            throw InputError(fmt::format("{}:{}: formats: '{}' is not a weight format (known: {})", where, line,
+                                         strings::printable(id.value_or("?")), strings::join(weight_format_ids(), ", ")));
+          s.formats.push_back(*id);
+        }
+      } else {
+        throw InputError(fmt::format("{}:{}: [[engine]] unknown key '{}'", where, line, strings::printable(key)));
+      }
+    }
+    if (s.id.empty() || s.name.empty() || s.source.empty() || s.kernels_per_layer == 0 || s.max_num_tokens == 0 || s.formats.empty())
+      throw InputError(fmt::format("{}:{}: an [[engine]] needs id, name, source, kernels_per_layer, max_num_tokens and formats", where, line));
+    if (s.attention != "flash" && s.attention != "paged" && s.attention != "unfused")
+      throw InputError(fmt::format("{}:{}: attention must be flash, paged or unfused", where, line));
+    for (const auto& o : out)
+      if (o.id == s.id) throw InputError(fmt::format("{}:{}: engine '{}' listed twice", where, line, s.id));
+    out.push_back(s);
+  }
+  return out;
+}
+
+const std::vector<ServingEngine>& builtin_engines() {
+  static const std::vector<ServingEngine> e = parse_engines(embedded::kServingEngines, "built-in data/serving-engines.toml");
+  return e;
+}
+
+const ServingEngine& serving_engine(const std::string& id) {
+  std::vector<std::string> ids;
+  for (const auto& e : builtin_engines()) {
+    if (e.id == id) return e;
+    ids.push_back(e.id);
+  }
+  throw InputError(fmt::format("serving engine '{}' is unknown (known: {})", strings::printable(id), strings::join(ids, ", ")));
+}
+
+const char* default_serving_engine() { return "vllm"; }
+
+}  // namespace gpuvs::perf

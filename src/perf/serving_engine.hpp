@@ -1,0 +1,43 @@
+// Serving engines as data (data/serving-engines.toml, compiled in): what the software that runs a
+// decoder's inference does around the math — kernel launches per block and their cost, host work per
+// iteration, the attention kernel, FP16 accumulation, KV-cache blocks, how much memory it takes for the
+// KV cache, and its batching limits. Selected with `framework=` in the serving modes; every serving
+// prediction names the profile that priced it.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace gpuvs::perf {
+
+struct ServingEngine {
+  std::string id, name, source;
+  double kernels_per_layer = 0;   // kernel launches per transformer block in one forward step
+  double host_launch_s = 0;       // host time to launch one kernel (the GPU waits when kernels are shorter)
+  bool cuda_graphs = false;       // a step's kernels replayed as one graph: one launch per iteration
+  double step_overhead_s = 0;     // host work per iteration (scheduling, sampling) the GPU waits for
+  std::string attention;          // flash | paged | unfused (scores materialized in memory)
+  bool fp16_accumulate = false;   // FP16 GEMMs accumulate in FP16 (cuBLAS COMPUTE_16F)
+  // Bytes per activation element between ops: 2 (16-bit), or 4 where activations stay FP32 (ggml) and
+  // each batched GEMM converts its input to FP16 and its result back.
+  double activation_bytes = 2;
+  int kv_block_tokens = 1;        // KV cache allocated in blocks of this many tokens
+  double memory_utilization = 1;  // share of the card the engine may use
+  double kv_free_fraction = 1;    // share of what weights and runtime leave that becomes KV cache
+  int max_batch = 1;              // sequences in flight at once
+  int max_num_tokens = 0;         // tokens one iteration processes (prefill chunk + decodes)
+  double runtime_bytes = 0;       // CUDA context, workspaces, activations of one iteration
+  bool inflight_batching = false; // requests join and leave between iterations (continuous batching)
+  bool fp8_kv_cache = false;      // an FP8 weight format brings an FP8 KV cache unless kv_dtype says otherwise
+  std::vector<std::string> formats;  // weight formats it runs
+  int line = 0;
+};
+
+const std::vector<ServingEngine>& builtin_engines();
+/// Parses engine TOML; InputError "WHERE:LINE: ..." for unknown keys or impossible values.
+std::vector<ServingEngine> parse_engines(const std::string& text, const std::string& where);
+/// By id; InputError listing the engines when unknown.
+const ServingEngine& serving_engine(const std::string& id);
+/// The engine a serving prediction uses when none is named.
+const char* default_serving_engine();
+
+}  // namespace gpuvs::perf

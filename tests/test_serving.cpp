@@ -1,0 +1,244 @@
+// LLM serving (perf/serving.hpp, perf/weight_format.hpp, perf/serving_engine.hpp): weight bytes against
+// published GGUF files, the roofline bounds decode and prefill must respect, tensor parallelism, memory
+// fit, bad input, the data files' parsers, and the published serving rows.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <random>
+
+#include "core/error.hpp"
+#include "core/files.hpp"
+#include "graph/networks.hpp"
+#include "perf/predict.hpp"
+#include "perf/serving.hpp"
+#include "perf/serving_engine.hpp"
+#include "perf/validation.hpp"
+#include "perf/weight_format.hpp"
+
+using namespace gpuvs;
+using namespace gpuvs::perf;
+
+namespace {
+
+const catalog::Catalog& cat() {
+  static const catalog::Catalog c = catalog::Catalog::builtin();
+  return c;
+}
+
+ServingPrediction serve(const std::string& workload, const std::string& gpu, const std::string& mode, const std::string& format,
+                        const std::string& options, std::int64_t batch = 0, int gpus = 1) {
+  ServingRequest r;
+  r.workload = workload;
+  r.gpu = gpu;
+  r.mode = mode;
+  r.format = format;
+  r.options = parse_option_pairs(options);
+  r.batch = batch;
+  r.gpus = gpus;
+  return predict_serving(cat(), r);
+}
+
+template <typename Parse>
+int fuzz(const std::string& text, const std::string& alphabet, int rounds, std::uint64_t seed, Parse parse) {
+  std::mt19937_64 rng(seed);
+  int ok = 0;
+  for (int round = 0; round < rounds; ++round) {
+    std::string t = text;
+    for (int e = 0, edits = 1 + static_cast<int>(rng() % 3); e < edits; ++e) {
+      const std::size_t pos = rng() % t.size();
+      const auto k = rng() % 10;
+      if (k < 5) t[pos] = alphabet[rng() % alphabet.size()];
+      else if (k < 8) t.erase(pos, 1 + rng() % 6);
+      else t.insert(pos, 1, alphabet[rng() % alphabet.size()]);
+    }
+    try {
+      parse(t, "fuzz.toml");
+      ++ok;
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("fuzz.toml", 0), 0u) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    }
+  }
+  return ok;
+}
+
+}  // namespace
+
+TEST(WeightFormat, GgufBlocksAndLlamaCppMixRule) {
+  const auto& f = builtin_formats();
+  EXPECT_DOUBLE_EQ(f.type("q4_0")->bits(), 4.5);
+  EXPECT_DOUBLE_EQ(f.type("q8_0")->bits(), 8.5);
+  EXPECT_DOUBLE_EQ(f.type("q4_k")->bits(), 4.5);
+  EXPECT_DOUBLE_EQ(f.type("q5_k")->bits(), 5.5);
+  EXPECT_DOUBLE_EQ(f.type("q6_k")->bits(), 6.5625);
+  // use_more_bits over 32 layers: 0-3, 6, 9, ..., 27, 28-31 (16 layers).
+  std::vector<int> more;
+  for (int l = 0; l < 32; ++l)
+    if (use_more_bits(l, 32)) more.push_back(l);
+  EXPECT_EQ(more, (std::vector<int>{0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 28, 29, 30, 31}));
+  const WeightFormat& km = weight_format("Q4_K_M");
+  EXPECT_DOUBLE_EQ(tensor_bits(km, "attn_v", 6, 32), 6.5625);
+  EXPECT_DOUBLE_EQ(tensor_bits(km, "attn_v", 7, 32), 4.5);
+  EXPECT_DOUBLE_EQ(tensor_bits(km, "attn_q", 0, 32), 4.5);
+}
+
+TEST(WeightFormat, Llama2SevenBFilesAreThePublishedSizes) {
+  // TheBloke/Llama-2-7B-GGUF on Hugging Face, file sizes in bytes from its upload commits (Q5_K_M from
+  // TheBloke's Yarn-Llama-2-7B-GGUF, the same tensor shapes). A GGUF file also holds its metadata and the
+  // 32,000-token vocabulary (about 0.7 MB): the tensors alone are within 0.05% below the file.
+  const auto d = graph::decoder_preset("llama2-7b");
+  for (const auto& [id, file_bytes] : std::vector<std::pair<std::string, double>>{
+           {"q4_0", 3825807040}, {"q4_k_m", 4081004224}, {"q5_k_m", 4783156928}, {"q6_k", 5529194176}, {"q8_0", 7161089728}}) {
+    const double tensors = weight_bytes(d, weight_format(id)).total();
+    EXPECT_LT(tensors, file_bytes) << id;
+    EXPECT_GT(tensors, file_bytes * 0.9995) << id << ": " << tensors;
+  }
+  // 16-bit: two bytes per parameter (6,738,415,616 parameters).
+  EXPECT_NEAR(weight_bytes(d, weight_format("fp16")).total(), 2.0 * 6738415616, 2.0 * 6738415616 * 1e-4);
+  // Llama-2-70B in FP8: 1 byte per projection weight, embeddings and LM head in 16 bits: 64.7 GiB, not the
+  // 128 GiB of 16-bit weights.
+  const double fp8 = weight_bytes(graph::decoder_preset("llama2-70b"), weight_format("fp8")).total() / 1073741824.0;
+  EXPECT_GT(fp8, 64.0);
+  EXPECT_LT(fp8, 65.5);
+}
+
+TEST(Serving, DecodeIsBoundedByReadingEveryWeightOncePerToken) {
+  // Llama-3-8B in BF16 at batch 1 on an RTX 4090: 1,008 GB/s over 16.06 GB of weights bounds decode at
+  // ~63 tokens/s; a CUDA-graph engine (vLLM) gets most of the way there.
+  const auto p = serve("llama3-8b", "rtx-4090", "decode", "bf16", "framework=vllm;prompt_len=128;gen_len=128", 1);
+  const double bound = 1008e9 / p.weight_bytes;
+  EXPECT_LT(p.throughput, bound);
+  EXPECT_GT(p.throughput, 0.75 * bound) << p.throughput << " of " << bound;
+  // Weight-only 4-bit reads about a third of the bytes (the LM head stays 16-bit): the GPU's work per
+  // token shrinks in proportion; launches and host work do not.
+  const auto q = serve("llama3-8b", "rtx-4090", "decode", "int4-awq", "framework=vllm;prompt_len=128;gen_len=128", 1);
+  const auto work = [](const ServingPrediction& s) { return s.tpot_s - s.step.launch_s - s.step.host_s; };
+  EXPECT_LT(work(q), 0.4 * work(p));
+  EXPECT_GT(work(q), 0.25 * work(p));
+  // Batch 32 reads the weights once for 32 tokens: far more tokens/s, each slower.
+  const auto b = serve("llama3-8b", "rtx-4090", "decode", "bf16", "framework=vllm;prompt_len=128;gen_len=128", 32);
+  EXPECT_GT(b.throughput, 15 * p.throughput);
+  EXPECT_GT(b.tpot_s, p.tpot_s);
+}
+
+TEST(Serving, PrefillIsComputeBoundAndQuantizedPrefillPaysItsDequantizePass) {
+  const auto f16 = serve("llama-7b", "rtx-4090", "prefill", "fp16", "framework=llama.cpp;prompt_len=512", 1);
+  EXPECT_GT(f16.step.gemm_s, 0.5 * f16.step.seconds);
+  EXPECT_DOUBLE_EQ(f16.step.dequant_s, 0);
+  // Below the roofline: 2 x params FLOPs per prompt token at the card's FP16 (FP16-accumulate) peak.
+  EXPECT_LT(f16.throughput, 330.3e12 / (2.0 * 6.5e9));
+  const auto q4 = serve("llama-7b", "rtx-4090", "prefill", "q4_0", "framework=llama.cpp;prompt_len=512", 1);
+  EXPECT_GT(q4.step.dequant_s, 0);
+  EXPECT_LT(q4.throughput, f16.throughput);  // llama.cpp (early 2024) dequantizes to FP16 for batched GEMMs
+}
+
+TEST(Serving, InflightBatchingFillsTheKvCacheAndTensorParallelSplitsIt) {
+  const auto one = serve("llama3-70b", "h100-sxm", "infer", "fp8", "framework=trt-llm;prompt_len=1000;gen_len=1000", 0, 1);
+  EXPECT_TRUE(one.batch_chosen);
+  EXPECT_EQ(one.kv_dtype, "fp8");  // TensorRT-LLM's FP8 brings an FP8 KV cache
+  EXPECT_LE(one.batch, one.max_concurrency);
+  EXPECT_TRUE(one.fits);
+  const auto four = serve("llama3-70b", "h100-sxm", "infer", "fp8", "framework=trt-llm;prompt_len=1000;gen_len=1000;tp=4", 0, 4);
+  EXPECT_NEAR(four.weight_bytes, one.weight_bytes / 4, one.weight_bytes * 1e-9);
+  EXPECT_GT(four.max_concurrency, 8 * one.max_concurrency);  // a quarter of the weights leaves far more room
+  EXPECT_GT(four.step.comm_s, 0);
+  EXPECT_DOUBLE_EQ(one.step.comm_s, 0);
+  EXPECT_GT(four.throughput, 3 * one.throughput);
+  // Two replicas of tp 4 on 8 GPUs double a system's throughput.
+  const auto eight = serve("llama3-70b", "h100-sxm", "infer", "fp8", "framework=trt-llm;prompt_len=1000;gen_len=1000;tp=4", 0, 8);
+  EXPECT_EQ(eight.replicas, 2);
+  EXPECT_NEAR(eight.throughput, 2 * four.throughput, four.throughput * 1e-9);
+  // An asked-for concurrency beyond the KV budget does not fit, and says so.
+  const auto over = serve("llama3-70b", "h100-sxm", "infer", "fp8", "framework=trt-llm;prompt_len=1000;gen_len=1000", one.max_concurrency + 1);
+  EXPECT_FALSE(over.fits);
+  EXPECT_FALSE(over.notes.empty());
+}
+
+TEST(Serving, BadRequestsAreOneLineErrors) {
+  for (const auto& [call, expect] : std::vector<std::pair<std::function<void()>, std::string>>{
+           {[] { serve("resnet50", "h100-sxm", "decode", "bf16", ""); }, "prices decoders"},
+           {[] { serve("llama3-8b", "h100-sxm", "decode", "int3", ""); }, "weight format 'int3' is unknown"},
+           {[] { serve("llama3-8b", "h100-sxm", "decode", "bf16", "framework=tgi"); }, "serving engine 'tgi' is unknown"},
+           {[] { serve("llama3-8b", "h100-sxm", "decode", "q4_0", "framework=trt-llm"); }, "trt-llm does not run the q4_0 format"},
+           {[] { serve("llama3-8b", "a100-80gb-sxm", "decode", "fp8", ""); }, "no FP8 tensor math"},
+           {[] { serve("llama3-8b", "v100-sxm2-16gb", "decode", "bf16", ""); }, "no BF16 tensor math"},
+           {[] { serve("llama3-8b", "h100-sxm", "decode", "bf16", "tp=3", 0, 3); }, "tp=3 does not divide llama3-8b's 32 attention heads"},
+           {[] { serve("llama3-8b", "h100-sxm", "decode", "bf16", "tp=2", 0, 3); }, "tp=2 does not divide --gpus 3"},
+           {[] { serve("llama3-8b", "h100-sxm", "prefill", "bf16", "gen_len=5"); }, "gen_len does not apply"},
+           {[] { serve("llama3-8b", "h100-sxm", "decode", "bf16", "prompt_len=-1"); }, "option prompt_len=-1"},
+           {[] { serve("llama3-8b", "h100-sxm", "decode", "bf16", "kv_dtype=int2"); }, "kv_dtype=int2"},
+           {[] { serve("llama3-8b", "a100-80gb-sxm", "decode", "bf16", "kv_dtype=fp8"); }, "no FP8 support"},
+           {[] { serve("llama3-8b", "h100-sxm", "decode", "bf16", "recompute=full"); }, "not a serving option"},
+           {[] { serve("llama3-8b", "h100-sxm", "serve", "bf16", ""); }, "not a serving mode"},
+           {[] { serve("llama3.1-405b", "rtx-4090", "infer", "bf16", ""); }, "leaves no room for one request"}}) {
+    try {
+      call();
+      ADD_FAILURE() << expect;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(expect), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(ServingData, FormatAndEngineFilesFailWithTheirLineAndSurviveFuzzing) {
+  const std::string types = "[[type]]\nid = \"q4_0\"\nblock_weights = 32\nblock_bytes = 18\n";
+  EXPECT_EQ(parse_formats(types + "[[format]]\nid = \"x\"\nmath = \"fp16\"\nbits = 16\nsource = \"s\"\n", "f.toml").formats.size(), 1u);
+  for (const auto& [text, expect] : std::vector<std::pair<std::string, std::string>>{
+           {types + "[[format]]\nid = \"x\"\nmath = \"fp4\"\nbits = 4\nsource = \"s\"\n", "f.toml:5: math 'fp4' is not one of"},
+           {types + "[[format]]\nid = \"x\"\nmath = \"fp16\"\nsource = \"s\"\n", "needs bits (uniform) or base_type"},
+           {types + "[[format]]\nid = \"x\"\nmath = \"fp16\"\nbits = 4\nbase_type = \"q4_0\"\nsource = \"s\"\n", "bits or a base_type, not both"},
+           {types + "[[format]]\nid = \"x\"\nmath = \"fp16\"\nbase_type = \"q9\"\nsource = \"s\"\n", "base_type 'q9' is not a [[type]]"},
+           {types + "[[format]]\nid = \"x\"\nmath = \"fp16\"\nbits = 4\ndequant_ops = 3\nsource = \"s\"\n", "are for weight_only formats"},
+           {types + "[[format]]\nid = \"x\"\nmath = \"fp16\"\nbits = 99\nsource = \"s\"\n", "bits must be a number in [1, 32]"},
+           {types + "[[format]]\nid = \"x\"\nmath = \"fp16\"\nbits = 4\nsource = \"s\"\nspeed = 2\n", "unknown key 'speed'"},
+           {"[[type]]\nid = \"q4_0\"\nblock_weights = 32\n", "f.toml:1: a [[type]] needs id, block_weights and block_bytes"},
+           {"[[type]\n", "f.toml:1:"}}) {
+    try {
+      parse_formats(text, "f.toml");
+      ADD_FAILURE() << text;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(expect), std::string::npos) << e.what();
+    }
+  }
+  const std::string engine =
+      "[[engine]]\nid = \"e\"\nname = \"E\"\nsource = \"s\"\nkernels_per_layer = 8\nattention = \"flash\"\nmax_num_tokens = 512\nformats = [\"bf16\"]\n";
+  EXPECT_EQ(parse_engines(engine, "e.toml").size(), 1u);
+  for (const auto& [text, expect] : std::vector<std::pair<std::string, std::string>>{
+           {engine + "memory_utilization = 1.5\n", "e.toml:1: memory_utilization must be a number in [0.05, 1]"},
+           {engine + "cuda_graphs = 1\n", "cuda_graphs must be true or false"},
+           {engine + "activation_bytes = 3\n", "activation_bytes must be 2 or 4"},
+           {engine + "turbo = true\n", "unknown key 'turbo'"},
+           {"[[engine]]\nid = \"e\"\n", "needs id, name, source"},
+           {engine + engine, "e.toml:9: engine 'e' listed twice"},
+           {engine.substr(0, engine.find("formats")) + "formats = [\"q3\"]\n", "formats: 'q3' is not a weight format"}}) {
+    try {
+      parse_engines(text, "e.toml");
+      ADD_FAILURE() << text;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(expect), std::string::npos) << e.what();
+    }
+  }
+  const std::string formats = files::read_all(std::string(GPUVS_SOURCE_DIR) + "/data/weight-formats.toml", "data");
+  EXPECT_GT(fuzz(formats, "[]\"=,.#\n -0123456789abcdefikmpqrstuw_", 800, 31, [](const std::string& t, const std::string& w) { parse_formats(t, w); }), 0);
+  const std::string engines = files::read_all(std::string(GPUVS_SOURCE_DIR) + "/data/serving-engines.toml", "data");
+  EXPECT_GT(fuzz(engines, "[]\"=,.#\n -0123456789abcdefgiklmnoprstuw_", 800, 37, [](const std::string& t, const std::string& w) { parse_engines(t, w); }), 0);
+}
+
+TEST(ServingValidation, EveryPublishedServingRowIsPriced) {
+  // Regression guards at the figures of 2026-12-01 (docs/VALIDATION.md): llama.cpp on the 4090 within 10%
+  // median, TensorRT-LLM's max-throughput rows within 25% (they are over-predicted by about a fifth).
+  for (const auto& [file, limit] : std::vector<std::pair<std::string, double>>{{"llamacpp-4090", 0.10}, {"trtllm-0.15", 0.25}}) {
+    const std::string path = std::string(GPUVS_SOURCE_DIR) + "/data/validation/" + file + ".csv";
+    const auto rows = read_published(files::read_all(path, "data"), path);
+    const ValidationReport rep = validate(cat(), rows);
+    for (const auto& v : rep.rows) {
+      EXPECT_EQ(v.status, "ok") << v.row.id << ": " << v.reason;
+      EXPECT_TRUE(v.serving) << v.row.id;
+    }
+    EXPECT_DOUBLE_EQ(rep.coverage, 1.0) << file;
+    EXPECT_LT(rep.median_ape, limit) << file;
+  }
+}
