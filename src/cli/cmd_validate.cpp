@@ -11,6 +11,7 @@
 #include "cli/commands.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "core/stats.hpp"
 #include "core/strings.hpp"
 #include "core/units.hpp"
 #include "perf/band.hpp"
@@ -128,6 +129,15 @@ int run_validate(const ValidateArgs& a) {
                  gf.mem, f.fit.classes_fitted[1] ? "" : " (borrowed)");
     }
   }
+  // LLM serving by mode: each has its own target.
+  std::vector<std::string> by_mode;
+  for (const char* mode : {"prefill", "decode", "infer"}) {
+    std::vector<double> apes;
+    for (const auto& v : rep.rows)
+      if (v.serving && v.ape && v.row.mode == mode) apes.push_back(*v.ape);
+    if (!apes.empty()) by_mode.push_back(fmt::format("{} {} rows {:.1f}%", mode, apes.size(), 100 * stats::quantile(apes, 0.5)));
+  }
+  if (!by_mode.empty()) fmt::print("\nLLM serving, median |error| by mode: {}\n", strings::join(by_mode, "; "));
   std::size_t scored = 0;
   for (const auto& v : rep.rows) scored += v.ape.has_value();
   fmt::print("\nthroughput: {} rows scored of {} ({:.0f}% coverage); median absolute error {:.1f}%, mean {:.1f}%; {:.0f}% inside their band\n",

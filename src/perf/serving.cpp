@@ -103,15 +103,16 @@ void price_linear(const Setup& s, double m, double k, double n, double bits, Ite
   c.flops += flops;
 }
 
-/// How much nearer its peak a card's 8-bit GEMMs get than its 16-bit ones: the achievable fractions'
-/// ratio (published max-achievable GEMM rates, else the stated rule; perf/achievable.hpp). FP8 tensor
-/// pipelines are harder to feed than BF16 ones (an H100 SXM measures 71% of its FP8 peak, 80% of BF16).
-double eight_bit_gemm_ratio(const catalog::Catalog& cat, const catalog::Gpu& gpu, const std::string& math) {
-  if (math != "fp8" && math != "int8") return 1.0;
-  const auto eight = achievable(cat, gpu, "gemm-" + math);
-  auto sixteen = achievable(cat, gpu, "gemm-bf16");
-  if (!sixteen) sixteen = achievable(cat, gpu, "gemm-fp16");
-  return eight && sixteen ? eight->fraction / sixteen->fraction : 1.0;
+/// The fraction of the format's dense peak the best GEMMs reach on `gpu` (perf/achievable.hpp), scaled by
+/// the calibration's GEMM ratio when it measured this card.
+double serving_gemm_fraction(const catalog::Catalog& cat, const catalog::Gpu& gpu, const std::string& math, const Calibration* cal) {
+  const auto a = achievable(cat, gpu, "gemm-" + math);
+  double f = a ? a->fraction : 0.80;
+  if (cal && cal->gpu_id == gpu.id) {
+    const Precision p = math == "bf16" ? Precision::bf16 : math == "fp8" ? Precision::amp_fp8 : Precision::fp16;
+    if (const auto it = cal->gemm_ratio.find(p); it != cal->gemm_ratio.end()) f *= it->second;
+  }
+  return std::min(0.98, f);
 }
 
 IterationCost iteration(const Setup& s, const TokenMix& mix) {
@@ -280,8 +281,13 @@ ServingPrediction predict_serving(const catalog::Catalog& cat, const ServingRequ
   // Serving moves what the byte counts say: memory-bound kernels at the streaming fraction a
   // microbenchmark reaches, as in predict's inference (the fitted memory fraction is training's).
   s.eff.mem_max = std::min(0.98, active_constants().prior.mem * s.eff.mem_max / efficiency_for(gpu, plan).mem_max);
-  s.matrix_peak = plan.matrix_tflops * 1e12 * clock;
-  s.eff.gemm_max = std::min(0.98, s.eff.gemm_max * eight_bit_gemm_ratio(cat, gpu, format.math));
+  // Serving engines run tuned cuBLASLt/CUTLASS GEMMs: their ceiling is the card's achievable GEMM rate
+  // for the format's math (published max-achievable figures, else the stated rule; perf/achievable.hpp),
+  // which already includes the clock the card sustains, times the shape's waves and K ramp. Training's
+  // fitted GEMM fraction is not used: fitted with these rows it fell below what training reaches and
+  // made every training source worse held out, so the two are different quantities.
+  s.matrix_peak = plan.matrix_tflops * 1e12;
+  s.eff.gemm_max = serving_gemm_fraction(cat, gpu, format.math, req.calibration);
   WeightFormat sixteen = format;
   sixteen.math = format.math == "bf16" ? "bf16" : "fp16";
   s.attention_peak = format_matrix_peak(sixteen, gpu, engine.fp16_accumulate) * 1e12 * clock;
