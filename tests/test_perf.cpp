@@ -416,7 +416,7 @@ TEST(Inference, KvCacheSizeAndDecodeIsMemoryBound) {
   ASSERT_TRUE(p.decode);
   EXPECT_EQ(p.unit, "tokens/s");
   EXPECT_NEAR(p.throughput, 1.0 / p.decode_step_s, 1e-9);
-  EXPECT_GT(p.detail.memory_s, 10 * p.detail.compute_s);  // one token: every weight read for 2 FLOPs each
+  EXPECT_EQ(p.framework, "vllm");  // priced by the serving model (test_serving), its default engine
   // A decode step cannot beat reading the weights once at full bandwidth.
   EXPECT_GT(p.decode_step_s, 2.0 * 6738415616.0 / 3350e9);
   EXPECT_GT(p.prefill_s, p.decode_step_s);

@@ -14,6 +14,8 @@
 #include "perf/constants.hpp"
 #include "perf/framework.hpp"
 #include "perf/parallel.hpp"
+#include "perf/serving.hpp"
+#include "perf/serving_engine.hpp"
 
 namespace gpuvs::perf {
 
@@ -121,21 +123,50 @@ const graph::Graph& built(const graph::NetworkInfo& net, const graph::NetworkOpt
   return *it->second;
 }
 
-// Serving: the prompt (seq_len) is prefilled once; each generated token is one decode step reading every
-// weight and the whole KV cache, priced at the generation's mean context.
-void apply_decode(Prediction& p, const graph::NetworkInfo& net, const catalog::Gpu& gpu, const EfficiencyParams& eff,
-                  bool flash, std::int64_t gen_len) {
+// Serving a decoder: priced by the serving model (perf/serving.hpp) at this batch — the prompt (seq_len)
+// prefilled, then one decode step per generated token over a context growing from the prompt — so
+// predict, compare and advise agree with `predict --mode prefill|decode`. 32-bit precisions have no
+// serving format and keep the graph's price.
+bool apply_serving(Prediction& p, const catalog::Catalog& cat, const PredictRequest& req, std::int64_t gen_len) {
+  if (p.plan.precision == Precision::fp32 || p.plan.precision == Precision::tf32) return false;
+  ServingRequest s;
+  s.workload = req.workload;
+  s.gpu = req.gpu;
+  s.batch = p.batch;
+  s.format = serving_format_for(std::string(precision_name(p.plan.precision)));
+  s.calibration = req.calibration;
+  for (const auto& key : graph::gpt_shape_keys())
+    if (req.options.count(key)) s.options[key] = req.options.at(key);
+  // A serving engine named is used; PyTorch named for inference means eager transformers; otherwise the
+  // serving default.
+  const auto fw = req.options.find("framework");
+  if (fw != req.options.end()) {
+    bool engine = false;
+    for (const auto& e : builtin_engines()) engine = engine || e.id == fw->second;
+    if (engine) s.options["framework"] = fw->second;
+    else if (fw->second == "pytorch") s.options["framework"] = "hf-transformers";
+  }
+  s.options["prompt_len"] = std::to_string(p.seq_len);
+  s.mode = "prefill";
+  const ServingPrediction prefill = predict_serving(cat, s);
+  s.mode = "decode";
+  s.options["gen_len"] = std::to_string(gen_len);
+  const ServingPrediction decode = predict_serving(cat, s);
   p.decode = true;
   p.prompt_len = p.seq_len;
   p.gen_len = gen_len;
-  p.prefill_s = p.detail.step_s;
-  graph::NetworkOptions d{p.batch, p.plan.activations, p.seq_len, flash, false};
-  d.decode_context = p.prompt_len + p.gen_len / 2;
-  p.detail = predict_graph(built(net, d), gpu, p.plan, eff);
-  p.decode_step_s = p.detail.step_s;
-  p.kv_cache_bytes = graph::kv_cache_bytes(net.decoder, p.prompt_len + p.gen_len, p.batch, p.plan.activations);
-  p.memory.activations_bytes = p.kv_cache_bytes;
+  p.prefill_s = prefill.ttft_s;
+  p.decode_step_s = decode.tpot_s;
+  p.kv_cache_bytes = decode.kv_bytes;
+  p.framework = decode.engine;
+  p.framework_unmodelled.clear();
+  p.memory.weights_bytes = decode.weight_bytes;
+  p.memory.gradients_bytes = p.memory.optimizer_bytes = 0;
+  p.memory.activations_bytes = decode.kv_bytes;
+  p.memory.transient_bytes = 0;
+  p.memory.runtime_bytes = decode.runtime_bytes;
   update_peak(p.memory);
+  return true;
 }
 
 // Data parallel: gradients reduced every step over the link, hidden behind the backward pass but for the
@@ -351,8 +382,13 @@ Prediction predict(const catalog::Catalog& cat, const PredictRequest& request) {
   const catalog::Gpu& gpu = cat.find(request.gpu);
   const graph::NetworkInfo net = graph::resolve_network(request.workload, request.options);  // `gpt`: its shape from options
   // The framework profile fills in the options the caller left to it.
+  // A serving engine (vllm, trt-llm, ...) names the software of decoder inference; the training profiles
+  // (pytorch, ...) everything else.
   const auto fw_it = request.options.find("framework");
-  const FrameworkProfile& fw = framework(fw_it == request.options.end() ? "pytorch" : fw_it->second);
+  bool serving_engine_named = false;
+  if (fw_it != request.options.end() && !request.training && net.family == "decoder")
+    for (const auto& e : builtin_engines()) serving_engine_named = serving_engine_named || e.id == fw_it->second;
+  const FrameworkProfile& fw = framework(fw_it == request.options.end() || serving_engine_named ? "pytorch" : fw_it->second);
   PredictRequest req = request;
   req.options = with_framework_defaults(fw, request.options, net.family, request.gpus, request.training);
   if (req.gpus < 1 || req.gpus > 65536) throw InputError(fmt::format("--gpus must be in [1, 65536], got {}", req.gpus));
@@ -443,7 +479,21 @@ Prediction predict(const catalog::Catalog& cat, const PredictRequest& request) {
   p.memory = estimate_memory(g, p.params, p.plan, req.training, gpu, p.frozen_params, frozen_bytes_per_param(p));
   if (p.recompute != "none") apply_recompute(p, g, net);
   if (!req.training && net.family == "decoder") {
-    apply_decode(p, net, gpu, eff, flash, option_int(req.options, "gen_len", 128, 1, 1 << 20));
+    const std::int64_t gen_len = option_int(req.options, "gen_len", 128, 1, 1 << 20);
+    if (!apply_serving(p, cat, req, gen_len)) {
+      // FP32/TF32: the graph's prefill, and a decode graph at the generation's mean context.
+      p.decode = true;
+      p.prompt_len = p.seq_len;
+      p.gen_len = gen_len;
+      p.prefill_s = p.detail.step_s;
+      graph::NetworkOptions d{p.batch, p.plan.activations, p.seq_len, flash, false};
+      d.decode_context = p.prompt_len + p.gen_len / 2;
+      p.detail = predict_graph(built(net, d), gpu, p.plan, eff);
+      p.decode_step_s = p.detail.step_s;
+      p.kv_cache_bytes = graph::kv_cache_bytes(net.decoder, p.prompt_len + p.gen_len, p.batch, p.plan.activations);
+      p.memory.activations_bytes = p.kv_cache_bytes;
+      update_peak(p.memory);
+    }
   } else if (req.options.count("gen_len")) {
     throw InputError("option gen_len applies to decoder inference (--mode infer)");
   }
@@ -457,6 +507,7 @@ Prediction predict(const catalog::Catalog& cat, const PredictRequest& request) {
     throw InputError("option sharding needs --gpus > 1 and training");
   }
   if (p.decode) {
+    p.step_s = p.decode_step_s;
     p.throughput = static_cast<double>(p.batch) / p.step_s;  // generated tokens per second
     p.unit = "tokens/s";
   } else if (net.family == "decoder") {
