@@ -156,6 +156,28 @@ TEST(Serving, InflightBatchingFillsTheKvCacheAndTensorParallelSplitsIt) {
   EXPECT_FALSE(over.notes.empty());
 }
 
+TEST(Serving, TooBigForTheCardOffloadsLayersToSystemRam) {
+  // Llama-3-70B in Q4_K_M (42.5 GB) on a 24 GB RTX 4090: llama.cpp keeps as many blocks as fit and runs the
+  // rest from system RAM; decode is then bounded by DDR bandwidth over the offloaded weights.
+  const auto p = serve("llama3-70b", "rtx-4090", "decode", "q4_k_m", "framework=llama.cpp;prompt_len=512;gen_len=128", 1);
+  EXPECT_GT(p.gpu_layers, 30);
+  EXPECT_LT(p.gpu_layers, 80);
+  EXPECT_TRUE(p.fits);
+  EXPECT_LE(p.weight_bytes + p.runtime_bytes + p.kv_bytes, p.capacity_bytes);
+  const double offloaded = weight_bytes(graph::decoder_preset("llama3-70b"), weight_format("q4_k_m")).total() - p.weight_bytes;
+  EXPECT_GT(p.step.offload_s, offloaded / 90e9);       // no faster than streaming them at the DDR rate
+  EXPECT_GT(p.step.offload_s, 0.5 * p.step.seconds);   // the CPU's share dominates
+  EXPECT_LT(p.throughput, 6.0);
+  EXPECT_GT(p.throughput, 1.0);
+  // Twice the host bandwidth: nearly twice as fast; every block on the GPU (ngl 80) does not fit.
+  const auto fast = serve("llama3-70b", "rtx-4090", "decode", "q4_k_m", "framework=llama.cpp;prompt_len=512;gen_len=128;host_gbs=180", 1);
+  EXPECT_GT(fast.throughput, 1.6 * p.throughput);
+  const auto all = serve("llama3-70b", "rtx-4090", "decode", "q4_k_m", "framework=llama.cpp;ngl=80", 1);
+  EXPECT_FALSE(all.fits);
+  // A model that fits keeps every block on the GPU.
+  EXPECT_EQ(serve("llama-7b", "rtx-4090", "decode", "q4_0", "framework=llama.cpp", 1).gpu_layers, 32);
+}
+
 TEST(Serving, BadRequestsAreOneLineErrors) {
   for (const auto& [call, expect] : std::vector<std::pair<std::function<void()>, std::string>>{
            {[] { serve("resnet50", "h100-sxm", "decode", "bf16", ""); }, "prices decoders"},
@@ -172,6 +194,8 @@ TEST(Serving, BadRequestsAreOneLineErrors) {
            {[] { serve("llama3-8b", "a100-80gb-sxm", "decode", "bf16", "kv_dtype=fp8"); }, "no FP8 support"},
            {[] { serve("llama3-8b", "h100-sxm", "decode", "bf16", "recompute=full"); }, "not a serving option"},
            {[] { serve("llama3-8b", "h100-sxm", "serve", "bf16", ""); }, "not a serving mode"},
+           {[] { serve("llama3-8b", "h100-sxm", "decode", "bf16", "ngl=10"); }, "vllm does not run layers from system RAM"},
+           {[] { serve("llama3-8b", "rtx-4090", "decode", "q4_0", "framework=llama.cpp;host_gbs=0"); }, "option host_gbs=0"},
            {[] { serve("llama3.1-405b", "rtx-4090", "infer", "bf16", ""); }, "leaves no room for one request"}}) {
     try {
       call();

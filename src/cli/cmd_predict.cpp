@@ -66,6 +66,7 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat) {
          {{"weights", p.weight_bytes / 1e9}, {"kv_cache", p.kv_bytes / 1e9}, {"kv_budget", p.kv_budget_bytes / 1e9},
           {"runtime", p.runtime_bytes / 1e9}, {"capacity", p.capacity_bytes / 1e9}, {"fits", p.fits}}},
         {"kv_dtype", p.kv_dtype},
+        {"layers", {{"total", p.layers}, {"on_gpu", p.gpu_layers}, {"host_gbs", p.host_gbs}, {"offloaded_s", c.offload_s}}},
         {"kv_bytes_per_token", p.kv_bytes_per_token},
         {"max_concurrency", p.max_concurrency},
         {"max_context", p.max_context},
@@ -84,10 +85,13 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat) {
              units::format_si(p.band_high));
   fmt::print("  engine       {} profile: {}\n", p.engine, p.engine_name);
   if (p.tp > 1 || p.replicas > 1) fmt::print("  layout       tensor parallel {} x {} replica(s)\n", p.tp, p.replicas);
-  fmt::print("  iteration    {}: GEMMs {}, dequantize {}, attention {}, elementwise {}, LM head {}, all-reduce {}, launches {}, host {}\n",
+  fmt::print("  iteration    {}: GEMMs {}, dequantize {}, attention {}, elementwise {}, LM head {}, all-reduce {}, launches {}, host {}{}\n",
              units::format_seconds(c.seconds), units::format_seconds(c.gemm_s), units::format_seconds(c.dequant_s),
              units::format_seconds(c.attention_s), units::format_seconds(c.elementwise_s), units::format_seconds(c.lm_head_s),
-             units::format_seconds(c.comm_s), units::format_seconds(c.launch_s), units::format_seconds(c.host_s));
+             units::format_seconds(c.comm_s), units::format_seconds(c.launch_s), units::format_seconds(c.host_s),
+             c.offload_s > 0 ? fmt::format(" (of which {} in the {} blocks run from system RAM)", units::format_seconds(c.offload_s),
+                                           p.layers - p.gpu_layers)
+                             : "");
   if (p.mode != "prefill")
     fmt::print("  latency      first token {}, then {} per token; whole request {}\n", units::format_seconds(p.ttft_s),
                units::format_seconds(p.tpot_s), units::format_seconds(p.request_s));

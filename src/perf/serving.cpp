@@ -22,7 +22,7 @@ namespace gpuvs::perf {
 
 namespace {
 
-const std::vector<std::string> kServingKeys = {"prompt_len", "gen_len", "tp", "framework", "kv_dtype"};
+const std::vector<std::string> kServingKeys = {"prompt_len", "gen_len", "tp", "framework", "kv_dtype", "ngl", "host_gbs"};
 
 // llama.cpp and the fused W4A16/W8A16 kernels read quantized weights directly for a few rows at a time
 // (matrix-vector kernels up to 8 rows: llama.cpp's MMVQ_MAX_BATCH_SIZE); beyond that a dequantize-pass
@@ -30,6 +30,11 @@ const std::vector<std::string> kServingKeys = {"prompt_len", "gen_len", "tp", "f
 constexpr double kVectorKernelRows = 8;
 // Idle time between back-to-back kernels on the GPU (launch latency already queued): about a microsecond.
 constexpr double kKernelGapSeconds = 1e-6;
+// llama.cpp runs an offloaded block's matrix products on the GPU, copying the weights over, from 32 rows
+// (ggml's batch-size threshold for offloading operations); below, on the CPU.
+constexpr double kOffloadBatchRows = 32;
+// A desktop CPU's STREAM bandwidth over the DDR theoretical rate.
+constexpr double kHostStreamFraction = 0.80;
 
 std::int64_t int_option(const std::map<std::string, std::string>& o, const std::string& key, std::int64_t fallback, std::int64_t lo,
                         std::int64_t hi) {
@@ -62,6 +67,10 @@ struct Setup {
   EfficiencyParams eff;
   Link link;
   WeightBytes weights;  // whole model (each rank holds 1/tp of the projections and the vocabulary)
+  // llama.cpp-style offload: blocks from gpu_layers on run from system RAM (weights and their KV cache),
+  // on the CPU for a few rows at a time, or copied over the host link for a batched GEMM on the GPU.
+  int gpu_layers = 0;
+  double host_bandwidth = 0, host_link = 0;
 };
 
 /// One projection: m tokens through a k x n weight stored at `bits`.
@@ -115,58 +124,90 @@ double serving_gemm_fraction(const catalog::Catalog& cat, const catalog::Gpu& gp
   return std::min(0.98, f);
 }
 
-IterationCost iteration(const Setup& s, const TokenMix& mix) {
-  IterationCost c;
+/// One transformer block on every rank: its projections (priced on `s`), attention, elementwise work and
+/// tensor-parallel all-reduces; `mem` (when given) prices attention and elementwise work instead (an
+/// offloaded block's cache and activations live in system RAM).
+void price_block(const Setup& s, int l, const TokenMix& mix, IterationCost& c, const Setup* mem) {
   const auto& d = s.d;
   const double tp = s.tp;
   const double h = static_cast<double>(d.hidden), hd = h / d.heads;
   const double q_heads = d.heads / tp, kv_heads = std::max(1.0, d.kv_heads / tp);
   const double ffn = static_cast<double>(d.ffn) / tp;
   const double m = mix.decode_seqs + mix.prefill_tokens;
+  const Setup& a = mem ? *mem : s;
+  auto bits = [&](const char* t) { return tensor_bits(*s.format, t, l, d.layers); };
+  // Column-parallel Q, K, V, gate and up; row-parallel output and down projections (Megatron's split).
+  price_linear(s, m, h, q_heads * hd, bits("attn_q"), c);
+  price_linear(s, m, h, kv_heads * hd, bits("attn_k"), c);
+  price_linear(s, m, h, kv_heads * hd, bits("attn_v"), c);
+  price_linear(s, m, q_heads * hd, h, bits("attn_output"), c);
+  if (d.swiglu) price_linear(s, m, h, ffn, bits("ffn_gate"), c);
+  price_linear(s, m, h, ffn, bits("ffn_up"), c);
+  price_linear(s, m, ffn, h, bits("ffn_down"), c);
+  // Attention. Decode reads every cached K and V of its sequences; prefill does causal FLOPs (and, unfused,
+  // writes and reads the score matrix).
+  double attn = 0;
+  if (mix.decode_seqs > 0) {
+    const double kv = mix.decode_seqs * mix.decode_context * 2.0 * kv_heads * hd * s.kv_elem_bytes;
+    const double flops = 4.0 * mix.decode_seqs * q_heads * hd * mix.decode_context;
+    const double bytes = kv + mix.decode_seqs * 2.0 * q_heads * hd * 2.0;
+    attn += std::max(flops / (a.attention_peak * a.eff.attention_max), bytes / (a.bandwidth * memory_efficiency(bytes, a.eff)));
+    c.kv_bytes_read += kv;
+    c.flops += flops;
+  }
+  if (mix.prefill_tokens > 0) {
+    const double flops = 4.0 * mix.prefill_tokens * q_heads * hd * mix.prefill_span;
+    double bytes = mix.prefill_tokens * (2.0 * q_heads + 2.0 * kv_heads) * hd * 2.0 + mix.prefill_tokens * 2.0 * kv_heads * hd * s.kv_elem_bytes;
+    if (s.engine->attention == "unfused") bytes += 4.0 * q_heads * mix.prefill_tokens * mix.prefill_span * 2.0;
+    attn += std::max(flops / (a.attention_peak * a.eff.attention_max), bytes / (a.bandwidth * memory_efficiency(bytes, a.eff)));
+    c.flops += flops;
+  }
+  // The new tokens' K and V written to the cache.
+  const double kv_write = m * 2.0 * kv_heads * hd * s.kv_elem_bytes;
+  attn += kv_write / (a.bandwidth * memory_efficiency(kv_write, a.eff));
+  c.attention_s += attn;
+  c.seconds += attn;
+  // Two norms and two residual adds over the hidden state, RoPE on Q and K, the MLP activation.
+  const double ew = m * s.engine->activation_bytes * (2.0 * 2.0 * h + 2.0 * 3.0 * h + 2.0 * (q_heads + kv_heads) * hd + 3.0 * ffn);
+  const double ew_s = ew / (a.bandwidth * memory_efficiency(ew, a.eff));
+  c.elementwise_s += ew_s;
+  c.seconds += ew_s;
+  // Tensor parallel: the attention output and the MLP output are all-reduced.
+  if (s.tp > 1) {
+    const double t = 2.0 * allreduce_seconds(m * h * 2.0, s.tp, s.link);
+    c.comm_s += t;
+    c.seconds += t;
+  }
+}
+
+IterationCost iteration(const Setup& s, const TokenMix& mix) {
+  IterationCost c;
+  const auto& d = s.d;
+  const double tp = s.tp;
+  const double h = static_cast<double>(d.hidden);
+  const double m = mix.decode_seqs + mix.prefill_tokens;
   for (int l = 0; l < d.layers; ++l) {
-    auto bits = [&](const char* t) { return tensor_bits(*s.format, t, l, d.layers); };
-    // Column-parallel Q, K, V, gate and up; row-parallel output and down projections (Megatron's split).
-    price_linear(s, m, h, q_heads * hd, bits("attn_q"), c);
-    price_linear(s, m, h, kv_heads * hd, bits("attn_k"), c);
-    price_linear(s, m, h, kv_heads * hd, bits("attn_v"), c);
-    price_linear(s, m, q_heads * hd, h, bits("attn_output"), c);
-    if (d.swiglu) price_linear(s, m, h, ffn, bits("ffn_gate"), c);
-    price_linear(s, m, h, ffn, bits("ffn_up"), c);
-    price_linear(s, m, ffn, h, bits("ffn_down"), c);
-    // Attention. Decode reads every cached K and V of its sequences; prefill does causal FLOPs (and, unfused,
-    // writes and reads the score matrix).
-    double attn = 0;
-    if (mix.decode_seqs > 0) {
-      const double kv = mix.decode_seqs * mix.decode_context * 2.0 * kv_heads * hd * s.kv_elem_bytes;
-      const double flops = 4.0 * mix.decode_seqs * q_heads * hd * mix.decode_context;
-      const double bytes = kv + mix.decode_seqs * 2.0 * q_heads * hd * 2.0;
-      attn += std::max(flops / (s.attention_peak * s.eff.attention_max), bytes / (s.bandwidth * memory_efficiency(bytes, s.eff)));
-      c.kv_bytes_read += kv;
-      c.flops += flops;
+    if (l >= s.gpu_layers) {
+      // An offloaded block: its weights and KV cache sit in system RAM. Few rows: the CPU streams them at
+      // DDR bandwidth (its arithmetic hides under that); a batch: the weights cross the host link to the
+      // GPU for its GEMMs. Norms, attention and the cache stay with the CPU's memory.
+      const double before = c.seconds;
+      Setup host = s;
+      host.bandwidth = s.host_bandwidth;
+      host.eff.mem_max = kHostStreamFraction;
+      host.eff.mem_half_bytes = 0;
+      host.matrix_peak = host.attention_peak = host.vector_peak = 1e30;
+      if (m > kOffloadBatchRows) {
+        const double copy = s.weights.per_layer[static_cast<std::size_t>(l)] / s.host_link;
+        c.seconds += copy;
+        price_block(s, l, mix, c, &host);
+      } else {
+        price_block(host, l, mix, c, &host);
+      }
+      c.offload_s += c.seconds - before;
+      continue;
     }
-    if (mix.prefill_tokens > 0) {
-      const double flops = 4.0 * mix.prefill_tokens * q_heads * hd * mix.prefill_span;
-      double bytes = mix.prefill_tokens * (2.0 * q_heads + 2.0 * kv_heads) * hd * 2.0 + mix.prefill_tokens * 2.0 * kv_heads * hd * s.kv_elem_bytes;
-      if (s.engine->attention == "unfused") bytes += 4.0 * q_heads * mix.prefill_tokens * mix.prefill_span * 2.0;
-      attn += std::max(flops / (s.attention_peak * s.eff.attention_max), bytes / (s.bandwidth * memory_efficiency(bytes, s.eff)));
-      c.flops += flops;
-    }
-    // The new tokens' K and V written to the cache.
-    const double kv_write = m * 2.0 * kv_heads * hd * s.kv_elem_bytes;
-    attn += kv_write / (s.bandwidth * memory_efficiency(kv_write, s.eff));
-    c.attention_s += attn;
-    c.seconds += attn;
-    // Two norms and two residual adds over the hidden state, RoPE on Q and K, the MLP activation.
-    const double ew = m * s.engine->activation_bytes * (2.0 * 2.0 * h + 2.0 * 3.0 * h + 2.0 * (q_heads + kv_heads) * hd + 3.0 * ffn);
-    const double ew_s = ew / (s.bandwidth * memory_efficiency(ew, s.eff));
-    c.elementwise_s += ew_s;
-    c.seconds += ew_s;
-    // Tensor parallel: the attention output and the MLP output are all-reduced.
-    if (s.tp > 1) {
-      const double t = 2.0 * allreduce_seconds(m * h * 2.0, s.tp, s.link);
-      c.comm_s += t;
-      c.seconds += t;
-    }
+    price_block(s, l, mix, c, nullptr);
   }
   // The LM head for the tokens that need logits, its vocabulary split over the ranks, then the logits
   // gathered. GGUF files quantize it (output.weight); the other formats keep it (and the embedding) in 16 bits.
@@ -182,6 +223,13 @@ IterationCost iteration(const Setup& s, const TokenMix& mix) {
       head.matrix_peak = s.attention_peak;  // 16-bit math
     }
     head.format = &f;
+    if (s.gpu_layers < d.layers && mix.logits <= kOffloadBatchRows) {
+      // Offloaded: the LM head stays in system RAM with the CPU (llama.cpp moves it last).
+      head.bandwidth = s.host_bandwidth;
+      head.eff.mem_max = kHostStreamFraction;
+      head.eff.mem_half_bytes = 0;
+      head.matrix_peak = head.vector_peak = 1e30;
+    }
     IterationCost lm;
     price_linear(head, mix.logits, h, vocab / tp, bits, lm);
     double gather = s.tp > 1 ? allgather_seconds(mix.logits * vocab * 4.0, s.tp, s.link) : 0.0;
@@ -299,18 +347,61 @@ ServingPrediction predict_serving(const catalog::Catalog& cat, const ServingRequ
 
   // Memory on one rank: its share of the weights (projections and vocabulary split over tp, norms
   // replicated), the runtime, and what is left for the KV cache.
-  p.weight_bytes = s.weights.total() / p.tp;
+  p.layers = d.layers;
   p.runtime_bytes = engine.runtime_bytes;
   p.capacity_bytes = gpu.memory_bytes();
+  const double usable = p.capacity_bytes * engine.memory_utilization;
   const double kv_heads = std::max(1.0, static_cast<double>(d.kv_heads) / p.tp);
-  p.kv_bytes_per_token = 2.0 * d.layers * kv_heads * (static_cast<double>(d.hidden) / d.heads) * s.kv_elem_bytes;
-  p.kv_budget_bytes = std::max(0.0, (p.capacity_bytes * engine.memory_utilization - p.weight_bytes - p.runtime_bytes) * engine.kv_free_fraction);
+  const double kv_per_layer_token = 2.0 * kv_heads * (static_cast<double>(d.hidden) / d.heads) * s.kv_elem_bytes;
   const auto blocks = [&](std::int64_t tokens) {
     return (tokens + engine.kv_block_tokens - 1) / engine.kv_block_tokens * engine.kv_block_tokens;
   };
   const std::int64_t request_tokens = blocks(p.prompt_len + (req.mode == "prefill" ? 0 : p.gen_len));
-  p.max_concurrency = static_cast<std::int64_t>(p.kv_budget_bytes / (p.kv_bytes_per_token * static_cast<double>(request_tokens)));
-  p.max_context = static_cast<std::int64_t>(p.kv_budget_bytes / p.kv_bytes_per_token) / engine.kv_block_tokens * engine.kv_block_tokens;
+  // Blocks on the GPU: all, or (an engine that offloads) those asked for with ngl, or the most that fit
+  // with the KV cache of the batch asked for; the rest, the embedding table and the LM head stay in
+  // system RAM.
+  const auto gpu_weight_bytes = [&](int n) {
+    if (n >= d.layers) return s.weights.total() / p.tp;
+    double b = 0;
+    for (int l = 0; l < n; ++l) b += s.weights.per_layer[static_cast<std::size_t>(l)];
+    return b;
+  };
+  const double needed_tokens = static_cast<double>(request_tokens) * static_cast<double>(std::max<std::int64_t>(req.batch, 1));
+  const auto fits_with = [&](int n) { return gpu_weight_bytes(n) + p.runtime_bytes + kv_per_layer_token * n * needed_tokens <= usable; };
+  p.gpu_layers = d.layers;
+  if (req.options.count("ngl") || req.options.count("host_gbs")) {
+    if (!engine.layer_offload) throw InputError(fmt::format("{} does not run layers from system RAM (ngl, host_gbs are llama.cpp's)", engine.id));
+    p.host_gbs = static_cast<double>(int_option(req.options, "host_gbs", 90, 1, 100000));
+  }
+  if (req.options.count("ngl")) {
+    p.gpu_layers = static_cast<int>(int_option(req.options, "ngl", d.layers, 0, 100000));
+    p.gpu_layers = std::min(p.gpu_layers, d.layers);
+  } else if (engine.layer_offload && !fits_with(d.layers)) {
+    int n = d.layers;
+    while (n > 0 && !fits_with(n)) --n;
+    p.gpu_layers = n;
+  }
+  if (p.gpu_layers < d.layers) {
+    if (p.tp > 1) throw InputError("offloading layers to system RAM (ngl) is priced on one GPU, not with tp");
+    p.host_gbs = static_cast<double>(int_option(req.options, "host_gbs", 90, 1, 100000));
+    s.gpu_layers = p.gpu_layers;
+    s.host_bandwidth = p.host_gbs * 1e9;
+    const auto h2d = achievable(cat, gpu, "h2d");
+    s.host_link = (h2d ? h2d->value : pcie_x16_gbs(gpu.pcie_gen) * 0.8) * 1e9;
+    p.notes.push_back(fmt::format(
+        "{} of {} blocks on the GPU (ngl {}); the other {:.1f} GB of weights and their KV cache run from system RAM at {:g} GB/s "
+        "(host_gbs; 90 is dual-channel DDR5-5600, 89.6 GB/s), crossing the host link at {:.0f} GB/s for batched GEMMs",
+        p.gpu_layers, d.layers, p.gpu_layers, (s.weights.total() - gpu_weight_bytes(p.gpu_layers)) / 1e9, p.host_gbs, s.host_link / 1e9));
+  } else {
+    s.gpu_layers = d.layers;
+  }
+  p.weight_bytes = gpu_weight_bytes(p.gpu_layers);
+  p.kv_bytes_per_token = kv_per_layer_token * (p.gpu_layers < d.layers ? p.gpu_layers : d.layers);
+  const double kv_per_token_all = kv_per_layer_token * d.layers;
+  p.kv_budget_bytes = std::max(0.0, (usable - p.weight_bytes - p.runtime_bytes) * engine.kv_free_fraction);
+  const double per_token = p.gpu_layers > 0 ? p.kv_bytes_per_token : kv_per_token_all;
+  p.max_concurrency = static_cast<std::int64_t>(p.kv_budget_bytes / (per_token * static_cast<double>(request_tokens)));
+  p.max_context = static_cast<std::int64_t>(p.kv_budget_bytes / per_token) / engine.kv_block_tokens * engine.kv_block_tokens;
 
   const double P = static_cast<double>(p.prompt_len), G = static_cast<double>(p.gen_len);
   if (req.mode == "prefill" || req.mode == "decode") {

@@ -33,7 +33,7 @@ struct ServingRequest {
   std::string format = "bf16";   // weight format id
   std::string mode = "infer";
   std::int64_t batch = 0;        // prefill/decode: sequences per step (0: 1); infer: concurrency (0: the largest that fits)
-  std::map<std::string, std::string> options;  // prompt_len, gen_len, tp, framework, kv_dtype, gpt shape keys
+  std::map<std::string, std::string> options;  // prompt_len, gen_len, tp, framework, kv_dtype, ngl, host_gbs, gpt shape keys
   const Calibration* calibration = nullptr;
 };
 
@@ -41,6 +41,7 @@ struct ServingRequest {
 struct IterationCost {
   double seconds = 0;
   double gemm_s = 0, dequant_s = 0, attention_s = 0, elementwise_s = 0, lm_head_s = 0, comm_s = 0, launch_s = 0, host_s = 0;
+  double offload_s = 0;  // blocks run from system RAM (llama.cpp's layer offload), all their parts
   double weight_bytes_read = 0, kv_bytes_read = 0, flops = 0;
 };
 
@@ -61,6 +62,8 @@ struct ServingPrediction {
   std::int64_t max_concurrency = 0;  // requests of prompt_len + gen_len the KV budget holds
   std::int64_t max_context = 0;      // tokens one sequence can hold, alone
   std::string kv_dtype = "fp16";
+  int layers = 0, gpu_layers = 0;  // blocks in the model; on the GPU (the rest offloaded to system RAM)
+  double host_gbs = 0;             // system-RAM bandwidth assumed for offloaded blocks
   double band_low = 0, band_high = 0;
   std::vector<std::string> notes;
 };

@@ -27,7 +27,8 @@ struct ServingEngine {
   int max_num_tokens = 0;         // tokens one iteration processes (prefill chunk + decodes)
   double runtime_bytes = 0;       // CUDA context, workspaces, activations of one iteration
   bool inflight_batching = false; // requests join and leave between iterations (continuous batching)
-  bool fp8_kv_cache = false;      // an FP8 weight format brings an FP8 KV cache unless kv_dtype says otherwise
+  bool fp8_kv_cache = false;
+  bool layer_offload = false;     // can run blocks from system RAM when the GPU is too small (llama.cpp's -ngl)      // an FP8 weight format brings an FP8 KV cache unless kv_dtype says otherwise
   std::vector<std::string> formats;  // weight formats it runs
   int line = 0;
 };
