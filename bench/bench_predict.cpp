@@ -4,6 +4,7 @@
 #include "catalog/catalog.hpp"
 #include "graph/networks.hpp"
 #include "perf/predict.hpp"
+#include "perf/serving.hpp"
 
 using namespace gpuvs;
 
@@ -51,5 +52,29 @@ static void BM_PredictPlan1024Gpus(benchmark::State& state) {
   if (state.iterations() > 0 && !(tput > 0)) state.SkipWithError("no throughput");
 }
 BENCHMARK(BM_PredictPlan1024Gpus)->Unit(benchmark::kMillisecond);
+
+// Serving Llama-3-70B in FP8 on 8 H100s (tp 8) under in-flight batching, the concurrency chosen from the KV
+// budget: the price of `gpuvs predict --mode infer` (target < 200 ms). The prompt length changes every
+// iteration so nothing is reused.
+static void BM_ServeInfer70BTp8(benchmark::State& state) {
+  const catalog::Catalog cat = catalog::Catalog::builtin();
+  perf::ServingRequest r;
+  r.workload = "llama3-70b";
+  r.gpu = "h100-sxm";
+  r.gpus = 8;
+  r.format = "fp8";
+  r.mode = "infer";
+  int prompt = 1000;
+  double tput = 0;
+  for (auto _ : state) {
+    r.options = {{"framework", "trt-llm"}, {"tp", "8"}, {"prompt_len", std::to_string(prompt)}, {"gen_len", "1000"}};
+    prompt = prompt % 2000 + 1;
+    const perf::ServingPrediction p = perf::predict_serving(cat, r);
+    benchmark::DoNotOptimize(p.throughput);
+    tput = p.throughput;
+  }
+  if (state.iterations() > 0 && !(tput > 0)) state.SkipWithError("no throughput");
+}
+BENCHMARK(BM_ServeInfer70BTp8)->Unit(benchmark::kMicrosecond);
 
 BENCHMARK_MAIN();

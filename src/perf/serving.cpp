@@ -276,7 +276,8 @@ ServingPrediction predict_serving(const catalog::Catalog& cat, const ServingRequ
   for (const auto& [k, v] : req.options) {
     const auto& shape = graph::gpt_shape_keys();
     if (std::find(kServingKeys.begin(), kServingKeys.end(), k) == kServingKeys.end() && std::find(shape.begin(), shape.end(), k) == shape.end())
-      throw InputError(fmt::format("option '{}' is not a serving option (known: {})", strings::printable(k), strings::join(kServingKeys, ", ")));
+      throw InputError(fmt::format("option '{}' is not a serving option{} (known: {})", strings::printable(k),
+                                   k == "seq_len" ? ": a prompt is prompt_len" : "", strings::join(kServingKeys, ", ")));
   }
   const auto fw = req.options.find("framework");
   const ServingEngine& engine = serving_engine(fw == req.options.end() ? default_serving_engine() : fw->second);
