@@ -23,6 +23,7 @@
 #include "perf/predictor.hpp"
 #include "perf/validation.hpp"
 
+#include "test_util.hpp"
 using namespace gpuvs;
 using namespace gpuvs::perf;
 
@@ -355,31 +356,6 @@ std::vector<PublishedRow> all_published_rows() {
   return rows;
 }
 
-/// Random edits of `text` (replace, erase, insert from `alphabet`) over `rounds`: each parses, or fails with
-/// one clean line that starts with the name it was given. Returns how many parsed.
-template <typename Parse>
-int fuzz_parser(const std::string& text, const std::string& alphabet, int rounds, std::uint64_t seed, Parse parse) {
-  std::mt19937_64 rng(seed);
-  int ok = 0;
-  for (int round = 0; round < rounds; ++round) {
-    std::string t = text;
-    for (int e = 0, edits = 1 + static_cast<int>(rng() % 3); e < edits; ++e) {
-      const std::size_t pos = rng() % t.size();
-      const auto k = rng() % 10;
-      if (k < 5) t[pos] = alphabet[rng() % alphabet.size()];
-      else if (k < 8) t.erase(pos, 1 + rng() % 6);
-      else t.insert(pos, 1, alphabet[rng() % alphabet.size()]);
-    }
-    try {
-      parse(t, "fuzz.toml");
-      ++ok;
-    } catch (const InputError& e) {
-      EXPECT_EQ(std::string(e.what()).rfind("fuzz.toml", 0), 0u) << e.what();
-      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
-    }
-  }
-  return ok;
-}
 }  // namespace
 
 TEST(Band, StoredBandIsTheModelsCurrentValidationSpread) {
@@ -740,7 +716,7 @@ TEST(Achievable, FileErrorsNameTheLineAndFuzzedFilesFailCleanly) {
   }
   // Random edits of the built-in file: parsed, or one clean line naming it.
   const std::string builtin = files::read_all(std::string(GPUVS_SOURCE_DIR) + "/data/achievable.toml", "data");
-  EXPECT_GT(fuzz_parser(builtin, "[]{}\"'=,.#\n -0123456789abcdefgkmp_", 800, 5, [](const std::string& t, const std::string& w) { parse_achievable(t, w, cat()); }), 0);
+  EXPECT_GT(test::fuzz_parser(builtin, "[]{}\"'=,.#\n -0123456789abcdefgkmp_", 800, 5, [](const std::string& t, const std::string& w) { parse_achievable(t, w, cat()); }), 0);
 }
 
 TEST(Validation, MicroRowsArePricedByAchievablePeaksAndHeldOutHonestly) {
@@ -820,7 +796,7 @@ TEST(Constants, FileErrorsNameWhereAndFuzzedFilesFailCleanly) {
       EXPECT_NE(std::string(e.what()).find(expect), std::string::npos) << e.what();
     }
   }
-  EXPECT_GT(fuzz_parser(good, "[]\"=.#\n -0123456789acdefgmnoprt_", 1000, 9, [](const std::string& t, const std::string& w) { parse_constants(t, w); }), 0);
+  EXPECT_GT(test::fuzz_parser(good, "[]\"=.#\n -0123456789acdefgmnoprt_", 1000, 9, [](const std::string& t, const std::string& w) { parse_constants(t, w); }), 0);
 }
 
 #include "perf/clocks.hpp"
@@ -889,7 +865,7 @@ TEST(Clocks, FileErrorsNameTheLineAndFuzzedFilesFailCleanly) {
     }
   }
   const std::string builtin = files::read_all(std::string(GPUVS_SOURCE_DIR) + "/data/clocks.toml", "data");
-  EXPECT_GT(fuzz_parser(builtin, "[]\"=,.#\n -0123456789abdeghikmpqrsuz_", 800, 21, [](const std::string& t, const std::string& w) { parse_clocks(t, w, cat()); }), 0);
+  EXPECT_GT(test::fuzz_parser(builtin, "[]\"=,.#\n -0123456789abdeghikmpqrsuz_", 800, 21, [](const std::string& t, const std::string& w) { parse_clocks(t, w, cat()); }), 0);
 }
 
 TEST(Fit, LeaveOneSourceOutRefitsWithoutTheHeldOutFile) {
@@ -1080,7 +1056,7 @@ TEST(Parallel, NetworkFileErrorsNameTheLine) {
     }
   }
   const std::string builtin = files::read_all(std::string(GPUVS_SOURCE_DIR) + "/data/networks.toml", "data");
-  EXPECT_GT(fuzz_parser(builtin, "[]\"=,.#\n -0123456789abdeilnrstuw_", 800, 13,
+  EXPECT_GT(test::fuzz_parser(builtin, "[]\"=,.#\n -0123456789abdeilnrstuw_", 800, 13,
                         [](const std::string& t, const std::string& w) { parse_networks(t, w); }),
             0);
 }
@@ -1146,7 +1122,7 @@ TEST(Framework, FileErrorsNameTheLineAndFuzzedFilesFailCleanly) {
     }
   }
   const std::string builtin = files::read_all(std::string(GPUVS_SOURCE_DIR) + "/data/frameworks.toml", "data");
-  EXPECT_GT(fuzz_parser(builtin, "[]\"=,.#\n -0123456789abcdefhlmnoprstz_", 800, 3, [](const std::string& t, const std::string& w) { parse_frameworks(t, w); }), 0);
+  EXPECT_GT(test::fuzz_parser(builtin, "[]\"=,.#\n -0123456789abcdefhlmnoprstz_", 800, 3, [](const std::string& t, const std::string& w) { parse_frameworks(t, w); }), 0);
 }
 
 TEST(Parallel, SequenceParallelismTpOverlapAndFp8CastsAreWhatTheyClaim) {

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
-#include <random>
 
 #include "core/error.hpp"
 #include "core/files.hpp"
@@ -17,6 +16,7 @@
 #include "perf/validation.hpp"
 #include "perf/weight_format.hpp"
 
+#include "test_util.hpp"
 using namespace gpuvs;
 using namespace gpuvs::perf;
 
@@ -40,29 +40,6 @@ ServingPrediction serve(const std::string& workload, const std::string& gpu, con
   return predict_serving(cat(), r);
 }
 
-template <typename Parse>
-int fuzz(const std::string& text, const std::string& alphabet, int rounds, std::uint64_t seed, Parse parse) {
-  std::mt19937_64 rng(seed);
-  int ok = 0;
-  for (int round = 0; round < rounds; ++round) {
-    std::string t = text;
-    for (int e = 0, edits = 1 + static_cast<int>(rng() % 3); e < edits; ++e) {
-      const std::size_t pos = rng() % t.size();
-      const auto k = rng() % 10;
-      if (k < 5) t[pos] = alphabet[rng() % alphabet.size()];
-      else if (k < 8) t.erase(pos, 1 + rng() % 6);
-      else t.insert(pos, 1, alphabet[rng() % alphabet.size()]);
-    }
-    try {
-      parse(t, "fuzz.toml");
-      ++ok;
-    } catch (const InputError& e) {
-      EXPECT_EQ(std::string(e.what()).rfind("fuzz.toml", 0), 0u) << e.what();
-      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
-    }
-  }
-  return ok;
-}
 
 }  // namespace
 
@@ -246,9 +223,9 @@ TEST(ServingData, FormatAndEngineFilesFailWithTheirLineAndSurviveFuzzing) {
     }
   }
   const std::string formats = files::read_all(std::string(GPUVS_SOURCE_DIR) + "/data/weight-formats.toml", "data");
-  EXPECT_GT(fuzz(formats, "[]\"=,.#\n -0123456789abcdefikmpqrstuw_", 800, 31, [](const std::string& t, const std::string& w) { parse_formats(t, w); }), 0);
+  EXPECT_GT(test::fuzz_parser(formats, "[]\"=,.#\n -0123456789abcdefikmpqrstuw_", 800, 31, [](const std::string& t, const std::string& w) { parse_formats(t, w); }), 0);
   const std::string engines = files::read_all(std::string(GPUVS_SOURCE_DIR) + "/data/serving-engines.toml", "data");
-  EXPECT_GT(fuzz(engines, "[]\"=,.#\n -0123456789abcdefgiklmnoprstuw_", 800, 37, [](const std::string& t, const std::string& w) { parse_engines(t, w); }), 0);
+  EXPECT_GT(test::fuzz_parser(engines, "[]\"=,.#\n -0123456789abcdefgiklmnoprstuw_", 800, 37, [](const std::string& t, const std::string& w) { parse_engines(t, w); }), 0);
 }
 
 TEST(ServingValidation, EveryPublishedServingRowIsPriced) {

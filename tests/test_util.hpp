@@ -3,13 +3,45 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <gtest/gtest.h>
+
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <string>
 
+#include "core/error.hpp"
+
 namespace gpuvs::test {
+
+/// Random edits of `text` (replace, erase, insert from `alphabet`) over `rounds`: each parses, or fails with
+/// one clean line that starts with the name it was given ("fuzz.toml"). Returns how many parsed.
+template <typename Parse>
+int fuzz_parser(const std::string& text, const std::string& alphabet, int rounds, std::uint64_t seed, Parse parse) {
+  std::mt19937_64 rng(seed);
+  int ok = 0;
+  for (int round = 0; round < rounds; ++round) {
+    std::string t = text;
+    for (int e = 0, edits = 1 + static_cast<int>(rng() % 3); e < edits; ++e) {
+      const std::size_t pos = rng() % t.size();
+      const auto k = rng() % 10;
+      if (k < 5) t[pos] = alphabet[rng() % alphabet.size()];
+      else if (k < 8) t.erase(pos, 1 + rng() % 6);
+      else t.insert(pos, 1, alphabet[rng() % alphabet.size()]);
+    }
+    try {
+      parse(t, "fuzz.toml");
+      ++ok;
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("fuzz.toml", 0), 0u) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    }
+  }
+  return ok;
+}
 
 /// A fresh folder removed when the object dies.
 class TempDir {

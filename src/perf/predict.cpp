@@ -49,16 +49,6 @@ bool attention_core(const graph::Graph& g, const graph::Node& n) {
 // PyTorch DDP's default gradient bucket: the last one cannot overlap with backward.
 constexpr double kBucketBytes = 25e6;
 
-std::int64_t option_int(const std::map<std::string, std::string>& o, const std::string& key, std::int64_t fallback,
-                        std::int64_t lo, std::int64_t hi) {
-  auto it = o.find(key);
-  if (it == o.end()) return fallback;
-  std::int64_t v = 0;
-  const auto r = std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
-  if (r.ec != std::errc() || r.ptr != it->second.data() + it->second.size() || v < lo || v > hi)
-    throw InputError(fmt::format("option {}={}: expected an integer in [{}, {}]", key, strings::printable(it->second), lo, hi));
-  return v;
-}
 
 std::int64_t default_batch(const std::string& family) {
   if (family == "cnn") return 256;
@@ -365,6 +355,17 @@ std::map<std::string, std::string> parse_option_pairs(const std::string& text) {
     pos = end + 1;
   }
   return out;
+}
+
+std::int64_t option_int(const std::map<std::string, std::string>& o, const std::string& key, std::int64_t fallback,
+                        std::int64_t lo, std::int64_t hi) {
+  auto it = o.find(key);
+  if (it == o.end()) return fallback;
+  std::int64_t v = 0;
+  const auto r = std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
+  if (r.ec != std::errc() || r.ptr != it->second.data() + it->second.size() || v < lo || v > hi)
+    throw InputError(fmt::format("option {}={}: expected an integer in [{}, {}]", key, strings::printable(it->second), lo, hi));
+  return v;
 }
 
 const std::vector<std::string>& prediction_option_keys() { return kOptionKeys; }

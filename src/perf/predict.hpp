@@ -82,6 +82,10 @@ std::map<std::string, std::string> parse_options(const std::string& text);
 /// The same syntax with any key (validation rows carry keys that document their source); InputError on a
 /// malformed pair.
 std::map<std::string, std::string> parse_option_pairs(const std::string& text);
+/// The integer option `key` in [lo, hi], or `fallback` when absent; InputError "option KEY=VALUE: expected
+/// an integer in [lo, hi]" otherwise.
+std::int64_t option_int(const std::map<std::string, std::string>& o, const std::string& key, std::int64_t fallback,
+                        std::int64_t lo, std::int64_t hi);
 /// The keys `predict` understands.
 const std::vector<std::string>& prediction_option_keys();
 

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 
 #include "core/error.hpp"
@@ -15,6 +14,7 @@
 #include "perf/collective.hpp"
 #include "perf/constants.hpp"
 #include "perf/efficiency.hpp"
+#include "perf/predict.hpp"
 #include "perf/serving_engine.hpp"
 #include "perf/weight_format.hpp"
 
@@ -36,16 +36,6 @@ constexpr double kOffloadBatchRows = 32;
 // A desktop CPU's STREAM bandwidth over the DDR theoretical rate.
 constexpr double kHostStreamFraction = 0.80;
 
-std::int64_t int_option(const std::map<std::string, std::string>& o, const std::string& key, std::int64_t fallback, std::int64_t lo,
-                        std::int64_t hi) {
-  const auto it = o.find(key);
-  if (it == o.end()) return fallback;
-  std::int64_t v = 0;
-  const auto r = std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
-  if (r.ec != std::errc() || r.ptr != it->second.data() + it->second.size() || v < lo || v > hi)
-    throw InputError(fmt::format("option {}={}: expected an integer in [{}, {}]", key, strings::printable(it->second), lo, hi));
-  return v;
-}
 
 /// What one iteration processes on every rank.
 struct TokenMix {
@@ -298,14 +288,14 @@ ServingPrediction predict_serving(const catalog::Catalog& cat, const ServingRequ
   p.engine_name = engine.name;
   p.mode = req.mode;
   p.gpus = req.gpus;
-  p.tp = static_cast<int>(int_option(req.options, "tp", 1, 1, 64));
+  p.tp = static_cast<int>(option_int(req.options, "tp", 1, 1, 64));
   if (req.gpus % p.tp != 0) throw InputError(fmt::format("tp={} does not divide --gpus {}", p.tp, req.gpus));
   if (d.heads % p.tp != 0) throw InputError(fmt::format("tp={} does not divide {}'s {} attention heads", p.tp, net.id, d.heads));
   if (p.tp > 8 && !gpu.has_nvlink()) throw InputError(fmt::format("tp={} spans more than one server; serving is priced inside one node", p.tp));
   p.replicas = req.gpus / p.tp;
   const std::int64_t max_len = std::int64_t{1} << 22;
-  p.prompt_len = int_option(req.options, "prompt_len", req.mode == "decode" ? 0 : req.mode == "prefill" ? 512 : 128, req.mode == "decode" ? 0 : 1, max_len);
-  p.gen_len = int_option(req.options, "gen_len", 128, 1, max_len);
+  p.prompt_len = option_int(req.options, "prompt_len", req.mode == "decode" ? 0 : req.mode == "prefill" ? 512 : 128, req.mode == "decode" ? 0 : 1, max_len);
+  p.gen_len = option_int(req.options, "gen_len", 128, 1, max_len);
   if (req.mode == "prefill" && req.options.count("gen_len")) throw InputError("option gen_len does not apply to --mode prefill");
   p.kv_dtype = req.options.count("kv_dtype") ? req.options.at("kv_dtype") : engine.fp8_kv_cache && format.math == "fp8" ? "fp8" : "fp16";
   if (p.kv_dtype != "fp16" && p.kv_dtype != "bf16" && p.kv_dtype != "fp8")
@@ -372,10 +362,10 @@ ServingPrediction predict_serving(const catalog::Catalog& cat, const ServingRequ
   p.gpu_layers = d.layers;
   if (req.options.count("ngl") || req.options.count("host_gbs")) {
     if (!engine.layer_offload) throw InputError(fmt::format("{} does not run layers from system RAM (ngl, host_gbs are llama.cpp's)", engine.id));
-    p.host_gbs = static_cast<double>(int_option(req.options, "host_gbs", 90, 1, 100000));
+    p.host_gbs = static_cast<double>(option_int(req.options, "host_gbs", 90, 1, 100000));
   }
   if (req.options.count("ngl")) {
-    p.gpu_layers = static_cast<int>(int_option(req.options, "ngl", d.layers, 0, 100000));
+    p.gpu_layers = static_cast<int>(option_int(req.options, "ngl", d.layers, 0, 100000));
     p.gpu_layers = std::min(p.gpu_layers, d.layers);
   } else if (engine.layer_offload && !fits_with(d.layers)) {
     int n = d.layers;
@@ -384,7 +374,7 @@ ServingPrediction predict_serving(const catalog::Catalog& cat, const ServingRequ
   }
   if (p.gpu_layers < d.layers) {
     if (p.tp > 1) throw InputError("offloading layers to system RAM (ngl) is priced on one GPU, not with tp");
-    p.host_gbs = static_cast<double>(int_option(req.options, "host_gbs", 90, 1, 100000));
+    p.host_gbs = static_cast<double>(option_int(req.options, "host_gbs", 90, 1, 100000));
     s.gpu_layers = p.gpu_layers;
     s.host_bandwidth = p.host_gbs * 1e9;
     const auto h2d = achievable(cat, gpu, "h2d");
