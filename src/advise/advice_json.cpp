@@ -36,6 +36,8 @@ nlohmann::json option_json(const Option& o) {
           {"latency_p99_ms", o.latency_p99_ms},
           {"time_to_first_token_ms", o.ttft_ms},
           {"per_token_ms", o.per_token_ms},
+          {"tp", o.tp},
+          {"usd_per_million_output_tokens", o.usd_per_million_tokens ? nlohmann::json(*o.usd_per_million_tokens) : nlohmann::json()},
           {"capacity_rps", o.capacity_rps},
           {"tenants_per_card", o.tenants_per_card},
           {"isolation", o.isolation},

@@ -14,6 +14,8 @@
 #include "core/units.hpp"
 #include "graph/networks.hpp"
 #include "perf/predict.hpp"
+#include "perf/serving.hpp"
+#include "perf/serving_engine.hpp"
 
 namespace gpuvs::advise {
 
@@ -448,6 +450,94 @@ Option serving_option(const catalog::Catalog& cat, const catalog::Gpu& gpu, cons
   return o;
 }
 
+/// LLM serving (decoders) under in-flight batching (perf/serving.hpp): a replica of `tp` GPUs holds as
+/// many requests in flight as its KV cache and engine allow, fewer when that breaks a latency target (time
+/// to first token, time per output token, or p99 of the whole request, taken as p99_over_service x its
+/// mean); replicas are added for the peak request rate at the serving headroom.
+Option llm_serving_option(const catalog::Catalog& cat, const catalog::Gpu& gpu, const Scenario& s, const Assumptions& a,
+                          perf::Precision precision, const std::string& precision_note, int tp) {
+  Option o = new_option(gpu, tp, "serve-llm", precision, precision_note);
+  o.tp = tp;
+  perf::ServingRequest r;
+  r.workload = s.workload;
+  r.gpu = gpu.id;
+  r.gpus = tp;
+  r.mode = "infer";
+  r.format = perf::serving_format_for(std::string(perf::precision_name(precision)));
+  r.options["tp"] = std::to_string(tp);
+  if (!s.engine.empty()) r.options["framework"] = s.engine;
+  if (s.seq_len > 0) r.options["prompt_len"] = std::to_string(s.seq_len);
+  if (s.gen_len > 0) r.options["gen_len"] = std::to_string(s.gen_len);
+  std::optional<perf::ServingPrediction> best;
+  std::string why;
+  try {
+    perf::ServingPrediction p = perf::predict_serving(cat, r);
+    const auto breaks = [&](const perf::ServingPrediction& q) -> std::string {
+      const double p99 = a.get("p99_over_service") * q.request_s * 1e3;
+      if (s.sla_ttft_ms && q.ttft_s * 1e3 > *s.sla_ttft_ms)
+        return fmt::format("time to first token {:.0f} ms exceeds the {:.0f} ms target", q.ttft_s * 1e3, *s.sla_ttft_ms);
+      if (s.sla_tpot_ms && q.tpot_s * 1e3 > *s.sla_tpot_ms)
+        return fmt::format("{:.1f} ms per output token exceeds the {:.1f} ms target", q.tpot_s * 1e3, *s.sla_tpot_ms);
+      if (s.sla_p99_ms && p99 > *s.sla_p99_ms) return fmt::format("p99 {:.0f} ms exceeds the {:.0f} ms SLA", p99, *s.sla_p99_ms);
+      if (!q.fits) return q.notes.empty() ? "does not fit" : q.notes.front();
+      return "";
+    };
+    // Fewer requests in flight shorten every iteration: halve until the targets hold.
+    for (std::int64_t c = p.batch; c >= 1; c /= 2) {
+      if (c != p.batch) {
+        r.batch = c;
+        p = perf::predict_serving(cat, r);
+      }
+      const std::string broken = breaks(p);
+      if (broken.empty()) {
+        best = p;
+        break;
+      }
+      why = fmt::format("{} with {} request{} in flight on tp {}", broken, c, c == 1 ? "" : "s", tp);
+    }
+  } catch (const InputError& e) {
+    why = e.what();
+  }
+  if (!best) {
+    o.why_not.push_back(why);
+    return o;
+  }
+  const perf::ServingPrediction& p = *best;
+  const double G = static_cast<double>(p.gen_len);
+  const double per_replica_rps = p.throughput / G * a.get("serving_headroom");
+  const double required = s.requests_per_s * a.get("peak_to_mean");
+  const int replicas = required > 0 ? static_cast<int>(std::ceil(required / per_replica_rps)) : 1;
+  o.count = replicas * tp;
+  o.fits = true;
+  o.batch = p.batch;
+  o.peak_gib = (p.weight_bytes + p.kv_bytes + p.runtime_bytes) / kGiB;
+  o.capacity_gib = p.capacity_bytes / kGiB;
+  o.ttft_ms = p.ttft_s * 1e3;
+  o.per_token_ms = p.tpot_s * 1e3;
+  o.latency_p99_ms = a.get("p99_over_service") * p.request_s * 1e3;
+  o.capacity_rps = per_replica_rps * replicas;
+  o.throughput = o.capacity_rps;
+  o.unit = "requests/s";
+  o.tenants_per_card = 1;
+  o.isolation = fmt::format("{} replica{} of tp {} ({} engine, {} weights, {} requests in flight each)", replicas, replicas == 1 ? "" : "s",
+                            tp, p.engine, p.format, p.batch);
+  const double month = a.get("hours_per_month");
+  const Costs c = costs_for(gpu, a, 1.0);
+  if (c.rent_per_h) o.rent_usd = o.count * *c.rent_per_h * month;
+  if (c.price) {
+    o.buy_upfront_usd = o.count * *c.price;
+    o.buy_usd = o.count * *c.own_per_h * month;
+    if (c.rent_per_h && *c.rent_per_h > *c.power_per_h)
+      o.breakeven_utilization = *c.price / (a.get("amortization_years") * 8760.0 * (*c.rent_per_h - *c.power_per_h));
+  }
+  o.energy_usd = o.count * *c.power_per_h * month;
+  choose_basis(o, s, o.rent_usd.value_or(0), o.buy_upfront_usd.value_or(0));
+  // What a million output tokens cost on this fleet: at the requested rate, or at its capacity when none.
+  const double tokens_per_month = (s.requests_per_s > 0 ? s.requests_per_s : o.capacity_rps) * G * 3600.0 * month;
+  if (o.cost_usd && tokens_per_month > 0) o.usd_per_million_tokens = *o.cost_usd / tokens_per_month * 1e6;
+  return o;
+}
+
 bool better(const Option& x, const Option& y) {
   if (x.feasible != y.feasible) return x.feasible;
   if (x.cost_usd.has_value() != y.cost_usd.has_value()) return x.cost_usd.has_value();
@@ -524,8 +614,13 @@ void validate(const Scenario& s, const catalog::Catalog& cat) {
   if (s.budget_usd && *s.budget_usd <= 0) throw InputError(fmt::format("--budget must be positive, got {}", *s.budget_usd));
   if (s.task == "infer" && (s.hours || s.work > 0))
     throw InputError("--hours and --tokens/--samples describe training; serving takes --requests-per-s and --sla-p99-ms");
-  if (s.task != "infer" && (s.sla_p99_ms || s.requests_per_s > 0 || s.tenants > 1))
-    throw InputError("--sla-p99-ms, --requests-per-s and --tenants describe serving; use --task infer");
+  if (s.task != "infer" && (s.sla_p99_ms || s.requests_per_s > 0 || s.tenants > 1 || s.sla_ttft_ms || s.sla_tpot_ms || !s.engine.empty()))
+    throw InputError("--sla-p99-ms, --sla-ttft-ms, --sla-tpot-ms, --engine, --requests-per-s and --tenants describe serving; use --task infer");
+  if (s.sla_ttft_ms && *s.sla_ttft_ms <= 0) throw InputError(fmt::format("--sla-ttft-ms must be positive, got {}", *s.sla_ttft_ms));
+  if (s.sla_tpot_ms && *s.sla_tpot_ms <= 0) throw InputError(fmt::format("--sla-tpot-ms must be positive, got {}", *s.sla_tpot_ms));
+  if ((s.sla_ttft_ms || s.sla_tpot_ms || !s.engine.empty()) && graph::resolve_network(s.workload).family != "decoder")
+    throw InputError("--sla-ttft-ms, --sla-tpot-ms and --engine describe LLM serving; the workload is not a decoder");
+  if (!s.engine.empty()) perf::serving_engine(s.engine);  // unknown engine: InputError listing them
   (void)graph::resolve_network(s.workload);  // unknown workload: InputError with the closest ids
   perf::parse_precision(s.precision);
   for (const auto& g : s.gpus) cat.find(g);
@@ -561,6 +656,12 @@ Advice advise(const catalog::Catalog& cat, const Scenario& s, const Assumptions&
       o.gpu_name = gpu.name;
       o.why_not.push_back(fmt::format("runs neither {} nor a 16-bit fallback", s.precision));
       out.push_back(o);
+      return out;
+    }
+    if (serving && net.family == "decoder" && s.tenants == 1) {
+      // LLMs: in-flight batching on 1, 2, 4 or 8 GPUs per replica (the heads split evenly).
+      for (int tp = 1; tp <= max_gpus; tp *= 2)
+        if (net.decoder.heads % tp == 0) out.push_back(llm_serving_option(cat, gpu, s, a, *precision, note, tp));
       return out;
     }
     if (serving) {
@@ -643,12 +744,16 @@ Advice advise(const catalog::Catalog& cat, const Scenario& s, const Assumptions&
     std::string what = o.gpu_id == kThisMachine
                            ? fmt::format("the machine you have ({}), measured {} {}, no purchase, batch {}", o.gpu_name,
                                          units::format_si(o.throughput), o.unit, o.batch)
+                       : o.strategy == "serve-llm"
+                           ? fmt::format("{} x {}, {}, first token {:.0f} ms, {:.1f} ms per token, p99 {:.0f} ms", o.count, o.gpu_id,
+                                         o.isolation, o.ttft_ms, o.per_token_ms, o.latency_p99_ms)
                        : serving ? fmt::format("{} x {}, {}, batch {}, p99 {:.1f} ms", o.count, o.gpu_id, o.isolation, o.batch, o.latency_p99_ms)
                        : !o.plan.empty() ? fmt::format("{} x {} in a {}", o.count, o.gpu_id, o.plan)
                                : fmt::format("{} on {} x {}, batch {}{}", o.strategy, o.count, o.gpu_id, o.batch,
                                              o.recompute != "none" ? ", recompute " + o.recompute : "");
     if (!serving && s.work > 0) what += fmt::format(", {:.1f} h", o.total_hours);
     if (o.cost_usd) what += fmt::format(", {} {} ({})", money(*o.cost_usd), adv.cost_what, o.cost_basis);
+    if (o.usd_per_million_tokens) what += fmt::format(", {} per million output tokens", money(*o.usd_per_million_tokens));
     if (i == 0) {
       o.reason = (o.cost_usd ? "cheapest option that meets every requirement: " : "meets every requirement (no price known): ") + what;
     } else {

@@ -30,6 +30,9 @@ struct Scenario {
   std::string purchase = "either"; // buy | rent | either
   std::vector<std::string> gpus;   // candidate catalog ids; empty: every catalog GPU
   std::int64_t seq_len = 0, gen_len = 0;  // 0: the workload's defaults
+  // LLM serving (decoders): latency targets per request and the serving engine (perf/serving_engine.hpp).
+  std::optional<double> sla_ttft_ms, sla_tpot_ms;
+  std::string engine;              // empty: the serving default (vllm)
 };
 
 /// Reads a scenario from TOML (the same keys as the fields above, plus an [assume] table). InputError
@@ -57,6 +60,8 @@ struct Option {
   // Serving.
   double latency_p99_ms = 0, capacity_rps = 0;
   double ttft_ms = 0, per_token_ms = 0;  // decoder serving: time to first token, then per generated token
+  std::optional<double> usd_per_million_tokens;  // decoder serving: the cost basis over the output tokens served
+  int tp = 1;                     // decoder serving: tensor-parallel GPUs per replica
   int tenants_per_card = 0;
   std::string isolation;
   // Cost.

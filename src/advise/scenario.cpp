@@ -39,7 +39,8 @@ Scenario read_scenario(const std::string& path, Assumptions& assumptions, const 
   Scenario s;
   static const std::vector<std::string> keys = {"name", "workload", "task", "finetune", "precision", "tokens", "samples",
                                                 "hours", "tenants", "sla_p99_ms", "requests_per_s", "budget_usd",
-                                                "purchase", "gpus", "seq_len", "gen_len", "assume"};
+                                                "purchase", "gpus", "seq_len", "gen_len", "assume", "sla_ttft_ms",
+                                                "sla_tpot_ms", "engine"};
   for (const auto& [k, node] : t) {
     const std::string key(k.str());
     const auto at = where(path, node);
@@ -52,6 +53,9 @@ Scenario read_scenario(const std::string& path, Assumptions& assumptions, const 
     else if (key == "hours") s.hours = number(path, key, node);
     else if (key == "tenants") s.tenants = static_cast<int>(number(path, key, node));
     else if (key == "sla_p99_ms") s.sla_p99_ms = number(path, key, node);
+    else if (key == "sla_ttft_ms") s.sla_ttft_ms = number(path, key, node);
+    else if (key == "sla_tpot_ms") s.sla_tpot_ms = number(path, key, node);
+    else if (key == "engine") s.engine = text(path, key, node);
     else if (key == "requests_per_s") s.requests_per_s = number(path, key, node);
     else if (key == "budget_usd") s.budget_usd = number(path, key, node);
     else if (key == "purchase") s.purchase = text(path, key, node);

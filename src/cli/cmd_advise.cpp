@@ -27,6 +27,8 @@ struct AdviseArgs {
   std::string params;  // a size as decoder-<size> ids take it: 7e9, 13b, 500m
   bool params_given = false;
   double tokens = kUnset, samples = kUnset, hours = kUnset, sla = kUnset, rps = kUnset, budget = kUnset;
+  double sla_ttft = kUnset, sla_tpot = kUnset;
+  std::string engine;
   double utilization = kUnset, electricity = kUnset;
   int tenants = -1;  // unset
   std::int64_t seq_len = 0, gen_len = 0;
@@ -91,6 +93,9 @@ int run_advise(const AdviseArgs& a) {
   if (!std::isnan(a.samples)) s.work = a.samples;
   if (!std::isnan(a.hours)) s.hours = a.hours;
   if (!std::isnan(a.sla)) s.sla_p99_ms = a.sla;
+  if (!std::isnan(a.sla_ttft)) s.sla_ttft_ms = a.sla_ttft;
+  if (!std::isnan(a.sla_tpot)) s.sla_tpot_ms = a.sla_tpot;
+  if (!a.engine.empty()) s.engine = a.engine;
   if (!std::isnan(a.rps)) s.requests_per_s = a.rps;
   if (!std::isnan(a.budget)) s.budget_usd = a.budget;
   if (a.tenants != -1) s.tenants = a.tenants;
@@ -134,6 +139,9 @@ Runner add_advise_command(CLI::App& app) {
   sub->add_option("--hours", a->hours, "Deadline for the training run, hours");
   sub->add_option("--tenants", a->tenants, "Serving: tenants that share the fleet");
   sub->add_option("--sla-p99-ms", a->sla, "Serving: p99 latency target, ms");
+  sub->add_option("--sla-ttft-ms", a->sla_ttft, "LLM serving: time-to-first-token target, ms");
+  sub->add_option("--sla-tpot-ms", a->sla_tpot, "LLM serving: time-per-output-token target, ms");
+  sub->add_option("--engine", a->engine, "LLM serving engine: vllm (default), trt-llm, llama.cpp, hf-transformers");
   sub->add_option("--requests-per-s", a->rps, "Serving: mean requests per second (all tenants)");
   sub->add_option("--budget", a->budget, "Budget in USD (buying: up front; renting: the job or a month of serving)");
   sub->add_option("--purchase", a->purchase, "buy, rent or either (default either)");
