@@ -283,6 +283,27 @@ TEST(Cli, PredictJsonAndErrors) {
   expect_usage_error(run_gpuvs("predict --workload bert-base --gpu rtx-4090 --precision fp64"), "unknown precision");
 }
 
+TEST(Cli, PredictServesLlmsAndRefusesBadServingRequests) {
+  const auto r = run_gpuvs("predict --workload llama3-70b --gpu h100-sxm --gpus 8 --mode infer --precision fp8 --options 'framework=trt-llm;tp=8' --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["throughput"]["unit"], "output tokens/s");
+  EXPECT_EQ(j["engine"], "trt-llm");
+  EXPECT_EQ(j["tp"], 8);
+  EXPECT_TRUE(j["batch_chosen"].get<bool>());
+  EXPECT_TRUE(j["memory_per_gpu_gb"]["fits"].get<bool>());
+  const auto off = run_gpuvs("predict --workload llama3-70b --gpu rtx-4090 --mode decode --precision q4_k_m --options 'framework=llama.cpp'");
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  EXPECT_NE(off.out.find("blocks on the GPU"), std::string::npos) << off.out;
+  expect_usage_error(run_gpuvs("predict --workload llama3-8b --gpu h100-sxm --mode decode --precision int3"), "weight format 'int3'");
+  expect_usage_error(run_gpuvs("predict --workload llama3-8b --gpu h100-sxm --mode decode --options 'framework=tgi'"), "engine 'tgi'");
+  expect_usage_error(run_gpuvs("predict --workload llama3-8b --gpu h100-sxm --mode infer --options 'seq_len=512'"), "prompt_len");
+  expect_usage_error(run_gpuvs("predict --workload resnet50 --gpu h100-sxm --mode decode"), "prices decoders");
+  expect_usage_error(run_gpuvs("predict --workload llama3-8b --gpu h100-sxm --mode serve"), "not a mode");
+  expect_usage_error(run_gpuvs("advise --task infer --workload llama3-8b --engine tgi"), "engine 'tgi'");
+  expect_usage_error(run_gpuvs("advise --workload llama3-8b --sla-tpot-ms 20"), "use --task infer");
+}
+
 TEST(Cli, ValidateTableAndJson) {
   const std::string data = std::string(GPUVS_SOURCE_DIR) + "/data/validation/lambda-pytorch-2023.csv";
   const auto r = run_gpuvs("validate --data " + data);
