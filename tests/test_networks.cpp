@@ -271,6 +271,9 @@ TEST(Networks, PublishedDecoderPresetsHaveTheirPublishedCounts) {
   EXPECT_EQ(exact("llama2-70b"), 68976648192);
   EXPECT_EQ(exact("llama-70b"), 68976648192);  // the older id for Llama 2 70B still works
   EXPECT_EQ(exact("llama3-70b"), 70553706496);
+  EXPECT_EQ(exact("llama3.1-8b"), 8030261248);
+  EXPECT_EQ(exact("llama3.1-70b"), 70553706496);
+  EXPECT_EQ(exact("llama3.3-70b"), 70553706496);
   EXPECT_EQ(exact("llama3.1-405b"), 405853388800);
   EXPECT_EQ(exact("mistral-7b"), 7241732096);
   // GPT-2: GPT2LMHeadModel with the head tied to wte: embeddings, 1024 positions, biased LayerNorms

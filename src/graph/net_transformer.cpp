@@ -180,11 +180,11 @@ DecoderConfig decoder_preset(const std::string& id) {
   else if (id == "mpt-30b") mpt(48, 7168, 64);
   else if (id == "mpt-70b") mpt(80, 8192, 64);
   else if (id == "llama-7b") llama(32, 4096, 32, 32, 11008, 32000, 2048);
-  else if (id == "llama3-8b") llama(32, 4096, 32, 8, 14336, 128256, 8192);
+  else if (id == "llama3-8b" || id == "llama3.1-8b") llama(32, 4096, 32, 8, 14336, 128256, 8192);
   else if (id == "llama-13b") llama(40, 5120, 40, 40, 13824, 32000, 4096);
   else if (id == "llama-70b" || id == "llama2-70b") llama(80, 8192, 64, 8, 28672, 32000, 4096);
   else if (id == "llama2-7b") llama(32, 4096, 32, 32, 11008, 32000, 4096);
-  else if (id == "llama3-70b") llama(80, 8192, 64, 8, 28672, 128256, 8192);
+  else if (id == "llama3-70b" || id == "llama3.1-70b" || id == "llama3.3-70b") llama(80, 8192, 64, 8, 28672, 128256, 8192);
   else if (id == "llama3.1-405b") llama(126, 16384, 128, 8, 53248, 128256, 8192);
   else if (id == "mistral-7b") llama(32, 4096, 32, 8, 14336, 32000, 8192);
   else if (id == "gpt2-124m") gpt(12, 768, 12, 50257, 1024);

@@ -136,6 +136,12 @@ std::vector<NetworkInfo> make_networks() {
                            68976648192, "Llama-2-70b-hf: 68,976,648,192"));
   v.push_back(decoder_info("llama3-70b", "Llama 3 70B (80 layers, d 8192, 8 KV heads, vocab 128256, 8192 tokens)",
                            70553706496, "Meta-Llama-3-70B: 70,553,706,496"));
+  v.push_back(decoder_info("llama3.1-8b", "Llama 3.1 8B (the Llama 3 8B shape; RoPE scaled to 128K positions)", 8030261248,
+                           "Meta-Llama-3.1-8B (Hugging Face config, the Llama 3 8B shape): 8,030,261,248"));
+  v.push_back(decoder_info("llama3.1-70b", "Llama 3.1 70B (the Llama 3 70B shape; RoPE scaled to 128K positions)", 70553706496,
+                           "Meta-Llama-3.1-70B (Hugging Face config, the Llama 3 70B shape): 70,553,706,496"));
+  v.push_back(decoder_info("llama3.3-70b", "Llama 3.3 70B (the Llama 3.1 70B architecture, new weights)", 70553706496,
+                           "Llama-3.3-70B-Instruct (Hugging Face config, the Llama 3.1 70B shape): 70,553,706,496"));
   v.push_back(decoder_info("llama3.1-405b",
                            "Llama 3.1 405B (126 layers, d 16384, 128 heads, 8 KV heads, SwiGLU 53248, vocab 128256, "
                            "8192 tokens)",
