@@ -301,6 +301,12 @@ TEST(Cli, PredictServesLlmsAndRefusesBadServingRequests) {
   expect_usage_error(run_gpuvs("predict --workload resnet50 --gpu h100-sxm --mode decode"), "prices decoders");
   expect_usage_error(run_gpuvs("predict --workload llama3-8b --gpu h100-sxm --mode serve"), "not a mode");
   expect_usage_error(run_gpuvs("advise --task infer --workload llama3-8b --engine tgi"), "engine 'tgi'");
+  const auto cmp = run_gpuvs("compare h100-sxm a100-80gb-sxm --workload llama3-8b --mode infer --precision bf16 --json");
+  ASSERT_EQ(cmp.exit_code, 0) << cmp.err;
+  const auto cj = nlohmann::json::parse(cmp.out);
+  EXPECT_EQ(cj["gpus"][0]["throughput"]["unit"], "output tokens/s");
+  EXPECT_LT(cj["gpus"][1]["ratio"].get<double>(), 1.0);
+  expect_usage_error(run_gpuvs("compare h100-sxm --workload resnet50 --gpus-each 2"), "--gpus-each applies to LLM serving");
   expect_usage_error(run_gpuvs("advise --workload llama3-8b --sla-tpot-ms 20"), "use --task infer");
 }
 

@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "graph/networks.hpp"
+#include "perf/compare.hpp"
 #include "perf/predict.hpp"
 #include "perf/serving.hpp"
 #include "perf/serving_engine.hpp"
@@ -153,6 +154,27 @@ TEST(Serving, TooBigForTheCardOffloadsLayersToSystemRam) {
   EXPECT_FALSE(all.fits);
   // A model that fits keeps every block on the GPU.
   EXPECT_EQ(serve("llama-7b", "rtx-4090", "decode", "q4_0", "framework=llama.cpp", 1).gpu_layers, 32);
+}
+
+TEST(Serving, CompareServingRanksCardsAndSaysWhatACardCannotServe) {
+  ServingRequest r;
+  r.workload = "llama3-8b";
+  r.mode = "infer";
+  r.format = "fp8";
+  r.options = {{"framework", "vllm"}};
+  const auto e = compare_serving(cat(), {"h100-sxm", "a100-80gb-sxm", "l40s"}, r);
+  ASSERT_EQ(e.size(), 3u);
+  ASSERT_TRUE(e[0].prediction);
+  EXPECT_DOUBLE_EQ(e[0].ratio, 1.0);
+  EXPECT_FALSE(e[1].prediction);  // no FP8 on Ampere: a finding, not a failure
+  EXPECT_NE(e[1].why.find("FP8"), std::string::npos) << e[1].why;
+  ASSERT_TRUE(e[2].prediction);
+  EXPECT_LT(e[2].ratio, 1.0);
+  // A million output tokens at the cloud rate: GPU-hours per million times $/h.
+  ASSERT_TRUE(e[0].usd_per_million);
+  EXPECT_NEAR(*e[0].usd_per_million, 1e6 / (e[0].prediction->throughput * 3600.0) * *cat().find("h100-sxm").cloud_usd_per_hr, 1e-12);
+  r.format = "q4_0";  // no card can make vllm run GGUF: the request is wrong, not the cards
+  EXPECT_THROW(compare_serving(cat(), {"h100-sxm"}, r), InputError);
 }
 
 TEST(Serving, BadRequestsAreOneLineErrors) {

@@ -10,7 +10,9 @@
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "core/units.hpp"
+#include "graph/networks.hpp"
 #include "perf/compare.hpp"
+#include "perf/serving.hpp"
 
 namespace gpuvs::cli {
 
@@ -21,6 +23,7 @@ struct CompareArgs {
   std::string workload = "seed-mlp", precision = "tf32", mode = "train", options;
   std::vector<std::string> catalogs;
   std::int64_t batch = 0;
+  int gpus_each = 1;  // serving: GPUs per system (tp x replicas)
   bool json = false;
 };
 
@@ -53,6 +56,81 @@ void print_table(const std::vector<std::pair<std::string, std::vector<std::strin
   }
 }
 
+/// LLM serving side by side (decoders with --mode prefill, decode or infer).
+int run_compare_serving(const CompareArgs& a, const catalog::Catalog& cat) {
+  perf::ServingRequest r;
+  r.workload = a.workload;
+  r.mode = a.mode;
+  r.batch = a.batch;
+  r.gpus = a.gpus_each;
+  r.format = perf::serving_format_for(a.precision);
+  r.options = perf::parse_option_pairs(a.options);
+  const auto entries = perf::compare_serving(cat, a.gpus, r);
+  const auto usd = [](const std::optional<double>& v) { return v ? units::format_usd(*v) : std::string("-"); };
+  if (a.json) {
+    nlohmann::json arr = nlohmann::json::array();
+    for (const auto& e : entries) {
+      nlohmann::json j{{"gpu", e.gpu->id}};
+      if (!e.prediction) {
+        j["cannot_serve"] = e.why;
+      } else {
+        const auto& p = *e.prediction;
+        j.update({{"throughput", {{"value", p.throughput}, {"unit", p.unit}, {"per", "system"}}},
+                  {"ratio", e.ratio},
+                  {"batch", p.batch},
+                  {"time_to_first_token_s", p.ttft_s},
+                  {"per_output_token_s", p.tpot_s},
+                  {"weights_gb_per_gpu", p.weight_bytes / 1e9},
+                  {"max_concurrency", p.max_concurrency},
+                  {"fits", p.fits},
+                  {"engine", p.engine},
+                  {"format", p.format},
+                  {"usd_per_million", e.usd_per_million ? nlohmann::json(*e.usd_per_million) : nlohmann::json()},
+                  {"owned_usd_per_million", e.owned_usd_per_million ? nlohmann::json(*e.owned_usd_per_million) : nlohmann::json()}});
+      }
+      arr.push_back(j);
+    }
+    fmt::print("{}\n", nlohmann::json{{"schema_version", 1}, {"workload", a.workload}, {"mode", a.mode}, {"gpus", arr}}.dump(2));
+    return 0;
+  }
+  const perf::ServingPrediction* any = nullptr;
+  for (const auto& e : entries)
+    if (e.prediction && !any) any = &*e.prediction;
+  fmt::print("{} {} ({} weights, {} engine{}), {} GPU(s) each\n", a.workload, a.mode, any ? any->format : r.format,
+             any ? any->engine : "-", any && any->mode != "prefill" ? fmt::format(", {} + {} tokens", any->prompt_len, any->gen_len) : "",
+             a.gpus_each);
+  std::vector<std::pair<std::string, std::vector<std::string>>> rows;
+  std::vector<std::string> head;
+  for (const auto& e : entries) head.push_back(e.gpu->id);
+  rows.push_back({"", head});
+  auto row = [&](const std::string& label, auto cell) {
+    std::vector<std::string> cells;
+    for (const auto& e : entries) cells.push_back(e.prediction ? cell(*e.prediction, e) : std::string("-"));
+    rows.push_back({label, cells});
+  };
+  row(any ? any->unit : "throughput", [](const perf::ServingPrediction& p, const perf::ServingCompareEntry&) { return units::format_si(p.throughput); });
+  row("ratio", [](const perf::ServingPrediction&, const perf::ServingCompareEntry& e) { return fmt::format("{:.2f}x", e.ratio); });
+  row(a.mode == "infer" ? "in flight" : "batch", [](const perf::ServingPrediction& p, const perf::ServingCompareEntry&) { return std::to_string(p.batch); });
+  if (a.mode != "prefill") {
+    row("first token", [](const perf::ServingPrediction& p, const perf::ServingCompareEntry&) { return units::format_seconds(p.ttft_s); });
+    row("per token", [](const perf::ServingPrediction& p, const perf::ServingCompareEntry&) { return units::format_seconds(p.tpot_s); });
+  }
+  row("weights/GPU", [](const perf::ServingPrediction& p, const perf::ServingCompareEntry&) { return fmt::format("{:.1f} GB", p.weight_bytes / 1e9); });
+  row("max in flight", [](const perf::ServingPrediction& p, const perf::ServingCompareEntry&) { return std::to_string(p.max_concurrency); });
+  row("fits", [](const perf::ServingPrediction& p, const perf::ServingCompareEntry&) {
+    return p.fits ? (p.gpu_layers < p.layers ? fmt::format("offloads {} of {} blocks", p.layers - p.gpu_layers, p.layers) : std::string("yes"))
+                  : std::string("NO");
+  });
+  row("$/M tokens cloud", [&](const perf::ServingPrediction&, const perf::ServingCompareEntry& e) { return usd(e.usd_per_million); });
+  row("$/M tokens owned", [&](const perf::ServingPrediction&, const perf::ServingCompareEntry& e) { return usd(e.owned_usd_per_million); });
+  print_table(rows, 16, 12);
+  for (const auto& e : entries)
+    if (!e.prediction) fmt::print("  {} cannot serve it: {}\n", e.gpu->id, e.why);
+  fmt::print("Cost per million output tokens at full load: the card's cloud $/h, or owning it (3 years at full use, TDP at "
+             "$0.15/kWh, PUE 1.3).\n");
+  return 0;
+}
+
 int run_compare(CompareArgs a) {
   catalog::Catalog cat = catalog::Catalog::builtin();
   for (const auto& f : a.catalogs) cat.add_file(f);
@@ -61,8 +139,13 @@ int run_compare(CompareArgs a) {
     a.gpus = {"rtx-4090", "a100-80gb-sxm"};
     if (a.batch == 0 && a.workload == "seed-mlp") a.batch = 32;  // Keras's default batch size
   }
-  if (a.mode != "train" && a.mode != "infer")
-    throw InputError(fmt::format("--mode '{}' is not a mode (expected train or infer)", strings::printable(a.mode)));
+  if (a.mode != "train" && !perf::is_serving_mode(a.mode))
+    throw InputError(fmt::format("--mode '{}' is not a mode (expected train, infer, prefill or decode)", strings::printable(a.mode)));
+  if (a.gpus_each < 1 || a.gpus_each > 64) throw InputError(fmt::format("--gpus-each must be in [1, 64], got {}", a.gpus_each));
+  if (a.mode == "prefill" || a.mode == "decode" ||
+      (a.mode == "infer" && graph::resolve_network(a.workload, perf::parse_option_pairs(a.options)).family == "decoder"))
+    return run_compare_serving(a, cat);
+  if (a.gpus_each != 1) throw InputError("--gpus-each applies to LLM serving (tensor-parallel replicas)");
   const perf::Comparison c = perf::compare(cat, a.gpus, a.workload, perf::parse_precision(a.precision), a.batch,
                                            a.mode == "train", perf::parse_options(a.options));
   const std::string unit = c.entries.front().single.unit;
@@ -158,8 +241,9 @@ Runner add_compare_command(CLI::App& app) {
   sub->add_option("--workload", a->workload, "Workload id")->capture_default_str();
   sub->add_option("--precision", a->precision, "fp32, tf32, amp-fp16, amp-bf16, amp-fp8, fp16, bf16")->capture_default_str();
   sub->add_option("--batch", a->batch, "Batch per GPU (default: the workload family's; 32 for the seed question)");
-  sub->add_option("--mode", a->mode, "train or infer")->capture_default_str();
-  sub->add_option("--options", a->options, "k=v;k=v: seq_len, flash_attention");
+  sub->add_option("--mode", a->mode, "train or infer; decoders also prefill and decode (LLM serving)")->capture_default_str();
+  sub->add_option("--options", a->options, "k=v;k=v: seq_len, flash_attention; serving: prompt_len, gen_len, tp, framework, kv_dtype");
+  sub->add_option("--gpus-each", a->gpus_each, "LLM serving: GPUs per system (with tp=N in --options)")->capture_default_str();
   sub->add_option("--catalog", a->catalogs, "Add devices from a TOML file (repeatable)");
   sub->add_flag("--json", a->json, "JSON output");
   return [a] { return run_compare(*a); };

@@ -127,4 +127,36 @@ Comparison compare(const catalog::Catalog& cat, const std::vector<std::string>& 
   return c;
 }
 
+std::vector<ServingCompareEntry> compare_serving(const catalog::Catalog& cat, const std::vector<std::string>& gpus,
+                                                 const ServingRequest& base) {
+  std::vector<ServingCompareEntry> out;
+  for (const auto& id : gpus) {
+    ServingCompareEntry e;
+    e.gpu = &cat.find(id);
+    ServingRequest r = base;
+    r.gpu = e.gpu->id;
+    try {
+      e.prediction = predict_serving(cat, r);
+    } catch (const InputError& err) {
+      // What the card cannot do (a format it lacks, a model that leaves no room) is a finding, not a failure;
+      // a request no card could run fails for the first and is reported as such.
+      const std::string what = err.what();
+      if (what.find("unknown") != std::string::npos || what.find("not a serving") != std::string::npos ||
+          what.find("does not run the") != std::string::npos)
+        throw;
+      e.why = what;
+    }
+    if (e.prediction) {
+      const double gpu_hours_per_million = 1e6 / (e.prediction->throughput * 3600.0) * e.prediction->gpus;
+      if (e.gpu->cloud_usd_per_hr) e.usd_per_million = gpu_hours_per_million * *e.gpu->cloud_usd_per_hr;
+      if (const auto owned = owned_usd_per_hour(*e.gpu)) e.owned_usd_per_million = gpu_hours_per_million * *owned;
+    }
+    out.push_back(std::move(e));
+  }
+  const double first = !out.empty() && out.front().prediction ? out.front().prediction->throughput : 0;
+  for (auto& e : out)
+    if (e.prediction && first > 0) e.ratio = e.prediction->throughput / first;
+  return out;
+}
+
 }  // namespace gpuvs::perf

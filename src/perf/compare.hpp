@@ -8,6 +8,7 @@
 
 #include "catalog/catalog.hpp"
 #include "perf/predict.hpp"
+#include "perf/serving.hpp"
 
 namespace gpuvs::perf {
 
@@ -50,6 +51,20 @@ struct Comparison {
 Comparison compare(const catalog::Catalog& cat, const std::vector<std::string>& gpus, const std::string& workload,
                    Precision precision, std::int64_t batch, bool training,
                    const std::map<std::string, std::string>& options = {});
+
+/// LLM serving side by side: each GPU's prediction for the same request (perf/serving.hpp), its ratio to
+/// the first, and what a million output tokens cost at that rate (cloud $/h, or owning the card).
+struct ServingCompareEntry {
+  const catalog::Gpu* gpu = nullptr;
+  std::optional<ServingPrediction> prediction;  // empty when the card cannot serve it (`why`)
+  std::string why;
+  double ratio = 0;
+  std::optional<double> usd_per_million, owned_usd_per_million;
+};
+/// `base.gpu` is ignored; every GPU gets `base`'s request. A card that cannot run it (format, memory) gets
+/// its reason instead; unknown GPUs, formats or engines are InputErrors.
+std::vector<ServingCompareEntry> compare_serving(const catalog::Catalog& cat, const std::vector<std::string>& gpus,
+                                                 const ServingRequest& base);
 
 /// The largest per-GPU batch (up to `limit`) whose predicted memory fits; 0 if batch 1 does not.
 std::int64_t largest_batch_that_fits(const catalog::Catalog& cat, PredictRequest req, std::int64_t limit);
