@@ -276,6 +276,7 @@ TEST(Networks, PublishedDecoderPresetsHaveTheirPublishedCounts) {
   EXPECT_EQ(exact("llama3.3-70b"), 70553706496);
   EXPECT_EQ(exact("llama3.1-405b"), 405853388800);
   EXPECT_EQ(exact("mistral-7b"), 7241732096);
+  EXPECT_EQ(exact("mixtral-8x7b"), 46702792704);  // every expert's weights, though a token uses 2 of 8
   // GPT-2: GPT2LMHeadModel with the head tied to wte: embeddings, 1024 positions, biased LayerNorms
   // (two per block and the final one) and biases on every projection.
   EXPECT_EQ(exact("gpt2-124m"), 124439808);

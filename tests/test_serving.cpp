@@ -101,6 +101,19 @@ TEST(Serving, DecodeIsBoundedByReadingEveryWeightOncePerToken) {
   EXPECT_GT(b.tpot_s, p.tpot_s);
 }
 
+TEST(Serving, MixtureOfExpertsReadsOnlyTheExpertsABatchTouches) {
+  // Mixtral 8x7B: 46.7 B parameters, 2 of 8 experts per token. One token reads the shared weights and two
+  // experts per block; 64 tokens touch nearly all eight.
+  const auto d = graph::decoder_preset("mixtral-8x7b");
+  const double expert = 3.0 * 4096.0 * 14336.0 * 2.0 * d.layers;  // one expert's SwiGLU weights in every block, BF16
+  const auto one = serve("mixtral-8x7b", "h100-sxm", "decode", "bf16", "tp=2", 1, 2);
+  const auto many = serve("mixtral-8x7b", "h100-sxm", "decode", "bf16", "tp=2", 64, 2);
+  const double shared = one.weight_bytes * 2 - 8 * expert;  // all ranks' weights less every expert
+  EXPECT_NEAR(one.step.weight_bytes_read * 2, shared - 2.0 * 32000 * 4096 * 2 * 0.5 + 2 * expert, 0.05 * (shared + 2 * expert));
+  EXPECT_GT(many.step.weight_bytes_read * 2, shared + 7.9 * expert - 2.0 * 32000 * 4096 * 2);
+  EXPECT_NEAR(one.weight_bytes * 2, 46702792704.0 * 2, 46702792704.0 * 2 * 1e-3);
+}
+
 TEST(Serving, PrefillIsComputeBoundAndQuantizedPrefillPaysItsDequantizePass) {
   const auto f16 = serve("llama-7b", "rtx-4090", "prefill", "fp16", "framework=llama.cpp;prompt_len=512", 1);
   EXPECT_GT(f16.step.gemm_s, 0.5 * f16.step.seconds);

@@ -106,6 +106,9 @@ std::map<NodeId, NodeId> append_gradients(Graph& g, NodeId root, NodeId seed) {
       case OpKind::repeat:
         if (wants(n.inputs[0])) accumulate(n.inputs[0], g.reduce_to(base, dy, n.inputs[0]));
         break;
+      case OpKind::reduce_to:  // a sum over copies: each copy gets the whole gradient
+        if (wants(n.inputs[0])) accumulate(n.inputs[0], g.repeat(base, dy, g.node(n.inputs[0]).shape));
+        break;
       case OpKind::embedding:
         if (wants(n.inputs[1])) accumulate(n.inputs[1], g.embedding_grad(base, dy, id));
         break;

@@ -187,6 +187,11 @@ DecoderConfig decoder_preset(const std::string& id) {
   else if (id == "llama3-70b" || id == "llama3.1-70b" || id == "llama3.3-70b") llama(80, 8192, 64, 8, 28672, 128256, 8192);
   else if (id == "llama3.1-405b") llama(126, 16384, 128, 8, 53248, 128256, 8192);
   else if (id == "mistral-7b") llama(32, 4096, 32, 8, 14336, 32000, 8192);
+  else if (id == "mixtral-8x7b") {
+    llama(32, 4096, 32, 8, 14336, 32000, 8192);
+    c.experts = 8;
+    c.experts_per_token = 2;
+  }
   else if (id == "gpt2-124m") gpt(12, 768, 12, 50257, 1024);
   else if (id == "gpt2-350m") gpt(24, 1024, 16, 50257, 1024);
   else if (id == "gpt2-774m") gpt(36, 1280, 20, 50257, 1024);
@@ -285,7 +290,28 @@ Graph build_decoder(const NetworkOptions& opt, const DecoderConfig& cfg) {
                     cfg.linear_bias, 0.0, opt.decode_context);
     x = g.add(p + "/attn_residual", x, h);
     h = b.norm(p + "/norm_2", x, cfg.rms_norm, cfg.norm_bias);
-    if (cfg.swiglu) {
+    if (cfg.experts > 0) {
+      // Mixture of experts under balanced routing (what the load-balancing loss aims for): every token is
+      // copied to its experts, each expert runs its SwiGLU MLP on its share, and the copies are summed back
+      // (the gate-weighted sum). The experts are one batched GEMM over an [experts, tokens, hidden] tensor.
+      // When tokens x experts_per_token does not divide evenly, slots are padded up to a whole number of
+      // copies per token (a capacity factor). The router's logits and softmax are priced; the top-k
+      // selection is not an op here, so no gradient reaches the router.
+      const std::int64_t rows = batch * seq, E = cfg.experts;
+      std::int64_t copies = cfg.experts_per_token;
+      while ((rows * copies) % E != 0) ++copies;
+      const std::int64_t cap = rows * copies / E;
+      g.softmax(p + "/moe.gates", b.linear(p + "/moe.router", h, E, false));
+      const bool trainable = opt.lora_rank == 0;
+      const NodeId slots = g.reshape(p + "/moe.slots", g.repeat(p + "/moe.dispatch", h, {rows * copies, cfg.hidden}), {E, cap, cfg.hidden});
+      const NodeId wg = g.param(p + "/moe.experts.gate/weight", {E, cfg.hidden, shard.ffn}, opt.dtype, trainable);
+      const NodeId wu = g.param(p + "/moe.experts.up/weight", {E, cfg.hidden, shard.ffn}, opt.dtype, trainable);
+      const NodeId wd = g.param(p + "/moe.experts.down/weight", {E, shard.ffn, cfg.hidden}, opt.dtype, trainable);
+      const NodeId act = g.elementwise(p + "/moe.swiglu", EwFn::swiglu,
+                                       {g.batch_matmul(p + "/moe.gate", slots, wg), g.batch_matmul(p + "/moe.up", slots, wu)});
+      const NodeId out = g.reshape(p + "/moe.out", g.batch_matmul(p + "/moe.down", act, wd), {rows * copies, cfg.hidden});
+      h = g.reduce_to(p + "/moe.combine", out, h);
+    } else if (cfg.swiglu) {
       const NodeId gate = b.linear(p + "/mlp.gate", h, shard.ffn, cfg.linear_bias);
       const NodeId up = b.linear(p + "/mlp.up", h, shard.ffn, cfg.linear_bias);
       h = b.linear(p + "/mlp.down", g.elementwise(p + "/mlp.swiglu", EwFn::swiglu, {gate, up}), cfg.hidden,

@@ -150,6 +150,10 @@ std::vector<NetworkInfo> make_networks() {
                            "Mistral 7B (32 layers, d 4096, 8 KV heads, SwiGLU 14336, 8192 tokens; its 4096-token "
                            "sliding window is priced as full causal attention)",
                            7241732096, "Mistral-7B-v0.1: 7,241,732,096"));
+  v.push_back(decoder_info("mixtral-8x7b",
+                           "Mixtral 8x7B (32 layers, d 4096, 8 KV heads, 8 SwiGLU experts of 14336, 2 per token, "
+                           "vocab 32000; 12.9 B parameters active per token)",
+                           46702792704, "Mixtral-8x7B-v0.1 (Hugging Face config): 46,702,792,704"));
   v.push_back(decoder_info("gpt2-124m", "GPT-2 124M (12 layers, d 768, 1024 learned positions)", 124439808,
                            "Hugging Face gpt2 (GPT2LMHeadModel, head tied): 124,439,808"));
   v.push_back(decoder_info("gpt2-350m", "GPT-2 medium 350M (24 layers, d 1024, 1024 learned positions)", 354823168,
@@ -284,7 +288,9 @@ DecoderConfig sized_decoder_config(int layers) {
 std::int64_t decoder_params(const DecoderConfig& c) {
   const std::int64_t d = c.hidden, hd = c.hidden / c.heads, q = c.heads * hd, kv = c.kv_heads * hd, f = c.ffn;
   const std::int64_t norm = c.norm_bias ? 2 * d : d;
-  std::int64_t block = d * q + 2 * d * kv + q * d + (c.swiglu ? 3 : 2) * d * f + 2 * norm;
+  const std::int64_t experts = c.experts > 0 ? c.experts : 1;
+  std::int64_t block = d * q + 2 * d * kv + q * d + experts * (c.swiglu ? 3 : 2) * d * f + 2 * norm;
+  if (c.experts > 0) block += d * c.experts;  // the router
   if (c.linear_bias) block += q + 2 * kv + d + (c.swiglu ? 2 * f : f) + d;
   return c.vocab * d * (c.tied_embeddings ? 1 : 2) + (c.learned_positions ? c.seq_len * d : 0) + c.layers * block + norm;
 }

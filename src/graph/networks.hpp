@@ -82,6 +82,9 @@ struct DecoderConfig {
   bool rope = false;           // rotary positions (LLaMA); MPT uses ALiBi (no params), GPT-2 learned
   bool learned_positions = false;
   bool tied_embeddings = false;
+  // Mixture of experts (Mixtral): each block's MLP is `experts` SwiGLU experts of inner size `ffn` and a
+  // router; every token goes to `experts_per_token` of them. 0 experts: a dense MLP.
+  int experts = 0, experts_per_token = 0;
 };
 
 struct NetworkInfo {
@@ -136,7 +139,8 @@ struct SizedDecoder {
 };
 /// The rule's decoder with `layers` blocks.
 DecoderConfig sized_decoder_config(int layers);
-/// Exact parameter count of a LLaMA-style decoder config (no biases, RMSNorm; GQA, tied embeddings allowed).
+/// Exact parameter count of a LLaMA-style decoder config (no biases, RMSNorm; GQA, tied embeddings and
+/// mixtures of experts allowed).
 std::int64_t decoder_params(const DecoderConfig& cfg);
 /// The rule's decoder nearest `params`; InputError naming `what` outside [kSizedDecoderMinParams, kSizedDecoderMaxParams].
 SizedDecoder sized_decoder(double params, const std::string& what = "decoder size");

@@ -131,9 +131,29 @@ void price_block(const Setup& s, int l, const TokenMix& mix, IterationCost& c, c
   price_linear(s, m, h, kv_heads * hd, bits("attn_k"), c);
   price_linear(s, m, h, kv_heads * hd, bits("attn_v"), c);
   price_linear(s, m, q_heads * hd, h, bits("attn_output"), c);
-  if (d.swiglu) price_linear(s, m, h, ffn, bits("ffn_gate"), c);
-  price_linear(s, m, h, ffn, bits("ffn_up"), c);
-  price_linear(s, m, ffn, h, bits("ffn_down"), c);
+  if (d.experts > 0) {
+    // Mixture of experts: the router, then each expert a batch of tokens touches. With m tokens each
+    // choosing k of E experts at random, E (1 - (1 - k/E)^m) distinct experts have their weights read, and
+    // they share the m k token-slots.
+    price_linear(s, m, h, d.experts, 16.0, c);
+    const double E = d.experts, k = d.experts_per_token;
+    const double touched = E * (1.0 - std::pow(1.0 - k / E, m));
+    const double rows = m * k / touched;
+    IterationCost one;
+    if (d.swiglu) price_linear(s, rows, h, ffn, bits("ffn_gate"), one);
+    price_linear(s, rows, h, ffn, bits("ffn_up"), one);
+    price_linear(s, rows, ffn, h, bits("ffn_down"), one);
+    c.gemm_s += one.gemm_s * touched;
+    c.dequant_s += one.dequant_s * touched;
+    c.elementwise_s += one.elementwise_s * touched;
+    c.seconds += one.seconds * touched;
+    c.weight_bytes_read += one.weight_bytes_read * touched;
+    c.flops += one.flops * touched;
+  } else {
+    if (d.swiglu) price_linear(s, m, h, ffn, bits("ffn_gate"), c);
+    price_linear(s, m, h, ffn, bits("ffn_up"), c);
+    price_linear(s, m, ffn, h, bits("ffn_down"), c);
+  }
   // Attention. Decode reads every cached K and V of its sequences; prefill does causal FLOPs (and, unfused,
   // writes and reads the score matrix).
   double attn = 0;
@@ -158,7 +178,8 @@ void price_block(const Setup& s, int l, const TokenMix& mix, IterationCost& c, c
   c.attention_s += attn;
   c.seconds += attn;
   // Two norms and two residual adds over the hidden state, RoPE on Q and K, the MLP activation.
-  const double ew = m * s.engine->activation_bytes * (2.0 * 2.0 * h + 2.0 * 3.0 * h + 2.0 * (q_heads + kv_heads) * hd + 3.0 * ffn);
+  const double mlp_width = ffn * (d.experts > 0 ? d.experts_per_token : 1);
+  const double ew = m * s.engine->activation_bytes * (2.0 * 2.0 * h + 2.0 * 3.0 * h + 2.0 * (q_heads + kv_heads) * hd + 3.0 * mlp_width);
   const double ew_s = ew / (a.bandwidth * memory_efficiency(ew, a.eff));
   c.elementwise_s += ew_s;
   c.seconds += ew_s;

@@ -177,14 +177,15 @@ WeightBytes weight_bytes(const graph::DecoderConfig& d, const WeightFormat& f, c
   WeightBytes w;
   const double h = static_cast<double>(d.hidden), hd = h / d.heads;
   const double q = d.heads * hd, kv = d.kv_heads * hd, ffn = static_cast<double>(d.ffn), vocab = static_cast<double>(d.vocab);
+  const double experts = d.experts > 0 ? d.experts : 1.0;  // a mixture of experts holds every expert's MLP
   const std::vector<std::pair<std::string, double>> shapes = {
       {"attn_q", h * q}, {"attn_k", h * kv}, {"attn_v", h * kv}, {"attn_output", q * h},
-      {"ffn_gate", d.swiglu ? h * ffn : 0.0}, {"ffn_up", h * ffn}, {"ffn_down", ffn * h}};
+      {"ffn_gate", d.swiglu ? experts * h * ffn : 0.0}, {"ffn_up", experts * h * ffn}, {"ffn_down", experts * ffn * h}};
   // Norms (and biases) stay in 32 bits in GGUF files, 16 bits elsewhere: under 0.01% of the bytes.
   const double small_bytes = (f.base_type.empty() ? 2.0 : 4.0) *
                              ((d.norm_bias ? 4.0 : 2.0) * h + (d.linear_bias ? q + 2 * kv + h + (d.swiglu ? 2 : 1) * ffn + h : 0.0));
   for (int l = 0; l < d.layers; ++l) {
-    double bytes = small_bytes;
+    double bytes = small_bytes + (d.experts > 0 ? 2.0 * h * d.experts : 0.0);  // the router, kept in 16 bits
     for (const auto& [name, n] : shapes) bytes += n * tensor_bits(f, name, l, d.layers, data) / 8.0;
     w.per_layer.push_back(bytes);
     w.layers += bytes;
