@@ -322,7 +322,8 @@ TEST(Advise, LlmServingMeetsLatencyTargetsWithInflightBatching) {
   EXPECT_EQ(h->strategy, "serve-llm");
   EXPECT_GT(h->ttft_ms, 0);
   EXPECT_LE(h->per_token_ms, 30);
-  EXPECT_NEAR(h->latency_p99_ms, 2.0 * (h->ttft_ms + 128 * h->per_token_ms), 1e-6 * h->latency_p99_ms);
+  EXPECT_GT(h->latency_p99_ms, h->ttft_ms + 128 * h->per_token_ms);  // the p99 arrival waits longer than the mean
+  EXPECT_LT(h->latency_p99_ms, 1.1 * (h->ttft_ms + 128 * h->per_token_ms));
   ASSERT_TRUE(h->cost_usd && h->usd_per_million_tokens);
   const double tokens_per_month = 2.0 * 128 * 3600 * advise::Assumptions::defaults().get("hours_per_month");
   EXPECT_NEAR(*h->usd_per_million_tokens, *h->cost_usd / tokens_per_month * 1e6, 1e-9 * *h->usd_per_million_tokens);

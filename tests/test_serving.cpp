@@ -190,6 +190,34 @@ TEST(Serving, CompareServingRanksCardsAndSaysWhatACardCannotServe) {
   EXPECT_THROW(compare_serving(cat(), {"h100-sxm"}, r), InputError);
 }
 
+TEST(Serving, LatencyRisesWithLoadAndTheCurveEndsAtCapacity) {
+  ServingRequest r;
+  r.workload = "llama3-8b";
+  r.gpu = "h100-sxm";
+  r.mode = "infer";
+  r.format = "fp8";
+  r.options = {{"framework", "vllm"}, {"prompt_len", "1024"}, {"gen_len", "256"}};
+  const auto curve = serving_load_curve(cat(), r);
+  ASSERT_GE(curve.size(), 5u);
+  EXPECT_EQ(curve.front().batch, 1);
+  EXPECT_EQ(curve.back().batch, predict_serving(cat(), r).batch);
+  for (std::size_t i = 1; i < curve.size(); ++i) {
+    EXPECT_GE(curve[i].throughput, curve[i - 1].throughput) << curve[i].batch;
+    EXPECT_GE(curve[i].tpot_s, curve[i - 1].tpot_s) << curve[i].batch;
+    EXPECT_GE(curve[i].ttft_s, curve[i - 1].ttft_s) << curve[i].batch;
+  }
+  for (const auto& q : curve) {
+    EXPECT_GT(q.ttft_p99_s, q.ttft_s);
+    EXPECT_NEAR(q.request_p99_s, q.ttft_p99_s + 256 * q.tpot_s, 1e-12);
+    // A first token needs its prompt prefilled: slower than a decode step when requests are few.
+    if (q.batch == 1) {
+      EXPECT_GT(q.ttft_s, q.tpot_s);
+    }
+  }
+  r.mode = "decode";
+  EXPECT_THROW(serving_load_curve(cat(), r), InputError);
+}
+
 TEST(Serving, BadRequestsAreOneLineErrors) {
   for (const auto& [call, expect] : std::vector<std::pair<std::function<void()>, std::string>>{
            {[] { serve("resnet50", "h100-sxm", "decode", "bf16", ""); }, "prices decoders"},

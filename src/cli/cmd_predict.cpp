@@ -58,7 +58,9 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat) {
         {"batch_chosen", p.batch_chosen},
         {"batch_limit", p.batch_limit},
         {"throughput", {{"value", p.throughput}, {"unit", p.unit}, {"per", "system"}, {"low", p.band_low}, {"high", p.band_high}}},
-        {"latency_s", {{"time_to_first_token", p.ttft_s}, {"per_output_token", p.tpot_s}, {"request", p.request_s}}},
+        {"latency_s",
+         {{"time_to_first_token", p.ttft_s}, {"time_to_first_token_p99", p.ttft_p99_s}, {"per_output_token", p.tpot_s},
+          {"request", p.request_s}, {"request_p99", p.request_p99_s}}},
         {"iteration_s",
          {{"total", c.seconds}, {"gemm", c.gemm_s}, {"dequant", c.dequant_s}, {"attention", c.attention_s}, {"elementwise", c.elementwise_s},
           {"lm_head", c.lm_head_s}, {"communication", c.comm_s}, {"launch", c.launch_s}, {"host", c.host_s}}},
@@ -72,6 +74,14 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat) {
         {"max_context", p.max_context},
         {"notes", p.notes},
     };
+    if (p.mode == "infer") {
+      nlohmann::json curve = nlohmann::json::array();
+      for (const auto& q : perf::serving_load_curve(cat, req))
+        curve.push_back({{"in_flight", q.batch}, {"output_tokens_per_s", q.throughput}, {"requests_per_s", q.throughput / static_cast<double>(q.gen_len)},
+                         {"time_to_first_token_s", q.ttft_s}, {"time_to_first_token_p99_s", q.ttft_p99_s},
+                         {"per_output_token_s", q.tpot_s}, {"request_p99_s", q.request_p99_s}});
+      j["load_curve"] = curve;
+    }
     fmt::print("{}\n", j.dump(2));
     return 0;
   }
@@ -93,14 +103,23 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat) {
                                            p.layers - p.gpu_layers)
                              : "");
   if (p.mode != "prefill")
-    fmt::print("  latency      first token {}, then {} per token; whole request {}\n", units::format_seconds(p.ttft_s),
-               units::format_seconds(p.tpot_s), units::format_seconds(p.request_s));
+    fmt::print("  latency      first token {} (p99 {}), then {} per token; whole request {} (p99 {})\n", units::format_seconds(p.ttft_s),
+               units::format_seconds(p.ttft_p99_s), units::format_seconds(p.tpot_s), units::format_seconds(p.request_s),
+               units::format_seconds(p.request_p99_s));
   fmt::print("  memory/GPU   weights {:.2f} GB, KV cache {:.2f} GB ({:.0f} KB per token) of a {:.2f} GB budget, runtime {:.2f} GB, card {:.2f} GB: {}\n",
              p.weight_bytes / 1e9, p.kv_bytes / 1e9, p.kv_bytes_per_token / 1e3, p.kv_budget_bytes / 1e9, p.runtime_bytes / 1e9,
              p.capacity_bytes / 1e9, p.fits ? "fits" : "DOES NOT FIT");
   fmt::print("  capacity     {} concurrent requests of {} tokens; one sequence up to {} tokens\n", p.max_concurrency,
              p.prompt_len + (p.mode == "prefill" ? 0 : p.gen_len), p.max_context);
   for (const auto& n : p.notes) fmt::print("  note         {}\n", n);
+  if (p.mode == "infer" && req.batch == 0) {
+    fmt::print("  latency against load (per system):\n    {:>9} {:>14} {:>10} {:>12} {:>12} {:>11} {:>12}\n", "in flight", "output tok/s",
+               "requests/s", "first token", "p99", "per token", "request p99");
+    for (const auto& q : perf::serving_load_curve(cat, req))
+      fmt::print("    {:>9} {:>14} {:>10} {:>12} {:>12} {:>11} {:>12}\n", q.batch, units::format_si(q.throughput),
+                 units::format_si(q.throughput / static_cast<double>(q.gen_len)), units::format_seconds(q.ttft_s), units::format_seconds(q.ttft_p99_s),
+                 units::format_seconds(q.tpot_s), units::format_seconds(q.request_p99_s));
+  }
   return 0;
 }
 

@@ -269,6 +269,19 @@ bool is_serving_mode(const std::string& mode) { return mode == "prefill" || mode
 
 const std::vector<std::string>& serving_option_keys() { return kServingKeys; }
 
+std::vector<ServingPrediction> serving_load_curve(const catalog::Catalog& cat, ServingRequest req) {
+  if (req.mode != "infer") throw InputError("a load curve is for --mode infer (whole requests)");
+  req.batch = 0;
+  const ServingPrediction top = predict_serving(cat, req);
+  std::vector<ServingPrediction> out;
+  for (std::int64_t c = 1; c < top.batch; c *= 2) {
+    req.batch = c;
+    out.push_back(predict_serving(cat, req));
+  }
+  out.push_back(top);
+  return out;
+}
+
 std::string serving_format_for(const std::string& precision) {
   if (precision == "amp-bf16") return "bf16";
   if (precision == "amp-fp16" || precision == "amp") return "fp16";
@@ -429,10 +442,10 @@ ServingPrediction predict_serving(const catalog::Catalog& cat, const ServingRequ
       mix.prefill_span = P / 2.0;
       mix.logits = b / chunks;
       p.step = iteration(s, mix);
-      p.ttft_s = p.step.seconds * chunks;
+      p.ttft_s = p.ttft_p99_s = p.step.seconds * chunks;
       p.throughput = tokens / p.ttft_s * p.replicas;
       p.unit = "tokens/s";
-      p.request_s = p.ttft_s;
+      p.request_s = p.request_p99_s = p.ttft_s;
     } else {
       // Decode: every step generates one token per sequence; attention over the cache is linear in the
       // context, so the mean step is the step at the mean context.
@@ -444,7 +457,7 @@ ServingPrediction predict_serving(const catalog::Catalog& cat, const ServingRequ
       p.tpot_s = p.step.seconds;
       p.throughput = b / p.tpot_s * p.replicas;
       p.unit = "tokens/s";
-      p.request_s = p.tpot_s * G;
+      p.request_s = p.request_p99_s = p.tpot_s * G;
     }
     p.kv_bytes = p.kv_bytes_per_token * static_cast<double>(blocks(p.prompt_len + (req.mode == "prefill" ? 0 : p.gen_len))) * b;
     p.fits = p.weight_bytes + p.runtime_bytes + p.kv_bytes <= p.capacity_bytes * engine.memory_utilization;
@@ -481,9 +494,19 @@ ServingPrediction predict_serving(const catalog::Catalog& cat, const ServingRequ
       p.step = iteration(s, mix);
       p.tpot_s = p.step.seconds;
       p.throughput = c / p.step.seconds * p.replicas;
-      // A new prompt is prefilled in the room the decodes leave in an iteration's token budget.
+      // Latency under this load: a request arrives at a uniformly random moment of an iteration, waits for
+      // the next one, and its prompt is prefilled in the room the decodes leave in the token budget, shared
+      // with the C/G prompts that join every iteration.
+      // The iterations that carry it hold a whole prompt's tokens (or all the room), dearer than the average
+      // one when requests are few.
       const double room = std::max(1.0, engine.max_num_tokens - c);
-      p.ttft_s = std::ceil(P / room) * p.step.seconds;
+      const double joining = std::max(P, c * P / G);
+      const double prefill_iterations = std::ceil(joining / room);
+      TokenMix join = mix;
+      join.prefill_tokens = std::min(joining, room);
+      const double join_s = iteration(s, join).seconds;
+      p.ttft_s = 0.5 * p.step.seconds + prefill_iterations * join_s;
+      p.ttft_p99_s = 0.99 * p.step.seconds + prefill_iterations * join_s;
     } else {
       TokenMix pre;
       pre.prefill_tokens = c * P;
@@ -495,11 +518,16 @@ ServingPrediction predict_serving(const catalog::Catalog& cat, const ServingRequ
       dec.decode_context = P + G / 2.0;
       dec.logits = c;
       p.step = iteration(s, dec);
-      p.ttft_s = prefill.seconds;
+      // Static batches: a request waits for the batch in flight to finish (uniformly, up to a whole batch's
+      // time), then its own batch's prefill.
+      const double batch_s = prefill.seconds + G * p.step.seconds;
+      p.ttft_s = 0.5 * batch_s + prefill.seconds;
+      p.ttft_p99_s = 0.99 * batch_s + prefill.seconds;
       p.tpot_s = p.step.seconds;
-      p.throughput = c * G / (prefill.seconds + G * p.step.seconds) * p.replicas;
+      p.throughput = c * G / batch_s * p.replicas;
     }
     p.request_s = p.ttft_s + G * p.tpot_s;
+    p.request_p99_s = p.ttft_p99_s + G * p.tpot_s;
     p.unit = "output tokens/s";
     p.kv_bytes = p.kv_bytes_per_token * static_cast<double>(request_tokens) * c;
     p.fits = p.weight_bytes + p.runtime_bytes <= p.capacity_bytes * engine.memory_utilization && C <= p.max_concurrency;

@@ -54,7 +54,11 @@ struct ServingPrediction {
   std::string batch_limit;         // what set a chosen concurrency
   double throughput = 0;           // per system (all replicas)
   std::string unit;                // tokens/s (prefill: prompt tokens; decode: generated) or output tokens/s
-  double ttft_s = 0, tpot_s = 0, request_s = 0;  // time to first token, per output token, whole request
+  // Latency: time to first token, per output token, whole request. Infer: at this load (mean, and the 99th
+  // percentile from when in an iteration (or a static batch) a request arrives); prefill and decode: one
+  // batch, no queue.
+  double ttft_s = 0, tpot_s = 0, request_s = 0;
+  double ttft_p99_s = 0, request_p99_s = 0;
   IterationCost step;              // the iteration priced (infer: one steady-state iteration)
   // Memory on one rank.
   double weight_bytes = 0, kv_bytes_per_token = 0, kv_budget_bytes = 0, kv_bytes = 0, runtime_bytes = 0, capacity_bytes = 0;
@@ -71,6 +75,10 @@ struct ServingPrediction {
 /// InputError (one line) for a workload that is not a decoder, an unknown format or engine, a format the
 /// engine or card cannot run, tp that does not divide the GPUs or the heads, or impossible lengths.
 ServingPrediction predict_serving(const catalog::Catalog& cat, const ServingRequest& req);
+
+/// Latency against load for mode infer: the prediction at 1, 2, 4, ... requests in flight up to the largest
+/// the KV budget and the engine allow (and that largest itself), in order.
+std::vector<ServingPrediction> serving_load_curve(const catalog::Catalog& cat, ServingRequest req);
 
 /// The weight format a training-style precision name stands for when serving (amp-bf16 serves in bf16,
 /// amp-fp16 in fp16, amp-fp8 in fp8); any other name is taken as a format id.
