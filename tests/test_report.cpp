@@ -237,3 +237,30 @@ TEST(Report, RendersInHeadlessChromium) {
   EXPECT_EQ(bytes.substr(1, 3), "PNG");
   EXPECT_GT(bytes.size(), 100u * 1024) << "a near-empty page";
 }
+
+// A decoder served under in-flight batching: evaluate records each card's latency against load and the
+// report draws it (throughput against requests in flight, p99 latency against requests/s) within the same
+// layout rules.
+TEST(Report, ServingChartsRenderInHeadlessChromium) {
+  const std::string browser = find_chromium();
+  if (browser.empty()) GTEST_SKIP() << "no Chromium installed (scripts/install-deps installs Debian's chromium)";
+  gpuvs::test::TempDir dir;
+  gpuvs::test::write_text(dir / "serve.toml", "task = \"infer\"\nworkload = \"llama3-8b\"\nrequests_per_s = 5\nseq_len = 512\ngen_len = 256\n");
+  const auto html = dir / "report.html";
+  const auto r = gpuvs::test::run_gpuvs("evaluate --rows 2000 --epochs 1 --threads 1 --workload llama3-8b --scenario " +
+                                        (dir / "serve.toml").string() + " --db " + (dir / "h.db").string() + " --report " + html.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string report = gpuvs::test::slurp(html);
+  EXPECT_NE(report.find("id=\"serving-throughput\""), std::string::npos);
+  EXPECT_NE(report.find("id=\"serving-latency\""), std::string::npos);
+  EXPECT_NE(report.find("requests of 512 prompt + 256 generated tokens"), std::string::npos);
+  const std::string flags = kChromiumFlags + " --user-data-dir=" + (dir / "profile").string();
+  const std::string cmd = "timeout 120 " + browser + flags + " --dump-dom " + html.string() + " >" + (dir / "dom.html").string() + " 2>/dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  std::smatch m;
+  const std::string dom = gpuvs::test::slurp(dir / "dom.html");
+  ASSERT_TRUE(std::regex_search(dom, m, std::regex("<body[^>]*>")));
+  EXPECT_GE(attribute(m.str(), "data-charts"), 7) << m.str();  // the five of every report and the two serving charts
+  EXPECT_EQ(attribute(m.str(), "data-charts"), attribute(m.str(), "data-charts-ok"));
+  EXPECT_EQ(attribute(m.str(), "data-layout-problems"), 0) << m.str();
+}

@@ -36,6 +36,7 @@
 #include "hw/nvidia.hpp"
 #include "perf/calibration.hpp"
 #include "perf/predict.hpp"
+#include "perf/serving.hpp"
 #include "report/report.hpp"
 #include "store/store.hpp"
 
@@ -299,6 +300,43 @@ int run_evaluate(const EvaluateArgs& a) {
                 {"predicted_slower", slower}, {"verdict", verdict}};
   }
 
+  // LLM serving (decoders): each card's latency against load under in-flight batching, for the report's
+  // serving charts — the scenario's lengths, the serving default engine, the precision's serving format.
+  json serving = json();
+  if (net.family == "decoder") {
+    json curves = json::array();
+    perf::ServingRequest sr;
+    sr.workload = a.workload;
+    sr.mode = "infer";
+    sr.format = perf::serving_format_for(std::string(perf::precision_name(precision)));
+    if (scenario.seq_len > 0) sr.options["prompt_len"] = std::to_string(scenario.seq_len);
+    if (scenario.gen_len > 0) sr.options["gen_len"] = std::to_string(scenario.gen_len);
+    std::string engine, format;
+    std::int64_t prompt = 0, gen = 0;
+    for (const auto& g : cat.gpus()) {
+      sr.gpu = g.id;
+      std::vector<perf::ServingPrediction> curve;
+      try {
+        curve = perf::serving_load_curve(cat, sr);
+      } catch (const InputError&) {
+        continue;  // the card cannot serve it on one GPU (its math, its memory)
+      }
+      if (curve.empty() || !curve.back().fits) continue;
+      json points = json::array();
+      for (const auto& q : curve)
+        points.push_back({{"in_flight", q.batch}, {"output_tokens_per_s", q.throughput},
+                          {"requests_per_s", q.throughput / static_cast<double>(q.gen_len)}, {"ttft_p99_s", q.ttft_p99_s},
+                          {"tpot_s", q.tpot_s}, {"request_p99_s", q.request_p99_s}});
+      curves.push_back({{"gpu", g.id}, {"points", points}});
+      engine = curve.back().engine;
+      format = curve.back().format;
+      prompt = curve.back().prompt_len;
+      gen = curve.back().gen_len;
+    }
+    if (!curves.empty())
+      serving = {{"engine", engine}, {"format", format}, {"prompt_len", prompt}, {"gen_len", gen}, {"curves", curves}};
+  }
+
   steps.begin("advising");
   const advise::Advice advice = advise::advise(cat, scenario, assumptions, here_comparable ? &here : nullptr);
 
@@ -339,7 +377,8 @@ int run_evaluate(const EvaluateArgs& a) {
                   {"prediction_note", fmt::format("{} training, default batch per GPU, {} (amp-fp16 where a card lacks bf16), priced with the {} "
                                                   "framework profile; band = the model's validation error spread",
                                                   a.workload, a.precision, predictions.empty() ? "pytorch" : predictions[0].value("framework", "pytorch"))},
-                  {"roofline", roofline(results, tr, "seed-mlp", cpu)}, {"advice", advise::advice_json(advice)}, {"summary", summary}};
+                  {"roofline", roofline(results, tr, "seed-mlp", cpu)}, {"advice", advise::advice_json(advice)}, {"summary", summary},
+                  {"serving", serving}};
   store::Run run;
   run.created_utc = clock::utc_now();
   run.kind = "evaluate";

@@ -231,6 +231,63 @@ std::string section_predictions(const json& p) {
   return s + "</table>";
 }
 
+/// LLM serving (decoders): throughput against requests in flight and latency against load, per card, under
+/// in-flight batching (evaluate's "serving" record).
+std::string section_serving(const json& p) {
+  if (!p.contains("serving") || !p["serving"].is_object()) return "";
+  const json& sv = p["serving"];
+  std::string s = fmt::format("<h2>Serving {}: latency against load</h2><p>In-flight batching, {} weights, {} engine profile, "
+                              "requests of {} prompt + {} generated tokens, one GPU per replica.</p>",
+                              escape(str(p, "workload")), escape(str(sv, "format")), escape(str(sv, "engine")),
+                              static_cast<long long>(dbl(sv, "prompt_len")), static_cast<long long>(dbl(sv, "gen_len")));
+  // The cards people weigh against each other, then the fastest others, at most eight lines per chart.
+  static const std::vector<std::string> pick = {"rtx-4090", "l40s", "a100-80gb-sxm", "h100-sxm", "h200-sxm", "b200", "mi300x", "rtx-5090"};
+  if (!sv.contains("curves") || !sv["curves"].is_array()) return "";
+  const json& all = sv["curves"];
+  std::vector<const json*> curves;
+  for (const auto& id : pick)
+    for (const auto& c : all)
+      if (str(c, "gpu") == id && curves.size() < 8) curves.push_back(&c);
+  for (const auto& c : all)
+    if (curves.size() < 8 && std::find(curves.begin(), curves.end(), &c) == curves.end()) curves.push_back(&c);
+  std::vector<Series> speed, latency;
+  int k = 0;
+  for (const json* c : curves) {
+    Series a{str(*c, "gpu"), {}, true, false, k, {}};
+    Series b{str(*c, "gpu"), {}, true, false, k, {}};
+    if (!c->contains("points") || !(*c)["points"].is_array()) continue;
+    for (const auto& pt : (*c)["points"]) {
+      a.points.emplace_back(dbl(pt, "in_flight"), dbl(pt, "output_tokens_per_s"));
+      a.point_labels.push_back(fmt::format("{} in flight: {} output tokens/s", static_cast<long long>(dbl(pt, "in_flight")),
+                                           units::format_si(dbl(pt, "output_tokens_per_s"))));
+      b.points.emplace_back(dbl(pt, "requests_per_s"), dbl(pt, "request_p99_s"));
+      b.point_labels.push_back(fmt::format("{} requests/s: p99 {} per request, first token {} (p99)", units::format_si(dbl(pt, "requests_per_s")),
+                                           units::format_seconds(dbl(pt, "request_p99_s")), units::format_seconds(dbl(pt, "ttft_p99_s"))));
+    }
+    speed.push_back(a);
+    latency.push_back(b);
+    ++k;
+  }
+  if (speed.empty()) return "";
+  s += line_chart("serving-throughput", "Output tokens/s against requests in flight (one GPU, in-flight batching)", speed,
+                  {"requests in flight", true}, {"output tokens/s", true});
+  s += line_chart("serving-latency", "Request latency (p99) against load: each point one more doubling of requests in flight", latency,
+                  {"requests/s", true}, {"seconds per request (p99)", true});
+  s += "<table><tr><th>GPU</th><th>most in flight</th><th>output tokens/s</th><th>requests/s</th><th>first token p99</th><th>per token</th>"
+       "<th>request p99</th></tr>";
+  for (const auto& c : all) {
+    if (!c.contains("points") || !c["points"].is_array()) continue;
+    const json& pts = c["points"];
+    if (pts.empty()) continue;
+    const json& top = pts.back();
+    s += fmt::format("<tr><td>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td></tr>",
+                     escape(str(c, "gpu")), static_cast<long long>(dbl(top, "in_flight")), units::format_si(dbl(top, "output_tokens_per_s")),
+                     units::format_si(dbl(top, "requests_per_s")), units::format_seconds(dbl(top, "ttft_p99_s")),
+                     units::format_seconds(dbl(top, "tpot_s")), units::format_seconds(dbl(top, "request_p99_s")));
+  }
+  return s + "</table>";
+}
+
 std::string section_calibration(const json& p) {
   const json& c = p.value("calibration", json());
   if (!c.is_object()) return "";
@@ -288,7 +345,7 @@ std::string render_html(const json& run) {
     for (const auto& line : p["summary"]) h += "<li>" + escape(line.is_string() ? line.get<std::string>() : line.dump()) + "</li>";
     h += "</ul>";
   }
-  h += section_machine(p) + section_bench(p) + section_training(p) + section_calibration(p) + section_predictions(p) + section_advice(p);
+  h += section_machine(p) + section_bench(p) + section_training(p) + section_calibration(p) + section_predictions(p) + section_serving(p) + section_advice(p);
   h += "<p class=\"muted\">Predicted figures come from gpuvs's calibrated per-op model (docs/VALIDATION.md gives its errors); measured figures from this machine.</p>";
   h += fmt::format("</main><script>{}</script></body></html>\n", kScript);
   return h;
