@@ -49,12 +49,12 @@ struct TransformerBuilder {
   /// `heads` and `kv_heads` are this rank's (a tensor-parallel shard holds a share of them), each `hd` wide;
   /// the output projection maps them back to the full width d.
   NodeId attention(const std::string& p, NodeId x, std::int64_t batch, std::int64_t seq, int heads, int kv_heads,
-                   std::int64_t hd, bool causal, bool rope, bool bias, double attn_dropout,
+                   std::int64_t hd, bool causal, bool rope, bool qkv_bias, bool out_bias, double attn_dropout,
                    std::int64_t kv_context = 0) {
     const std::int64_t d = g.node(x).shape[1];
-    const NodeId q = linear(p + "/q", x, heads * hd, bias);
-    const NodeId k = linear(p + "/k", x, kv_heads * hd, bias);
-    const NodeId v = linear(p + "/v", x, kv_heads * hd, bias);
+    const NodeId q = linear(p + "/q", x, heads * hd, qkv_bias);
+    const NodeId k = linear(p + "/k", x, kv_heads * hd, qkv_bias);
+    const NodeId v = linear(p + "/v", x, kv_heads * hd, qkv_bias);
     // [B*T, h*hd] -> [B*h, T, hd] is a permute: a copy in eager frameworks.
     NodeId q3 = g.reshape(p + "/q_heads", q, {batch * heads, seq, hd}, true);
     NodeId k3 = g.reshape(p + "/k_heads", k, {batch * kv_heads, seq, hd}, true);
@@ -86,7 +86,7 @@ struct TransformerBuilder {
       o = g.batch_matmul(p + "/context", pr, v3);
     }
     const NodeId merged = g.reshape(p + "/merge_heads", o, {batch * seq, heads * hd}, true);
-    return linear(p + "/out", merged, d, bias);
+    return linear(p + "/out", merged, d, out_bias);
   }
 };
 
@@ -112,7 +112,7 @@ Graph build_bert(const NetworkOptions& opt, int layers, std::int64_t hidden, int
   x = b.dropout("embeddings.dropout", b.norm("embeddings.norm", x, false, true), drop);
   for (int l = 0; l < layers; ++l) {
     const std::string p = fmt::format("encoder.{}", l);
-    NodeId a = b.attention(p + "/attention", x, batch, seq, heads, heads, hidden / heads, false, false, true, drop);
+    NodeId a = b.attention(p + "/attention", x, batch, seq, heads, heads, hidden / heads, false, false, true, true, drop);
     a = b.dropout(p + "/attention_dropout", a, drop);
     x = b.norm(p + "/attention_norm", g.add(p + "/attention_residual", x, a), false, true);
     NodeId f = b.linear(p + "/intermediate", x, 4 * hidden, true, Act::gelu);
@@ -202,7 +202,7 @@ DecoderConfig decoder_preset(const std::string& id) {
 }
 
 double kv_cache_bytes(const DecoderConfig& cfg, std::int64_t positions, std::int64_t batch, DType dtype) {
-  const double head_dim = static_cast<double>(cfg.hidden / cfg.heads);
+  const double head_dim = static_cast<double>(cfg.head_size());
   return 2.0 * cfg.layers * cfg.kv_heads * head_dim * static_cast<double>(positions) * static_cast<double>(batch) *
          static_cast<double>(dtype_size(dtype));
 }
@@ -255,7 +255,7 @@ DecoderShard decoder_shard(const NetworkOptions& opt, const DecoderConfig& cfg) 
 }  // namespace
 
 Graph build_decoder(const NetworkOptions& opt, const DecoderConfig& cfg) {
-  if (cfg.hidden % cfg.heads != 0 || cfg.heads % cfg.kv_heads != 0)
+  if ((cfg.head_dim == 0 && cfg.hidden % cfg.heads != 0) || cfg.heads % cfg.kv_heads != 0)
     throw InputError(fmt::format("decoder: hidden {} must split into {} heads, and heads into {} kv-heads", cfg.hidden,
                                  cfg.heads, cfg.kv_heads));
   if (opt.decode_context > 0 && opt.training) throw InputError("decode steps are inference only");
@@ -267,7 +267,7 @@ Graph build_decoder(const NetworkOptions& opt, const DecoderConfig& cfg) {
   const bool base_trainable = opt.lora_rank == 0;
   const std::int64_t batch = opt.batch;
   const std::int64_t seq = opt.decode_context > 0 ? 1 : opt.seq_len > 0 ? opt.seq_len : cfg.seq_len;
-  const std::int64_t head_dim = cfg.hidden / cfg.heads;
+  const std::int64_t head_dim = cfg.head_size();
   NodeId wte = kNone, x = kNone;
   if (shard.first) {
     // Vocab-parallel embedding: this rank's rows of the table (the partial lookups are all-reduced).
@@ -287,7 +287,7 @@ Graph build_decoder(const NetworkOptions& opt, const DecoderConfig& cfg) {
     const std::string p = fmt::format("blocks.{}", l);
     NodeId h = b.norm(p + "/norm_1", x, cfg.rms_norm, cfg.norm_bias);
     h = b.attention(p + "/attn", h, batch, seq, shard.heads, shard.kv_heads, head_dim, true, cfg.rope,
-                    cfg.linear_bias, 0.0, opt.decode_context);
+                    cfg.linear_bias || cfg.qkv_bias, cfg.linear_bias, 0.0, opt.decode_context);
     x = g.add(p + "/attn_residual", x, h);
     h = b.norm(p + "/norm_2", x, cfg.rms_norm, cfg.norm_bias);
     if (cfg.experts > 0) {
@@ -307,14 +307,14 @@ Graph build_decoder(const NetworkOptions& opt, const DecoderConfig& cfg) {
       const NodeId wg = g.param(p + "/moe.experts.gate/weight", {E, cfg.hidden, shard.ffn}, opt.dtype, trainable);
       const NodeId wu = g.param(p + "/moe.experts.up/weight", {E, cfg.hidden, shard.ffn}, opt.dtype, trainable);
       const NodeId wd = g.param(p + "/moe.experts.down/weight", {E, shard.ffn, cfg.hidden}, opt.dtype, trainable);
-      const NodeId act = g.elementwise(p + "/moe.swiglu", EwFn::swiglu,
+      const NodeId act = g.elementwise(p + "/moe.gated", cfg.geglu ? EwFn::geglu : EwFn::swiglu,
                                        {g.batch_matmul(p + "/moe.gate", slots, wg), g.batch_matmul(p + "/moe.up", slots, wu)});
       const NodeId out = g.reshape(p + "/moe.out", g.batch_matmul(p + "/moe.down", act, wd), {rows * copies, cfg.hidden});
       h = g.reduce_to(p + "/moe.combine", out, h);
     } else if (cfg.swiglu) {
       const NodeId gate = b.linear(p + "/mlp.gate", h, shard.ffn, cfg.linear_bias);
       const NodeId up = b.linear(p + "/mlp.up", h, shard.ffn, cfg.linear_bias);
-      h = b.linear(p + "/mlp.down", g.elementwise(p + "/mlp.swiglu", EwFn::swiglu, {gate, up}), cfg.hidden,
+      h = b.linear(p + "/mlp.down", g.elementwise(p + "/mlp.gated", cfg.geglu ? EwFn::geglu : EwFn::swiglu, {gate, up}), cfg.hidden,
                    cfg.linear_bias);
     } else {
       h = b.linear(p + "/mlp.up", h, shard.ffn, cfg.linear_bias, Act::gelu);

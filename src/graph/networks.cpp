@@ -286,12 +286,13 @@ DecoderConfig sized_decoder_config(int layers) {
 }
 
 std::int64_t decoder_params(const DecoderConfig& c) {
-  const std::int64_t d = c.hidden, hd = c.hidden / c.heads, q = c.heads * hd, kv = c.kv_heads * hd, f = c.ffn;
+  const std::int64_t d = c.hidden, hd = c.head_size(), q = c.heads * hd, kv = c.kv_heads * hd, f = c.ffn;
   const std::int64_t norm = c.norm_bias ? 2 * d : d;
   const std::int64_t experts = c.experts > 0 ? c.experts : 1;
   std::int64_t block = d * q + 2 * d * kv + q * d + experts * (c.swiglu ? 3 : 2) * d * f + 2 * norm;
   if (c.experts > 0) block += d * c.experts;  // the router
   if (c.linear_bias) block += q + 2 * kv + d + (c.swiglu ? 2 * f : f) + d;
+  else if (c.qkv_bias) block += q + 2 * kv;
   return c.vocab * d * (c.tied_embeddings ? 1 : 2) + (c.learned_positions ? c.seq_len * d : 0) + c.layers * block + norm;
 }
 

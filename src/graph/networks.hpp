@@ -85,6 +85,11 @@ struct DecoderConfig {
   // Mixture of experts (Mixtral): each block's MLP is `experts` SwiGLU experts of inner size `ffn` and a
   // router; every token goes to `experts_per_token` of them. 0 experts: a dense MLP.
   int experts = 0, experts_per_token = 0;
+  std::int64_t head_dim = 0;   // per attention head; 0: hidden / heads (Gemma sets 256 with hidden 3072)
+  bool qkv_bias = false;       // biases on the Q, K and V projections only (Qwen2)
+  bool geglu = false;          // the gated MLP's gate through GELU instead of SiLU (Gemma)
+  /// Width of one attention head.
+  std::int64_t head_size() const { return head_dim > 0 ? head_dim : hidden / heads; }
 };
 
 struct NetworkInfo {

@@ -289,7 +289,7 @@ void predict_parallel(Prediction& p, const PredictRequest& req, const graph::Net
   t.tokens = static_cast<double>(p.batch) * static_cast<double>(p.seq_len / l.cp);
   t.hidden = static_cast<double>(dec.hidden);
   t.act_bytes = static_cast<double>(graph::dtype_size(p.plan.activations));
-  const double head_dim = static_cast<double>(dec.hidden) / dec.heads;
+  const double head_dim = static_cast<double>(dec.head_size());
   t.kv_bytes_per_token = 2.0 * std::max(1, dec.kv_heads / l.tp) * head_dim * t.act_bytes;
   t.stage_layers = stage_net.layers;
   t.recompute_full = p.recompute == "full";

@@ -120,7 +120,7 @@ double serving_gemm_fraction(const catalog::Catalog& cat, const catalog::Gpu& gp
 void price_block(const Setup& s, int l, const TokenMix& mix, IterationCost& c, const Setup* mem) {
   const auto& d = s.d;
   const double tp = s.tp;
-  const double h = static_cast<double>(d.hidden), hd = h / d.heads;
+  const double h = static_cast<double>(d.hidden), hd = static_cast<double>(d.head_size());
   const double q_heads = d.heads / tp, kv_heads = std::max(1.0, d.kv_heads / tp);
   const double ffn = static_cast<double>(d.ffn) / tp;
   const double m = mix.decode_seqs + mix.prefill_tokens;
@@ -377,7 +377,7 @@ ServingPrediction predict_serving(const catalog::Catalog& cat, const ServingRequ
   p.capacity_bytes = gpu.memory_bytes();
   const double usable = p.capacity_bytes * engine.memory_utilization;
   const double kv_heads = std::max(1.0, static_cast<double>(d.kv_heads) / p.tp);
-  const double kv_per_layer_token = 2.0 * kv_heads * (static_cast<double>(d.hidden) / d.heads) * s.kv_elem_bytes;
+  const double kv_per_layer_token = 2.0 * kv_heads * static_cast<double>(d.head_size()) * s.kv_elem_bytes;
   const auto blocks = [&](std::int64_t tokens) {
     return (tokens + engine.kv_block_tokens - 1) / engine.kv_block_tokens * engine.kv_block_tokens;
   };

@@ -175,7 +175,7 @@ double tensor_bits(const WeightFormat& f, const std::string& tensor, int layer, 
 
 WeightBytes weight_bytes(const graph::DecoderConfig& d, const WeightFormat& f, const FormatData& data) {
   WeightBytes w;
-  const double h = static_cast<double>(d.hidden), hd = h / d.heads;
+  const double h = static_cast<double>(d.hidden), hd = static_cast<double>(d.head_size());
   const double q = d.heads * hd, kv = d.kv_heads * hd, ffn = static_cast<double>(d.ffn), vocab = static_cast<double>(d.vocab);
   const double experts = d.experts > 0 ? d.experts : 1.0;  // a mixture of experts holds every expert's MLP
   const std::vector<std::pair<std::string, double>> shapes = {
