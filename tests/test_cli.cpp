@@ -310,6 +310,24 @@ TEST(Cli, PredictServesLlmsAndRefusesBadServingRequests) {
   expect_usage_error(run_gpuvs("advise --workload llama3-8b --sla-tpot-ms 20"), "use --task infer");
 }
 
+TEST(Cli, HuggingFaceConfigsAreWorkloads) {
+  const std::string dir = std::string(GPUVS_SOURCE_DIR) + "/tests/data/hf/";
+  const auto g = run_gpuvs("graph " + dir + "gemma-7b/config.json --batch 1 --mode eval");
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  EXPECT_NE(g.out.find("understood      GemmaForCausalLM"), std::string::npos) << g.out;
+  EXPECT_NE(g.out.find("8537680896"), std::string::npos) << g.out;
+  const auto t = run_gpuvs("predict --workload " + dir + "qwen2-7b/config.json --gpu h100-sxm --batch 1 --options seq_len=2048 --json");
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_EQ(nlohmann::json::parse(t.out)["params"], 7615616512);
+  const auto s = run_gpuvs("predict --workload " + dir + "mixtral-8x7b-v0.1/config.json --gpu h100-sxm --gpus 2 --mode infer --options tp=2 --json");
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_EQ(nlohmann::json::parse(s.out)["throughput"]["unit"], "output tokens/s");
+  TempDir tmp;
+  gpuvs::test::write_text(tmp / "config.json", "{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 64}");
+  expect_usage_error(run_gpuvs("graph " + (tmp / "config.json").string()), "config.json: $.num_hidden_layers: missing");
+  expect_usage_error(run_gpuvs("predict --gpu l4 --workload " + (tmp / "config.json").string()), "$.num_hidden_layers: missing");
+}
+
 TEST(Cli, ValidateTableAndJson) {
   const std::string data = std::string(GPUVS_SOURCE_DIR) + "/data/validation/lambda-pytorch-2023.csv";
   const auto r = run_gpuvs("validate --data " + data);

@@ -7,10 +7,14 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <tuple>
 
 #include "core/error.hpp"
+#include "core/files.hpp"
 #include "graph/cost.hpp"
+#include "graph/hf_config.hpp"
 #include "graph/networks.hpp"
+#include "test_util.hpp"
 
 using namespace gpuvs;
 using namespace gpuvs::graph;
@@ -775,4 +779,78 @@ TEST(Networks, ParallelOptionsOutOfRangeOrOnOtherBuildersAreInputErrors) {
   }
   NetworkOptions bert = parallel(4);
   EXPECT_THROW(build_bert(bert, 2, 128, 2), InputError);  // the builder itself, not only the registry
+}
+
+// Hugging Face config.json files (tests/data/hf, with their sources in its README): the reader builds each
+// model with its published parameter count, says what it approximated, and refuses what it cannot build.
+TEST(HfConfig, RealConfigsBuildTheirPublishedParameterCounts) {
+  const std::string dir = std::string(GPUVS_SOURCE_DIR) + "/tests/data/hf/";
+  for (const auto& [folder, params, family] : std::vector<std::tuple<std::string, std::int64_t, std::string>>{
+           {"llama-2-7b", 6738415616, "decoder"},
+           {"meta-llama-3-8b", 8030261248, "decoder"},
+           {"mistral-7b-v0.1", 7241732096, "decoder"},
+           {"mixtral-8x7b-v0.1", 46702792704, "decoder"},
+           {"qwen2-7b", 7615616512, "decoder"},
+           {"gemma-7b", 8537680896, "decoder"},
+           {"gpt2", 124439808, "decoder"},
+           {"pythia-410m", 405334016, "decoder"},
+           {"bert-base-uncased", 109482240, "encoder"},
+           {"bert-large-uncased-squad", 334094338, "encoder"}}) {
+    const NetworkInfo net = resolve_network(dir + folder + "/config.json");
+    EXPECT_EQ(net.family, family) << folder;
+    EXPECT_EQ(param_count(build_network(net, {1, DType::bf16, 16, true, false})), params) << folder;
+    if (family == "decoder") {
+      EXPECT_EQ(decoder_params(net.decoder), params) << folder;
+    }
+  }
+  // The approximations are said, not hidden.
+  EXPECT_NE(resolve_network(dir + "mistral-7b-v0.1/config.json").description.find("sliding-window attention"), std::string::npos);
+  EXPECT_NE(resolve_network(dir + "qwen2-7b/config.json").description.find("131072 positions: priced at 8192"), std::string::npos);
+  // Gemma's heads are 256 wide over a 3072 residual stream; Qwen2 has Q/K/V biases only.
+  EXPECT_EQ(resolve_network(dir + "gemma-7b/config.json").decoder.head_size(), 256);
+  EXPECT_TRUE(resolve_network(dir + "qwen2-7b/config.json").decoder.qkv_bias);
+}
+
+TEST(HfConfig, BadConfigsNameTheFileAndTheKey) {
+  const std::string good = R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 100})";
+  EXPECT_EQ(hf_network(good, "c.json").decoder.kv_heads, 2);
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string t = good;
+    t.replace(t.find(from), from.size(), to);
+    return t;
+  };
+  for (const auto& [text, expect] : std::vector<std::pair<std::string, std::string>>{
+           {"{\"architectures\": [", "c.json: malformed JSON at byte"},
+           {"[1, 2]", "c.json: $: a config must be a JSON object"},
+           {"{\"model_type\": \"llama\"}", "c.json: $.architectures: missing"},
+           {with("LlamaForCausalLM", "T5ForConditionalGeneration"), "c.json: $.architectures[0]: 'T5ForConditionalGeneration' is not read"},
+           {with("\"hidden_size\": 64,", ""), "c.json: $.hidden_size: missing"},
+           {with("\"hidden_size\": 64", "\"hidden_size\": \"64\""), "c.json: $.hidden_size: must be an integer"},
+           {with("\"hidden_size\": 64", "\"hidden_size\": -64"), "c.json: $.hidden_size: -64 is outside"},
+           {with("\"num_key_value_heads\": 2", "\"num_key_value_heads\": 3"), "$.num_key_value_heads: 3 does not divide the 4 attention heads"},
+           {with("\"num_attention_heads\": 4", "\"num_attention_heads\": 6, \"x\": 0"), "$.num_attention_heads: 6 does not divide hidden_size 64"},
+           {with("\"vocab_size\": 100", "\"vocab_size\": 100, \"hidden_act\": \"relu\""), "$.hidden_act: activation 'relu' is not built"},
+           {with("\"vocab_size\": 100", "\"vocab_size\": 100, \"num_local_experts\": 8"), "$.num_local_experts: experts in a LlamaForCausalLM config"},
+           {with("\"vocab_size\": 100", "\"vocab_size\": 100, \"mlp_bias\": true"), "$.mlp_bias: MLP biases are not built"},
+           {with("\"vocab_size\": 100", "\"vocab_size\": 100, \"tie_word_embeddings\": 1"), "$.tie_word_embeddings: must be true or false"}}) {
+    try {
+      hf_network(text, "c.json");
+      ADD_FAILURE() << text;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(expect), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    }
+  }
+  // Thousands of mutated real configs: each reads or fails with one line naming the file.
+  for (const char* folder : {"meta-llama-3-8b", "mixtral-8x7b-v0.1", "gpt2", "pythia-410m", "bert-base-uncased", "gemma-7b"}) {
+    const std::string text = files::read_all(std::string(GPUVS_SOURCE_DIR) + "/tests/data/hf/" + folder + "/config.json", "data");
+    EXPECT_GT(test::fuzz_parser(text, "{}[]\":,.-0123456789eEtruefalsnl _abcdhikmoprsvxy", 600, 41,
+                                [](const std::string& t, const std::string& w) {
+                                  const NetworkInfo n = hf_network(t, w);
+                                  if (n.family == "decoder") (void)decoder_params(n.decoder);
+                                }),
+              0)
+        << folder;
+  }
 }

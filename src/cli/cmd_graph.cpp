@@ -43,7 +43,7 @@ bool is_builtin(const std::string& id) {
   return false;
 }
 
-graph::Graph build(const GraphArgs& a, bool training, std::string& name, double& published) {
+graph::Graph build(const GraphArgs& a, bool training, std::string& name, double& published, std::string& understood) {
   const auto shape = perf::parse_option_pairs(a.options);
   if (!shape.empty() && a.workload != "gpt")
     throw InputError(fmt::format("--options gives a shape to the gpt workload only, not '{}'", strings::printable(a.workload)));
@@ -51,6 +51,13 @@ graph::Graph build(const GraphArgs& a, bool training, std::string& name, double&
     const graph::NetworkInfo net = graph::resolve_network(a.workload, shape);
     name = net.id;
     published = net.published_params;
+    return graph::build_network(net, {a.batch, parse_dtype(a.dtype), a.seq_len, a.flash != 0, training});
+  }
+  // A Hugging Face config.json: the network it describes, and what was read from it.
+  if (const graph::NetworkInfo net = graph::resolve_network(a.workload); net.family != "mlp") {
+    name = net.id;
+    published = net.published_params;
+    understood = net.description;
     return graph::build_network(net, {a.batch, parse_dtype(a.dtype), a.seq_len, a.flash != 0, training});
   }
   const graph::ModelSpec spec = graph::resolve_workload(a.workload);
@@ -64,12 +71,12 @@ int run_graph(const GraphArgs& a) {
   if (a.seq_len < 0) throw InputError(fmt::format("--seq-len must be positive, got {}", a.seq_len));
   if (a.mode != "train" && a.mode != "eval")
     throw InputError(fmt::format("--mode '{}' is not a mode (expected train or eval)", strings::printable(a.mode)));
-  std::string name;
+  std::string name, understood;
   double published = 0;
   const auto t0 = std::chrono::steady_clock::now();
-  const graph::Graph g = build(a, a.mode == "train", name, published);
+  const graph::Graph g = build(a, a.mode == "train", name, published, understood);
   const double build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const graph::Graph fwd = a.mode == "train" ? build(a, false, name, published) : graph::Graph{};
+  const graph::Graph fwd = a.mode == "train" ? build(a, false, name, published, understood) : graph::Graph{};
   const graph::OpCost total = graph::graph_cost(g);
   const graph::OpCost forward = graph::graph_cost(a.mode == "train" ? fwd : g);
   const std::int64_t params = graph::param_count(g);
@@ -91,6 +98,7 @@ int run_graph(const GraphArgs& a) {
                      {"total", {{"matrix_flops", total.matrix_flops}, {"vector_flops", total.vector_flops},
                                 {"bytes", total.bytes}}}};
     if (published > 0) j["published_params"] = published;
+    if (!understood.empty()) j["understood"] = understood;
     if (a.ops) {
       nlohmann::json list = nlohmann::json::array();
       for (const auto& n : g.nodes()) {
@@ -105,6 +113,7 @@ int run_graph(const GraphArgs& a) {
     return 0;
   }
   fmt::print("{}: {} graph at batch {}, {} nodes (built in {:.1f} ms)\n", name, a.mode, a.batch, g.size(), build_s * 1e3);
+  if (!understood.empty()) fmt::print("  understood      {}\n", understood);
   fmt::print("  parameters      {:>16}{}\n", params,
              published > 0 ? fmt::format("   (published {:.4g}, {:+.2f}%)", published, 100.0 * (static_cast<double>(params) / published - 1)) : "");
   fmt::print("  forward         {:>12.4g} GFLOP matrix, {:.4g} GFLOP vector, {:.4g} GB moved\n", forward.matrix_flops / 1e9,

@@ -93,41 +93,62 @@ struct TransformerBuilder {
 }  // namespace
 
 Graph build_bert(const NetworkOptions& opt, int layers, std::int64_t hidden, int heads) {
+  BertConfig c;
+  c.layers = layers;
+  c.hidden = hidden;
+  c.heads = heads;
+  c.intermediate = 4 * hidden;
+  return build_bert(opt, c);
+}
+
+Graph build_bert(const NetworkOptions& opt, const BertConfig& cfg) {
   require_whole_model(opt, "bert");
+  if (cfg.hidden % cfg.heads != 0) throw InputError(fmt::format("bert: hidden {} must split into {} heads", cfg.hidden, cfg.heads));
+  if (!cfg.pooler && !cfg.qa_head) throw InputError("bert: needs a pooler or a span head to have an output");
   Graph g;
   TransformerBuilder b{g, opt.dtype, opt.training, opt.flash_attention, opt.lora_rank};
-  const std::int64_t batch = opt.batch, seq = opt.seq_len > 0 ? opt.seq_len : 384;
-  if (seq > 512) throw InputError(fmt::format("seq_len {} exceeds BERT's 512 positions", seq));
-  constexpr std::int64_t kVocab = 30528;  // 30522 padded to a multiple of 8, as NVIDIA's implementation does
+  const std::int64_t hidden = cfg.hidden;
+  const std::int64_t batch = opt.batch, seq = opt.seq_len > 0 ? opt.seq_len : std::min<std::int64_t>(384, cfg.max_positions);
+  if (seq > cfg.max_positions) throw InputError(fmt::format("seq_len {} exceeds BERT's {} positions", seq, cfg.max_positions));
   const double drop = 0.1;
   const NodeId ids = g.input("input_ids", {batch, seq}, DType::i32);
   const NodeId pos = g.input("position_ids", {batch, seq}, DType::i32);
   const NodeId types = g.input("token_type_ids", {batch, seq}, DType::i32);
-  NodeId x = g.embedding("embeddings.word", ids, g.param("embeddings.word/weight", {kVocab, hidden}, opt.dtype, opt.lora_rank == 0));
+  NodeId x = g.embedding("embeddings.word", ids, g.param("embeddings.word/weight", {cfg.vocab, hidden}, opt.dtype, opt.lora_rank == 0));
   x = g.add("embeddings.add_position", x,
-            g.embedding("embeddings.position", pos, g.param("embeddings.position/weight", {512, hidden}, opt.dtype, opt.lora_rank == 0)));
+            g.embedding("embeddings.position", pos,
+                        g.param("embeddings.position/weight", {cfg.max_positions, hidden}, opt.dtype, opt.lora_rank == 0)));
   x = g.add("embeddings.add_type", x,
-            g.embedding("embeddings.type", types, g.param("embeddings.type/weight", {2, hidden}, opt.dtype, opt.lora_rank == 0)));
+            g.embedding("embeddings.type", types, g.param("embeddings.type/weight", {cfg.type_vocab, hidden}, opt.dtype, opt.lora_rank == 0)));
   x = g.reshape("embeddings.flatten", x, {batch * seq, hidden});
   x = b.dropout("embeddings.dropout", b.norm("embeddings.norm", x, false, true), drop);
-  for (int l = 0; l < layers; ++l) {
+  for (int l = 0; l < cfg.layers; ++l) {
     const std::string p = fmt::format("encoder.{}", l);
-    NodeId a = b.attention(p + "/attention", x, batch, seq, heads, heads, hidden / heads, false, false, true, true, drop);
+    NodeId a = b.attention(p + "/attention", x, batch, seq, cfg.heads, cfg.heads, hidden / cfg.heads, false, false, true, true, drop);
     a = b.dropout(p + "/attention_dropout", a, drop);
     x = b.norm(p + "/attention_norm", g.add(p + "/attention_residual", x, a), false, true);
-    NodeId f = b.linear(p + "/intermediate", x, 4 * hidden, true, Act::gelu);
+    NodeId f = b.linear(p + "/intermediate", x, cfg.intermediate, true, Act::gelu);
     f = b.dropout(p + "/output_dropout", b.linear(p + "/output", f, hidden, true), drop);
     x = b.norm(p + "/output_norm", g.add(p + "/output_residual", x, f), false, true);
   }
-  // Pooler (first token, dense + tanh): part of the model and computed, unused by the span loss.
-  const NodeId first = g.slice("pooler.first_token", g.reshape("pooler.unflatten", x, {batch, seq, hidden}), 1, 0, 1);
-  g.set_output("pooled", b.linear("pooler", g.reshape("pooler.flatten", first, {batch, hidden}), hidden, true, Act::tanh));
-  // Span head: start and end logits per position, cross-entropy over positions.
-  const NodeId start = g.reshape("qa.start_logits", b.linear("qa.start", x, 1, true), {batch, seq});
-  const NodeId end = g.reshape("qa.end_logits", b.linear("qa.end", x, 1, true), {batch, seq});
-  const NodeId ls = g.softmax_xent("loss.start", start, g.input("start_positions", {batch}, DType::i32));
-  const NodeId le = g.softmax_xent("loss.end", end, g.input("end_positions", {batch}, DType::i32));
-  g.set_output("loss", g.add("loss", ls, le));
+  NodeId pooled = kNone;
+  if (cfg.pooler) {
+    // Pooler (first token, dense + tanh): part of the model and computed (unused by a span loss).
+    const NodeId first = g.slice("pooler.first_token", g.reshape("pooler.unflatten", x, {batch, seq, hidden}), 1, 0, 1);
+    pooled = b.linear("pooler", g.reshape("pooler.flatten", first, {batch, hidden}), hidden, true, Act::tanh);
+    g.set_output("pooled", pooled);
+  }
+  if (cfg.qa_head) {
+    // Span head: start and end logits per position, cross-entropy over positions.
+    const NodeId start = g.reshape("qa.start_logits", b.linear("qa.start", x, 1, true), {batch, seq});
+    const NodeId end = g.reshape("qa.end_logits", b.linear("qa.end", x, 1, true), {batch, seq});
+    const NodeId ls = g.softmax_xent("loss.start", start, g.input("start_positions", {batch}, DType::i32));
+    const NodeId le = g.softmax_xent("loss.end", end, g.input("end_positions", {batch}, DType::i32));
+    g.set_output("loss", g.add("loss", ls, le));
+  } else {
+    // BertModel has no task head: train it against a stand-in, the squared error of its last hidden states.
+    g.set_output("loss", g.mse_loss("loss", x, g.input("hidden_target", {batch * seq, hidden}, opt.dtype)));
+  }
   return g;
 }
 

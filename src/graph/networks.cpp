@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/files.hpp"
 #include "core/strings.hpp"
 #include "graph/autodiff.hpp"
 #include "graph/builder.hpp"
+#include "graph/hf_config.hpp"
 #include "graph/model_file.hpp"
 #include "graph/workloads.hpp"
 
@@ -237,6 +239,11 @@ NetworkInfo resolve_network(const std::string& id_or_path) {
     if (n.id == id_or_path) return n;
   if (is_sized_decoder_id(id_or_path)) return sized_decoder_info(id_or_path);
   if (!is_model_file(id_or_path)) return network(id_or_path);  // unknown id: the closest-ids error
+  if (strings::lower(std::filesystem::path(id_or_path).extension().string()) == ".json") {
+    // A Hugging Face config.json, or gpuvs's own Sequential model in JSON.
+    const std::string text = files::read_all(id_or_path, "model file");
+    if (is_hf_config_text(text)) return hf_network(text, id_or_path);
+  }
   const ModelSpec spec = load_model_file(id_or_path);
   return {spec.name, "model file " + id_or_path, "mlp", "samples", 0, static_cast<double>(spec.param_count()),
           "the model file", 0, 0, [spec](const NetworkOptions& o) {

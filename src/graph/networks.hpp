@@ -120,7 +120,21 @@ Graph build_network(const NetworkInfo& net, const NetworkOptions& opt);
 
 Graph build_resnet(const NetworkOptions& opt, const std::vector<int>& blocks);
 Graph build_vgg16(const NetworkOptions& opt);
+/// BERT encoder shapes (Devlin et al.): the presets' and any Hugging Face BertModel config's.
+struct BertConfig {
+  int layers = 12;
+  std::int64_t hidden = 768;
+  int heads = 12;
+  std::int64_t intermediate = 3072;
+  std::int64_t vocab = 30528;        // NVIDIA's 30522 padded to a multiple of 8 for the presets
+  std::int64_t max_positions = 512, type_vocab = 2;
+  bool pooler = true;                // BertModel's first-token dense + tanh
+  bool qa_head = true;               // a SQuAD span head (start and end logits) and its loss
+};
 Graph build_bert(const NetworkOptions& opt, int layers, std::int64_t hidden, int heads);
+/// Without a QA head, training minimises the squared error of the last hidden states (a stand-in loss:
+/// BertModel has none).
+Graph build_bert(const NetworkOptions& opt, const BertConfig& cfg);
 Graph build_decoder(const NetworkOptions& opt, const DecoderConfig& cfg);
 Graph build_sd15_unet(const NetworkOptions& opt);
 /// A preset's hyper-parameters by id; a `decoder-<size>` id gives the built-to-size decoder's (below).

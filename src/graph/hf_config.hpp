@@ -1,0 +1,24 @@
+// Hugging Face `config.json` files as workloads: the decoder and encoder families people train and serve,
+// read into gpuvs's shapes (DecoderConfig, BertConfig). Only the shape is read; weights are not needed to
+// price a model. Keys that change nothing gpuvs prices (RoPE scaling, dropout probabilities, token ids)
+// are accepted; a key that changes the shape in a way gpuvs does not build is refused, never skipped.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "graph/networks.hpp"
+
+namespace gpuvs::graph {
+
+/// The `architectures` gpuvs reads.
+const std::vector<std::string>& hf_architectures();
+
+/// True when the JSON text is a Hugging Face model config (it names `architectures` or `model_type`)
+/// rather than a gpuvs Sequential model file.
+bool is_hf_config_text(const std::string& text);
+
+/// The network a config describes. `where` names the file in errors: InputError "WHERE: $.key: what" for
+/// malformed JSON, missing or impossible values, and unsupported architectures or features.
+NetworkInfo hf_network(const std::string& text, const std::string& where);
+
+}  // namespace gpuvs::graph
