@@ -328,6 +328,19 @@ TEST(Cli, HuggingFaceConfigsAreWorkloads) {
   expect_usage_error(run_gpuvs("predict --gpu l4 --workload " + (tmp / "config.json").string()), "$.num_hidden_layers: missing");
 }
 
+TEST(Cli, KerasFilesTrainAndPrice) {
+  const std::string k2 = std::string(GPUVS_SOURCE_DIR) + "/tests/data/keras/seed_keras2.json";
+  const auto t = run_gpuvs("train " + k2 + " --epochs 1 --steps 5 --json");
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  const auto p = run_gpuvs("predict --workload " + k2 + " --gpu rtx-4090 --batch 32 --json");
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_EQ(nlohmann::json::parse(p.out)["params"], 101258);
+  TempDir dir;
+  gpuvs::test::write_text(dir / "conv.json", "{\"class_name\": \"Sequential\", \"config\": {\"layers\": [{\"class_name\": \"Conv2D\", "
+                                             "\"config\": {\"name\": \"c1\", \"filters\": 8}}]}}");
+  expect_usage_error(run_gpuvs("train " + (dir / "conv.json").string()), "layer 'c1' (Conv2D)");
+}
+
 TEST(Cli, ValidateTableAndJson) {
   const std::string data = std::string(GPUVS_SOURCE_DIR) + "/data/validation/lambda-pytorch-2023.csv";
   const auto r = run_gpuvs("validate --data " + data);

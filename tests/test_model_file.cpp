@@ -2,6 +2,9 @@
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "core/files.hpp"
+#include "graph/builder.hpp"
+#include "graph/keras_model.hpp"
 #include "graph/model_file.hpp"
 #include "graph/workloads.hpp"
 #include "test_util.hpp"
@@ -155,5 +158,88 @@ TEST(ModelFile, FuzzedInputsFailCleanly) {
         EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
       }
     }
+  }
+}
+
+// Keras's own files (tests/data/keras: the seed model as model.to_json() writes it in Keras 2.13 and in
+// Keras 3, the latter with the compile config a .keras archive's config.json carries).
+TEST(KerasModel, TheSeedModelAsKerasWritesItIsTheSeedModel) {
+  const ModelSpec seed = builtin_workload("seed-mlp");
+  for (const char* file : {"seed_keras2.json", "seed_keras3.json"}) {
+    const std::string path = std::string(GPUVS_SOURCE_DIR) + "/tests/data/keras/" + file;
+    ModelSpec k = load_model_file(path);
+    EXPECT_EQ(k.param_count(), seed.param_count()) << file;
+    k.name = seed.name;
+    EXPECT_EQ(k.fingerprint(), seed.fingerprint()) << file;
+    // The same graph, node for node.
+    const Graph a = build_graph(k, {32, DType::f32, Mode::train, false});
+    const Graph b = build_graph(seed, {32, DType::f32, Mode::train, false});
+    ASSERT_EQ(a.size(), b.size()) << file;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      EXPECT_EQ(a.node(static_cast<NodeId>(i)).op, b.node(static_cast<NodeId>(i)).op) << file << " node " << i;
+      EXPECT_EQ(a.node(static_cast<NodeId>(i)).shape, b.node(static_cast<NodeId>(i)).shape) << file << " node " << i;
+    }
+  }
+  // Keras 3's compile config: Adam's settings, the loss and the metric.
+  const ModelSpec k3 = load_model_file(std::string(GPUVS_SOURCE_DIR) + "/tests/data/keras/seed_keras3.json");
+  EXPECT_NEAR(k3.adam.learning_rate, 1e-3, 1e-9);
+  EXPECT_DOUBLE_EQ(k3.adam.epsilon, 1e-7);
+  EXPECT_EQ(k3.metrics, std::vector<std::string>{"accuracy"});
+}
+
+TEST(KerasModel, ChainsOfFunctionalLayersAndActivationLayersBuild) {
+  // Keras 3 Functional, one chain: Input -> Dense(64) -> Activation(tanh) -> Dense(3, softmax).
+  const std::string functional = R"({"class_name": "Functional", "config": {"name": "f", "layers": [
+    {"class_name": "InputLayer", "name": "in", "config": {"batch_shape": [null, 20], "name": "in"}, "inbound_nodes": []},
+    {"class_name": "Dense", "name": "d1", "config": {"name": "d1", "units": 64, "activation": "linear"},
+     "inbound_nodes": [{"args": [{"class_name": "__keras_tensor__", "config": {"keras_history": ["in", 0, 0]}}], "kwargs": {}}]},
+    {"class_name": "Activation", "name": "act", "config": {"name": "act", "activation": "tanh"},
+     "inbound_nodes": [{"args": [{"class_name": "__keras_tensor__", "config": {"keras_history": ["d1", 0, 0]}}], "kwargs": {}}]},
+    {"class_name": "Dense", "name": "out", "config": {"name": "out", "units": 3, "activation": "softmax"},
+     "inbound_nodes": [{"args": [{"class_name": "__keras_tensor__", "config": {"keras_history": ["act", 0, 0]}}], "kwargs": {}}]}]}})";
+  const ModelSpec f = keras_model_spec(functional, "f.json");
+  ASSERT_EQ(f.layers.size(), 2u);
+  EXPECT_EQ(f.input_dim, 20);
+  EXPECT_EQ(f.layers[0].act, Act::tanh);
+  EXPECT_EQ(f.param_count(), 20 * 64 + 64 + 64 * 3 + 3);
+}
+
+TEST(KerasModel, WhatCannotBeBuiltIsRefusedByLayerNameAndClass) {
+  const std::string seed = files::read_all(std::string(GPUVS_SOURCE_DIR) + "/tests/data/keras/seed_keras2.json", "data");
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string t = seed;
+    t.replace(t.find(from), from.size(), to);
+    return t;
+  };
+  for (const auto& [text, expect] : std::vector<std::pair<std::string, std::string>>{
+           {with("\"class_name\": \"Dropout\"", "\"class_name\": \"Conv2D\""), "k.json: layer 'dropout' (Conv2D): not built by gpuvs's Keras reader yet"},
+           {with("\"kernel_regularizer\": null", "\"kernel_regularizer\": {\"class_name\": \"L2\"}"), "layer 'dense' (Dense): kernel_regularizer is set"},
+           {with("\"activation\": \"relu\"", "\"activation\": \"elu\""), "layer 'dense' (Dense): activation 'elu' is not built"},
+           {with("\"units\": 128", "\"units\": 0"), "layer 'dense' (Dense): units must be a whole number"},
+           {with("\"rate\": 0.2", "\"rate\": 1.5"), "layer 'dropout' (Dropout): rate must be a number in [0, 1)"},
+           {with("\"class_name\": \"Sequential\"", "\"class_name\": \"Sequentail\""), "$.class_name: 'Sequentail' is not a Keras model class"},
+           {"{\"class_name\": \"Sequential\", \"config\": {\"layers\": []}}", "k.json: $.config.layers: missing or empty"},
+           {"{\"class_name\": \"Sequential\", \"config\": {\"layers\": [", "k.json: malformed JSON"}}) {
+    try {
+      keras_model_spec(text, "k.json");
+      ADD_FAILURE() << expect;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(expect), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    }
+  }
+  // A Functional graph that merges is not a chain.
+  const std::string merge = R"({"class_name": "Functional", "config": {"name": "m", "layers": [
+    {"class_name": "InputLayer", "name": "in", "config": {"batch_shape": [null, 8], "name": "in"}, "inbound_nodes": []},
+    {"class_name": "Dense", "name": "a", "config": {"name": "a", "units": 8}, "inbound_nodes": [[["in", 0, 0, {}]]]},
+    {"class_name": "Add", "name": "sum", "config": {"name": "sum"}, "inbound_nodes": [[["a", 0, 0, {}], ["in", 0, 0, {}]]]}]}})";
+  EXPECT_THROW(keras_model_spec(merge, "m.json"), InputError);
+  // Thousands of mutated Keras files: a model or one clean line naming the file.
+  for (const char* file : {"seed_keras2.json", "seed_keras3.json"}) {
+    const std::string text = files::read_all(std::string(GPUVS_SOURCE_DIR) + "/tests/data/keras/" + file, "data");
+    EXPECT_GT(test::fuzz_parser(text, "{}[]\":,.-0123456789eEtruefalsnl _abcdDimorsuy", 1000, 53,
+                                [](const std::string& t, const std::string& w) { (void)keras_model_spec(t, w); }),
+              0)
+        << file;
   }
 }

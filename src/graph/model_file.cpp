@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "core/strings.hpp"
+#include "graph/keras_model.hpp"
 
 namespace gpuvs::graph {
 
@@ -374,7 +375,9 @@ ModelSpec load_model_file(const std::filesystem::path& path) {
   const std::string ext = strings::lower(path.extension().string());
   if (ext != ".toml" && ext != ".json")
     throw InputError(fmt::format("model file {}: unknown extension '{}' (expected .toml or .json)", path.string(), ext));
-  ModelSpec spec = parse_model_text(text, path.string(), ext == ".json");
+  // Keras's own JSON (model.to_json(), a .keras archive's config.json) or gpuvs's model file.
+  ModelSpec spec = ext == ".json" && is_keras_json_text(text) ? keras_model_spec(text, path.string())
+                                                               : parse_model_text(text, path.string(), ext == ".json");
   if (spec.name == "model") spec.name = path.stem().string();
   return spec;
 }

@@ -1,0 +1,229 @@
+#include "graph/keras_model.hpp"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.hpp"
+#include "core/strings.hpp"
+
+namespace gpuvs::graph {
+
+namespace {
+
+using json = nlohmann::json;
+
+const std::vector<std::string> kBuilt = {"InputLayer", "Dense", "Dropout", "Activation", "Flatten"};
+
+/// Settings that change what training does; the engine has none of them, so a non-default value is refused.
+const std::vector<std::string> kRefusedIfSet = {"kernel_regularizer", "bias_regularizer", "activity_regularizer",
+                                                "kernel_constraint", "bias_constraint", "noise_shape"};
+
+struct Where {
+  const std::string& file;
+  [[noreturn]] void path(const std::string& p, const std::string& what) const { throw InputError(fmt::format("{}: $.{}: {}", file, p, what)); }
+  [[noreturn]] void layer(const std::string& name, const std::string& cls, const std::string& what) const {
+    throw InputError(fmt::format("{}: layer '{}' ({}): {}", file, strings::printable(name), strings::printable(cls), what));
+  }
+};
+
+/// The layer's activation, or the refusal naming it.
+Act activation(const std::string& a, bool& softmax, const Where& w, const std::string& name, const std::string& cls) {
+  softmax = false;
+  if (a == "linear" || a.empty()) return Act::none;
+  if (a == "relu") return Act::relu;
+  if (a == "gelu") return Act::gelu;
+  if (a == "tanh") return Act::tanh;
+  if (a == "sigmoid") return Act::sigmoid;
+  if (a == "silu" || a == "swish") return Act::silu;
+  if (a == "softmax") {
+    softmax = true;
+    return Act::none;
+  }
+  w.layer(name, cls, fmt::format("activation '{}' is not built (linear, relu, gelu, tanh, sigmoid, silu, softmax)", strings::printable(a)));
+}
+
+/// Keras 3 writes an activation as a string; Keras 2 as well (a serialized object is refused).
+std::string activation_name(const json& cfg, const Where& w, const std::string& name, const std::string& cls) {
+  if (!cfg.contains("activation")) return "linear";
+  const json& a = cfg["activation"];
+  if (a.is_string()) return a.get<std::string>();
+  w.layer(name, cls, "activation must be a name (custom activation objects are not built)");
+}
+
+/// The feature count of a [null, N] shape (batch_input_shape in Keras 2, batch_shape in Keras 3).
+std::int64_t features_of(const json& shape, const Where& w, const std::string& name, const std::string& cls) {
+  if (!shape.is_array() || shape.size() < 2) w.layer(name, cls, "input shape must be [batch, features...]");
+  std::int64_t n = 1;
+  for (std::size_t i = 1; i < shape.size(); ++i) {
+    if (!shape[i].is_number_integer() || shape[i].get<std::int64_t>() < 1 || shape[i].get<std::int64_t>() > (1 << 24))
+      w.layer(name, cls, fmt::format("input shape {} needs whole positive sizes", strings::printable(shape.dump())));
+    n *= shape[i].get<std::int64_t>();
+    if (n > (std::int64_t{1} << 31)) w.layer(name, cls, "input of more than 2^31 features");
+  }
+  return n;
+}
+
+const json* input_shape_in(const json& cfg) {
+  for (const char* k : {"batch_input_shape", "batch_shape"})
+    if (cfg.contains(k) && !cfg[k].is_null()) return &cfg[k];
+  return nullptr;
+}
+
+/// A Functional model's layers in order, when they form one chain (each layer fed by the one before).
+std::vector<const json*> chain_of(const json& layers, const Where& w) {
+  std::vector<const json*> out;
+  std::string previous;
+  for (const auto& l : layers) {
+    const std::string name = l.contains("name") && l["name"].is_string() ? l["name"].get<std::string>()
+                             : l.contains("config") && l["config"].contains("name") && l["config"]["name"].is_string()
+                                 ? l["config"]["name"].get<std::string>()
+                                 : "?";
+    const std::string cls = l.value("class_name", "?");
+    const json inbound = l.contains("inbound_nodes") ? l["inbound_nodes"] : json::array();
+    const std::string dumped = inbound.dump();
+    if (!previous.empty()) {
+      // Keras 2 ([[["prev", 0, 0, {}]]]) and Keras 3 ([{"args": [{"config": {"keras_history": ["prev", 0, 0]}}]}]):
+      // exactly one inbound tensor, from the previous layer.
+      const std::size_t refs = std::count(dumped.begin(), dumped.end(), '[');
+      if (dumped.find("\"" + previous + "\"") == std::string::npos || (cls == "Add" || cls == "Concatenate" || refs > 8))
+        w.layer(name, cls, "the engine builds chains of layers; this Functional graph branches or merges (not built yet)");
+    }
+    previous = name;
+    out.push_back(&l);
+  }
+  return out;
+}
+
+}  // namespace
+
+bool is_keras_json_text(const std::string& text) {
+  const json j = json::parse(text, nullptr, false);
+  if (!j.is_object() || !j.contains("class_name") || !j["class_name"].is_string() || !j.contains("config")) return false;
+  const std::string c = j["class_name"].get<std::string>();
+  return c == "Sequential" || c == "Functional" || c == "Model";
+}
+
+ModelSpec keras_model_spec(const std::string& text, const std::string& where) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw InputError(fmt::format("{}: malformed JSON at byte {}", where, e.byte));
+  }
+  const Where w{where};
+  if (!j.is_object() || !j.contains("class_name") || !j["class_name"].is_string()) w.path("class_name", "missing: not a Keras model");
+  const std::string model_class = j["class_name"].get<std::string>();
+  if (model_class != "Sequential" && model_class != "Functional" && model_class != "Model")
+    w.path("class_name", fmt::format("'{}' is not a Keras model class (Sequential, Functional)", strings::printable(model_class)));
+  if (!j.contains("config") || !j["config"].is_object()) w.path("config", "missing");
+  const json& cfg = j["config"];
+  if (!cfg.contains("layers") || !cfg["layers"].is_array() || cfg["layers"].empty()) w.path("config.layers", "missing or empty");
+  ModelSpec spec;
+  spec.name = cfg.contains("name") && cfg["name"].is_string() ? cfg["name"].get<std::string>() : "keras-model";
+  std::vector<const json*> layers;
+  if (model_class == "Sequential") {
+    for (const auto& l : cfg["layers"]) layers.push_back(&l);
+  } else {
+    layers = chain_of(cfg["layers"], w);
+  }
+  int index = 0;
+  for (const json* lp : layers) {
+    const json& l = *lp;
+    ++index;
+    if (!l.is_object() || !l.contains("class_name") || !l["class_name"].is_string() || !l.contains("config") || !l["config"].is_object())
+      w.path(fmt::format("config.layers[{}]", index - 1), "a layer needs class_name and config");
+    const std::string cls = l["class_name"].get<std::string>();
+    const json& c = l["config"];
+    const std::string name = c.contains("name") && c["name"].is_string() ? c["name"].get<std::string>() : fmt::format("layer {}", index);
+    if (std::find(kBuilt.begin(), kBuilt.end(), cls) == kBuilt.end())
+      w.layer(name, cls, fmt::format("not built by gpuvs's Keras reader yet (built: {})", strings::join(kBuilt, ", ")));
+    for (const auto& key : kRefusedIfSet)
+      if (c.contains(key) && !c[key].is_null())
+        w.layer(name, cls, fmt::format("{} is set; the engine has no such thing, so it would be dropped", key));
+    if (const json* shape = input_shape_in(c)) {
+      // Keras 2 repeats the InputLayer's shape on the first layer: the same shape again is no news.
+      const std::int64_t n = features_of(*shape, w, name, cls);
+      if (!spec.layers.empty() || (spec.input_dim != 0 && spec.input_dim != n))
+        w.layer(name, cls, "an input shape after the model's first layer");
+      spec.input_dim = n;
+    }
+    if (cls == "InputLayer" || cls == "Flatten") {
+      if (cls == "Flatten" && !spec.layers.empty()) w.layer(name, cls, "Flatten after a Dense layer changes nothing only on 2-D data; not built here");
+      continue;
+    }
+    if (spec.input_dim == 0) w.layer(name, cls, "the model's input shape is unknown (no InputLayer or input_shape before it)");
+    if (cls == "Dense") {
+      LayerSpec d;
+      d.kind = LayerSpec::Kind::dense;
+      if (!c.contains("units") || !c["units"].is_number_integer() || c["units"].get<std::int64_t>() < 1 || c["units"].get<std::int64_t>() > (1 << 24))
+        w.layer(name, cls, "units must be a whole number from 1 to 2^24");
+      d.units = c["units"].get<std::int64_t>();
+      d.act = activation(activation_name(c, w, name, cls), d.softmax, w, name, cls);
+      d.use_bias = !c.contains("use_bias") || !c["use_bias"].is_boolean() || c["use_bias"].get<bool>();
+      spec.layers.push_back(d);
+    } else if (cls == "Dropout") {
+      if (!c.contains("rate") || !c["rate"].is_number() || c["rate"].get<double>() < 0 || c["rate"].get<double>() >= 1)
+        w.layer(name, cls, "rate must be a number in [0, 1)");
+      LayerSpec d;
+      d.kind = LayerSpec::Kind::dropout;
+      d.rate = c["rate"].get<double>();
+      spec.layers.push_back(d);
+    } else if (cls == "Activation") {
+      // The engine fuses an activation into the Dense before it: allowed right after a linear Dense.
+      if (spec.layers.empty() || spec.layers.back().kind != LayerSpec::Kind::dense || spec.layers.back().act != Act::none ||
+          spec.layers.back().softmax)
+        w.layer(name, cls, "an Activation is built only right after a Dense layer without one");
+      bool softmax = false;
+      const Act a = activation(activation_name(c, w, name, cls), softmax, w, name, cls);
+      spec.layers.back().act = a;
+      spec.layers.back().softmax = softmax;
+    }
+  }
+  // Keras 3's .keras config.json carries the compile config: optimizer, loss and metrics.
+  if (j.contains("compile_config") && j["compile_config"].is_object()) {
+    const json& cc = j["compile_config"];
+    if (cc.contains("optimizer") && !cc["optimizer"].is_null()) {
+      const json& o = cc["optimizer"];
+      const std::string oname = o.is_string() ? o.get<std::string>() : o.value("class_name", "?");
+      if (strings::lower(oname) != "adam") w.path("compile_config.optimizer", fmt::format("'{}' is not built (Adam is)", strings::printable(oname)));
+      if (o.is_object() && o.contains("config") && o["config"].is_object()) {
+        const json& oc = o["config"];
+        for (auto [key, out] : {std::pair<const char*, double*>{"learning_rate", &spec.adam.learning_rate}, {"beta_1", &spec.adam.beta_1},
+                                {"beta_2", &spec.adam.beta_2}, {"epsilon", &spec.adam.epsilon}})
+          if (oc.contains(key)) {
+            if (!oc[key].is_number() || !std::isfinite(oc[key].get<double>()) || oc[key].get<double>() <= 0)
+              w.path(fmt::format("compile_config.optimizer.config.{}", key), "must be a positive number (a schedule is not built)");
+            *out = oc[key].get<double>();
+          }
+        if (oc.contains("amsgrad") && oc["amsgrad"].is_boolean() && oc["amsgrad"].get<bool>())
+          w.path("compile_config.optimizer.config.amsgrad", "AMSGrad is not built");
+      }
+    }
+    if (cc.contains("loss") && !cc["loss"].is_null()) {
+      const json& lo = cc["loss"];
+      const std::string lname = lo.is_string() ? lo.get<std::string>() : lo.value("class_name", "?");
+      const std::string l = strings::lower(lname);
+      if (l != "sparse_categorical_crossentropy" && l != "sparsecategoricalcrossentropy")
+        w.path("compile_config.loss", fmt::format("'{}' is not built (sparse_categorical_crossentropy is)", strings::printable(lname)));
+      if (lo.is_object() && lo.contains("config") && lo["config"].is_object() && lo["config"].contains("from_logits"))
+        spec.from_logits = lo["config"]["from_logits"].is_boolean() && lo["config"]["from_logits"].get<bool>();
+    }
+    if (cc.contains("metrics") && cc["metrics"].is_array()) {
+      spec.metrics.clear();
+      for (const auto& m : cc["metrics"]) {
+        const std::string mname = m.is_string() ? m.get<std::string>() : m.is_object() ? m.value("class_name", "?") : "?";
+        if (strings::lower(mname) != "accuracy" && strings::lower(mname) != "sparse_categorical_accuracy")
+          w.path("compile_config.metrics", fmt::format("metric '{}' is not built (accuracy is)", strings::printable(mname)));
+        spec.metrics.push_back("accuracy");
+      }
+    }
+  }
+  spec.validate(where);
+  return spec;
+}
+
+}  // namespace gpuvs::graph

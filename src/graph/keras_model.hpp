@@ -1,0 +1,21 @@
+// Keras models as Keras writes them: `model.to_json()` (Keras 2 and Keras 3 forms) and the config.json
+// inside a `.keras` archive (with its compile config). Sequential models — and Functional models whose
+// layers form one chain — of Dense, Dropout, Activation, Flatten and InputLayer become a ModelSpec the
+// CPU engine trains and the model prices. A layer gpuvs cannot build, or a setting it would silently drop
+// (a regularizer, a constraint), is refused with the layer's name and class; it is never skipped.
+#pragma once
+#include <string>
+
+#include "graph/model_spec.hpp"
+
+namespace gpuvs::graph {
+
+/// True when the JSON text is a Keras model (a Sequential, Functional or Model `class_name` with a
+/// `config`).
+bool is_keras_json_text(const std::string& text);
+
+/// The model. InputError "WHERE: layer NAME (CLASS): what" or "WHERE: $.path: what" for anything it
+/// cannot represent.
+ModelSpec keras_model_spec(const std::string& text, const std::string& where);
+
+}  // namespace gpuvs::graph
