@@ -545,6 +545,24 @@ TEST(Cli, AdviseParamsBuildsADecoderToSizeAndSaysSo) {
   expect_usage_error(run_gpuvs("graph decoder-3e12"), "1e7 to 2e12");
 }
 
+TEST(Cli, EvaluateTrainsTheUsersModelWhereTheEngineCan) {
+  TempDir dir;
+  const std::string db = (dir / "h.db").string();
+  const std::string keras = std::string(GPUVS_SOURCE_DIR) + "/tests/data/keras/seed_keras3.json";
+  const auto k = run_gpuvs("evaluate --rows 2000 --epochs 1 --threads 1 --no-report --workload " + keras + " --db " + db);
+  ASSERT_EQ(k.exit_code, 0) << k.err;
+  auto run = nlohmann::json::parse(run_gpuvs("report -o json --run 1 --db " + db).out);
+  EXPECT_EQ(run["payload"]["training"]["workload"], "sequential");  // the Keras model's own name: it trained
+  EXPECT_FALSE(run["payload"]["measured_here"].is_null());
+  // A model the engine cannot run: the seed model is measured instead, and the run says so in one line.
+  const auto r = run_gpuvs("evaluate --rows 2000 --epochs 1 --threads 1 --no-report --workload resnet50 --db " + db);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("Measured seed-mlp instead of resnet50: the CPU engine trains dense models only"), std::string::npos) << r.err;
+  run = nlohmann::json::parse(run_gpuvs("report -o json --run 2 --db " + db).out);
+  EXPECT_EQ(run["payload"]["training"]["workload"], "seed-mlp");
+  EXPECT_TRUE(run["payload"]["measured_here"].is_null());
+}
+
 TEST(Cli, EvaluateStoresTheRunAndHistoryDiffReportReadIt) {
   TempDir dir;
   const std::string db = (dir / "h.db").string();

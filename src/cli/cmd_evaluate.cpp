@@ -160,8 +160,16 @@ int run_evaluate(const EvaluateArgs& a) {
   engine::TrainConfig cfg;
   cfg.device = "auto";  // the best local device: the first GPU when there is one
   const engine::Placement place = engine::resolve_placement(cfg);
-  steps.begin(fmt::format("training seed-mlp on {}", place.device));
-  const graph::ModelSpec spec = graph::builtin_workload("seed-mlp");
+  // What to train here: the workload itself when the engine can run it (dense Sequential models: seed-mlp,
+  // a gpuvs model file, a Keras file), else the seed model, said in one line.
+  const bool trains_workload = net.family == "mlp";
+  const graph::ModelSpec spec = trains_workload ? graph::resolve_workload(a.workload) : graph::builtin_workload("seed-mlp");
+  const std::string measured_name = trains_workload ? spec.name : "seed-mlp";
+  const std::string measured_instead =
+      trains_workload ? "" : fmt::format("Measured seed-mlp instead of {}: the CPU engine trains dense models only, and {} is a {} network.",
+                                         a.workload, net.id, net.family);
+  if (!measured_instead.empty()) fmt::print(stderr, "{}\n", measured_instead);
+  steps.begin(fmt::format("training {} on {}", measured_name, place.device));
   const engine::Dataset data = engine::make_synthetic(a.rows, spec.input_dim, spec.num_classes(), 1);
   cfg.epochs = a.epochs;
   cfg.batch = 128;
@@ -174,7 +182,7 @@ int run_evaluate(const EvaluateArgs& a) {
   for (const auto& e : tr.history)
     history.push_back({{"epoch", e.epoch}, {"loss", e.loss}, {"accuracy", e.accuracy}, {"val_loss", e.val_loss},
                        {"val_accuracy", e.val_accuracy}, {"samples_per_s", e.samples_per_s}});
-  json training = {{"workload", "seed-mlp"}, {"device", tr.device}, {"threads", tr.threads}, {"gemm", tr.gemm},
+  json training = {{"workload", measured_name}, {"device", tr.device}, {"threads", tr.threads}, {"gemm", tr.gemm},
                    {"samples_per_s", tr.samples_per_s}, {"step_time_median_s", tr.step_time_median_s}, {"batch", cfg.batch},
                    {"history", history}};
 
@@ -258,11 +266,11 @@ int run_evaluate(const EvaluateArgs& a) {
   }
 
   // This machine, measured, beside the predictions and among the advisor's options, when what it trained
-  // is the workload being predicted (evaluate always trains seed-mlp).
-  const bool here_comparable = a.workload == "seed-mlp";
+  // is the workload being predicted.
+  const bool here_comparable = trains_workload;
   advise::MeasuredMachine here;
   here.name = tr.device == "cpu" ? fmt::format("{} ({} cores), CPU, {} threads", cpu.model, cpu.cores, tr.threads) : tr.device;
-  here.workload = "seed-mlp";
+  here.workload = a.workload;
   here.precision = tr.device == "cpu" ? "fp32" : "the GPU engine's default (tf32)";
   here.throughput = tr.samples_per_s;
   here.batch = cfg.batch;
@@ -344,8 +352,9 @@ int run_evaluate(const EvaluateArgs& a) {
   json summary = json::array();
   summary.push_back(fmt::format("This machine: {} ({} cores); GPU: {}", cpu.model, cpu.cores,
                                 nv.status == "ok" ? fmt::format("{} x {}", nv.gpus.size(), nv.gpus.front().name) : "none (" + nv.detail + ")"));
-  summary.push_back(fmt::format("Measured: seed-mlp trains at {} samples/s on {}; {} benchmarks ran, {} waived, {} failed",
-                                units::format_si(tr.samples_per_s), tr.device == "cpu" ? fmt::format("the CPU ({} threads)", tr.threads) : tr.device,
+  if (!measured_instead.empty()) summary.push_back(measured_instead);
+  summary.push_back(fmt::format("Measured: {} trains at {} samples/s on {}; {} benchmarks ran, {} waived, {} failed",
+                                measured_name, units::format_si(tr.samples_per_s), tr.device == "cpu" ? fmt::format("the CPU ({} threads)", tr.threads) : tr.device,
                                 std::count_if(results.begin(), results.end(), [](const auto& m) { return m.status == "ok"; }),
                                 std::count_if(results.begin(), results.end(), [](const auto& m) { return m.status == "waived"; }),
                                 std::count_if(results.begin(), results.end(), [](const auto& m) { return m.status == "FAILED"; })));
@@ -373,11 +382,11 @@ int run_evaluate(const EvaluateArgs& a) {
   json payload = {{"schema_version", 1}, {"kind", "evaluate"}, {"gpuvs", version}, {"workload", a.workload},
                   {"precision", a.precision}, {"devices", devices}, {"bench", bench_record}, {"training", training},
                   {"calibration", calibration}, {"predictions", predictions}, {"measured_here", measured},
-                  {"measured_here_note", here_comparable ? "" : fmt::format("This machine was measured training seed-mlp, not {}: no measured bar beside the predictions.", a.workload)},
+                  {"measured_here_note", here_comparable ? "" : measured_instead + " No measured bar beside the predictions."},
                   {"prediction_note", fmt::format("{} training, default batch per GPU, {} (amp-fp16 where a card lacks bf16), priced with the {} "
                                                   "framework profile; band = the model's validation error spread",
                                                   a.workload, a.precision, predictions.empty() ? "pytorch" : predictions[0].value("framework", "pytorch"))},
-                  {"roofline", roofline(results, tr, "seed-mlp", cpu)}, {"advice", advise::advice_json(advice)}, {"summary", summary},
+                  {"roofline", roofline(results, tr, measured_name, cpu)}, {"advice", advise::advice_json(advice)}, {"summary", summary},
                   {"serving", serving}};
   store::Run run;
   run.created_utc = clock::utc_now();
@@ -385,7 +394,7 @@ int run_evaluate(const EvaluateArgs& a) {
   run.gpuvs_version = version;
   run.host = cpu.model;
   run.gpu = nv.status == "ok" ? nv.gpus.front().name + (local_gpu.empty() ? "" : " (" + local_gpu + ")") : "none";
-  run.summary = fmt::format("{}: {} samples/s seed-mlp on {}; {}", a.workload, units::format_si(tr.samples_per_s), tr.device == "cpu" ? "CPU" : "GPU",
+  run.summary = fmt::format("{}: {} samples/s {} on {}; {}", a.workload, units::format_si(tr.samples_per_s), measured_name, tr.device == "cpu" ? "CPU" : "GPU",
                             advice.ranked.empty() ? "no option" : "#1 " + advice.ranked.front().gpu_id);
   run.payload = payload;
   for (const auto& m : results) run.figures.push_back({m.key, m.device, m.unit, m.status, m.median, m.spec});
