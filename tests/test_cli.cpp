@@ -339,6 +339,11 @@ TEST(Cli, KerasFilesTrainAndPrice) {
   gpuvs::test::write_text(dir / "conv.json", "{\"class_name\": \"Sequential\", \"config\": {\"layers\": [{\"class_name\": \"Conv2D\", "
                                              "\"config\": {\"name\": \"c1\", \"filters\": 8}}]}}");
   expect_usage_error(run_gpuvs("train " + (dir / "conv.json").string()), "layer 'c1' (Conv2D)");
+  // A Keras convnet the engine cannot train is priced.
+  const std::string cnn = std::string(GPUVS_SOURCE_DIR) + "/tests/data/keras/mnist_convnet.json";
+  const auto c = run_gpuvs("predict --workload " + cnn + " --gpu l4 --batch 128 --precision amp-fp16 --json");
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_EQ(nlohmann::json::parse(c.out)["params"], 34826);
 }
 
 TEST(Cli, ValidateTableAndJson) {

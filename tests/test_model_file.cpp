@@ -4,6 +4,9 @@
 #include "core/rng.hpp"
 #include "core/files.hpp"
 #include "graph/builder.hpp"
+#include "graph/cost.hpp"
+#include "graph/keras_graph.hpp"
+#include "graph/networks.hpp"
 #include "graph/keras_model.hpp"
 #include "graph/model_file.hpp"
 #include "graph/workloads.hpp"
@@ -212,7 +215,7 @@ TEST(KerasModel, WhatCannotBeBuiltIsRefusedByLayerNameAndClass) {
     return t;
   };
   for (const auto& [text, expect] : std::vector<std::pair<std::string, std::string>>{
-           {with("\"class_name\": \"Dropout\"", "\"class_name\": \"Conv2D\""), "k.json: layer 'dropout' (Conv2D): not built by gpuvs's Keras reader yet"},
+           {with("\"class_name\": \"Dropout\"", "\"class_name\": \"Conv2D\""), "k.json: layer 'dropout' (Conv2D): the engine trains models of InputLayer, Dense"},
            {with("\"kernel_regularizer\": null", "\"kernel_regularizer\": {\"class_name\": \"L2\"}"), "layer 'dense' (Dense): kernel_regularizer is set"},
            {with("\"activation\": \"relu\"", "\"activation\": \"elu\""), "layer 'dense' (Dense): activation 'elu' is not built"},
            {with("\"units\": 128", "\"units\": 0"), "layer 'dense' (Dense): units must be a whole number"},
@@ -239,6 +242,66 @@ TEST(KerasModel, WhatCannotBeBuiltIsRefusedByLayerNameAndClass) {
     const std::string text = files::read_all(std::string(GPUVS_SOURCE_DIR) + "/tests/data/keras/" + file, "data");
     EXPECT_GT(test::fuzz_parser(text, "{}[]\":,.-0123456789eEtruefalsnl _abcdDimorsuy", 1000, 53,
                                 [](const std::string& t, const std::string& w) { (void)keras_model_spec(t, w); }),
+              0)
+        << file;
+  }
+}
+
+// Keras models the engine does not run, priced through the graph IR: Keras's "Simple MNIST convnet" example
+// (its summary: 34,826 parameters) and a small text-classification transformer (Embedding,
+// MultiHeadAttention, Add, LayerNormalization, GlobalAveragePooling1D: 40,610 by Keras's layer formulas).
+TEST(KerasGraph, ConvnetsAndTransformersBuildWithKerasParameterCountsAndFlops) {
+  const std::string dir = std::string(GPUVS_SOURCE_DIR) + "/tests/data/keras/";
+  const NetworkInfo cnn = resolve_network(dir + "mnist_convnet.json");
+  EXPECT_EQ(cnn.family, "keras");
+  const Graph g = build_network(cnn, {32, DType::f32, 0, false, false});
+  EXPECT_EQ(param_count(g), 34826);
+  // Forward FLOPs = 2 x multiply-adds: 26x26x32x9 + 11x11x64x288 + 1600x10 per image.
+  const double macs = 26.0 * 26 * 32 * 9 + 11.0 * 11 * 64 * 288 + 1600.0 * 10;
+  EXPECT_NEAR(graph_cost(g).matrix_flops, 2 * macs * 32, 2 * macs * 32 * 1e-9);
+  const NetworkInfo tr = resolve_network(dir + "tiny_transformer.json");
+  EXPECT_EQ(param_count(build_network(tr, {8, DType::f32, 0, false, false})), 40610);
+  // The training step builds (autodiff reaches every trainable parameter).
+  EXPECT_GT(build_network(tr, {8, DType::f32, 0, false, true}).size(), build_network(tr, {8, DType::f32, 0, false, false}).size());
+  EXPECT_GT(build_network(cnn, {8, DType::f32, 0, false, true}).size(), g.size());
+  // The engine cannot train them, and says what gpuvs does with them instead.
+  try {
+    load_model_file(dir + "mnist_convnet.json");
+    ADD_FAILURE();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("layer 'conv2d' (Conv2D): the engine trains models of"), std::string::npos) << e.what();
+  }
+}
+
+TEST(KerasGraph, LayersItCannotBuildAreNamedAndMutatedFilesFailCleanly) {
+  const std::string dir = std::string(GPUVS_SOURCE_DIR) + "/tests/data/keras/";
+  const std::string cnn = files::read_all(dir + "mnist_convnet.json", "data");
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string t = cnn;
+    t.replace(t.find(from), from.size(), to);
+    return t;
+  };
+  for (const auto& [text, expect] : std::vector<std::pair<std::string, std::string>>{
+           {with("\"MaxPooling2D\"", "\"SeparableConv2D\""), "layer 'max_pooling2d' (SeparableConv2D): not built by gpuvs's Keras reader yet"},
+           {with("\"dilation_rate\": [1, 1]", "\"dilation_rate\": [2, 2]"), "layer 'conv2d' (Conv2D): dilated convolutions are not built"},
+           {with("\"kernel_size\": [3, 3]", "\"kernel_size\": [3, 5]"), "kernel_size [3,5] differs by axis"},
+           {with("\"activation\": \"relu\"", "\"activation\": \"mish\""), "layer 'conv2d' (Conv2D): activation 'mish' is not built"},
+           {with("\"units\": 10", "\"units\": 0"), "layer 'dense' (Dense): units must be positive"}}) {
+    try {
+      keras_network(text, "k.json");
+      ADD_FAILURE() << expect;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(expect), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    }
+  }
+  for (const char* file : {"mnist_convnet.json", "tiny_transformer.json"}) {
+    const std::string text = files::read_all(dir + file, "data");
+    EXPECT_GT(test::fuzz_parser(text, "{}[]\":,.-0123456789eEtruefalsnl _abcdDimorsuy", 800, 61,
+                                [](const std::string& t, const std::string& w) {
+                                  const NetworkInfo n = keras_network(t, w);
+                                  (void)build_network(n, {2, DType::f32, 0, false, true});
+                                }),
               0)
         << file;
   }

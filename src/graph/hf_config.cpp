@@ -168,7 +168,17 @@ bool is_hf_config_text(const std::string& text) {
   return j.is_object() && (j.contains("architectures") || j.contains("model_type"));
 }
 
+NetworkInfo hf_network_json(const std::string& text, const std::string& where);
+
 NetworkInfo hf_network(const std::string& text, const std::string& where) {
+  try {
+    return hf_network_json(text, where);
+  } catch (const json::exception& e) {
+    throw InputError(fmt::format("{}: a setting has the wrong type ({})", where, strings::printable(e.what())));
+  }
+}
+
+NetworkInfo hf_network_json(const std::string& text, const std::string& where) {
   json j;
   try {
     j = json::parse(text);

@@ -107,7 +107,17 @@ bool is_keras_json_text(const std::string& text) {
   return c == "Sequential" || c == "Functional" || c == "Model";
 }
 
+ModelSpec keras_model_spec_json(const std::string& text, const std::string& where);
+
 ModelSpec keras_model_spec(const std::string& text, const std::string& where) {
+  try {
+    return keras_model_spec_json(text, where);
+  } catch (const json::exception& e) {
+    throw InputError(fmt::format("{}: a setting has the wrong type ({})", where, strings::printable(e.what())));
+  }
+}
+
+ModelSpec keras_model_spec_json(const std::string& text, const std::string& where) {
   json j;
   try {
     j = json::parse(text);
@@ -140,7 +150,8 @@ ModelSpec keras_model_spec(const std::string& text, const std::string& where) {
     const json& c = l["config"];
     const std::string name = c.contains("name") && c["name"].is_string() ? c["name"].get<std::string>() : fmt::format("layer {}", index);
     if (std::find(kBuilt.begin(), kBuilt.end(), cls) == kBuilt.end())
-      w.layer(name, cls, fmt::format("not built by gpuvs's Keras reader yet (built: {})", strings::join(kBuilt, ", ")));
+      w.layer(name, cls, fmt::format("the engine trains models of {} only (gpuvs graph, predict, compare and advise price this one)",
+                                     strings::join(kBuilt, ", ")));
     for (const auto& key : kRefusedIfSet)
       if (c.contains(key) && !c[key].is_null())
         w.layer(name, cls, fmt::format("{} is set; the engine has no such thing, so it would be dropped", key));

@@ -8,6 +8,8 @@
 #include "graph/autodiff.hpp"
 #include "graph/builder.hpp"
 #include "graph/hf_config.hpp"
+#include "graph/keras_graph.hpp"
+#include "graph/keras_model.hpp"
 #include "graph/model_file.hpp"
 #include "graph/workloads.hpp"
 
@@ -243,6 +245,7 @@ NetworkInfo resolve_network(const std::string& id_or_path) {
     // A Hugging Face config.json, or gpuvs's own Sequential model in JSON.
     const std::string text = files::read_all(id_or_path, "model file");
     if (is_hf_config_text(text)) return hf_network(text, id_or_path);
+    if (is_keras_json_text(text) && keras_needs_graph(text)) return keras_network(text, id_or_path);
   }
   const ModelSpec spec = load_model_file(id_or_path);
   return {spec.name, "model file " + id_or_path, "mlp", "samples", 0, static_cast<double>(spec.param_count()),

@@ -1,0 +1,374 @@
+#include "graph/keras_graph.hpp"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <map>
+
+#include "core/error.hpp"
+#include "core/strings.hpp"
+
+namespace gpuvs::graph {
+
+namespace {
+
+using json = nlohmann::json;
+
+const std::vector<std::string> kDenseOnly = {"InputLayer", "Dense", "Dropout", "Activation", "Flatten"};
+const std::vector<std::string> kBuilt = {"InputLayer",         "Dense",          "Dropout",          "Activation",       "Flatten",
+                                         "Reshape",            "Conv2D",         "MaxPooling2D",     "AveragePooling2D", "GlobalAveragePooling2D",
+                                         "GlobalMaxPooling2D", "GlobalAveragePooling1D", "BatchNormalization", "LayerNormalization",
+                                         "Embedding",          "MultiHeadAttention", "Add",          "Concatenate"};
+
+struct Layer {
+  std::string name, cls;
+  json config;
+  std::vector<std::string> inputs;  // names of the layers feeding it, in order
+};
+
+[[noreturn]] void refuse(const std::string& where, const Layer& l, const std::string& what) {
+  throw InputError(fmt::format("{}: layer '{}' ({}): {}", where, strings::printable(l.name), strings::printable(l.cls), what));
+}
+
+/// Every "keras_history": [name, ...] (Keras 3) or [name, node, tensor, {...}] (Keras 2) inside inbound_nodes.
+void inbound_names(const json& j, std::vector<std::string>& out) {
+  if (j.is_object()) {
+    if (j.contains("keras_history") && j["keras_history"].is_array() && !j["keras_history"].empty() && j["keras_history"][0].is_string()) {
+      out.push_back(j["keras_history"][0].get<std::string>());
+      return;
+    }
+    for (const auto& [k, v] : j.items()) inbound_names(v, out);
+  } else if (j.is_array()) {
+    if (!j.empty() && j[0].is_string() && j.size() >= 3 && j[1].is_number_integer()) {  // Keras 2: [name, node, tensor, kwargs]
+      out.push_back(j[0].get<std::string>());
+      return;
+    }
+    for (const auto& v : j) inbound_names(v, out);
+  }
+}
+
+std::vector<Layer> read_layers(const json& j, const std::string& where) {
+  const json& cfg = j["config"];
+  const bool sequential = j["class_name"] == "Sequential";
+  std::vector<Layer> out;
+  for (const auto& l : cfg["layers"]) {
+    if (!l.is_object() || !l.contains("class_name") || !l["class_name"].is_string() || !l.contains("config") || !l["config"].is_object())
+      throw InputError(fmt::format("{}: $.config.layers[{}]: a layer needs class_name and config", where, out.size()));
+    Layer x;
+    x.cls = l["class_name"].get<std::string>();
+    x.config = l["config"];
+    x.name = l.contains("name") && l["name"].is_string()               ? l["name"].get<std::string>()
+             : x.config.contains("name") && x.config["name"].is_string() ? x.config["name"].get<std::string>()
+                                                                         : fmt::format("layer_{}", out.size());
+    if (!sequential && l.contains("inbound_nodes")) inbound_names(l["inbound_nodes"], x.inputs);
+    if (sequential && !out.empty()) x.inputs = {out.back().name};
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+int int_of(const json& c, const char* key, int fallback, const std::string& where, const Layer& l) {
+  if (!c.contains(key) || c[key].is_null()) return fallback;
+  const json& v = c[key].is_array() && !c[key].empty() ? c[key][0] : c[key];
+  if (c[key].is_array())
+    for (const auto& e : c[key])
+      if (e != v) refuse(where, l, fmt::format("{} {} differs by axis (square windows are built)", key, c[key].dump()));
+  if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > (1 << 20))
+    refuse(where, l, fmt::format("{} must be a positive whole number", key));
+  return static_cast<int>(v.get<std::int64_t>());
+}
+
+Act act_of(const json& c, bool& softmax, const std::string& where, const Layer& l) {
+  softmax = false;
+  if (!c.contains("activation") || c["activation"].is_null()) return Act::none;
+  if (!c["activation"].is_string()) refuse(where, l, "activation must be a name");
+  const std::string a = c["activation"].get<std::string>();
+  if (a == "linear") return Act::none;
+  if (a == "relu") return Act::relu;
+  if (a == "gelu") return Act::gelu;
+  if (a == "tanh") return Act::tanh;
+  if (a == "sigmoid") return Act::sigmoid;
+  if (a == "silu" || a == "swish") return Act::silu;
+  if (a == "softmax") {
+    softmax = true;
+    return Act::none;
+  }
+  refuse(where, l, fmt::format("activation '{}' is not built", strings::printable(a)));
+}
+
+NodeId apply_act(Graph& g, const std::string& name, NodeId x, Act a, bool softmax) {
+  if (softmax) {
+    if (g.node(x).shape.size() != 2) x = g.reshape(name + "/flat", x, {numel(g.node(x).shape) / g.node(x).shape.back(), g.node(x).shape.back()});
+    return g.softmax(name + "/softmax", x);
+  }
+  return a == Act::none ? x : g.activation(name + "/" + std::string(act_name(a)), x, a);
+}
+
+/// Builds the model's forward graph on `opt`; returns the output node (pre-softmax logits when the last
+/// layer applies softmax: the loss fuses it).
+Graph build_layers(const std::vector<Layer>& layers, const NetworkOptions& opt, const std::string& where);
+
+/// A value of the wrong JSON type deep in a layer's config is the file's fault: one line naming it.
+Graph build(const std::vector<Layer>& layers, const NetworkOptions& opt, const std::string& where) {
+  try {
+    return build_layers(layers, opt, where);
+  } catch (const json::exception& e) {
+    throw InputError(fmt::format("{}: a layer setting has the wrong type ({})", where, strings::printable(e.what())));
+  }
+}
+
+Graph build_layers(const std::vector<Layer>& layers, const NetworkOptions& opt, const std::string& where) {
+  Graph g;
+  const DType dt = opt.dtype;
+  const std::int64_t B = opt.batch;
+  std::map<std::string, NodeId> out;
+  std::map<std::string, bool> image;  // tensors held as NCHW (Keras's channels-last images)
+  NodeId last = kNone;
+  bool last_softmax = false;
+  NodeId pre_softmax = kNone;
+  for (const auto& l : layers) {
+    const json& c = l.config;
+    std::vector<NodeId> in;
+    for (const auto& n : l.inputs) {
+      const auto it = out.find(n);
+      if (it == out.end()) refuse(where, l, fmt::format("input '{}' is not an earlier layer", strings::printable(n)));
+      in.push_back(it->second);
+    }
+    if (l.cls != "InputLayer" && in.empty()) refuse(where, l, "has no input (a Sequential model needs an InputLayer or an input shape first)");
+    auto need = [&](std::size_t n) {
+      if (in.size() != n) refuse(where, l, fmt::format("takes {} input(s), got {}", n, in.size()));
+    };
+    const std::string p = l.name;
+    NodeId y = kNone;
+    bool softmax = false;
+    bool is_image = !in.empty() && image[l.inputs[0]];
+    if (l.cls == "InputLayer") {
+      const json* shape = c.contains("batch_shape") ? &c["batch_shape"] : c.contains("batch_input_shape") ? &c["batch_input_shape"] : nullptr;
+      if (!shape || !shape->is_array() || shape->size() < 2) refuse(where, l, "needs batch_shape [null, ...]");
+      Shape dims{B};
+      for (std::size_t i = 1; i < shape->size(); ++i) {
+        if (!(*shape)[i].is_number_integer() || (*shape)[i].get<std::int64_t>() < 1 || (*shape)[i].get<std::int64_t>() > (1 << 20))
+          refuse(where, l, fmt::format("input shape {} needs whole positive sizes (a symbolic length: give it a size)", shape->dump()));
+        dims.push_back((*shape)[i].get<std::int64_t>());
+      }
+      const std::string dtype = c.contains("dtype") && c["dtype"].is_string() ? c["dtype"].get<std::string>() : "float32";
+      const bool ids = dtype.find("int") != std::string::npos;
+      if (dims.size() == 4) {  // [B, H, W, C] -> NCHW
+        y = g.input(p, {B, dims[3], dims[1], dims[2]}, dt);
+        is_image = true;
+      } else {
+        y = g.input(p, dims, ids ? DType::i32 : dt);
+        is_image = false;
+      }
+    } else if (l.cls == "Dense") {
+      need(1);
+      if (!c.contains("units") || !c["units"].is_number_integer() || c["units"].get<std::int64_t>() < 1) refuse(where, l, "units must be positive");
+      const std::int64_t units = c["units"].get<std::int64_t>();
+      const Shape s = g.node(in[0]).shape;
+      if (s.size() == 4 || is_image) refuse(where, l, "a Dense over an image tensor (Flatten or pool it first)");
+      const std::int64_t rows = numel(s) / s.back();
+      const bool bias = !c.contains("use_bias") || !c["use_bias"].is_boolean() || c["use_bias"].get<bool>();
+      const NodeId x2 = s.size() == 2 ? in[0] : g.reshape(p + "/rows", in[0], {rows, s.back()});
+      const NodeId w = g.param(p + "/kernel", {s.back(), units}, dt);
+      const NodeId b = bias ? g.param(p + "/bias", {units}, dt) : kNone;
+      const Act a = act_of(c, softmax, where, l);
+      y = g.matmul(p, x2, w, b, act_grad_from_output(a) ? a : Act::none);
+      if (!act_grad_from_output(a)) y = apply_act(g, p, y, a, false);
+      if (s.size() != 2) {
+        Shape o = s;
+        o.back() = units;
+        y = g.reshape(p + "/unrows", y, o);
+      }
+      if (softmax) {
+        pre_softmax = y;
+        y = apply_act(g, p, y, Act::none, true);
+      }
+    } else if (l.cls == "Conv2D") {
+      need(1);
+      if (!is_image) refuse(where, l, "needs an image input [batch, height, width, channels]");
+      if (c.contains("dilation_rate") && int_of(c, "dilation_rate", 1, where, l) != 1) refuse(where, l, "dilated convolutions are not built");
+      const int k = int_of(c, "kernel_size", 1, where, l), s = int_of(c, "strides", 1, where, l), groups = int_of(c, "groups", 1, where, l);
+      const int filters = int_of(c, "filters", 1, where, l);
+      const std::string pad = c.value("padding", "valid");
+      const std::int64_t C = g.node(in[0]).shape[1];
+      if (C % groups != 0 || filters % groups != 0) refuse(where, l, fmt::format("{} groups do not split {} channels", groups, C));
+      const NodeId w = g.param(p + "/kernel", {filters, C / groups, k, k}, dt);
+      const bool bias = !c.contains("use_bias") || !c["use_bias"].is_boolean() || c["use_bias"].get<bool>();
+      const NodeId b = bias ? g.param(p + "/bias", {filters}, dt) : kNone;
+      const Act a = act_of(c, softmax, where, l);
+      if (softmax) refuse(where, l, "softmax over a feature map is not built");
+      y = g.conv2d(p, in[0], w, b, s, pad == "same" ? (k - 1) / 2 : 0, groups, act_grad_from_output(a) ? a : Act::none);
+      if (!act_grad_from_output(a)) y = apply_act(g, p, y, a, false);
+    } else if (l.cls == "MaxPooling2D" || l.cls == "AveragePooling2D") {
+      need(1);
+      if (!is_image) refuse(where, l, "needs an image input");
+      const int k = int_of(c, "pool_size", 2, where, l);
+      const int s = int_of(c, "strides", k, where, l);
+      const int pad = c.value("padding", "valid") == "same" ? (k - 1) / 2 : 0;
+      y = g.pool2d(p, in[0], l.cls == "MaxPooling2D" ? PoolKind::max : PoolKind::avg, Window{k, k, s, s, pad, pad});
+    } else if (l.cls == "GlobalAveragePooling2D" || l.cls == "GlobalMaxPooling2D") {
+      need(1);
+      if (!is_image) refuse(where, l, "needs an image input");
+      const Shape s = g.node(in[0]).shape;
+      const NodeId pooled = g.pool2d(p, in[0], l.cls == "GlobalMaxPooling2D" ? PoolKind::max : PoolKind::avg,
+                                     Window{static_cast<int>(s[2]), static_cast<int>(s[3]), 1, 1, 0, 0});
+      y = g.reshape(p + "/flat", pooled, {s[0], s[1]});
+      is_image = false;
+    } else if (l.cls == "GlobalAveragePooling1D") {
+      need(1);
+      const Shape s = g.node(in[0]).shape;
+      if (s.size() != 3) refuse(where, l, "needs a sequence [batch, steps, features]");
+      const NodeId grid = g.reshape(p + "/grid", in[0], {s[0], 1, s[1], s[2]});
+      y = g.reshape(p + "/flat", g.pool2d(p, grid, PoolKind::avg, Window{static_cast<int>(s[1]), 1, 1, 1, 0, 0}), {s[0], s[2]});
+    } else if (l.cls == "BatchNormalization" || l.cls == "LayerNormalization") {
+      need(1);
+      const Shape s = g.node(in[0]).shape;
+      const bool batch = l.cls == "BatchNormalization";
+      if (!batch && is_image) refuse(where, l, "LayerNormalization over an image's channels is not built");
+      const std::int64_t ch = batch ? s[1] : s.back();
+      if (batch && s.size() == 3) refuse(where, l, "BatchNormalization over a sequence is not built");
+      const bool scale = !c.contains("scale") || !c["scale"].is_boolean() || c["scale"].get<bool>();
+      const bool center = !c.contains("center") || !c["center"].is_boolean() || c["center"].get<bool>();
+      const NodeId gamma = g.param(p + "/gamma", {ch}, dt, scale);
+      const NodeId beta = center ? g.param(p + "/beta", {ch}, dt) : kNone;
+      if (batch) {  // the moving statistics: parameters Keras counts, not trained
+        g.param(p + "/moving_mean", {ch}, dt, false);
+        g.param(p + "/moving_variance", {ch}, dt, false);
+      }
+      y = g.normalize(p, in[0], gamma, beta, batch ? NormKind::batch : NormKind::layer);
+    } else if (l.cls == "Embedding") {
+      need(1);
+      const Node& ids = g.node(in[0]);
+      if (ids.dtype != DType::i32) refuse(where, l, "needs integer token ids (an InputLayer with dtype int32)");
+      if (!c.contains("input_dim") || !c.contains("output_dim") || !c["input_dim"].is_number_integer() || !c["output_dim"].is_number_integer())
+        refuse(where, l, "needs input_dim and output_dim");
+      const NodeId table = g.param(p + "/embeddings", {c["input_dim"].get<std::int64_t>(), c["output_dim"].get<std::int64_t>()}, dt);
+      y = g.embedding(p, in[0], table);
+    } else if (l.cls == "MultiHeadAttention") {
+      if (in.size() < 2 || in.size() > 3) refuse(where, l, "needs query and value inputs");
+      const int heads = int_of(c, "num_heads", 1, where, l), kd = int_of(c, "key_dim", 1, where, l);
+      const int vd = c.contains("value_dim") && !c["value_dim"].is_null() ? int_of(c, "value_dim", kd, where, l) : kd;
+      const Shape qs = g.node(in[0]).shape, vs = g.node(in[1]).shape;
+      if (qs.size() != 3 || vs.size() != 3) refuse(where, l, "query and value must be sequences [batch, steps, features]");
+      const bool bias = !c.contains("use_bias") || !c["use_bias"].is_boolean() || c["use_bias"].get<bool>();
+      auto proj = [&](const std::string& n, NodeId x, const Shape& s, std::int64_t width) {
+        const NodeId w = g.param(p + "/" + n + "/kernel", {s[2], width}, dt);
+        const NodeId b = bias ? g.param(p + "/" + n + "/bias", {width}, dt) : kNone;
+        return g.matmul(p + "/" + n, g.reshape(p + "/" + n + "/rows", x, {s[0] * s[1], s[2]}), w, b);
+      };
+      const NodeId key_in = in.size() == 3 ? in[2] : in[1];
+      const NodeId q = g.reshape(p + "/q_heads", proj("query", in[0], qs, std::int64_t{heads} * kd), {qs[0] * heads, qs[1], kd}, true);
+      const NodeId k = g.reshape(p + "/k_heads", proj("key", key_in, g.node(key_in).shape, std::int64_t{heads} * kd), {vs[0] * heads, vs[1], kd}, true);
+      const NodeId v = g.reshape(p + "/v_heads", proj("value", in[1], vs, std::int64_t{heads} * vd), {vs[0] * heads, vs[1], vd}, true);
+      const NodeId o = g.attention(p + "/attention", q, k, v, false);
+      const NodeId merged = g.reshape(p + "/merge_heads", o, {qs[0] * qs[1], std::int64_t{heads} * vd}, true);
+      const NodeId wo = g.param(p + "/output/kernel", {std::int64_t{heads} * vd, qs[2]}, dt);
+      const NodeId bo = bias ? g.param(p + "/output/bias", {qs[2]}, dt) : kNone;
+      y = g.reshape(p + "/unrows", g.matmul(p + "/output", merged, wo, bo), qs);
+    } else if (l.cls == "Add") {
+      if (in.size() < 2) refuse(where, l, "needs two inputs or more");
+      y = in[0];
+      for (std::size_t i = 1; i < in.size(); ++i) {
+        if (g.node(in[i]).shape != g.node(y).shape) refuse(where, l, "inputs of different shapes");
+        y = g.add(fmt::format("{}/{}", p, i), y, in[i]);
+      }
+    } else if (l.cls == "Concatenate") {
+      if (in.size() < 2) refuse(where, l, "needs two inputs or more");
+      const int rank = static_cast<int>(g.node(in[0]).shape.size());
+      int axis = c.contains("axis") && c["axis"].is_number_integer() ? c["axis"].get<int>() : -1;
+      if (is_image) axis = axis == -1 || axis == 3 ? 1 : axis == 1 ? 2 : 3;  // channels-last axes on NCHW
+      else if (axis < 0) axis += rank;
+      if (axis <= 0 || axis >= rank) refuse(where, l, fmt::format("axis {} is not built", c.value("axis", -1)));
+      y = g.concat(p, in, axis);
+    } else if (l.cls == "Flatten") {
+      need(1);
+      const Shape s = g.node(in[0]).shape;
+      y = g.reshape(p, in[0], {s[0], numel(s) / s[0]});
+      is_image = false;
+    } else if (l.cls == "Reshape") {
+      need(1);
+      if (!c.contains("target_shape") || !c["target_shape"].is_array()) refuse(where, l, "needs target_shape");
+      Shape t{B};
+      for (const auto& d : c["target_shape"]) {
+        if (!d.is_number_integer() || d.get<std::int64_t>() < 1) refuse(where, l, "target_shape needs whole positive sizes (-1 is not built)");
+        t.push_back(d.get<std::int64_t>());
+      }
+      if (numel(t) != numel(g.node(in[0]).shape)) refuse(where, l, "target_shape holds a different number of elements");
+      if (t.size() == 4) {
+        y = g.reshape(p, in[0], {B, t[3], t[1], t[2]});
+        is_image = true;
+      } else {
+        y = g.reshape(p, in[0], t);
+        is_image = false;
+      }
+    } else if (l.cls == "Dropout") {
+      need(1);
+      const double rate = c.contains("rate") && c["rate"].is_number() ? c["rate"].get<double>() : -1;
+      if (rate < 0 || rate >= 1) refuse(where, l, "rate must be in [0, 1)");
+      y = opt.training && rate > 0 ? g.dropout(p, in[0], rate) : in[0];
+    } else if (l.cls == "Activation") {
+      need(1);
+      const Act a = act_of(c, softmax, where, l);
+      if (softmax) pre_softmax = in[0];
+      y = apply_act(g, p, in[0], a, softmax);
+    } else {
+      refuse(where, l, fmt::format("not built by gpuvs's Keras reader yet (built: {})", strings::join(kBuilt, ", ")));
+    }
+    out[l.name] = y;
+    image[l.name] = is_image;
+    last = y;
+    last_softmax = softmax;
+  }
+  // The output: class scores over its last axis. The loss takes the logits before a final softmax.
+  NodeId logits = last_softmax && pre_softmax != kNone ? pre_softmax : last;
+  Shape s = g.node(logits).shape;
+  if (s.size() == 4) throw InputError(fmt::format("{}: the model's output is an image; a class output is needed to price training", where));
+  if (s.size() == 3) logits = g.reshape("output/rows", logits, {s[0] * s[1], s[2]});
+  g.set_output("logits", logits);
+  g.set_output("loss", g.softmax_xent("loss", logits, g.input("labels", {g.node(logits).shape[0]}, DType::i32)));
+  return g;
+}
+
+}  // namespace
+
+bool keras_needs_graph(const std::string& text) {
+  const json j = json::parse(text, nullptr, false);
+  if (!j.is_object() || !j.contains("config") || !j["config"].is_object() || !j["config"].contains("layers") || !j["config"]["layers"].is_array())
+    return false;
+  for (const auto& l : j["config"]["layers"])
+    if (l.is_object() && l.contains("class_name") && l["class_name"].is_string() &&
+        std::find(kDenseOnly.begin(), kDenseOnly.end(), l["class_name"].get<std::string>()) == kDenseOnly.end())
+      return true;
+  return false;
+}
+
+NetworkInfo keras_network(const std::string& text, const std::string& where) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw InputError(fmt::format("{}: malformed JSON at byte {}", where, e.byte));
+  }
+  if (!j.is_object() || !j.contains("config") || !j["config"].is_object() || !j["config"].contains("layers") || !j["config"]["layers"].is_array())
+    throw InputError(fmt::format("{}: $.config.layers: missing", where));
+  std::vector<Layer> layers;
+  try {
+    layers = read_layers(j, where);
+  } catch (const json::exception& e) {
+    throw InputError(fmt::format("{}: malformed Keras layer list ({})", where, strings::printable(e.what())));
+  }
+  // Build once now, so a model that cannot be built fails here, with its layer, not later.
+  (void)build(layers, {2, DType::f32, 0, false, false}, where);
+  NetworkInfo n;
+  n.id = where;
+  n.family = "keras";
+  n.sample_unit = "samples";
+  n.description = fmt::format("Keras {} from {} ({} layers)", j.value("class_name", "model"), where, layers.size());
+  n.params_source = "the Keras model's shape";
+  n.forward = [layers, where](const NetworkOptions& o) { return build(layers, o, where); };
+  return n;
+}
+
+}  // namespace gpuvs::graph

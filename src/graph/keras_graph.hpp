@@ -1,0 +1,19 @@
+// Keras models gpuvs prices but the engine does not run: Sequential or Functional graphs with Conv2D,
+// MaxPooling2D/AveragePooling2D, GlobalAveragePooling1D/2D, GlobalMaxPooling2D, BatchNormalization,
+// LayerNormalization, Embedding, MultiHeadAttention, Add, Concatenate, Reshape, Flatten, Dense, Dropout
+// and Activation, built into the graph IR (images as NCHW; the layout's cost is the convolution pricer's).
+// The training graph adds sparse categorical cross-entropy on the model's output and autodiff.
+#pragma once
+#include <string>
+
+#include "graph/networks.hpp"
+
+namespace gpuvs::graph {
+
+/// True when a Keras model (is_keras_json_text) has a layer the dense model spec cannot hold.
+bool keras_needs_graph(const std::string& text);
+
+/// The network; InputError "WHERE: layer NAME (CLASS): what" for what it cannot build.
+NetworkInfo keras_network(const std::string& text, const std::string& where);
+
+}  // namespace gpuvs::graph
