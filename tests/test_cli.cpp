@@ -330,6 +330,8 @@ TEST(Cli, HuggingFaceConfigsAreWorkloads) {
 
 TEST(Cli, KerasFilesTrainAndPrice) {
   const std::string k2 = std::string(GPUVS_SOURCE_DIR) + "/tests/data/keras/seed_keras2.json";
+  const auto archive = run_gpuvs("train " + std::string(GPUVS_SOURCE_DIR) + "/tests/data/keras/seed.keras --epochs 1 --steps 5 --json");
+  ASSERT_EQ(archive.exit_code, 0) << archive.err;
   const auto t = run_gpuvs("train " + k2 + " --epochs 1 --steps 5 --json");
   ASSERT_EQ(t.exit_code, 0) << t.err;
   const auto p = run_gpuvs("predict --workload " + k2 + " --gpu rtx-4090 --batch 32 --json");

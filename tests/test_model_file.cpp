@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "core/files.hpp"
@@ -304,5 +306,45 @@ TEST(KerasGraph, LayersItCannotBuildAreNamedAndMutatedFilesFailCleanly) {
                                 }),
               0)
         << file;
+  }
+}
+
+// .keras archives (Keras 3's save format: a zip holding config.json, metadata.json and the weights; the
+// fixtures hold the first two, the weights are never read).
+TEST(KerasArchive, ConfigInsideTheZipIsTheModelAndBrokenArchivesFailCleanly) {
+  const std::string dir = std::string(GPUVS_SOURCE_DIR) + "/tests/data/keras/";
+  const ModelSpec seed = load_model_file(dir + "seed.keras");
+  EXPECT_EQ(seed.param_count(), builtin_workload("seed-mlp").param_count());
+  EXPECT_NEAR(seed.adam.learning_rate, 1e-3, 1e-9);
+  EXPECT_EQ(param_count(build_network(resolve_network(dir + "mnist_convnet.keras"), {4, DType::f32, 0, false, false})), 34826);
+  test::TempDir tmp;
+  const std::string bytes = files::read_all(dir + "seed.keras", "data");
+  test::write_text(tmp / "junk.keras", "not a zip at all");
+  test::write_text(tmp / "half.keras", bytes.substr(0, bytes.size() / 2));
+  for (const auto& [file, expect] : std::vector<std::pair<std::string, std::string>>{
+           {(tmp / "junk.keras").string(), "junk.keras: not a zip archive"},
+           {(tmp / "half.keras").string(), "half.keras: "},
+           {(tmp / "absent.keras").string(), "absent.keras: cannot be read"}}) {
+    try {
+      load_model_file(file);
+      ADD_FAILURE() << file;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(expect), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    }
+  }
+  // Random byte edits of the archive: a model, or one line naming the file.
+  std::mt19937_64 rng(71);
+  for (int round = 0; round < 300; ++round) {
+    std::string b = bytes;
+    for (int e = 0; e < 1 + static_cast<int>(rng() % 4); ++e) b[rng() % b.size()] = static_cast<char>(rng() % 256);
+    const auto f = tmp / "fuzz.keras";
+    test::write_text(f, b);
+    try {
+      (void)load_model_file(f);
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("fuzz.keras"), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    }
   }
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
+#include <zip.h>
 
 #include <algorithm>
 #include <cmath>
@@ -99,6 +100,32 @@ std::vector<const json*> chain_of(const json& layers, const Where& w) {
 }
 
 }  // namespace
+
+std::string keras_archive_config(const std::string& path) {
+  int err = 0;
+  zip_t* z = zip_open(path.c_str(), ZIP_RDONLY, &err);
+  if (!z) {
+    if (err == ZIP_ER_NOENT || err == ZIP_ER_OPEN) throw InputError(fmt::format("{}: cannot be read", path));
+    throw InputError(fmt::format("{}: not a zip archive (a .keras file is one)", path));
+  }
+  struct Closer {
+    zip_t* z;
+    ~Closer() { zip_discard(z); }
+  } closer{z};
+  zip_stat_t st;
+  zip_stat_init(&st);
+  if (zip_stat(z, "config.json", 0, &st) != 0 || !(st.valid & ZIP_STAT_SIZE))
+    throw InputError(fmt::format("{}: no config.json inside (not a Keras 3 .keras archive)", path));
+  constexpr zip_uint64_t kMaxConfig = 64ull << 20;
+  if (st.size > kMaxConfig) throw InputError(fmt::format("{}: config.json of {} bytes (more than 64 MiB)", path, st.size));
+  zip_file_t* f = zip_fopen(z, "config.json", 0);
+  if (!f) throw InputError(fmt::format("{}: config.json cannot be read ({})", path, zip_strerror(z)));
+  std::string text(static_cast<std::size_t>(st.size), '\0');
+  const zip_int64_t n = zip_fread(f, text.data(), st.size);
+  zip_fclose(f);
+  if (n < 0 || static_cast<zip_uint64_t>(n) != st.size) throw InputError(fmt::format("{}: config.json is truncated or corrupt", path));
+  return text;
+}
 
 bool is_keras_json_text(const std::string& text) {
   const json j = json::parse(text, nullptr, false);

@@ -10,6 +10,10 @@
 
 namespace gpuvs::graph {
 
+/// The config.json inside a Keras 3 `.keras` archive (a zip: config.json, metadata.json, the weights). The
+/// weights are not read. InputError "PATH: what" when it is not a zip or has no config.json.
+std::string keras_archive_config(const std::string& path);
+
 /// True when the JSON text is a Keras model (a Sequential, Functional or Model `class_name` with a
 /// `config`).
 bool is_keras_json_text(const std::string& text);

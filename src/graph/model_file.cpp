@@ -371,10 +371,15 @@ ModelSpec parse_model_text(const std::string& text, const std::string& where, bo
 }
 
 ModelSpec load_model_file(const std::filesystem::path& path) {
-  const std::string text = files::read_all(path, "model file");
   const std::string ext = strings::lower(path.extension().string());
+  if (ext == ".keras") {
+    ModelSpec spec = keras_model_spec(keras_archive_config(path.string()), path.string());
+    if (spec.name == "model" || spec.name == "sequential") spec.name = path.stem().string();
+    return spec;
+  }
+  const std::string text = files::read_all(path, "model file");
   if (ext != ".toml" && ext != ".json")
-    throw InputError(fmt::format("model file {}: unknown extension '{}' (expected .toml or .json)", path.string(), ext));
+    throw InputError(fmt::format("model file {}: unknown extension '{}' (expected .toml, .json or .keras)", path.string(), ext));
   // Keras's own JSON (model.to_json(), a .keras archive's config.json) or gpuvs's model file.
   ModelSpec spec = ext == ".json" && is_keras_json_text(text) ? keras_model_spec(text, path.string())
                                                                : parse_model_text(text, path.string(), ext == ".json");

@@ -23,7 +23,7 @@ namespace {
 
 bool is_model_file(const std::string& id_or_path) {
   const std::string ext = strings::lower(std::filesystem::path(id_or_path).extension().string());
-  return ext == ".toml" || ext == ".json";
+  return ext == ".toml" || ext == ".json" || ext == ".keras";
 }
 
 /// 6738415616 -> "6,738,415,616".
@@ -241,6 +241,10 @@ NetworkInfo resolve_network(const std::string& id_or_path) {
     if (n.id == id_or_path) return n;
   if (is_sized_decoder_id(id_or_path)) return sized_decoder_info(id_or_path);
   if (!is_model_file(id_or_path)) return network(id_or_path);  // unknown id: the closest-ids error
+  if (strings::lower(std::filesystem::path(id_or_path).extension().string()) == ".keras") {
+    const std::string text = keras_archive_config(id_or_path);
+    if (keras_needs_graph(text)) return keras_network(text, id_or_path);
+  }
   if (strings::lower(std::filesystem::path(id_or_path).extension().string()) == ".json") {
     // A Hugging Face config.json, or gpuvs's own Sequential model in JSON.
     const std::string text = files::read_all(id_or_path, "model file");

@@ -47,7 +47,7 @@ ModelSpec builtin_workload(const std::string& id) {
 
 ModelSpec resolve_workload(const std::string& id_or_path) {
   const std::string ext = strings::lower(std::filesystem::path(id_or_path).extension().string());
-  if (ext == ".toml" || ext == ".json") return load_model_file(id_or_path);
+  if (ext == ".toml" || ext == ".json" || ext == ".keras") return load_model_file(id_or_path);
   if (id_or_path.find('/') != std::string::npos && std::filesystem::exists(id_or_path))
     return load_model_file(id_or_path);
   return builtin_workload(id_or_path);
