@@ -7,6 +7,7 @@
 #include "core/files.hpp"
 #include "graph/builder.hpp"
 #include "graph/cost.hpp"
+#include "graph/hf_config.hpp"
 #include "graph/keras_graph.hpp"
 #include "graph/networks.hpp"
 #include "graph/keras_model.hpp"
@@ -297,6 +298,14 @@ TEST(KerasGraph, LayersItCannotBuildAreNamedAndMutatedFilesFailCleanly) {
       EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
     }
   }
+  // Found by fuzzing: a model with no class_name (an unchecked lookup was undefined behaviour), a number past
+  // double's range, a kernel larger than its input (the IR's own check): each one line, no crash.
+  EXPECT_THROW(keras_network("{\"config\": {\"layers\": [{\"class_name\": \"InputLayer\", \"config\": {\"batch_shape\": [null, 4]}}]}}", "k.json"),
+               InputError);
+  EXPECT_THROW(keras_network("{\"class_name\": \"Sequential\", \"config\": {\"layers\": [1e406]}}", "k.json"), InputError);
+  EXPECT_THROW(keras_model_spec("{\"class_name\": \"Sequential\", \"config\": {\"layers\": [1e406]}}", "k.json"), InputError);
+  EXPECT_THROW(hf_network("{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 1e406}", "c.json"), InputError);
+  EXPECT_THROW(keras_network(with("\"kernel_size\": [3, 3]", "\"kernel_size\": [33, 33]"), "k.json"), InputError);
   for (const char* file : {"mnist_convnet.json", "tiny_transformer.json"}) {
     const std::string text = files::read_all(dir + file, "data");
     EXPECT_GT(test::fuzz_parser(text, "{}[]\":,.-0123456789eEtruefalsnl _abcdDimorsuy", 800, 61,

@@ -184,6 +184,8 @@ NetworkInfo hf_network_json(const std::string& text, const std::string& where) {
     j = json::parse(text);
   } catch (const json::parse_error& e) {
     throw InputError(fmt::format("{}: malformed JSON at byte {}", where, e.byte));
+  } catch (const json::exception& e) {  // a number beyond double's range, ...
+    throw InputError(fmt::format("{}: unreadable JSON ({})", where, strings::printable(e.what())));
   }
   if (!j.is_object()) throw InputError(fmt::format("{}: $: a config must be a JSON object", where));
   const Reader r{j, where};

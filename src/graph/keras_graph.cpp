@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <stdexcept>
 
 #include "core/error.hpp"
 #include "core/strings.hpp"
@@ -51,7 +52,8 @@ void inbound_names(const json& j, std::vector<std::string>& out) {
 
 std::vector<Layer> read_layers(const json& j, const std::string& where) {
   const json& cfg = j["config"];
-  const bool sequential = j["class_name"] == "Sequential";
+  // const operator[] on a missing key is undefined behaviour in nlohmann::json: every lookup checks first.
+  const bool sequential = j.contains("class_name") && j["class_name"].is_string() && j["class_name"].get<std::string>() == "Sequential";
   std::vector<Layer> out;
   for (const auto& l : cfg["layers"]) {
     if (!l.is_object() || !l.contains("class_name") || !l["class_name"].is_string() || !l.contains("config") || !l["config"].is_object())
@@ -116,6 +118,9 @@ Graph build(const std::vector<Layer>& layers, const NetworkOptions& opt, const s
     return build_layers(layers, opt, where);
   } catch (const json::exception& e) {
     throw InputError(fmt::format("{}: a layer setting has the wrong type ({})", where, strings::printable(e.what())));
+  } catch (const std::invalid_argument& e) {
+    // The IR's own shape checks (a kernel larger than its input, mismatched channels): the file's shapes.
+    throw InputError(fmt::format("{}: {}", where, strings::printable(e.what())));
   }
 }
 
@@ -350,6 +355,8 @@ NetworkInfo keras_network(const std::string& text, const std::string& where) {
     j = json::parse(text);
   } catch (const json::parse_error& e) {
     throw InputError(fmt::format("{}: malformed JSON at byte {}", where, e.byte));
+  } catch (const json::exception& e) {  // a number beyond double's range, ...
+    throw InputError(fmt::format("{}: unreadable JSON ({})", where, strings::printable(e.what())));
   }
   if (!j.is_object() || !j.contains("config") || !j["config"].is_object() || !j["config"].contains("layers") || !j["config"]["layers"].is_array())
     throw InputError(fmt::format("{}: $.config.layers: missing", where));

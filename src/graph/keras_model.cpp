@@ -150,6 +150,8 @@ ModelSpec keras_model_spec_json(const std::string& text, const std::string& wher
     j = json::parse(text);
   } catch (const json::parse_error& e) {
     throw InputError(fmt::format("{}: malformed JSON at byte {}", where, e.byte));
+  } catch (const json::exception& e) {  // a number beyond double's range, ...
+    throw InputError(fmt::format("{}: unreadable JSON ({})", where, strings::printable(e.what())));
   }
   const Where w{where};
   if (!j.is_object() || !j.contains("class_name") || !j["class_name"].is_string()) w.path("class_name", "missing: not a Keras model");
