@@ -326,6 +326,8 @@ Graph build_layers(const std::vector<Layer>& layers, const NetworkOptions& opt, 
     last = y;
     last_softmax = softmax;
   }
+  if (std::none_of(layers.begin(), layers.end(), [](const Layer& l) { return l.cls != "InputLayer"; }))
+    throw InputError(fmt::format("{}: the model has no layers after its input", where));
   // The output: class scores over its last axis. The loss takes the logits before a final softmax.
   NodeId logits = last_softmax && pre_softmax != kNone ? pre_softmax : last;
   Shape s = g.node(logits).shape;
