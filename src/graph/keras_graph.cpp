@@ -264,8 +264,9 @@ Graph build_layers(const std::vector<Layer>& layers, const NetworkOptions& opt, 
         return g.matmul(p + "/" + n, g.reshape(p + "/" + n + "/rows", x, {s[0] * s[1], s[2]}), w, b);
       };
       const NodeId key_in = in.size() == 3 ? in[2] : in[1];
+      const Shape ks = g.node(key_in).shape;  // a copy: adding nodes moves the node table
       const NodeId q = g.reshape(p + "/q_heads", proj("query", in[0], qs, std::int64_t{heads} * kd), {qs[0] * heads, qs[1], kd}, true);
-      const NodeId k = g.reshape(p + "/k_heads", proj("key", key_in, g.node(key_in).shape, std::int64_t{heads} * kd), {vs[0] * heads, vs[1], kd}, true);
+      const NodeId k = g.reshape(p + "/k_heads", proj("key", key_in, ks, std::int64_t{heads} * kd), {vs[0] * heads, vs[1], kd}, true);
       const NodeId v = g.reshape(p + "/v_heads", proj("value", in[1], vs, std::int64_t{heads} * vd), {vs[0] * heads, vs[1], vd}, true);
       const NodeId o = g.attention(p + "/attention", q, k, v, false);
       const NodeId merged = g.reshape(p + "/merge_heads", o, {qs[0] * qs[1], std::int64_t{heads} * vd}, true);
