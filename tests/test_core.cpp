@@ -232,6 +232,9 @@ TEST(Units, MoneyAndPlainNumbersNeverUseExponents) {
   EXPECT_EQ(units::format_plain(1.972386587771203e-05, 4), "0.00001972");
   EXPECT_EQ(units::format_plain(730, 4), "730");
   EXPECT_EQ(units::format_plain(2.5e18), "2.5 E");
+  EXPECT_EQ(units::format_si(1.226e15), "1.23 P");  // a 70 B model's forward FLOPs, not "1226000.00 G"
+  EXPECT_EQ(units::format_si(3.5e12), "3.50 T");
+  EXPECT_EQ(units::format_si(507559.8), "507.6 k");
   // Any magnitude a report or advice can show: never "e+" or "e-".
   std::mt19937_64 rng(7);
   std::uniform_real_distribution<double> exponent(-15, 20), mantissa(1, 10);

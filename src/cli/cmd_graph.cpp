@@ -8,6 +8,7 @@
 #include "cli/commands.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
+#include "core/units.hpp"
 #include "graph/builder.hpp"
 #include "graph/cost.hpp"
 #include "graph/networks.hpp"
@@ -115,12 +116,12 @@ int run_graph(const GraphArgs& a) {
   fmt::print("{}: {} graph at batch {}, {} nodes (built in {:.1f} ms)\n", name, a.mode, a.batch, g.size(), build_s * 1e3);
   if (!understood.empty()) fmt::print("  understood      {}\n", understood);
   fmt::print("  parameters      {:>16}{}\n", params,
-             published > 0 ? fmt::format("   (published {:.4g}, {:+.2f}%)", published, 100.0 * (static_cast<double>(params) / published - 1)) : "");
-  fmt::print("  forward         {:>12.4g} GFLOP matrix, {:.4g} GFLOP vector, {:.4g} GB moved\n", forward.matrix_flops / 1e9,
-             forward.vector_flops / 1e9, forward.bytes / 1e9);
+             published > 0 ? fmt::format("   (published {}, {:+.2f}%)", units::format_plain(published, 4), 100.0 * (static_cast<double>(params) / published - 1)) : "");
+  fmt::print("  forward         {:>12} FLOP matrix, {} FLOP vector, {}B moved\n", units::format_si(forward.matrix_flops),
+             units::format_si(forward.vector_flops), units::format_si(forward.bytes));
   if (a.mode == "train")
-    fmt::print("  training step   {:>12.4g} GFLOP matrix, {:.4g} GFLOP vector, {:.4g} GB moved\n", total.matrix_flops / 1e9,
-               total.vector_flops / 1e9, total.bytes / 1e9);
+    fmt::print("  training step   {:>12} FLOP matrix, {} FLOP vector, {}B moved\n", units::format_si(total.matrix_flops),
+               units::format_si(total.vector_flops), units::format_si(total.bytes));
   fmt::print("\n  {:<22} {:>7} {:>16} {:>16} {:>14}\n", "op", "count", "matrix GFLOP", "vector GFLOP", "GB");
   for (const auto& [op, e] : by_op)
     fmt::print("  {:<22} {:>7} {:>16.4f} {:>16.4f} {:>14.4f}\n", op, e.first, e.second.matrix_flops / 1e9,

@@ -25,6 +25,9 @@ std::string format_seconds(double s) {
 }
 
 std::string format_si(double v) {
+  if (std::fabs(v) >= 1e18) return fmt::format("{:.2f} E", v / 1e18);
+  if (std::fabs(v) >= 1e15) return fmt::format("{:.2f} P", v / 1e15);
+  if (std::fabs(v) >= 1e12) return fmt::format("{:.2f} T", v / 1e12);
   if (std::fabs(v) >= 1e9) return fmt::format("{:.2f} G", v / 1e9);
   if (std::fabs(v) >= 1e6) return fmt::format("{:.2f} M", v / 1e6);
   if (std::fabs(v) >= 1e3) return fmt::format("{:.1f} k", v / 1e3);

@@ -16,7 +16,7 @@ inline double to_gib(double bytes) { return bytes / kGiB; }
 std::string format_bytes_binary(double bytes);
 /// "1.23 ms", "45.6 µs", "2.00 s".
 std::string format_seconds(double seconds);
-/// "12.3 k", "4.56 M" with SI prefixes (1e3) for rates such as samples/s.
+/// "12.3 k", "4.56 M", "1.23 P" with SI prefixes (k to E, 1e3 apart) for rates and counts such as samples/s or FLOPs.
 std::string format_si(double value);
 /// `sig` significant digits, never exponent notation: SI prefixes ("1.23 M") from 10^sig up, plain
 /// decimals for tiny values ("0.00001972").
