@@ -366,6 +366,22 @@ ServeFit best_serving_batch(const catalog::Catalog& cat, const catalog::Gpu& gpu
   return best;
 }
 
+/// A serving fleet's month: rent, or buy (up front, amortised with power) and the break-even utilisation;
+/// the fleet is busy around the clock.
+void price_serving_month(Option& o, const catalog::Gpu& gpu, const Scenario& s, const Assumptions& a) {
+  const double month = a.get("hours_per_month");
+  const Costs c = costs_for(gpu, a, 1.0);
+  if (c.rent_per_h) o.rent_usd = o.count * *c.rent_per_h * month;
+  if (c.price) {
+    o.buy_upfront_usd = o.count * *c.price;
+    o.buy_usd = o.count * *c.own_per_h * month;
+    if (c.rent_per_h && *c.rent_per_h > *c.power_per_h)
+      o.breakeven_utilization = *c.price / (a.get("amortization_years") * 8760.0 * (*c.rent_per_h - *c.power_per_h));
+  }
+  o.energy_usd = o.count * *c.power_per_h * month;
+  choose_basis(o, s, o.rent_usd.value_or(0), o.buy_upfront_usd.value_or(0));
+}
+
 Option serving_option(const catalog::Catalog& cat, const catalog::Gpu& gpu, const Scenario& s, const Assumptions& a,
                       perf::Precision precision, const std::string& precision_note, const std::string& mode) {
   Option o = new_option(gpu, 1, mode, precision, precision_note);
@@ -436,17 +452,7 @@ Option serving_option(const catalog::Catalog& cat, const catalog::Gpu& gpu, cons
   o.capacity_rps = f.capacity_rps * instances_per_card * o.count;
   o.throughput = o.capacity_rps;
   o.unit = "requests/s";
-  const double month = a.get("hours_per_month");
-  const Costs c = costs_for(gpu, a, 1.0);  // a serving fleet is busy around the clock
-  if (c.rent_per_h) o.rent_usd = o.count * *c.rent_per_h * month;
-  if (c.price) {
-    o.buy_upfront_usd = o.count * *c.price;
-    o.buy_usd = o.count * *c.own_per_h * month;
-    if (c.rent_per_h && *c.rent_per_h > *c.power_per_h)
-      o.breakeven_utilization = *c.price / (a.get("amortization_years") * 8760.0 * (*c.rent_per_h - *c.power_per_h));
-  }
-  o.energy_usd = o.count * *c.power_per_h * month;
-  choose_basis(o, s, o.rent_usd.value_or(0), o.buy_upfront_usd.value_or(0));
+  price_serving_month(o, gpu, s, a);
   return o;
 }
 
@@ -521,17 +527,8 @@ Option llm_serving_option(const catalog::Catalog& cat, const catalog::Gpu& gpu, 
   o.tenants_per_card = 1;
   o.isolation = fmt::format("{} replica{} of tp {} ({} engine, {} weights, {} requests in flight each)", replicas, replicas == 1 ? "" : "s",
                             tp, p.engine, p.format, p.batch);
+  price_serving_month(o, gpu, s, a);
   const double month = a.get("hours_per_month");
-  const Costs c = costs_for(gpu, a, 1.0);
-  if (c.rent_per_h) o.rent_usd = o.count * *c.rent_per_h * month;
-  if (c.price) {
-    o.buy_upfront_usd = o.count * *c.price;
-    o.buy_usd = o.count * *c.own_per_h * month;
-    if (c.rent_per_h && *c.rent_per_h > *c.power_per_h)
-      o.breakeven_utilization = *c.price / (a.get("amortization_years") * 8760.0 * (*c.rent_per_h - *c.power_per_h));
-  }
-  o.energy_usd = o.count * *c.power_per_h * month;
-  choose_basis(o, s, o.rent_usd.value_or(0), o.buy_upfront_usd.value_or(0));
   // What a million output tokens cost on this fleet: at the requested rate, or at its capacity when none.
   const double tokens_per_month = (s.requests_per_s > 0 ? s.requests_per_s : o.capacity_rps) * G * 3600.0 * month;
   if (o.cost_usd && tokens_per_month > 0) o.usd_per_million_tokens = *o.cost_usd / tokens_per_month * 1e6;

@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "core/strings.hpp"
+#include "graph/json_input.hpp"
 
 namespace gpuvs::graph {
 
@@ -179,14 +180,7 @@ NetworkInfo hf_network(const std::string& text, const std::string& where) {
 }
 
 NetworkInfo hf_network_json(const std::string& text, const std::string& where) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw InputError(fmt::format("{}: malformed JSON at byte {}", where, e.byte));
-  } catch (const json::exception& e) {  // a number beyond double's range, ...
-    throw InputError(fmt::format("{}: unreadable JSON ({})", where, strings::printable(e.what())));
-  }
+  const json j = parse_json(text, where);
   if (!j.is_object()) throw InputError(fmt::format("{}: $: a config must be a JSON object", where));
   const Reader r{j, where};
   if (!j.contains("architectures")) r.fail("architectures", "missing (gpuvs needs the model class, e.g. [\"LlamaForCausalLM\"])");

@@ -10,6 +10,8 @@
 
 #include "core/error.hpp"
 #include "core/strings.hpp"
+#include "graph/json_input.hpp"
+#include "graph/keras_model.hpp"
 
 namespace gpuvs::graph {
 
@@ -87,16 +89,7 @@ Act act_of(const json& c, bool& softmax, const std::string& where, const Layer& 
   if (!c.contains("activation") || c["activation"].is_null()) return Act::none;
   if (!c["activation"].is_string()) refuse(where, l, "activation must be a name");
   const std::string a = c["activation"].get<std::string>();
-  if (a == "linear") return Act::none;
-  if (a == "relu") return Act::relu;
-  if (a == "gelu") return Act::gelu;
-  if (a == "tanh") return Act::tanh;
-  if (a == "sigmoid") return Act::sigmoid;
-  if (a == "silu" || a == "swish") return Act::silu;
-  if (a == "softmax") {
-    softmax = true;
-    return Act::none;
-  }
+  if (const auto act = keras_activation(a, softmax)) return *act;
   refuse(where, l, fmt::format("activation '{}' is not built", strings::printable(a)));
 }
 
@@ -353,14 +346,7 @@ bool keras_needs_graph(const std::string& text) {
 }
 
 NetworkInfo keras_network(const std::string& text, const std::string& where) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw InputError(fmt::format("{}: malformed JSON at byte {}", where, e.byte));
-  } catch (const json::exception& e) {  // a number beyond double's range, ...
-    throw InputError(fmt::format("{}: unreadable JSON ({})", where, strings::printable(e.what())));
-  }
+  const json j = parse_json(text, where);
   if (!j.is_object() || !j.contains("config") || !j["config"].is_object() || !j["config"].contains("layers") || !j["config"]["layers"].is_array())
     throw InputError(fmt::format("{}: $.config.layers: missing", where));
   std::vector<Layer> layers;

@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "core/strings.hpp"
+#include "graph/json_input.hpp"
 
 namespace gpuvs::graph {
 
@@ -33,17 +34,7 @@ struct Where {
 
 /// The layer's activation, or the refusal naming it.
 Act activation(const std::string& a, bool& softmax, const Where& w, const std::string& name, const std::string& cls) {
-  softmax = false;
-  if (a == "linear" || a.empty()) return Act::none;
-  if (a == "relu") return Act::relu;
-  if (a == "gelu") return Act::gelu;
-  if (a == "tanh") return Act::tanh;
-  if (a == "sigmoid") return Act::sigmoid;
-  if (a == "silu" || a == "swish") return Act::silu;
-  if (a == "softmax") {
-    softmax = true;
-    return Act::none;
-  }
+  if (const auto act = keras_activation(a, softmax)) return *act;
   w.layer(name, cls, fmt::format("activation '{}' is not built (linear, relu, gelu, tanh, sigmoid, silu, softmax)", strings::printable(a)));
 }
 
@@ -101,6 +92,21 @@ std::vector<const json*> chain_of(const json& layers, const Where& w) {
 
 }  // namespace
 
+std::optional<Act> keras_activation(const std::string& a, bool& softmax) {
+  softmax = false;
+  if (a == "linear" || a.empty()) return Act::none;
+  if (a == "relu") return Act::relu;
+  if (a == "gelu") return Act::gelu;
+  if (a == "tanh") return Act::tanh;
+  if (a == "sigmoid") return Act::sigmoid;
+  if (a == "silu" || a == "swish") return Act::silu;
+  if (a == "softmax") {
+    softmax = true;
+    return Act::none;
+  }
+  return std::nullopt;
+}
+
 std::string keras_archive_config(const std::string& path) {
   int err = 0;
   zip_t* z = zip_open(path.c_str(), ZIP_RDONLY, &err);
@@ -145,14 +151,7 @@ ModelSpec keras_model_spec(const std::string& text, const std::string& where) {
 }
 
 ModelSpec keras_model_spec_json(const std::string& text, const std::string& where) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw InputError(fmt::format("{}: malformed JSON at byte {}", where, e.byte));
-  } catch (const json::exception& e) {  // a number beyond double's range, ...
-    throw InputError(fmt::format("{}: unreadable JSON ({})", where, strings::printable(e.what())));
-  }
+  const json j = parse_json(text, where);
   const Where w{where};
   if (!j.is_object() || !j.contains("class_name") || !j["class_name"].is_string()) w.path("class_name", "missing: not a Keras model");
   const std::string model_class = j["class_name"].get<std::string>();

@@ -4,6 +4,7 @@
 // CPU engine trains and the model prices. A layer gpuvs cannot build, or a setting it would silently drop
 // (a regularizer, a constraint), is refused with the layer's name and class; it is never skipped.
 #pragma once
+#include <optional>
 #include <string>
 
 #include "graph/model_spec.hpp"
@@ -13,6 +14,10 @@ namespace gpuvs::graph {
 /// The config.json inside a Keras 3 `.keras` archive (a zip: config.json, metadata.json, the weights). The
 /// weights are not read. InputError "PATH: what" when it is not a zip or has no config.json.
 std::string keras_archive_config(const std::string& path);
+
+/// A Keras activation name as the IR's activation; softmax is reported in `softmax` (the loss fuses it);
+/// nullopt for a name gpuvs does not build.
+std::optional<Act> keras_activation(const std::string& name, bool& softmax);
 
 /// True when the JSON text is a Keras model (a Sequential, Functional or Model `class_name` with a
 /// `config`).
