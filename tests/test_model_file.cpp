@@ -276,6 +276,27 @@ TEST(KerasGraph, ConvnetsAndTransformersBuildWithKerasParameterCountsAndFlops) {
   }
 }
 
+TEST(KerasGraph, OneDimensionalConvolutionsOverSequences) {
+  // Embedding(5000, 64) -> Conv1D(128, 5, relu) -> MaxPooling1D(2) -> Conv1D(32, 3, same) ->
+  // GlobalMaxPooling1D -> Dense(2, softmax): 320,000 + 41,088 + 12,320 + 66 parameters.
+  const std::string text = R"({"class_name": "Sequential", "config": {"name": "textcnn", "layers": [
+    {"class_name": "InputLayer", "config": {"batch_shape": [null, 100], "dtype": "int32", "name": "ids"}},
+    {"class_name": "Embedding", "config": {"name": "emb", "input_dim": 5000, "output_dim": 64}},
+    {"class_name": "Conv1D", "config": {"name": "c1", "filters": 128, "kernel_size": [5], "strides": [1], "padding": "valid", "activation": "relu"}},
+    {"class_name": "MaxPooling1D", "config": {"name": "p1", "pool_size": [2], "strides": [2], "padding": "valid"}},
+    {"class_name": "Conv1D", "config": {"name": "c2", "filters": 32, "kernel_size": [3], "padding": "same", "activation": "relu"}},
+    {"class_name": "GlobalMaxPooling1D", "config": {"name": "gp"}},
+    {"class_name": "Dense", "config": {"name": "out", "units": 2, "activation": "softmax"}}]}})";
+  ASSERT_TRUE(keras_needs_graph(text));
+  const NetworkInfo n = keras_network(text, "t.json");
+  const Graph g = build_network(n, {8, DType::f32, 0, false, false});
+  EXPECT_EQ(param_count(g), 320000 + 41088 + 12320 + 66);
+  // Multiply-adds per sequence: 96 steps x 128 x 5 x 64, then 48 steps ('same' keeps them) x 32 x 3 x 128, then 32 x 2.
+  const double macs = 96.0 * 128 * 5 * 64 + 48.0 * 32 * 3 * 128 + 32.0 * 2;
+  EXPECT_NEAR(graph_cost(g).matrix_flops, 2 * macs * 8, 2 * macs * 8 * 1e-9);
+  EXPECT_GT(build_network(n, {8, DType::f32, 0, false, true}).size(), g.size());  // trains through the convolutions
+}
+
 TEST(KerasGraph, LayersItCannotBuildAreNamedAndMutatedFilesFailCleanly) {
   const std::string dir = std::string(GPUVS_SOURCE_DIR) + "/tests/data/keras/";
   const std::string cnn = files::read_all(dir + "mnist_convnet.json", "data");

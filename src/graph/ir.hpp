@@ -147,6 +147,9 @@ class Graph {
 
   NodeId conv2d(std::string name, NodeId x, NodeId w, NodeId bias, int stride, int pad, int groups = 1,
                 Act act = Act::none);
+  /// The same with strides and padding per axis (`w`'s kernel sizes are ignored: W gives them); a 1-D
+  /// convolution is a 1 x k one over [N, C, 1, T].
+  NodeId conv2d(std::string name, NodeId x, NodeId w, NodeId bias, const Window& strides_pads, int groups, Act act);
   NodeId conv2d_grad_input(std::string name, NodeId dy, NodeId conv_node);
   NodeId conv2d_grad_weight(std::string name, NodeId dy, NodeId conv_node);
   /// scale (and shift, may be kNone for RMS) have the normalised channel count: dim 1 for batch/group,

@@ -17,15 +17,19 @@ bool is_float(DType t) { return t != DType::i32; }
 }  // namespace
 
 NodeId Graph::conv2d(std::string name, NodeId x, NodeId w, NodeId bias, int stride, int pad, int groups, Act act) {
+  return conv2d(std::move(name), x, w, bias, Window{0, 0, stride, stride, pad, pad}, groups, act);
+}
+
+NodeId Graph::conv2d(std::string name, NodeId x, NodeId w, NodeId bias, const Window& sp, int groups, Act act) {
   const Node& X = node(x);
   const Node& W = node(w);
   if (X.shape.size() != 4 || W.shape.size() != 4) bad("conv2d", name, "needs X [N,C,H,W] and W [K,C/groups,R,S]");
   if (groups < 1 || X.shape[1] % groups != 0 || W.shape[0] % groups != 0 || W.shape[1] * groups != X.shape[1])
     bad("conv2d", name, fmt::format("channels {} and weights {} do not fit {} groups", X.shape[1], shape_str(W.shape), groups));
-  if (stride < 1 || pad < 0) bad("conv2d", name, "stride must be >= 1 and padding >= 0");
+  if (sp.stride_h < 1 || sp.stride_w < 1 || sp.pad_h < 0 || sp.pad_w < 0) bad("conv2d", name, "stride must be >= 1 and padding >= 0");
   if (!act_grad_from_output(act)) bad("conv2d", name, "only activations differentiable from the output can be fused");
   const auto kh = static_cast<int>(W.shape[2]), kw = static_cast<int>(W.shape[3]);
-  const std::int64_t p = out_size(X.shape[2], kh, stride, pad), q = out_size(X.shape[3], kw, stride, pad);
+  const std::int64_t p = out_size(X.shape[2], kh, sp.stride_h, sp.pad_h), q = out_size(X.shape[3], kw, sp.stride_w, sp.pad_w);
   if (p < 1 || q < 1) bad("conv2d", name, "the kernel is larger than the padded input");
   Node n = make(OpKind::conv2d, std::move(name), {x, w}, {X.shape[0], W.shape[0], p, q}, X.dtype);
   if (bias != kNone) {
@@ -35,8 +39,10 @@ NodeId Graph::conv2d(std::string name, NodeId x, NodeId w, NodeId bias, int stri
   }
   n.kernel_h = kh;
   n.kernel_w = kw;
-  n.stride_h = n.stride_w = stride;
-  n.pad_h = n.pad_w = pad;
+  n.stride_h = sp.stride_h;
+  n.stride_w = sp.stride_w;
+  n.pad_h = sp.pad_h;
+  n.pad_w = sp.pad_w;
   n.groups = groups;
   n.act = act;
   return add_node(std::move(n));

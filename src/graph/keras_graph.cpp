@@ -22,7 +22,7 @@ using json = nlohmann::json;
 const std::vector<std::string> kDenseOnly = {"InputLayer", "Dense", "Dropout", "Activation", "Flatten"};
 const std::vector<std::string> kBuilt = {"InputLayer",         "Dense",          "Dropout",          "Activation",       "Flatten",
                                          "Reshape",            "Conv2D",         "MaxPooling2D",     "AveragePooling2D", "GlobalAveragePooling2D",
-                                         "GlobalMaxPooling2D", "GlobalAveragePooling1D", "BatchNormalization", "LayerNormalization",
+                                         "GlobalMaxPooling2D", "GlobalAveragePooling1D", "GlobalMaxPooling1D", "Conv1D", "MaxPooling1D", "AveragePooling1D", "BatchNormalization", "LayerNormalization",
                                          "Embedding",          "MultiHeadAttention", "Add",          "Concatenate"};
 
 struct Layer {
@@ -214,12 +214,44 @@ Graph build_layers(const std::vector<Layer>& layers, const NetworkOptions& opt, 
                                      Window{static_cast<int>(s[2]), static_cast<int>(s[3]), 1, 1, 0, 0});
       y = g.reshape(p + "/flat", pooled, {s[0], s[1]});
       is_image = false;
-    } else if (l.cls == "GlobalAveragePooling1D") {
+    } else if (l.cls == "GlobalAveragePooling1D" || l.cls == "GlobalMaxPooling1D") {
       need(1);
       const Shape s = g.node(in[0]).shape;
       if (s.size() != 3) refuse(where, l, "needs a sequence [batch, steps, features]");
       const NodeId grid = g.reshape(p + "/grid", in[0], {s[0], 1, s[1], s[2]});
-      y = g.reshape(p + "/flat", g.pool2d(p, grid, PoolKind::avg, Window{static_cast<int>(s[1]), 1, 1, 1, 0, 0}), {s[0], s[2]});
+      y = g.reshape(p + "/flat",
+                    g.pool2d(p, grid, l.cls == "GlobalMaxPooling1D" ? PoolKind::max : PoolKind::avg, Window{static_cast<int>(s[1]), 1, 1, 1, 0, 0}),
+                    {s[0], s[2]});
+    } else if (l.cls == "Conv1D" || l.cls == "MaxPooling1D" || l.cls == "AveragePooling1D") {
+      // 1-D over a sequence [batch, steps, channels]: a 1 x k window over the steps of an [N, C, 1, T] view
+      // (Keras and the frameworks run them as 2-D ones the same way), viewed back as [batch, steps', channels].
+      need(1);
+      const Shape s = g.node(in[0]).shape;
+      if (s.size() != 3) refuse(where, l, "needs a sequence [batch, steps, channels]");
+      const NodeId grid = g.reshape(p + "/grid", in[0], {s[0], s[2], 1, s[1]});
+      const bool conv = l.cls == "Conv1D";
+      const int k = int_of(c, conv ? "kernel_size" : "pool_size", conv ? 1 : 2, where, l);
+      const int st = int_of(c, "strides", conv ? 1 : k, where, l);
+      const std::string padding = c.value("padding", "valid");
+      if (padding == "causal") refuse(where, l, "causal padding is not built");
+      const int pad = padding == "same" ? (k - 1) / 2 : 0;
+      NodeId o = kNone;
+      if (conv) {
+        if (c.contains("dilation_rate") && int_of(c, "dilation_rate", 1, where, l) != 1) refuse(where, l, "dilated convolutions are not built");
+        const int filters = int_of(c, "filters", 1, where, l), groups = int_of(c, "groups", 1, where, l);
+        if (s[2] % groups != 0 || filters % groups != 0) refuse(where, l, fmt::format("{} groups do not split {} channels", groups, s[2]));
+        const NodeId w = g.param(p + "/kernel", {filters, s[2] / groups, 1, k}, dt);
+        const bool bias = !c.contains("use_bias") || !c["use_bias"].is_boolean() || c["use_bias"].get<bool>();
+        const NodeId b = bias ? g.param(p + "/bias", {filters}, dt) : kNone;
+        const Act a = act_of(c, softmax, where, l);
+        if (softmax) refuse(where, l, "softmax over a feature map is not built");
+        o = g.conv2d(p, grid, w, b, Window{1, k, 1, st, 0, pad}, groups, act_grad_from_output(a) ? a : Act::none);
+        if (!act_grad_from_output(a)) o = apply_act(g, p, o, a, false);
+      } else {
+        o = g.pool2d(p, grid, l.cls == "MaxPooling1D" ? PoolKind::max : PoolKind::avg, Window{1, k, 1, st, 0, pad});
+      }
+      const Shape os = g.node(o).shape;
+      y = g.reshape(p + "/steps", o, {os[0], os[3], os[1]});
     } else if (l.cls == "BatchNormalization" || l.cls == "LayerNormalization") {
       need(1);
       const Shape s = g.node(in[0]).shape;

@@ -1,5 +1,5 @@
-// Keras models gpuvs prices but the engine does not run: Sequential or Functional graphs with Conv2D,
-// MaxPooling2D/AveragePooling2D, GlobalAveragePooling1D/2D, GlobalMaxPooling2D, BatchNormalization,
+// Keras models gpuvs prices but the engine does not run: Sequential or Functional graphs with Conv1D/Conv2D,
+// MaxPooling1D/2D, AveragePooling1D/2D, GlobalAveragePooling1D/2D, GlobalMaxPooling1D/2D, BatchNormalization,
 // LayerNormalization, Embedding, MultiHeadAttention, Add, Concatenate, Reshape, Flatten, Dense, Dropout
 // and Activation, built into the graph IR (images as NCHW; the layout's cost is the convolution pricer's).
 // The training graph adds sparse categorical cross-entropy on the model's output and autodiff.
