@@ -131,9 +131,7 @@ bool apply_serving(Prediction& p, const catalog::Catalog& cat, const PredictRequ
   // serving default.
   const auto fw = req.options.find("framework");
   if (fw != req.options.end()) {
-    bool engine = false;
-    for (const auto& e : builtin_engines()) engine = engine || e.id == fw->second;
-    if (engine) s.options["framework"] = fw->second;
+    if (is_serving_engine(fw->second)) s.options["framework"] = fw->second;
     else if (fw->second == "pytorch") s.options["framework"] = "hf-transformers";
   }
   s.options["prompt_len"] = std::to_string(p.seq_len);
@@ -386,9 +384,8 @@ Prediction predict(const catalog::Catalog& cat, const PredictRequest& request) {
   // A serving engine (vllm, trt-llm, ...) names the software of decoder inference; the training profiles
   // (pytorch, ...) everything else.
   const auto fw_it = request.options.find("framework");
-  bool serving_engine_named = false;
-  if (fw_it != request.options.end() && !request.training && net.family == "decoder")
-    for (const auto& e : builtin_engines()) serving_engine_named = serving_engine_named || e.id == fw_it->second;
+  const bool serving_engine_named =
+      fw_it != request.options.end() && !request.training && net.family == "decoder" && is_serving_engine(fw_it->second);
   const FrameworkProfile& fw = framework(fw_it == request.options.end() || serving_engine_named ? "pytorch" : fw_it->second);
   PredictRequest req = request;
   req.options = with_framework_defaults(fw, request.options, net.family, request.gpus, request.training);

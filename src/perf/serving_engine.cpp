@@ -92,6 +92,11 @@ const std::vector<ServingEngine>& builtin_engines() {
   return e;
 }
 
+bool is_serving_engine(const std::string& id) {
+  const auto& e = builtin_engines();
+  return std::any_of(e.begin(), e.end(), [&](const ServingEngine& x) { return x.id == id; });
+}
+
 const ServingEngine& serving_engine(const std::string& id) {
   std::vector<std::string> ids;
   for (const auto& e : builtin_engines()) {

@@ -36,6 +36,8 @@ struct ServingEngine {
 const std::vector<ServingEngine>& builtin_engines();
 /// Parses engine TOML; InputError "WHERE:LINE: ..." for unknown keys or impossible values.
 std::vector<ServingEngine> parse_engines(const std::string& text, const std::string& where);
+/// Whether `id` names a serving engine (vllm, trt-llm, ...) rather than, say, a training framework profile.
+bool is_serving_engine(const std::string& id);
 /// By id; InputError listing the engines when unknown.
 const ServingEngine& serving_engine(const std::string& id);
 /// The engine a serving prediction uses when none is named.
