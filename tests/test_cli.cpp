@@ -348,6 +348,35 @@ TEST(Cli, KerasFilesTrainAndPrice) {
   EXPECT_EQ(nlohmann::json::parse(c.out)["params"], 34826);
 }
 
+TEST(Cli, OnnxFilesArePricedWhereverAWorkloadGoes) {
+  const std::string dir = std::string(GPUVS_SOURCE_DIR) + "/tests/data/onnx/";
+  const auto g = run_gpuvs("graph " + dir + "tiny_gpt.onnx --options sequence=32 --batch 4 --mode eval");
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  EXPECT_NE(g.out.find("understood      ONNX model"), std::string::npos) << g.out;
+  EXPECT_NE(g.out.find("2 attention as one FlashAttention kernel (causal)"), std::string::npos) << g.out;
+  EXPECT_NE(g.out.find("169728"), std::string::npos) << g.out;
+  const auto p = run_gpuvs("predict --workload " + dir + "small_cnn.onnx --gpu l4 --batch 64 --json");
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_EQ(nlohmann::json::parse(p.out)["params"], 25282);
+  const auto c = run_gpuvs("compare h100-sxm rtx-4090 --workload " + dir + "tiny_encoder.onnx --options sequence=64 --json");
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  // A file exported with batch 1 is priced at batch 1: the default, the largest that fits, the advisor's.
+  const auto f = run_gpuvs("compare l4 rtx-4090 --workload " + dir + "fixed_batch.onnx --json");
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  EXPECT_EQ(nlohmann::json::parse(f.out)["gpus"][0]["memory"]["max_batch"], 1);
+  const auto a = run_gpuvs("advise --workload " + dir + "tiny_gpt.onnx --options sequence=64 --samples 1e8 --json");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_FALSE(nlohmann::json::parse(a.out)["options"].empty());
+  expect_usage_error(run_gpuvs("predict --workload " + dir + "tiny_gpt.onnx --gpu l4"), "symbolic dimension 'sequence' (input 'ids' dimension 1) needs a size");
+  expect_usage_error(run_gpuvs("predict --workload " + dir + "tiny_gpt.onnx --gpu l4 --options 'sequence=32;width=3'"), "unknown key 'width'");
+  expect_usage_error(run_gpuvs("predict --workload " + dir + "fixed_batch.onnx --gpu l4 --batch 8"), "the model's batch is fixed at 1");
+  expect_usage_error(run_gpuvs("advise --workload " + dir + "small_cnn.onnx --options sequence=3"), "not a shape option of workload");
+  expect_usage_error(run_gpuvs("train " + dir + "small_cnn.onnx"), "ONNX graphs are priced");
+  TempDir tmp;
+  gpuvs::test::write_text(tmp / "junk.onnx", "\x08\x07garbage");
+  expect_usage_error(run_gpuvs("graph " + (tmp / "junk.onnx").string()), "junk.onnx: not an ONNX model");
+}
+
 TEST(Cli, ValidateTableAndJson) {
   const std::string data = std::string(GPUVS_SOURCE_DIR) + "/data/validation/lambda-pytorch-2023.csv";
   const auto r = run_gpuvs("validate --data " + data);
@@ -458,7 +487,7 @@ TEST(Cli, GraphCommandReportsCosts) {
   ASSERT_EQ(gpt.exit_code, 0) << gpt.err;
   EXPECT_EQ(nlohmann::json::parse(gpt.out)["params"], 1652230656);
   expect_usage_error(run_gpuvs("graph gpt"), "layers, hidden, heads missing");
-  expect_usage_error(run_gpuvs("graph resnet50 --options 'layers=2'"), "gpt workload only");
+  expect_usage_error(run_gpuvs("graph resnet50 --options 'layers=2'"), "gpt workload and an ONNX file's dimensions only");
   const auto r = run_gpuvs("graph seed-mlp --batch 1024 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);

@@ -149,8 +149,8 @@ TEST(Autodiff, NodeWithoutGradientRuleOnThePathIsAnError) {
   const auto x = g.input("x", {2, 3}, DType::f32);
   const auto w = g.param("w", {3, 3}, DType::f32);
   const auto y = g.matmul("y", x, w);
-  const auto s = g.slice("s", y, 1, 0, 2);  // slices are views for gradient plumbing: no rule of their own
-  const auto seed = g.input("seed", {2, 2}, DType::f32);
+  const auto s = g.reduce_rows("s", y);  // a backward-pass op: no rule of its own
+  const auto seed = g.input("seed", {3}, DType::f32);
   EXPECT_THROW(append_gradients(g, s, seed), std::invalid_argument);
 }
 
@@ -168,4 +168,68 @@ TEST(Autodiff, TrainingStepNeedsScalarLoss) {
   Graph g;
   g.input("x", {2}, DType::f32);
   EXPECT_THROW(append_training_step(g, AdamConfig{}), std::invalid_argument);
+}
+
+TEST(Ir, ElementwiseBroadcastsAsNumPyAndReducesKeepDims) {
+  Graph g;
+  const auto x = g.input("x", {2, 1, 4}, DType::f32);
+  const auto b = g.param("b", {3, 1}, DType::f32);
+  EXPECT_EQ(g.node(g.elementwise("sum", EwFn::add, {x, b})).shape, (Shape{2, 3, 4}));
+  EXPECT_EQ(g.node(g.elementwise("prod", EwFn::mul, {x, b})).shape, (Shape{2, 3, 4}));  // mul broadcasts too
+  const auto c = g.param("c", {5}, DType::f32);
+  EXPECT_THROW(g.elementwise("bad", EwFn::sub, {x, c}), std::invalid_argument);  // 4 against 5
+  EXPECT_THROW(g.elementwise("arity", EwFn::where, {x, b}), std::invalid_argument);
+  const auto cond = g.input("cond", {1, 4}, DType::i32);
+  const auto w = g.elementwise("w", EwFn::where, {cond, x, b});
+  EXPECT_EQ(g.node(w).shape, (Shape{2, 3, 4}));
+  EXPECT_EQ(g.node(w).dtype, DType::f32);  // the values' dtype, not the condition's
+  EXPECT_EQ(g.node(g.cast("ids", cond, DType::f32)).dtype, DType::f32);
+  EXPECT_EQ(g.node(g.reduce("mean", x, PoolKind::avg, {2, 1, 1})).shape, (Shape{2, 1, 1}));
+  EXPECT_THROW(g.reduce("rank", x, PoolKind::sum, {2, 4}), std::invalid_argument);
+  EXPECT_THROW(g.reduce("axis", x, PoolKind::sum, {2, 1, 2}), std::invalid_argument);
+}
+
+TEST(Cost, BroadcastElementwiseAndReduceHandCounts) {
+  Graph g;
+  const auto x = g.input("x", {8, 16}, DType::f32);
+  const auto b = g.param("b", {16}, DType::f32);
+  const auto y = g.elementwise("y", EwFn::add, {x, b});
+  EXPECT_DOUBLE_EQ(op_cost(g, g.node(y)).vector_flops, 128);
+  EXPECT_DOUBLE_EQ(op_cost(g, g.node(y)).bytes, 4.0 * (128 + 16 + 128));  // each input once, the output once
+  const auto e = g.elementwise("e", EwFn::erf, {x});
+  EXPECT_DOUBLE_EQ(op_cost(g, g.node(e)).vector_flops, 5.0 * 128);
+  const auto d = g.elementwise("d", EwFn::div, {x, b});
+  const auto dy = g.input("dy", {8, 16}, DType::f32);
+  const auto gd = g.elementwise_grad("gd", dy, d, 1);
+  EXPECT_DOUBLE_EQ(op_cost(g, g.node(gd)).vector_flops, 3.0 * 128);
+  EXPECT_DOUBLE_EQ(op_cost(g, g.node(gd)).bytes, 4.0 * (128 + 128 + 16 + 128));  // dy, both inputs, the result
+  // A sum's gradient reads no forward tensor.
+  const auto ga = g.elementwise_grad("ga", dy, g.elementwise("s", EwFn::sub, {x, b}), 0);
+  EXPECT_EQ(g.node(ga).inputs.size(), 1u);
+  const auto r = g.reduce("r", x, PoolKind::avg, {8, 1});
+  EXPECT_DOUBLE_EQ(op_cost(g, g.node(r)).vector_flops, 128);
+  EXPECT_DOUBLE_EQ(op_cost(g, g.node(r)).bytes, 4.0 * (128 + 8));
+}
+
+TEST(Autodiff, BroadcastInputsGetGradientsSummedToTheirShape) {
+  Graph g;
+  const auto x = g.input("x", {4, 3}, DType::f32);
+  const auto w = g.param("w", {3, 3}, DType::f32);
+  const auto b = g.param("b", {3}, DType::f32);
+  const auto h = g.matmul("h", x, w);
+  const auto y = g.elementwise("y", EwFn::div, {g.elementwise("z", EwFn::add, {h, b}), b});
+  const auto m = g.reduce("m", y, PoolKind::avg, {4, 1});
+  const auto seed = g.input("seed", {4, 1}, DType::f32);
+  const auto grads = append_gradients(g, m, seed);
+  ASSERT_TRUE(grads.count(b) && grads.count(w));
+  EXPECT_EQ(g.node(grads.at(b)).shape, (Shape{3}));
+  EXPECT_EQ(g.node(grads.at(w)).shape, (Shape{3, 3}));
+  // A slice's gradient is its part in place, zeros around it, in the input's shape.
+  Graph s;
+  const auto p = s.param("p", {6, 4}, DType::f32);
+  const auto part = s.slice("part", p, 0, 2, 3);
+  const auto sg = append_gradients(s, part, s.input("seed", {3, 4}, DType::f32));
+  ASSERT_TRUE(sg.count(p));
+  EXPECT_EQ(s.node(sg.at(p)).op, OpKind::concat);
+  EXPECT_EQ(s.node(sg.at(p)).shape, (Shape{6, 4}));
 }

@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "core/units.hpp"
 #include "graph/networks.hpp"
+#include "core/strings.hpp"
 #include "perf/predict.hpp"
 #include "perf/serving.hpp"
 #include "perf/serving_engine.hpp"
@@ -169,6 +170,7 @@ perf::PredictRequest training_request(const Scenario& s, const catalog::Gpu& gpu
   req.gpus = count;
   req.precision = precision;
   req.training = true;
+  req.options = s.workload_options;
   return req;
 }
 
@@ -284,6 +286,7 @@ Option multinode_option(const catalog::Catalog& cat, const catalog::Gpu& gpu, co
         perf::PredictRequest req = training_request(s, gpu, count, precision);
         req.options = {{"tp", std::to_string(tp)}, {"pp", std::to_string(pp)}, {"global_batch", std::to_string(sequences)},
                        {"sharding", "zero1"}, {"recompute", recompute}, {"seq_len", std::to_string(seq)}};
+        req.options.insert(s.workload_options.begin(), s.workload_options.end());
         std::string err;
         const auto p = try_predict(cat, req, err);
         if (!p) {
@@ -336,6 +339,7 @@ ServeFit best_serving_batch(const catalog::Catalog& cat, const catalog::Gpu& gpu
   req.gpu = gpu.id;
   req.precision = precision;
   req.training = false;
+  req.options = s.workload_options;
   if (s.seq_len > 0) req.options["seq_len"] = std::to_string(s.seq_len);
   if (s.gen_len > 0) req.options["gen_len"] = std::to_string(s.gen_len);
   std::string last_why;
@@ -615,10 +619,20 @@ void validate(const Scenario& s, const catalog::Catalog& cat) {
     throw InputError("--sla-p99-ms, --sla-ttft-ms, --sla-tpot-ms, --engine, --requests-per-s and --tenants describe serving; use --task infer");
   if (s.sla_ttft_ms && *s.sla_ttft_ms <= 0) throw InputError(fmt::format("--sla-ttft-ms must be positive, got {}", *s.sla_ttft_ms));
   if (s.sla_tpot_ms && *s.sla_tpot_ms <= 0) throw InputError(fmt::format("--sla-tpot-ms must be positive, got {}", *s.sla_tpot_ms));
-  if ((s.sla_ttft_ms || s.sla_tpot_ms || !s.engine.empty()) && graph::resolve_network(s.workload).family != "decoder")
+  if ((s.sla_ttft_ms || s.sla_tpot_ms || !s.engine.empty()) && graph::resolve_network(s.workload, s.workload_options).family != "decoder")
     throw InputError("--sla-ttft-ms, --sla-tpot-ms and --engine describe LLM serving; the workload is not a decoder");
   if (!s.engine.empty()) perf::serving_engine(s.engine);  // unknown engine: InputError listing them
-  (void)graph::resolve_network(s.workload);  // unknown workload: InputError with the closest ids
+  const graph::NetworkInfo net = graph::resolve_network(s.workload, s.workload_options);  // unknown workload: the closest ids
+  for (const auto& [key, value] : s.workload_options) {
+    const bool gpt_key = s.workload == graph::kGptWorkload &&
+                         (key == "seq_len" || std::find(graph::gpt_shape_keys().begin(), graph::gpt_shape_keys().end(), key) != graph::gpt_shape_keys().end());
+    if (!gpt_key && std::find(net.shape_options.begin(), net.shape_options.end(), key) == net.shape_options.end())
+      throw InputError(fmt::format("--options: '{}' is not a shape option of workload '{}' (it takes {})", strings::printable(key),
+                                   strings::printable(s.workload),
+                                   s.workload == graph::kGptWorkload ? strings::join(graph::gpt_shape_keys(), ", ")
+                                   : net.shape_options.empty()      ? "none"
+                                                                     : strings::join(net.shape_options, ", ")));
+  }
   perf::parse_precision(s.precision);
   for (const auto& g : s.gpus) cat.find(g);
 }
@@ -628,7 +642,7 @@ Advice advise(const catalog::Catalog& cat, const Scenario& s, const Assumptions&
   Advice adv;
   adv.scenario = s;
   adv.assumptions = a.list();
-  const graph::NetworkInfo net = graph::resolve_network(s.workload);
+  const graph::NetworkInfo net = graph::resolve_network(s.workload, s.workload_options);
   const bool transformer = net.layers > 0;
   const bool serving = s.task == "infer";
   adv.work_unit = serving ? "requests/s" : net.family == "decoder" ? "tokens" : net.family == "cnn" || net.family == "unet" ? "images" : "samples";

@@ -6,6 +6,7 @@
 // cards), p99 latency against an SLA, and the cost of renting or buying. Options that meet every
 // requirement are ranked by cost, each with the reason for its place; the rest are listed with why not.
 #pragma once
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,6 +34,8 @@ struct Scenario {
   // LLM serving (decoders): latency targets per request and the serving engine (perf/serving_engine.hpp).
   std::optional<double> sla_ttft_ms, sla_tpot_ms;
   std::string engine;              // empty: the serving default (vllm)
+  /// The workload's own shape options: the gpt workload's layers/hidden/heads..., an ONNX file's symbolic dims.
+  std::map<std::string, std::string> workload_options;
 };
 
 /// Reads a scenario from TOML (the same keys as the fields above, plus an [assume] table). InputError

@@ -14,6 +14,7 @@
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "graph/networks.hpp"
+#include "perf/predict.hpp"
 #include "store/store.hpp"
 
 namespace gpuvs::cli {
@@ -28,7 +29,7 @@ struct AdviseArgs {
   bool params_given = false;
   double tokens = kUnset, samples = kUnset, hours = kUnset, sla = kUnset, rps = kUnset, budget = kUnset;
   double sla_ttft = kUnset, sla_tpot = kUnset;
-  std::string engine;
+  std::string engine, options;
   double utilization = kUnset, electricity = kUnset;
   int tenants = -1;  // unset
   std::int64_t seq_len = 0, gen_len = 0;
@@ -78,6 +79,7 @@ int run_advise(const AdviseArgs& a) {
   if (!a.scenario_file.empty()) s = advise::read_scenario(a.scenario_file, assumptions, cat);
   // Flags override the file.
   if (!a.workload.empty()) s.workload = a.workload;
+  if (!a.options.empty()) s.workload_options = perf::parse_option_pairs(a.options);
   double params = kUnset;
   if (a.params_given) {
     if (!a.workload.empty()) throw InputError("--workload and --params both name the model; give one");
@@ -128,6 +130,8 @@ Runner add_advise_command(CLI::App& app) {
   auto* sub = app.add_subcommand("advise", "Rank GPU options for a training, fine-tuning or serving scenario");
   sub->add_option("--scenario", a->scenario_file, "A TOML scenario file (flags override it)");
   sub->add_option("--workload", a->workload, "Workload id or model file");
+  sub->add_option("--options", a->options,
+                  "The workload's shape: an ONNX file's symbolic dims ('sequence=128'), the gpt workload's 'layers=..;hidden=..;heads=..'");
   auto* params = sub->add_option("--params", a->params,
                                  "Model size in parameters (7e9, 13b, 500m; 1e7 to 2e12): a LLaMA-style decoder built "
                                  "to it, width = 128 x layers (workload decoder-<size>)");

@@ -147,7 +147,7 @@ int run_compare(CompareArgs a) {
     return run_compare_serving(a, cat);
   if (a.gpus_each != 1) throw InputError("--gpus-each applies to LLM serving (tensor-parallel replicas)");
   const perf::Comparison c = perf::compare(cat, a.gpus, a.workload, perf::parse_precision(a.precision), a.batch,
-                                           a.mode == "train", perf::parse_options(a.options));
+                                           a.mode == "train", perf::parse_options(a.options, a.workload));
   const std::string unit = c.entries.front().single.unit;
   const std::string per_million = unit == "tokens/s" ? "tokens" : unit.substr(0, unit.size() - 2);
   if (a.json) {

@@ -47,7 +47,7 @@ namespace {
 using json = nlohmann::json;
 
 struct EvaluateArgs {
-  std::string workload = "seed-mlp", precision = "amp-bf16", report = "gpuvs-report.html", db, scenario, assume;
+  std::string workload = "seed-mlp", precision = "amp-bf16", report = "gpuvs-report.html", db, scenario, assume, options;
   std::int64_t epochs = 2, rows = 20000;
   int threads = 0;
   bool no_report = false, json_out = false;
@@ -131,7 +131,8 @@ int run_evaluate(const EvaluateArgs& a) {
     if (std::filesystem::is_directory(a.report)) throw InputError(fmt::format("--report {}: is a directory", a.report));
   }
   catalog::Catalog cat = catalog::Catalog::builtin();
-  const graph::NetworkInfo net = graph::resolve_network(a.workload);
+  const auto workload_options = perf::parse_option_pairs(a.options);
+  const graph::NetworkInfo net = graph::resolve_network(a.workload, workload_options);
   const perf::Precision precision = perf::parse_precision(a.precision);
   advise::Assumptions assumptions = advise::Assumptions::defaults();
   advise::Scenario scenario;
@@ -139,6 +140,7 @@ int run_evaluate(const EvaluateArgs& a) {
   else {
     scenario.workload = a.workload;
     scenario.precision = a.precision;
+    scenario.workload_options = workload_options;
   }
   assumptions.set_all(a.assume, cat);
   advise::validate(scenario, cat);
@@ -166,8 +168,8 @@ int run_evaluate(const EvaluateArgs& a) {
   const graph::ModelSpec spec = trains_workload ? graph::resolve_workload(a.workload) : graph::builtin_workload("seed-mlp");
   const std::string measured_name = trains_workload ? spec.name : "seed-mlp";
   const std::string measured_instead =
-      trains_workload ? "" : fmt::format("Measured seed-mlp instead of {}: the CPU engine trains dense models only, and {} is a {} network.",
-                                         a.workload, net.id, net.family);
+      trains_workload ? "" : fmt::format("Measured seed-mlp instead of {}: the CPU engine trains dense models only, and {} is {}.",
+                                         a.workload, net.id, net.family == "onnx" ? "an ONNX graph" : "a " + net.family + " network");
   if (!measured_instead.empty()) fmt::print(stderr, "{}\n", measured_instead);
   steps.begin(fmt::format("training {} on {}", measured_name, place.device));
   const engine::Dataset data = engine::make_synthetic(a.rows, spec.input_dim, spec.num_classes(), 1);
@@ -220,6 +222,7 @@ int run_evaluate(const EvaluateArgs& a) {
     req.workload = a.workload;
     req.gpu = g.id;
     req.precision = precision;
+    req.options = workload_options;
     req.calibration = cal ? &*cal : nullptr;
     std::optional<perf::Prediction> p;
     std::string used = std::string(perf::precision_name(precision));
@@ -420,6 +423,7 @@ Runner add_evaluate_command(CLI::App& app) {
   auto a = std::make_shared<EvaluateArgs>();
   auto* sub = app.add_subcommand("evaluate", "Measure this machine, predict the catalog GPUs, advise, report and store the run");
   sub->add_option("--workload", a->workload, "Workload to predict and advise on")->capture_default_str();
+  sub->add_option("--options", a->options, "The workload's shape: an ONNX file's symbolic dims ('sequence=128'), the gpt workload's");
   sub->add_option("--precision", a->precision, "Precision policy for the predictions")->capture_default_str();
   sub->add_option("--scenario", a->scenario, "Advisor scenario file (TOML); default: train the workload");
   sub->add_option("--assume", a->assume, "Override advisor assumptions: 'key=value;...'");

@@ -1,6 +1,7 @@
 // gpuvs graph WORKLOAD: the graph IR the engine runs and the performance model prices, with its costs.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -12,6 +13,7 @@
 #include "graph/builder.hpp"
 #include "graph/cost.hpp"
 #include "graph/networks.hpp"
+#include "graph/onnx_model.hpp"
 #include "graph/workloads.hpp"
 #include "perf/predict.hpp"
 
@@ -46,8 +48,19 @@ bool is_builtin(const std::string& id) {
 
 graph::Graph build(const GraphArgs& a, bool training, std::string& name, double& published, std::string& understood) {
   const auto shape = perf::parse_option_pairs(a.options);
+  if (graph::is_onnx_path(a.workload)) {  // --options sizes the file's symbolic dimensions
+    const graph::NetworkInfo net = graph::resolve_network(a.workload, shape);
+    for (const auto& [key, value] : shape)
+      if (std::find(net.shape_options.begin(), net.shape_options.end(), key) == net.shape_options.end())
+        throw InputError(fmt::format("--options: '{}' names no symbolic dimension of {}", strings::printable(key), strings::printable(a.workload)));
+    name = net.id;
+    published = net.published_params;
+    understood = net.description;
+    return graph::build_network(net, {a.batch, parse_dtype(a.dtype), a.seq_len, a.flash != 0, training});
+  }
   if (!shape.empty() && a.workload != "gpt")
-    throw InputError(fmt::format("--options gives a shape to the gpt workload only, not '{}'", strings::printable(a.workload)));
+    throw InputError(fmt::format("--options gives a shape to the gpt workload and an ONNX file's dimensions only, not to '{}'",
+                                 strings::printable(a.workload)));
   if (is_builtin(a.workload) || graph::is_sized_decoder_id(a.workload) || a.workload == "gpt") {  // decoder-<size>, gpt too
     const graph::NetworkInfo net = graph::resolve_network(a.workload, shape);
     name = net.id;
@@ -144,7 +157,7 @@ Runner add_graph_command(CLI::App& app) {
   auto* sub = app.add_subcommand("graph", "Show a workload's graph IR: parameters, FLOPs and bytes by op");
   sub->add_option("workload", args->workload, "Built-in workload id or a .toml/.json model file")->required();
   sub->add_option("--batch", args->batch, "Batch size")->capture_default_str();
-  sub->add_option("--options", args->options, "The gpt workload's shape: 'layers=24;hidden=2304;heads=24' (kv_heads, ffn, vocab too)");
+  sub->add_option("--options", args->options, "The gpt workload's shape: 'layers=24;hidden=2304;heads=24' (kv_heads, ffn, vocab too); an ONNX file's symbolic dims: 'sequence=128'");
   sub->add_option("--seq-len", args->seq_len, "Sequence length for transformers (default: the network's)");
   sub->add_option("--mode", args->mode, "train (forward, backward, Adam) or eval")->capture_default_str();
   sub->add_option("--flash-attention", args->flash, "1: fused attention, 0: explicit bmm-softmax-bmm")

@@ -140,7 +140,7 @@ int run_predict(const PredictArgs& a) {
   req.batch = a.batch;
   req.precision = perf::parse_precision(a.precision);
   req.training = a.mode == "train";
-  req.options = perf::parse_options(a.options);
+  req.options = perf::parse_options(a.options, a.workload);
   std::optional<perf::Calibration> cal;
   if (!a.calibration.empty()) {
     cal = load_calibration(a.calibration, cat);

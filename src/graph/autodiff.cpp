@@ -140,10 +140,27 @@ std::map<NodeId, NodeId> append_gradients(Graph& g, NodeId root, NodeId seed) {
       }
       case OpKind::elementwise: {
         const auto& in = n.inputs;
+        // A gradient over the output's shape, summed down to an input that was broadcast.
+        auto to_input = [&](NodeId x, NodeId d) {
+          return g.node(d).shape == g.node(x).shape ? d : g.reduce_to(g.unique_name(base + "/sum"), d, x);
+        };
         switch (n.fn) {
           case EwFn::mul:
-            if (wants(in[0])) accumulate(in[0], g.elementwise(base + "/a", EwFn::mul, {dy, in[1]}));
-            if (wants(in[1])) accumulate(in[1], g.elementwise(base + "/b", EwFn::mul, {dy, in[0]}));
+            if (wants(in[0])) accumulate(in[0], to_input(in[0], g.elementwise(base + "/a", EwFn::mul, {dy, in[1]})));
+            if (wants(in[1])) accumulate(in[1], to_input(in[1], g.elementwise(base + "/b", EwFn::mul, {dy, in[0]})));
+            break;
+          case EwFn::add:
+            for (NodeId x : in)
+              if (wants(x)) accumulate(x, to_input(x, dy));
+            break;
+          case EwFn::sub: case EwFn::div: case EwFn::pow: case EwFn::max: case EwFn::min: case EwFn::where:
+          case EwFn::neg: case EwFn::abs: case EwFn::exp: case EwFn::log: case EwFn::sqrt: case EwFn::reciprocal:
+          case EwFn::erf: case EwFn::cast:
+            for (std::size_t k = 0; k < in.size(); ++k) {
+              if (n.fn == EwFn::where && k == 0) continue;  // the condition has no gradient
+              if (wants(in[k]))
+                accumulate(in[k], to_input(in[k], g.elementwise_grad(fmt::format("{}/{}", base, k), dy, id, static_cast<int>(k))));
+            }
             break;
           case EwFn::add_bcast:
             if (wants(in[0])) accumulate(in[0], dy);
@@ -181,6 +198,25 @@ std::map<NodeId, NodeId> append_gradients(Graph& g, NodeId root, NodeId seed) {
         break;
       case OpKind::mse_loss:
         if (wants(n.inputs[0])) accumulate(n.inputs[0], g.mse_loss_grad(base, dy, id));
+        break;
+      case OpKind::slice:
+        // The part's gradient in place, zeros around it: one copy into the input's shape.
+        if (wants(n.inputs[0])) {
+          const Shape full = g.node(n.inputs[0]).shape;
+          const auto ax = static_cast<std::size_t>(n.axis);
+          std::vector<NodeId> pieces;
+          Shape before = full, after = full;
+          before[ax] = n.offset;
+          after[ax] = full[ax] - n.offset - n.shape[ax];
+          const DType dt = g.node(dy).dtype;
+          if (before[ax] > 0) pieces.push_back(g.fill(g.unique_name(base + "/zeros_before"), before, dt, 0.0));
+          pieces.push_back(dy);
+          if (after[ax] > 0) pieces.push_back(g.fill(g.unique_name(base + "/zeros_after"), after, dt, 0.0));
+          accumulate(n.inputs[0], pieces.size() == 1 ? dy : g.concat(g.unique_name(base), pieces, n.axis));
+        }
+        break;
+      case OpKind::reduce:  // each reduced element gets its output's gradient (a mean's 1/n and a max's mask fold in)
+        if (wants(n.inputs[0])) accumulate(n.inputs[0], g.repeat(base, dy, g.node(n.inputs[0]).shape));
         break;
       default:
         throw std::invalid_argument(

@@ -39,8 +39,29 @@ double ew_flops(EwFn f) {
     case EwFn::gated_grad_b: return 5;  // dy * silu(a)
     case EwFn::rope: return 3;           // x*cos + rotate(x)*sin per element
     case EwFn::scale_mask: return 2;
+    case EwFn::add: case EwFn::sub: case EwFn::div: case EwFn::max: case EwFn::min: case EwFn::where:
+    case EwFn::neg: case EwFn::abs: case EwFn::exp: case EwFn::log: case EwFn::sqrt: case EwFn::reciprocal:
+    case EwFn::cast:
+      return 1;
+    case EwFn::pow: return 3;  // exp(b log a)
+    case EwFn::erf: return 5;  // a rational approximation (gelu's 8 = erf + 3)
+    case EwFn::grad: return 0; // priced by ew_grad_flops of the forward function
   }
   return 0;
+}
+
+double ew_grad_flops(EwFn f) {
+  switch (f) {
+    case EwFn::add: case EwFn::sub: case EwFn::neg: case EwFn::cast: case EwFn::where: case EwFn::mul:
+    case EwFn::exp: case EwFn::log:
+      return 1;  // dy, -dy, dy * other, dy * y, dy / x
+    case EwFn::max: case EwFn::min: case EwFn::abs: case EwFn::sqrt: case EwFn::reciprocal:
+      return 2;  // compare + select; dy / (2y); -dy * y^2
+    case EwFn::div: return 3;   // dy / b; -dy * a / b^2
+    case EwFn::pow: return 4;   // dy * b * a^(b-1)
+    case EwFn::erf: return 4;   // dy * 2/sqrt(pi) * exp(-x^2)
+    default: return ew_flops(f);
+  }
 }
 
 double causal_fraction(std::int64_t t, std::int64_t s) {
@@ -223,7 +244,7 @@ OpCost op_cost(const Graph& g, const Node& n) {
       break;
     }
     case OpKind::elementwise: {
-      c.vector_flops = out * ew_flops(n.fn);
+      c.vector_flops = out * (n.fn == EwFn::grad ? ew_grad_flops(g.node(n.ref).fn) : ew_flops(n.fn));
       double in = 0;
       for (NodeId id : n.inputs) in += bytes_of(id);
       c.bytes = in + out * es;
@@ -245,6 +266,10 @@ OpCost op_cost(const Graph& g, const Node& n) {
     case OpKind::mse_loss_grad:
       c.vector_flops = 3.0 * out;
       c.bytes = bytes_of(n.inputs[1]) + bytes_of(n.inputs[2]) + out * es;
+      break;
+    case OpKind::reduce:  // one add (or compare) per input element
+      c.vector_flops = elems(n.inputs[0]);
+      c.bytes = bytes_of(n.inputs[0]) + out * es;
       break;
     case OpKind::softmax_grad:  // dx = y * (dy - sum(dy * y))
       c.vector_flops = 4.0 * out;

@@ -71,6 +71,22 @@ std::string_view ew_name(EwFn f) {
     case EwFn::gated_grad_b: return "gated_grad_b";
     case EwFn::rope: return "rope";
     case EwFn::scale_mask: return "scale_mask";
+    case EwFn::add: return "add";
+    case EwFn::sub: return "sub";
+    case EwFn::div: return "div";
+    case EwFn::pow: return "pow";
+    case EwFn::max: return "max";
+    case EwFn::min: return "min";
+    case EwFn::where: return "where";
+    case EwFn::neg: return "neg";
+    case EwFn::abs: return "abs";
+    case EwFn::exp: return "exp";
+    case EwFn::log: return "log";
+    case EwFn::sqrt: return "sqrt";
+    case EwFn::reciprocal: return "reciprocal";
+    case EwFn::erf: return "erf";
+    case EwFn::cast: return "cast";
+    case EwFn::grad: return "grad";
   }
   return "?";
 }
@@ -115,6 +131,7 @@ std::string_view op_name(OpKind k) {
     case OpKind::softmax_grad: return "softmax_grad";
     case OpKind::mse_loss: return "mse_loss";
     case OpKind::mse_loss_grad: return "mse_loss_grad";
+    case OpKind::reduce: return "reduce";
   }
   return "?";
 }

@@ -70,6 +70,7 @@ enum class OpKind : std::uint8_t {
   softmax_grad,           // dX of a softmax from (dY, Y)
   mse_loss,               // mean of (prediction - target)^2 over all elements (diffusion noise loss)
   mse_loss_grad,          // dLoss * 2 (prediction - target) / n, of node `ref`
+  reduce,                 // sum / mean / max over the axes where the output (kept-dims shape) has size 1
 };
 std::string_view op_name(OpKind k);
 
@@ -78,7 +79,20 @@ enum class PoolKind : std::uint8_t { max, avg, sum };
 /// Elementwise functions: mul (a*b), add_bcast (x + b broadcast over trailing spatial dims), swiglu
 /// (silu(a)*b) and geglu (gelu(a)*b) with their two gradients (gated_grad_a/b, inputs dy, a, b), rope
 /// (rotary position embedding, or its inverse for gradients), scale_mask (scale and causal mask on scores).
-enum class EwFn : std::uint8_t { mul, add_bcast, swiglu, geglu, gated_grad_a, gated_grad_b, rope, scale_mask };
+/// The math model files write, broadcasting as NumPy does (trailing dimensions aligned, each equal or 1; mul
+/// broadcasts too): binary add, sub, div, pow, max, min; where (cond, a, b); unary neg, abs, exp, log, sqrt,
+/// reciprocal, erf, cast (to the node's dtype). grad: d(input `axis`) of the elementwise node `ref`, over its
+/// output's shape (inputs: dy, then the forward node's inputs; the caller sums it down to a broadcast input).
+enum class EwFn : std::uint8_t {
+  mul, add_bcast, swiglu, geglu, gated_grad_a, gated_grad_b, rope, scale_mask,
+  add, sub, div, pow, max, min, where, neg, abs, exp, log, sqrt, reciprocal, erf, cast, grad
+};
+/// True for the NumPy-broadcasting functions above (mul included).
+bool ew_broadcasts(EwFn f);
+/// Inputs an elementwise function takes.
+std::size_t ew_arity(EwFn f);
+/// The NumPy broadcast of two shapes; std::invalid_argument naming `what` when they do not broadcast.
+Shape broadcast_shapes(const Shape& a, const Shape& b, const std::string& what);
 std::string_view ew_name(EwFn f);
 
 /// Keras Adam defaults; the update uses Keras's form (epsilon added to sqrt(v), bias correction in the step).
@@ -174,6 +188,13 @@ class Graph {
   NodeId softmax_grad(std::string name, NodeId dy, NodeId softmax_node);
   NodeId mse_loss(std::string name, NodeId prediction, NodeId target);
   NodeId mse_loss_grad(std::string name, NodeId dloss, NodeId mse_node);
+  /// d(input `input_index`) of elementwise node `fwd` from dY, over the forward output's shape.
+  NodeId elementwise_grad(std::string name, NodeId dy, NodeId fwd, int input_index);
+  /// x converted to `dtype` (an elementwise cast).
+  NodeId cast(std::string name, NodeId x, DType dtype);
+  /// Sum (PoolKind::sum), mean (avg) or max of x over the axes where `kept` (x's rank; each dim equal to x's or
+  /// 1) has size 1; the output has shape `kept` (views drop the axes).
+  NodeId reduce(std::string name, NodeId x, PoolKind kind, Shape kept);
 
   const Node& node(NodeId id) const { return nodes_.at(static_cast<std::size_t>(id)); }
   const std::vector<Node>& nodes() const { return nodes_; }

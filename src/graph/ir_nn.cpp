@@ -1,6 +1,9 @@
 // Graph constructors for the convolutional and transformer ops: shape inference and checks.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <stdexcept>
+
 #include "graph/ir.hpp"
 #include "graph/ir_detail.hpp"
 
@@ -217,26 +220,112 @@ NodeId Graph::attention_grad(std::string name, NodeId dout, NodeId attention_nod
   return add_node(std::move(n));
 }
 
+bool ew_broadcasts(EwFn f) {
+  switch (f) {
+    case EwFn::mul: case EwFn::add: case EwFn::sub: case EwFn::div: case EwFn::pow: case EwFn::max: case EwFn::min:
+    case EwFn::where:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::size_t ew_arity(EwFn f) {
+  switch (f) {
+    case EwFn::rope: case EwFn::scale_mask: case EwFn::neg: case EwFn::abs: case EwFn::exp: case EwFn::log:
+    case EwFn::sqrt: case EwFn::reciprocal: case EwFn::erf: case EwFn::cast:
+      return 1;
+    case EwFn::gated_grad_a: case EwFn::gated_grad_b: case EwFn::where:
+      return 3;
+    case EwFn::grad:
+      return 0;  // dy and the forward node's inputs: checked by elementwise_grad
+    default:
+      return 2;
+  }
+}
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, const std::string& what) {
+  Shape out(std::max(a.size(), b.size()), 1);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const std::int64_t x = i < a.size() ? a[a.size() - 1 - i] : 1, y = i < b.size() ? b[b.size() - 1 - i] : 1;
+    if (x != y && x != 1 && y != 1)
+      throw std::invalid_argument(fmt::format("{}: shapes {} and {} do not broadcast", what, shape_str(a), shape_str(b)));
+    out[out.size() - 1 - i] = x == 1 ? y : x;
+  }
+  return out;
+}
+
 NodeId Graph::elementwise(std::string name, EwFn fn, std::vector<NodeId> inputs, bool causal) {
   if (inputs.empty()) bad("elementwise", name, "needs an input");
-  const Node& first = node(inputs[0]);
-  const std::size_t arity = fn == EwFn::rope || fn == EwFn::scale_mask ? 1 : fn == EwFn::gated_grad_a || fn == EwFn::gated_grad_b ? 3 : 2;
+  if (fn == EwFn::grad) bad("elementwise", name, "a gradient is built by elementwise_grad");
+  const std::size_t arity = ew_arity(fn);
   if (inputs.size() != arity) bad("elementwise", name, fmt::format("{} takes {} inputs", ew_name(fn), arity));
+  Shape shape = node(inputs[0]).shape;
+  // A where's condition is not data: the values come from its other two inputs.
+  DType dtype = fn == EwFn::where ? node(inputs[1]).dtype : node(inputs[0]).dtype;
   for (std::size_t i = 1; i < inputs.size(); ++i) {
     const Node& other = node(inputs[i]);
     if (fn == EwFn::add_bcast) {
       // b broadcasts over the trailing dims of x: x [N,C,...], b [N,C].
-      if (other.shape.size() > first.shape.size() ||
-          !std::equal(other.shape.begin(), other.shape.end(), first.shape.begin()))
+      if (other.shape.size() > shape.size() || !std::equal(other.shape.begin(), other.shape.end(), shape.begin()))
         bad("elementwise", name, "add_bcast needs b's shape to lead x's");
-    } else if (other.shape != first.shape) {
-      bad("elementwise", name, fmt::format("{} needs equal shapes, got {} and {}", ew_name(fn), shape_str(first.shape),
+    } else if (ew_broadcasts(fn)) {
+      try {
+        shape = broadcast_shapes(shape, other.shape, ew_name(fn).data());
+      } catch (const std::invalid_argument& e) {
+        bad("elementwise", name, e.what());
+      }
+    } else if (other.shape != shape) {
+      bad("elementwise", name, fmt::format("{} needs equal shapes, got {} and {}", ew_name(fn), shape_str(shape),
                                            shape_str(other.shape)));
     }
   }
-  Node n = make(OpKind::elementwise, std::move(name), std::move(inputs), first.shape, first.dtype);
+  Node n = make(OpKind::elementwise, std::move(name), std::move(inputs), std::move(shape), dtype);
   n.fn = fn;
   n.causal = causal;
+  return add_node(std::move(n));
+}
+
+NodeId Graph::elementwise_grad(std::string name, NodeId dy, NodeId fwd, int input_index) {
+  const Node& f = node(fwd);
+  if (f.op != OpKind::elementwise) bad("elementwise_grad", name, "ref must be an elementwise node");
+  if (input_index < 0 || static_cast<std::size_t>(input_index) >= f.inputs.size()) bad("elementwise_grad", name, "no such input");
+  if (node(dy).shape != f.shape) bad("elementwise_grad", name, "dy must have the forward output's shape");
+  // Only the forward tensors the derivative reads (so the memory model keeps no more alive): none for a sum,
+  // a difference, a negation or a cast; the condition for a where; the other factor for a product; else all.
+  std::vector<NodeId> in{dy};
+  switch (f.fn) {
+    case EwFn::add: case EwFn::sub: case EwFn::neg: case EwFn::cast:
+      break;
+    case EwFn::where:
+      in.push_back(f.inputs[0]);
+      break;
+    case EwFn::mul:
+      in.push_back(f.inputs[input_index == 0 ? 1 : 0]);
+      break;
+    default:
+      in.insert(in.end(), f.inputs.begin(), f.inputs.end());
+  }
+  Node n = make(OpKind::elementwise, std::move(name), std::move(in), f.shape, node(dy).dtype);
+  n.fn = EwFn::grad;
+  n.ref = fwd;
+  n.axis = input_index;
+  return add_node(std::move(n));
+}
+
+NodeId Graph::cast(std::string name, NodeId x, DType dtype) {
+  Node n = make(OpKind::elementwise, std::move(name), {x}, node(x).shape, dtype);
+  n.fn = EwFn::cast;
+  return add_node(std::move(n));
+}
+
+NodeId Graph::reduce(std::string name, NodeId x, PoolKind kind, Shape kept) {
+  const Shape& s = node(x).shape;
+  if (kept.size() != s.size()) bad("reduce", name, fmt::format("{} and {} differ in rank", shape_str(s), shape_str(kept)));
+  for (std::size_t i = 0; i < s.size(); ++i)
+    if (kept[i] != s[i] && kept[i] != 1) bad("reduce", name, fmt::format("{} is not {} with axes reduced to 1", shape_str(kept), shape_str(s)));
+  Node n = make(OpKind::reduce, std::move(name), {x}, std::move(kept), node(x).dtype);
+  n.pool = kind;
   return add_node(std::move(n));
 }
 

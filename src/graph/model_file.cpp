@@ -372,6 +372,10 @@ ModelSpec parse_model_text(const std::string& text, const std::string& where, bo
 
 ModelSpec load_model_file(const std::filesystem::path& path) {
   const std::string ext = strings::lower(path.extension().string());
+  if (ext == ".onnx")
+    throw InputError(fmt::format("model file {}: ONNX graphs are priced (gpuvs graph, predict, compare, advise), not trained here: the CPU "
+                                 "engine trains dense Sequential models",
+                                 path.string()));
   if (ext == ".keras") {
     ModelSpec spec = keras_model_spec(keras_archive_config(path.string()), path.string());
     if (spec.name == "model" || spec.name == "sequential") spec.name = path.stem().string();

@@ -11,6 +11,7 @@
 #include "graph/keras_graph.hpp"
 #include "graph/keras_model.hpp"
 #include "graph/model_file.hpp"
+#include "graph/onnx_model.hpp"
 #include "graph/workloads.hpp"
 
 #include <charconv>
@@ -23,7 +24,7 @@ namespace {
 
 bool is_model_file(const std::string& id_or_path) {
   const std::string ext = strings::lower(std::filesystem::path(id_or_path).extension().string());
-  return ext == ".toml" || ext == ".json" || ext == ".keras";
+  return ext == ".toml" || ext == ".json" || ext == ".keras" || ext == ".onnx";
 }
 
 /// 6738415616 -> "6,738,415,616".
@@ -228,6 +229,13 @@ DecoderConfig gpt_config(const std::map<std::string, std::string>& options) {
 
 NetworkInfo resolve_network(const std::string& id_or_path, const std::map<std::string, std::string>& options) {
   if (id_or_path == kGptWorkload) return gpt_info(gpt_config(options));
+  if (is_onnx_path(id_or_path)) {
+    for (const auto& key : gpt_shape_keys())
+      if (options.count(key))
+        throw InputError(fmt::format("option {} sets the shape of workload {} only; '{}' has its own shape", key, kGptWorkload,
+                                     strings::printable(id_or_path)));
+    return onnx_network(id_or_path, options);
+  }
   for (const auto& key : gpt_shape_keys())
     if (options.count(key))
       throw InputError(fmt::format("option {} sets the shape of workload {} only; workload '{}' has its own shape", key,
@@ -241,6 +249,7 @@ NetworkInfo resolve_network(const std::string& id_or_path) {
     if (n.id == id_or_path) return n;
   if (is_sized_decoder_id(id_or_path)) return sized_decoder_info(id_or_path);
   if (!is_model_file(id_or_path)) return network(id_or_path);  // unknown id: the closest-ids error
+  if (is_onnx_path(id_or_path)) return onnx_network(id_or_path, {});
   if (strings::lower(std::filesystem::path(id_or_path).extension().string()) == ".keras") {
     const std::string text = keras_archive_config(id_or_path);
     if (keras_needs_graph(text)) return keras_network(text, id_or_path);

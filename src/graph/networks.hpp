@@ -104,6 +104,11 @@ struct NetworkInfo {
   std::int64_t hidden = 0;     // width of the residual stream
   std::function<Graph(const NetworkOptions&)> forward;
   DecoderConfig decoder{};     // family "decoder": the shape built (KV cache, ...); layers == 0 for others
+  /// Option keys this workload reads beyond the prediction options (an ONNX file's symbolic dims).
+  std::vector<std::string> shape_options{};
+  /// > 0: the model's batch is fixed at this size (an ONNX file exported without a dynamic batch axis); its
+  /// graph refuses any other. 0: any batch.
+  std::int64_t fixed_batch = 0;
 };
 
 const std::vector<NetworkInfo>& networks();

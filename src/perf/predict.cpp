@@ -1,5 +1,7 @@
 #include "perf/predict.hpp"
 
+#include "graph/onnx_model.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -368,12 +370,18 @@ std::int64_t option_int(const std::map<std::string, std::string>& o, const std::
 
 const std::vector<std::string>& prediction_option_keys() { return kOptionKeys; }
 
-std::map<std::string, std::string> parse_options(const std::string& text) {
+std::map<std::string, std::string> parse_options(const std::string& text) { return parse_options(text, std::string()); }
+
+std::map<std::string, std::string> parse_options(const std::string& text, const std::string& workload) {
   auto out = parse_option_pairs(text);
+  std::vector<std::string> keys = kOptionKeys;
+  if (graph::is_onnx_path(workload)) {  // the file's symbolic dims are options too
+    const auto dims = graph::resolve_network(workload, out).shape_options;
+    keys.insert(keys.end(), dims.begin(), dims.end());
+  }
   for (const auto& [key, value] : out)
-    if (std::find(kOptionKeys.begin(), kOptionKeys.end(), key) == kOptionKeys.end())
-      throw InputError(fmt::format("--options: unknown key '{}' (known: {})", strings::printable(key),
-                                   strings::join(kOptionKeys, ", ")));
+    if (std::find(keys.begin(), keys.end(), key) == keys.end())
+      throw InputError(fmt::format("--options: unknown key '{}' (known: {})", strings::printable(key), strings::join(keys, ", ")));
   return out;
 }
 
@@ -397,7 +405,7 @@ Prediction predict(const catalog::Catalog& cat, const PredictRequest& request) {
   for (const char* k : {"tp", "pp", "cp", "vp"})
     parallel = parallel || option_int(req.options, k, 1, 1, 4096) != 1;
   if (req.options.count("global_batch")) {
-    const std::int64_t b = req.batch > 0 ? req.batch : default_batch(net.family);
+    const std::int64_t b = req.batch > 0 ? req.batch : net.fixed_batch > 0 ? net.fixed_batch : default_batch(net.family);
     parallel = parallel || option_int(req.options, "global_batch", 1, 1, std::int64_t{1} << 40) != b * req.gpus;
   }
   if (parallel && (net.family != "decoder" || !req.training))
@@ -406,7 +414,12 @@ Prediction predict(const catalog::Catalog& cat, const PredictRequest& request) {
   for (const auto& [k, v] : req.options) {
     bool known = false;
     for (const auto& key : kOptionKeys) known = known || key == k;
-    if (!known) throw InputError(fmt::format("option '{}' is unknown (known: {})", k, strings::join(kOptionKeys, ", ")));
+    for (const auto& key : net.shape_options) known = known || key == k;  // an ONNX file's symbolic dims
+    if (!known) {
+      std::vector<std::string> keys = kOptionKeys;
+      keys.insert(keys.end(), net.shape_options.begin(), net.shape_options.end());
+      throw InputError(fmt::format("option '{}' is unknown (known: {})", strings::printable(k), strings::join(keys, ", ")));
+    }
   }
   Prediction p;
   p.framework = fw.id;
@@ -416,7 +429,7 @@ Prediction predict(const catalog::Catalog& cat, const PredictRequest& request) {
   p.gpu_id = gpu.id;
   p.gpu_name = gpu.name;
   p.training = req.training;
-  p.batch = req.batch > 0 ? req.batch : default_batch(net.family);
+  p.batch = req.batch > 0 ? req.batch : net.fixed_batch > 0 ? net.fixed_batch : default_batch(net.family);
   p.seq_len = net.default_seq_len > 0 ? option_int(req.options, "seq_len", net.default_seq_len, 1, 1 << 20) : 0;
   // Frameworks' defaults: the published encoder (BERT) implementations use unfused attention; decoder
   // training stacks (llm-foundry, Megatron) use FlashAttention.

@@ -79,6 +79,8 @@ struct Prediction {
 
 /// Parses "k=v;k=v" (spaces allowed); InputError on a malformed pair or unknown key.
 std::map<std::string, std::string> parse_options(const std::string& text);
+/// The same, also accepting the keys `workload` reads itself (an ONNX file's symbolic dims).
+std::map<std::string, std::string> parse_options(const std::string& text, const std::string& workload);
 /// The same syntax with any key (validation rows carry keys that document their source); InputError on a
 /// malformed pair.
 std::map<std::string, std::string> parse_option_pairs(const std::string& text);

@@ -1,0 +1,472 @@
+#include "graph/onnx_known.hpp"
+
+#include <fmt/format.h>
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "core/error.hpp"
+
+namespace gpuvs::graph::onnx_detail {
+
+namespace {
+
+using TP = onnx::TensorProto;
+
+[[noreturn]] void fail(const std::string& where, const std::string& what) { throw InputError(fmt::format("{}: {}", where, what)); }
+
+std::int64_t mul_checked(std::int64_t a, std::int64_t b, const std::string& where) {
+  std::int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) fail(where, fmt::format("integer overflow in {} x {}", a, b));
+  return r;
+}
+
+float half_to_float(std::uint16_t h) {
+  const std::uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+  if (exp == 0) return (sign ? -1.0f : 1.0f) * std::ldexp(static_cast<float>(mant), -24);  // zero and subnormals
+  if (exp == 31) return mant ? std::numeric_limits<float>::quiet_NaN() : (sign ? -1.0f : 1.0f) * std::numeric_limits<float>::infinity();
+  const std::uint32_t bits = sign | ((exp + 112) << 23) | (mant << 13);
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+float bf16_to_float(std::uint16_t h) {
+  const std::uint32_t bits = static_cast<std::uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+std::size_t raw_size(int elem) {
+  switch (elem) {
+    case TP::FLOAT: case TP::INT32: case TP::UINT32: return 4;
+    case TP::DOUBLE: case TP::INT64: case TP::UINT64: return 8;
+    case TP::FLOAT16: case TP::BFLOAT16: case TP::INT16: case TP::UINT16: return 2;
+    case TP::INT8: case TP::UINT8: case TP::BOOL: return 1;
+    default: return 0;
+  }
+}
+
+/// Element k of little-endian raw data.
+void read_raw(const std::string& raw, int elem, std::int64_t k, Known& out) {
+  const std::size_t sz = raw_size(elem);
+  const char* p = raw.data() + static_cast<std::size_t>(k) * sz;
+  auto u = [&](auto v) {
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  };
+  switch (elem) {
+    case TP::FLOAT: out.f.push_back(u(float{})); break;
+    case TP::DOUBLE: out.f.push_back(u(double{})); break;
+    case TP::FLOAT16: out.f.push_back(half_to_float(u(std::uint16_t{}))); break;
+    case TP::BFLOAT16: out.f.push_back(bf16_to_float(u(std::uint16_t{}))); break;
+    case TP::INT64: out.i.push_back(u(std::int64_t{})); break;
+    case TP::INT32: out.i.push_back(u(std::int32_t{})); break;
+    case TP::INT16: out.i.push_back(u(std::int16_t{})); break;
+    case TP::INT8: out.i.push_back(u(std::int8_t{})); break;
+    case TP::UINT32: out.i.push_back(u(std::uint32_t{})); break;
+    case TP::UINT16: out.i.push_back(u(std::uint16_t{})); break;
+    case TP::UINT8: out.i.push_back(u(std::uint8_t{})); break;
+    case TP::BOOL: out.i.push_back(u(std::uint8_t{}) != 0); break;
+    case TP::UINT64: {
+      const std::uint64_t v = u(std::uint64_t{});
+      out.i.push_back(v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) ? std::numeric_limits<std::int64_t>::max()
+                                                                                                 : static_cast<std::int64_t>(v));
+      break;
+    }
+    default: break;
+  }
+}
+
+bool truthy(double v) { return v != 0.0; }
+
+}  // namespace
+
+std::int64_t Known::int_at(std::int64_t k, const std::string& where) const {
+  if (!is_float) return i[static_cast<std::size_t>(k)];
+  const double v = f[static_cast<std::size_t>(k)];
+  if (!std::isfinite(v) || v != std::floor(v) || std::fabs(v) > 9.0e15) fail(where, fmt::format("expected a whole number, got {}", v));
+  return static_cast<std::int64_t>(v);
+}
+
+std::vector<std::int64_t> Known::ints(const std::string& where) const {
+  std::vector<std::int64_t> out;
+  out.reserve(static_cast<std::size_t>(size()));
+  for (std::int64_t k = 0; k < size(); ++k) out.push_back(int_at(k, where));
+  return out;
+}
+
+Known Known::scalar_int(std::int64_t v) {
+  Known k;
+  k.i = {v};
+  return k;
+}
+
+Known Known::ints_1d(const std::vector<std::int64_t>& v) {
+  Known k;
+  k.shape = {static_cast<std::int64_t>(v.size())};
+  k.i = v;
+  return k;
+}
+
+std::int64_t checked_numel(const Shape& s, const std::string& where) {
+  std::int64_t n = 1;
+  for (std::int64_t d : s) {
+    if (d < 0 || d > kMaxDim) fail(where, fmt::format("dimension {} outside [0, 2^40]", d));
+    if (__builtin_mul_overflow(n, d, &n) || n > kMaxElements)
+      fail(where, fmt::format("shape {} holds more than 2^48 elements", shape_str(s)));
+  }
+  return n;
+}
+
+Shape tensor_dims(const onnx::TensorProto& t, const std::string& where) {
+  Shape s(t.dims().begin(), t.dims().end());
+  checked_numel(s, where);
+  return s;
+}
+
+bool is_float_type(int elem) { return elem == TP::FLOAT || elem == TP::FLOAT16 || elem == TP::BFLOAT16 || elem == TP::DOUBLE; }
+
+bool is_int_type(int elem) {
+  switch (elem) {
+    case TP::INT8: case TP::INT16: case TP::INT32: case TP::INT64: case TP::UINT8: case TP::UINT16: case TP::UINT32:
+    case TP::UINT64: case TP::BOOL:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string elem_name(int elem) {
+  if (onnx::TensorProto_DataType_IsValid(elem)) return onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(elem));
+  return fmt::format("type {}", elem);
+}
+
+std::optional<Known> decode_tensor(const onnx::TensorProto& t, const std::string& where) {
+  const Shape dims = tensor_dims(t, where);
+  const std::int64_t n = checked_numel(dims, where);
+  const int elem = t.data_type();
+  if (!is_float_type(elem) && !is_int_type(elem)) fail(where, fmt::format("tensor '{}' has element type {}, not a number", t.name(), elem_name(elem)));
+  if (t.data_location() == TP::EXTERNAL) return std::nullopt;
+  Known k;
+  k.shape = dims;
+  k.is_float = is_float_type(elem);
+  // The payload must hold exactly the elements the dims claim: checked before anything is read or allocated.
+  std::int64_t have = 0;
+  if (t.has_raw_data()) {
+    const std::size_t sz = raw_size(elem);
+    if (t.raw_data().size() % sz != 0) fail(where, fmt::format("tensor '{}': raw_data of {} bytes is not whole {}-byte elements", t.name(), t.raw_data().size(), sz));
+    have = static_cast<std::int64_t>(t.raw_data().size() / sz);
+  } else {
+    switch (elem) {
+      case TP::FLOAT: have = t.float_data_size(); break;
+      case TP::DOUBLE: have = t.double_data_size(); break;
+      case TP::INT64: have = t.int64_data_size(); break;
+      case TP::UINT32: case TP::UINT64: have = t.uint64_data_size(); break;
+      default: have = t.int32_data_size(); break;
+    }
+  }
+  if (have != n)
+    fail(where, fmt::format("tensor '{}' has dims {} ({} elements) but holds {}", t.name(), shape_str(dims), n, have));
+  if (n > kMaxKnownElements) return std::nullopt;
+  (k.is_float ? k.f.reserve(static_cast<std::size_t>(n)) : k.i.reserve(static_cast<std::size_t>(n)));
+  for (std::int64_t e = 0; e < n; ++e) {
+    if (t.has_raw_data()) {
+      read_raw(t.raw_data(), elem, e, k);
+      continue;
+    }
+    const int idx = static_cast<int>(e);
+    switch (elem) {
+      case TP::FLOAT: k.f.push_back(t.float_data(idx)); break;
+      case TP::DOUBLE: k.f.push_back(t.double_data(idx)); break;
+      case TP::FLOAT16: k.f.push_back(half_to_float(static_cast<std::uint16_t>(t.int32_data(idx)))); break;
+      case TP::BFLOAT16: k.f.push_back(bf16_to_float(static_cast<std::uint16_t>(t.int32_data(idx)))); break;
+      case TP::INT64: k.i.push_back(t.int64_data(idx)); break;
+      case TP::UINT32: case TP::UINT64: {
+        const std::uint64_t v = t.uint64_data(idx);
+        k.i.push_back(v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) ? std::numeric_limits<std::int64_t>::max()
+                                                                                                 : static_cast<std::int64_t>(v));
+        break;
+      }
+      case TP::BOOL: k.i.push_back(t.int32_data(idx) != 0); break;
+      default: k.i.push_back(t.int32_data(idx)); break;
+    }
+  }
+  return k;
+}
+
+Shape broadcast_all(const std::vector<Shape>& shapes, const std::string& where) {
+  Shape out;
+  for (const Shape& s : shapes) {
+    try {
+      out = broadcast_shapes(out, s, "broadcast");
+    } catch (const std::invalid_argument&) {
+      std::vector<std::string> all;
+      for (const Shape& x : shapes) all.push_back(shape_str(x));
+      fail(where, fmt::format("shapes {} do not broadcast", fmt::join(all, " and ")));
+    }
+  }
+  return out;
+}
+
+namespace {
+
+/// Index into a broadcast input for output element `o` of shape `out`.
+std::int64_t source_index(std::int64_t o, const Shape& out, const Shape& in) {
+  std::int64_t idx = 0, stride = 1;
+  for (std::size_t d = 0; d < out.size(); ++d) {
+    const std::size_t od = out.size() - 1 - d;
+    const std::int64_t coord = o % out[od];
+    o /= out[od];
+    if (d < in.size()) {
+      const std::int64_t extent = in[in.size() - 1 - d];
+      if (extent != 1) idx += coord * stride;
+      stride *= extent;
+    }
+  }
+  return idx;
+}
+
+const std::vector<std::string> kBinary = {"Add", "Sub", "Mul", "Div", "Mod", "Pow", "Max", "Min", "Equal", "Less", "LessOrEqual",
+                                          "Greater", "GreaterOrEqual", "And", "Or", "Xor"};
+const std::vector<std::string> kUnary = {"Neg", "Abs", "Sqrt", "Reciprocal", "Floor", "Ceil", "Not", "Exp", "Log", "Erf"};
+bool in_list(const std::vector<std::string>& l, const std::string& op) { return std::find(l.begin(), l.end(), op) != l.end(); }
+bool is_comparison(const std::string& op) {
+  return op == "Equal" || op == "Less" || op == "LessOrEqual" || op == "Greater" || op == "GreaterOrEqual" || op == "And" ||
+         op == "Or" || op == "Xor" || op == "Not";
+}
+
+std::int64_t int_binary(const std::string& op, std::int64_t a, std::int64_t b, const std::string& where) {
+  std::int64_t r = 0;
+  if (op == "Add") {
+    if (__builtin_add_overflow(a, b, &r)) fail(where, fmt::format("integer overflow in {} + {}", a, b));
+    return r;
+  }
+  if (op == "Sub") {
+    if (__builtin_sub_overflow(a, b, &r)) fail(where, fmt::format("integer overflow in {} - {}", a, b));
+    return r;
+  }
+  if (op == "Mul") return mul_checked(a, b, where);
+  if (op == "Div" || op == "Mod") {
+    if (b == 0) fail(where, "integer division by zero");
+    if (a == std::numeric_limits<std::int64_t>::min() && b == -1) fail(where, "integer overflow in division");
+    if (op == "Div") return a / b;  // ONNX integer Div truncates, as C does
+    const std::int64_t m = a % b;   // fmod=0: the sign of the divisor, as Python
+    return m != 0 && ((m < 0) != (b < 0)) ? m + b : m;
+  }
+  if (op == "Pow") {
+    if (b < 0) fail(where, "integer power with a negative exponent");
+    std::int64_t x = 1;
+    for (std::int64_t k = 0; k < b && k < 64; ++k) x = mul_checked(x, a, where);
+    return x;
+  }
+  if (op == "Max") return std::max(a, b);
+  if (op == "Min") return std::min(a, b);
+  return 0;
+}
+
+double float_binary(const std::string& op, double a, double b) {
+  if (op == "Add") return a + b;
+  if (op == "Sub") return a - b;
+  if (op == "Mul") return a * b;
+  if (op == "Div") return a / b;
+  if (op == "Mod") return std::fmod(a, b);
+  if (op == "Pow") return std::pow(a, b);
+  if (op == "Max") return std::max(a, b);
+  if (op == "Min") return std::min(a, b);
+  return 0;
+}
+
+double compare(const std::string& op, double a, double b) {
+  if (op == "Equal") return a == b;
+  if (op == "Less") return a < b;
+  if (op == "LessOrEqual") return a <= b;
+  if (op == "Greater") return a > b;
+  if (op == "GreaterOrEqual") return a >= b;
+  if (op == "And") return truthy(a) && truthy(b);
+  if (op == "Or") return truthy(a) || truthy(b);
+  if (op == "Xor") return truthy(a) != truthy(b);
+  return 0;
+}
+
+}  // namespace
+
+bool is_evaluable_elementwise(const std::string& op) { return in_list(kBinary, op) || in_list(kUnary, op) || op == "Where"; }
+
+std::optional<Known> eval_elementwise(const std::string& op, const std::vector<const Known*>& in, const std::string& where) {
+  const bool binary = in_list(kBinary, op), unary = in_list(kUnary, op), ternary = op == "Where";
+  if (!binary && !unary && !ternary) return std::nullopt;
+  const std::size_t arity = unary ? 1 : binary ? 2 : 3;
+  if (in.size() != arity) fail(where, fmt::format("{} takes {} inputs, got {}", op, arity, in.size()));
+  std::vector<Shape> shapes;
+  for (const Known* k : in) shapes.push_back(k->shape);
+  const Shape out = broadcast_all(shapes, where);
+  const std::int64_t n = checked_numel(out, where);
+  if (n > kMaxKnownElements) return std::nullopt;
+  Known r;
+  r.shape = out;
+  if (ternary) {
+    r.is_float = in[1]->is_float || in[2]->is_float;
+    for (std::int64_t o = 0; o < n; ++o) {
+      const bool c = truthy(in[0]->at(source_index(o, out, in[0]->shape)));
+      const Known* pick = c ? in[1] : in[2];
+      const std::int64_t s = source_index(o, out, pick->shape);
+      if (r.is_float) r.f.push_back(pick->at(s));
+      else r.i.push_back(pick->i[static_cast<std::size_t>(s)]);
+    }
+    return r;
+  }
+  const bool ints = std::all_of(in.begin(), in.end(), [](const Known* k) { return !k->is_float; });
+  r.is_float = !ints && !is_comparison(op);
+  if (unary && ints && (op == "Sqrt" || op == "Reciprocal" || op == "Exp" || op == "Log" || op == "Erf")) r.is_float = true;
+  for (std::int64_t o = 0; o < n; ++o) {
+    const double a = in[0]->at(source_index(o, out, in[0]->shape));
+    if (unary) {
+      if (op == "Not") r.i.push_back(!truthy(a));
+      else if (ints && !r.is_float) {
+        const std::int64_t v = in[0]->i[static_cast<std::size_t>(source_index(o, out, in[0]->shape))];
+        if (v == std::numeric_limits<std::int64_t>::min() && (op == "Neg" || op == "Abs")) fail(where, "integer overflow in negation");
+        r.i.push_back(op == "Neg" ? -v : op == "Abs" ? std::abs(v) : v);  // Floor, Ceil: whole already
+      } else {
+        const double v = op == "Neg" ? -a : op == "Abs" ? std::fabs(a) : op == "Sqrt" ? std::sqrt(a) : op == "Reciprocal" ? 1.0 / a
+                        : op == "Floor" ? std::floor(a) : op == "Ceil" ? std::ceil(a) : op == "Exp" ? std::exp(a) : op == "Log" ? std::log(a)
+                        : std::erf(a);
+        r.f.push_back(v);
+      }
+      continue;
+    }
+    const std::int64_t sb = source_index(o, out, in[1]->shape);
+    if (is_comparison(op)) {
+      r.i.push_back(static_cast<std::int64_t>(compare(op, a, in[1]->at(sb))));
+    } else if (ints) {
+      r.i.push_back(int_binary(op, in[0]->i[static_cast<std::size_t>(source_index(o, out, in[0]->shape))], in[1]->i[static_cast<std::size_t>(sb)], where));
+    } else {
+      r.f.push_back(float_binary(op, a, in[1]->at(sb)));
+    }
+  }
+  return r;
+}
+
+Known transpose_known(const Known& k, const std::vector<std::int64_t>& perm, const Shape& out_shape) {
+  Known r;
+  r.shape = out_shape;
+  r.is_float = k.is_float;
+  const std::int64_t n = k.size();
+  std::vector<std::int64_t> in_strides(k.shape.size(), 1);
+  for (std::size_t d = k.shape.size(); d-- > 1;) in_strides[d - 1] = in_strides[d] * k.shape[d];
+  for (std::int64_t o = 0; o < n; ++o) {
+    std::int64_t rem = o, src = 0;
+    for (std::size_t d = out_shape.size(); d-- > 0;) {
+      const std::int64_t coord = rem % out_shape[d];
+      rem /= out_shape[d];
+      src += coord * in_strides[static_cast<std::size_t>(perm[d])];
+    }
+    if (r.is_float) r.f.push_back(k.f[static_cast<std::size_t>(src)]);
+    else r.i.push_back(k.i[static_cast<std::size_t>(src)]);
+  }
+  return r;
+}
+
+Known slice_known(const Known& k, const std::vector<std::int64_t>& starts, const std::vector<std::int64_t>& steps,
+                  const std::vector<std::int64_t>& axes, const Shape& out_shape) {
+  Known r;
+  r.shape = out_shape;
+  r.is_float = k.is_float;
+  std::vector<std::int64_t> start(k.shape.size(), 0), step(k.shape.size(), 1), in_strides(k.shape.size(), 1);
+  for (std::size_t j = 0; j < axes.size(); ++j) {
+    start[static_cast<std::size_t>(axes[j])] = starts[j];
+    step[static_cast<std::size_t>(axes[j])] = steps[j];
+  }
+  for (std::size_t d = k.shape.size(); d-- > 1;) in_strides[d - 1] = in_strides[d] * k.shape[d];
+  std::int64_t n = 1;
+  for (std::int64_t d : out_shape) n *= d;
+  for (std::int64_t o = 0; o < n; ++o) {
+    std::int64_t rem = o, src = 0;
+    for (std::size_t d = out_shape.size(); d-- > 0;) {
+      const std::int64_t coord = rem % out_shape[d];
+      rem /= out_shape[d];
+      src += (start[d] + coord * step[d]) * in_strides[d];
+    }
+    if (r.is_float) r.f.push_back(k.f[static_cast<std::size_t>(src)]);
+    else r.i.push_back(k.i[static_cast<std::size_t>(src)]);
+  }
+  return r;
+}
+
+Known gather_known(const Known& data, const Known& indices, int axis, const Shape& out_shape) {
+  Known r;
+  r.shape = out_shape;
+  r.is_float = data.is_float;
+  const auto ax = static_cast<std::size_t>(axis);
+  std::int64_t outer = 1, inner = 1;
+  for (std::size_t d = 0; d < ax; ++d) outer *= data.shape[d];
+  for (std::size_t d = ax + 1; d < data.shape.size(); ++d) inner *= data.shape[d];
+  const std::int64_t extent = data.shape[ax];
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (std::int64_t j = 0; j < indices.size(); ++j) {
+      std::int64_t idx = indices.i[static_cast<std::size_t>(j)];
+      if (idx < 0) idx += extent;
+      for (std::int64_t e = 0; e < inner; ++e) {
+        const auto src = static_cast<std::size_t>((o * extent + idx) * inner + e);
+        if (r.is_float) r.f.push_back(data.f[src]);
+        else r.i.push_back(data.i[src]);
+      }
+    }
+  return r;
+}
+
+Known concat_known(const std::vector<const Known*>& parts, int axis, const Shape& out_shape) {
+  Known r;
+  r.shape = out_shape;
+  r.is_float = std::any_of(parts.begin(), parts.end(), [](const Known* k) { return k->is_float; });
+  const auto ax = static_cast<std::size_t>(axis);
+  std::int64_t outer = 1;
+  for (std::size_t d = 0; d < ax; ++d) outer *= out_shape[d];
+  for (std::int64_t o = 0; o < outer; ++o)
+    for (const Known* k : parts) {
+      std::int64_t block = 1;
+      for (std::size_t d = ax; d < k->shape.size(); ++d) block *= k->shape[d];
+      for (std::int64_t e = 0; e < block; ++e) {
+        const std::int64_t src = o * block + e;
+        if (r.is_float) r.f.push_back(k->at(src));
+        else r.i.push_back(k->i[static_cast<std::size_t>(src)]);
+      }
+    }
+  return r;
+}
+
+std::optional<Known> expand_known(const Known& k, const Shape& shape, const std::string& where) {
+  const Shape out = broadcast_all({k.shape, shape}, where);
+  const std::int64_t n = checked_numel(out, where);
+  if (n > kMaxKnownElements) return std::nullopt;
+  Known r;
+  r.shape = out;
+  r.is_float = k.is_float;
+  for (std::int64_t o = 0; o < n; ++o) {
+    const std::int64_t s = source_index(o, out, k.shape);
+    if (r.is_float) r.f.push_back(k.f[static_cast<std::size_t>(s)]);
+    else r.i.push_back(k.i[static_cast<std::size_t>(s)]);
+  }
+  return r;
+}
+
+Known cast_known(const Known& k, int elem) {
+  Known r;
+  r.shape = k.shape;
+  r.is_float = is_float_type(elem);
+  for (std::int64_t e = 0; e < k.size(); ++e) {
+    const double v = k.at(e);
+    if (r.is_float) r.f.push_back(v);
+    else if (elem == TP::BOOL) r.i.push_back(v != 0.0);
+    else if (!k.is_float) r.i.push_back(k.i[static_cast<std::size_t>(e)]);
+    else if (!std::isfinite(v) || std::fabs(v) >= 9.2e18) r.i.push_back(v < 0 ? std::numeric_limits<std::int64_t>::min() : std::numeric_limits<std::int64_t>::max());
+    else r.i.push_back(static_cast<std::int64_t>(v));
+  }
+  return r;
+}
+
+}  // namespace gpuvs::graph::onnx_detail

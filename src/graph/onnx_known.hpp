@@ -1,0 +1,82 @@
+// Tensors whose values the ONNX reader knows while it converts a graph: Constant nodes, initializers small
+// enough to read, and the shape arithmetic exporters write (Shape -> Gather -> Unsqueeze -> Concat -> Reshape),
+// which becomes concrete once the symbolic dimensions are bound. Not public: used by onnx_*.cpp.
+//
+// Every size read from a file is checked (dims in [0, 2^40], element counts up to 2^48 by checked products,
+// payload lengths against dims) before anything is allocated; integer arithmetic is checked for overflow.
+// A violation is an InputError naming `where` (the file and node).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graph/ir.hpp"
+
+namespace onnx {
+class TensorProto;
+}
+
+namespace gpuvs::graph::onnx_detail {
+
+/// Largest tensor whose values the reader keeps (a causal mask of 4096 x 4096 fits); larger ones are shapes only.
+inline constexpr std::int64_t kMaxKnownElements = std::int64_t{1} << 24;
+/// Largest dimension and element count a file may claim.
+inline constexpr std::int64_t kMaxDim = std::int64_t{1} << 40;
+inline constexpr std::int64_t kMaxElements = std::int64_t{1} << 48;
+
+struct Known {
+  Shape shape;
+  bool is_float = false;          // values in f; otherwise integers (booleans as 0/1) in i
+  std::vector<double> f;
+  std::vector<std::int64_t> i;
+  std::int64_t size() const { return is_float ? static_cast<std::int64_t>(f.size()) : static_cast<std::int64_t>(i.size()); }
+  double at(std::int64_t k) const { return is_float ? f[static_cast<std::size_t>(k)] : static_cast<double>(i[static_cast<std::size_t>(k)]); }
+  /// Integer value k; InputError naming `where` when the tensor holds a non-whole float.
+  std::int64_t int_at(std::int64_t k, const std::string& where) const;
+  std::vector<std::int64_t> ints(const std::string& where) const;
+  static Known scalar_int(std::int64_t v);
+  static Known ints_1d(const std::vector<std::int64_t>& v);
+};
+
+/// Product of dims with every dim in [0, kMaxDim] and the product at most kMaxElements; else InputError.
+std::int64_t checked_numel(const Shape& s, const std::string& where);
+/// An initializer's or Constant's dims, checked.
+Shape tensor_dims(const onnx::TensorProto& t, const std::string& where);
+/// True for the ONNX float element types (FLOAT, FLOAT16, BFLOAT16, DOUBLE).
+bool is_float_type(int elem);
+/// True for the integer and boolean element types.
+bool is_int_type(int elem);
+/// An ONNX element type's name ("FLOAT", "INT64", ...).
+std::string elem_name(int elem);
+/// The values of a TensorProto (raw_data or the typed fields). nullopt when it holds more than
+/// kMaxKnownElements or its data is external; InputError when its payload disagrees with its dims or its type
+/// is not numeric.
+std::optional<Known> decode_tensor(const onnx::TensorProto& t, const std::string& where);
+
+/// NumPy-broadcasting elementwise evaluation of the ops exporters use for shape arithmetic and masks:
+/// Add, Sub, Mul, Div, Mod, Pow, Max, Min, Equal, Less, LessOrEqual, Greater, GreaterOrEqual, And, Or, Xor
+/// (binary), Where (ternary), Neg, Abs, Sqrt, Reciprocal, Floor, Ceil, Not, Exp, Log, Erf (unary). Integers stay
+/// integers (overflow and division by zero are InputErrors). Returns nullopt for other ops or when the result
+/// would exceed kMaxKnownElements.
+std::optional<Known> eval_elementwise(const std::string& op, const std::vector<const Known*>& in, const std::string& where);
+/// `op` is one eval_elementwise evaluates.
+bool is_evaluable_elementwise(const std::string& op);
+/// The broadcast output shape of the inputs; InputError when they do not broadcast.
+Shape broadcast_all(const std::vector<Shape>& shapes, const std::string& where);
+
+/// Values reordered by a permutation of the axes.
+Known transpose_known(const Known& k, const std::vector<std::int64_t>& perm, const Shape& out_shape);
+/// The elements [starts, ends) with steps along `axes` (already clamped and normalised) of k.
+Known slice_known(const Known& k, const std::vector<std::int64_t>& starts, const std::vector<std::int64_t>& steps,
+                  const std::vector<std::int64_t>& axes, const Shape& out_shape);
+/// Gather along `axis` with (normalised, in range) integer indices.
+Known gather_known(const Known& data, const Known& indices, int axis, const Shape& out_shape);
+/// Concatenation along `axis`.
+Known concat_known(const std::vector<const Known*>& parts, int axis, const Shape& out_shape);
+/// k broadcast to `shape` (Expand); nullopt when larger than kMaxKnownElements.
+std::optional<Known> expand_known(const Known& k, const Shape& shape, const std::string& where);
+/// k converted to an element type (Cast): floats truncate toward zero into integers; bool is x != 0.
+Known cast_known(const Known& k, int elem);
+
+}  // namespace gpuvs::graph::onnx_detail

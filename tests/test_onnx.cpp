@@ -1,0 +1,413 @@
+// The ONNX reader: real exported models (tests/data/onnx, made by scripts/make-onnx-fixtures with PyTorch)
+// read with the exporting framework's parameter counts and profiler FLOPs; small models built here with the
+// ONNX protobuf API for every refusal; mutated files parse or fail with one line.
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <nlohmann/json.hpp>
+
+#include <random>
+
+#include "core/error.hpp"
+#include "graph/autodiff.hpp"
+#include "graph/cost.hpp"
+#include "graph/networks.hpp"
+#include "graph/onnx_known.hpp"
+#include "graph/onnx_model.hpp"
+#include "test_util.hpp"
+
+using namespace gpuvs;
+using namespace gpuvs::graph;
+
+namespace {
+
+const std::string kDir = std::string(GPUVS_SOURCE_DIR) + "/tests/data/onnx/";
+
+nlohmann::json expected() { return nlohmann::json::parse(test::slurp(kDir + "expected.json")); }
+
+NetworkOptions opts(std::int64_t batch, bool training = false, bool flash = true) {
+  NetworkOptions o;
+  o.batch = batch;
+  o.training = training;
+  o.flash_attention = flash;
+  return o;
+}
+
+int count(const Graph& g, OpKind op) {
+  int n = 0;
+  for (const auto& x : g.nodes()) n += x.op == op;
+  return n;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+/// A small ONNX model written with the protobuf API: inputs, initializers, nodes, one output.
+struct Builder {
+  onnx::ModelProto m;
+  Builder(int opset = 13) {
+    m.set_ir_version(8);
+    m.set_producer_name("gpuvs-test");
+    auto* o = m.add_opset_import();
+    o->set_domain("");
+    o->set_version(opset);
+  }
+  onnx::GraphProto& g() { return *m.mutable_graph(); }
+  static void shape(onnx::ValueInfoProto* v, const std::string& name, int elem, const std::vector<std::string>& dims) {
+    v->set_name(name);
+    auto* tt = v->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(elem);
+    auto* s = tt->mutable_shape();
+    for (const auto& d : dims) {
+      auto* dim = s->add_dim();
+      if (!d.empty() && std::isdigit(static_cast<unsigned char>(d[0]))) dim->set_dim_value(std::stoll(d));
+      else dim->set_dim_param(d);
+    }
+  }
+  Builder& input(const std::string& name, const std::vector<std::string>& dims, int elem = onnx::TensorProto::FLOAT) {
+    shape(g().add_input(), name, elem, dims);
+    return *this;
+  }
+  Builder& output(const std::string& name, const std::vector<std::string>& dims = {}) {
+    auto* v = g().add_output();
+    if (dims.empty()) v->set_name(name);
+    else shape(v, name, onnx::TensorProto::FLOAT, dims);
+    return *this;
+  }
+  Builder& weight(const std::string& name, const std::vector<std::int64_t>& dims, float value = 0.01f) {
+    auto* t = g().add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    std::int64_t n = 1;
+    for (auto d : dims) {
+      t->add_dims(d);
+      n *= d;
+    }
+    for (std::int64_t k = 0; k < n; ++k) t->add_float_data(value);
+    return *this;
+  }
+  Builder& ints(const std::string& name, const std::vector<std::int64_t>& v) {
+    auto* t = g().add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    t->add_dims(static_cast<std::int64_t>(v.size()));
+    for (auto x : v) t->add_int64_data(x);
+    return *this;
+  }
+  onnx::NodeProto& node(const std::string& op, const std::vector<std::string>& in, const std::vector<std::string>& out,
+                        const std::string& name = "") {
+    auto* n = g().add_node();
+    n->set_op_type(op);
+    n->set_name(name.empty() ? op + "_" + std::to_string(g().node_size()) : name);
+    for (const auto& i : in) n->add_input(i);
+    for (const auto& o : out) n->add_output(o);
+    return *n;
+  }
+  static void attr(onnx::NodeProto& n, const std::string& name, const std::vector<std::int64_t>& v) {
+    auto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INTS);
+    for (auto x : v) a->add_ints(x);
+  }
+  static void attr(onnx::NodeProto& n, const std::string& name, std::int64_t v) {
+    auto* a = n.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(v);
+  }
+  std::string save(const test::TempDir& dir, const std::string& file = "m.onnx") const {
+    const std::string path = (dir / file).string();
+    test::write_text(path, m.SerializeAsString());
+    return path;
+  }
+};
+
+/// x [batch, 8] -> Gemm(W [4, 8], transB) -> Relu -> output: the smallest real model.
+Builder mlp() {
+  Builder b;
+  b.input("x", {"batch", "8"}).weight("W", {4, 8}).weight("b", {4}).output("y", {"batch", "4"});
+  auto& gemm = b.node("Gemm", {"x", "W", "b"}, {"h"}, "fc");
+  Builder::attr(gemm, "transB", 1);
+  b.node("Relu", {"h"}, {"y"}, "relu");
+  return b;
+}
+
+}  // namespace
+
+TEST(Onnx, ExportedModelsHaveTheExportersParameterCounts) {
+  const auto e = expected();
+  ASSERT_EQ(e["fixtures"].size(), 4u);
+  for (const auto& fx : e["fixtures"]) {
+    const std::vector<std::int64_t> shape = fx["profile_shape"].get<std::vector<std::int64_t>>();
+    std::map<std::string, std::string> options;
+    if (shape.size() == 2) options["sequence"] = std::to_string(shape[1]);
+    const NetworkInfo net = resolve_network(kDir + fx["file"].get<std::string>(), options);
+    EXPECT_EQ(net.family, "onnx");
+    const Graph g = build_network(net, opts(shape[0]));
+    EXPECT_EQ(param_count(g), fx["params"].get<std::int64_t>()) << fx["file"];
+    EXPECT_LT(fx["bytes"].get<int>(), 1 << 20) << "fixtures stay well under 1 MB";
+  }
+}
+
+TEST(Onnx, ExportedModelsHaveTheProfilersMatrixFlops) {
+  // torch.profiler's FLOPs for the GEMMs and convolutions of one forward pass (2 per multiply-add) are the
+  // graph's matrix FLOPs exactly when attention is built op by op, as PyTorch ran it.
+  for (const auto& fx : expected()["fixtures"]) {
+    const std::vector<std::int64_t> shape = fx["profile_shape"].get<std::vector<std::int64_t>>();
+    std::map<std::string, std::string> options;
+    if (shape.size() == 2) options["sequence"] = std::to_string(shape[1]);
+    const NetworkInfo net = resolve_network(kDir + fx["file"].get<std::string>(), options);
+    double torch_matrix = 0, torch_bmm = 0;
+    for (const auto& [op, flops] : fx["profiler_flops"].items()) {
+      if (op == "aten::mm" || op == "aten::addmm" || op == "aten::bmm" || op == "aten::conv2d" || op == "aten::matmul")
+        torch_matrix += flops.get<double>();
+      if (op == "aten::bmm") torch_bmm += flops.get<double>();
+    }
+    const double explicit_flops = graph_cost(build_network(net, opts(shape[0], false, false))).matrix_flops;
+    EXPECT_DOUBLE_EQ(explicit_flops, torch_matrix) << fx["file"];
+    // FlashAttention over a causal mask computes the unmasked share of the scores only (T+1)/2T.
+    const double fused = graph_cost(build_network(net, opts(shape[0], false, true))).matrix_flops;
+    const double t = shape.size() == 2 ? static_cast<double>(shape[1]) : 1;
+    if (fx["file"] == "tiny_gpt.onnx") {
+      EXPECT_DOUBLE_EQ(fused, torch_matrix - torch_bmm + torch_bmm * (t + 1) / (2 * t));
+    } else {
+      EXPECT_DOUBLE_EQ(fused, torch_matrix) << fx["file"];
+    }
+  }
+}
+
+TEST(Onnx, PatternsExportersWriteAreFusedAsRuntimesRunThem) {
+  const NetworkInfo gpt = resolve_network(kDir + "tiny_gpt.onnx", {{"sequence", "32"}});
+  const Graph g = build_network(gpt, opts(4));
+  EXPECT_EQ(count(g, OpKind::attention), 2);
+  for (const auto& n : g.nodes())
+    if (n.op == OpKind::attention) {
+      EXPECT_TRUE(n.causal) << "the tril buffer masks the future";
+    }
+  EXPECT_EQ(count(g, OpKind::normalize), 5);  // ln1, ln2 twice and the final norm, written out at opset 14
+  int gelu = 0;
+  for (const auto& n : g.nodes()) gelu += n.op == OpKind::activation && n.act == Act::gelu;
+  EXPECT_EQ(gelu, 2);
+  EXPECT_NE(gpt.description.find("5 LayerNorm (written out)"), std::string::npos) << gpt.description;
+  EXPECT_NE(gpt.description.find("dim 'sequence' = 32"), std::string::npos) << gpt.description;
+  // Op by op, nothing is fused but the GEMM epilogues.
+  const Graph plain = build_network(gpt, opts(4, false, false));
+  EXPECT_EQ(count(plain, OpKind::attention), 0);
+  EXPECT_EQ(count(plain, OpKind::batch_matmul), 4);
+
+  const NetworkInfo enc = resolve_network(kDir + "tiny_encoder.onnx", {{"sequence", "16"}});
+  const Graph e = build_network(enc, opts(2));
+  EXPECT_EQ(count(e, OpKind::attention), 2);
+  for (const auto& n : e.nodes())
+    if (n.op == OpKind::attention) {
+      EXPECT_FALSE(n.causal) << "an encoder attends both ways";
+    }
+  EXPECT_EQ(count(e, OpKind::normalize), 4);  // native LayerNormalization at opset 17
+
+  const NetworkInfo cnn = resolve_network(kDir + "small_cnn.onnx");
+  const Graph c = build_network(cnn, opts(2));
+  EXPECT_EQ(count(c, OpKind::normalize), 3);
+  EXPECT_EQ(count(c, OpKind::conv2d), 5);
+  EXPECT_NE(cnn.description.find("dim 'batch' of input 'image'"), std::string::npos) << cnn.description;
+}
+
+TEST(Onnx, TrainingStepsReachEveryWeightAndKeepBuffersFrozen) {
+  for (const auto& [file, options] : std::vector<std::pair<std::string, std::map<std::string, std::string>>>{
+           {"small_cnn.onnx", {}}, {"tiny_gpt.onnx", {{"sequence", "32"}}}, {"tiny_encoder.onnx", {{"sequence", "32"}}}}) {
+    const NetworkInfo net = resolve_network(kDir + file, options);
+    const Graph g = build_network(net, opts(4, true));
+    int trainable = 0;
+    for (const auto& n : g.nodes()) trainable += n.op == OpKind::param && n.trainable;
+    EXPECT_EQ(count(g, OpKind::adam_update), trainable) << file;
+    EXPECT_GT(graph_cost(g).matrix_flops, 2.5 * graph_cost(build_network(net, opts(4))).matrix_flops) << file;
+  }
+  // BatchNormalization's running statistics are buffers: 2 x (16 + 32 + 32) values not trained.
+  const Graph c = build_network(resolve_network(kDir + "small_cnn.onnx"), opts(4));
+  EXPECT_EQ(param_count(c, false) - param_count(c, true), 160);
+}
+
+TEST(Onnx, SymbolicDimensionsComeFromTheBatchAndFromOptions) {
+  const std::string gpt = kDir + "tiny_gpt.onnx";
+  EXPECT_NE(error_of([&] { resolve_network(gpt); }).find("symbolic dimension 'sequence' (input 'ids' dimension 1) needs a size: --options 'sequence=N'"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { resolve_network(gpt, {{"sequence", "32"}, {"batch", "8"}}); }).find("'batch' is the batch (axis 0 of an input): give it with --batch"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { resolve_network(gpt, {{"sequence", "0"}}); }).find("option sequence=0: a dimension needs a whole number"), std::string::npos);
+  // The mask buffer holds 64 positions: a longer sequence is an error the file's own Slice reveals.
+  const NetworkInfo net = resolve_network(gpt, {{"sequence", "48"}});
+  EXPECT_EQ(net.shape_options, std::vector<std::string>{"sequence"});
+  const Graph g = build_network(net, opts(3));
+  EXPECT_EQ(g.node(g.output("logits")).shape, (Shape{3 * 48, 512}));
+  EXPECT_NE(error_of([&] { resolve_network(gpt, {{"sequence", "65"}}); }).find("tiny_gpt.onnx: "), std::string::npos);
+}
+
+TEST(Onnx, FixedBatchFilesPriceTheirOwnBatchOnly) {
+  test::TempDir dir;
+  Builder b;
+  b.input("x", {"1", "8"}).weight("W", {8, 4}).output("y", {"1", "4"});
+  b.node("MatMul", {"x", "W"}, {"y"}, "mm");
+  const NetworkInfo net = onnx_network(b.save(dir), {});
+  EXPECT_EQ(net.fixed_batch, 1);
+  EXPECT_EQ(param_count(build_network(net, opts(1))), 32);
+  EXPECT_NE(error_of([&] { build_network(net, opts(8)); }).find("the model's batch is fixed at 1 (input 'x' dimension 0); price it with --batch 1"),
+            std::string::npos);
+}
+
+TEST(Onnx, ShapeArithmeticFoldsAndTheFilesShapeClaimsAreChecked) {
+  test::TempDir dir;
+  // Shape -> Gather -> Unsqueeze -> Concat -> Reshape, as exporters write a flatten for a dynamic batch.
+  Builder b;
+  b.input("x", {"N", "2", "3"}).ints("zero", {0}).ints("axes", {0}).ints("minus1", {-1}).weight("W", {6, 5}).output("y", {"N", "5"});
+  b.node("Shape", {"x"}, {"s"});
+  auto& gather = b.node("Gather", {"s", "zero"}, {"n"});
+  Builder::attr(gather, "axis", 0);
+  auto& concat = b.node("Concat", {"n", "minus1"}, {"target"});
+  Builder::attr(concat, "axis", 0);
+  b.node("Reshape", {"x", "target"}, {"flat"});
+  b.node("MatMul", {"flat", "W"}, {"y"});
+  const NetworkInfo net = onnx_network(b.save(dir), {});
+  const Graph g = build_network(net, opts(7));
+  EXPECT_EQ(g.node(g.output("logits")).shape, (Shape{7, 5}));
+  EXPECT_NE(net.description.find("3 nodes of constants and shape arithmetic folded"), std::string::npos) << net.description;
+  // An output the file says is [N, 6] while the graph computes [N, 5] is the file's error.
+  Builder bad = b;
+  bad.g().mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(1)->set_dim_value(6);
+  EXPECT_NE(error_of([&] { onnx_network(bad.save(dir, "bad.onnx"), {}); }).find("value 'y': the file says dimension 1 is 6, the graph computes [2,5]"),
+            std::string::npos) << error_of([&] { onnx_network(bad.save(dir, "bad.onnx"), {}); });
+}
+
+TEST(Onnx, WhatCannotBeBuiltIsNamedByNodeAndReason) {
+  test::TempDir dir;
+  auto err = [&](Builder b) { return error_of([&] { onnx_network(b.save(dir), {}); }); };
+  {
+    Builder b = mlp();
+    b.node("Einsum", {"y"}, {"z"}, "mystery");
+    b.g().mutable_output(0)->set_name("z");
+    EXPECT_NE(err(b).find("m.onnx: node 'mystery' (Einsum): operator not built by gpuvs's ONNX reader (built: Add,"), std::string::npos) << err(b);
+  }
+  {
+    Builder b = mlp();
+    b.g().mutable_node(1)->set_domain("com.microsoft");
+    EXPECT_NE(err(b).find("node 'relu' (Relu): operators of domain 'com.microsoft' are not built"), std::string::npos) << err(b);
+  }
+  {
+    Builder b;
+    b.input("x", {"N", "3", "16", "16"}).weight("W", {4, 3, 3, 3}).output("y");
+    auto& conv = b.node("Conv", {"x", "W"}, {"y"}, "dilated");
+    Builder::attr(conv, "dilations", std::vector<std::int64_t>{2, 2});
+    EXPECT_NE(err(b).find("node 'dilated' (Conv): dilation 2,2 is not built"), std::string::npos) << err(b);
+  }
+  {
+    Builder b = mlp();
+    b.g().mutable_node()->SwapElements(0, 1);  // Relu before the Gemm that makes its input
+    EXPECT_NE(err(b).find("node 'relu' (Relu): input 'h' is not produced before this node"), std::string::npos) << err(b);
+  }
+  {
+    Builder b;
+    b.input("x", {"N", "8"}).input("shape", {"2"}, onnx::TensorProto::INT64).output("y");
+    b.node("Reshape", {"x", "shape"}, {"y"}, "dynamic");
+    EXPECT_NE(err(b).find("node 'dynamic' (Reshape): its shape (input 1) is computed from data at run time"), std::string::npos) << err(b);
+  }
+  {
+    Builder b = mlp();
+    b.g().mutable_initializer(0)->add_float_data(1.0f);  // 33 values for dims [4, 8]
+    EXPECT_NE(err(b).find("initializer 'W': tensor 'W' has dims [4,8] (32 elements) but holds 33"), std::string::npos) << err(b);
+  }
+  {
+    Builder b = mlp();
+    b.g().mutable_initializer(0)->set_dims(0, std::int64_t{1} << 45);
+    EXPECT_NE(err(b).find("dimension 35184372088832 outside [0, 2^40]"), std::string::npos) << err(b);
+  }
+  {
+    Builder b = mlp();
+    b.g().mutable_initializer(0)->set_dims(0, -4);
+    EXPECT_NE(err(b).find("dimension -4 outside [0, 2^40]"), std::string::npos) << err(b);
+  }
+  {
+    Builder b = mlp();
+    b.g().mutable_initializer(0)->clear_dims();
+    for (int k = 0; k < 4; ++k) b.g().mutable_initializer(0)->add_dims(std::int64_t{1} << 13);  // 2^52 elements
+    EXPECT_NE(err(b).find("holds more than 2^48 elements"), std::string::npos) << err(b);
+  }
+  {
+    Builder b = mlp();
+    b.m.mutable_opset_import(0)->set_version(5);
+    EXPECT_NE(err(b).find("opset 5 is outside the 7-21 gpuvs reads"), std::string::npos) << err(b);
+    b.m.clear_opset_import();
+    EXPECT_NE(err(b).find("no opset_import for the standard ONNX operators"), std::string::npos) << err(b);
+  }
+  {
+    Builder b = mlp();
+    b.g().mutable_input(0)->Clear();
+    Builder::shape(b.g().mutable_input(0), "x", onnx::TensorProto::FLOAT, {"N", "width"});
+    EXPECT_NE(err(b).find("symbolic dimension 'width' (input 'x' dimension 1) needs a size"), std::string::npos) << err(b);
+  }
+  // Not ONNX at all, and empty.
+  test::write_text(dir / "junk.onnx", "this is not a protobuf \x01\x02\xff");
+  EXPECT_NE(error_of([&] { onnx_network((dir / "junk.onnx").string(), {}); }).find("junk.onnx: not an ONNX model"), std::string::npos);
+  test::write_text(dir / "empty.onnx", "");
+  EXPECT_NE(error_of([&] { onnx_network((dir / "empty.onnx").string(), {}); }).find("empty.onnx: not an ONNX model"), std::string::npos);
+  EXPECT_NE(error_of([&] { onnx_network((dir / "missing.onnx").string(), {}); }).find("missing.onnx"), std::string::npos);
+}
+
+TEST(Onnx, KnownTensorArithmeticIsChecked) {
+  using onnx_detail::Known;
+  const Known big = Known::scalar_int(std::int64_t{1} << 62);
+  const Known four = Known::scalar_int(4);
+  EXPECT_NE(error_of([&] { onnx_detail::eval_elementwise("Mul", {&big, &four}, "f.onnx"); }).find("integer overflow"), std::string::npos);
+  const Known zero = Known::scalar_int(0);
+  EXPECT_NE(error_of([&] { onnx_detail::eval_elementwise("Div", {&four, &zero}, "f.onnx"); }).find("division by zero"), std::string::npos);
+  const Known v = Known::ints_1d({1, 2, 3});
+  const auto r = onnx_detail::eval_elementwise("Add", {&v, &four}, "f.onnx");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->i, (std::vector<std::int64_t>{5, 6, 7}));
+  const Known m = Known::ints_1d({-7});
+  const Known three = Known::scalar_int(3);
+  EXPECT_EQ(onnx_detail::eval_elementwise("Mod", {&m, &three}, "f.onnx")->i[0], 2);  // the divisor's sign
+  EXPECT_EQ(onnx_detail::eval_elementwise("Div", {&m, &three}, "f.onnx")->i[0], -2);  // truncation
+  const Known a{{2, 1}, false, {}, {1, 2}}, b{{1, 3}, false, {}, {10, 20, 30}};
+  EXPECT_EQ(onnx_detail::eval_elementwise("Add", {&a, &b}, "f.onnx")->shape, (Shape{2, 3}));
+  const Known c{{2}, false, {}, {1, 2}};
+  EXPECT_NE(error_of([&] { onnx_detail::eval_elementwise("Add", {&c, &v}, "f.onnx"); }).find("do not broadcast"), std::string::npos);
+}
+
+TEST(Onnx, MutatedFilesParseOrFailWithOneLine) {
+  // Random byte edits of the real exports (weights, graph structure, shapes) and of the smallest model:
+  // each reads, or fails with one InputError line naming the file. Never a crash, never another exception.
+  test::TempDir dir;
+  std::vector<std::string> seeds = {mlp().m.SerializeAsString(), test::slurp(kDir + "small_cnn.onnx"), test::slurp(kDir + "tiny_gpt.onnx")};
+  std::mt19937_64 rng(20261201);
+  const std::string path = (dir / "fuzz.onnx").string();
+  int ok = 0, failed = 0;
+  for (std::size_t s = 0; s < seeds.size(); ++s) {
+    const int rounds = s == 0 ? 6000 : 400;
+    for (int round = 0; round < rounds; ++round) {
+      std::string t = seeds[s];
+      for (int e = 0, edits = 1 + static_cast<int>(rng() % 4); e < edits; ++e) {
+        const std::size_t pos = rng() % t.size();
+        const auto k = rng() % 10;
+        if (k < 6) t[pos] = static_cast<char>(rng() % 256);
+        else if (k < 8) t.erase(pos, 1 + rng() % 8);
+        else t.insert(pos, 1, static_cast<char>(rng() % 256));
+      }
+      test::write_text(path, t);
+      try {
+        const NetworkInfo net = onnx_network(path, {{"sequence", "8"}});
+        (void)build_network(net, opts(net.fixed_batch > 0 ? net.fixed_batch : 2, true));
+        ++ok;
+      } catch (const InputError& e) {
+        ++failed;
+        EXPECT_EQ(std::string(e.what()).rfind(path, 0), 0u) << e.what();
+        EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+      }
+    }
+  }
+  EXPECT_GT(ok, 50);
+  EXPECT_GT(failed, 500);
+}
