@@ -297,6 +297,34 @@ TEST(KerasGraph, OneDimensionalConvolutionsOverSequences) {
   EXPECT_GT(build_network(n, {8, DType::f32, 0, false, true}).size(), g.size());  // trains through the convolutions
 }
 
+TEST(KerasGraph, WindowsPerAxisDilatedSeparableDepthwiseAndCausal) {
+  // 32x32x3 -> SeparableConv2D(16, 3, same, depth_multiplier 2) -> DepthwiseConv2D(3, strides 2) ->
+  // Conv2D(8, (3, 5), dilation (2, 1)) -> GlobalAveragePooling2D -> Dense(4). Keras's counts: 3*3*3*2 + 6*16 + 16,
+  // 3*3*16 + 16, 3*5*16*8 + 8, 8*4 + 4.
+  const std::string text = R"({"class_name": "Sequential", "config": {"name": "windows", "layers": [
+    {"class_name": "InputLayer", "config": {"batch_shape": [null, 32, 32, 3], "name": "img"}},
+    {"class_name": "SeparableConv2D", "config": {"name": "sep", "filters": 16, "kernel_size": [3, 3], "padding": "same", "depth_multiplier": 2}},
+    {"class_name": "DepthwiseConv2D", "config": {"name": "dw", "kernel_size": 3, "strides": [2, 2], "padding": "valid", "activation": "relu"}},
+    {"class_name": "Conv2D", "config": {"name": "c", "filters": 8, "kernel_size": [3, 5], "dilation_rate": [2, 1], "padding": "valid"}},
+    {"class_name": "GlobalAveragePooling2D", "config": {"name": "gap"}},
+    {"class_name": "Dense", "config": {"name": "out", "units": 4, "activation": "softmax"}}]}})";
+  const NetworkInfo n = keras_network(text, "w.json");
+  const Graph g = build_network(n, {2, DType::f32, 0, false, false});
+  EXPECT_EQ(param_count(g), 166 + 160 + 1928 + 36);
+  // Outputs: 32x32 ('same'), floor((32 - 3) / 2) + 1 = 15, then (15 - (2*2 + 1) + 1) x (15 - 5 + 1) = 11 x 11.
+  const double macs = 32.0 * 32 * 6 * 9 + 32.0 * 32 * 16 * 6 + 15.0 * 15 * 16 * 9 + 11.0 * 11 * 8 * 16 * 15 + 8.0 * 4;
+  EXPECT_NEAR(graph_cost(g).matrix_flops, 2 * macs * 2, 1e-6 * macs);
+  EXPECT_GT(build_network(n, {2, DType::f32, 0, false, true}).size(), g.size());
+  // Causal Conv1D keeps the length (100 steps x 4 filters x 3 taps x 8 channels), dilated or not.
+  const std::string causal = R"({"class_name": "Sequential", "config": {"name": "tcn", "layers": [
+    {"class_name": "InputLayer", "config": {"batch_shape": [null, 100, 8], "name": "x"}},
+    {"class_name": "Conv1D", "config": {"name": "c", "filters": 4, "kernel_size": 3, "dilation_rate": 2, "padding": "causal"}},
+    {"class_name": "GlobalAveragePooling1D", "config": {"name": "gap"}},
+    {"class_name": "Dense", "config": {"name": "out", "units": 2}}]}})";
+  const Graph t = build_network(keras_network(causal, "t.json"), {1, DType::f32, 0, false, false});
+  EXPECT_NEAR(graph_cost(t).matrix_flops, 2.0 * (100 * 4 * 3 * 8 + 4 * 2), 1e-6);
+}
+
 TEST(KerasGraph, LayersItCannotBuildAreNamedAndMutatedFilesFailCleanly) {
   const std::string dir = std::string(GPUVS_SOURCE_DIR) + "/tests/data/keras/";
   const std::string cnn = files::read_all(dir + "mnist_convnet.json", "data");
@@ -306,9 +334,9 @@ TEST(KerasGraph, LayersItCannotBuildAreNamedAndMutatedFilesFailCleanly) {
     return t;
   };
   for (const auto& [text, expect] : std::vector<std::pair<std::string, std::string>>{
-           {with("\"MaxPooling2D\"", "\"SeparableConv2D\""), "layer 'max_pooling2d' (SeparableConv2D): not built by gpuvs's Keras reader yet"},
-           {with("\"dilation_rate\": [1, 1]", "\"dilation_rate\": [2, 2]"), "layer 'conv2d' (Conv2D): dilated convolutions are not built"},
-           {with("\"kernel_size\": [3, 3]", "\"kernel_size\": [3, 5]"), "kernel_size [3,5] differs by axis"},
+           {with("\"MaxPooling2D\"", "\"Conv3D\""), "layer 'max_pooling2d' (Conv3D): not built by gpuvs's Keras reader yet"},
+           {with("\"padding\": \"valid\"", "\"padding\": \"reflect\""), "layer 'conv2d' (Conv2D): padding 'reflect' is not built"},
+           {with("\"kernel_size\": [3, 3]", "\"kernel_size\": [3, 3, 3]"), "layer 'conv2d' (Conv2D): kernel_size needs 1 or 2 values"},
            {with("\"activation\": \"relu\"", "\"activation\": \"mish\""), "layer 'conv2d' (Conv2D): activation 'mish' is not built"},
            {with("\"units\": 10", "\"units\": 0"), "layer 'dense' (Dense): units must be positive"}}) {
     try {

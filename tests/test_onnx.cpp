@@ -299,9 +299,8 @@ TEST(Onnx, WhatCannotBeBuiltIsNamedByNodeAndReason) {
   {
     Builder b;
     b.input("x", {"N", "3", "16", "16"}).weight("W", {4, 3, 3, 3}).output("y");
-    auto& conv = b.node("Conv", {"x", "W"}, {"y"}, "dilated");
-    Builder::attr(conv, "dilations", std::vector<std::int64_t>{2, 2});
-    EXPECT_NE(err(b).find("node 'dilated' (Conv): dilation 2,2 is not built"), std::string::npos) << err(b);
+    b.node("ConvTranspose", {"x", "W"}, {"y"}, "up");
+    EXPECT_NE(err(b).find("node 'up' (ConvTranspose): operator not built"), std::string::npos) << err(b);
   }
   {
     Builder b = mlp();
@@ -354,6 +353,32 @@ TEST(Onnx, WhatCannotBeBuiltIsNamedByNodeAndReason) {
   test::write_text(dir / "empty.onnx", "");
   EXPECT_NE(error_of([&] { onnx_network((dir / "empty.onnx").string(), {}); }).find("empty.onnx: not an ONNX model"), std::string::npos);
   EXPECT_NE(error_of([&] { onnx_network((dir / "missing.onnx").string(), {}); }).find("missing.onnx"), std::string::npos);
+}
+
+TEST(Onnx, DilatedAndAsymmetricWindowsKeepTheirOutputsAndWork) {
+  // Conv 3x3 dilation 2 over 16x16 (reach 5): 12x12 outputs; a 2x2 kernel, pads (0, 0, 1, 1), stride 2: 6x6; a
+  // 3x3 max pool, stride 2, SAME_UPPER: 3x3. Each output does the same multiply-adds as the layer's.
+  test::TempDir dir;
+  Builder b;
+  b.input("x", {"N", "3", "16", "16"}).weight("W", {4, 3, 3, 3}).weight("W2", {4, 4, 2, 2}).output("y");
+  auto& dil = b.node("Conv", {"x", "W"}, {"a"}, "dilated");
+  Builder::attr(dil, "dilations", std::vector<std::int64_t>{2, 2});
+  auto& asym = b.node("Conv", {"a", "W2"}, {"c"}, "asymmetric");
+  Builder::attr(asym, "pads", std::vector<std::int64_t>{0, 0, 1, 1});
+  Builder::attr(asym, "strides", std::vector<std::int64_t>{2, 2});
+  auto& pool = b.node("MaxPool", {"c"}, {"p"}, "same");
+  Builder::attr(pool, "kernel_shape", std::vector<std::int64_t>{3, 3});
+  Builder::attr(pool, "strides", std::vector<std::int64_t>{2, 2});
+  auto* ap = pool.add_attribute();
+  ap->set_name("auto_pad");
+  ap->set_type(onnx::AttributeProto::STRING);
+  ap->set_s("SAME_UPPER");
+  b.node("Flatten", {"p"}, {"y"});
+  const NetworkInfo net = onnx_network(b.save(dir), {});
+  const Graph g = build_network(net, opts(1));
+  EXPECT_DOUBLE_EQ(graph_cost(g).matrix_flops, 2.0 * (12 * 12 * 4 * 27 + 6 * 6 * 4 * 16));
+  EXPECT_EQ(g.node(g.output("logits")).shape, (Shape{1, 4 * 3 * 3}));
+  EXPECT_NE(net.description.find("dilated kernels are priced as undilated ones over a cropped input"), std::string::npos) << net.description;
 }
 
 TEST(Onnx, KnownTensorArithmeticIsChecked) {

@@ -5,11 +5,13 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <stdexcept>
 
 #include "core/error.hpp"
 #include "core/strings.hpp"
+#include "graph/conv_window.hpp"
 #include "graph/json_input.hpp"
 #include "graph/keras_model.hpp"
 
@@ -23,7 +25,7 @@ const std::vector<std::string> kDenseOnly = {"InputLayer", "Dense", "Dropout", "
 const std::vector<std::string> kBuilt = {"InputLayer",         "Dense",          "Dropout",          "Activation",       "Flatten",
                                          "Reshape",            "Conv2D",         "MaxPooling2D",     "AveragePooling2D", "GlobalAveragePooling2D",
                                          "GlobalMaxPooling2D", "GlobalAveragePooling1D", "GlobalMaxPooling1D", "Conv1D", "MaxPooling1D", "AveragePooling1D", "BatchNormalization", "LayerNormalization",
-                                         "Embedding",          "MultiHeadAttention", "Add",          "Concatenate"};
+                                         "Embedding",          "MultiHeadAttention", "Add",          "Concatenate", "SeparableConv2D", "DepthwiseConv2D"};
 
 struct Layer {
   std::string name, cls;
@@ -82,6 +84,54 @@ int int_of(const json& c, const char* key, int fallback, const std::string& wher
   if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > (1 << 20))
     refuse(where, l, fmt::format("{} must be a positive whole number", key));
   return static_cast<int>(v.get<std::int64_t>());
+}
+
+/// A window setting per spatial axis: an integer or a list of one or `axes` of them, each in [1, 2^20].
+std::array<int, 2> pair_of(const json& c, const char* key, int fallback, const std::string& where, const Layer& l, std::size_t axes = 2) {
+  if (!c.contains(key) || c[key].is_null()) return {fallback, fallback};
+  const json& v = c[key];
+  std::vector<json> items = v.is_array() ? std::vector<json>(v.begin(), v.end()) : std::vector<json>{v};
+  if (items.empty() || items.size() > axes || (items.size() != 1 && items.size() != axes)) refuse(where, l, fmt::format("{} needs 1 or {} values", key, axes));
+  std::array<int, 2> out{};
+  for (std::size_t a = 0; a < 2; ++a) {
+    const json& e = items[std::min(a, items.size() - 1)];
+    if (!e.is_number_integer() || e.get<std::int64_t>() < 1 || e.get<std::int64_t>() > (1 << 20))
+      refuse(where, l, fmt::format("{} must be positive whole numbers", key));
+    out[a] = static_cast<int>(e.get<std::int64_t>());
+  }
+  return out;
+}
+
+/// Keras's "valid" / "same" ("causal" for Conv1D) over an [N, C, H, W] input as the IR builds it: symmetric
+/// padding and a crop of the input giving Keras's output size (conv_window.hpp). Axis 0 is H, axis 1 is W.
+struct KerasWindow {
+  Window w;
+  std::int64_t crop_h = 0, crop_w = 0;
+};
+KerasWindow keras_window(const Shape& x, std::array<int, 2> k, std::array<int, 2> st, std::array<int, 2> dil, const std::string& padding,
+                         const std::string& where, const Layer& l) {
+  if (padding != "valid" && padding != "same" && padding != "causal") refuse(where, l, fmt::format("padding '{}' is not built", strings::printable(padding)));
+  KerasWindow out;
+  std::array<AxisFit, 2> fit{};
+  for (std::size_t a = 0; a < 2; ++a) {
+    const std::int64_t in = x[2 + a], reach = static_cast<std::int64_t>(dil[a]) * (k[a] - 1) + 1;
+    const std::int64_t want = padding == "valid" ? (in >= reach ? (in - reach) / st[a] + 1 : 0) : (in + st[a] - 1) / st[a];
+    if (want < 1) refuse(where, l, fmt::format("the window spans {} of an input of {}", reach, in));
+    const auto f = fit_axis(in, k[a], st[a], want);
+    if (!f) refuse(where, l, fmt::format("{} outputs from {} inputs cannot be built", want, in));
+    fit[a] = *f;
+  }
+  out.w = Window{k[0], k[1], st[0], st[1], fit[0].pad, fit[1].pad};
+  out.crop_h = fit[0].crop;
+  out.crop_w = fit[1].crop;
+  return out;
+}
+
+NodeId cropped(Graph& g, const std::string& name, NodeId x, const KerasWindow& kw) {
+  const Shape s = g.node(x).shape;
+  if (kw.crop_h > 0) x = g.slice(g.unique_name(name + "/crop_h"), x, 2, 0, s[2] - kw.crop_h);
+  if (kw.crop_w > 0) x = g.slice(g.unique_name(name + "/crop_w"), x, 3, 0, s[3] - kw.crop_w);
+  return x;
 }
 
 Act act_of(const json& c, bool& softmax, const std::string& where, const Layer& l) {
@@ -183,29 +233,45 @@ Graph build_layers(const std::vector<Layer>& layers, const NetworkOptions& opt, 
         pre_softmax = y;
         y = apply_act(g, p, y, Act::none, true);
       }
-    } else if (l.cls == "Conv2D") {
+    } else if (l.cls == "Conv2D" || l.cls == "SeparableConv2D" || l.cls == "DepthwiseConv2D") {
       need(1);
       if (!is_image) refuse(where, l, "needs an image input [batch, height, width, channels]");
-      if (c.contains("dilation_rate") && int_of(c, "dilation_rate", 1, where, l) != 1) refuse(where, l, "dilated convolutions are not built");
-      const int k = int_of(c, "kernel_size", 1, where, l), s = int_of(c, "strides", 1, where, l), groups = int_of(c, "groups", 1, where, l);
-      const int filters = int_of(c, "filters", 1, where, l);
-      const std::string pad = c.value("padding", "valid");
+      const auto k = pair_of(c, "kernel_size", 1, where, l), st = pair_of(c, "strides", 1, where, l), dil = pair_of(c, "dilation_rate", 1, where, l);
       const std::int64_t C = g.node(in[0]).shape[1];
-      if (C % groups != 0 || filters % groups != 0) refuse(where, l, fmt::format("{} groups do not split {} channels", groups, C));
-      const NodeId w = g.param(p + "/kernel", {filters, C / groups, k, k}, dt);
+      const KerasWindow kw = keras_window(g.node(in[0]).shape, k, st, dil, c.value("padding", "valid"), where, l);
       const bool bias = !c.contains("use_bias") || !c["use_bias"].is_boolean() || c["use_bias"].get<bool>();
-      const NodeId b = bias ? g.param(p + "/bias", {filters}, dt) : kNone;
       const Act a = act_of(c, softmax, where, l);
       if (softmax) refuse(where, l, "softmax over a feature map is not built");
-      y = g.conv2d(p, in[0], w, b, s, pad == "same" ? (k - 1) / 2 : 0, groups, act_grad_from_output(a) ? a : Act::none);
+      const Act fused = act_grad_from_output(a) ? a : Act::none;
+      const NodeId x = cropped(g, p, in[0], kw);
+      if (l.cls == "Conv2D") {
+        const int groups = int_of(c, "groups", 1, where, l), filters = int_of(c, "filters", 1, where, l);
+        if (C % groups != 0 || filters % groups != 0) refuse(where, l, fmt::format("{} groups do not split {} channels", groups, C));
+        const NodeId w = g.param(p + "/kernel", {filters, C / groups, k[0], k[1]}, dt);
+        y = g.conv2d(p, x, w, bias ? g.param(p + "/bias", {filters}, dt) : kNone, kw.w, groups, fused);
+      } else {
+        // Depthwise: one k x k filter per input channel (depth_multiplier of them), a grouped convolution with
+        // a group per channel; separable adds a 1 x 1 pointwise convolution to `filters` (the bias is its).
+        const int dm = int_of(c, "depth_multiplier", 1, where, l);
+        const std::int64_t mid = C * dm;
+        const bool separable = l.cls == "SeparableConv2D";
+        const NodeId dw = g.param(p + "/depthwise_kernel", {mid, 1, k[0], k[1]}, dt);
+        y = g.conv2d(p + (separable ? "/depthwise" : ""), x, dw, !separable && bias ? g.param(p + "/bias", {mid}, dt) : kNone, kw.w,
+                     static_cast<int>(C), separable ? Act::none : fused);
+        if (separable) {
+          const int filters = int_of(c, "filters", 1, where, l);
+          const NodeId pw = g.param(p + "/pointwise_kernel", {filters, mid, 1, 1}, dt);
+          y = g.conv2d(p + "/pointwise", y, pw, bias ? g.param(p + "/bias", {filters}, dt) : kNone, Window{1, 1, 1, 1, 0, 0}, 1, fused);
+        }
+      }
       if (!act_grad_from_output(a)) y = apply_act(g, p, y, a, false);
     } else if (l.cls == "MaxPooling2D" || l.cls == "AveragePooling2D") {
       need(1);
       if (!is_image) refuse(where, l, "needs an image input");
-      const int k = int_of(c, "pool_size", 2, where, l);
-      const int s = int_of(c, "strides", k, where, l);
-      const int pad = c.value("padding", "valid") == "same" ? (k - 1) / 2 : 0;
-      y = g.pool2d(p, in[0], l.cls == "MaxPooling2D" ? PoolKind::max : PoolKind::avg, Window{k, k, s, s, pad, pad});
+      const auto k = pair_of(c, "pool_size", 2, where, l);
+      const auto st = c.contains("strides") && !c["strides"].is_null() ? pair_of(c, "strides", 1, where, l) : k;
+      const KerasWindow kw = keras_window(g.node(in[0]).shape, k, st, {1, 1}, c.value("padding", "valid"), where, l);
+      y = g.pool2d(p, cropped(g, p, in[0], kw), l.cls == "MaxPooling2D" ? PoolKind::max : PoolKind::avg, kw.w);
     } else if (l.cls == "GlobalAveragePooling2D" || l.cls == "GlobalMaxPooling2D") {
       need(1);
       if (!is_image) refuse(where, l, "needs an image input");
@@ -230,14 +296,15 @@ Graph build_layers(const std::vector<Layer>& layers, const NetworkOptions& opt, 
       if (s.size() != 3) refuse(where, l, "needs a sequence [batch, steps, channels]");
       const NodeId grid = g.reshape(p + "/grid", in[0], {s[0], s[2], 1, s[1]});
       const bool conv = l.cls == "Conv1D";
-      const int k = int_of(c, conv ? "kernel_size" : "pool_size", conv ? 1 : 2, where, l);
-      const int st = int_of(c, "strides", conv ? 1 : k, where, l);
+      const int k = pair_of(c, conv ? "kernel_size" : "pool_size", conv ? 1 : 2, where, l, 1)[0];
+      const int st = c.contains("strides") && !c["strides"].is_null() ? pair_of(c, "strides", 1, where, l, 1)[0] : conv ? 1 : k;
+      const int dil = conv ? pair_of(c, "dilation_rate", 1, where, l, 1)[0] : 1;
       const std::string padding = c.value("padding", "valid");
-      if (padding == "causal") refuse(where, l, "causal padding is not built");
-      const int pad = padding == "same" ? (k - 1) / 2 : 0;
+      if (padding == "causal" && !conv) refuse(where, l, "causal padding is for Conv1D");
+      // Causal padding puts all k - 1 pads before the sequence: the same output length and work as "same".
+      const KerasWindow kw = keras_window(g.node(grid).shape, {1, k}, {1, st}, {1, dil}, padding, where, l);
       NodeId o = kNone;
       if (conv) {
-        if (c.contains("dilation_rate") && int_of(c, "dilation_rate", 1, where, l) != 1) refuse(where, l, "dilated convolutions are not built");
         const int filters = int_of(c, "filters", 1, where, l), groups = int_of(c, "groups", 1, where, l);
         if (s[2] % groups != 0 || filters % groups != 0) refuse(where, l, fmt::format("{} groups do not split {} channels", groups, s[2]));
         const NodeId w = g.param(p + "/kernel", {filters, s[2] / groups, 1, k}, dt);
@@ -245,10 +312,10 @@ Graph build_layers(const std::vector<Layer>& layers, const NetworkOptions& opt, 
         const NodeId b = bias ? g.param(p + "/bias", {filters}, dt) : kNone;
         const Act a = act_of(c, softmax, where, l);
         if (softmax) refuse(where, l, "softmax over a feature map is not built");
-        o = g.conv2d(p, grid, w, b, Window{1, k, 1, st, 0, pad}, groups, act_grad_from_output(a) ? a : Act::none);
+        o = g.conv2d(p, cropped(g, p, grid, kw), w, b, kw.w, groups, act_grad_from_output(a) ? a : Act::none);
         if (!act_grad_from_output(a)) o = apply_act(g, p, o, a, false);
       } else {
-        o = g.pool2d(p, grid, l.cls == "MaxPooling1D" ? PoolKind::max : PoolKind::avg, Window{1, k, 1, st, 0, pad});
+        o = g.pool2d(p, cropped(g, p, grid, kw), l.cls == "MaxPooling1D" ? PoolKind::max : PoolKind::avg, kw.w);
       }
       const Shape os = g.node(o).shape;
       y = g.reshape(p + "/steps", o, {os[0], os[3], os[1]});

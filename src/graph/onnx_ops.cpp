@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "core/strings.hpp"
+#include "graph/conv_window.hpp"
 #include "graph/onnx_convert.hpp"
 
 namespace gpuvs::graph::onnx_detail {
@@ -125,65 +126,75 @@ struct Ops {
 
   // ---- convolution and pooling ----
 
-  /// Window geometry of a Conv or pool over the last two axes of a [N, C, H, W] (or [N, C, 1, T]) view.
-  Window window(const Node& n, const Shape& x4, std::int64_t kh, std::int64_t kw, bool one_d) {
-    if (auto d = c.attr_ints(n, "dilations"))
-      for (std::int64_t v : *d)
-        if (v != 1) c.refuse(n, fmt::format("dilation {} is not built", fmt::join(*d, ",")));
+  /// Window geometry of a Conv or pool over the last two axes of a [N, C, H, W] (or [N, C, 1, T]) view, as the
+  /// IR builds it: symmetric padding and a crop of the input (conv_window.hpp) giving the layer's output size.
+  struct Geometry {
+    Window w;
+    std::int64_t crop_h = 0, crop_w = 0;
+  };
+  Geometry window(const Node& n, const Shape& x4, std::int64_t kh, std::int64_t kw, bool one_d) {
     const std::size_t dims = one_d ? 1 : 2;
     auto strides = c.attr_ints(n, "strides").value_or(std::vector<std::int64_t>(dims, 1));
     auto pads = c.attr_ints(n, "pads").value_or(std::vector<std::int64_t>(2 * dims, 0));
-    if (strides.size() != dims || pads.size() != 2 * dims) c.refuse(n, "strides or pads do not match the kernel's rank");
-    for (std::int64_t s : strides)
-      if (s < 1 || s > (1 << 20)) c.refuse(n, fmt::format("stride {} outside [1, 2^20]", s));
+    auto dilations = c.attr_ints(n, "dilations").value_or(std::vector<std::int64_t>(dims, 1));
+    if (strides.size() != dims || pads.size() != 2 * dims || dilations.size() != dims)
+      c.refuse(n, "strides, pads or dilations do not match the kernel's rank");
+    for (std::int64_t v : strides)
+      if (v < 1 || v > (1 << 20)) c.refuse(n, fmt::format("stride {} outside [1, 2^20]", v));
+    for (std::int64_t v : dilations)
+      if (v < 1 || v > (1 << 20)) c.refuse(n, fmt::format("dilation {} outside [1, 2^20]", v));
     for (std::int64_t p : pads)
       if (p < 0 || p > (1 << 20)) c.refuse(n, fmt::format("padding {} outside [0, 2^20]", p));
     const std::string auto_pad = c.attr_string(n, "auto_pad", "NOTSET");
+    if (auto_pad != "NOTSET" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER" && auto_pad != "VALID")
+      c.refuse(n, fmt::format("auto_pad {} is not an ONNX value", strings::printable(auto_pad)));
     const bool ceil_mode = c.attr_int(n, "ceil_mode", 0) != 0;
     const std::vector<std::int64_t> in = one_d ? std::vector<std::int64_t>{x4[3]} : std::vector<std::int64_t>{x4[2], x4[3]};
     const std::vector<std::int64_t> kern = one_d ? std::vector<std::int64_t>{kw} : std::vector<std::int64_t>{kh, kw};
-    std::vector<int> pad(dims), out_want(dims);
+    std::vector<AxisFit> fit(dims);
     for (std::size_t d = 0; d < dims; ++d) {
-      std::int64_t begin = pads[d], end = pads[d + dims], want = 0;
+      std::int64_t begin = pads[d], end = pads[d + dims];
+      const std::int64_t reach = dilations[d] * (kern[d] - 1) + 1;  // taps a dilated kernel spans
       if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-        want = (in[d] + strides[d] - 1) / strides[d];
-        const std::int64_t total = std::max<std::int64_t>(0, (want - 1) * strides[d] + kern[d] - in[d]);
+        const std::int64_t want = (in[d] + strides[d] - 1) / strides[d];
+        const std::int64_t total = std::max<std::int64_t>(0, (want - 1) * strides[d] + reach - in[d]);
         begin = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
         end = total - begin;
       } else if (auto_pad == "VALID") {
         begin = end = 0;
-      } else if (auto_pad != "NOTSET") {
-        c.refuse(n, fmt::format("auto_pad {} is not an ONNX value", strings::printable(auto_pad)));
       }
-      const std::int64_t span = in[d] + begin + end - kern[d];
-      if (span < 0) c.refuse(n, fmt::format("the kernel {} is larger than the padded input {}", kern[d], in[d] + begin + end));
-      want = (ceil_mode ? (span + strides[d] - 1) / strides[d] : span / strides[d]) + 1;
-      // The IR pads both sides alike: the padding that gives the same output size (the work is the same).
-      bool found = false;
-      for (std::int64_t p : {begin, end, (begin + end) / 2, (begin + end + 1) / 2}) {
-        if ((in[d] + 2 * p - kern[d]) >= 0 && (in[d] + 2 * p - kern[d]) / strides[d] + 1 == want) {
-          pad[d] = static_cast<int>(p);
-          found = true;
-          break;
-        }
-      }
-      if (!found) c.refuse(n, fmt::format("padding {} then {} with stride {} has no symmetric equivalent", begin, end, strides[d]));
-      if (begin != end) c.summary_.notes.insert("asymmetric padding is priced as the symmetric padding giving the same output size");
-      out_want[d] = static_cast<int>(want);
+      const std::int64_t want = window_outputs(in[d], kern[d], strides[d], dilations[d], begin, end, ceil_mode);
+      if (want < 1) c.refuse(n, fmt::format("the kernel spans {} of an input padded to {}", reach, in[d] + begin + end));
+      const auto f = fit_axis(in[d], kern[d], strides[d], want);
+      if (!f) c.refuse(n, fmt::format("{} outputs from {} inputs with kernel {} and stride {} cannot be built", want, in[d], kern[d], strides[d]));
+      fit[d] = *f;
+      if (begin != end) c.summary_.notes.insert("asymmetric padding is priced as symmetric padding and a crop giving the same output size");
+      if (dilations[d] != 1) c.summary_.notes.insert("dilated kernels are priced as undilated ones over a cropped input (the same multiply-adds per output)");
     }
-    Window w;
-    w.kernel_h = static_cast<int>(kh);
-    w.kernel_w = static_cast<int>(kw);
+    Geometry gm;
+    gm.w.kernel_h = static_cast<int>(kh);
+    gm.w.kernel_w = static_cast<int>(kw);
     if (one_d) {
-      w.stride_w = static_cast<int>(strides[0]);
-      w.pad_w = pad[0];
+      gm.w.stride_w = static_cast<int>(strides[0]);
+      gm.w.pad_w = fit[0].pad;
+      gm.crop_w = fit[0].crop;
     } else {
-      w.stride_h = static_cast<int>(strides[0]);
-      w.stride_w = static_cast<int>(strides[1]);
-      w.pad_h = pad[0];
-      w.pad_w = pad[1];
+      gm.w.stride_h = static_cast<int>(strides[0]);
+      gm.w.stride_w = static_cast<int>(strides[1]);
+      gm.w.pad_h = fit[0].pad;
+      gm.w.pad_w = fit[1].pad;
+      gm.crop_h = fit[0].crop;
+      gm.crop_w = fit[1].crop;
     }
-    return w;
+    return gm;
+  }
+
+  /// The [N, C, H, W] view of input 0 with a geometry's crops applied (views).
+  NodeId windowed_input(const Node& n, const std::string& base, const Shape& x4, const Geometry& gm) {
+    NodeId x = c.view(base + "/x4", c.tensor(n, 0), x4);
+    if (gm.crop_h > 0) x = part(n, x, 2, 0, x4[2] - gm.crop_h);
+    if (gm.crop_w > 0) x = part(n, x, 3, 0, x4[3] - gm.crop_w);
+    return x;
   }
 
   void conv(const Node& n) {
@@ -202,7 +213,7 @@ struct Ops {
     const std::string base = c.name_for(n);
     const Shape x4 = one_d ? Shape{x.shape[0], x.shape[1], 1, x.shape[2]} : x.shape;
     const Shape w4 = one_d ? Shape{w.shape[0], w.shape[1], 1, w.shape[2]} : w.shape;
-    const Window win = window(n, x4, w4[2], w4[3], one_d);
+    const Geometry gm = window(n, x4, w4[2], w4[3], one_d);
     NodeId bias = kNone;
     if (c.has(n, 2)) {
       if (numel(c.in(n, 2).shape) != w.shape[0]) c.refuse(n, "the bias must have one value per output channel");
@@ -210,7 +221,7 @@ struct Ops {
     }
     std::string final_out = n.output(0);
     const Act act = take_epilogue_act(final_out, final_out);
-    const NodeId y = g().conv2d(base, c.view(base + "/x4", c.tensor(n, 0), x4), c.view(base + "/w4", c.tensor(n, 1), w4), bias, win,
+    const NodeId y = g().conv2d(base, windowed_input(n, base, x4, gm), c.view(base + "/w4", c.tensor(n, 1), w4), bias, gm.w,
                                 static_cast<int>(groups), act);
     const Shape ys = g().node(y).shape;
     set_named(final_out, one_d ? c.view(base + "/out", y, {ys[0], ys[1], ys[3]}) : y, x.elem);
@@ -226,9 +237,9 @@ struct Ops {
     for (std::int64_t k : *ks)
       if (k < 1 || k > (1 << 20)) c.refuse(n, fmt::format("kernel size {} outside [1, 2^20]", k));
     const Shape x4 = one_d ? Shape{x.shape[0], x.shape[1], 1, x.shape[2]} : x.shape;
-    const Window win = window(n, x4, one_d ? 1 : (*ks)[0], one_d ? (*ks)[0] : (*ks)[1], one_d);
+    const Geometry gm = window(n, x4, one_d ? 1 : (*ks)[0], one_d ? (*ks)[0] : (*ks)[1], one_d);
     const std::string base = c.name_for(n);
-    const NodeId y = g().pool2d(base, c.view(base + "/x4", c.tensor(n, 0), x4), n.op_type() == "MaxPool" ? PoolKind::max : PoolKind::avg, win);
+    const NodeId y = g().pool2d(base, windowed_input(n, base, x4, gm), n.op_type() == "MaxPool" ? PoolKind::max : PoolKind::avg, gm.w);
     const Shape ys = g().node(y).shape;
     c.set_node(n, 0, one_d ? c.view(base + "/out", y, {ys[0], ys[1], ys[3]}) : y, x.elem);
   }

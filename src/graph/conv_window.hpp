@@ -1,0 +1,39 @@
+// Model files describe convolutions and pools the IR builds with symmetric padding and no dilation. One
+// spatial axis of any of them (asymmetric or "same" padding, a dilated kernel) is the IR's padding plus a crop
+// of the input (a view) that gives the same number of outputs; each output then does the same multiply-adds
+// (kernel taps x channels), so the work priced is the layer's. Used by the Keras and ONNX readers.
+#pragma once
+#include <cstdint>
+#include <optional>
+
+namespace gpuvs::graph {
+
+struct AxisFit {
+  int pad = 0;             // each side
+  std::int64_t crop = 0;   // elements dropped from the end of the input
+};
+
+/// The smallest padding (then crop) with which a kernel of `k` taps at stride `s` makes `out` outputs from
+/// `in` inputs; nullopt when none does (out < 1, or more outputs than any padding up to k gives).
+inline std::optional<AxisFit> fit_axis(std::int64_t in, std::int64_t k, std::int64_t s, std::int64_t out) {
+  if (in < 1 || k < 1 || s < 1 || out < 1) return std::nullopt;
+  auto outputs = [&](std::int64_t n, std::int64_t p) { return n + 2 * p < k ? 0 : (n + 2 * p - k) / s + 1; };
+  for (std::int64_t p = 0; p <= k; ++p) {
+    if (outputs(in, p) < out) continue;
+    for (std::int64_t c = 0; c < in && c <= (outputs(in, p) - out + 1) * s; ++c)
+      if (outputs(in - c, p) == out) return AxisFit{static_cast<int>(p), c};
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+/// Outputs of a dilated kernel over `in` inputs padded `begin` and `end`: (in + begin + end - d(k-1) - 1) / s + 1,
+/// rounded up when `ceil_mode`; 0 when the kernel does not fit.
+inline std::int64_t window_outputs(std::int64_t in, std::int64_t k, std::int64_t s, std::int64_t dilation, std::int64_t begin,
+                                   std::int64_t end, bool ceil_mode = false) {
+  const std::int64_t span = in + begin + end - dilation * (k - 1) - 1;
+  if (span < 0) return 0;
+  return (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+}
+
+}  // namespace gpuvs::graph
