@@ -6,6 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fmt/format.h>
+
+#include <filesystem>
 #include <random>
 
 #include "core/error.hpp"
@@ -408,11 +411,11 @@ TEST(Onnx, MutatedFilesParseOrFailWithOneLine) {
   test::TempDir dir;
   std::vector<std::string> seeds = {mlp().m.SerializeAsString(), test::slurp(kDir + "small_cnn.onnx"), test::slurp(kDir + "tiny_gpt.onnx")};
   std::mt19937_64 rng(20261201);
-  const std::string path = (dir / "fuzz.onnx").string();
   int ok = 0, failed = 0;
   for (std::size_t s = 0; s < seeds.size(); ++s) {
     const int rounds = s == 0 ? 6000 : 400;
     for (int round = 0; round < rounds; ++round) {
+      const std::string path = (dir / fmt::format("fuzz{}-{}.onnx", s, round)).string();  // a new file: no cached parse
       std::string t = seeds[s];
       for (int e = 0, edits = 1 + static_cast<int>(rng() % 4); e < edits; ++e) {
         const std::size_t pos = rng() % t.size();
@@ -422,6 +425,10 @@ TEST(Onnx, MutatedFilesParseOrFailWithOneLine) {
         else t.insert(pos, 1, static_cast<char>(rng() % 256));
       }
       test::write_text(path, t);
+      struct Remove {
+        std::string p;
+        ~Remove() { std::filesystem::remove(p); }
+      } remove{path};
       try {
         const NetworkInfo net = onnx_network(path, {{"sequence", "8"}});
         (void)build_network(net, opts(net.fixed_batch > 0 ? net.fixed_batch : 2, true));

@@ -15,6 +15,8 @@ namespace gpuvs::graph::onnx_detail {
 namespace {
 using TP = onnx::TensorProto;
 // Ops whose result on an initializer is the same weights seen differently: no kernel runs each step.
+// Float initializers decoded up front: scalars, biases, normalisation weights, small masks.
+constexpr std::int64_t kEagerElements = std::int64_t{1} << 16;
 const std::set<std::string> kViewOps = {"Identity", "Reshape", "Transpose", "Unsqueeze", "Squeeze", "Flatten", "Cast", "Slice", "Gather", "Split"};
 }  // namespace
 
@@ -320,6 +322,34 @@ const onnx::NodeProto* Converter::sole_user(const std::string& tensor) const {
 
 void Converter::skip(const onnx::NodeProto& n) { done_[static_cast<std::size_t>(index_.at(&n))] = true; }
 
+const Known* Converter::values_of(const std::string& name, int depth) {
+  const auto it = vals_.find(name);
+  if (it == vals_.end()) return nullptr;
+  if (it->second.known) return &*it->second.known;
+  if (depth > 32 || it->second.weight.empty()) return nullptr;
+  if (const auto t = inits_.find(name); t != inits_.end()) {
+    if (shape_only_.count(name)) return nullptr;
+    it->second.known = decode_tensor(*t->second, fmt::format("{}: initializer '{}'", where_, strings::printable(name)));
+    return it->second.known ? &*it->second.known : nullptr;
+  }
+  // A view of a weight: fold the view again now that its input's values are known, keeping any graph tensor
+  // already made from it.
+  const auto p = producer_.find(name);
+  if (p == producer_.end()) return nullptr;
+  const onnx::NodeProto& n = gp_.node(p->second);
+  if (!kViewOps.count(n.op_type()) || n.input_size() < 1 || !values_of(n.input(0), depth + 1)) return nullptr;
+  std::map<std::string, NodeId> made;
+  for (const auto& o : n.output())
+    if (const auto v = vals_.find(o); v != vals_.end()) made[o] = v->second.node;
+  const Summary before = summary_;
+  if (!fold(n)) return nullptr;
+  summary_ = before;
+  for (const auto& [o, id] : made)
+    if (vals_.count(o)) vals_[o].node = id;
+  const auto again = vals_.find(name);
+  return again != vals_.end() && again->second.known ? &*again->second.known : nullptr;
+}
+
 const Value* Converter::lookup(const std::string& name, int depth) {
   if (const auto it = vals_.find(name); it != vals_.end()) return &it->second;
   const auto p = producer_.find(name);
@@ -360,6 +390,54 @@ void Converter::check_value_info(const std::string& name, const Value& v) const 
 // ---- folding ----------------------------------------------------------------------------------------------
 
 bool Converter::fold(const onnx::NodeProto& n) {
+  // Exporters repeat the same arithmetic per block (each block slices and compares the same mask buffer): a
+  // node with the same op, attributes and known inputs as one folded before gets its outputs again.
+  const std::string& op = n.op_type();
+  if (op == "Constant" || op == "Shape" || op == "Size") return fold_values(n);
+  std::string key = op;
+  std::vector<KnownPtr> keep;
+  for (const auto& a : n.attribute()) key += "|" + a.SerializeAsString();
+  for (int k = 0; k < n.input_size(); ++k) {
+    if (n.input(k).empty()) {
+      key += "|-";
+      continue;
+    }
+    const auto it = vals_.find(n.input(k));
+    if (it == vals_.end()) return fold_values(n);  // fold_values says what is missing
+    const Value& v = it->second;
+    if (v.known && v.known->size() <= 64) {  // small (shapes, indices, scalars): by value
+      key += "|v" + shape_str(v.known->shape) + (v.known->is_float ? "f" : "i");
+      for (std::int64_t e = 0; e < v.known->size(); ++e)
+        key += v.known->is_float ? fmt::format(",{}", v.known->f[static_cast<std::size_t>(e)]) : fmt::format(",{}", v.known->i[static_cast<std::size_t>(e)]);
+    } else if (v.known) {  // large: by identity (shared by the identities and views of one tensor)
+      key += fmt::format("|k{}", static_cast<const void*>(v.known.operator->()));
+      keep.push_back(v.known);
+    } else if (!v.weight.empty()) {
+      key += "|w" + v.weight + shape_str(v.shape);
+    } else {
+      return fold_values(n);  // a computed tensor: nothing to reuse
+    }
+  }
+  if (const auto hit = fold_cache_.find(key); hit != fold_cache_.end()) {
+    for (int k = 0; k < n.output_size() && k < static_cast<int>(hit->second.outputs.size()); ++k) set(n, k, hit->second.outputs[k]);
+    ++(hit->second.weight_view ? summary_.weight_views : summary_.folded);
+    return true;
+  }
+  const Summary before = summary_;
+  if (!fold_values(n)) return false;
+  FoldResult r;
+  r.inputs = std::move(keep);
+  r.weight_view = summary_.weight_views != before.weight_views;
+  for (const auto& o : n.output()) {
+    Value v = vals_.count(o) ? vals_.at(o) : Value{};
+    v.node = kNone;
+    r.outputs.push_back(std::move(v));
+  }
+  fold_cache_.emplace(std::move(key), std::move(r));
+  return true;
+}
+
+bool Converter::fold_values(const onnx::NodeProto& n) {
   const std::string& op = n.op_type();
   const std::string here = fmt::format("{}: {}", where_, node_label(n));
   if (op == "Constant") {
@@ -427,9 +505,14 @@ bool Converter::fold(const onnx::NodeProto& n) {
   // A weight read by arithmetic is a tensor the graph computes with (its param is trained), not a constant.
   if (any_weight && !weight_view && !comparison) return false;
   // Values of weights too large to hold are shapes only.
+  // A weight seen through a view keeps what is known of it; anything else computed from values decodes them.
   auto known_of = [&](int k) -> const Known* {
-    const Value& v = in(n, k);
-    return v.known ? &*v.known : nullptr;
+    if (weight_view && k == 0) {
+      const Value& v = in(n, k);
+      return v.known ? &*v.known : nullptr;
+    }
+    (void)in(n, k);
+    return values_of(n.input(k));
   };
   for (int k = 0; k < n.input_size(); ++k)
     if (!n.input(k).empty() && !known_of(k) && !(weight_view && k == 0)) return false;
@@ -471,8 +554,9 @@ bool Converter::fold(const onnx::NodeProto& n) {
       out.shape = unsqueeze_shape(x.shape, *axes, here);
     }
     if (xk) {
-      out.known = *xk;
-      out.known->shape = out.shape;
+      Known k = *xk;
+      k.shape = out.shape;
+      out.known = std::move(k);
     }
   } else if (op == "Transpose") {
     auto perm = attr_ints(n, "perm").value_or(std::vector<std::int64_t>{});
@@ -651,7 +735,9 @@ Graph Converter::build() {
     v.elem = t.data_type();
     v.shape = tensor_dims(t, where_);
     if (is_float_type(t.data_type())) v.weight = t.name();  // integer initializers are constants (indices, shapes)
-    if (!shape_only_.count(t.name())) v.known = decode_tensor(t, fmt::format("{}: initializer '{}'", where_, strings::printable(t.name())));
+    // Integers and small tensors now (shapes, scalars, biases); large weights when something needs their values.
+    if (!shape_only_.count(t.name()) && (!is_float_type(t.data_type()) || numel(v.shape) <= kEagerElements))
+      v.known = decode_tensor(t, fmt::format("{}: initializer '{}'", where_, strings::printable(t.name())));
     vals_[t.name()] = std::move(v);
   }
   for (const auto& vi : gp_.input()) {

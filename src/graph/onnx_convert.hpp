@@ -47,7 +47,7 @@ struct Value {
   Shape shape;
   int elem = 1;                 // onnx::TensorProto::DataType
   NodeId node = kNone;          // the graph tensor, once it has one
-  std::optional<Known> known;   // the values, when the reader knows them
+  KnownPtr known;               // the values, when the reader knows them
   std::string weight;           // the initializer this is (or a view of); "" otherwise
 };
 
@@ -96,10 +96,14 @@ class Converter {
   /// A value, folding its producer now when it is not yet reached but all it needs is known (constants a
   /// pattern reads that the file defines after the pattern starts); nullptr otherwise.
   const Value* lookup(const std::string& name, int depth = 0);
+  /// A value's elements, decoding an initializer (or folding again the views of one) only now that something
+  /// needs them (a mask compared, a scalar read); nullptr when they cannot be known.
+  const Known* values_of(const std::string& name, int depth = 0);
   NodeId view(const std::string& name, NodeId x, const Shape& shape);  // a reshape view (none when equal)
 
   void convert(int index);
-  bool fold(const onnx::NodeProto& n);              // values known: evaluate (or keep a weight view)
+  bool fold(const onnx::NodeProto& n);              // values known: evaluate (or keep a weight view), memoised
+  bool fold_values(const onnx::NodeProto& n);       // the evaluation itself
   void build_op(const onnx::NodeProto& n);          // onnx_ops.cpp
   bool fuse(const onnx::NodeProto& n);              // onnx_fusion.cpp
   void check_value_info(const std::string& name, const Value& v) const;
@@ -121,6 +125,13 @@ class Converter {
   std::vector<bool> done_;                          // converted, folded early, or fused into an earlier node
   std::map<std::string, int> producer_;
   std::map<const onnx::NodeProto*, int> index_;
+  struct FoldResult {
+    std::vector<KnownPtr> inputs;   // kept alive: their addresses are in the key
+    std::vector<Value> outputs;
+    bool weight_view = false;
+  };
+  std::map<std::string, FoldResult> fold_cache_;
+  std::map<std::string, int> mask_patterns_;        // onnx_fusion.cpp: a known mask's pattern, worked out once
   Summary summary_;
 };
 

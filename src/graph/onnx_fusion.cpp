@@ -145,7 +145,17 @@ struct Fusions {
   }
 
   /// Which positions [T, S] a known mask hides: 1 causal (future keys), 0 none, -1 another pattern.
-  int mask_pattern(const Known& k, std::int64_t t, std::int64_t s, const std::function<bool(double)>& hidden) const {
+  int mask_pattern(const Known& k, std::int64_t t, std::int64_t s, bool hidden_if_nonzero, bool additive) const {
+    // Each block reads the same mask: its pattern is worked out once.
+    const std::string key = fmt::format("{}:{}:{}:{}:{}", static_cast<const void*>(&k), t, s, hidden_if_nonzero, additive);
+    if (const auto it = c.mask_patterns_.find(key); it != c.mask_patterns_.end()) return it->second;
+    auto hidden = [&](double v) { return additive ? v <= -1e4 : (v != 0) == hidden_if_nonzero; };
+    const int p = pattern_of(k, t, s, hidden);
+    c.mask_patterns_[key] = p;
+    return p;
+  }
+  template <typename Hidden>
+  static int pattern_of(const Known& k, std::int64_t t, std::int64_t s, const Hidden& hidden) {
     if (k.shape.size() < 2 || k.shape[k.shape.size() - 2] != t || k.shape.back() != s) return -1;
     for (std::size_t d = 0; d + 2 < k.shape.size(); ++d)
       if (k.shape[d] != 1) return -1;
@@ -178,14 +188,15 @@ struct Fusions {
       } else if (op == "Add" && !masked && !other(*u, cur).empty()) {
         masked = true;
         const Value* m = value(other(*u, cur));
-        pattern = m && m->known ? mask_pattern(*m->known, t, s, [](double v) { return v <= -1e4; }) : -1;
+        const Known* mk = m ? c.values_of(other(*u, cur)) : nullptr;
+        pattern = mk ? mask_pattern(*mk, t, s, false, true) : -1;
       } else if (op == "Where" && !masked && u->input_size() == 3 && (u->input(1) == cur || u->input(2) == cur)) {
         masked = true;
         const bool scores_if_false = u->input(2) == cur;
         const std::optional<double> fill = scalar_of(u->input(scores_if_false ? 1 : 2));
         const Value* cond = value(u->input(0));
         if (!fill || *fill > -1e4) return false;  // not a mask
-        pattern = cond && cond->known ? mask_pattern(*cond->known, t, s, [&](double v) { return (v != 0) == scores_if_false; }) : -1;
+        pattern = cond && cond->known ? mask_pattern(*cond->known, t, s, scores_if_false, false) : -1;
       } else {
         break;
       }

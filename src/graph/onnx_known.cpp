@@ -146,15 +146,12 @@ std::string elem_name(int elem) {
   return fmt::format("type {}", elem);
 }
 
-std::optional<Known> decode_tensor(const onnx::TensorProto& t, const std::string& where) {
+std::int64_t check_tensor(const onnx::TensorProto& t, const std::string& where) {
   const Shape dims = tensor_dims(t, where);
   const std::int64_t n = checked_numel(dims, where);
   const int elem = t.data_type();
   if (!is_float_type(elem) && !is_int_type(elem)) fail(where, fmt::format("tensor '{}' has element type {}, not a number", t.name(), elem_name(elem)));
-  if (t.data_location() == TP::EXTERNAL) return std::nullopt;
-  Known k;
-  k.shape = dims;
-  k.is_float = is_float_type(elem);
+  if (t.data_location() == TP::EXTERNAL) return n;
   // The payload must hold exactly the elements the dims claim: checked before anything is read or allocated.
   std::int64_t have = 0;
   if (t.has_raw_data()) {
@@ -172,7 +169,16 @@ std::optional<Known> decode_tensor(const onnx::TensorProto& t, const std::string
   }
   if (have != n)
     fail(where, fmt::format("tensor '{}' has dims {} ({} elements) but holds {}", t.name(), shape_str(dims), n, have));
-  if (n > kMaxKnownElements) return std::nullopt;
+  return n;
+}
+
+std::optional<Known> decode_tensor(const onnx::TensorProto& t, const std::string& where) {
+  const std::int64_t n = check_tensor(t, where);
+  if (t.data_location() == TP::EXTERNAL || n > kMaxKnownElements) return std::nullopt;
+  const int elem = t.data_type();
+  Known k;
+  k.shape = tensor_dims(t, where);
+  k.is_float = is_float_type(elem);
   (k.is_float ? k.f.reserve(static_cast<std::size_t>(n)) : k.i.reserve(static_cast<std::size_t>(n)));
   for (std::int64_t e = 0; e < n; ++e) {
     if (t.has_raw_data()) {
@@ -311,10 +317,12 @@ std::optional<Known> eval_elementwise(const std::string& op, const std::vector<c
   r.shape = out;
   if (ternary) {
     r.is_float = in[1]->is_float || in[2]->is_float;
+    const bool direct = std::all_of(in.begin(), in.end(), [&](const Known* k) { return k->size() == n || k->size() == 1; });
+    auto src = [&](std::int64_t o, const Known* k) { return direct ? (k->size() == 1 ? 0 : o) : source_index(o, out, k->shape); };
     for (std::int64_t o = 0; o < n; ++o) {
-      const bool c = truthy(in[0]->at(source_index(o, out, in[0]->shape)));
+      const bool c = truthy(in[0]->at(src(o, in[0])));
       const Known* pick = c ? in[1] : in[2];
-      const std::int64_t s = source_index(o, out, pick->shape);
+      const std::int64_t s = src(o, pick);
       if (r.is_float) r.f.push_back(pick->at(s));
       else r.i.push_back(pick->i[static_cast<std::size_t>(s)]);
     }
@@ -323,12 +331,21 @@ std::optional<Known> eval_elementwise(const std::string& op, const std::vector<c
   const bool ints = std::all_of(in.begin(), in.end(), [](const Known* k) { return !k->is_float; });
   r.is_float = !ints && !is_comparison(op);
   if (unary && ints && (op == "Sqrt" || op == "Reciprocal" || op == "Exp" || op == "Log" || op == "Erf")) r.is_float = true;
+  // Inputs of the output's size or of one element (masks against a scalar) index directly.
+  const bool direct = std::all_of(in.begin(), in.end(), [&](const Known* k) { return k->size() == n || k->size() == 1; });
+  auto src = [&](std::int64_t o, const Known* k) { return direct ? (k->size() == 1 ? 0 : o) : source_index(o, out, k->shape); };
+  if (direct && binary && is_comparison(op)) {
+    r.i.resize(static_cast<std::size_t>(n));
+    for (std::int64_t o = 0; o < n; ++o)
+      r.i[static_cast<std::size_t>(o)] = static_cast<std::int64_t>(compare(op, in[0]->at(src(o, in[0])), in[1]->at(src(o, in[1]))));
+    return r;
+  }
   for (std::int64_t o = 0; o < n; ++o) {
-    const double a = in[0]->at(source_index(o, out, in[0]->shape));
+    const double a = in[0]->at(src(o, in[0]));
     if (unary) {
       if (op == "Not") r.i.push_back(!truthy(a));
       else if (ints && !r.is_float) {
-        const std::int64_t v = in[0]->i[static_cast<std::size_t>(source_index(o, out, in[0]->shape))];
+        const std::int64_t v = in[0]->i[static_cast<std::size_t>(src(o, in[0]))];
         if (v == std::numeric_limits<std::int64_t>::min() && (op == "Neg" || op == "Abs")) fail(where, "integer overflow in negation");
         r.i.push_back(op == "Neg" ? -v : op == "Abs" ? std::abs(v) : v);  // Floor, Ceil: whole already
       } else {
@@ -339,11 +356,11 @@ std::optional<Known> eval_elementwise(const std::string& op, const std::vector<c
       }
       continue;
     }
-    const std::int64_t sb = source_index(o, out, in[1]->shape);
+    const std::int64_t sb = src(o, in[1]);
     if (is_comparison(op)) {
       r.i.push_back(static_cast<std::int64_t>(compare(op, a, in[1]->at(sb))));
     } else if (ints) {
-      r.i.push_back(int_binary(op, in[0]->i[static_cast<std::size_t>(source_index(o, out, in[0]->shape))], in[1]->i[static_cast<std::size_t>(sb)], where));
+      r.i.push_back(int_binary(op, in[0]->i[static_cast<std::size_t>(src(o, in[0]))], in[1]->i[static_cast<std::size_t>(sb)], where));
     } else {
       r.f.push_back(float_binary(op, a, in[1]->at(sb)));
     }
@@ -376,23 +393,31 @@ Known slice_known(const Known& k, const std::vector<std::int64_t>& starts, const
   Known r;
   r.shape = out_shape;
   r.is_float = k.is_float;
-  std::vector<std::int64_t> start(k.shape.size(), 0), step(k.shape.size(), 1), in_strides(k.shape.size(), 1);
+  const std::size_t rank = k.shape.size();
+  std::vector<std::int64_t> start(rank, 0), step(rank, 1), in_strides(rank, 1);
   for (std::size_t j = 0; j < axes.size(); ++j) {
     start[static_cast<std::size_t>(axes[j])] = starts[j];
     step[static_cast<std::size_t>(axes[j])] = steps[j];
   }
-  for (std::size_t d = k.shape.size(); d-- > 1;) in_strides[d - 1] = in_strides[d] * k.shape[d];
+  for (std::size_t d = rank; d-- > 1;) in_strides[d - 1] = in_strides[d] * k.shape[d];
   std::int64_t n = 1;
   for (std::int64_t d : out_shape) n *= d;
-  for (std::int64_t o = 0; o < n; ++o) {
-    std::int64_t rem = o, src = 0;
-    for (std::size_t d = out_shape.size(); d-- > 0;) {
+  if (n == 0) return r;
+  (r.is_float ? r.f.reserve(static_cast<std::size_t>(n)) : r.i.reserve(static_cast<std::size_t>(n)));
+  // Whole runs of the innermost axis at a time (a mask's rows).
+  const std::int64_t run = rank == 0 ? 1 : out_shape[rank - 1], inner_step = rank == 0 ? 1 : step[rank - 1];
+  for (std::int64_t o = 0; o < n; o += run) {
+    std::int64_t rem = o / run, base = rank == 0 ? 0 : start[rank - 1] * in_strides[rank - 1];
+    for (std::size_t d = rank - 1; d-- > 0;) {
       const std::int64_t coord = rem % out_shape[d];
       rem /= out_shape[d];
-      src += (start[d] + coord * step[d]) * in_strides[d];
+      base += (start[d] + coord * step[d]) * in_strides[d];
     }
-    if (r.is_float) r.f.push_back(k.f[static_cast<std::size_t>(src)]);
-    else r.i.push_back(k.i[static_cast<std::size_t>(src)]);
+    for (std::int64_t e = 0; e < run; ++e) {
+      const auto at = static_cast<std::size_t>(base + e * inner_step);
+      if (r.is_float) r.f.push_back(k.f[at]);
+      else r.i.push_back(k.i[at]);
+    }
   }
   return r;
 }

@@ -7,6 +7,7 @@
 // A violation is an InputError naming `where` (the file and node).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,6 +40,23 @@ struct Known {
   static Known ints_1d(const std::vector<std::int64_t>& v);
 };
 
+/// A known tensor shared by the values that hold it (identities, views, the outputs of a Split): copying a
+/// Value copies a pointer, not a mask of millions of elements.
+class KnownPtr {
+ public:
+  KnownPtr() = default;
+  KnownPtr(Known k) : p_(std::make_shared<const Known>(std::move(k))) {}  // NOLINT: converts as optional does
+  KnownPtr(std::optional<Known> k) {                                       // NOLINT
+    if (k) p_ = std::make_shared<const Known>(std::move(*k));
+  }
+  explicit operator bool() const { return p_ != nullptr; }
+  const Known& operator*() const { return *p_; }
+  const Known* operator->() const { return p_.get(); }
+
+ private:
+  std::shared_ptr<const Known> p_;
+};
+
 /// Product of dims with every dim in [0, kMaxDim] and the product at most kMaxElements; else InputError.
 std::int64_t checked_numel(const Shape& s, const std::string& where);
 /// An initializer's or Constant's dims, checked.
@@ -49,6 +67,9 @@ bool is_float_type(int elem);
 bool is_int_type(int elem);
 /// An ONNX element type's name ("FLOAT", "INT64", ...).
 std::string elem_name(int elem);
+/// Checks a TensorProto's dims, element type and payload length against each other without reading the
+/// values; returns its element count. InputError as decode_tensor's.
+std::int64_t check_tensor(const onnx::TensorProto& t, const std::string& where);
 /// The values of a TensorProto (raw_data or the typed fields). nullopt when it holds more than
 /// kMaxKnownElements or its data is external; InputError when its payload disagrees with its dims or its type
 /// is not numeric.

@@ -1,16 +1,25 @@
 #include "graph/onnx_model.hpp"
 
 #include <fmt/format.h>
+#include <fcntl.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <onnx/onnx_pb.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 
 #include "core/error.hpp"
-#include "core/files.hpp"
 #include "core/strings.hpp"
 #include "graph/autodiff.hpp"
 #include "graph/onnx_convert.hpp"
@@ -126,33 +135,67 @@ std::string describe(const std::string& where, const onnx::ModelProto& m, int op
 
 bool is_onnx_path(const std::string& path) { return strings::lower(std::filesystem::path(path).extension().string()) == ".onnx"; }
 
-NetworkInfo onnx_network(const std::string& path, const std::map<std::string, std::string>& options) {
-  const std::string where = path;
-  std::error_code ec;
-  const auto size = std::filesystem::file_size(path, ec);
-  if (!ec && size > kMaxFileBytes)
-    throw InputError(fmt::format("{}: {} bytes is past protobuf's 2 GiB limit (export large models with external data)", where, size));
-  const std::string bytes = files::read_all(path, "ONNX model");
-  auto model = std::make_shared<onnx::ModelProto>();
-  if (bytes.empty() || !model->ParseFromString(bytes)) throw InputError(fmt::format("{}: not an ONNX model (the protobuf does not parse)", where));
-  if (!model->has_graph() || model->graph().node_size() == 0) throw InputError(fmt::format("{}: the model has no graph nodes", where));
-  if (model->graph().output_size() == 0) throw InputError(fmt::format("{}: the graph has no outputs", where));
-  int opset = 0;
-  for (const auto& o : model->opset_import())
-    if (o.domain().empty() || o.domain() == "ai.onnx") opset = static_cast<int>(o.version());
-  if (opset == 0) throw InputError(fmt::format("{}: no opset_import for the standard ONNX operators", where));
-  if (opset < kMinOpset || opset > kMaxOpset)
-    throw InputError(fmt::format("{}: opset {} is outside the {}-{} gpuvs reads", where, opset, kMinOpset, kMaxOpset));
-  const onnx::GraphProto& gp = model->graph();
+namespace {
 
-  // Every initializer's payload is checked against its dims now; large ones keep their shape only.
-  auto shape_only = std::make_shared<std::set<std::string>>();
+/// A parsed file: the model with large weights' payloads freed, checked once.
+struct Parsed {
+  std::shared_ptr<onnx::ModelProto> model;
+  std::shared_ptr<std::set<std::string>> shape_only;
   std::set<std::string> initializers;
-  for (auto& t : *model->mutable_graph()->mutable_initializer()) {
-    if (!initializers.insert(t.name()).second) throw InputError(fmt::format("{}: initializer '{}' is defined twice", where, strings::printable(t.name())));
-    if (!onnx_detail::decode_tensor(t, fmt::format("{}: initializer '{}'", where, strings::printable(t.name())))) {
-      shape_only->insert(t.name());
-      t.clear_raw_data();
+  int opset = 0;
+};
+
+Parsed parse_file(const std::string& path, std::uintmax_t size) {
+  const std::string& where = path;
+  if (size > kMaxFileBytes)
+    throw InputError(fmt::format("{}: {} bytes is past protobuf's 2 GiB limit (export large models with external data)", where, size));
+  // Parsed straight from the file (one copy of the weights in memory, not two).
+  Parsed p;
+  p.model = std::make_shared<onnx::ModelProto>();
+  {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw InputError(fmt::format("{}: cannot be read ({})", where, std::strerror(errno)));
+    google::protobuf::io::FileInputStream in(fd);
+    in.SetCloseOnDelete(true);
+    if (size == 0 || !p.model->ParseFromZeroCopyStream(&in))
+      throw InputError(fmt::format("{}: not an ONNX model (the protobuf does not parse)", where));
+  }
+  onnx::ModelProto& model = *p.model;
+  if (!model.has_graph() || model.graph().node_size() == 0) throw InputError(fmt::format("{}: the model has no graph nodes", where));
+  if (model.graph().output_size() == 0) throw InputError(fmt::format("{}: the graph has no outputs", where));
+  for (const auto& o : model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") p.opset = static_cast<int>(o.version());
+  if (p.opset == 0) throw InputError(fmt::format("{}: no opset_import for the standard ONNX operators", where));
+  if (p.opset < kMinOpset || p.opset > kMaxOpset)
+    throw InputError(fmt::format("{}: opset {} is outside the {}-{} gpuvs reads", where, p.opset, kMinOpset, kMaxOpset));
+  const onnx::GraphProto& gp = model.graph();
+
+  // Every initializer's payload is checked against its dims now. Those too large to hold, and the weights only
+  // matrix ops read (whose values pricing never needs), keep their shape only: their payload is freed.
+  p.shape_only = std::make_shared<std::set<std::string>>();
+  std::map<std::string, std::vector<std::pair<const onnx::NodeProto*, int>>> users;
+  for (const auto& n : gp.node())
+    for (int k = 0; k < n.input_size(); ++k) users[n.input(k)].emplace_back(&n, k);
+  std::function<bool(const std::string&, int)> values_needed = [&](const std::string& name, int depth) {
+    static const std::set<std::string> kViews = {"Identity", "Transpose", "Reshape", "Cast", "Unsqueeze", "Squeeze", "Flatten"};
+    for (const auto& [u, k] : users[name]) {
+      const std::string& op = u->op_type();
+      const bool weight_slot = op == "MatMul" || (k >= 1 && (op == "Gemm" || op == "Conv" || op == "LayerNormalization" || op == "BatchNormalization" ||
+                                                               op == "InstanceNormalization" || op == "GroupNormalization")) ||
+                               (op == "Gather" && k == 0);
+      if (!u->domain().empty() || (!weight_slot && !(kViews.count(op) && k == 0))) return true;
+      if (kViews.count(op) && (depth > 4 || u->output_size() < 1 || values_needed(u->output(0), depth + 1))) return true;
+    }
+    return false;
+  };
+  for (auto& t : *model.mutable_graph()->mutable_initializer()) {
+    if (!p.initializers.insert(t.name()).second)
+      throw InputError(fmt::format("{}: initializer '{}' is defined twice", where, strings::printable(t.name())));
+    const std::int64_t n = onnx_detail::check_tensor(t, fmt::format("{}: initializer '{}'", where, strings::printable(t.name())));
+    if (n > onnx_detail::kMaxKnownElements || t.data_location() == onnx::TensorProto::EXTERNAL ||
+        (onnx_detail::is_float_type(t.data_type()) && !values_needed(t.name(), 0))) {
+      p.shape_only->insert(t.name());
+      std::string().swap(*t.mutable_raw_data());  // frees the payload (clear() keeps its capacity)
       t.clear_float_data();
       t.clear_int32_data();
       t.clear_int64_data();
@@ -160,11 +203,16 @@ NetworkInfo onnx_network(const std::string& path, const std::map<std::string, st
       t.clear_uint64_data();
     }
   }
+  return p;
+}
+
+NetworkInfo make_network(const std::string& path, const Parsed& p, const std::map<std::string, std::string>& options) {
+  const std::string& where = path;
+  const onnx::GraphProto& gp = p.model->graph();
   std::vector<std::string> dim_names;
   std::string batch_said;
-  auto binding = std::make_shared<Binding>(bind_dims(gp, initializers, options, where, dim_names, batch_said));
-
-  auto forward = [model, opset, where, binding, shape_only](const NetworkOptions& o) {
+  auto binding = std::make_shared<Binding>(bind_dims(gp, p.initializers, options, where, dim_names, batch_said));
+  auto forward = [model = p.model, opset = p.opset, where, binding, shape_only = p.shape_only](const NetworkOptions& o) {
     Converter c(model->graph(), opset, where, *binding, *shape_only, o);
     return c.build();
   };
@@ -172,8 +220,8 @@ NetworkInfo onnx_network(const std::string& path, const std::map<std::string, st
   NetworkOptions trial;
   trial.batch = binding->fixed_batch > 0 ? binding->fixed_batch : 2;
   trial.training = false;
-  Converter c(gp, opset, where, *binding, *shape_only, trial);
-  Graph g = c.build();
+  Converter c(gp, p.opset, where, *binding, *p.shape_only, trial);
+  (void)c.build();
   const Summary summary = c.summary();
   try {
     trial.training = true;
@@ -182,13 +230,11 @@ NetworkInfo onnx_network(const std::string& path, const std::map<std::string, st
   } catch (const std::invalid_argument& e) {
     throw InputError(fmt::format("{}: training cannot be priced: {}", where, strings::printable(e.what())));
   }
-  (void)g;
-
   NetworkInfo n;
   n.id = path;
   n.family = "onnx";
   n.sample_unit = "samples";
-  n.description = describe(where, *model, opset, summary, batch_said, *binding);
+  n.description = describe(where, *p.model, p.opset, summary, batch_said, *binding);
   n.params_source = "the ONNX file's initializers";
   n.forward = [forward](const NetworkOptions& o) {
     try {
@@ -199,6 +245,56 @@ NetworkInfo onnx_network(const std::string& path, const std::map<std::string, st
   };
   n.shape_options = dim_names;
   n.fixed_batch = binding->fixed_batch;
+  return n;
+}
+
+/// Files read in this process, by path: compare, advise and the fitters price one model many times, and a
+/// 650 MB file takes a second to parse. An entry holds while the file's size and modification time do, and
+/// only when it was parsed well after that time (file clocks tick coarsely: a file rewritten within the same
+/// tick would look unchanged); its networks are kept per binding of the symbolic dims.
+struct CacheEntry {
+  std::uintmax_t size = 0;
+  std::filesystem::file_time_type mtime{};
+  bool trusted = false;
+  Parsed parsed;
+  std::map<std::map<std::string, std::string>, NetworkInfo> networks;
+};
+constexpr std::size_t kCachedFiles = 4;
+
+}  // namespace
+
+NetworkInfo onnx_network(const std::string& path, const std::map<std::string, std::string>& options) {
+  static std::mutex mutex;
+  static std::map<std::string, CacheEntry> cache;
+  static std::vector<std::string> order;  // least recently used first
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  const auto mtime = ec ? std::filesystem::file_time_type{} : std::filesystem::last_write_time(path, ec);
+  if (ec) throw InputError(fmt::format("{}: cannot be read ({})", path, ec.message()));
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(path);
+  if (it == cache.end() || !it->second.trusted || it->second.size != size || it->second.mtime != mtime) {
+    const bool settled = std::filesystem::file_time_type::clock::now() - mtime > std::chrono::seconds(2);
+    CacheEntry e{size, mtime, settled, parse_file(path, size), {}};
+    if (it != cache.end()) cache.erase(it);
+    order.erase(std::remove(order.begin(), order.end(), path), order.end());
+    while (cache.size() >= kCachedFiles) {
+      cache.erase(order.front());
+      order.erase(order.begin());
+    }
+    it = cache.emplace(path, std::move(e)).first;
+  }
+  order.erase(std::remove(order.begin(), order.end(), path), order.end());
+  order.push_back(path);
+  // The key: the options that name a symbolic dim of this file (others do not change the network).
+  std::map<std::string, std::string> dims;
+  for (const auto& vi : it->second.parsed.model->graph().input())
+    if (vi.type().has_tensor_type())
+      for (const auto& d : vi.type().tensor_type().shape().dim())
+        if (d.has_dim_param() && options.count(d.dim_param())) dims[d.dim_param()] = options.at(d.dim_param());
+  if (const auto n = it->second.networks.find(dims); n != it->second.networks.end()) return n->second;
+  NetworkInfo n = make_network(path, it->second.parsed, options);
+  it->second.networks.emplace(dims, n);
   return n;
 }
 
