@@ -161,7 +161,8 @@ TEST(Onnx, ExportedModelsHaveTheExportersParameterCounts) {
 TEST(Onnx, ExportedModelsHaveTheProfilersMatrixFlops) {
   // torch.profiler's FLOPs for the GEMMs and convolutions of one forward pass (2 per multiply-add) are the
   // graph's matrix FLOPs exactly when attention is built op by op, as PyTorch ran it.
-  for (const auto& fx : expected()["fixtures"]) {
+  const auto e = expected();  // held: a range-for over a member of a temporary would dangle
+  for (const auto& fx : e["fixtures"]) {
     const std::vector<std::int64_t> shape = fx["profile_shape"].get<std::vector<std::int64_t>>();
     std::map<std::string, std::string> options;
     if (shape.size() == 2) options["sequence"] = std::to_string(shape[1]);
@@ -382,6 +383,31 @@ TEST(Onnx, DilatedAndAsymmetricWindowsKeepTheirOutputsAndWork) {
   EXPECT_DOUBLE_EQ(graph_cost(g).matrix_flops, 2.0 * (12 * 12 * 4 * 27 + 6 * 6 * 4 * 16));
   EXPECT_EQ(g.node(g.output("logits")).shape, (Shape{1, 4 * 3 * 3}));
   EXPECT_NE(net.description.find("dilated kernels are priced as undilated ones over a cropped input"), std::string::npos) << net.description;
+}
+
+TEST(Onnx, ACausalMaskBuiltWithTriluIsFoundCausal) {
+  // scores = q k^T; Where(Trilu(ones, upper, k=1) != 0, -inf, scores); softmax; @ v: exporters' torch.triu mask.
+  test::TempDir dir;
+  Builder b;
+  b.input("q", {"N", "4", "8", "16"}).input("k", {"N", "4", "16", "8"}).input("v", {"N", "4", "8", "16"}).output("y");
+  b.weight("ones", {8, 8}, 1.0f).ints("one", {1});
+  b.g().mutable_initializer(b.g().initializer_size() - 1)->clear_dims();  // a scalar k
+  b.node("Trilu", {"ones", "one"}, {"upper"});
+  b.weight("zero", {}, 0.0f).weight("neg", {}, -1e30f);
+  b.node("Equal", {"upper", "zero"}, {"keep"});
+  b.node("Not", {"keep"}, {"hide"});
+  b.node("MatMul", {"q", "k"}, {"s"});
+  b.node("Where", {"hide", "neg", "s"}, {"masked"});
+  auto& sm = b.node("Softmax", {"masked"}, {"p"});
+  Builder::attr(sm, "axis", -1);
+  b.node("MatMul", {"p", "v"}, {"o"});
+  b.node("Flatten", {"o"}, {"y"});
+  const Graph g = build_network(onnx_network(b.save(dir), {}), opts(2));
+  ASSERT_EQ(count(g, OpKind::attention), 1);
+  for (const auto& n : g.nodes())
+    if (n.op == OpKind::attention) {
+      EXPECT_TRUE(n.causal);
+    }
 }
 
 TEST(Onnx, KnownTensorArithmeticIsChecked) {

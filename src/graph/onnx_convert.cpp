@@ -396,7 +396,10 @@ bool Converter::fold(const onnx::NodeProto& n) {
   if (op == "Constant" || op == "Shape" || op == "Size") return fold_values(n);
   std::string key = op;
   std::vector<KnownPtr> keep;
-  for (const auto& a : n.attribute()) key += "|" + a.SerializeAsString();
+  for (const auto& a : n.attribute()) {
+    key += '|';
+    key += a.SerializeAsString();
+  }
   for (int k = 0; k < n.input_size(); ++k) {
     if (n.input(k).empty()) {
       key += "|-";
@@ -406,14 +409,18 @@ bool Converter::fold(const onnx::NodeProto& n) {
     if (it == vals_.end()) return fold_values(n);  // fold_values says what is missing
     const Value& v = it->second;
     if (v.known && v.known->size() <= 64) {  // small (shapes, indices, scalars): by value
-      key += "|v" + shape_str(v.known->shape) + (v.known->is_float ? "f" : "i");
+      key += "|v";
+      key += shape_str(v.known->shape);
+      key += v.known->is_float ? 'f' : 'i';
       for (std::int64_t e = 0; e < v.known->size(); ++e)
         key += v.known->is_float ? fmt::format(",{}", v.known->f[static_cast<std::size_t>(e)]) : fmt::format(",{}", v.known->i[static_cast<std::size_t>(e)]);
     } else if (v.known) {  // large: by identity (shared by the identities and views of one tensor)
       key += fmt::format("|k{}", static_cast<const void*>(v.known.operator->()));
       keep.push_back(v.known);
     } else if (!v.weight.empty()) {
-      key += "|w" + v.weight + shape_str(v.shape);
+      key += "|w";
+      key += v.weight;
+      key += shape_str(v.shape);
     } else {
       return fold_values(n);  // a computed tensor: nothing to reuse
     }
@@ -502,8 +509,9 @@ bool Converter::fold_values(const onnx::NodeProto& n) {
   const bool weight_view = any_weight && !x.weight.empty() && kViewOps.count(op);
   const bool comparison = op == "Equal" || op == "Less" || op == "LessOrEqual" || op == "Greater" || op == "GreaterOrEqual" || op == "Not" ||
                           op == "And" || op == "Or";
-  // A weight read by arithmetic is a tensor the graph computes with (its param is trained), not a constant.
-  if (any_weight && !weight_view && !comparison) return false;
+  // A weight read by arithmetic is a tensor the graph computes with (its param is trained), not a constant;
+  // compared, or cut to a triangle, it is a mask being made.
+  if (any_weight && !weight_view && !comparison && op != "Trilu") return false;
   // Values of weights too large to hold are shapes only.
   // A weight seen through a view keeps what is known of it; anything else computed from values decodes them.
   auto known_of = [&](int k) -> const Known* {
@@ -678,6 +686,22 @@ bool Converter::fold_values(const onnx::NodeProto& n) {
     }
     out.shape = r.shape;
     out.known = r;
+  } else if (op == "Trilu") {
+    // The triangle of the last two axes (causal masks built at export time): kept where j - i >= k (upper) or
+    // j - i <= k (lower), zero elsewhere.
+    if (x.shape.size() < 2) refuse(n, "Trilu needs at least two axes");
+    const std::int64_t k = has(n, 1) ? K(1).int_at(0, here) : 0;
+    const bool upper = attr_int(n, "upper", 1) != 0;
+    Known r = K(0);
+    const std::int64_t rows = x.shape[x.shape.size() - 2], cols = x.shape.back();
+    for (std::int64_t e = 0; e < r.size(); ++e) {
+      const std::int64_t i = (e / cols) % rows, j = e % cols;
+      if (upper ? j - i >= k : j - i <= k) continue;
+      if (r.is_float) r.f[static_cast<std::size_t>(e)] = 0;
+      else r.i[static_cast<std::size_t>(e)] = 0;
+    }
+    out.shape = x.shape;
+    out.known = std::move(r);
   } else if (op == "ReduceProd" || op == "ReduceSum" || op == "ReduceMax" || op == "ReduceMin") {
     if (x.shape.size() > 1 || K(0).is_float) return false;  // shape arithmetic only: 1-D integers
     std::int64_t r = op == "ReduceProd" ? 1 : op == "ReduceSum" ? 0 : K(0).size() ? K(0).i[0] : 0;
