@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "core/crc32c.hpp"
 #include "core/error.hpp"
 #include "engine/checkpoint.hpp"
 #include "graph/builder.hpp"
@@ -71,6 +72,36 @@ TEST(Checkpoint, EveryFlippedByteIsDetected) {
     test::write_text(file, good.substr(0, cut));
     ParamStore into;
     EXPECT_THROW(load_checkpoint(file, into), InputError) << "truncated at " << cut;
+  }
+}
+
+TEST(Checkpoint, ATensorClaimingMoreThanTheFileHoldsIsRefusedBeforeAllocating) {
+  // A crafted file (consistent dims and byte count, a valid checksum) claiming 2^40 floats.
+  test::TempDir dir;
+  ParamStore small;
+  small.ensure("w", {3}, graph::DType::f32);
+  const auto file = checkpoint_file(dir.path());
+  save_checkpoint(file, meta(), small);
+  std::string b = test::slurp(file);
+  std::uint64_t hlen = 0;
+  std::memcpy(&hlen, b.data() + 12, 8);
+  const std::size_t first = 8 + 4 + 8 + static_cast<std::size_t>(hlen) + 4;  // the first tensor's record
+  std::uint32_t name_len = 0;
+  std::memcpy(&name_len, b.data() + first, 4);
+  const std::size_t dim0 = first + 4 + name_len + 1 + 4;
+  const std::int64_t huge = std::int64_t{1} << 40;
+  const std::uint64_t nbytes = static_cast<std::uint64_t>(huge) * 4;
+  std::memcpy(b.data() + dim0, &huge, 8);
+  std::memcpy(b.data() + dim0 + 8, &nbytes, 8);
+  const std::uint32_t crc = crc32c(b.data(), b.size() - 4);
+  std::memcpy(b.data() + b.size() - 4, &crc, 4);
+  test::write_text(file, b);
+  ParamStore into;
+  try {
+    load_checkpoint(file, into);
+    ADD_FAILURE();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor 'w' claims 4398046511104 bytes"), std::string::npos) << e.what();
   }
 }
 

@@ -139,6 +139,41 @@ TEST(Idx, MnistStyleImagesScaledBy255) {
   EXPECT_FALSE(error_of(f).empty());
 }
 
+// Headers whose sizes multiply past 64 bits, or claim more than the file holds, or inflate without bound:
+// InputErrors before anything is allocated (found by the sanitizer build: an IDX product that wrapped to a
+// small count passed the "data truncated" check while the shape claimed billions).
+TEST(Loaders, SizesReadFromHeadersAreCheckedBeforeAllocating) {
+  test::TempDir dir;
+  const std::string labels = be32(0x00000801) + be32(1) + std::string("\x00", 1);
+  test::write_text(dir / "labels-idx1", labels);
+  DataFiles f;
+  f.labels = dir / "labels-idx1";
+  // 2^16 x 2^16 x 2^16 x 2^16 = 2^64: wraps to 0 in unchecked arithmetic.
+  test::write_text(dir / "wrap-idx4", be32(0x00000804) + be32(1u << 16) + be32(1u << 16) + be32(1u << 16) + be32(1u << 16));
+  f.data = dir / "wrap-idx4";
+  EXPECT_NE(error_of(f).find("IDX dimensions: 281474976710656 x 65536 overflows 64-bit sizes"), std::string::npos) << error_of(f);
+  test::write_text(dir / "big-idx3", be32(0x00000803) + be32(1u << 20) + be32(1u << 20) + be32(16) + std::string(64, '\x01'));
+  f.data = dir / "big-idx3";
+  EXPECT_NE(error_of(f).find("data truncated: 17592186044416 elements of 1 bytes expected, the file holds 64"), std::string::npos) << error_of(f);
+  test::write_text(dir / "wrap.npy", npy("<f4", "(4294967296, 4294967296)", std::string(16, '\0')));
+  f.data = dir / "wrap.npy";
+  EXPECT_NE(error_of(f).find("overflows 64-bit sizes"), std::string::npos) << error_of(f);
+  test::write_text(dir / "odd.npy", npy("<f3", "(2,)", std::string(6, '\0')));
+  f.data = dir / "odd.npy";
+  EXPECT_NE(error_of(f).find("dtype '<f3' is not supported"), std::string::npos) << error_of(f);
+  test::write_text(dir / "short.npy", npy("<f8", "(1000000000, 1000)", std::string(64, '\0')));
+  f.data = dir / "short.npy";
+  EXPECT_NE(error_of(f).find("data truncated: 1000000000000 elements of 8 bytes expected"), std::string::npos) << error_of(f);
+  // 8 MiB of zeros inflating past a 1 MiB limit.
+  write_gzip(dir / "bomb.csv.gz", std::string(8u << 20, '0'));
+  try {
+    read_maybe_gzip(dir / "bomb.csv.gz", "data file", 1u << 20);
+    ADD_FAILURE();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("decompresses to more than 0.001 GiB"), std::string::npos) << e.what();
+  }
+}
+
 // Fuzz-style: mutated NPY, IDX and CSV inputs either load or raise InputError, never crash.
 TEST(Loaders, FuzzedFilesFailCleanly) {
   test::TempDir dir;

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "core/checked.hpp"
 #include "core/crc32c.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
@@ -48,6 +49,7 @@ class Cursor {
     return p;
   }
   bool done() const { return pos_ == limit_; }
+  std::size_t left() const { return limit_ - pos_; }
 
  private:
   void need(std::size_t n) const {
@@ -132,8 +134,11 @@ CheckpointMeta load_checkpoint(const fs::path& file, ParamStore& into) {
     }
     const auto nbytes = c.get<std::uint64_t>();
     const auto dt = static_cast<graph::DType>(dtype);
-    if (nbytes != static_cast<std::uint64_t>(graph::numel(shape)) * graph::dtype_size(dt))
+    // The claimed size must be what the dims say and what the file still holds, before anything is allocated.
+    const std::int64_t elements = checked::product(shape, fmt::format("checkpoint {}: tensor '{}'", file.string(), name));
+    if (nbytes / graph::dtype_size(dt) != static_cast<std::uint64_t>(elements) || nbytes % graph::dtype_size(dt) != 0)
       throw corrupt(fmt::format("tensor '{}' size", name));
+    if (nbytes > c.left()) throw corrupt(fmt::format("tensor '{}' claims {} bytes, {} remain", name, nbytes, c.left()));
     HostTensor& t = store.ensure(name, shape, dt);
     std::memcpy(t.buffer.data(), c.raw(static_cast<std::size_t>(nbytes)), static_cast<std::size_t>(nbytes));
   }

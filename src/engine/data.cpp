@@ -7,24 +7,35 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/checked.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "core/rng.hpp"
 #include "core/strings.hpp"
+#include "core/sysmem.hpp"
 
 namespace gpuvs::engine {
 
 namespace fs = std::filesystem;
 
-std::string read_maybe_gzip(const fs::path& path, const std::string& what) {
+std::string read_maybe_gzip(const fs::path& path, const std::string& what, std::uint64_t cap) {
   if (!strings::ends_with(path.string(), ".gz")) return files::read_all(path, what);
   if (!fs::exists(path)) throw InputError(fmt::format("{} {}: no such file", what, path.string()));
   gzFile f = gzopen(path.c_str(), "rb");
   if (f == nullptr) throw InputError(fmt::format("{} {}: cannot open", what, path.string()));
+  // A small file can inflate without bound (a gzip bomb): stop at half the memory still available.
+  if (cap == 0) cap = sysmem::available_bytes().value_or(std::uint64_t{16} << 30) / 2;
   std::string out;
   char buf[1 << 16];
   int n = 0;
-  while ((n = gzread(f, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
+  while ((n = gzread(f, buf, sizeof buf)) > 0) {
+    if (out.size() + static_cast<std::size_t>(n) > cap) {
+      gzclose(f);
+      throw InputError(fmt::format("{} {}: decompresses to more than {:.3f} GiB (the limit: half the memory available)", what,
+                                   path.string(), static_cast<double>(cap) / (1u << 30)));
+    }
+    out.append(buf, static_cast<std::size_t>(n));
+  }
   int err = 0;
   const char* msg = gzerror(f, &err);
   const std::string text = msg ? msg : "";
@@ -176,7 +187,7 @@ Array parse_npy(const std::string& bytes, const fs::path& path) {
       const auto r = std::from_chars(cell.data(), cell.data() + cell.size(), dim);
       if (r.ec != std::errc() || dim < 0) throw bad("shape malformed");
       a.shape.push_back(dim);
-      count *= dim;
+      count = checked::mul(count, dim, fmt::format("{}: .npy shape", path.string()));
     }
     if (q == std::string::npos) break;
     p = q + 1;
@@ -185,9 +196,11 @@ Array parse_npy(const std::string& bytes, const fs::path& path) {
     throw bad(fmt::format("dtype '{}' is not little-endian", descr));
   const char kind = descr[1];
   const int width = descr[2] - '0';
+  if (descr.size() != 3 || (width != 1 && width != 2 && width != 4 && width != 8)) throw bad(fmt::format("dtype '{}' is not supported", descr));
   const std::size_t data_start = header_start + header_len;
-  if (bytes.size() - data_start < static_cast<std::size_t>(count) * static_cast<std::size_t>(width))
-    throw bad(fmt::format("data truncated: {} elements of {} bytes expected", count, width));
+  // Compared by division: the claimed count can be anything, the file's length is what it holds.
+  if (static_cast<std::uint64_t>(count) > (bytes.size() - data_start) / static_cast<std::size_t>(width))
+    throw bad(fmt::format("data truncated: {} elements of {} bytes expected, the file holds {} bytes", count, width, bytes.size() - data_start));
   const char* p = bytes.data() + data_start;
   a.values.resize(static_cast<std::size_t>(count));
   a.is_integer = kind == 'i' || kind == 'u';
@@ -237,11 +250,12 @@ Array parse_idx(const std::string& bytes, const fs::path& path) {
   std::int64_t count = 1;
   for (unsigned i = 0; i < ndim; ++i) {
     a.shape.push_back(be32(4 + 4 * i));
-    count *= a.shape.back();
+    count = checked::mul(count, a.shape.back(), fmt::format("{}: IDX dimensions", path.string()));
   }
   const std::size_t start = 4 + 4 * ndim;
-  if (bytes.size() - start < static_cast<std::size_t>(count) * static_cast<std::size_t>(width))
-    throw bad(fmt::format("data truncated: {} elements expected", count));
+  // Compared by division: the claimed count can be anything, the file's length is what it holds.
+  if (bytes.size() < start || static_cast<std::uint64_t>(count) > (bytes.size() - start) / static_cast<std::size_t>(width))
+    throw bad(fmt::format("data truncated: {} elements of {} bytes expected, the file holds {}", count, width, bytes.size() < start ? 0 : bytes.size() - start));
   a.values.resize(static_cast<std::size_t>(count));
   a.is_uint8 = type == 0x08;
   a.is_integer = type != 0x0D && type != 0x0E;

@@ -36,7 +36,8 @@ void check_dataset(const Dataset& d, std::int64_t features, std::int64_t classes
 /// validation splitting takes the last rows). Marks the source so checkpoints notice.
 void shuffle_rows(Dataset& d, std::uint64_t seed);
 
-/// Reads a file, decompressing it when its name ends in .gz.
-std::string read_maybe_gzip(const std::filesystem::path& path, const std::string& what);
+/// Reads a file, decompressing it when its name ends in .gz; InputError when it inflates past `cap` bytes
+/// (0: half the memory available now).
+std::string read_maybe_gzip(const std::filesystem::path& path, const std::string& what, std::uint64_t cap = 0);
 
 }  // namespace gpuvs::engine

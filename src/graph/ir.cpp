@@ -142,6 +142,12 @@ using detail::make;
 NodeId Graph::add_node(Node n) {
   if (n.name.empty()) n.name = fmt::format("{}_{}", op_name(n.op), nodes_.size());
   if (by_name_.count(n.name)) bad(op_name(n.op), n.name, "duplicate node name");
+  // Every tensor's element count fits 64-bit arithmetic with room for bytes and FLOPs (readers' shapes come
+  // from files: a product that wrapped would be priced as a small tensor).
+  std::int64_t elements = 1;
+  for (std::int64_t d : n.shape)
+    if (d < 0 || __builtin_mul_overflow(elements, d, &elements) || elements > (std::int64_t{1} << 56))
+      bad(op_name(n.op), n.name, fmt::format("shape {} holds more than 2^56 elements", shape_str(n.shape)));
   for (NodeId in : n.inputs)
     if (in < 0 || static_cast<std::size_t>(in) >= nodes_.size()) bad(op_name(n.op), n.name, "input out of range");
   n.id = static_cast<NodeId>(nodes_.size());
