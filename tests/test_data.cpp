@@ -164,6 +164,20 @@ TEST(Loaders, SizesReadFromHeadersAreCheckedBeforeAllocating) {
   test::write_text(dir / "short.npy", npy("<f8", "(1000000000, 1000)", std::string(64, '\0')));
   f.data = dir / "short.npy";
   EXPECT_NE(error_of(f).find("data truncated: 1000000000000 elements of 8 bytes expected"), std::string::npos) << error_of(f);
+  // Found by fuzzing (fuzz_idx, fuzz_npy): zero rows pass the length check whatever the other dims claim, so
+  // the features' product must be checked too; a dtype holding a newline must not break the error's line.
+  test::write_text(dir / "empty-idx3", be32(0x00000803) + be32(0) + be32(0x7fffffff) + be32(0x7fffffff) + be32(0x7fffffff));
+  f.data = dir / "empty-idx3";
+  const std::string zero_rows = error_of(f);
+  EXPECT_FALSE(zero_rows.empty());
+  EXPECT_EQ(zero_rows.find('\n'), std::string::npos) << zero_rows;
+  test::write_text(dir / "wide-idx4", be32(0x00000804) + be32(0) + be32(0x7fffffff) + be32(0x7fffffff) + be32(0x7fffffff));
+  f.data = dir / "wide-idx4";
+  EXPECT_NE(error_of(f).find("feature dimensions"), std::string::npos) << error_of(f);
+  test::write_text(dir / "newline.npy", npy("\nf4", "(2,)", std::string(8, '\0')));
+  f.data = dir / "newline.npy";
+  EXPECT_NE(error_of(f).find("is not little-endian"), std::string::npos) << error_of(f);
+  EXPECT_EQ(error_of(f).find('\n'), std::string::npos) << error_of(f);
   // 8 MiB of zeros inflating past a 1 MiB limit.
   write_gzip(dir / "bomb.csv.gz", std::string(8u << 20, '0'));
   try {

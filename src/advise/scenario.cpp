@@ -3,6 +3,8 @@
 
 #include <toml++/toml.h>
 
+#include <cmath>
+
 #include "advise/advisor.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
@@ -19,6 +21,14 @@ std::string where(const std::string& path, const toml::node& n) {
 double number(const std::string& path, const std::string& key, const toml::node& n) {
   if (auto v = n.value<double>()) return *v;
   throw InputError(fmt::format("{}: '{}' must be a number", where(path, n), key));
+}
+
+/// A whole number in [lo, hi] (a count or a length): checked before it is converted.
+std::int64_t whole(const std::string& path, const std::string& key, const toml::node& n, std::int64_t lo, std::int64_t hi) {
+  const double v = number(path, key, n);
+  if (!(v == std::floor(v) && v >= static_cast<double>(lo) && v <= static_cast<double>(hi)))
+    throw InputError(fmt::format("{}: '{}' must be a whole number in [{}, {}], got {}", where(path, n), key, lo, hi, v));
+  return static_cast<std::int64_t>(v);
 }
 
 std::string text(const std::string& path, const std::string& key, const toml::node& n) {
@@ -52,7 +62,7 @@ Scenario read_scenario(const std::string& path, Assumptions& assumptions, const 
     else if (key == "precision") s.precision = text(path, key, node);
     else if (key == "tokens" || key == "samples") s.work = number(path, key, node);
     else if (key == "hours") s.hours = number(path, key, node);
-    else if (key == "tenants") s.tenants = static_cast<int>(number(path, key, node));
+    else if (key == "tenants") s.tenants = static_cast<int>(whole(path, key, node, 1, 1 << 20));
     else if (key == "sla_p99_ms") s.sla_p99_ms = number(path, key, node);
     else if (key == "sla_ttft_ms") s.sla_ttft_ms = number(path, key, node);
     else if (key == "sla_tpot_ms") s.sla_tpot_ms = number(path, key, node);
@@ -61,8 +71,8 @@ Scenario read_scenario(const std::string& path, Assumptions& assumptions, const 
     else if (key == "requests_per_s") s.requests_per_s = number(path, key, node);
     else if (key == "budget_usd") s.budget_usd = number(path, key, node);
     else if (key == "purchase") s.purchase = text(path, key, node);
-    else if (key == "seq_len") s.seq_len = static_cast<std::int64_t>(number(path, key, node));
-    else if (key == "gen_len") s.gen_len = static_cast<std::int64_t>(number(path, key, node));
+    else if (key == "seq_len") s.seq_len = whole(path, key, node, 1, 1 << 24);
+    else if (key == "gen_len") s.gen_len = whole(path, key, node, 1, 1 << 24);
     else if (key == "gpus") {
       const auto* arr = node.as_array();
       if (!arr) throw InputError(fmt::format("{}: 'gpus' must be an array of catalog ids", at));

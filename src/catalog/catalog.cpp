@@ -55,7 +55,7 @@ class DeviceReader {
     g.arch = str("arch");
     g.chip = opt_str("chip");
     g.compute_capability = opt_str("compute_capability");
-    g.sm_count = static_cast<int>(positive_int("sm_count"));
+    g.sm_count = static_cast<int>(positive_int("sm_count", 1 << 20));
     g.boost_mhz = positive("boost_mhz");
     g.memory_type = opt_str("memory_type");
     g.memory_gb = positive("memory_gb");
@@ -72,11 +72,11 @@ class DeviceReader {
     g.nvlink = opt_str("nvlink", "none");
     g.nvlink_gbs = opt_nonneg("nvlink_gbs").value_or(0.0);
     g.p2p = boolean("p2p");
-    g.pcie_gen = static_cast<int>(positive_int("pcie_gen"));
+    g.pcie_gen = static_cast<int>(positive_int("pcie_gen", 16));
     g.tdp_w = positive("tdp_w");
     g.ecc = one_of("ecc", {"yes", "no", "optional"});
     g.ecc_note = opt_str("ecc_note");
-    g.mig_max = static_cast<int>(opt_nonneg("mig_max").value_or(0));
+    g.mig_max = static_cast<int>(opt_whole("mig_max", 1024));
     g.mig_note = opt_str("mig_note");
     g.msrp_usd = opt_nonneg("msrp_usd");
     g.price_basis_usd = opt_nonneg("price_basis_usd");
@@ -129,12 +129,21 @@ class DeviceReader {
     if (!(v > 0)) fail(n, fmt::format("'{}' must be positive, got {}", key, v));
     return v;
   }
-  std::int64_t positive_int(const char* key) const {
+  std::int64_t positive_int(const char* key, std::int64_t max) const {
     const toml::node& n = need(key);
     if (!n.is_integer()) fail(n, fmt::format("'{}' must be an integer", key));
     const auto v = n.as_integer()->get();
-    if (v <= 0) fail(n, fmt::format("'{}' must be positive, got {}", key, v));
+    if (v <= 0 || v > max) fail(n, fmt::format("'{}' must be in [1, {}], got {}", key, max, v));
     return v;
+  }
+  /// An optional whole number in [0, max] (0 when absent).
+  std::int64_t opt_whole(const char* key, std::int64_t max) const {
+    const toml::node* n = t_.get(key);
+    if (!n) return 0;
+    const auto v = n->value<double>();
+    if (!v || *v != std::floor(*v) || *v < 0 || *v > static_cast<double>(max))
+      fail(*n, fmt::format("'{}' must be a whole number in [0, {}]", key, max));
+    return static_cast<std::int64_t>(*v);
   }
   std::optional<double> opt_nonneg(const char* key) const {
     const toml::node* n = t_.get(key);

@@ -193,10 +193,10 @@ Array parse_npy(const std::string& bytes, const fs::path& path) {
     p = q + 1;
   }
   if (descr.size() < 3 || (descr[0] != '<' && descr[0] != '|'))
-    throw bad(fmt::format("dtype '{}' is not little-endian", descr));
+    throw bad(fmt::format("dtype '{}' is not little-endian", strings::printable(descr)));
   const char kind = descr[1];
   const int width = descr[2] - '0';
-  if (descr.size() != 3 || (width != 1 && width != 2 && width != 4 && width != 8)) throw bad(fmt::format("dtype '{}' is not supported", descr));
+  if (descr.size() != 3 || (width != 1 && width != 2 && width != 4 && width != 8)) throw bad(fmt::format("dtype '{}' is not supported", strings::printable(descr)));
   const std::size_t data_start = header_start + header_len;
   // Compared by division: the claimed count can be anything, the file's length is what it holds.
   if (static_cast<std::uint64_t>(count) > (bytes.size() - data_start) / static_cast<std::size_t>(width))
@@ -217,7 +217,7 @@ Array parse_npy(const std::string& bytes, const fs::path& path) {
     else if (kind == 'i' && width == 4) { std::int32_t t; std::memcpy(&t, e, 4); v = t; }
     else if (kind == 'u' && width == 4) { std::uint32_t t; std::memcpy(&t, e, 4); v = t; }
     else if (kind == 'i' && width == 8) { std::int64_t t; std::memcpy(&t, e, 8); v = static_cast<double>(t); }
-    else throw bad(fmt::format("dtype '{}' is not supported", descr));
+    else throw bad(fmt::format("dtype '{}' is not supported", strings::printable(descr)));
     if (!std::isfinite(v)) throw bad(fmt::format("element {} is not finite", i));
     a.values[static_cast<std::size_t>(i)] = v;
   }
@@ -306,8 +306,8 @@ Dataset load_dataset(const DataFiles& files) {
     const Array y = load_array(*files.labels, "labels file");
     if (x.shape.empty()) throw InputError(fmt::format("{}: features need at least one dimension", files.data.string()));
     d.rows = x.shape[0];
-    d.features = 1;
-    for (std::size_t i = 1; i < x.shape.size(); ++i) d.features *= x.shape[i];
+    d.features = 1;  // checked: a file of zero rows passes the length check whatever its other dims claim
+    for (std::size_t i = 1; i < x.shape.size(); ++i) d.features = checked::mul(d.features, x.shape[i], files.data.string() + ": feature dimensions");
     if (y.shape.size() != 1 || y.shape[0] != d.rows)
       throw InputError(fmt::format("{}: {} labels for {} rows in {}", files.labels->string(),
                                    y.shape.empty() ? 0 : y.shape[0], d.rows, files.data.string()));

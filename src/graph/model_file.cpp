@@ -19,6 +19,7 @@ namespace {
 
 // A syntax-neutral document tree that remembers the line of every value, so TOML and JSON files get the
 // same checks and the same "file:line" errors.
+struct Member;
 struct Val {
   enum class Type { null, boolean, integer, real, string, array, object } type = Type::null;
   bool b = false;
@@ -26,8 +27,12 @@ struct Val {
   double d = 0;
   std::string s;
   std::vector<Val> arr;
-  std::vector<std::pair<std::string, Val>> obj;
+  std::vector<Member> obj;  // vector of an incomplete type is allowed; std::pair of one is not
   int line = 0;
+};
+struct Member {
+  std::string first;
+  Val second;
 };
 
 std::string_view type_name(Val::Type t) {
@@ -49,7 +54,7 @@ Val from_toml(const toml::node& n) {
   v.line = static_cast<int>(n.source().begin.line);
   if (auto t = n.as_table()) {
     v.type = Val::Type::object;
-    for (auto&& [k, child] : *t) v.obj.emplace_back(std::string(k.str()), from_toml(child));
+    for (auto&& [k, child] : *t) v.obj.push_back(Member{std::string(k.str()), from_toml(child)});
   } else if (auto a = n.as_array()) {
     v.type = Val::Type::array;
     for (auto&& child : *a) v.arr.push_back(from_toml(child));
@@ -166,7 +171,7 @@ class JsonToVal : public nlohmann::json_sax<nlohmann::json> {
     if (stack_.empty()) {
       root = std::move(v);
     } else if (stack_.back().type == Val::Type::object) {
-      stack_.back().obj.emplace_back(std::move(keys_.back()), std::move(v));
+      stack_.back().obj.push_back(Member{std::move(keys_.back()), std::move(v)});
       keys_.pop_back();
     } else {
       stack_.back().arr.push_back(std::move(v));

@@ -1,0 +1,20 @@
+// Model files as workloads, by extension (EXT: .toml gpuvs model files; .json gpuvs, Keras and Hugging Face
+// JSON; .keras archives; .onnx graphs): resolved as `--workload FILE` is, then built, forward and training step.
+#include "fuzz_util.hpp"
+#include "graph/networks.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  using namespace gpuvs;
+  fuzz::expect_clean([&] {
+    const std::string path = fuzz::write(std::string("model") + GPUVS_FUZZ_EXT, data, size);
+    const graph::NetworkInfo net = graph::resolve_network(path, {{"sequence", "8"}});
+    graph::NetworkOptions o;
+    o.batch = net.fixed_batch > 0 ? net.fixed_batch : 2;
+    o.seq_len = 16;
+    o.training = false;
+    (void)graph::build_network(net, o);
+    o.training = true;
+    (void)graph::build_network(net, o);
+  });
+  return 0;
+}
