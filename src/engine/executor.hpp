@@ -100,6 +100,9 @@ class Executor {
 void load_rows(Executor& ex, const Dataset& data, const std::int64_t* rows, std::int64_t count);
 
 std::unique_ptr<Executor> make_cpu_executor(const graph::Graph& g, ParamStore& store, const ExecutorOptions& opt);
+/// The bytes the CPU executor's arena for `g` will hold (every intermediate and saved tensor), computed from
+/// the graph's shapes without allocating.
+std::size_t cpu_workspace_bytes(const graph::Graph& g);
 
 /// Sets the thread count of every CPU math library (OpenMP, oneDNN, OpenBLAS).
 void set_cpu_threads(int threads);

@@ -12,6 +12,7 @@
 #include <numeric>
 
 #include "core/error.hpp"
+#include "core/sysmem.hpp"
 #include "core/files.hpp"
 #include "core/rng.hpp"
 #include "core/stats.hpp"
@@ -210,6 +211,25 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
     throw InputError(fmt::format("{} training rows make no whole batch of {} to split over {} GPUs", n_train, cfg.batch, cfg.gpus));
   const std::int64_t steps = cfg.steps_per_epoch > 0 ? std::min(cfg.steps_per_epoch, cfg.gpus > 1 ? whole_steps : full_steps)
                                                    : (cfg.gpus > 1 ? whole_steps : full_steps);
+
+  // What cannot fit is refused with the figures before anything is allocated (on the CPU the executors'
+  // arenas are planned from the graphs' shapes; a GPU's allocator refuses on its own: not checked here).
+  if (place.device == "cpu") {
+    double params = 0;
+    for (const auto& init : graph::param_inits(spec)) params += static_cast<double>(graph::numel(init.shape)) * 4.0;
+    const std::int64_t tail = n_train % cfg.batch;
+    double work = static_cast<double>(cpu_workspace_bytes(graph::build_graph(spec, {std::min(cfg.batch, n_train), graph::DType::f32, graph::Mode::train})));
+    if (tail > 0 && n_train > cfg.batch) work += static_cast<double>(cpu_workspace_bytes(graph::build_graph(spec, {tail, graph::DType::f32, graph::Mode::train})));
+    if (n_val > 0) work += static_cast<double>(cpu_workspace_bytes(graph::build_graph(spec, {std::min(cfg.batch, n_val), graph::DType::f32, graph::Mode::eval})));
+    const double need = 3.0 * params + work;  // the parameters, Adam's two moments, the arenas
+    if (const auto have = sysmem::available_bytes(); have && need > static_cast<double>(*have)) {
+      const double gib = static_cast<double>(std::uint64_t{1} << 30);
+      throw InputError(fmt::format("model '{}' needs {:.2f} GiB to train at batch {} (parameters {:.2f}, Adam state {:.2f}, activations "
+                                   "and gradients {:.2f}) but this machine has {:.2f} GiB available: lower --batch-size or the model's size",
+                                   spec.name, need / gib, cfg.batch, params / gib, 2 * params / gib, work / gib,
+                                   static_cast<double>(*have) / gib));
+    }
+  }
 
   CheckpointMeta meta;
   meta.model_fingerprint = spec.fingerprint();

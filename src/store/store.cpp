@@ -171,8 +171,11 @@ Store Store::open(const fs::path& path, bool create) {
     // a complete, marked database.
     exec(db, "BEGIN IMMEDIATE", path);
     try {
-      exec(db, kSchema, path);
-      exec(db, fmt::format("PRAGMA application_id={}; PRAGMA user_version={};", kApplicationId, kSchemaVersion).c_str(), path);
+      // Another gpuvs may have created it while this one waited for the write lock: look again inside it.
+      if (pragma_int(db, "PRAGMA application_id", path) == 0) {
+        exec(db, kSchema, path);
+        exec(db, fmt::format("PRAGMA application_id={}; PRAGMA user_version={};", kApplicationId, kSchemaVersion).c_str(), path);
+      }
       exec(db, "COMMIT", path);
     } catch (...) {
       sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);

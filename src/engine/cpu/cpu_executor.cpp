@@ -21,6 +21,35 @@ using graph::OpKind;
 
 std::size_t align64(std::size_t n) { return (n + 63) / 64 * 64; }
 
+/// The arena's layout: an offset per node's value (params live in the store; adam_update writes its param
+/// in place) and per saved auxiliary tensor (dropout's 1-byte keep mask, softmax_xent's probabilities).
+struct ArenaPlan {
+  std::vector<std::size_t> value_off, aux_off;
+  std::size_t total = 0;
+};
+
+ArenaPlan plan_arena(const graph::Graph& g) {
+  ArenaPlan p;
+  p.value_off.assign(g.size(), 0);
+  p.aux_off.assign(g.size(), 0);
+  for (const Node& n : g.nodes()) {
+    const auto i = static_cast<std::size_t>(n.id);
+    const auto bytes = static_cast<std::size_t>(graph::numel(n.shape)) * graph::dtype_size(n.dtype);
+    if (n.op != OpKind::param && n.op != OpKind::adam_update) {
+      p.value_off[i] = p.total;
+      p.total += align64(bytes);
+    }
+    if (n.op == OpKind::dropout) {
+      p.aux_off[i] = p.total;
+      p.total += align64(static_cast<std::size_t>(graph::numel(n.shape)));
+    } else if (n.op == OpKind::softmax_xent) {
+      p.aux_off[i] = p.total;
+      p.total += align64(static_cast<std::size_t>(graph::numel(g.node(n.inputs[0]).shape)) * graph::dtype_size(n.dtype));
+    }
+  }
+  return p;
+}
+
 class CpuExecutor final : public Executor {
  public:
   CpuExecutor(const graph::Graph& g, ParamStore& store, const ExecutorOptions& opt)
@@ -33,25 +62,11 @@ class CpuExecutor final : public Executor {
     slot_v_.assign(count, nullptr);
     gemm_.resize(count);
     if (opt_.profile) seconds_.assign(count, 0.0);
-    // Pass 1: sizes. Params live in the store; adam_update writes its param in place.
-    std::vector<std::size_t> value_off(count, 0), aux_off(count, 0);
-    std::size_t total = 0;
-    for (const Node& n : g_.nodes()) {
-      const auto bytes = static_cast<std::size_t>(graph::numel(n.shape)) * graph::dtype_size(n.dtype);
-      if (n.op != OpKind::param && n.op != OpKind::adam_update) {
-        value_off[idx(n.id)] = total;
-        total += align64(bytes);
-      }
-      if (n.op == OpKind::dropout) {  // 1-byte keep mask
-        aux_off[idx(n.id)] = total;
-        total += align64(static_cast<std::size_t>(graph::numel(n.shape)));
-      } else if (n.op == OpKind::softmax_xent) {  // probabilities, for the gradient
-        aux_off[idx(n.id)] = total;
-        total += align64(static_cast<std::size_t>(graph::numel(g_.node(n.inputs[0]).shape)) *
-                         graph::dtype_size(n.dtype));
-      }
-    }
-    arena_ = AlignedBuffer(total);
+    // Pass 1: sizes (the same plan cpu_workspace_bytes reports before anything is allocated).
+    const ArenaPlan plan = plan_arena(g_);
+    const auto& value_off = plan.value_off;
+    const auto& aux_off = plan.aux_off;
+    arena_ = AlignedBuffer(plan.total);
     // Pass 2: bind pointers, fill constants, create GEMM plans.
     for (const Node& n : g_.nodes()) {
       const std::size_t i = idx(n.id);
@@ -258,6 +273,8 @@ class CpuExecutor final : public Executor {
 };
 
 }  // namespace
+
+std::size_t cpu_workspace_bytes(const graph::Graph& g) { return plan_arena(g).total; }
 
 std::unique_ptr<Executor> make_cpu_executor(const graph::Graph& g, ParamStore& store, const ExecutorOptions& opt) {
   return std::make_unique<CpuExecutor>(g, store, opt);

@@ -1,0 +1,172 @@
+// What gpuvs writes, against the real binary killed at random points (SIGKILL: no handler runs) and against
+// concurrent writers: every checkpoint, report and saved bench record is the old file or the new one, never a
+// broken one; TensorBoard event files decode up to their last whole record; two evaluate runs writing one
+// history at once are both stored.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <random>
+#include <thread>
+
+#include "engine/checkpoint.hpp"
+#include "store/store.hpp"
+#include "test_util.hpp"
+#include "tfevent_reader.hpp"
+
+extern char** environ;
+
+using namespace gpuvs;
+
+namespace {
+
+constexpr int kKills = 100;
+
+/// Starts `gpuvs ARGS...` (stdin, stdout and stderr on /dev/null); returns its pid.
+pid_t spawn(const std::vector<std::string>& args) {
+  std::vector<std::string> all{GPUVS_BINARY};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  for (int fd : {0, 1, 2}) posix_spawn_file_actions_addopen(&fa, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, all[0].c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  EXPECT_EQ(rc, 0);
+  return pid;
+}
+
+int wait_exit(pid_t pid) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/// Runs the command to its end; returns its wall time in seconds.
+double time_run(const std::vector<std::string>& args) {
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(wait_exit(spawn(args)), 0);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// Starts the command `kKills` times, killing it after a uniform random delay in [0, window) s; `check` runs
+/// after each kill. Returns how many kills landed before the command finished on its own.
+template <typename Check>
+int kill_repeatedly(const std::vector<std::string>& args, double window, std::uint64_t seed, Check check) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> delay(0.0, window);
+  int killed = 0;
+  for (int k = 0; k < kKills; ++k) {
+    const pid_t pid = spawn(args);
+    std::this_thread::sleep_for(std::chrono::duration<double>(delay(rng)));
+    killed += ::kill(pid, SIGKILL) == 0;
+    int status = 0;
+    waitpid(pid, &status, 0);
+    check(k);
+  }
+  return killed;
+}
+
+const char* kSmallModel = "name = \"small\"\ninput_shape = [16]\n[[layers]]\ntype = \"dense\"\nunits = 32\nactivation = \"relu\"\n"
+                          "[[layers]]\ntype = \"dense\"\nunits = 4\nactivation = \"softmax\"\n";
+
+}  // namespace
+
+TEST(Writers, KilledTrainingLeavesACheckpointThatLoadsAndEventFilesThatDecode) {
+  test::TempDir dir;
+  test::write_text(dir / "small.toml", kSmallModel);
+  const std::string ck = (dir / "ck").string(), logs = (dir / "logs").string();
+  // Many short epochs (each ends with a checkpoint and an event-file flush), more than the kill window covers.
+  const std::vector<std::string> args = {"train", (dir / "small.toml").string(), "--rows", "600", "--epochs", "100000", "--threads", "1",
+                                         "--checkpoint", ck, "--logdir", logs};
+  int loaded = 0, events = 0, partial_tails = 0;
+  const int killed = kill_repeatedly(args, 0.5, 1201, [&](int) {
+    const auto file = engine::checkpoint_file(ck);
+    if (std::filesystem::exists(file)) {
+      engine::ParamStore into;
+      EXPECT_NO_THROW(engine::load_checkpoint(file, into)) << "a killed run left a checkpoint that does not load";
+      ++loaded;
+    }
+    for (const char* sub : {"train", "validation"}) {
+      if (!std::filesystem::exists(std::filesystem::path(logs) / sub)) continue;
+      for (const auto& f : std::filesystem::directory_iterator(std::filesystem::path(logs) / sub)) {
+        // Whole records must decode (length and data CRCs); only the last may be cut short by the kill.
+        std::string s = test::slurp(f.path());
+        std::size_t p = 0, whole = 0;
+        while (p + 12 <= s.size()) {
+          std::uint64_t len = 0;
+          std::memcpy(&len, s.data() + p, 8);
+          if (p + 12 + len + 4 > s.size()) break;
+          p += 12 + len + 4;
+          ++whole;
+        }
+        if (p < s.size()) ++partial_tails;
+        s.resize(p);
+        test::write_text(dir / "prefix.tfevents", s);
+        EXPECT_NO_THROW(EXPECT_EQ(test::read_event_file(dir / "prefix.tfevents").size(), whole)) << f.path();
+        events += static_cast<int>(whole);
+      }
+    }
+  });
+  EXPECT_EQ(killed, kKills);
+  EXPECT_GT(loaded, kKills / 2) << "most kills should land after the first checkpoint";
+  EXPECT_GT(events, 0);
+  RecordProperty("partial_event_tails", partial_tails);
+}
+
+TEST(Writers, KilledReportAndBenchSaveLeaveTheOldFileOrTheNew) {
+  test::TempDir dir;
+  const std::string db = (dir / "h.db").string();
+  for (int run = 0; run < 2; ++run)
+    ASSERT_EQ(wait_exit(spawn({"evaluate", "--rows", "600", "--epochs", "1", "--threads", "1", "--no-report", "--db", db})), 0);
+  // The two renders the report can hold.
+  const std::string r1 = (dir / "r1.html").string(), r2 = (dir / "r2.html").string();
+  ASSERT_EQ(wait_exit(spawn({"report", "--run", "1", "--html", r1, "--db", db})), 0);
+  ASSERT_EQ(wait_exit(spawn({"report", "--run", "2", "--html", r2, "--db", db})), 0);
+  const std::string html1 = test::slurp(r1), html2 = test::slurp(r2);
+  ASSERT_NE(html1, html2);
+  const std::string out = (dir / "report.html").string();
+  const double report_s = time_run({"report", "--run", "1", "--html", out, "--db", db});
+  int whole = 0;
+  kill_repeatedly({"report", "--run", "2", "--html", out, "--db", db}, 1.5 * report_s, 7, [&](int) {
+    const std::string now = test::slurp(out);
+    EXPECT_TRUE(now == html1 || now == html2) << "a killed report left " << now.size() << " bytes that are neither render";
+    whole += now == html2;
+  });
+  EXPECT_GT(whole, 0);
+  // bench --save: the record is absent (never written yet) or a whole JSON record.
+  const std::string rec = (dir / "bench.json").string();
+  const std::vector<std::string> bench = {"bench", "--quick", "--only", "cpu.stream.copy", "--save", rec};
+  const double bench_s = time_run(bench);
+  std::filesystem::remove(rec);
+  int saved = 0;
+  kill_repeatedly(bench, 1.2 * bench_s, 11, [&](int) {
+    if (!std::filesystem::exists(rec)) return;
+    const auto j = nlohmann::json::parse(test::slurp(rec), nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << "a killed bench --save left a record that is not JSON";
+    EXPECT_TRUE(j.contains("results") && !j["results"].empty());
+    ++saved;
+  });
+  EXPECT_GT(saved, 0);
+}
+
+TEST(Writers, TwoEvaluateRunsWritingOneHistoryAtOnceAreBothStored) {
+  test::TempDir dir;
+  const std::string db = (dir / "fresh" / "h.db").string();  // a database neither has created yet
+  const std::vector<std::string> args = {"evaluate", "--rows", "600", "--epochs", "1", "--threads", "1", "--no-report", "--db", db};
+  const pid_t a = spawn(args), b = spawn(args);
+  EXPECT_EQ(wait_exit(a), 0);
+  EXPECT_EQ(wait_exit(b), 0);
+  const store::Store s = store::Store::open(db, false);
+  EXPECT_EQ(s.list().size(), 2u);
+}
