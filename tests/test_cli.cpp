@@ -677,13 +677,13 @@ TEST(Cli, EvaluateRefusesBadTargetsBeforeWorking) {
 }
 
 TEST(Cli, TrainRefusesAModelThatCannotFitBeforeAllocating) {
-  // 8 x 2^31 weights: 64 GiB of parameters and twice that of Adam state; refused with the figures at once,
+  // 8 x 2^31 weights and 2^31 biases: 72 GiB of parameters, twice that of Adam state; refused with the figures at once,
   // and nothing is written (the checkpoint folder is not even created).
   TempDir dir;
   gpuvs::test::write_text(dir / "huge.toml", "name = \"huge\"\ninput_shape = [8]\n[[layers]]\ntype = \"dense\"\nunits = 2147483648\n"
                                              "activation = \"softmax\"\n");
   const auto r = run_gpuvs("train " + (dir / "huge.toml").string() + " --device cpu --rows 300 --checkpoint " + (dir / "ck").string());
-  expect_usage_error(r, "GiB to train at batch 32 (parameters 64.00, Adam state 128.00, activations and gradients");
+  expect_usage_error(r, "GiB to train at batch 32 (parameters 72.00, Adam state 144.00, activations and gradients");
   EXPECT_NE(r.err.find("model 'huge' needs "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("GiB available: lower --batch-size or the model's size"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir / "ck"));
