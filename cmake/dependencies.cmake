@@ -72,6 +72,13 @@ gpuvs_require(fmt libfmt-dev)
 gpuvs_require(nlohmann_json nlohmann-json3-dev)
 gpuvs_require_pkgconfig(TOMLPP tomlplusplus libtomlplusplus-dev IMPORTED_TARGET)
 gpuvs_require(ZLIB zlib1g-dev)
+# MPI (Open MPI): the ranks of a job across nodes (gpuvs has no transport of its own); mpirun to launch them.
+set(MPI_CXX_SKIP_MPICXX ON)  # the C API from C++: no deprecated C++ bindings
+gpuvs_require(MPI libopenmpi-dev COMPONENTS CXX)
+find_program(GPUVS_MPIEXEC NAMES mpiexec mpirun)
+if(NOT GPUVS_MPIEXEC)
+  gpuvs_missing("mpirun, the MPI launcher" openmpi-bin)
+endif()
 gpuvs_require(Protobuf libprotobuf-dev)
 if(NOT Protobuf_PROTOC_EXECUTABLE)
   gpuvs_missing("protoc, the protobuf compiler" protobuf-compiler)

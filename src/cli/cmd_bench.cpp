@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "bench/cluster_benchmarks.hpp"
 #include "bench/gpu_benchmarks.hpp"
 #include "bench/registry.hpp"
 #include "bench/results_json.hpp"
@@ -19,6 +20,7 @@
 #include "hw/match.hpp"
 #include "hw/nvidia.hpp"
 #include "core/error.hpp"
+#include "dist/world.hpp"
 #include "core/files.hpp"
 #include "core/strings.hpp"
 #include "gpuvs_revision.hpp"
@@ -67,16 +69,33 @@ int run_bench(const BenchArgs& a) {
   }
   std::optional<store::Store> history;
   if (a.store || !a.db.empty()) history.emplace(store::Store::open(a.db.empty() ? store::default_path() : std::filesystem::path(a.db), true));
-  std::vector<std::string> keys;
+  std::vector<std::string> keys, cluster_parts;
   std::stringstream ss(a.only);
   for (std::string k; std::getline(ss, k, ',');)
-    if (!k.empty()) keys.push_back(k);
+    if (!k.empty()) (k.rfind("mpi.", 0) == 0 ? cluster_parts : keys).push_back(k);
+  // Under MPI: the cluster's probes and collectives on every rank; rank 0 then measures its own machine
+  // too (unless --only named cluster benchmarks alone) and alone writes, stores and prints.
+  const dist::World& world = dist::world();
+  if (!cluster_parts.empty() && world.size == 1)
+    throw InputError(fmt::format("--only {}: the cluster benchmarks need an MPI launch of two ranks or more (mpirun -np N gpuvs bench)",
+                                 strings::join(cluster_parts, ",")));
+  nlohmann::json cluster;
+  if (world.size > 1) {
+    const hw::NvidiaReport here = hw::probe_nvidia_matched(catalog::Catalog::builtin());
+    cluster = bench::run_cluster_benchmarks({a.quick, cluster_parts}, devices_record(hw::probe_cpu(), here));
+    if (world.rank != 0) return 0;
+  }
+  const bool local = world.size == 1 || !keys.empty() || cluster_parts.empty();
   bench::BenchOptions opt{a.quick, a.threads, std::nullopt};
   if (a.device != std::numeric_limits<int>::min()) opt.device = a.device;
-  const auto results = bench::run_benchmarks(keys, opt);
+  const auto results = local ? bench::run_benchmarks(keys, opt) : std::vector<bench::Measurement>{};
   bool failed = false;
   for (const auto& m : results) failed = failed || m.status == "FAILED";
-  const nlohmann::json record = bench::results_json(results, a.quick, fmt::format("{} (git {})", GPUVS_VERSION, GPUVS_GIT_REVISION));
+  nlohmann::json record = bench::results_json(results, a.quick, fmt::format("{} (git {})", GPUVS_VERSION, GPUVS_GIT_REVISION));
+  if (!cluster.is_null()) {
+    record["cluster"] = cluster;
+    for (const auto& c : cluster["collectives"]) failed = failed || c["wrong"].get<std::int64_t>() != 0;
+  }
   if (!a.save.empty()) files::write_atomic(a.save, record.dump(2) + "\n");
   std::int64_t run_id = 0;
   if (history) {  // a bench run in the results history: `gpuvs report` and `gpuvs diff` read it like any run
@@ -96,6 +115,9 @@ int run_bench(const BenchArgs& a) {
     std::size_t ok = 0;
     for (const auto& m : results) ok += m.status == "ok" ? 1 : 0;
     run.summary = fmt::format("{} benchmarks, {} measured{}", results.size(), ok, a.quick ? " (quick)" : "");
+    if (!cluster.is_null())
+      run.summary += fmt::format("; cluster of {} ranks on {} node{}", cluster["ranks"].get<int>(), cluster["nodes"].get<int>(),
+                                 cluster["nodes"].get<int>() == 1 ? "" : "s");
     run.payload = {{"schema_version", 1}, {"kind", "bench"}, {"gpuvs", record["gpuvs"]}, {"bench", record},
                    {"devices", devices_record(cpu, nv)},
                    {"summary", nlohmann::json::array({run.summary})}};
@@ -114,10 +136,13 @@ int run_bench(const BenchArgs& a) {
     const bool md = a.format == "md";
     const char* row = md ? "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n"
                          : "{:<24} {:>8} {:>8} {:>8} {:>8} {:>7} {:>8} {:>7}  {}\n";
-    fmt::print("{}\n", bench::gpu_status());
-    fmt::print(fmt::runtime(row), "benchmark", "median", "min", "max", "unit", "spread", "spec", "of spec", "status / note");
-    if (md) fmt::print("|---|---|---|---|---|---|---|---|---|\n");
-    fmt::print(fmt::runtime(row), "", "", "", "", "", "%", "", "%", "");
+    if (!cluster.is_null()) fmt::print("{}\n", bench::cluster_text(cluster));
+    if (local) {
+      fmt::print("{}\n", bench::gpu_status());
+      fmt::print(fmt::runtime(row), "benchmark", "median", "min", "max", "unit", "spread", "spec", "of spec", "status / note");
+      if (md) fmt::print("|---|---|---|---|---|---|---|---|---|\n");
+      fmt::print(fmt::runtime(row), "", "", "", "", "", "%", "", "%", "");
+    }
     for (const auto& m : results)
       fmt::print(fmt::runtime(row), m.key, num(m, m.median), num(m, m.min), num(m, m.max), m.unit,
                  m.status == "ok" ? fmt::format("{:.1f}", 100 * m.spread) : "N/A", spec_cell(m), pct_cell(m), note_cell(m));

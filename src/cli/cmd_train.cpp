@@ -9,6 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "core/error.hpp"
+#include "dist/world.hpp"
 #include "core/progress.hpp"
 #include "core/strings.hpp"
 #include "core/units.hpp"
@@ -85,6 +86,10 @@ nlohmann::json summary_json(const TrainArgs& a, const graph::ModelSpec& spec, co
     j["skipped_steps"] = r.skipped_steps;
   }
   j["threads"] = r.threads;
+  const dist::World& w = dist::world();
+  j["ranks"] = w.size;  // MPI processes, each training --batch-size rows of every global batch
+  j["nodes"] = w.nodes;
+  j["global_batch"] = a.cfg.batch * w.size;
   j["gemm_library"] = r.gemm;
   j["data"] = data.source;
   j["train_rows"] = r.train_rows;
@@ -198,9 +203,20 @@ int run_train(TrainArgs& a) {
     data = engine::load_dataset(files);
     if (a.shuffle_rows) engine::shuffle_rows(data, a.cfg.seed);
   }
+  // Under MPI every rank trains; rank 0 alone prints, writes and reports.
+  const dist::World& world = dist::world();
+  if (world.rank != 0) {
+    engine::TrainObserver silent;
+    engine::ParamStore store;
+    (void)engine::train(spec, data, a.cfg, silent, store);
+    return 0;
+  }
   std::FILE* progress = a.json ? stderr : stdout;
   fmt::print(progress, "Model {} ({} params), data {} ({} rows x {} features)\n", spec.name, spec.param_count(),
              data.source, data.rows, data.features);
+  if (world.size > 1)
+    fmt::print(progress, "Data parallel over {} MPI ranks on {} node{}: each trains {} rows of every global batch of {}\n", world.size,
+               world.nodes, world.nodes == 1 ? "" : "s", a.cfg.batch, a.cfg.batch * world.size);
   ConsoleObserver obs(progress);
   engine::ParamStore store;
   const engine::TrainResult r = engine::train(spec, data, a.cfg, obs, store);

@@ -3,13 +3,30 @@
 
 #include <CLI/CLI.hpp>
 #include <map>
+#include <set>
 
 #include "cli/commands.hpp"
 #include "core/error.hpp"
+#include "dist/world.hpp"
 #include "engine/cuda/cuda_build.hpp"
 #include "gpuvs_revision.hpp"
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
+  // Under MPI every rank must run the same build with the same command: checked before anything else.
+  const gpuvs::dist::World& world = gpuvs::dist::world();
+  const bool quiet = world.rank != 0;  // ranks other than 0 report through rank 0
+  if (world.size > 1) {
+    std::string fingerprint = fmt::format("gpuvs {} (git {})", GPUVS_VERSION, GPUVS_GIT_REVISION);
+    for (int i = 1; i < argc; ++i) fingerprint += std::string(" ") + argv[i];
+    try {
+      gpuvs::dist::check_same_job(fingerprint);
+    } catch (const gpuvs::JobError& e) {
+      if (!quiet) fmt::print(stderr, "gpuvs: error: {}\n", e.what());
+      return static_cast<int>(gpuvs::ExitCode::bad_input);
+    }
+  }
   CLI::App app{"gpuvs: which accelerator should run your model, how fast, will it fit, what will it cost"};
   app.name("gpuvs");
   app.set_version_flag("--version", fmt::format("gpuvs {} (git {}; cuda: {})", GPUVS_VERSION, GPUVS_GIT_REVISION,
@@ -37,20 +54,40 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    return quiet ? 0 : app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
+    return quiet ? 0 : app.exit(e);
   } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "gpuvs: error: {} (see gpuvs --help)\n", e.what());
+    return quiet ? 0 : app.exit(e);
+  } catch (const CLI::ParseError& e) {  // every rank parsed the same command: rank 0 says it
+    if (!quiet) fmt::print(stderr, "gpuvs: error: {} (see gpuvs --help)\n", e.what());
     return static_cast<int>(gpuvs::ExitCode::bad_input);
   }
+  // train, bench and evaluate run on every rank together; any other command is one process's work.
+  static const std::set<std::string> kDistributed = {"train", "bench", "evaluate"};
   try {
-    for (auto* sub : app.get_subcommands()) return runners.at(sub)();
+    for (auto* sub : app.get_subcommands()) {
+      if (world.size > 1 && quiet && !kDistributed.count(sub->get_name())) return 0;
+      return runners.at(sub)();
+    }
+    return static_cast<int>(gpuvs::ExitCode::bad_input);
+  } catch (const gpuvs::JobError& e) {
+    if (!quiet) fmt::print(stderr, "gpuvs: error: {}\n", e.what());
     return static_cast<int>(gpuvs::ExitCode::bad_input);
   } catch (const std::exception& e) {
+    const int code = static_cast<int>(gpuvs::exit_code_for(e));
+    // A rank that fails alone must not leave the others waiting: it names itself and ends the job.
+    if (world.size > 1) gpuvs::dist::fail_job(e.what(), code);
     fmt::print(stderr, "gpuvs: error: {}\n", e.what());
-    return static_cast<int>(gpuvs::exit_code_for(e));
+    return code;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  gpuvs::dist::init(argc, argv);
+  const int code = run(argc, argv);
+  gpuvs::dist::finalize();
+  return code;
 }

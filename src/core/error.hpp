@@ -13,6 +13,13 @@ class InputError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// A bad input every rank of an MPI job finds together (a launch that mixes builds or commands): rank 0
+/// reports it, every rank exits 2.
+class JobError : public InputError {
+ public:
+  using InputError::InputError;
+};
+
 /// Something failed while doing valid work (I/O error, numeric failure). Exit code 1.
 class RuntimeFailure : public std::runtime_error {
  public:

@@ -4,6 +4,7 @@
 // created); `run` then executes the whole graph with no allocation. Params and optimizer slots live in
 // the ParamStore passed at construction and are updated in place by adam_update nodes.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -19,15 +20,27 @@ struct Dataset;  // engine/data.hpp
 enum class GemmLibrary { onednn, openblas };
 std::string_view gemm_library_name(GemmLibrary g);
 
+/// A parameter's gradient, as an optimizer step is about to read it.
+struct GradientSpan {
+  float* data = nullptr;
+  std::int64_t size = 0;
+};
+
 struct ExecutorOptions {
   GemmLibrary gemm = GemmLibrary::onednn;
   bool profile = false;  // time every node (steady clock), for per-op calibration
+  /// Data parallel across processes: called once per training step with every gradient, after backward and
+  /// before the first Adam update, to replace them in place (by their average over ranks). CPU executor only.
+  std::function<void(const std::vector<GradientSpan>&)> reduce_gradients;
 };
 
 /// What varies between steps: the RNG seed and the optimizer step index (Keras `iterations` before it).
 struct StepContext {
   std::uint64_t seed = 0;
   std::int64_t iteration = 0;
+  /// This executor's first row within the step's whole batch (a rank's shard starts past the others'):
+  /// dropout draws the masks of those rows, as one process running the whole batch would.
+  std::int64_t row_offset = 0;
 };
 
 /// Running sums over the training steps run with Executor::run_accumulate since reset_totals().

@@ -11,8 +11,10 @@
 #include <memory>
 #include <numeric>
 
+#include "core/crc32c.hpp"
 #include "core/error.hpp"
 #include "core/sysmem.hpp"
+#include "dist/world.hpp"
 #include "core/files.hpp"
 #include "core/rng.hpp"
 #include "core/stats.hpp"
@@ -50,11 +52,13 @@ struct ExecPair {
   bool full_bound = false, tail_bound = false;  // take their rows from the bound order themselves
   Executor& for_rows(std::int64_t rows, std::int64_t batch) { return rows == batch ? *full : *tail; }
   /// A new epoch over `order`: totals reset, full batches bound from row 0, the tail at the last batch.
-  void bind(const Dataset& data, const std::vector<std::int64_t>& order, std::int64_t batch, const StepContext& first) {
+  /// Across ranks, this rank's steps start at `offset` and advance by `stride` (every rank's rows).
+  void bind(const Dataset& data, const std::vector<std::int64_t>& order, std::int64_t batch, const StepContext& first,
+            std::int64_t offset = 0, std::int64_t stride = 0) {
     const auto n = static_cast<std::int64_t>(order.size());
     if (full) {
       full->reset_totals();
-      full_bound = full->bind_epoch(data, order.data(), n, 0, batch, first);
+      full_bound = full->bind_epoch(data, order.data(), n, offset, stride > 0 ? stride : batch, first);
     }
     if (tail) {
       tail->reset_totals();
@@ -190,6 +194,12 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
                   ParamStore& store) {
   // ---- Everything that can be wrong is checked before anything is written.
   const Placement place = resolve_placement(cfg);
+  const dist::World& world = dist::world();
+  const std::int64_t ranks = world.size;
+  if (ranks > 1 && place.device != "cpu")
+    throw InputError(fmt::format("training across {} MPI ranks runs on the CPU in this build (gradients averaged with MPI); the CUDA "
+                                 "engine's NCCL all-reduce spans one process's GPUs: use --device cpu, or one process with --gpus N",
+                                 ranks));
 
   graph::ModelSpec spec = spec_in;
   if (cfg.learning_rate) spec.adam.learning_rate = *cfg.learning_rate;
@@ -201,14 +211,19 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
   if (cfg.validation_split > 0 && n_val < 1)
     throw InputError(fmt::format("--validation-split {} of {} rows leaves no validation rows", cfg.validation_split,
                                  data.rows));
-  const std::int64_t full_steps = (n_train + cfg.batch - 1) / cfg.batch;
+  // Across ranks a step is a global batch: --batch-size rows on each of the ranks.
+  const std::int64_t global_batch = cfg.batch * ranks;
+  const std::int64_t full_steps = ranks > 1 ? n_train / global_batch : (n_train + cfg.batch - 1) / cfg.batch;
   if (cfg.steps_per_epoch > full_steps)
     throw InputError(fmt::format("--steps {} exceeds the {} batches of {} in an epoch of {} training rows",
-                                 cfg.steps_per_epoch, full_steps, cfg.batch, n_train));
-  // Data parallel trains whole global batches only: every replica gets the same number of rows.
+                                 cfg.steps_per_epoch, full_steps, global_batch, n_train));
+  // Data parallel trains whole global batches only: every replica (or rank) gets the same number of rows.
   const std::int64_t whole_steps = n_train / cfg.batch;
   if (cfg.gpus > 1 && whole_steps == 0)
     throw InputError(fmt::format("{} training rows make no whole batch of {} to split over {} GPUs", n_train, cfg.batch, cfg.gpus));
+  if (ranks > 1 && full_steps == 0)
+    throw InputError(fmt::format("{} training rows make no whole global batch of {} ({} ranks x --batch-size {})", n_train, global_batch,
+                                 ranks, cfg.batch));
   const std::int64_t steps = cfg.steps_per_epoch > 0 ? std::min(cfg.steps_per_epoch, cfg.gpus > 1 ? whole_steps : full_steps)
                                                    : (cfg.gpus > 1 ? whole_steps : full_steps);
 
@@ -262,9 +277,11 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
     store = std::move(loaded);
     first_epoch = got.epochs_done + 1;
   }
-  if (cfg.checkpoint_dir) files::ensure_writable_dir(*cfg.checkpoint_dir, "--checkpoint");
+  // Rank 0 writes checkpoints and TensorBoard files; the other ranks only read a checkpoint to resume.
+  const bool writer = world.rank == 0;
+  if (cfg.checkpoint_dir && writer) files::ensure_writable_dir(*cfg.checkpoint_dir, "--checkpoint");
   std::unique_ptr<EventFileWriter> tb_train, tb_val;
-  if (cfg.logdir) {
+  if (cfg.logdir && writer) {
     files::ensure_writable_dir(*cfg.logdir / "train", "--logdir");
     if (n_val > 0) files::ensure_writable_dir(*cfg.logdir / "validation", "--logdir");
   }
@@ -283,7 +300,29 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
                             cfg.epochs));
     return result;
   }
-  const ExecutorOptions opt{cfg.gemm, false};
+  // Across MPI ranks (CPU): each rank trains its shard of every global batch of batch x ranks rows, and
+  // the gradients are averaged over the ranks before the optimizer step, so the parameters stay equal.
+  ExecutorOptions opt{cfg.gemm, false, {}};
+  std::vector<float> packed;
+  if (ranks > 1) {
+    opt.reduce_gradients = [&packed, ranks](const std::vector<GradientSpan>& grads) {
+      std::int64_t total = 0;
+      for (const auto& g : grads) total += g.size;
+      packed.resize(static_cast<std::size_t>(total));
+      std::int64_t at = 0;
+      for (const auto& g : grads) {
+        std::copy(g.data, g.data + g.size, packed.data() + at);
+        at += g.size;
+      }
+      dist::allreduce_sum(packed.data(), total, "gradient all-reduce");
+      const float inv = 1.0f / static_cast<float>(ranks);
+      at = 0;
+      for (const auto& g : grads) {
+        for (std::int64_t k = 0; k < g.size; ++k) g.data[k] = packed[static_cast<std::size_t>(at + k)] * inv;
+        at += g.size;
+      }
+    };
+  }
   // The device outlives every executor it makes (declared first, destroyed last).
   std::unique_ptr<gpu::TrainDevice> gpu_device;
   std::vector<std::unique_ptr<gpu::TrainDevice>> replicas;  // --gpus N > 1
@@ -314,7 +353,8 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
   } else if (!place.note.empty()) {
     obs.on_note(place.note);
   }
-  const std::int64_t last_rows = std::min(cfg.batch, n_train - (steps - 1) * cfg.batch);
+  const std::int64_t last_rows = ranks > 1 ? cfg.batch : std::min(cfg.batch, n_train - (steps - 1) * cfg.batch);
+  const std::int64_t shard_offset = static_cast<std::int64_t>(world.rank) * cfg.batch;  // this rank's rows in a global batch
   ExecPair train_ex;
   std::vector<std::unique_ptr<Executor>> replica_ex;  // one per GPU, each on batch / gpus rows
   const std::int64_t shard = cfg.batch / cfg.gpus;
@@ -360,7 +400,7 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
     for (auto& e : errors)
       if (e) std::rethrow_exception(e);
   };
-  if (cfg.logdir) {
+  if (cfg.logdir && writer) {
     tb_train = std::make_unique<EventFileWriter>(*cfg.logdir / "train");
     if (n_val > 0) tb_val = std::make_unique<EventFileWriter>(*cfg.logdir / "validation");
   }
@@ -378,7 +418,7 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
     std::vector<char> bound;  // per replica
     bool queued = false;
     if (replica_ex.empty()) {
-      train_ex.bind(data, order, cfg.batch, {cfg.seed, epoch_iteration});
+      train_ex.bind(data, order, cfg.batch, {cfg.seed, epoch_iteration, shard_offset}, shard_offset, global_batch);
       queued = train_ex.asynchronous();
     }
     for (std::size_t r = 0; r < replica_ex.size(); ++r) {
@@ -392,13 +432,13 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
     const auto t_epoch = clock_type::now();
     auto t_window = t_epoch;
     for (std::int64_t s = 0; s < steps; ++s) {
-      const std::int64_t begin = s * cfg.batch;
+      const std::int64_t begin = s * global_batch + shard_offset;
       const std::int64_t rows = std::min(cfg.batch, n_train - begin);
       full_runs += rows == cfg.batch ? 1 : 0;
       if (!replica_ex.empty()) {
         run_replicas(order.data() + begin, store.iterations, bound);
       } else {
-        train_ex.step(data, order, begin, rows, cfg.batch, {cfg.seed, store.iterations});
+        train_ex.step(data, order, begin, rows, cfg.batch, {cfg.seed, store.iterations, shard_offset});
       }
       ++store.iterations;
       if (++in_window < window && s + 1 < steps) continue;
@@ -415,12 +455,15 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
       obs.on_step(s + 1, sum.loss / static_cast<double>(sum.rows), sum.accuracy / static_cast<double>(sum.rows));
       t_window = clock_type::now();
     }
-    const std::int64_t seen = sum.rows;
     const std::int64_t expected = replica_ex.empty() ? std::min(n_train, steps * cfg.batch) : steps * cfg.batch;
-    if (seen != expected || sum.steps != steps * std::max<std::int64_t>(1, static_cast<std::int64_t>(replica_ex.size())))
-      throw RuntimeFailure(fmt::format("the engine reported {} rows in {} steps for an epoch of {} rows in {} steps", seen, sum.steps,
+    if (sum.rows != expected || sum.steps != steps * std::max<std::int64_t>(1, static_cast<std::int64_t>(replica_ex.size())))
+      throw RuntimeFailure(fmt::format("the engine reported {} rows in {} steps for an epoch of {} rows in {} steps", sum.rows, sum.steps,
                                        expected, steps));
-    const double loss_sum = sum.loss, acc_sum = sum.accuracy;
+    // Every rank's sums: the epoch's figures are the global batch's.
+    double epoch_sums[3] = {sum.loss, sum.accuracy, static_cast<double>(sum.rows)};
+    dist::allreduce_sum(epoch_sums, 3, "epoch totals");
+    const std::int64_t seen = static_cast<std::int64_t>(epoch_sums[2]);
+    const double loss_sum = epoch_sums[0], acc_sum = epoch_sums[1];
     EpochResult r;
     r.epoch = epoch;
     r.seconds = std::chrono::duration<double>(clock_type::now() - t_epoch).count();
@@ -435,16 +478,23 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
       // steps leave the optimizer's step index alone).
       std::vector<std::int64_t> val_rows(static_cast<std::size_t>(n_val));
       std::iota(val_rows.begin(), val_rows.end(), n_train);
+      // Across ranks each takes every ranks-th batch, from its own.
       const StepContext ctx{cfg.seed, store.iterations};
-      val_ex.bind(data, val_rows, cfg.batch, ctx);
-      for (std::int64_t begin = 0; begin < n_val; begin += cfg.batch)
+      val_ex.bind(data, val_rows, cfg.batch, ctx, shard_offset, global_batch);
+      std::int64_t mine = 0;
+      for (std::int64_t begin = shard_offset; begin < n_val; begin += global_batch) {
         val_ex.step(data, val_rows, begin, std::min(cfg.batch, n_val - begin), cfg.batch, ctx);
+        mine += std::min(cfg.batch, n_val - begin);
+      }
       const StepTotals vt = val_ex.totals();
-      if (vt.rows != n_val)
-        throw RuntimeFailure(fmt::format("the engine reported {} validation rows of {}", vt.rows, n_val));
+      if (vt.rows != mine) throw RuntimeFailure(fmt::format("the engine reported {} validation rows of {}", vt.rows, mine));
+      double val_sums[3] = {vt.loss, vt.accuracy, static_cast<double>(vt.rows)};
+      dist::allreduce_sum(val_sums, 3, "validation totals");
+      if (static_cast<std::int64_t>(val_sums[2]) != n_val)
+        throw RuntimeFailure(fmt::format("the ranks reported {} validation rows of {}", val_sums[2], n_val));
       r.has_validation = true;
-      r.val_loss = vt.loss / static_cast<double>(n_val);
-      r.val_accuracy = vt.accuracy / static_cast<double>(n_val);
+      r.val_loss = val_sums[0] / static_cast<double>(n_val);
+      r.val_accuracy = val_sums[1] / static_cast<double>(n_val);
     }
     // Keras logs epoch indices from 0.
     if (tb_train) {
@@ -459,13 +509,23 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
     }
     if (gpu_device && (cfg.checkpoint_dir || epoch == cfg.epochs)) gpu_device->sync_to_host(store);
     if (!replicas.empty() && (cfg.checkpoint_dir || epoch == cfg.epochs)) replicas[0]->sync_to_host(store);
-    if (cfg.checkpoint_dir) {
+    if (cfg.checkpoint_dir && writer) {
       meta.epochs_done = epoch;
       meta.iterations = store.iterations;
       save_checkpoint(checkpoint_file(*cfg.checkpoint_dir), meta, store);
     }
     result.history.push_back(r);
     obs.on_epoch_end(r);
+  }
+  if (ranks > 1) {
+    // The ranks applied the same averaged gradients: their parameters and optimizer state must be bit for
+    // bit equal. A digest of the store's bytes, rank 0's against each rank's own.
+    std::uint32_t digest = 0;
+    for (const auto& [name, t] : store.tensors()) digest = crc32c(t.buffer.data(), t.bytes(), digest);
+    const std::string theirs = dist::broadcast(std::to_string(digest), "parameter check");
+    double differ = theirs == std::to_string(digest) ? 0.0 : 1.0;
+    dist::allreduce_sum(&differ, 1, "parameter check");
+    if (differ > 0) throw RuntimeFailure(fmt::format("after training, {} of {} ranks hold parameters that differ from rank 0's", differ, ranks));
   }
   const auto st = stats::summarize(step_times);
   result.step_time_median_s = st.median;

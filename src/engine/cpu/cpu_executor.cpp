@@ -84,12 +84,16 @@ class CpuExecutor final : public Executor {
         value_[i] = value_[idx(p.id)];
         slot_m_[i] = store_.ensure(p.name + "/m", p.shape, p.dtype).buffer.data();
         slot_v_[i] = store_.ensure(p.name + "/v", p.shape, p.dtype).buffer.data();
+        if (first_update_ == graph::kNone) first_update_ = n.id;
         continue;
       }
       value_[i] = arena_.data() + value_off[i];
       if (n.op == OpKind::dropout || n.op == OpKind::softmax_xent) aux_[i] = arena_.data() + aux_off[i];
       if (n.op == OpKind::fill) fill(n);
     }
+    for (const Node& n : g_.nodes())
+      if (n.op == OpKind::adam_update && n.dtype == DType::f32)
+        gradients_.push_back({reinterpret_cast<float*>(value_[idx(n.inputs[1])]), graph::numel(n.shape)});
     for (const Node& n : g_.nodes()) {
       if (n.op != OpKind::matmul) continue;
       const Node& a = g_.node(n.inputs[0]);
@@ -115,10 +119,14 @@ class CpuExecutor final : public Executor {
 
   void run(const StepContext& ctx) override {
     if (!opt_.profile) {
-      for (const Node& n : g_.nodes()) exec(n, ctx);
+      for (const Node& n : g_.nodes()) {
+        if (n.id == first_update_ && opt_.reduce_gradients) opt_.reduce_gradients(gradients_);
+        exec(n, ctx);
+      }
       return;
     }
     for (const Node& n : g_.nodes()) {
+      if (n.id == first_update_ && opt_.reduce_gradients) opt_.reduce_gradients(gradients_);
       const auto t0 = std::chrono::steady_clock::now();
       exec(n, ctx);
       seconds_[idx(n.id)] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -219,8 +227,9 @@ class CpuExecutor final : public Executor {
       case OpKind::dropout: {
         // A new mask every step and for every dropout node: the stream is (step, node).
         const std::uint64_t stream = (static_cast<std::uint64_t>(ctx.iteration) << 20) | idx(n.id);
+        const std::int64_t per_row = n.shape.empty() || n.shape[0] == 0 ? 0 : count / n.shape[0];
         cpu::dropout_forward(val<T>(n.inputs[0]), out, reinterpret_cast<std::uint8_t*>(aux_[idx(n.id)]), count,
-                             n.rate, ctx.seed, stream);
+                             n.rate, ctx.seed, stream, ctx.row_offset * per_row);
         return;
       }
       case OpKind::dropout_grad:
@@ -267,6 +276,8 @@ class CpuExecutor final : public Executor {
   ParamStore& store_;
   ExecutorOptions opt_;
   AlignedBuffer arena_;
+  NodeId first_update_ = graph::kNone;        // the optimizer's first node: gradients are all final before it
+  std::vector<GradientSpan> gradients_;       // every f32 gradient an adam_update reads (reduce_gradients)
   std::vector<std::byte*> value_, aux_, slot_m_, slot_v_;
   std::vector<std::unique_ptr<cpu::GemmPlan>> gemm_;
   std::vector<double> seconds_;

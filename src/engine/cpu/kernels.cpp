@@ -138,31 +138,33 @@ void activation_backward(const T* dy, const T* s, T* dx, std::int64_t n, graph::
 
 template <class T>
 void dropout_forward(const T* x, T* y, std::uint8_t* mask, std::int64_t n, double rate, std::uint64_t seed,
-                     std::uint64_t stream) {
+                     std::uint64_t stream, std::int64_t first) {
   const CounterRng rng(seed, stream);
   const auto threshold = static_cast<std::uint32_t>(std::lround(rate * 65536.0));
   const T scale = T(1) / (T(1) - static_cast<T>(rate));
   // Elements come in groups of 128 drawn from 16 consecutive Philox blocks (g*16 .. g*16+15); element
   // e of a group takes lane e % 16, word (e / 16) % 4, 16-bit half e / 64. Groups are generated 16 blocks
   // at a time and this layout keeps every inner loop contiguous, so both vectorise.
+  // The groups are numbered by the element's global index (first + local index): a shard of a batch (one
+  // rank's rows) draws exactly the masks the whole batch would.
   constexpr std::int64_t kGroup = 128;
-  const std::int64_t groups = (n + kGroup - 1) / kGroup;
-  for_chunks(groups, n, [=](std::int64_t g0, std::int64_t g1) {
+  const std::int64_t g_begin = first / kGroup, g_end = (first + n + kGroup - 1) / kGroup;
+  for_chunks(g_end - g_begin, n, [=](std::int64_t g0, std::int64_t g1) {
     std::uint32_t w[4][16];
     std::uint16_t draw[kGroup];
-    for (std::int64_t g = g0; g < g1; ++g) {
+    for (std::int64_t g = g_begin + g0; g < g_begin + g1; ++g) {
       rng.blocks16(static_cast<std::uint64_t>(g * 16), w);
       for (int half = 0; half < 2; ++half)
         for (int word = 0; word < 4; ++word)
           for (int l = 0; l < 16; ++l)
             draw[half * 64 + word * 16 + l] = static_cast<std::uint16_t>(w[word][l] >> (16 * half));
-      const std::int64_t base = g * kGroup;
-      const std::int64_t count = std::min(kGroup, n - base);
-      const T* xs = x + base;
-      T* ys = y + base;
-      std::uint8_t* ms = mask + base;
-      for (std::int64_t k = 0; k < count; ++k) {
-        const bool keep = draw[k] >= threshold;
+      const std::int64_t lo = std::max(g * kGroup, first), hi = std::min((g + 1) * kGroup, first + n);
+      const std::uint16_t* d = draw + (lo - g * kGroup);
+      const T* xs = x + (lo - first);
+      T* ys = y + (lo - first);
+      std::uint8_t* ms = mask + (lo - first);
+      for (std::int64_t k = 0; k < hi - lo; ++k) {
+        const bool keep = d[k] >= threshold;
         ms[k] = keep ? 1 : 0;
         ys[k] = keep ? xs[k] * scale : T(0);
       }
@@ -284,7 +286,7 @@ void adam_update(T* p, const T* g, T* m, T* v, std::int64_t n, const graph::Adam
   template void activation_forward<T>(const T*, T*, std::int64_t, graph::Act);                                   \
   template void activation_backward<T>(const T*, const T*, T*, std::int64_t, graph::Act);                        \
   template void dropout_forward<T>(const T*, T*, std::uint8_t*, std::int64_t, double, std::uint64_t,             \
-                                   std::uint64_t);                                                               \
+                                   std::uint64_t, std::int64_t);                                                 \
   template void dropout_backward<T>(const T*, const std::uint8_t*, T*, std::int64_t, double);                    \
   template double softmax_xent_forward<T>(const T*, const std::int32_t*, T*, std::int64_t, std::int64_t);        \
   template void softmax_xent_backward<T>(T, const T*, const std::int32_t*, T*, std::int64_t, std::int64_t);      \

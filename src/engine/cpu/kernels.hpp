@@ -22,7 +22,7 @@ void activation_backward(const T* dy, const T* saved, T* dx, std::int64_t n, gra
 /// that must match the CPU (CUDA) use the same layout.
 template <class T>
 void dropout_forward(const T* x, T* y, std::uint8_t* mask, std::int64_t n, double rate, std::uint64_t seed,
-                     std::uint64_t stream);
+                     std::uint64_t stream, std::int64_t first = 0);  // first: element 0's index in the whole batch
 template <class T>
 void dropout_backward(const T* dy, const std::uint8_t* mask, T* dx, std::int64_t n, double rate);
 

@@ -1,0 +1,36 @@
+// The cluster's benchmarks under MPI (`mpirun -np N gpuvs bench`): every rank's device probe gathered to
+// rank 0; a collectives sweep as nccl-tests reports it (size, count, time, algorithm and bus bandwidth,
+// #wrong from checking every element of every result) for all-reduce, all-gather and reduce-scatter over the
+// ranks; point-to-point send/recv between node pairs (between rank pairs on one node) as a bandwidth matrix
+// with its slowest link named. These run on host memory through MPI; NCCL over GPUs is the CUDA plugin's
+// (`cuda.nccl.*`), one process's GPUs only.
+//
+// Bus bandwidth (nccl-tests): all-reduce 2(n-1)/n x algbw, all-gather and reduce-scatter (n-1)/n x algbw,
+// algbw = bytes / time with bytes the whole buffer (GB = 1e9 bytes, time the slowest rank's median).
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace gpuvs::bench {
+
+struct ClusterOptions {
+  bool quick = false;               // sizes up to 4 MiB, fewer repetitions
+  std::vector<std::string> parts;   // "mpi.allreduce", "mpi.allgather", "mpi.reduce_scatter", "mpi.sendrecv"; empty: all
+};
+
+/// The benchmark keys of the cluster's parts.
+const std::vector<std::string>& cluster_keys();
+
+/// Every rank calls it with its own probe (devices_record). Rank 0 gets the record; the others get null.
+/// InputError (on every rank) for an unknown part.
+nlohmann::json run_cluster_benchmarks(const ClusterOptions& opt, const nlohmann::json& this_rank_probe);
+
+/// nccl-tests-style text of a record: the nodes, each collective's table, the pair matrix, the slowest link.
+std::string cluster_text(const nlohmann::json& cluster);
+
+/// nccl-tests' bus-bandwidth factor for `op` ("allreduce", "allgather", "reduce_scatter", "sendrecv") on n ranks.
+double busbw_factor(const std::string& op, int ranks);
+
+}  // namespace gpuvs::bench

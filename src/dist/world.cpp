@@ -1,0 +1,289 @@
+#include "dist/world.hpp"
+
+#include <fmt/format.h>
+#include <mpi.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "core/error.hpp"
+#include "core/stats.hpp"
+
+namespace gpuvs::dist {
+
+namespace {
+
+World g_world;
+bool g_initialised = false;
+
+double timeout_s() {
+  if (const char* t = std::getenv("GPUVS_COLLECTIVE_TIMEOUT_S")) {
+    char* end = nullptr;
+    const double v = std::strtod(t, &end);
+    if (end != t && v > 0) return v;
+  }
+  return 120.0;
+}
+
+bool launched_by_mpi() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS"})
+    if (std::getenv(v)) return true;
+  return false;
+}
+
+/// Waits for `req`, failing the job past the deadline: a rank that died or hangs never stalls the others.
+void wait_for(MPI_Request& req, const char* what, std::chrono::steady_clock::time_point since) {
+  const double limit = timeout_s();
+  int done = 0;
+  for (std::uint64_t spins = 0;; ++spins) {
+    if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+      fail_job(fmt::format("the collective '{}' failed in MPI", what), 1);
+    if (done) return;
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+    if (waited > limit)
+      fail_job(fmt::format("the collective '{}' waited {:.0f} s for the other ranks (GPUVS_COLLECTIVE_TIMEOUT_S): one failed or hangs", what,
+                           waited),
+               1);
+    if (spins > 100000) std::this_thread::sleep_for(std::chrono::microseconds(50));  // a long wait need not spin
+  }
+}
+
+void check(int rc, const char* what) {
+  if (rc != MPI_SUCCESS) {
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, msg, &len);
+    fail_job(fmt::format("MPI {} failed: {}", what, std::string(msg, static_cast<std::size_t>(len))), 1);
+  }
+}
+
+}  // namespace
+
+void init(int& argc, char**& argv) {
+  g_initialised = true;
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  g_world.host = host;
+  g_world.node_of_rank = {0};
+  if (!launched_by_mpi()) return;
+  int provided = 0;
+  if (MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+    std::fprintf(stderr, "gpuvs: error: MPI_Init failed (launched by mpirun or srun?)\n");
+    std::exit(1);
+  }
+  g_world.mpi = true;
+  // Errors come back as codes: a failing call fails the job with its message, never an MPI abort banner alone.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_world.rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &g_world.size);
+  MPI_Comm local;
+  check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, g_world.rank, MPI_INFO_NULL, &local), "Comm_split_type");
+  MPI_Comm_rank(local, &g_world.local_rank);
+  MPI_Comm_size(local, &g_world.local_size);
+  // A node is named by its lowest world rank; nodes are numbered in that order.
+  int leader = g_world.rank;
+  check(MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, local), "Allreduce (node leader)");
+  MPI_Comm_free(&local);
+  std::vector<int> leaders(static_cast<std::size_t>(g_world.size));
+  check(MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, MPI_COMM_WORLD), "Allgather (node leaders)");
+  std::vector<int> distinct = leaders;
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  g_world.nodes = static_cast<int>(distinct.size());
+  g_world.node_of_rank.clear();
+  for (int l : leaders) g_world.node_of_rank.push_back(static_cast<int>(std::lower_bound(distinct.begin(), distinct.end(), l) - distinct.begin()));
+  g_world.node = g_world.node_of_rank[static_cast<std::size_t>(g_world.rank)];
+}
+
+void finalize() {
+  if (g_world.mpi) {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Finalize();
+  }
+}
+
+const World& world() {
+  if (!g_initialised) {  // library users (tests) that never called init: a world of one
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    g_world.host = host;
+    g_world.node_of_rank = {0};
+    g_initialised = true;
+  }
+  return g_world;
+}
+
+std::string rank_label() {
+  const World& w = world();
+  return w.size > 1 ? fmt::format("rank {} of {} ({})", w.rank, w.size, w.host) : std::string();
+}
+
+void fail_job(const std::string& line, int exit_code) {
+  const World& w = world();
+  if (!w.mpi || w.size == 1) {
+    if (w.mpi) std::fprintf(stderr, "gpuvs: error: %s\n", line.c_str());
+    if (w.mpi) {
+      MPI_Finalize();
+      std::exit(exit_code);
+    }
+    return;
+  }
+  std::fprintf(stderr, "gpuvs: error: %s: %s\n", rank_label().c_str(), line.c_str());
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, exit_code);
+  std::_Exit(exit_code);
+}
+
+void check_same_job(const std::string& fingerprint) {
+  const World& w = world();
+  if (w.size == 1) return;
+  const std::vector<std::string> all = gather(fingerprint, "check the job");
+  std::string verdict;
+  if (w.rank == 0)
+    for (std::size_t r = 1; r < all.size(); ++r)
+      if (all[r] != all[0]) {
+        verdict = fmt::format("rank {} runs '{}' but rank 0 runs '{}': launch the same gpuvs build with the same command on every rank", r,
+                              all[r], all[0]);
+        break;
+      }
+  verdict = broadcast(verdict, "check the job");
+  if (!verdict.empty()) throw JobError(verdict);
+}
+
+void barrier(const char* what) {
+  if (world().size == 1) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  MPI_Request req;
+  check(MPI_Ibarrier(MPI_COMM_WORLD, &req), what);
+  wait_for(req, what, t0);
+}
+
+namespace {
+template <typename T>
+void allreduce(T* data, std::int64_t n, MPI_Datatype type, const char* what) {
+  if (world().size == 1 || n == 0) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  // Chunks of at most 2^30 elements: MPI counts are ints.
+  for (std::int64_t done = 0; done < n;) {
+    const auto part = static_cast<int>(std::min<std::int64_t>(n - done, std::int64_t{1} << 30));
+    MPI_Request req;
+    check(MPI_Iallreduce(MPI_IN_PLACE, data + done, part, type, MPI_SUM, MPI_COMM_WORLD, &req), what);
+    wait_for(req, what, t0);
+    done += part;
+  }
+}
+}  // namespace
+
+void allreduce_sum(float* data, std::int64_t n, const char* what) { allreduce(data, n, MPI_FLOAT, what); }
+void allreduce_sum(double* data, std::int64_t n, const char* what) { allreduce(data, n, MPI_DOUBLE, what); }
+
+std::string broadcast(const std::string& bytes, const char* what) {
+  if (world().size == 1) return bytes;
+  const auto t0 = std::chrono::steady_clock::now();
+  long long len = static_cast<long long>(bytes.size());
+  MPI_Request req;
+  check(MPI_Ibcast(&len, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD, &req), what);
+  wait_for(req, what, t0);
+  std::string out = world().rank == 0 ? bytes : std::string(static_cast<std::size_t>(len), '\0');
+  if (len > 0) {
+    check(MPI_Ibcast(out.data(), static_cast<int>(len), MPI_CHAR, 0, MPI_COMM_WORLD, &req), what);
+    wait_for(req, what, t0);
+  }
+  return out;
+}
+
+std::vector<std::string> gather(const std::string& bytes, const char* what) {
+  const World& w = world();
+  if (w.size == 1) return {bytes};
+  const auto t0 = std::chrono::steady_clock::now();
+  int len = static_cast<int>(bytes.size());
+  std::vector<int> lens(static_cast<std::size_t>(w.size));
+  MPI_Request req;
+  check(MPI_Igather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, MPI_COMM_WORLD, &req), what);
+  wait_for(req, what, t0);
+  std::vector<int> offsets(lens.size(), 0);
+  int total = 0;
+  for (std::size_t r = 0; r < lens.size(); ++r) {
+    offsets[r] = total;
+    total += w.rank == 0 ? lens[r] : 0;
+  }
+  std::string all(static_cast<std::size_t>(total), '\0');
+  check(MPI_Igatherv(bytes.data(), len, MPI_CHAR, all.data(), lens.data(), offsets.data(), MPI_CHAR, 0, MPI_COMM_WORLD, &req), what);
+  wait_for(req, what, t0);
+  std::vector<std::string> out;
+  if (w.rank == 0)
+    for (std::size_t r = 0; r < lens.size(); ++r) out.push_back(all.substr(static_cast<std::size_t>(offsets[r]), static_cast<std::size_t>(lens[r])));
+  return out;
+}
+
+std::vector<double> time_collective(Collective c, const std::vector<float>& send, std::vector<float>& recv, int warmup, int iterations) {
+  const World& w = world();
+  const auto n = static_cast<int>(send.size());
+  const int per_rank = n / std::max(1, w.size);
+  recv.assign(c == Collective::reduce_scatter ? static_cast<std::size_t>(per_rank) : send.size(), 0.0f);
+  std::vector<double> times;
+  for (int it = -warmup; it < iterations; ++it) {
+    barrier("benchmark step");
+    const auto t0 = std::chrono::steady_clock::now();
+    MPI_Request req = MPI_REQUEST_NULL;
+    switch (c) {
+      case Collective::allreduce:
+        check(MPI_Iallreduce(send.data(), recv.data(), n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req), "benchmark all-reduce");
+        break;
+      case Collective::allgather:  // each rank's slice of the buffer, gathered whole on every rank
+        check(MPI_Iallgather(send.data() + static_cast<std::ptrdiff_t>(w.rank) * per_rank, per_rank, MPI_FLOAT, recv.data(), per_rank, MPI_FLOAT,
+                             MPI_COMM_WORLD, &req),
+              "benchmark all-gather");
+        break;
+      case Collective::reduce_scatter:
+        check(MPI_Ireduce_scatter_block(send.data(), recv.data(), per_rank, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req), "benchmark reduce-scatter");
+        break;
+    }
+    wait_for(req, "benchmark collective", t0);
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (w.size > 1) {  // the slowest rank's time
+      MPI_Request mreq;
+      check(MPI_Iallreduce(MPI_IN_PLACE, &s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, &mreq), "benchmark timing");
+      wait_for(mreq, "benchmark timing", t0);
+    }
+    if (it >= 0) times.push_back(s);
+  }
+  return times;
+}
+
+double time_send_recv(int a, int b, std::int64_t bytes, int iterations) {
+  const World& w = world();
+  std::vector<char> buf(static_cast<std::size_t>(bytes), static_cast<char>(w.rank));
+  std::vector<double> times;
+  barrier("point-to-point start");
+  if (w.rank == a || w.rank == b) {
+    const int peer = w.rank == a ? b : a;
+    for (int it = -1; it < iterations; ++it) {
+      const auto t0 = std::chrono::steady_clock::now();
+      MPI_Request req;
+      if (w.rank == a) {
+        check(MPI_Isend(buf.data(), static_cast<int>(bytes), MPI_CHAR, peer, 7, MPI_COMM_WORLD, &req), "send");
+        wait_for(req, "send", t0);
+        check(MPI_Irecv(buf.data(), static_cast<int>(bytes), MPI_CHAR, peer, 8, MPI_COMM_WORLD, &req), "receive");
+        wait_for(req, "receive", t0);
+      } else {
+        check(MPI_Irecv(buf.data(), static_cast<int>(bytes), MPI_CHAR, peer, 7, MPI_COMM_WORLD, &req), "receive");
+        wait_for(req, "receive", t0);
+        check(MPI_Isend(buf.data(), static_cast<int>(bytes), MPI_CHAR, peer, 8, MPI_COMM_WORLD, &req), "send");
+        wait_for(req, "send", t0);
+      }
+      if (it >= 0) times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 2);
+    }
+  }
+  double t = times.empty() ? 0.0 : stats::median(times);
+  barrier("point-to-point end");
+  return t;
+}
+
+}  // namespace gpuvs::dist

@@ -1,0 +1,62 @@
+// The processes of one gpuvs job: a single process, or every rank of an MPI launch (`mpirun -np N gpuvs ...`,
+// `srun gpuvs ...`). gpuvs has no transport of its own: MPI starts the ranks, tells each its node (ranks that
+// share memory, MPI_COMM_TYPE_SHARED) and carries the collectives.
+//
+// Failure contract: every collective has a deadline (GPUVS_COLLECTIVE_TIMEOUT_S, default 120 s, measured from
+// when this rank entered it). A rank that fails prints one line "gpuvs: error: rank R of N (HOST): CAUSE" and
+// aborts the job (MPI_Abort with the error's exit code), so no rank waits on it; a rank whose collective passes
+// its deadline says which collective and how long it waited, and aborts the same way.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gpuvs::dist {
+
+struct World {
+  int rank = 0, size = 1;              // in the job
+  int local_rank = 0, local_size = 1;  // on this node
+  int node = 0, nodes = 1;             // nodes numbered by their lowest rank's order
+  std::string host;                    // this rank's host name
+  bool mpi = false;                    // launched under MPI (size may still be 1)
+  std::vector<int> node_of_rank;       // every rank's node
+};
+
+/// Starts MPI when a launcher started this process (it set PMIx, PMI or Open MPI's rank variables), else a
+/// world of one. Called once by main, before the command runs.
+void init(int& argc, char**& argv);
+/// Ends MPI (every rank calls it on a normal exit).
+void finalize();
+const World& world();
+/// "rank 2 of 4 (node17)"; "" for a single process.
+std::string rank_label();
+
+/// The job fails: print `line` (prefixed with this rank) and abort every rank with `exit_code`. Returns only
+/// when this is a single process (then the caller exits as usual).
+void fail_job(const std::string& line, int exit_code);
+
+/// Checks that every rank runs the same build and command (`fingerprint`): InputError on every rank naming the
+/// first rank that differs (a launch that mixes binaries or arguments).
+void check_same_job(const std::string& fingerprint);
+
+// ---- Collectives over every rank (each a no-op, or a copy, in a world of one). Deadlines as above. ----
+void barrier(const char* what);
+/// In-place sum over ranks.
+void allreduce_sum(float* data, std::int64_t n, const char* what);
+void allreduce_sum(double* data, std::int64_t n, const char* what);
+/// Rank 0's bytes on every rank.
+std::string broadcast(const std::string& bytes, const char* what);
+/// Every rank's bytes, in rank order, on rank 0 (empty elsewhere).
+std::vector<std::string> gather(const std::string& bytes, const char* what);
+
+// ---- What the collectives benchmark measures (bench/cluster_benchmarks.cpp). ----
+enum class Collective { allreduce, allgather, reduce_scatter };
+/// Runs `iterations` of the collective on `count` floats per rank (allgather/reduce_scatter: count is the
+/// whole buffer, split evenly over ranks) after `warmup` ones; returns each timed iteration's seconds (the
+/// slowest rank's, as nccl-tests reports) and leaves the last result in `recv` for checking.
+std::vector<double> time_collective(Collective c, const std::vector<float>& send, std::vector<float>& recv, int warmup, int iterations);
+/// Seconds per one-way send of `bytes` from rank `a` to rank `b` (a ping-pong's half, median of `iterations`);
+/// every rank calls it, the pair measures, the others wait at the end.
+double time_send_recv(int a, int b, std::int64_t bytes, int iterations);
+
+}  // namespace gpuvs::dist
