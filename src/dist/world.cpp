@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -36,22 +37,42 @@ bool launched_by_mpi() {
   return false;
 }
 
-/// Waits for `req`, failing the job past the deadline: a rank that died or hangs never stalls the others.
-void wait_for(MPI_Request& req, const char* what, std::chrono::steady_clock::time_point since) {
-  const double limit = timeout_s();
-  int done = 0;
-  for (std::uint64_t spins = 0;; ++spins) {
-    if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-      fail_job(fmt::format("the collective '{}' failed in MPI", what), 1);
-    if (done) return;
-    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
-    if (waited > limit)
-      fail_job(fmt::format("the collective '{}' waited {:.0f} s for the other ranks (GPUVS_COLLECTIVE_TIMEOUT_S): one failed or hangs", what,
-                           waited),
-               1);
-    if (spins > 100000) std::this_thread::sleep_for(std::chrono::microseconds(50));  // a long wait need not spin
+// Deadlines: a watchdog thread watches the collective this rank is in (the collectives themselves are MPI's
+// blocking ones, its tuned algorithms: the non-blocking forms run slower generic schedules). Past the
+// deadline it says which collective waited how long, and ends this process; the launcher then ends the job.
+std::atomic<std::int64_t> g_deadline_ns{0};
+std::atomic<const char*> g_what{nullptr};
+std::atomic<double> g_limit{120.0};
+std::thread g_watchdog;
+std::atomic<bool> g_stop{false};
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void watch() {
+  while (!g_stop.load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const std::int64_t d = g_deadline_ns.load();
+    if (d != 0 && now_ns() > d) {
+      std::fprintf(stderr, "gpuvs: error: %s: the collective '%s' waited %.0f s for the other ranks (GPUVS_COLLECTIVE_TIMEOUT_S): one failed or hangs\n",
+                   rank_label().c_str(), g_what.load() ? g_what.load() : "?", g_limit.load());
+      std::fflush(stderr);
+      std::_Exit(1);
+    }
   }
 }
+
+/// Marks this rank as inside the collective `what` until it leaves the scope.
+struct InCollective {
+  explicit InCollective(const char* what) {
+    g_what = what;
+    g_deadline_ns = now_ns() + static_cast<std::int64_t>(g_limit.load() * 1e9);
+  }
+  ~InCollective() { g_deadline_ns = 0; }
+  InCollective(const InCollective&) = delete;
+  InCollective& operator=(const InCollective&) = delete;
+};
 
 void check(int rc, const char* what) {
   if (rc != MPI_SUCCESS) {
@@ -79,6 +100,7 @@ void init(int& argc, char**& argv) {
   g_world.mpi = true;
   // Errors come back as codes: a failing call fails the job with its message, never an MPI abort banner alone.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  g_limit = timeout_s();
   MPI_Comm_rank(MPI_COMM_WORLD, &g_world.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_world.size);
   MPI_Comm local;
@@ -98,9 +120,12 @@ void init(int& argc, char**& argv) {
   g_world.node_of_rank.clear();
   for (int l : leaders) g_world.node_of_rank.push_back(static_cast<int>(std::lower_bound(distinct.begin(), distinct.end(), l) - distinct.begin()));
   g_world.node = g_world.node_of_rank[static_cast<std::size_t>(g_world.rank)];
+  if (g_world.size > 1) g_watchdog = std::thread(watch);
 }
 
 void finalize() {
+  g_stop = true;
+  if (g_watchdog.joinable()) g_watchdog.join();
   if (g_world.mpi) {
     int finalized = 0;
     MPI_Finalized(&finalized);
@@ -158,23 +183,19 @@ void check_same_job(const std::string& fingerprint) {
 
 void barrier(const char* what) {
   if (world().size == 1) return;
-  const auto t0 = std::chrono::steady_clock::now();
-  MPI_Request req;
-  check(MPI_Ibarrier(MPI_COMM_WORLD, &req), what);
-  wait_for(req, what, t0);
+  const InCollective guard(what);
+  check(MPI_Barrier(MPI_COMM_WORLD), what);
 }
 
 namespace {
 template <typename T>
 void allreduce(T* data, std::int64_t n, MPI_Datatype type, const char* what) {
   if (world().size == 1 || n == 0) return;
-  const auto t0 = std::chrono::steady_clock::now();
+  const InCollective guard(what);
   // Chunks of at most 2^30 elements: MPI counts are ints.
   for (std::int64_t done = 0; done < n;) {
     const auto part = static_cast<int>(std::min<std::int64_t>(n - done, std::int64_t{1} << 30));
-    MPI_Request req;
-    check(MPI_Iallreduce(MPI_IN_PLACE, data + done, part, type, MPI_SUM, MPI_COMM_WORLD, &req), what);
-    wait_for(req, what, t0);
+    check(MPI_Allreduce(MPI_IN_PLACE, data + done, part, type, MPI_SUM, MPI_COMM_WORLD), what);
     done += part;
   }
 }
@@ -185,28 +206,21 @@ void allreduce_sum(double* data, std::int64_t n, const char* what) { allreduce(d
 
 std::string broadcast(const std::string& bytes, const char* what) {
   if (world().size == 1) return bytes;
-  const auto t0 = std::chrono::steady_clock::now();
+  const InCollective guard(what);
   long long len = static_cast<long long>(bytes.size());
-  MPI_Request req;
-  check(MPI_Ibcast(&len, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD, &req), what);
-  wait_for(req, what, t0);
+  check(MPI_Bcast(&len, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD), what);
   std::string out = world().rank == 0 ? bytes : std::string(static_cast<std::size_t>(len), '\0');
-  if (len > 0) {
-    check(MPI_Ibcast(out.data(), static_cast<int>(len), MPI_CHAR, 0, MPI_COMM_WORLD, &req), what);
-    wait_for(req, what, t0);
-  }
+  if (len > 0) check(MPI_Bcast(out.data(), static_cast<int>(len), MPI_CHAR, 0, MPI_COMM_WORLD), what);
   return out;
 }
 
 std::vector<std::string> gather(const std::string& bytes, const char* what) {
   const World& w = world();
   if (w.size == 1) return {bytes};
-  const auto t0 = std::chrono::steady_clock::now();
+  const InCollective guard(what);
   int len = static_cast<int>(bytes.size());
   std::vector<int> lens(static_cast<std::size_t>(w.size));
-  MPI_Request req;
-  check(MPI_Igather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, MPI_COMM_WORLD, &req), what);
-  wait_for(req, what, t0);
+  check(MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, MPI_COMM_WORLD), what);
   std::vector<int> offsets(lens.size(), 0);
   int total = 0;
   for (std::size_t r = 0; r < lens.size(); ++r) {
@@ -214,8 +228,7 @@ std::vector<std::string> gather(const std::string& bytes, const char* what) {
     total += w.rank == 0 ? lens[r] : 0;
   }
   std::string all(static_cast<std::size_t>(total), '\0');
-  check(MPI_Igatherv(bytes.data(), len, MPI_CHAR, all.data(), lens.data(), offsets.data(), MPI_CHAR, 0, MPI_COMM_WORLD, &req), what);
-  wait_for(req, what, t0);
+  check(MPI_Gatherv(bytes.data(), len, MPI_CHAR, all.data(), lens.data(), offsets.data(), MPI_CHAR, 0, MPI_COMM_WORLD), what);
   std::vector<std::string> out;
   if (w.rank == 0)
     for (std::size_t r = 0; r < lens.size(); ++r) out.push_back(all.substr(static_cast<std::size_t>(offsets[r]), static_cast<std::size_t>(lens[r])));
@@ -230,28 +243,23 @@ std::vector<double> time_collective(Collective c, const std::vector<float>& send
   std::vector<double> times;
   for (int it = -warmup; it < iterations; ++it) {
     barrier("benchmark step");
+    const InCollective guard("benchmark collective");
     const auto t0 = std::chrono::steady_clock::now();
-    MPI_Request req = MPI_REQUEST_NULL;
     switch (c) {
       case Collective::allreduce:
-        check(MPI_Iallreduce(send.data(), recv.data(), n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req), "benchmark all-reduce");
+        check(MPI_Allreduce(send.data(), recv.data(), n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), "benchmark all-reduce");
         break;
       case Collective::allgather:  // each rank's slice of the buffer, gathered whole on every rank
-        check(MPI_Iallgather(send.data() + static_cast<std::ptrdiff_t>(w.rank) * per_rank, per_rank, MPI_FLOAT, recv.data(), per_rank, MPI_FLOAT,
-                             MPI_COMM_WORLD, &req),
+        check(MPI_Allgather(send.data() + static_cast<std::ptrdiff_t>(w.rank) * per_rank, per_rank, MPI_FLOAT, recv.data(), per_rank, MPI_FLOAT,
+                            MPI_COMM_WORLD),
               "benchmark all-gather");
         break;
       case Collective::reduce_scatter:
-        check(MPI_Ireduce_scatter_block(send.data(), recv.data(), per_rank, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req), "benchmark reduce-scatter");
+        check(MPI_Reduce_scatter_block(send.data(), recv.data(), per_rank, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), "benchmark reduce-scatter");
         break;
     }
-    wait_for(req, "benchmark collective", t0);
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (w.size > 1) {  // the slowest rank's time
-      MPI_Request mreq;
-      check(MPI_Iallreduce(MPI_IN_PLACE, &s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, &mreq), "benchmark timing");
-      wait_for(mreq, "benchmark timing", t0);
-    }
+    if (w.size > 1) check(MPI_Allreduce(MPI_IN_PLACE, &s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD), "benchmark timing");  // the slowest rank's
     if (it >= 0) times.push_back(s);
   }
   return times;
@@ -264,19 +272,15 @@ double time_send_recv(int a, int b, std::int64_t bytes, int iterations) {
   barrier("point-to-point start");
   if (w.rank == a || w.rank == b) {
     const int peer = w.rank == a ? b : a;
+    const InCollective guard("send/recv between a pair");
     for (int it = -1; it < iterations; ++it) {
       const auto t0 = std::chrono::steady_clock::now();
-      MPI_Request req;
       if (w.rank == a) {
-        check(MPI_Isend(buf.data(), static_cast<int>(bytes), MPI_CHAR, peer, 7, MPI_COMM_WORLD, &req), "send");
-        wait_for(req, "send", t0);
-        check(MPI_Irecv(buf.data(), static_cast<int>(bytes), MPI_CHAR, peer, 8, MPI_COMM_WORLD, &req), "receive");
-        wait_for(req, "receive", t0);
+        check(MPI_Send(buf.data(), static_cast<int>(bytes), MPI_CHAR, peer, 7, MPI_COMM_WORLD), "send");
+        check(MPI_Recv(buf.data(), static_cast<int>(bytes), MPI_CHAR, peer, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "receive");
       } else {
-        check(MPI_Irecv(buf.data(), static_cast<int>(bytes), MPI_CHAR, peer, 7, MPI_COMM_WORLD, &req), "receive");
-        wait_for(req, "receive", t0);
-        check(MPI_Isend(buf.data(), static_cast<int>(bytes), MPI_CHAR, peer, 8, MPI_COMM_WORLD, &req), "send");
-        wait_for(req, "send", t0);
+        check(MPI_Recv(buf.data(), static_cast<int>(bytes), MPI_CHAR, peer, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "receive");
+        check(MPI_Send(buf.data(), static_cast<int>(bytes), MPI_CHAR, peer, 8, MPI_COMM_WORLD), "send");
       }
       if (it >= 0) times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 2);
     }
