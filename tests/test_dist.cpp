@@ -1,0 +1,208 @@
+// gpuvs under MPI, on loopback: `mpirun --oversubscribe -np 2|4` of the real binary (Open MPI from Debian).
+// Collectives checked element by element; N ranks at batch B train exactly as one process at batch N x B;
+// a rank killed or hung makes the job end non-zero within 30 s with a line naming it; bad launches are exit 2.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <cstdlib>
+#include <thread>
+
+#include "bench/cluster_benchmarks.hpp"
+#include "dist/world.hpp"
+#include "test_util.hpp"
+
+using namespace gpuvs;
+
+namespace {
+
+/// mpirun with root allowed (CI runs as root) and a short collective deadline when asked.
+std::string mpirun(int ranks, const std::string& args) {
+  return fmt::format("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 mpirun --oversubscribe -np {} {} {}",
+                     ranks, GPUVS_BINARY, args);
+}
+
+test::CommandResult shell(const std::string& cmd) {
+  test::TempDir tmp;
+  const int status = std::system((cmd + " </dev/null >" + (tmp / "out").string() + " 2>" + (tmp / "err").string()).c_str());
+  test::CommandResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = test::slurp(tmp / "out");
+  r.err = test::slurp(tmp / "err");
+  return r;
+}
+
+/// The processes whose parent is `pid` (read from /proc).
+std::vector<pid_t> children_of(pid_t pid) {
+  std::vector<pid_t> out;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string stat = test::slurp(e.path() / "stat");
+    const auto close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    int ppid = 0;
+    char state = 0;
+    if (std::sscanf(stat.c_str() + close + 1, " %c %d", &state, &ppid) == 2 && ppid == pid) out.push_back(static_cast<pid_t>(std::stoi(name)));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+nlohmann::json train_json(const std::string& cmd) {
+  const auto r = shell(cmd);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return nlohmann::json::parse(r.out);
+}
+
+}  // namespace
+
+TEST(Dist, AWorldOfOneWithoutALauncher) {
+  const dist::World& w = dist::world();
+  EXPECT_EQ(w.size, 1);
+  EXPECT_EQ(w.rank, 0);
+  EXPECT_FALSE(w.host.empty());
+  float x[3] = {1, 2, 3};
+  dist::allreduce_sum(x, 3, "test");  // a world of one: unchanged
+  EXPECT_EQ(x[2], 3.0f);
+  EXPECT_EQ(dist::gather("a", "test"), std::vector<std::string>{"a"});
+  EXPECT_DOUBLE_EQ(bench::busbw_factor("allreduce", 4), 1.5);
+  EXPECT_DOUBLE_EQ(bench::busbw_factor("allgather", 4), 0.75);
+  EXPECT_DOUBLE_EQ(bench::busbw_factor("sendrecv", 4), 1.0);
+}
+
+TEST(Dist, CollectivesOnTwoAndFourRanksAreRightElementByElement) {
+  for (int ranks : {2, 4}) {
+    const auto r = shell(mpirun(ranks, "bench --quick --only mpi.allreduce,mpi.allgather,mpi.reduce_scatter,mpi.sendrecv -o json"));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    const auto& c = j["cluster"];
+    EXPECT_EQ(c["ranks"], ranks);
+    EXPECT_EQ(c["nodes"], 1);  // loopback: one node
+    ASSERT_EQ(c["per_rank"].size(), static_cast<std::size_t>(ranks));
+    int sizes = 0;
+    for (const auto& row : c["collectives"]) {
+      EXPECT_EQ(row["wrong"], 0) << row.dump();  // every element of every result checked on every rank
+      EXPECT_GT(row["busbw_gbs"].get<double>(), 0.0);
+      ++sizes;
+    }
+    EXPECT_EQ(sizes, 3 * 10);
+    EXPECT_EQ(c["pairs"].size(), static_cast<std::size_t>(ranks * (ranks - 1) / 2));
+    EXPECT_TRUE(c.contains("slowest_link"));
+  }
+  // Out of an MPI launch there is no cluster to measure.
+  const auto one = test::run_gpuvs("bench --only mpi.allreduce");
+  EXPECT_EQ(one.exit_code, 2);
+  EXPECT_NE(one.err.find("need an MPI launch of two ranks or more"), std::string::npos) << one.err;
+}
+
+TEST(Dist, NRanksAtBatchBTrainAsOneProcessAtBatchNB) {
+  // seed-mlp with its dropout: every rank's shard draws the masks its rows would get in the whole batch.
+  const nlohmann::json one = train_json(std::string(GPUVS_BINARY) + " train seed-mlp --rows 3200 --epochs 2 --batch-size 128 --threads 1 --json");
+  for (int ranks : {2, 4}) {
+    const nlohmann::json many =
+        train_json(mpirun(ranks, fmt::format("train seed-mlp --rows 3200 --epochs 2 --batch-size {} --threads 1 --json", 128 / ranks)));
+    EXPECT_EQ(many["ranks"], ranks);
+    EXPECT_EQ(many["global_batch"], 128);
+    ASSERT_EQ(many["history"].size(), one["history"].size());
+    for (std::size_t e = 0; e < one["history"].size(); ++e)
+      for (const char* k : {"loss", "accuracy", "val_loss", "val_accuracy"}) {
+        const double a = one["history"][e][k].get<double>(), b = many["history"][e][k].get<double>();
+        EXPECT_NEAR(b, a, 1e-5 * std::max(1.0, std::fabs(a))) << ranks << " ranks, epoch " << e << " " << k;
+      }
+  }
+}
+
+TEST(Dist, CheckpointsComeFromRankZeroAndResumeAcrossRanks) {
+  test::TempDir dir;
+  const std::string ck = (dir / "ck").string(), logs = (dir / "logs").string();
+  const std::string base = "train seed-mlp --rows 2000 --batch-size 32 --threads 1 --json --checkpoint ";
+  const nlohmann::json whole = train_json(mpirun(2, base + (dir / "whole").string() + " --epochs 3"));
+  (void)train_json(mpirun(2, base + ck + " --epochs 1 --logdir " + logs));
+  const nlohmann::json resumed = train_json(mpirun(2, base + ck + " --epochs 3 --resume"));
+  ASSERT_EQ(resumed["history"].size(), 2u);  // epochs 2 and 3
+  EXPECT_NEAR(resumed["history"][1]["loss"].get<double>(), whole["history"][2]["loss"].get<double>(), 1e-6);
+  // One set of event files, rank 0's.
+  int files = 0;
+  for (const auto& f : std::filesystem::directory_iterator(std::filesystem::path(logs) / "train")) files += f.is_regular_file();
+  EXPECT_EQ(files, 1);
+}
+
+TEST(Dist, AKilledOrHungRankEndsTheJobWithinThirtySecondsNamingIt) {
+  for (const int sig : {SIGKILL, SIGSTOP}) {
+    test::TempDir dir;
+    const std::string err = (dir / "err").string();
+    // A long run; GPUVS_COLLECTIVE_TIMEOUT_S bounds how long the others wait for a rank that stopped.
+    const pid_t launcher = fork();
+    if (launcher == 0) {
+      setenv("GPUVS_COLLECTIVE_TIMEOUT_S", "5", 1);
+      setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+      setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+      const int fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ::dup2(fd, 2);
+      const int null = ::open("/dev/null", O_RDWR);
+      ::dup2(null, 0);
+      ::dup2(null, 1);
+      execlp("mpirun", "mpirun", "--oversubscribe", "-np", "3", GPUVS_BINARY, "train", "seed-mlp", "--rows", "4000", "--epochs", "100000",
+             "--threads", "1", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    // A rank: a child of mpirun. Given time to start training.
+    pid_t victim = 0;
+    for (int tries = 0; tries < 100 && victim == 0; ++tries) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      const auto ranks = children_of(launcher);
+      if (ranks.size() == 3) victim = ranks.back();
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    if (victim <= 0) {
+      ::kill(launcher, SIGTERM);
+      waitpid(launcher, nullptr, 0);
+      FAIL() << "no rank of the job was found; mpirun said: " << test::slurp(err);
+    }
+    ::kill(victim, sig);
+    const auto t0 = std::chrono::steady_clock::now();
+    int status = 0;
+    pid_t done = 0;
+    while ((done = waitpid(launcher, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(30))
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (done == 0) {
+      for (pid_t r : children_of(launcher)) ::kill(r, SIGKILL);
+      ::kill(launcher, SIGKILL);
+      waitpid(launcher, &status, 0);
+      ADD_FAILURE() << "signal " << sig << ": the job still ran 30 s after a rank was stopped";
+      continue;
+    }
+    EXPECT_TRUE(!WIFEXITED(status) || WEXITSTATUS(status) != 0);
+    const std::string text = test::slurp(err);
+    if (sig == SIGKILL) EXPECT_NE(text.find("exited on signal 9"), std::string::npos) << text;  // mpirun names rank and node
+    else EXPECT_NE(text.find("waited 5 s for the other ranks"), std::string::npos) << text;     // our watchdog names itself
+    EXPECT_NE(text.find("rank"), std::string::npos) << text;
+    ::kill(victim, SIGKILL);  // a stopped rank is not left behind
+  }
+}
+
+TEST(Dist, BadLaunchesAreExitTwo) {
+  // Ranks running different commands (a mixed launch): rank 0 says which rank differs, every rank exits 2.
+  const auto mixed = shell("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe -np 1 " + std::string(GPUVS_BINARY) +
+                           " train seed-mlp --rows 600 : -np 1 " + GPUVS_BINARY + " train seed-mlp --rows 700");
+  EXPECT_EQ(mixed.exit_code, 2) << mixed.err;
+  EXPECT_NE(mixed.err.find("rank 1 runs"), std::string::npos) << mixed.err;
+  EXPECT_NE(mixed.err.find("launch the same gpuvs build with the same command on every rank"), std::string::npos) << mixed.err;
+  // GPUs the node does not have, and a global batch the data cannot fill.
+  const auto gpus = shell(mpirun(2, "train seed-mlp --rows 600 --device cuda"));
+  EXPECT_EQ(gpus.exit_code, 2) << gpus.err;
+  const auto rows = shell(mpirun(2, "train seed-mlp --rows 100 --batch-size 64"));
+  EXPECT_EQ(rows.exit_code, 2) << rows.err;
+  EXPECT_NE(rows.err.find("no whole global batch"), std::string::npos) << rows.err;
+}
