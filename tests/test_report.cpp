@@ -191,6 +191,26 @@ TEST(Report, ChartsCarryDataMarksAndTooltips) {
   EXPECT_EQ(circles, 2u);  // the non-positive point cannot sit on a log axis and is left out
 }
 
+TEST(Report, AClusterRunShowsItsNodesCollectivesAndPairsCleanly) {
+  // An evaluate under MPI (two ranks on loopback): the cluster's section, laid out without overlaps.
+  const std::string browser = find_chromium();
+  if (browser.empty()) GTEST_SKIP() << "no Chromium installed (scripts/install-deps installs Debian's chromium)";
+  gpuvs::test::TempDir dir;
+  const auto html = dir / "cluster.html";
+  const std::string cmd = "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe -np 2 " + std::string(GPUVS_BINARY) +
+                          " evaluate --rows 2000 --epochs 1 --threads 1 --db " + (dir / "h.db").string() + " --report " + html.string() +
+                          " >/dev/null 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  const std::string report = gpuvs::test::slurp(html);
+  EXPECT_NE(report.find("The cluster: 2 ranks on 1 node"), std::string::npos);
+  EXPECT_NE(report.find("id=\"cluster-busbw\""), std::string::npos);
+  EXPECT_NE(report.find("id=\"cluster-pairs\""), std::string::npos);
+  EXPECT_NE(report.find("one node: no inter-node link to measure"), std::string::npos);
+  const std::string body = body_after_script(browser, html, dir.path());
+  EXPECT_EQ(attribute(body, "data-charts"), attribute(body, "data-charts-ok")) << body;
+  EXPECT_EQ(attribute(body, "data-layout-problems"), 0) << body;
+}
+
 TEST(Report, RendersInHeadlessChromium) {
   const std::string browser = find_chromium();
   if (browser.empty()) GTEST_SKIP() << "no Chromium installed (scripts/install-deps installs Debian's chromium)";

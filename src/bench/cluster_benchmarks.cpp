@@ -154,6 +154,28 @@ json run_cluster_benchmarks(const ClusterOptions& opt, const json& this_rank_pro
   return record;
 }
 
+std::optional<MeasuredNetwork> measured_network(const json& c) {
+  if (!c.is_object() || c.value("nodes", 1) < 2 || !c.contains("pairs")) return std::nullopt;
+  const json* slow = nullptr;
+  for (const auto& p : c["pairs"])
+    if (p.value("scope", "") == "inter-node" && (!slow || p.value("bandwidth_gbs", 0.0) < (*slow).value("bandwidth_gbs", 0.0))) slow = &p;
+  if (!slow || slow->value("bandwidth_gbs", 0.0) <= 0) return std::nullopt;
+  // The busiest node shares its link among its GPUs (its ranks when it has none).
+  std::size_t sharing = 1;
+  for (const auto& n : c.value("per_node", json::array())) {
+    const json& dev = n.value("devices", json::object());
+    const std::size_t gpus = dev.contains("gpus") && dev["gpus"].is_array() ? dev["gpus"].size() : 0;
+    sharing = std::max(sharing, gpus > 0 ? gpus : n.value("ranks", json::array()).size());
+  }
+  MeasuredNetwork m;
+  m.gbs_per_gpu = slow->value("bandwidth_gbs", 0.0) / static_cast<double>(sharing);
+  m.latency_s = slow->value("latency_us", 0.0) * 1e-6;
+  m.name = fmt::format("this cluster's network, measured: {:.2f} GB/s between nodes (rank {} <-> rank {}, the slowest pair), shared by {}",
+                       slow->value("bandwidth_gbs", 0.0), slow->value("a", 0), slow->value("b", 0), sharing);
+  m.source = "gpuvs evaluate under MPI: send/recv between the nodes' first ranks over MPI on host memory";
+  return m;
+}
+
 std::string cluster_text(const json& c) {
   std::string out = fmt::format("cluster: {} ranks on {} node{} ({})\n", c.value("ranks", 0), c.value("nodes", 0), c.value("nodes", 0) == 1 ? "" : "s",
                                 c.value("transport", ""));

@@ -10,6 +10,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,15 @@ nlohmann::json run_cluster_benchmarks(const ClusterOptions& opt, const nlohmann:
 
 /// nccl-tests-style text of a record: the nodes, each collective's table, the pair matrix, the slowest link.
 std::string cluster_text(const nlohmann::json& cluster);
+
+/// The network a record measured between nodes, for the performance model's multi-node figures: the slowest
+/// inter-node pair's bandwidth shared by the GPUs of a node (by its ranks when it has none), its 8-byte
+/// latency; id "measured". nullopt for one node (no inter-node link was measured).
+struct MeasuredNetwork {
+  std::string id = "measured", name, source;
+  double gbs_per_gpu = 0, latency_s = 0;
+};
+std::optional<MeasuredNetwork> measured_network(const nlohmann::json& cluster);
 
 /// nccl-tests' bus-bandwidth factor for `op` ("allreduce", "allgather", "reduce_scatter", "sendrecv") on n ranks.
 double busbw_factor(const std::string& op, int ranks);

@@ -13,6 +13,7 @@
 #include "advise/advice_json.hpp"
 #include "advise/advisor.hpp"
 #include "bench/gpu_benchmarks.hpp"
+#include "bench/cluster_benchmarks.hpp"
 #include "bench/registry.hpp"
 #include "bench/results_json.hpp"
 #include "catalog/catalog.hpp"
@@ -21,6 +22,7 @@
 #include "cli/devices_json.hpp"
 #include "core/clock.hpp"
 #include "core/error.hpp"
+#include "dist/world.hpp"
 #include "core/files.hpp"
 #include "core/strings.hpp"
 #include "core/units.hpp"
@@ -35,6 +37,7 @@
 #include "hw/match.hpp"
 #include "hw/nvidia.hpp"
 #include "perf/calibration.hpp"
+#include "perf/parallel.hpp"
 #include "perf/predict.hpp"
 #include "perf/serving.hpp"
 #include "report/report.hpp"
@@ -55,15 +58,17 @@ struct EvaluateArgs {
 
 class Steps {
  public:
-  explicit Steps(int total) : total_(total), t0_(std::chrono::steady_clock::now()) {}
+  explicit Steps(int total, bool quiet = false) : total_(total), quiet_(quiet), t0_(std::chrono::steady_clock::now()) {}
   void begin(const std::string& what) {
     ++n_;
+    if (quiet_) return;
     fmt::print(stderr, "[{}/{}] {} ({:.0f} s)\n", n_, total_, what, seconds());
   }
   double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(); }
 
  private:
   int total_, n_ = 0;
+  bool quiet_ = false;
   std::chrono::steady_clock::time_point t0_;
 };
 
@@ -122,11 +127,14 @@ json roofline(const std::vector<bench::Measurement>& results, const engine::Trai
 }
 
 int run_evaluate(const EvaluateArgs& a) {
-  Steps steps(7);
+  // Under MPI every rank measures the cluster and trains its shard; rank 0 alone predicts, advises, writes.
+  const dist::World& world = dist::world();
+  const bool lead = world.rank == 0;
+  Steps steps(7, !lead);
   const std::filesystem::path db_path = a.db.empty() ? store::default_path() : std::filesystem::path(a.db);
   // Everything that can be refused is refused before any work: the report path, the database, the
   // workload, the precision, the scenario and assumptions.
-  if (!a.no_report) {
+  if (!a.no_report && lead) {
     files::ensure_writable_dir(std::filesystem::absolute(a.report).parent_path(), "--report");
     if (std::filesystem::is_directory(a.report)) throw InputError(fmt::format("--report {}: is a directory", a.report));
   }
@@ -145,22 +153,25 @@ int run_evaluate(const EvaluateArgs& a) {
   assumptions.set_all(a.assume, cat);
   advise::validate(scenario, cat);
   if (a.epochs < 1 || a.rows < 100) throw InputError("--epochs must be at least 1 and --rows at least 100");
-  store::Store db = store::Store::open(db_path, true);  // last: a refused run creates no database
+  std::optional<store::Store> db;
+  if (lead) db.emplace(store::Store::open(db_path, true));  // last: a refused run creates no database
 
   steps.begin("probing devices");
   const hw::CpuInfo cpu = hw::probe_cpu();
   const hw::NvidiaReport nv = hw::probe_nvidia_matched(cat);
   json devices = devices_record(cpu, nv);
 
-  steps.begin("quick benchmarks");
-  const auto results = bench::run_benchmarks({}, {true, a.threads, std::nullopt});
+  steps.begin(world.size > 1 ? fmt::format("quick benchmarks (and the cluster's {} ranks)", world.size) : std::string("quick benchmarks"));
+  json cluster = nullptr;
+  if (world.size > 1) cluster = bench::run_cluster_benchmarks({true, {}}, devices);
+  const auto results = lead ? bench::run_benchmarks({}, {true, a.threads, std::nullopt}) : std::vector<bench::Measurement>{};
   bool failed = false;
   for (const auto& m : results) failed = failed || m.status == "FAILED";
   const std::string version = fmt::format("{} (git {})", GPUVS_VERSION, GPUVS_GIT_REVISION);
   json bench_record = bench::results_json(results, true, version);
 
   engine::TrainConfig cfg;
-  cfg.device = "auto";  // the best local device: the first GPU when there is one
+  cfg.device = world.size > 1 ? "cpu" : "auto";  // the best local device (across ranks the CPU: gradients over MPI)
   const engine::Placement place = engine::resolve_placement(cfg);
   // What to train here: the workload itself when the engine can run it (dense Sequential models: seed-mlp,
   // a gpuvs model file, a Keras file), else the seed model, said in one line.
@@ -170,7 +181,7 @@ int run_evaluate(const EvaluateArgs& a) {
   const std::string measured_instead =
       trains_workload ? "" : fmt::format("Measured seed-mlp instead of {}: the CPU engine trains dense models only, and {} is {}.",
                                          a.workload, net.id, net.family == "onnx" ? "an ONNX graph" : "a " + net.family + " network");
-  if (!measured_instead.empty()) fmt::print(stderr, "{}\n", measured_instead);
+  if (!measured_instead.empty() && lead) fmt::print(stderr, "{}\n", measured_instead);
   steps.begin(fmt::format("training {} on {}", measured_name, place.device));
   const engine::Dataset data = engine::make_synthetic(a.rows, spec.input_dim, spec.num_classes(), 1);
   cfg.epochs = a.epochs;
@@ -180,6 +191,18 @@ int run_evaluate(const EvaluateArgs& a) {
   QuietObserver obs;
   engine::ParamStore params;
   const engine::TrainResult tr = engine::train(spec, data, cfg, obs, params);
+  if (!lead) return 0;  // the other ranks' part is done
+  // The cluster's measured network replaces the catalog's for multi-node decoder plans.
+  json network = nullptr;
+  if (world.size > 1) {
+    if (const auto m = bench::measured_network(cluster)) {
+      perf::register_network({m->id, m->name, m->source, m->gbs_per_gpu, m->latency_s, 0});
+      if (net.family == "decoder" && !scenario.workload_options.count("network")) scenario.workload_options["network"] = m->id;
+      network = {{"id", m->id}, {"name", m->name}, {"gbs_per_gpu", m->gbs_per_gpu}, {"latency_us", m->latency_s * 1e6}, {"source", m->source}};
+    } else {
+      network = {{"note", "one node: no inter-node link to measure; multi-node predictions keep the catalog's network figures"}};
+    }
+  }
   json history = json::array();
   for (const auto& e : tr.history)
     history.push_back({{"epoch", e.epoch}, {"loss", e.loss}, {"accuracy", e.accuracy}, {"val_loss", e.val_loss},
@@ -361,6 +384,20 @@ int run_evaluate(const EvaluateArgs& a) {
                                 std::count_if(results.begin(), results.end(), [](const auto& m) { return m.status == "ok"; }),
                                 std::count_if(results.begin(), results.end(), [](const auto& m) { return m.status == "waived"; }),
                                 std::count_if(results.begin(), results.end(), [](const auto& m) { return m.status == "FAILED"; })));
+  if (!cluster.is_null()) {
+    double busbw = 0;
+    for (const auto& c : cluster["collectives"])
+      if (c["op"] == "allreduce") busbw = c["busbw_gbs"].get<double>();  // the largest size, swept last
+    summary.push_back(fmt::format("Cluster: {} ranks on {} node{} trained data parallel (global batch {}); all-reduce bus bandwidth {:.2f} GB/s at "
+                                  "the largest size{}; {}",
+                                  world.size, world.nodes, world.nodes == 1 ? "" : "s", cfg.batch * world.size, busbw,
+                                  cluster.contains("slowest_link") ? fmt::format(", slowest link rank {} <-> rank {} at {:.2f} GB/s",
+                                                                                 cluster["slowest_link"]["a"].get<int>(), cluster["slowest_link"]["b"].get<int>(),
+                                                                                 cluster["slowest_link"]["bandwidth_gbs"].get<double>())
+                                                                   : "",
+                                  network.contains("name") ? "multi-node plans priced on " + network["name"].get<std::string>()
+                                                           : network["note"].get<std::string>()));
+  }
   if (!predictions.empty()) {
     const auto fastest = std::max_element(predictions.begin(), predictions.end(),
                                           [](const json& x, const json& y) { return x["throughput"].get<double>() < y["throughput"].get<double>(); });
@@ -384,7 +421,8 @@ int run_evaluate(const EvaluateArgs& a) {
 
   json payload = {{"schema_version", 1}, {"kind", "evaluate"}, {"gpuvs", version}, {"workload", a.workload},
                   {"precision", a.precision}, {"devices", devices}, {"bench", bench_record}, {"training", training},
-                  {"calibration", calibration}, {"predictions", predictions}, {"measured_here", measured},
+                  {"calibration", calibration}, {"predictions", predictions}, {"measured_here", measured}, {"cluster", cluster},
+                  {"network", network},
                   {"measured_here_note", here_comparable ? "" : measured_instead + " No measured bar beside the predictions."},
                   {"prediction_note", fmt::format("{} training, default batch per GPU, {} (amp-fp16 where a card lacks bf16), priced with the {} "
                                                   "framework profile; band = the model's validation error spread",
@@ -401,7 +439,7 @@ int run_evaluate(const EvaluateArgs& a) {
                             advice.ranked.empty() ? "no option" : "#1 " + advice.ranked.front().gpu_id);
   run.payload = payload;
   for (const auto& m : results) run.figures.push_back({m.key, m.device, m.unit, m.status, m.median, m.spec});
-  const std::int64_t id = db.add(run);
+  const std::int64_t id = db->add(run);
   if (!a.no_report) {
     const json stored = {{"id", id}, {"created_utc", run.created_utc}, {"payload", payload}};
     files::write_atomic(a.report, report::render_html(stored));

@@ -48,9 +48,23 @@ std::vector<Network> parse_networks(const std::string& text, const std::string& 
   return out;
 }
 
-const std::vector<Network>& networks() {
-  static const std::vector<Network> n = parse_networks(embedded::kNetworks, "built-in data/networks.toml");
+namespace {
+std::vector<Network>& network_table() {
+  static std::vector<Network> n = parse_networks(embedded::kNetworks, "built-in data/networks.toml");
   return n;
+}
+}  // namespace
+
+const std::vector<Network>& networks() { return network_table(); }
+
+void register_network(const Network& net) {
+  auto& t = network_table();
+  for (auto& n : t)
+    if (n.id == net.id) {
+      n = net;
+      return;
+    }
+  t.push_back(net);
 }
 
 const Network& network_by_id(const std::string& id) {

@@ -33,6 +33,9 @@ struct Network {
 const std::vector<Network>& networks();
 /// Parses network TOML; InputError "WHERE:LINE: ..." for missing or impossible fields.
 std::vector<Network> parse_networks(const std::string& text, const std::string& where);
+/// Adds (or replaces, by id) a network for the rest of this process: a cluster's measured one ("measured",
+/// from `gpuvs evaluate` under MPI). Call before predicting on other threads.
+void register_network(const Network& net);
 /// By id; InputError naming the ids when unknown.
 const Network& network_by_id(const std::string& id);
 /// What a cluster of `gpu` usually has (DGX A100: HDR; DGX H100/B200: NDR; anything else: 100 GbE), with

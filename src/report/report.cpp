@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/strings.hpp"
 #include "core/units.hpp"
 #include "report/svg.hpp"
 
@@ -231,6 +232,72 @@ std::string section_predictions(const json& p) {
   return s + "</table>";
 }
 
+/// The cluster an MPI run measured (evaluate's or bench's record): its nodes, the collectives' bus bandwidth
+/// against size, the point-to-point pairs with the slowest named, and the network the predictions took from it.
+std::string section_cluster(const json& p) {
+  const json* cp = p.contains("cluster") && p["cluster"].is_object() ? &p["cluster"]
+                   : p.contains("bench") && p["bench"].is_object() && p["bench"].contains("cluster") && p["bench"]["cluster"].is_object()
+                       ? &p["bench"]["cluster"]
+                       : nullptr;
+  if (!cp) return "";
+  const json& c = *cp;
+  const long long nodes = static_cast<long long>(dbl(c, "nodes"));
+  std::string s = fmt::format("<h2>The cluster: {} ranks on {} node{}</h2><p>Measured with {} (gpuvs under MPI). Bus bandwidth as "
+                              "nccl-tests defines it; every element of every result checked.</p>",
+                              static_cast<long long>(dbl(c, "ranks")), nodes, nodes == 1 ? "" : "s", escape(str(c, "transport", "MPI")));
+  s += "<table><tr><th>node</th><th>host</th><th>ranks</th><th>CPU</th><th>GPUs</th></tr>";
+  for (const auto& n : c.value("per_node", json::array())) {
+    if (!n.is_object()) continue;
+    std::vector<std::string> ranks;
+    if (n.contains("ranks") && n["ranks"].is_array())
+      for (const auto& r : n["ranks"]) ranks.push_back(r.is_number() ? r.dump() : "?");
+    const json& dev = n.contains("devices") && n["devices"].is_object() ? n["devices"] : json::object();
+    const std::string cpu = dev.contains("cpu") && dev["cpu"].is_object() ? str(dev["cpu"], "model") : "";
+    const std::size_t gpus = dev.contains("gpus") && dev["gpus"].is_array() ? dev["gpus"].size() : 0;
+    s += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", static_cast<long long>(dbl(n, "node")), escape(str(n, "host")),
+                     escape(strings::join(ranks, ", ")), escape(cpu), gpus);
+  }
+  s += "</table>";
+  std::vector<Series> series;
+  std::map<std::string, std::size_t> by_op;
+  for (const auto& r : c.value("collectives", json::array())) {
+    if (!r.is_object() || dbl(r, "bytes") <= 0 || dbl(r, "busbw_gbs") <= 0) continue;
+    const std::string op = str(r, "op");
+    if (!by_op.count(op)) {
+      by_op[op] = series.size();
+      series.push_back(Series{op, {}, true, false, static_cast<int>(series.size()), {}});
+    }
+    Series& se = series[by_op[op]];
+    se.points.emplace_back(dbl(r, "bytes"), dbl(r, "busbw_gbs"));
+    se.point_labels.push_back(fmt::format("{} of {}B: {} GB/s bus bandwidth, {} wrong", op, units::format_si(dbl(r, "bytes")), human(dbl(r, "busbw_gbs")),
+                                          static_cast<long long>(dbl(r, "wrong"))));
+  }
+  if (!series.empty())
+    s += line_chart("cluster-busbw", "Collectives: bus bandwidth against message size", series, {"bytes", true}, {"bus bandwidth (GB/s)", true});
+  if (c.contains("pairs") && c["pairs"].is_array() && !c["pairs"].empty()) {
+    std::vector<Bar> bars;
+    for (const auto& pr : c["pairs"]) {
+      if (!pr.is_object()) continue;
+      Bar b;
+      b.label = fmt::format("rank {} - {} ({})", static_cast<long long>(dbl(pr, "a")), static_cast<long long>(dbl(pr, "b")), str(pr, "scope"));
+      b.value = dbl(pr, "bandwidth_gbs");
+      b.note = fmt::format("latency {} us", human(dbl(pr, "latency_us")));
+      bars.push_back(b);
+    }
+    s += bar_chart("cluster-pairs", "Send/recv between pairs (the bandwidth matrix)", bars, "GB/s");
+    if (c.contains("slowest_link") && c["slowest_link"].is_object()) {
+      const json& sl = c["slowest_link"];
+      s += fmt::format("<p>Slowest link: rank {} to rank {} ({}), {} GB/s.</p>", static_cast<long long>(dbl(sl, "a")), static_cast<long long>(dbl(sl, "b")),
+                       escape(str(sl, "scope")), human(dbl(sl, "bandwidth_gbs")));
+    }
+  }
+  if (p.contains("network") && p["network"].is_object()) {
+    const json& nw = p["network"];
+    s += fmt::format("<p>{}</p>", escape(nw.contains("name") ? "Multi-node predictions priced on " + str(nw, "name") : str(nw, "note")));
+  }
+  return s;
+}
+
 /// LLM serving (decoders): throughput against requests in flight and latency against load, per card, under
 /// in-flight batching (evaluate's "serving" record).
 std::string section_serving(const json& p) {
@@ -345,7 +412,7 @@ std::string render_html(const json& run) {
     for (const auto& line : p["summary"]) h += "<li>" + escape(line.is_string() ? line.get<std::string>() : line.dump()) + "</li>";
     h += "</ul>";
   }
-  h += section_machine(p) + section_bench(p) + section_training(p) + section_calibration(p) + section_predictions(p) + section_serving(p) + section_advice(p);
+  h += section_machine(p) + section_bench(p) + section_training(p) + section_calibration(p) + section_predictions(p) + section_serving(p) + section_cluster(p) + section_advice(p);
   h += "<p class=\"muted\">Predicted figures come from gpuvs's calibrated per-op model (docs/VALIDATION.md gives its errors); measured figures from this machine.</p>";
   h += fmt::format("</main><script>{}</script></body></html>\n", kScript);
   return h;
