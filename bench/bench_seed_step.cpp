@@ -36,7 +36,7 @@ void BM_SeedTrainStep(benchmark::State& state, GemmLibrary lib) {
   const graph::Graph g = graph::build_graph(spec, {batch, graph::DType::f32, graph::Mode::train});
   ParamStore store;
   store.initialize(graph::param_inits(spec), graph::DType::f32, 1);
-  auto ex = make_cpu_executor(g, store, {lib, false});
+  auto ex = make_cpu_executor(g, store, {lib, false, {}});
   const auto& x = dataset();
   auto* in = static_cast<float*>(ex->input("x"));
   auto* labels = static_cast<std::int32_t*>(ex->input("labels"));

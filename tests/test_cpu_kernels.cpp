@@ -170,8 +170,8 @@ TEST(Gemm, OneDnnAndOpenBlasAgreeForEveryLayout) {
         fill_random(store.ensure("a", g.node(a).shape, DType::f32), 1);
         fill_random(store.ensure("b", g.node(b).shape, DType::f32), 2);
         fill_random(store.ensure("bias", {n}, DType::f32), 3);
-        auto one = make_cpu_executor(g, store, {GemmLibrary::onednn, false});
-        auto two = make_cpu_executor(g, store, {GemmLibrary::openblas, false});
+        auto one = make_cpu_executor(g, store, {GemmLibrary::onednn, false, {}});
+        auto two = make_cpu_executor(g, store, {GemmLibrary::openblas, false, {}});
         one->run({});
         two->run({});
         const auto r1 = one->read(c), r2 = two->read(c);
@@ -201,7 +201,7 @@ TEST(Executor, TrainingStepAllocatesNoTensors) {
   for (GemmLibrary lib : {GemmLibrary::onednn, GemmLibrary::openblas}) {
     ParamStore store;
     store.initialize(param_inits(spec), DType::f32, 3);
-    auto ex = make_cpu_executor(build_graph(spec, {128, DType::f32, Mode::train}), store, {lib, false});
+    auto ex = make_cpu_executor(build_graph(spec, {128, DType::f32, Mode::train}), store, {lib, false, {}});
     auto* x = static_cast<float*>(ex->input("x"));
     for (int i = 0; i < 128 * 780; ++i) x[i] = static_cast<float>((i % 17) - 8) * 0.1f;
     ex->run({1, 0});  // warm-up
