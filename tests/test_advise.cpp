@@ -286,8 +286,11 @@ TEST(Advise, ScenarioFilesAndBadScenarios) {
       ADD_FAILURE() << text;
     } catch (const InputError& e) {
       EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
     }
   };
+  // Found by fuzz_scenario: toml++ quotes the offending character, here the newline after 'i'.
+  bad_file("requests_per_s = i\nseq_len = 512\n", "s.toml:1: Error while parsing floating-point");
   bad_file("workload = \"llama-7b\"\nhourz = 3\n", "s.toml:2: unknown key 'hourz' (did you mean 'hours'?)");
   bad_file("tokens = \"many\"\n", "s.toml:1: 'tokens' must be a number");
   bad_file("task = \"dance\"\n", "task 'dance'");

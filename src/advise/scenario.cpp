@@ -45,7 +45,7 @@ Scenario read_scenario(const std::string& path, Assumptions& assumptions, const 
   } catch (const toml::parse_error& e) {
     if (e.source().begin.line == 0 && std::string(e.description()).find("open") != std::string::npos)
       throw InputError(fmt::format("--scenario {}: cannot be read", path));
-    throw InputError(fmt::format("{}:{}: {}", path, e.source().begin.line, e.description()));
+    throw InputError(fmt::format("{}:{}: {}", path, e.source().begin.line, strings::printable(std::string(e.description()), 200)));
   }
   Scenario s;
   static const std::vector<std::string> keys = {"name", "workload", "task", "finetune", "precision", "tokens", "samples",

@@ -6,6 +6,7 @@
 #include <toml++/toml.h>
 
 #include "core/error.hpp"
+#include "core/strings.hpp"
 
 namespace gpuvs::embedded {
 extern const char* const kPredictionBand;
@@ -31,7 +32,8 @@ Band parse_band(const std::string& text, const std::string& where, const std::st
     b.source = t["source"].value_or(std::string());
     return b;
   } catch (const toml::parse_error& e) {
-    throw InputError(fmt::format("{}:{}: malformed TOML: {}", where, e.source().begin.line, e.description()));
+    throw InputError(fmt::format("{}:{}: malformed TOML: {}", where, e.source().begin.line,
+                                 strings::printable(std::string(e.description()), 200)));
   }
 }
 
