@@ -97,7 +97,9 @@ TEST(Dist, CollectivesOnTwoAndFourRanksAreRightElementByElement) {
     EXPECT_EQ(c["nodes"], 1);  // loopback: one node
     ASSERT_EQ(c["per_rank"].size(), static_cast<std::size_t>(ranks));
     int sizes = 0;
+    EXPECT_FALSE(c.contains("nccl"));  // NCCL was not asked for
     for (const auto& row : c["collectives"]) {
+      EXPECT_EQ(row["transport"], "mpi");
       EXPECT_EQ(row["wrong"], 0) << row.dump();  // every element of every result checked on every rank
       EXPECT_GT(row["busbw_gbs"].get<double>(), 0.0);
       ++sizes;
@@ -213,4 +215,40 @@ TEST(Dist, BadLaunchesAreExitTwo) {
   const auto rows = shell(mpirun(2, "train seed-mlp --rows 100 --batch-size 64"));
   EXPECT_EQ(rows.exit_code, 2) << rows.err;
   EXPECT_NE(rows.err.find("no whole global batch"), std::string::npos) << rows.err;
+  // NCCL's collectives asked for by name where the ranks have no GPU: refused on every rank, naming one.
+  const auto nccl = shell(mpirun(2, "bench --quick --only nccl.allreduce -o json"));
+  EXPECT_EQ(nccl.exit_code, 2) << nccl.err;
+  EXPECT_NE(nccl.err.find("--only nccl.allreduce: rank 0 cannot join an NCCL group"), std::string::npos) << nccl.err;
+  EXPECT_TRUE(nccl.out.empty()) << nccl.out;
+}
+
+TEST(Dist, TheMeasuredNetworkIsTheGpusWhereNcclMeasuredIt) {
+  // Two nodes of two GPUs each, measured over MPI between the hosts and over NCCL between the GPUs.
+  const nlohmann::json gpus = {{"gpus", nlohmann::json::array({nlohmann::json::object(), nlohmann::json::object()})}};
+  nlohmann::json c = {
+      {"ranks", 4},
+      {"nodes", 2},
+      {"transport", "MPI on host memory; NCCL between GPUs (NCCL 2.27.3, cuda:0 NVIDIA H200)"},
+      {"per_node", {{{"node", 0}, {"host", "a"}, {"ranks", {0, 1}}, {"devices", gpus}}, {{"node", 1}, {"host", "b"}, {"ranks", {2, 3}}, {"devices", gpus}}}},
+      {"collectives",
+       {{{"op", "allreduce"}, {"transport", "mpi"}, {"bytes", 1024}, {"count", 256}, {"busbw_gbs", 1.0}, {"wrong", 0}},
+        {{"op", "allreduce"}, {"transport", "nccl"}, {"bytes", 1024}, {"count", 256}, {"busbw_gbs", 20.0}, {"wrong", 0}}}},
+      {"pairs",
+       {{{"a", 0}, {"b", 2}, {"transport", "mpi"}, {"scope", "inter-node"}, {"bandwidth_gbs", 2.0}, {"latency_us", 30.0}},
+        {{"a", 0}, {"b", 2}, {"transport", "nccl"}, {"scope", "inter-node"}, {"bandwidth_gbs", 40.0}, {"latency_us", 9.0}}}},
+      {"slowest_link", {{"a", 0}, {"b", 2}, {"transport", "nccl"}, {"scope", "inter-node"}, {"bandwidth_gbs", 40.0}}}};
+  const auto m = bench::measured_network(c);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_DOUBLE_EQ(m->gbs_per_gpu, 20.0);  // the GPUs' 40 GB/s shared by a node's two GPUs, not the hosts' 2
+  EXPECT_DOUBLE_EQ(m->latency_s, 9e-6);
+  EXPECT_NE(m->source.find("NCCL"), std::string::npos) << m->source;
+  const std::string text = bench::cluster_text(c);
+  EXPECT_NE(text.find("# allreduce over MPI, host memory"), std::string::npos) << text;
+  EXPECT_NE(text.find("# allreduce over NCCL, GPU memory"), std::string::npos) << text;
+  EXPECT_NE(text.find("slowest link: rank 0 <-> rank 2 (nccl, inter-node), 40.00 GB/s"), std::string::npos) << text;
+  // Without NCCL's pairs the hosts' link is the network.
+  c["pairs"].erase(1);
+  const auto hosts = bench::measured_network(c);
+  ASSERT_TRUE(hosts.has_value());
+  EXPECT_DOUBLE_EQ(hosts->gbs_per_gpu, 1.0);
 }

@@ -2,8 +2,9 @@
 // rank 0; a collectives sweep as nccl-tests reports it (size, count, time, algorithm and bus bandwidth,
 // #wrong from checking every element of every result) for all-reduce, all-gather and reduce-scatter over the
 // ranks; point-to-point send/recv between node pairs (between rank pairs on one node) as a bandwidth matrix
-// with its slowest link named. These run on host memory through MPI; NCCL over GPUs is the CUDA plugin's
-// (`cuda.nccl.*`), one process's GPUs only.
+// with its slowest link named. These run on host memory through MPI and, where every rank has a GPU (one
+// per rank, its local rank's), again over NCCL between the GPUs: rank 0 makes the NCCL group's id and MPI
+// broadcasts it (the CUDA plugin does the NCCL calls). Rows and pairs say which ("transport": mpi | nccl).
 //
 // Bus bandwidth (nccl-tests): all-reduce 2(n-1)/n x algbw, all-gather and reduce-scatter (n-1)/n x algbw,
 // algbw = bytes / time with bytes the whole buffer (GB = 1e9 bytes, time the slowest rank's median).
@@ -18,22 +19,24 @@ namespace gpuvs::bench {
 
 struct ClusterOptions {
   bool quick = false;               // sizes up to 4 MiB, fewer repetitions
-  std::vector<std::string> parts;   // "mpi.allreduce", "mpi.allgather", "mpi.reduce_scatter", "mpi.sendrecv"; empty: all
+  /// "mpi.allreduce", "mpi.allgather", "mpi.reduce_scatter", "mpi.sendrecv", the same with "nccl."; empty:
+  /// every MPI part, and every NCCL part where all ranks have a GPU (else record["nccl"] says why not).
+  std::vector<std::string> parts;
 };
 
 /// The benchmark keys of the cluster's parts.
 const std::vector<std::string>& cluster_keys();
 
 /// Every rank calls it with its own probe (devices_record). Rank 0 gets the record; the others get null.
-/// InputError (on every rank) for an unknown part.
+/// InputError (on every rank) for an unknown part, and for NCCL parts named where a rank has no GPU.
 nlohmann::json run_cluster_benchmarks(const ClusterOptions& opt, const nlohmann::json& this_rank_probe);
 
 /// nccl-tests-style text of a record: the nodes, each collective's table, the pair matrix, the slowest link.
 std::string cluster_text(const nlohmann::json& cluster);
 
 /// The network a record measured between nodes, for the performance model's multi-node figures: the slowest
-/// inter-node pair's bandwidth shared by the GPUs of a node (by its ranks when it has none), its 8-byte
-/// latency; id "measured". nullopt for one node (no inter-node link was measured).
+/// inter-node pair's bandwidth (between GPUs where NCCL measured, else between hosts) shared by the GPUs of a
+/// node (by its ranks when it has none), its 8-byte latency; id "measured". nullopt for one node.
 struct MeasuredNetwork {
   std::string id = "measured", name, source;
   double gbs_per_gpu = 0, latency_s = 0;

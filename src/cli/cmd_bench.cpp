@@ -72,7 +72,7 @@ int run_bench(const BenchArgs& a) {
   std::vector<std::string> keys, cluster_parts;
   std::stringstream ss(a.only);
   for (std::string k; std::getline(ss, k, ',');)
-    if (!k.empty()) (k.rfind("mpi.", 0) == 0 ? cluster_parts : keys).push_back(k);
+    if (!k.empty()) (k.rfind("mpi.", 0) == 0 || k.rfind("nccl.", 0) == 0 ? cluster_parts : keys).push_back(k);
   // Under MPI: the cluster's probes and collectives on every rank; rank 0 then measures its own machine
   // too (unless --only named cluster benchmarks alone) and alone writes, stores and prints.
   const dist::World& world = dist::world();

@@ -190,16 +190,42 @@ Placement resolve_placement(const TrainConfig& cfg) {
   return {fmt::format("cuda:{}", index), ""};
 }
 
+namespace {
+
+/// Under MPI every rank trains on the same kind of device, a GPU rank on its local rank's GPU (one GPU per
+/// rank; NCCL spans the ranks). Checked on every rank, so a launch that cannot work is refused everywhere.
+Placement rank_placement(const TrainConfig& cfg, const Placement& place, const dist::World& world) {
+  double on_gpu = place.device == "cpu" ? 0.0 : 1.0;
+  dist::allreduce_sum(&on_gpu, 1, "device check");
+  if (on_gpu > 0 && on_gpu < world.size)
+    throw InputError(fmt::format("--device {}: {} of {} ranks found a GPU and the others none; every rank must train on the same kind of "
+                                 "device (use --device cpu, or launch ranks only where there are GPUs)",
+                                 cfg.device, static_cast<int>(on_gpu), world.size));
+  if (place.device == "cpu") return place;
+  if (cfg.gpus > 1)
+    throw InputError(fmt::format("--gpus {} under MPI: each rank trains on one GPU, its local rank's; launch {} ranks per node instead",
+                                 cfg.gpus, cfg.gpus));
+  if (cfg.device != "auto" && cfg.device != "cuda")
+    throw InputError(fmt::format("--device {} under MPI: each rank trains on its local rank's GPU (cuda:{} for this rank); use --device cuda",
+                                 cfg.device, world.local_rank));
+  std::string why;
+  gpu::Api* api = gpu::plugin(why);
+  const int count = api ? api->device_count(why) : 0;
+  if (world.local_rank >= count)
+    throw InputError(fmt::format("{} ranks run on {}, which has {} GPU{}{}: launch at most one rank per GPU there, or use --device cpu",
+                                 world.local_size, world.host, count, count == 1 ? "" : "s", count == 0 ? " (" + why + ")" : ""));
+  return {fmt::format("cuda:{}", world.local_rank), ""};
+}
+
+}  // namespace
+
 TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const TrainConfig& cfg, TrainObserver& obs,
                   ParamStore& store) {
   // ---- Everything that can be wrong is checked before anything is written.
-  const Placement place = resolve_placement(cfg);
+  Placement place = resolve_placement(cfg);
   const dist::World& world = dist::world();
   const std::int64_t ranks = world.size;
-  if (ranks > 1 && place.device != "cpu")
-    throw InputError(fmt::format("training across {} MPI ranks runs on the CPU in this build (gradients averaged with MPI); the CUDA "
-                                 "engine's NCCL all-reduce spans one process's GPUs: use --device cpu, or one process with --gpus N",
-                                 ranks));
+  if (ranks > 1) place = rank_placement(cfg, place, world);
 
   graph::ModelSpec spec = spec_in;
   if (cfg.learning_rate) spec.adam.learning_rate = *cfg.learning_rate;
@@ -304,7 +330,7 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
   // the gradients are averaged over the ranks before the optimizer step, so the parameters stay equal.
   ExecutorOptions opt{cfg.gemm, false, {}};
   std::vector<float> packed;
-  if (ranks > 1) {
+  if (ranks > 1 && place.device == "cpu") {  // on GPUs the device's executors average them with NCCL
     opt.reduce_gradients = [&packed, ranks](const std::vector<GradientSpan>& grads) {
       std::int64_t total = 0;
       for (const auto& g : grads) total += g.size;
@@ -345,6 +371,13 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
       result.device = fmt::format("{} GPUs data parallel: {}", cfg.gpus, replicas[0]->describe());
       if (n_train % cfg.batch) obs.on_note(fmt::format("{} rows of each epoch are left out: only whole batches of {} split over {} GPUs",
                                                        n_train % cfg.batch, cfg.batch, cfg.gpus));
+    } else if (ranks > 1) {
+      // One GPU per rank: rank 0's NCCL group id reaches the others over MPI, then every rank joins.
+      const std::string id = dist::broadcast(world.rank == 0 ? api->nccl_unique_id() : std::string(), "NCCL group id");
+      gpu_device = api->open_train_device_in_group(o, id, world.rank, world.size);
+      make = [&gpu_device](const graph::Graph& g, ParamStore& st, const ExecutorOptions& eo) { return gpu_device->executor(g, st, eo); };
+      result.device = fmt::format("{}; rank {} of {} ranks, gradients averaged with NCCL across them", gpu_device->describe(), world.rank,
+                                  world.size);
     } else {
       gpu_device = api->open_train_device(o);
       make = [&gpu_device](const graph::Graph& g, ParamStore& st, const ExecutorOptions& eo) { return gpu_device->executor(g, st, eo); };

@@ -4,6 +4,7 @@
 // sides are built by the same toolchain in the same build, so C++ types cross the boundary; the entry
 // point is a C symbol, and kAbiVersion guards against a plugin from another build.
 #pragma once
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -16,7 +17,7 @@
 
 namespace gpuvs::gpu {
 
-constexpr int kAbiVersion = 3;  // 3: Executor gained the queued-epoch methods (vtable)
+constexpr int kAbiVersion = 4;  // 4: NCCL groups across processes (MPI ranks)
 
 /// The math of a GPU training run: fp32 (CUDA cores), tf32 (FP32 GEMMs on TF32 tensor cores), amp_bf16
 /// and amp_fp16 (GEMM inputs cast to 16 bits, FP32 accumulate, FP32 master weights and elementwise math;
@@ -67,6 +68,24 @@ struct BenchResult {
   std::string detail;           // optional extra table (sweeps, peer matrix), one line per row
 };
 
+/// One rank's side of NCCL collectives between processes (one GPU per MPI rank), for the cluster benchmark.
+/// Every rank of the group calls each collective method at the same time, as with MPI.
+enum class GroupOp { allreduce, allgather, reduce_scatter };
+class RankCollectives {
+ public:
+  virtual ~RankCollectives() = default;
+  /// Times `iterations` of `op` on `count` floats after `warmup` untimed ones (allgather and
+  /// reduce_scatter: `count` is the whole buffer, split evenly over the ranks), each from the enqueue to the
+  /// stream's end, in seconds (this rank's). The send buffer holds (rank + 1) * (1 + i % 7) at element i of
+  /// the whole buffer; `wrong` counts the last result's elements that differ from what they must hold.
+  virtual std::vector<double> time(GroupOp op, std::int64_t count, int warmup, int iterations, std::int64_t& wrong) = 0;
+  /// Seconds of one one-way transfer of `bytes` from rank `a` to rank `b` (half a ping-pong, median of
+  /// `iterations`) on the pair; the other ranks return 0 at once.
+  virtual double send_recv(int a, int b, std::int64_t bytes, int iterations) = 0;
+  /// "NCCL 2.27.3, cuda:1 NVIDIA H200"
+  virtual std::string describe() const = 0;
+};
+
 class Api {
  public:
   virtual ~Api() = default;
@@ -85,6 +104,18 @@ class Api {
   /// in ~25 MB buckets as soon as backward produces each, on a second stream so the exchange overlaps the
   /// rest of the backward pass. options.device is ignored. RuntimeFailure without NCCL.
   virtual std::vector<std::unique_ptr<TrainDevice>> open_train_devices(const TrainDeviceOptions& options, int count) = 0;
+
+  // ---- Across processes (MPI ranks, one GPU each). The plugin has no transport: rank 0 makes the group's
+  // id, the host broadcasts it over MPI, and every rank joins with it (ncclCommInitRank).
+  /// A new group id (ncclGetUniqueId's bytes). RuntimeFailure without NCCL.
+  virtual std::string nccl_unique_id() = 0;
+  /// GPU options.device as rank `rank` of `size` data-parallel replicas in as many processes: its executors
+  /// average the gradients over the group with NCCL in buckets overlapped with backward, as
+  /// open_train_devices does within one process. RuntimeFailure without NCCL, InputError for a bad device.
+  virtual std::unique_ptr<TrainDevice> open_train_device_in_group(const TrainDeviceOptions& options, const std::string& unique_id,
+                                                                  int rank, int size) = 0;
+  /// GPU `device` as rank `rank` of `size` for the collectives benchmark. Errors as above.
+  virtual std::unique_ptr<RankCollectives> open_rank_collectives(int device, const std::string& unique_id, int rank, int size) = 0;
 };
 
 }  // namespace gpuvs::gpu

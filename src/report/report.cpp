@@ -262,7 +262,7 @@ std::string section_cluster(const json& p) {
   std::map<std::string, std::size_t> by_op;
   for (const auto& r : c.value("collectives", json::array())) {
     if (!r.is_object() || dbl(r, "bytes") <= 0 || dbl(r, "busbw_gbs") <= 0) continue;
-    const std::string op = str(r, "op");
+    const std::string op = str(r, "op") + (str(r, "transport", "mpi") == "nccl" ? " (NCCL, GPUs)" : "");
     if (!by_op.count(op)) {
       by_op[op] = series.size();
       series.push_back(Series{op, {}, true, false, static_cast<int>(series.size()), {}});
@@ -279,7 +279,8 @@ std::string section_cluster(const json& p) {
     for (const auto& pr : c["pairs"]) {
       if (!pr.is_object()) continue;
       Bar b;
-      b.label = fmt::format("rank {} - {} ({})", static_cast<long long>(dbl(pr, "a")), static_cast<long long>(dbl(pr, "b")), str(pr, "scope"));
+      b.label = fmt::format("rank {} - {} ({}{})", static_cast<long long>(dbl(pr, "a")), static_cast<long long>(dbl(pr, "b")), str(pr, "scope"),
+                            str(pr, "transport", "mpi") == "nccl" ? ", NCCL" : "");
       b.value = dbl(pr, "bandwidth_gbs");
       b.note = fmt::format("latency {} us", human(dbl(pr, "latency_us")));
       bars.push_back(b);
@@ -287,10 +288,13 @@ std::string section_cluster(const json& p) {
     s += bar_chart("cluster-pairs", "Send/recv between pairs (the bandwidth matrix)", bars, "GB/s");
     if (c.contains("slowest_link") && c["slowest_link"].is_object()) {
       const json& sl = c["slowest_link"];
-      s += fmt::format("<p>Slowest link: rank {} to rank {} ({}), {} GB/s.</p>", static_cast<long long>(dbl(sl, "a")), static_cast<long long>(dbl(sl, "b")),
-                       escape(str(sl, "scope")), human(dbl(sl, "bandwidth_gbs")));
+      s += fmt::format("<p>Slowest link: rank {} to rank {} ({}, {}), {} GB/s.</p>", static_cast<long long>(dbl(sl, "a")), static_cast<long long>(dbl(sl, "b")),
+                       escape(str(sl, "scope")), str(sl, "transport", "mpi") == "nccl" ? "NCCL between GPUs" : "MPI between hosts",
+                       human(dbl(sl, "bandwidth_gbs")));
     }
   }
+  if (c.contains("nccl") && c["nccl"].is_object() && str(c["nccl"], "status") == "waived")
+    s += fmt::format("<p>NCCL between GPUs: not measured ({}).</p>", escape(str(c["nccl"], "why")));
   if (p.contains("network") && p["network"].is_object()) {
     const json& nw = p["network"];
     s += fmt::format("<p>{}</p>", escape(nw.contains("name") ? "Multi-node predictions priced on " + str(nw, "name") : str(nw, "note")));

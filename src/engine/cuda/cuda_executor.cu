@@ -876,4 +876,11 @@ std::vector<std::unique_ptr<gpu::TrainDevice>> open_train_devices(const gpu::Tra
   return out;
 }
 
+std::unique_ptr<gpu::TrainDevice> open_train_device_in_group(const gpu::TrainDeviceOptions& o, const std::string& unique_id, int rank,
+                                                             int size) {
+  auto d = std::make_unique<Device>(o);  // makes o.device current, which ncclCommInitRank binds to
+  d->join(gpu::cuda::make_group_collective(unique_id, rank, size));
+  return d;
+}
+
 }  // namespace gpuvs::engine::cuda

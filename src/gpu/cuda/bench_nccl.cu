@@ -1,117 +1,41 @@
 // All-reduce sweep through NCCL across every visible GPU in one process (ncclCommInitAll), reported as
-// nccl-tests does: algbw = bytes / time, busbw = algbw * 2(n-1)/n, out of place, float sum. NCCL is
-// loaded at run time so the plugin works where it is absent (the benchmark is then waived).
-#include <dlfcn.h>
-#include <nccl.h>
-
+// nccl-tests does: algbw = bytes / time, busbw = algbw * 2(n-1)/n, out of place, float sum. Waived where
+// NCCL cannot be loaded.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
 #include "gpu/counting.hpp"
-#include "gpu/cuda/collective.hpp"
 #include "gpu/cuda/common.hpp"
+#include "gpu/cuda/nccl_library.hpp"
 
 namespace gpuvs::gpu::cuda {
 
 namespace {
-
-struct Nccl {
-  void* handle = nullptr;
-  std::string why;
-  decltype(&ncclGetVersion) get_version = nullptr;
-  decltype(&ncclCommInitAll) init_all = nullptr;
-  decltype(&ncclCommDestroy) destroy = nullptr;
-  decltype(&ncclAllReduce) all_reduce = nullptr;
-  decltype(&ncclGroupStart) group_start = nullptr;
-  decltype(&ncclGroupEnd) group_end = nullptr;
-  decltype(&ncclGetErrorString) error_string = nullptr;
-};
-
-const Nccl& nccl() {
-  static const Nccl lib = [] {
-    Nccl n;
-    n.handle = ::dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
-    if (!n.handle) {
-      const char* e = ::dlerror();
-      n.why = std::string("NCCL cannot be loaded (") + (e ? e : "libnccl.so.2 not found") + ")";
-      return n;
-    }
-    n.get_version = reinterpret_cast<decltype(n.get_version)>(::dlsym(n.handle, "ncclGetVersion"));
-    n.init_all = reinterpret_cast<decltype(n.init_all)>(::dlsym(n.handle, "ncclCommInitAll"));
-    n.destroy = reinterpret_cast<decltype(n.destroy)>(::dlsym(n.handle, "ncclCommDestroy"));
-    n.all_reduce = reinterpret_cast<decltype(n.all_reduce)>(::dlsym(n.handle, "ncclAllReduce"));
-    n.group_start = reinterpret_cast<decltype(n.group_start)>(::dlsym(n.handle, "ncclGroupStart"));
-    n.group_end = reinterpret_cast<decltype(n.group_end)>(::dlsym(n.handle, "ncclGroupEnd"));
-    n.error_string = reinterpret_cast<decltype(n.error_string)>(::dlsym(n.handle, "ncclGetErrorString"));
-    if (!n.get_version || !n.init_all || !n.destroy || !n.all_reduce || !n.group_start || !n.group_end || !n.error_string)
-      n.why = "libnccl.so.2 lacks the entry points gpuvs needs";
-    return n;
-  }();
-  return lib;
-}
-
-void nccl_check(ncclResult_t r, const char* what) {
-  if (r != ncclSuccess) throw CudaFailure(std::string(what) + ": " + nccl().error_string(r));
-}
 
 __global__ void fill_rank(float* p, std::size_t n, int rank) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
     p[i] = static_cast<float>((i * 7 + static_cast<std::size_t>(rank)) % 16 + 1);  // small integers: sums are exact
 }
 
-class NcclRank final : public Collective {
- public:
-  NcclRank(ncclComm_t comm, int rank, int size) : comm_(comm), rank_(rank), size_(size) {}
-  ~NcclRank() override { nccl().destroy(comm_); }
-  void all_reduce_mean(float* buffer, std::int64_t count, cudaStream_t stream) override {
-    nccl_check(nccl().all_reduce(buffer, buffer, static_cast<std::size_t>(count), ncclFloat, ncclAvg, comm_, stream), "ncclAllReduce");
-  }
-  int rank() const override { return rank_; }
-  int size() const override { return size_; }
-
- private:
-  ncclComm_t comm_;
-  int rank_, size_;
-};
-
 }  // namespace
-
-std::vector<std::unique_ptr<Collective>> make_collectives(int n) {
-  const Nccl& lib = nccl();
-  if (!lib.why.empty()) throw RuntimeFailure("multi-GPU training needs NCCL: " + lib.why);
-  std::vector<ncclComm_t> comms(static_cast<std::size_t>(n));
-  std::vector<int> devs(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) devs[static_cast<std::size_t>(i)] = i;
-  const ncclResult_t r = lib.init_all(comms.data(), n, devs.data());
-  if (r != ncclSuccess) throw RuntimeFailure(std::string("ncclCommInitAll: ") + lib.error_string(r));
-  std::vector<std::unique_ptr<Collective>> out;
-  for (int i = 0; i < n; ++i) out.push_back(std::make_unique<NcclRank>(comms[static_cast<std::size_t>(i)], i, n));
-  return out;
-}
-
-std::string nccl_version() {
-  const Nccl& n = nccl();
-  if (!n.why.empty()) return n.why;
-  int v = 0;
-  n.get_version(&v);
-  return "NCCL " + std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
-}
 
 BenchResult nccl_allreduce(const BenchRequest& r) {
   int count = 0;
   GPUVS_CUDA(cudaGetDeviceCount(&count));
   if (count < 2) return waived("needs two or more GPUs");
-  const Nccl& lib = nccl();
+  const NcclLibrary& lib = nccl();
   if (!lib.why.empty()) return waived(lib.why);
   std::vector<ncclComm_t> comms(static_cast<std::size_t>(count));
   std::vector<int> devs(static_cast<std::size_t>(count));
   for (int i = 0; i < count; ++i) devs[static_cast<std::size_t>(i)] = i;
   nccl_check(lib.init_all(comms.data(), count, devs.data()), "ncclCommInitAll");
   struct CommGuard {
-    const Nccl& lib;
+    const NcclLibrary& lib;
     std::vector<ncclComm_t>& c;
     ~CommGuard() {
       for (auto x : c) lib.destroy(x);

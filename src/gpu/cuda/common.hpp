@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -117,5 +118,7 @@ BenchResult launch(const BenchRequest& r);            // cuda.launch.latency | a
 BenchResult gemm(const BenchRequest& r);              // cuda.gemm.{fp32,tf32,fp16,bf16,fp8,int8}
 BenchResult nccl_allreduce(const BenchRequest& r);    // cuda.nccl.allreduce
 std::string nccl_version();                            // "NCCL 2.x.y" or why it is absent
+/// The cluster benchmark's NCCL group member (nccl_group_bench.cu): GPU `device` as `rank` of `size`.
+std::unique_ptr<RankCollectives> open_rank_collectives(int device, const std::string& unique_id, int rank, int size);
 
 }  // namespace gpuvs::gpu::cuda

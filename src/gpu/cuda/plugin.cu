@@ -7,11 +7,14 @@
 
 #include "core/error.hpp"
 
+#include "gpu/cuda/collective.hpp"
 #include "gpu/cuda/common.hpp"
 
 namespace gpuvs::engine::cuda {
 std::unique_ptr<gpu::TrainDevice> open_train_device(const gpu::TrainDeviceOptions& o);  // cuda_executor.cu
 std::vector<std::unique_ptr<gpu::TrainDevice>> open_train_devices(const gpu::TrainDeviceOptions& o, int count);
+std::unique_ptr<gpu::TrainDevice> open_train_device_in_group(const gpu::TrainDeviceOptions& o, const std::string& unique_id, int rank,
+                                                             int size);
 }
 
 namespace gpuvs::gpu::cuda {
@@ -83,6 +86,28 @@ class Plugin final : public Api {
     if (count < 1 || count > n)
       throw InputError("--gpus " + std::to_string(count) + ": this machine has " + std::to_string(n) + " GPU(s)");
     return engine::cuda::open_train_devices(options, count);
+  }
+
+  std::string nccl_unique_id() override { return cuda::nccl_unique_id(); }
+
+  std::unique_ptr<TrainDevice> open_train_device_in_group(const TrainDeviceOptions& options, const std::string& unique_id, int rank,
+                                                          int size) override {
+    check_device(options.device);
+    return engine::cuda::open_train_device_in_group(options, unique_id, rank, size);
+  }
+
+  std::unique_ptr<RankCollectives> open_rank_collectives(int device, const std::string& unique_id, int rank, int size) override {
+    check_device(device);
+    return cuda::open_rank_collectives(device, unique_id, rank, size);
+  }
+
+ private:
+  void check_device(int device) {
+    std::string why;
+    const int n = device_count(why);
+    if (n == 0) throw RuntimeFailure("no GPU: " + why);
+    if (device < 0 || device >= n)
+      throw InputError("cuda:" + std::to_string(device) + ": this machine has " + std::to_string(n) + " GPU(s)");
   }
 };
 
