@@ -518,7 +518,10 @@ TEST(Cli, PredictWithCalibrationFromABenchRecord) {
   expect_usage_error(run_gpuvs("predict --gpu h200 --calibration " + empty.string()), "no GPU figures");
   const auto junk = dir / "junk.json";
   gpuvs::test::write_text(junk, "{not json");
-  expect_usage_error(run_gpuvs("predict --gpu h200 --calibration " + junk.string()), "not JSON");
+  expect_usage_error(run_gpuvs("predict --gpu h200 --calibration " + junk.string()), "malformed JSON at byte");
+  // Found by fuzz_bench_record: a number past double's range escaped as nlohmann's out_of_range.
+  gpuvs::test::write_text(junk, R"({"schema_version": 2, "results": [{"median": 25276E10208}]})");
+  expect_usage_error(run_gpuvs("predict --gpu h200 --calibration " + junk.string()), "unreadable JSON");
   expect_usage_error(run_gpuvs("predict --gpu h200 --calibration " + (dir / "missing.json").string()), "--calibration");
 }
 

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <regex>
 
+#include "core/error.hpp"
 #include "report/report.hpp"
 #include "report/svg.hpp"
 #include "test_util.hpp"
@@ -175,6 +176,26 @@ TEST(Report, EscapesEveryOutsideString) {
   EXPECT_EQ(scripts, 1u);
   const std::string md = report::render_markdown(hostile_run());
   EXPECT_NE(md.find("## Advice"), std::string::npos);
+}
+
+TEST(Report, RecordsOfTheWrongShapeRenderOrFailInOneLine) {
+  // A stored record is any JSON another program wrote. fuzz_history found a payload that is a string
+  // (section_machine read a member of it); members of the wrong kind are skipped like missing ones.
+  for (const char* payload : {R"("")", "5", "[]", "null",
+                              R"({"devices": "x", "bench": 3, "training": "t", "advice": [1], "calibration": [2], "roofline": {"points": 4},
+                                  "cluster": {"collectives": 7, "pairs": "p", "per_node": [1, "a"]}, "serving": {"gpus": 1},
+                                  "predictions": 9, "summary": {"a": 1}})"}) {
+    const nlohmann::json run = {{"id", 3}, {"created_utc", "2026-12-01T00:00:00Z"}, {"payload", nlohmann::json::parse(payload)}};
+    try {
+      const std::string html = report::render_html(run), md = report::render_markdown(run);
+      EXPECT_NE(html.find("gpuvs report — run 3"), std::string::npos) << payload;
+      EXPECT_NE(md.find("# gpuvs report — run 3"), std::string::npos) << payload;
+    } catch (const gpuvs::InputError& e) {
+      const std::string what = e.what();
+      EXPECT_EQ(what.rfind("run 3: its stored record cannot be rendered", 0), 0u) << what;
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    }
+  }
 }
 
 TEST(Report, ChartsCarryDataMarksAndTooltips) {

@@ -7,17 +7,13 @@
 #include "bench/results_json.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "graph/json_input.hpp"
 
 namespace gpuvs::cli {
 
 perf::Calibration load_calibration(const std::string& path, const catalog::Catalog& cat) {
   const std::string text = files::read_all(path, "--calibration");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(fmt::format("{}: not JSON (byte {}): {}", path, e.byte, e.what()));
-  }
+  const nlohmann::json j = graph::parse_json(text, path);
   auto cal = calibration_from(bench::measurements_from_json(j, path), j.value("quick", false), cat, path);
   if (!cal)
     throw InputError(fmt::format("{}: no GPU figures from a catalog device (run gpuvs bench --save on a GPU gpuvs knows)", path));

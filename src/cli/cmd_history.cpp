@@ -66,7 +66,10 @@ int run_diff(const std::string& db, std::int64_t a, std::int64_t b, bool as_json
   }
   auto training = [](const store::Run& r) {
     const json& p = r.payload;
-    return p.contains("training") ? p["training"].value("samples_per_s", 0.0) : 0.0;
+    // A stored payload may hold anything: only a number where it belongs counts.
+    if (!p.contains("training") || !p["training"].is_object()) return 0.0;
+    const json& t = p["training"];
+    return t.contains("samples_per_s") && t["samples_per_s"].is_number() ? t["samples_per_s"].get<double>() : 0.0;
   };
   if (as_json) {
     json arr = json::array();

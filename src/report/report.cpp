@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/error.hpp"
 #include "core/strings.hpp"
 #include "core/units.hpp"
 #include "report/svg.hpp"
@@ -22,6 +23,16 @@ double dbl(const json& j, const char* key, double fallback = 0) {
   return j.is_object() && j.contains(key) && j[key].is_number() ? j[key].get<double>() : fallback;
 }
 bool has(const json& j, const char* key) { return j.is_object() && j.contains(key) && !j[key].is_null(); }
+bool flag(const json& j, const char* key) { return j.is_object() && j.contains(key) && j[key].is_boolean() && j[key].get<bool>(); }
+// A record's member of the expected kind, else an empty one: a stored record may have been written by anything.
+const json& obj(const json& j, const char* key) {
+  static const json empty = json::object();
+  return j.is_object() && j.contains(key) && j[key].is_object() ? j[key] : empty;
+}
+const json& arr(const json& j, const char* key) {
+  static const json empty = json::array();
+  return j.is_object() && j.contains(key) && j[key].is_array() ? j[key] : empty;
+}
 
 std::string fmt_num(double v, const char* spec) { return fmt::format(fmt::runtime(spec), v); }
 
@@ -63,14 +74,14 @@ if(empty.length)console.error('empty charts: '+empty.join(','));})();
 
 std::string section_machine(const json& p) {
   std::string s = "<h2>This machine</h2>";
-  const json& d = p.value("devices", json::object());
-  const json& cpu = d.value("cpu", json::object());
+  const json& d = obj(p, "devices");
+  const json& cpu = obj(d, "cpu");
   s += fmt::format("<p>CPU: {} — {} cores, {} threads; memory {:.1f} GiB. ISA: {}.</p>", escape(str(cpu, "model", "?")),
                    static_cast<int>(dbl(cpu, "cores")), static_cast<int>(dbl(cpu, "threads")), dbl(cpu, "memory_bytes") / 1073741824.0,
                    escape(cpu.contains("features") ? fmt::format("{}", fmt::join(cpu["features"].get<std::vector<std::string>>(), " ")) : ""));
-  const json& nv = d.value("nvidia", json::object());
+  const json& nv = obj(d, "nvidia");
   if (str(nv, "status") == "ok") {
-    for (const auto& g : nv.value("gpus", json::array()))
+    for (const auto& g : arr(nv, "gpus"))
       s += fmt::format("<p>GPU {}: {} (catalog: {}), {:.1f} GiB, driver {}.</p>", static_cast<int>(dbl(g, "index")), escape(str(g, "name")),
                        escape(g.contains("catalog_id") && g["catalog_id"].is_string() ? g["catalog_id"].get<std::string>() : "no match"),
                        dbl(g, "memory_total_bytes") / 1073741824.0, escape(str(nv, "driver_version", "?")));
@@ -84,7 +95,7 @@ std::string section_machine(const json& p) {
 std::string section_bench(const json& p) {
   if (!has(p, "bench")) return "";
   std::string s = "<h2>Measured: benchmarks</h2>";
-  const json& rl = p.value("roofline", json::object());
+  const json& rl = obj(p, "roofline");
   if (has(rl, "peak_gflops") && has(rl, "bandwidth_gbs")) {
     const double peak = dbl(rl, "peak_gflops"), bw = dbl(rl, "bandwidth_gbs");
     std::vector<Series> series;
@@ -93,13 +104,13 @@ std::string section_bench(const json& p) {
     for (double i = 1.0 / 64; i <= 1024; i *= 2) roof.points.emplace_back(i, std::min(peak, bw * i));
     series.push_back(roof);
     Series bench{"measured benchmarks", {}, false, false, 1, {}};
-    for (const auto& pt : rl.value("points", json::array())) {
+    for (const auto& pt : arr(rl, "points")) {
       bench.points.emplace_back(dbl(pt, "intensity"), dbl(pt, "gflops"));
       bench.point_labels.push_back(str(pt, "label"));
     }
     if (!bench.points.empty()) series.push_back(bench);
     Series ops{fmt::format("{} training-step ops", str(rl, "workload", "workload")), {}, false, false, 2, {}};
-    for (const auto& op : rl.value("ops", json::array())) {
+    for (const auto& op : arr(rl, "ops")) {
       if (dbl(op, "intensity") <= 0 || dbl(op, "gflops") <= 0) continue;
       ops.points.emplace_back(dbl(op, "intensity"), dbl(op, "gflops"));
       ops.point_labels.push_back(str(op, "name"));
@@ -113,7 +124,7 @@ std::string section_bench(const json& p) {
          "last-level cache, so main-memory bandwidth does not bound them.</p>";
   }
   s += "<table><tr><th>benchmark</th><th>device</th><th>median</th><th>unit</th><th>spread %</th><th>spec</th><th>% of spec</th><th>status / note</th></tr>";
-  for (const auto& r : p["bench"].value("results", json::array())) {
+  for (const auto& r : arr(obj(p, "bench"), "results")) {
     const bool ok = str(r, "status") == "ok";
     s += fmt::format("<tr><td>{}</td><td>{}</td><td class=n>{}</td><td>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class={}>{}</td></tr>",
                      escape(str(r, "key")), escape(str(r, "device")), ok ? human(dbl(r, "median"), 4) : "N/A", escape(str(r, "unit")),
@@ -132,7 +143,7 @@ std::string section_training(const json& p) {
                    escape(str(t, "device")), static_cast<int>(dbl(t, "threads")), escape(str(t, "gemm")), units::format_si(dbl(t, "samples_per_s")),
                    units::format_seconds(dbl(t, "step_time_median_s")));
   s += "<table><tr><th>epoch</th><th>loss</th><th>accuracy</th><th>val loss</th><th>val accuracy</th><th>samples/s</th></tr>";
-  for (const auto& e : t.value("history", json::array()))
+  for (const auto& e : arr(t, "history"))
     s += fmt::format("<tr><td class=n>{}</td><td class=n>{:.4f}</td><td class=n>{:.4f}</td><td class=n>{:.4f}</td><td class=n>{:.4f}</td><td class=n>{:.0f}</td></tr>",
                      static_cast<int>(dbl(e, "epoch")), dbl(e, "loss"), dbl(e, "accuracy"), dbl(e, "val_loss"), dbl(e, "val_accuracy"),
                      dbl(e, "samples_per_s"));
@@ -170,13 +181,13 @@ std::string section_predictions(const json& p) {
   };
   for (const auto& e : preds) {
     const std::string id = str(e, "gpu");
-    const bool local = e.value("local", false);
+    const bool local = flag(e, "local");
     speed.push_back({id, dbl(e, "throughput"), std::nullopt,
-                     fmt::format("band {} {}{}", band(e), unit, e.value("calibrated", false) ? ", calibrated" : ""), local, false, ""});
+                     fmt::format("band {} {}{}", band(e), unit, flag(e, "calibrated") ? ", calibrated" : ""), local, false, ""});
     if (has(e, "usd_per_million"))
       cost.push_back({id, dbl(e, "usd_per_million") * cost_scale, std::nullopt, str(e, "cost_basis"), local, false,
                       units::format_usd(dbl(e, "usd_per_million") * cost_scale)});
-    mem.push_back({id, dbl(e, "peak_gib"), dbl(e, "capacity_gib"), e.value("fits", false) ? "fits" : "does NOT fit", !e.value("fits", false),
+    mem.push_back({id, dbl(e, "peak_gib"), dbl(e, "capacity_gib"), flag(e, "fits") ? "fits" : "does NOT fit", !flag(e, "fits"),
                    false, fmt::format("{} of {}", human(dbl(e, "peak_gib")), human(dbl(e, "capacity_gib")))});
   }
   if (here) {
@@ -227,7 +238,7 @@ std::string section_predictions(const json& p) {
   for (const auto& e : preds)
     s += fmt::format("<tr><td>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{:.1f} / {:.1f}</td><td class={}>{}</td><td class=n>{}</td></tr>",
                      escape(str(e, "gpu")), units::format_si(dbl(e, "throughput")), band(e), units::format_seconds(dbl(e, "step_time_s")),
-                     dbl(e, "peak_gib"), dbl(e, "capacity_gib"), e.value("fits", false) ? "ok" : "bad", e.value("fits", false) ? "yes" : "no",
+                     dbl(e, "peak_gib"), dbl(e, "capacity_gib"), flag(e, "fits") ? "ok" : "bad", flag(e, "fits") ? "yes" : "no",
                      cost_cell(e));
   return s + "</table>";
 }
@@ -246,7 +257,7 @@ std::string section_cluster(const json& p) {
                               "nccl-tests defines it; every element of every result checked.</p>",
                               static_cast<long long>(dbl(c, "ranks")), nodes, nodes == 1 ? "" : "s", escape(str(c, "transport", "MPI")));
   s += "<table><tr><th>node</th><th>host</th><th>ranks</th><th>CPU</th><th>GPUs</th></tr>";
-  for (const auto& n : c.value("per_node", json::array())) {
+  for (const auto& n : arr(c, "per_node")) {
     if (!n.is_object()) continue;
     std::vector<std::string> ranks;
     if (n.contains("ranks") && n["ranks"].is_array())
@@ -260,7 +271,7 @@ std::string section_cluster(const json& p) {
   s += "</table>";
   std::vector<Series> series;
   std::map<std::string, std::size_t> by_op;
-  for (const auto& r : c.value("collectives", json::array())) {
+  for (const auto& r : arr(c, "collectives")) {
     if (!r.is_object() || dbl(r, "bytes") <= 0 || dbl(r, "busbw_gbs") <= 0) continue;
     const std::string op = str(r, "op") + (str(r, "transport", "mpi") == "nccl" ? " (NCCL, GPUs)" : "");
     if (!by_op.count(op)) {
@@ -360,13 +371,14 @@ std::string section_serving(const json& p) {
 }
 
 std::string section_calibration(const json& p) {
-  const json& c = p.value("calibration", json());
+  const json& c = obj(p, "calibration");
+  if (c.empty()) return "";
   if (!c.is_object()) return "";
   std::string s = "<h2>Calibration: measured ÷ predicted</h2><table><tr><th>class</th><th>measured</th><th>model</th><th>ratio</th><th>applied</th></tr>";
-  for (const auto& k : c.value("classes", json::array()))
+  for (const auto& k : arr(c, "classes"))
     s += fmt::format("<tr><td>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{:.3f}</td><td>{}</td></tr>", escape(str(k, "class")),
-                     human(dbl(k, "measured"), 4), human(dbl(k, "predicted"), 4), dbl(k, "ratio"), k.value("applied", false) ? "yes" : "reported");
-  for (const auto& k : c.value("engine_ops", json::array()))
+                     human(dbl(k, "measured"), 4), human(dbl(k, "predicted"), 4), dbl(k, "ratio"), flag(k, "applied") ? "yes" : "reported");
+  for (const auto& k : arr(c, "engine_ops"))
     s += fmt::format("<tr><td>{}</td><td class=n>{} us</td><td class=n>{} us</td><td class=n>{:.3f}</td><td>reported</td></tr>",
                      escape(str(k, "class")), human(dbl(k, "measured_us"), 4), human(dbl(k, "predicted_us"), 4), dbl(k, "ratio"));
   return s + "</table>";
@@ -376,12 +388,12 @@ std::string section_advice(const json& p) {
   if (!has(p, "advice")) return "";
   const json& a = p["advice"];
   std::string s = "<h2>Advice</h2>";
-  const json& sc = a.value("scenario", json::object());
+  const json& sc = obj(a, "scenario");
   s += fmt::format("<p>{} <b>{}</b> ({}), cost {}.</p>", escape(str(sc, "task")), escape(str(sc, "workload")), escape(str(sc, "precision")),
                    escape(str(a, "cost_what")));
   s += "<table><tr><th>rank</th><th>GPU</th><th>n</th><th>strategy</th><th>batch</th><th>hours / p99 ms</th><th>cost USD</th><th>reason</th></tr>";
   int shown = 0;
-  for (const auto& o : a.value("ranked", json::array())) {
+  for (const auto& o : arr(a, "ranked")) {
     if (++shown > 15) break;
     const bool serving = str(sc, "task") == "infer";
     s += fmt::format("<tr><td class=n>{}</td><td>{}</td><td class=n>{}</td><td>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td>{}</td></tr>",
@@ -391,22 +403,32 @@ std::string section_advice(const json& p) {
                      has(o, "cost_usd") ? units::format_usd(dbl(o, "cost_usd")) : "N/A", escape(str(o, "reason")));
   }
   s += "</table>";
-  if (!a.value("ruled_out", json::array()).empty()) {
+  if (!arr(a, "ruled_out").empty()) {
     s += "<p><b>Ruled out</b></p><ul>";
     for (const auto& o : a["ruled_out"]) s += fmt::format("<li>{}: {}</li>", escape(str(o, "gpu")), escape(str(o, "reason")));
     s += "</ul>";
   }
   s += "<details><summary>Assumptions (override with --assume key=value)</summary><table><tr><th>key</th><th>value</th><th>unit</th><th>basis</th></tr>";
-  for (const auto& x : a.value("assumptions", json::array()))
+  for (const auto& x : arr(a, "assumptions"))
     s += fmt::format("<tr><td>{}</td><td class=n>{}</td><td>{}</td><td>{}</td></tr>", escape(str(x, "key")), human(dbl(x, "value"), 4),
                      escape(str(x, "unit")), escape(str(x, "basis")));
   return s + "</table></details>";
 }
 
-}  // namespace
+// Any JSON can reach a report (the history is a file others can write): the sections read each member as
+// the kind they expect or skip it; whatever still trips the JSON library becomes one InputError line.
+template <typename F>
+std::string guarded(const json& run, F&& render) {
+  try {
+    return render();
+  } catch (const json::exception& e) {
+    throw InputError(fmt::format("run {}: its stored record cannot be rendered ({})", static_cast<long long>(dbl(run, "id")),
+                                 strings::printable(e.what(), 200)));
+  }
+}
 
-std::string render_html(const json& run) {
-  const json& p = run.value("payload", json::object());
+std::string render_html_unguarded(const json& run) {
+  const json& p = obj(run, "payload");
   std::string h = "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
   h += fmt::format("<title>gpuvs report — run {}</title><style>{}</style></head><body><main>", static_cast<long long>(dbl(run, "id")), kStyle);
   h += fmt::format("<h1>gpuvs: which accelerator for {}?</h1><p class=\"meta\">run {} · {} · {}</p>", escape(str(p, "workload", "the workload")),
@@ -422,15 +444,13 @@ std::string render_html(const json& run) {
   return h;
 }
 
-std::string layout_check_script() { return kScript; }
-
-std::string render_markdown(const json& run) {
-  const json& p = run.value("payload", json::object());
+std::string render_markdown_unguarded(const json& run) {
+  const json& p = obj(run, "payload");
   std::string m = fmt::format("# gpuvs report — run {}\n\n{} · {}\n\n", static_cast<long long>(dbl(run, "id")), str(run, "created_utc"), str(p, "gpuvs"));
-  for (const auto& line : p.value("summary", json::array())) m += "- " + (line.is_string() ? line.get<std::string>() : line.dump()) + "\n";
+  for (const auto& line : arr(p, "summary")) m += "- " + (line.is_string() ? line.get<std::string>() : line.dump()) + "\n";
   if (has(p, "bench")) {
     m += "\n## Benchmarks\n\n| benchmark | median | unit | % of spec | status |\n|---|---|---|---|---|\n";
-    for (const auto& r : p["bench"].value("results", json::array()))
+    for (const auto& r : arr(obj(p, "bench"), "results"))
       m += fmt::format("| {} | {} | {} | {} | {} |\n", str(r, "key"), str(r, "status") == "ok" ? human(dbl(r, "median"), 4) : "N/A",
                        str(r, "unit"), has(r, "pct_of_spec") ? fmt_num(dbl(r, "pct_of_spec"), "{:.1f}") : "N/A", str(r, "status"));
   }
@@ -443,16 +463,28 @@ std::string render_markdown(const json& run) {
                        has(*here, "usd_per_million") ? units::format_usd(dbl(*here, "usd_per_million")) : "N/A");
     for (const auto& e : p["predictions"])
       m += fmt::format("| {} | {} | {} | {:.1f} / {:.1f} | {} | {} |\n", str(e, "gpu"), units::format_si(dbl(e, "throughput")), str(e, "unit"),
-                       dbl(e, "peak_gib"), dbl(e, "capacity_gib"), e.value("fits", false) ? "yes" : "no",
+                       dbl(e, "peak_gib"), dbl(e, "capacity_gib"), flag(e, "fits") ? "yes" : "no",
                        has(e, "usd_per_million") ? units::format_usd(dbl(e, "usd_per_million")) : "N/A");
   }
   if (has(p, "advice")) {
     m += "\n## Advice\n\n| rank | GPU | n | strategy | cost USD | reason |\n|---|---|---|---|---|---|\n";
-    for (const auto& o : p["advice"].value("ranked", json::array()))
+    for (const auto& o : arr(obj(p, "advice"), "ranked"))
       m += fmt::format("| {} | {} | {} | {} | {} | {} |\n", static_cast<int>(dbl(o, "rank")), str(o, "gpu"), static_cast<int>(dbl(o, "count")),
                        str(o, "strategy"), has(o, "cost_usd") ? units::format_usd(dbl(o, "cost_usd")) : "N/A", str(o, "reason"));
   }
   return m;
 }
+
+}  // namespace
+
+std::string render_html(const json& run) {
+  return guarded(run, [&] { return render_html_unguarded(run); });
+}
+
+std::string render_markdown(const json& run) {
+  return guarded(run, [&] { return render_markdown_unguarded(run); });
+}
+
+std::string layout_check_script() { return kScript; }
 
 }  // namespace gpuvs::report
