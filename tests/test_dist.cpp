@@ -129,6 +129,11 @@ TEST(Dist, NRanksAtBatchBTrainAsOneProcessAtBatchNB) {
         EXPECT_NEAR(b, a, 1e-5 * std::max(1.0, std::fabs(a))) << ranks << " ranks, epoch " << e << " " << k;
       }
   }
+  // Fewer held-out rows than ranks x batch: the last ranks validate nothing and the totals still add up
+  // (found by the two-node evaluate: rank 3's first validation batch lay past the 200 held-out rows).
+  const nlohmann::json few = train_json(mpirun(4, "train seed-mlp --rows 750 --epochs 1 --batch-size 64 --threads 1 --json"));
+  EXPECT_TRUE(few["history"][0].contains("val_loss")) << few.dump();
+  EXPECT_EQ(few["val_rows"], 150);
 }
 
 TEST(Dist, CheckpointsComeFromRankZeroAndResumeAcrossRanks) {
@@ -220,6 +225,45 @@ TEST(Dist, BadLaunchesAreExitTwo) {
   EXPECT_EQ(nccl.exit_code, 2) << nccl.err;
   EXPECT_NE(nccl.err.find("--only nccl.allreduce: rank 0 cannot join an NCCL group"), std::string::npos) << nccl.err;
   EXPECT_TRUE(nccl.out.empty()) << nccl.out;
+}
+
+TEST(Dist, TwoNodesOnOneMachineMeasureTheirLinkTrainAsOneAndPriceMultiNodePlans) {
+  // Two stand-in nodes of two ranks each (tests/tools/node-ssh: a daemon per node, each in its own host name,
+  // TCP between them): the code paths of a real multi-node job, on loopback.
+  if (std::system("unshare -u true >/dev/null 2>&1") != 0) GTEST_SKIP() << "unshare -u is not allowed here (needs root or CAP_SYS_ADMIN)";
+  const std::string launch = fmt::format("{} mpirun --mca plm_rsh_agent {}/tests/tools/node-ssh --host 127.0.0.2:2,127.0.0.3:2 -np 4 {}",
+                                         mpi_env(), GPUVS_SOURCE_DIR, GPUVS_BINARY);
+  const auto r = shell(launch + " bench --quick --only mpi.allreduce,mpi.sendrecv -o json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto c = nlohmann::json::parse(r.out)["cluster"];
+  EXPECT_EQ(c["nodes"], 2);
+  ASSERT_EQ(c["per_node"].size(), 2u);
+  EXPECT_EQ(c["per_node"][0]["host"], "127.0.0.2");
+  EXPECT_EQ(c["per_node"][0]["ranks"], nlohmann::json::array({0, 1}));
+  EXPECT_EQ(c["per_node"][1]["ranks"], nlohmann::json::array({2, 3}));
+  for (const auto& row : c["collectives"]) EXPECT_EQ(row["wrong"], 0) << row.dump();
+  ASSERT_EQ(c["pairs"].size(), 1u);  // between the nodes' first ranks only
+  EXPECT_EQ(c["pairs"][0]["a"], 0);
+  EXPECT_EQ(c["pairs"][0]["b"], 2);
+  EXPECT_EQ(c["pairs"][0]["scope"], "inter-node");
+  EXPECT_EQ(c["slowest_link"]["scope"], "inter-node");
+  const auto m = bench::measured_network(c);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_NEAR(m->gbs_per_gpu, c["pairs"][0]["bandwidth_gbs"].get<double>() / 2, 1e-12);  // shared by the node's two ranks
+  // Data parallel across the nodes: 4 ranks at batch 32 train as one process at 128.
+  const nlohmann::json one = train_json(std::string(GPUVS_BINARY) + " train seed-mlp --rows 1600 --epochs 1 --batch-size 128 --threads 1 --json");
+  const nlohmann::json four = train_json(launch + " train seed-mlp --rows 1600 --epochs 1 --batch-size 32 --threads 1 --json");
+  EXPECT_EQ(four["nodes"], 2);
+  EXPECT_NEAR(four["history"][0]["loss"].get<double>(), one["history"][0]["loss"].get<double>(), 1e-5);
+  // evaluate: the measured link between the nodes becomes the network of multi-node plans; rank 0 alone reports.
+  test::TempDir dir;
+  const auto e = shell(launch + " evaluate --rows 1000 --epochs 1 --threads 1 --db " + (dir / "h.db").string());
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_NE(e.out.find("Cluster: 4 ranks on 2 nodes"), std::string::npos) << e.out;
+  EXPECT_NE(e.out.find("multi-node plans priced on this cluster's network, measured"), std::string::npos) << e.out;
+  std::size_t epochs = 0;
+  for (auto p = e.err.find("epoch 1:"); p != std::string::npos; p = e.err.find("epoch 1:", p + 1)) ++epochs;
+  EXPECT_EQ(epochs, 1u) << e.err;
 }
 
 TEST(Dist, TheMeasuredNetworkIsTheGpusWhereNcclMeasuredIt) {

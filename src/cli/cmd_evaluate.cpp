@@ -72,12 +72,18 @@ class Steps {
   std::chrono::steady_clock::time_point t0_;
 };
 
+/// One line per epoch, from rank 0 alone under MPI (the epoch's figures are the whole job's).
 class QuietObserver final : public engine::TrainObserver {
  public:
+  explicit QuietObserver(bool lead) : lead_(lead) {}
   void on_epoch_end(const engine::EpochResult& e) override {
+    if (!lead_) return;
     fmt::print(stderr, "      epoch {}: loss {:.4f}, accuracy {:.4f}, {} samples/s\n", e.epoch, e.loss, e.accuracy,
                units::format_si(e.samples_per_s));
   }
+
+ private:
+  bool lead_;
 };
 
 const bench::Measurement* figure(const std::vector<bench::Measurement>& r, const std::string& key) {
@@ -188,7 +194,7 @@ int run_evaluate(const EvaluateArgs& a) {
   cfg.batch = 128;
   cfg.threads = a.threads;
   cfg.profile = true;
-  QuietObserver obs;
+  QuietObserver obs(lead);
   engine::ParamStore params;
   const engine::TrainResult tr = engine::train(spec, data, cfg, obs, params);
   if (!lead) return 0;  // the other ranks' part is done

@@ -513,7 +513,8 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
       std::iota(val_rows.begin(), val_rows.end(), n_train);
       // Across ranks each takes every ranks-th batch, from its own.
       const StepContext ctx{cfg.seed, store.iterations};
-      val_ex.bind(data, val_rows, cfg.batch, ctx, shard_offset, global_batch);
+      // A rank whose first batch lies past the held-out rows has none this epoch (few rows, many ranks).
+      if (shard_offset < n_val) val_ex.bind(data, val_rows, cfg.batch, ctx, shard_offset, global_batch);
       std::int64_t mine = 0;
       for (std::int64_t begin = shard_offset; begin < n_val; begin += global_batch) {
         val_ex.step(data, val_rows, begin, std::min(cfg.batch, n_val - begin), cfg.batch, ctx);
