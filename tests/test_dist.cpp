@@ -266,6 +266,31 @@ TEST(Dist, TwoNodesOnOneMachineMeasureTheirLinkTrainAsOneAndPriceMultiNodePlans)
   EXPECT_EQ(epochs, 1u) << e.err;
 }
 
+TEST(Dist, SrunLaunchesTheRanksAsMpirunDoes) {
+  // A one-node Slurm cluster of its own (tests/tools/slurm-node): srun starts the ranks through PMIx.
+  if (::geteuid() != 0 || std::system("command -v slurmctld && command -v slurmd && command -v srun && test -x /usr/sbin/munged") != 0)
+    GTEST_SKIP() << "Slurm is not installed (apt install slurmctld slurmd slurm-client munge), or not root";
+  test::TempDir dir;
+  const std::string tool = std::string(GPUVS_SOURCE_DIR) + "/tests/tools/slurm-node";
+  const int port = 20000 + static_cast<int>(::getpid() % 20000);
+  const auto started = shell(fmt::format("bash {} start {} {}", tool, dir.path().string(), port));
+  struct Stop {
+    std::string cmd;
+    ~Stop() { (void)std::system(cmd.c_str()); }
+  } stop{fmt::format("bash {} stop {}", tool, dir.path().string())};
+  ASSERT_EQ(started.exit_code, 0) << started.err;
+  const std::string srun = fmt::format("{} SLURM_CONF={}/slurm.conf srun -n 2 --overcommit {}", mpi_env(), dir.path().string(), GPUVS_BINARY);
+  const auto r = shell(srun + " bench --quick --only mpi.allreduce -o json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto c = nlohmann::json::parse(r.out)["cluster"];
+  EXPECT_EQ(c["ranks"], 2);
+  for (const auto& row : c["collectives"]) EXPECT_EQ(row["wrong"], 0) << row.dump();
+  const nlohmann::json one = train_json(std::string(GPUVS_BINARY) + " train seed-mlp --rows 1600 --epochs 1 --batch-size 128 --threads 1 --json");
+  const nlohmann::json two = train_json(srun + " train seed-mlp --rows 1600 --epochs 1 --batch-size 64 --threads 1 --json");
+  EXPECT_EQ(two["ranks"], 2);
+  EXPECT_NEAR(two["history"][0]["loss"].get<double>(), one["history"][0]["loss"].get<double>(), 1e-5);
+}
+
 TEST(Dist, TheMeasuredNetworkIsTheGpusWhereNcclMeasuredIt) {
   // Two nodes of two GPUs each, measured over MPI between the hosts and over NCCL between the GPUs.
   const nlohmann::json gpus = {{"gpus", nlohmann::json::array({nlohmann::json::object(), nlohmann::json::object()})}};
