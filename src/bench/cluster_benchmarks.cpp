@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "core/error.hpp"
 #include "core/stats.hpp"
@@ -199,7 +200,9 @@ json run_cluster_benchmarks(const ClusterOptions& opt, const json& this_rank_pro
       nccl_status = {{"status", "waived"}, {"why", first_obstacle}};
     } else {
       const std::string id = dist::broadcast(w.rank == 0 ? api->nccl_unique_id() : std::string(), "NCCL group id");
+      std::optional<dist::Deadline> waiting(std::in_place, "joining the NCCL group");
       const auto group = api->open_rank_collectives(w.local_rank, id, w.rank, w.size);
+      waiting.reset();
       nccl_status = {{"status", "ok"}, {"library", group->describe()}};
       const std::vector<std::pair<gpu::GroupOp, std::string>> gpu_ops = {
           {gpu::GroupOp::allreduce, "allreduce"}, {gpu::GroupOp::allgather, "allgather"}, {gpu::GroupOp::reduce_scatter, "reduce_scatter"}};
@@ -207,7 +210,9 @@ json run_cluster_benchmarks(const ClusterOptions& opt, const json& this_rank_pro
         if (!want(("nccl." + name).c_str())) continue;
         for (std::int64_t bytes : sweep_bytes(opt.quick, w.size)) {
           std::int64_t wrong = 0;
+          waiting.emplace("an NCCL benchmark collective");
           const std::vector<double> t = group->time(op, bytes / 4, 2, repetitions(bytes, opt.quick), wrong);
+          waiting.reset();
           collectives.push_back(collective_row(name, "nccl", bytes, t, static_cast<double>(wrong)));
         }
       }
@@ -215,8 +220,10 @@ json run_cluster_benchmarks(const ClusterOptions& opt, const json& this_rank_pro
         for (std::size_t i = 0; i < ends.size(); ++i)
           for (std::size_t j = i + 1; j < ends.size(); ++j) {
             const int a = ends[i], b = ends[j];
+            waiting.emplace("NCCL send/recv between a pair");
             const double t_big = group->send_recv(a, b, big, opt.quick ? 3 : 5);
             const double t_small = group->send_recv(a, b, 8, opt.quick ? 20 : 50);
+            waiting.reset();
             pairs.push_back(pair_row(a, b, t_big, t_small, "nccl"));
           }
     }

@@ -39,6 +39,21 @@ void fail_job(const std::string& line, int exit_code);
 /// first rank that differs (a launch that mixes binaries or arguments).
 void check_same_job(const std::string& fingerprint);
 
+/// The same deadline for work outside MPI that waits on the other ranks (NCCL on a GPU: a rank that hangs
+/// there would hang the others inside NCCL, where MPI's deadlines do not reach). While one is alive, a wait
+/// past GPUVS_COLLECTIVE_TIMEOUT_S prints "WHAT waited N s for the other ranks" and ends the job. Nothing in
+/// a world of one. Not nested in a collective (it stands for one).
+class Deadline {
+ public:
+  explicit Deadline(const char* what);
+  ~Deadline();
+  Deadline(const Deadline&) = delete;
+  Deadline& operator=(const Deadline&) = delete;
+
+ private:
+  bool armed_ = false;
+};
+
 // ---- Collectives over every rank (each a no-op, or a copy, in a world of one). Deadlines as above. ----
 void barrier(const char* what);
 /// In-place sum over ranks.

@@ -10,6 +10,7 @@
 #include <thread>
 #include <memory>
 #include <numeric>
+#include <optional>
 
 #include "core/crc32c.hpp"
 #include "core/error.hpp"
@@ -374,7 +375,10 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
     } else if (ranks > 1) {
       // One GPU per rank: rank 0's NCCL group id reaches the others over MPI, then every rank joins.
       const std::string id = dist::broadcast(world.rank == 0 ? api->nccl_unique_id() : std::string(), "NCCL group id");
-      gpu_device = api->open_train_device_in_group(o, id, world.rank, world.size);
+      {
+        const dist::Deadline joining("joining the NCCL group");  // ncclCommInitRank waits for every rank
+        gpu_device = api->open_train_device_in_group(o, id, world.rank, world.size);
+      }
       make = [&gpu_device](const graph::Graph& g, ParamStore& st, const ExecutorOptions& eo) { return gpu_device->executor(g, st, eo); };
       result.device = fmt::format("{}; rank {} of {} ranks, gradients averaged with NCCL across them", gpu_device->describe(), world.rank,
                                   world.size);
@@ -465,6 +469,9 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
     const auto t_epoch = clock_type::now();
     auto t_window = t_epoch;
     for (std::int64_t s = 0; s < steps; ++s) {
+      // On GPUs across ranks the step waits on the others inside NCCL, out of MPI's deadlines: give it one.
+      std::optional<dist::Deadline> waiting;
+      if (ranks > 1 && place.device != "cpu") waiting.emplace("a training step (NCCL across the ranks)");
       const std::int64_t begin = s * global_batch + shard_offset;
       const std::int64_t rows = std::min(cfg.batch, n_train - begin);
       full_runs += rows == cfg.batch ? 1 : 0;
