@@ -1,6 +1,7 @@
 /* The peer for gpuvs's MPI all-reduce sweep (scripts/bench-mpi-vs-c): a plain C program that times
  * MPI_Allreduce on float sums at the sizes gpuvs sweeps, the same way (2 warm-up calls, then each timed call
- * between barriers, the slowest rank's time, the median), and prints one line per size:
+ * between barriers, the slowest rank's time, the median; one untimed pass at the first size first), and
+ * prints one line per size:
  *   bytes busbw_gbs time_us
  * Usage: mpirun -np N mpi_allreduce_peer [quick]   (quick: sizes up to 4 MiB, as gpuvs bench --quick) */
 #include <mpi.h>
@@ -20,7 +21,8 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const int quick = argc > 1 && strcmp(argv[1], "quick") == 0;
   const long long last = quick ? (4LL << 20) : (64LL << 20), unit = 4LL * size;
-  for (long long b = 8; b <= last; b *= 4) {
+  /* pass 0: one untimed pass at the first size, as gpuvs makes before its sweep */
+  for (long long b = 8, pass = 0; b <= last; b = pass++ == 0 ? b : b * 4) {
     const long long bytes = b < unit ? unit : (b + unit - 1) / unit * unit;
     const int count = (int)(bytes / 4);
     const int reps = bytes <= (64 << 10) ? (quick ? 20 : 50) : bytes <= (4 << 20) ? (quick ? 10 : 20) : 5;
@@ -39,7 +41,7 @@ int main(int argc, char** argv) {
     qsort(times, (size_t)reps, sizeof(double), cmp);
     const double med = reps % 2 ? times[reps / 2] : 0.5 * (times[reps / 2 - 1] + times[reps / 2]);
     const double busbw = (double)bytes / med / 1e9 * (size > 1 ? 2.0 * (size - 1) / size : 1.0);
-    if (rank == 0) printf("%lld %.6f %.3f\n", bytes, busbw, med * 1e6);
+    if (rank == 0 && pass > 0) printf("%lld %.6f %.3f\n", bytes, busbw, med * 1e6);
     free(send);
     free(recv);
     free(times);

@@ -92,8 +92,12 @@ void init(int& argc, char**& argv) {
   g_world.host = host;
   g_world.node_of_rank = {0};
   if (!launched_by_mpi()) return;
+  // Only the main thread ever calls MPI (the watchdog, compute and GPU threads never do). Open MPI 4.1 turns
+  // on its internal locking for any level above MPI_THREAD_SINGLE (ompi_mpi_init: opal_set_using_threads),
+  // which cost 0.15-0.3 us per small all-reduce here (docs/PERFORMANCE.md), so gpuvs asks for SINGLE, as the
+  // plain C programs it is measured against do.
   int provided = 0;
-  if (MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+  if (MPI_Init_thread(&argc, &argv, MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) {
     std::fprintf(stderr, "gpuvs: error: MPI_Init failed (launched by mpirun or srun?)\n");
     std::exit(1);
   }
