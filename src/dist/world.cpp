@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include "core/error.hpp"
@@ -55,8 +56,9 @@ void watch() {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     const std::int64_t d = g_deadline_ns.load();
     if (d != 0 && now_ns() > d) {
+      const std::string who = rank_label().empty() ? "a rank on " + g_world.host : rank_label();  // before MPI_Init returned
       std::fprintf(stderr, "gpuvs: error: %s: the collective '%s' waited %.0f s for the other ranks (GPUVS_COLLECTIVE_TIMEOUT_S): one failed or hangs\n",
-                   rank_label().c_str(), g_what.load() ? g_what.load() : "?", g_limit.load());
+                   who.c_str(), g_what.load() ? g_what.load() : "?", g_limit.load());
       std::fflush(stderr);
       std::_Exit(1);
     }
@@ -92,6 +94,11 @@ void init(int& argc, char**& argv) {
   g_world.host = host;
   g_world.node_of_rank = {0};
   if (!launched_by_mpi()) return;
+  // The watchdog starts first: a rank stopped while the job starts up must not hang the others in MPI_Init
+  // or the collectives after it (found under load: a rank stopped 2 s after launch, before training began).
+  g_limit = timeout_s();
+  g_watchdog = std::thread(watch);
+  std::optional<InCollective> starting(std::in_place, "start-up (MPI_Init)");
   // Only the main thread ever calls MPI (the watchdog, compute and GPU threads never do). Open MPI 4.1 turns
   // on its internal locking for any level above MPI_THREAD_SINGLE (ompi_mpi_init: opal_set_using_threads),
   // which cost 0.15-0.3 us per small all-reduce here (docs/PERFORMANCE.md), so gpuvs asks for SINGLE, as the
@@ -99,14 +106,16 @@ void init(int& argc, char**& argv) {
   int provided = 0;
   if (MPI_Init_thread(&argc, &argv, MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) {
     std::fprintf(stderr, "gpuvs: error: MPI_Init failed (launched by mpirun or srun?)\n");
+    g_stop = true;
+    g_watchdog.join();
     std::exit(1);
   }
   g_world.mpi = true;
   // Errors come back as codes: a failing call fails the job with its message, never an MPI abort banner alone.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  g_limit = timeout_s();
   MPI_Comm_rank(MPI_COMM_WORLD, &g_world.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_world.size);
+  starting.emplace("start-up (finding the nodes)");
   MPI_Comm local;
   check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, g_world.rank, MPI_INFO_NULL, &local), "Comm_split_type");
   MPI_Comm_rank(local, &g_world.local_rank);
@@ -124,7 +133,6 @@ void init(int& argc, char**& argv) {
   g_world.node_of_rank.clear();
   for (int l : leaders) g_world.node_of_rank.push_back(static_cast<int>(std::lower_bound(distinct.begin(), distinct.end(), l) - distinct.begin()));
   g_world.node = g_world.node_of_rank[static_cast<std::size_t>(g_world.rank)];
-  if (g_world.size > 1) g_watchdog = std::thread(watch);
 }
 
 void finalize() {
@@ -158,7 +166,7 @@ void fail_job(const std::string& line, int exit_code) {
   if (!w.mpi || w.size == 1) {
     if (w.mpi) std::fprintf(stderr, "gpuvs: error: %s\n", line.c_str());
     if (w.mpi) {
-      MPI_Finalize();
+      finalize();  // joins the watchdog too
       std::exit(exit_code);
     }
     return;
