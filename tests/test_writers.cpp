@@ -30,7 +30,7 @@ namespace {
 constexpr int kKills = 100;
 
 /// Starts `gpuvs ARGS...` (stdin, stdout and stderr on /dev/null); returns its pid.
-pid_t spawn(const std::vector<std::string>& args) {
+pid_t spawn(const std::vector<std::string>& args, const std::string& err = "/dev/null") {
   std::vector<std::string> all{GPUVS_BINARY};
   all.insert(all.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -38,7 +38,8 @@ pid_t spawn(const std::vector<std::string>& args) {
   argv.push_back(nullptr);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  for (int fd : {0, 1, 2}) posix_spawn_file_actions_addopen(&fa, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0);
+  for (int fd : {0, 1}) posix_spawn_file_actions_addopen(&fa, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   pid_t pid = -1;
   const int rc = posix_spawn(&pid, all[0].c_str(), &fa, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
@@ -164,9 +165,10 @@ TEST(Writers, TwoEvaluateRunsWritingOneHistoryAtOnceAreBothStored) {
   test::TempDir dir;
   const std::string db = (dir / "fresh" / "h.db").string();  // a database neither has created yet
   const std::vector<std::string> args = {"evaluate", "--rows", "600", "--epochs", "1", "--threads", "1", "--no-report", "--db", db};
-  const pid_t a = spawn(args), b = spawn(args);
-  EXPECT_EQ(wait_exit(a), 0);
-  EXPECT_EQ(wait_exit(b), 0);
+  const std::string err_a = (dir / "a.err").string(), err_b = (dir / "b.err").string();
+  const pid_t a = spawn(args, err_a), b = spawn(args, err_b);
+  EXPECT_EQ(wait_exit(a), 0) << test::slurp(err_a);
+  EXPECT_EQ(wait_exit(b), 0) << test::slurp(err_b);
   const store::Store s = store::Store::open(db, false);
   EXPECT_EQ(s.list().size(), 2u);
 }

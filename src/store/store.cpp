@@ -90,6 +90,22 @@ void exec(sqlite3* db, const char* sql, const fs::path& path) {
   }
 }
 
+/// Switches the database to WAL. The switch upgrades a read lock to an exclusive one, and when another gpuvs
+/// holds a read lock while waiting to commit (two runs creating one history at once) SQLite answers BUSY at
+/// once rather than deadlock, without calling the busy handler: so retry, for as long as the busy timeout.
+void use_wal(sqlite3* db, const fs::path& path) {
+  for (int waited_ms = 0;; waited_ms += 20) {
+    char* err = nullptr;
+    const int rc = sqlite3_exec(db, "PRAGMA journal_mode=WAL", nullptr, nullptr, &err);
+    const std::string msg = err ? err : "unknown error";
+    sqlite3_free(err);
+    if (rc == SQLITE_OK) return;
+    if ((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED) throw RuntimeFailure(fmt::format("{}: {}", path.string(), msg));
+    if (waited_ms >= 5000) throw RuntimeFailure(fmt::format("{}: busy for 5 s: {}", path.string(), msg));
+    sqlite3_sleep(20);
+  }
+}
+
 int pragma_int(sqlite3* db, const char* pragma, const fs::path& path) {
   Statement s(db, pragma, path);
   return s.step() ? static_cast<int>(s.integer(0)) : 0;
@@ -165,7 +181,8 @@ Store Store::open(const fs::path& path, bool create) {
     const std::string verdict = check.step() ? check.text(0) : "no answer";
     if (verdict != "ok") throw InputError(fmt::format("--db {}: the database is corrupt ({}); it was left as it is", path.string(), verdict));
   }
-  exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;", path);
+  use_wal(db, path);
+  exec(db, "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;", path);
   if (app == 0) {
     // A new file: schema, version and our mark in one transaction, so a kill leaves either nothing or
     // a complete, marked database.
