@@ -38,43 +38,7 @@ int repetitions(std::int64_t bytes, bool quick) {
   return 5;
 }
 
-json measure_collective(dist::Collective c, const std::string& op, std::int64_t bytes, bool quick) {
-  const dist::World& w = dist::world();
-  const std::int64_t count = bytes / 4, per_rank = count / w.size;
-  std::vector<float> send(static_cast<std::size_t>(count)), recv;
-  for (std::int64_t i = 0; i < count; ++i) send[static_cast<std::size_t>(i)] = pattern(w.rank, i);
-  const std::vector<double> times = dist::time_collective(c, send, recv, 2, repetitions(bytes, quick));
-  // Every element of the last result against what it must hold.
-  const double ranks_sum = w.size * (w.size + 1) / 2.0;
-  double wrong = 0;
-  for (std::size_t k = 0; k < recv.size(); ++k) {
-    const auto i = static_cast<std::int64_t>(k);
-    double want = 0;
-    switch (c) {
-      case dist::Collective::allreduce: want = static_cast<double>(1 + i % 7) * ranks_sum; break;
-      case dist::Collective::allgather: want = pattern(static_cast<int>(i / per_rank), i); break;
-      case dist::Collective::reduce_scatter: want = static_cast<double>(1 + (w.rank * per_rank + i) % 7) * ranks_sum; break;
-    }
-    wrong += recv[k] != static_cast<float>(want);
-  }
-  dist::allreduce_sum(&wrong, 1, "benchmark check");
-  const stats::Summary s = stats::summarize(times);
-  const double algbw = static_cast<double>(bytes) / s.median / 1e9;
-  return {{"op", op},
-          {"transport", "mpi"},
-          {"bytes", bytes},
-          {"count", count},
-          {"type", "float"},
-          {"redop", c == dist::Collective::allgather ? "none" : "sum"},
-          {"time_us", s.median * 1e6},
-          {"spread", s.rel_mad},
-          {"repetitions", times.size()},
-          {"algbw_gbs", algbw},
-          {"busbw_gbs", algbw * busbw_factor(op, w.size)},
-          {"wrong", static_cast<std::int64_t>(wrong)}};
-}
-
-/// A collectives row as the MPI rows have it, from every rank's times (each iteration's slowest rank's).
+/// A collectives row, from every rank's times (each iteration's slowest rank's).
 json collective_row(const std::string& op, const std::string& transport, std::int64_t bytes, const std::vector<double>& mine, double wrong) {
   const dist::World& w = dist::world();
   const std::size_t n = mine.size();
@@ -99,6 +63,29 @@ json collective_row(const std::string& op, const std::string& transport, std::in
           {"algbw_gbs", algbw},
           {"busbw_gbs", algbw * busbw_factor(op, w.size)},
           {"wrong", static_cast<std::int64_t>(wrong)}};
+}
+
+json measure_collective(dist::Collective c, const std::string& op, std::int64_t bytes, bool quick) {
+  const dist::World& w = dist::world();
+  const std::int64_t count = bytes / 4, per_rank = count / w.size;
+  std::vector<float> send(static_cast<std::size_t>(count)), recv;
+  for (std::int64_t i = 0; i < count; ++i) send[static_cast<std::size_t>(i)] = pattern(w.rank, i);
+  const std::vector<double> times = dist::time_collective(c, send, recv, 2, repetitions(bytes, quick));
+  // Every element of the last result against what it must hold.
+  const double ranks_sum = w.size * (w.size + 1) / 2.0;
+  double wrong = 0;
+  for (std::size_t k = 0; k < recv.size(); ++k) {
+    const auto i = static_cast<std::int64_t>(k);
+    double want = 0;
+    switch (c) {
+      case dist::Collective::allreduce: want = static_cast<double>(1 + i % 7) * ranks_sum; break;
+      case dist::Collective::allgather: want = pattern(static_cast<int>(i / per_rank), i); break;
+      case dist::Collective::reduce_scatter: want = static_cast<double>(1 + (w.rank * per_rank + i) % 7) * ranks_sum; break;
+    }
+    wrong += recv[k] != static_cast<float>(want);
+  }
+  // time_collective's times are already the slowest rank's: the row's maximum over ranks leaves them as they are.
+  return collective_row(op, "mpi", bytes, times, wrong);
 }
 
 /// The rank pairs point-to-point measures: the nodes' first ranks when there are several nodes, else every rank.
