@@ -165,3 +165,36 @@ TEST(Store, SurvivesAWriterKilledMidWrite) {
   // And it takes new runs.
   EXPECT_GT(s.add(make_run(1000)), runs.front().id);
 }
+
+// Several processes creating one database at once: each must find it fresh, or ours, never "another
+// application's" (the file exists, unmarked, while its creator commits; fresh-clone CI saw that with two
+// evaluates). Many rounds of four, because the window is microseconds wide.
+TEST(Store, ProcessesCreatingOneDatabaseAtOnceAllStore) {
+  TempDir dir;
+  constexpr int kRounds = 40, kWriters = 4;
+  for (int round = 0; round < kRounds; ++round) {
+    const auto path = dir / ("r" + std::to_string(round)) / "h.db";
+    std::vector<pid_t> children;
+    for (int w = 0; w < kWriters; ++w) {
+      const pid_t child = fork();
+      ASSERT_GE(child, 0);
+      if (child == 0) {
+        int code = 0;
+        try {
+          store::Store::open(path, true).add(make_run(w));
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "round %d writer %d: %s\n", round, w, e.what());
+          code = 4;
+        }
+        _exit(code);
+      }
+      children.push_back(child);
+    }
+    for (const pid_t c : children) {
+      int status = 0;
+      waitpid(c, &status, 0);
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "round " << round;
+    }
+    EXPECT_EQ(store::Store::open(path, false).list().size(), static_cast<std::size_t>(kWriters)) << "round " << round;
+  }
+}

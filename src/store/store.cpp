@@ -165,11 +165,17 @@ Store Store::open(const fs::path& path, bool create) {
   sqlite3* db = impl->db;
   int app = 0, version = 0, tables = 0;
   try {
+    // One read transaction, so the three answers come from one snapshot: read one by one, another gpuvs
+    // creating the file could commit between them (no mark yet, then its tables), which looked foreign.
+    exec(db, "BEGIN", path);
     app = pragma_int(db, "PRAGMA application_id", path);
     version = pragma_int(db, "PRAGMA user_version", path);
     tables = pragma_int(db, "SELECT count(*) FROM sqlite_master", path);
+    exec(db, "COMMIT", path);
   } catch (const RuntimeFailure&) {
-    throw InputError(fmt::format("--db {}: not a readable SQLite database: {}", path.string(), sqlite3_errmsg(db)));
+    const std::string why = sqlite3_errmsg(db);
+    sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw InputError(fmt::format("--db {}: not a readable SQLite database: {}", path.string(), why));
   }
   if (app != kApplicationId && (tables > 0 || app != 0))
     throw InputError(fmt::format("--db {}: an SQLite database of another application (application_id {:#x}); refusing to use it",
