@@ -3,7 +3,11 @@
  * between barriers, the slowest rank's time, the median; one untimed pass at the first size first), and
  * prints one line per size:
  *   bytes busbw_gbs time_us
- * Usage: mpirun -np N mpi_allreduce_peer [quick]   (quick: sizes up to 4 MiB, as gpuvs bench --quick) */
+ * It starts as gpuvs starts (every rank's command line gathered to rank 0, its verdict broadcast): in Open MPI
+ * 4.1 one rooted collective (MPI_Gather, MPI_Gatherv or MPI_Bcast) leaves every later small all-reduce on
+ * loopback ~0.15 us slower (8 B, 2 ranks: 0.64 -> 0.81 us; docs/PERFORMANCE.md), so a peer that skipped them
+ * would time another MPI state. "fresh" skips them, to show that state.
+ * Usage: mpirun -np N mpi_allreduce_peer [quick] [fresh]   (quick: sizes up to 4 MiB, as gpuvs bench --quick) */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +23,26 @@ int main(int argc, char** argv) {
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  const int quick = argc > 1 && strcmp(argv[1], "quick") == 0;
+  int quick = 0, fresh = 0;
+  for (int i = 1; i < argc; ++i) {
+    quick |= strcmp(argv[i], "quick") == 0;
+    fresh |= strcmp(argv[i], "fresh") == 0;
+  }
+  if (!fresh) { /* the job check gpuvs makes first: lengths and command lines gathered, a verdict broadcast */
+    char line[64] = "mpi_allreduce_peer";
+    int len = (int)strlen(line);
+    int* lens = malloc(sizeof(int) * (size_t)size);
+    int* offsets = malloc(sizeof(int) * (size_t)size);
+    char* all = malloc((size_t)size * sizeof line);
+    MPI_Gather(&len, 1, MPI_INT, lens, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    for (int r = 0; r < size; ++r) offsets[r] = r * (int)sizeof line;
+    MPI_Gatherv(line, len, MPI_CHAR, all, lens, offsets, MPI_CHAR, 0, MPI_COMM_WORLD);
+    long long verdict = 0;
+    MPI_Bcast(&verdict, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+    free(lens);
+    free(offsets);
+    free(all);
+  }
   const long long last = quick ? (4LL << 20) : (64LL << 20), unit = 4LL * size;
   /* pass 0: one untimed pass at the first size, as gpuvs makes before its sweep */
   for (long long b = 8, pass = 0; b <= last; b = pass++ == 0 ? b : b * 4) {
