@@ -294,6 +294,10 @@ TEST(Advise, ScenarioFilesAndBadScenarios) {
   bad_file("workload = \"llama-7b\"\nhourz = 3\n", "s.toml:2: unknown key 'hourz' (did you mean 'hours'?)");
   bad_file("tokens = \"many\"\n", "s.toml:1: 'tokens' must be a number");
   bad_file("task = \"dance\"\n", "task 'dance'");
+  // Found by fuzz_scenario: a TOML escape puts a newline in a value that the error quotes.
+  bad_file("task = \"\\nfer\"\n", "task '\\x0afer'");
+  bad_file("task = \"fi\\\\\\netune\"\n", "is not a task");
+  bad_file("[assume]\n\"price.rtx\\n4090\" = 1\n", "s.toml:2");
   bad_file("tokens = 1e9\nhours = -1\n", "--hours must be positive");
   bad_file("workload = \"llama-8b\"\n", "llama-8b");
   bad_file("[assume]\npue = 0.2\n", "s.toml:2");

@@ -222,6 +222,13 @@ TEST(Errors, ExitCodes) {
   EXPECT_EQ(exit_code_for(std::runtime_error("x")), ExitCode::runtime_failure);
 }
 
+// One line by construction: whatever a call site quotes from a file, the message has no line break in it.
+TEST(Errors, InputErrorsAreOneLineWhateverTheyQuote) {
+  EXPECT_STREQ(InputError(std::string("task '\nfer\r' \x7f\t")).what(), "task '\\x0afer\\x0d' \\x7f\\x09");
+  EXPECT_STREQ(InputError("plain text, 90 \xc2\xb5s").what(), "plain text, 90 \xc2\xb5s");  // UTF-8 stays as it is
+  EXPECT_STREQ(JobError("a\nb").what(), "a\\x0ab");
+}
+
 TEST(Units, MoneyAndPlainNumbersNeverUseExponents) {
   EXPECT_EQ(units::format_usd(1234.4), "$1234");
   EXPECT_EQ(units::format_usd(12.345), "$12.35");  // two decimals from $1

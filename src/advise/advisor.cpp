@@ -602,11 +602,11 @@ double optimal_checkpoint_interval(double checkpoint_hours, double mtbf_hours) {
 
 void validate(const Scenario& s, const catalog::Catalog& cat) {
   if (s.task != "train" && s.task != "finetune" && s.task != "infer")
-    throw InputError(fmt::format("task '{}' is not a task (expected train, finetune or infer)", s.task));
+    throw InputError(fmt::format("task '{}' is not a task (expected train, finetune or infer)", strings::printable(s.task)));
   if (s.finetune != "full" && s.finetune != "lora" && s.finetune != "qlora")
-    throw InputError(fmt::format("finetune '{}' is not a method (expected full, lora or qlora)", s.finetune));
+    throw InputError(fmt::format("finetune '{}' is not a method (expected full, lora or qlora)", strings::printable(s.finetune)));
   if (s.purchase != "buy" && s.purchase != "rent" && s.purchase != "either")
-    throw InputError(fmt::format("purchase '{}' is not a choice (expected buy, rent or either)", s.purchase));
+    throw InputError(fmt::format("purchase '{}' is not a choice (expected buy, rent or either)", strings::printable(s.purchase)));
   if (s.work < 0) throw InputError(fmt::format("the amount of work cannot be negative ({})", s.work));
   if (s.hours && *s.hours <= 0) throw InputError(fmt::format("--hours must be positive, got {}", *s.hours));
   if (s.tenants < 1) throw InputError(fmt::format("--tenants must be at least 1, got {}", s.tenants));

@@ -39,11 +39,11 @@ Assumptions Assumptions::defaults() {
 }
 
 void Assumptions::set(const std::string& key, double value, const catalog::Catalog& cat) {
-  if (!std::isfinite(value)) throw InputError(fmt::format("--assume {}: not a number", key));
+  if (!std::isfinite(value)) throw InputError(fmt::format("--assume {}: not a number", strings::printable(key)));
   for (const char* prefix : {"price.", "rent."}) {
     if (key.rfind(prefix, 0) == 0) {
       const std::string id = cat.find(key.substr(std::string(prefix).size())).id;
-      if (value < 0) throw InputError(fmt::format("--assume {}={}: a price cannot be negative", key, value));
+      if (value < 0) throw InputError(fmt::format("--assume {}={}: a price cannot be negative", strings::printable(key), value));
       (prefix[0] == 'p' ? price_ : rent_)[id] = value;
       return;
     }
