@@ -184,7 +184,9 @@ TEST(Report, RecordsOfTheWrongShapeRenderOrFailInOneLine) {
   for (const char* payload : {R"("")", "5", "[]", "null",
                               R"({"devices": "x", "bench": 3, "training": "t", "advice": [1], "calibration": [2], "roofline": {"points": 4},
                                   "cluster": {"collectives": 7, "pairs": "p", "per_node": [1, "a"]}, "serving": {"gpus": 1},
-                                  "predictions": 9, "summary": {"a": 1}})"}) {
+                                  "predictions": 9, "summary": {"a": 1}})",
+                              // fuzz_history: a count past int's range was cast to int (undefined behaviour)
+                              R"({"devices": {"cpu": {"cores": 7.8e36, "threads": -1e300}}})"}) {
     const nlohmann::json run = {{"id", 3}, {"created_utc", "2026-12-01T00:00:00Z"}, {"payload", nlohmann::json::parse(payload)}};
     try {
       const std::string html = report::render_html(run), md = report::render_markdown(run);

@@ -72,17 +72,24 @@ if(bad.length)b.setAttribute('data-layout-detail',bad.slice(0,20).join(' | '));
 if(empty.length)console.error('empty charts: '+empty.join(','));})();
 )JS";
 
+/// A count from a stored record, as text: a record is anyone's JSON, and casting 7.8e36 to int is undefined
+/// behaviour (found by fuzz_history), so out-of-range or non-finite values print as they are, never cast.
+std::string whole(double v) {
+  if (!std::isfinite(v)) return "?";
+  return std::fabs(v) < 1e15 ? fmt::format("{:.0f}", v) : fmt::format("{:.3g}", v);
+}
+
 std::string section_machine(const json& p) {
   std::string s = "<h2>This machine</h2>";
   const json& d = obj(p, "devices");
   const json& cpu = obj(d, "cpu");
   s += fmt::format("<p>CPU: {} — {} cores, {} threads; memory {:.1f} GiB. ISA: {}.</p>", escape(str(cpu, "model", "?")),
-                   static_cast<int>(dbl(cpu, "cores")), static_cast<int>(dbl(cpu, "threads")), dbl(cpu, "memory_bytes") / 1073741824.0,
+                   whole(dbl(cpu, "cores")), whole(dbl(cpu, "threads")), dbl(cpu, "memory_bytes") / 1073741824.0,
                    escape(cpu.contains("features") ? fmt::format("{}", fmt::join(cpu["features"].get<std::vector<std::string>>(), " ")) : ""));
   const json& nv = obj(d, "nvidia");
   if (str(nv, "status") == "ok") {
     for (const auto& g : arr(nv, "gpus"))
-      s += fmt::format("<p>GPU {}: {} (catalog: {}), {:.1f} GiB, driver {}.</p>", static_cast<int>(dbl(g, "index")), escape(str(g, "name")),
+      s += fmt::format("<p>GPU {}: {} (catalog: {}), {:.1f} GiB, driver {}.</p>", whole(dbl(g, "index")), escape(str(g, "name")),
                        escape(g.contains("catalog_id") && g["catalog_id"].is_string() ? g["catalog_id"].get<std::string>() : "no match"),
                        dbl(g, "memory_total_bytes") / 1073741824.0, escape(str(nv, "driver_version", "?")));
   } else {
@@ -140,12 +147,12 @@ std::string section_training(const json& p) {
   const json& t = p["training"];
   std::string s = "<h2>Measured: training the seed workload</h2>";
   s += fmt::format("<p>{} on {} ({} threads, GEMM {}): <b>{} samples/s</b>, step median {}.</p>", escape(str(t, "workload")),
-                   escape(str(t, "device")), static_cast<int>(dbl(t, "threads")), escape(str(t, "gemm")), units::format_si(dbl(t, "samples_per_s")),
+                   escape(str(t, "device")), whole(dbl(t, "threads")), escape(str(t, "gemm")), units::format_si(dbl(t, "samples_per_s")),
                    units::format_seconds(dbl(t, "step_time_median_s")));
   s += "<table><tr><th>epoch</th><th>loss</th><th>accuracy</th><th>val loss</th><th>val accuracy</th><th>samples/s</th></tr>";
   for (const auto& e : arr(t, "history"))
     s += fmt::format("<tr><td class=n>{}</td><td class=n>{:.4f}</td><td class=n>{:.4f}</td><td class=n>{:.4f}</td><td class=n>{:.4f}</td><td class=n>{:.0f}</td></tr>",
-                     static_cast<int>(dbl(e, "epoch")), dbl(e, "loss"), dbl(e, "accuracy"), dbl(e, "val_loss"), dbl(e, "val_accuracy"),
+                     whole(dbl(e, "epoch")), dbl(e, "loss"), dbl(e, "accuracy"), dbl(e, "val_loss"), dbl(e, "val_accuracy"),
                      dbl(e, "samples_per_s"));
   return s + "</table>";
 }
@@ -397,8 +404,8 @@ std::string section_advice(const json& p) {
     if (++shown > 15) break;
     const bool serving = str(sc, "task") == "infer";
     s += fmt::format("<tr><td class=n>{}</td><td>{}</td><td class=n>{}</td><td>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td>{}</td></tr>",
-                     static_cast<int>(dbl(o, "rank")), escape(str(o, "gpu")), static_cast<int>(dbl(o, "count")), escape(str(o, "strategy")),
-                     static_cast<int>(dbl(o, "batch")),
+                     whole(dbl(o, "rank")), escape(str(o, "gpu")), whole(dbl(o, "count")), escape(str(o, "strategy")),
+                     whole(dbl(o, "batch")),
                      serving ? human(dbl(o, "latency_p99_ms")) : (dbl(o, "total_hours") > 0 ? human(dbl(o, "total_hours")) : "N/A"),
                      has(o, "cost_usd") ? units::format_usd(dbl(o, "cost_usd")) : "N/A", escape(str(o, "reason")));
   }
@@ -469,7 +476,7 @@ std::string render_markdown_unguarded(const json& run) {
   if (has(p, "advice")) {
     m += "\n## Advice\n\n| rank | GPU | n | strategy | cost USD | reason |\n|---|---|---|---|---|---|\n";
     for (const auto& o : arr(obj(p, "advice"), "ranked"))
-      m += fmt::format("| {} | {} | {} | {} | {} | {} |\n", static_cast<int>(dbl(o, "rank")), str(o, "gpu"), static_cast<int>(dbl(o, "count")),
+      m += fmt::format("| {} | {} | {} | {} | {} | {} |\n", whole(dbl(o, "rank")), str(o, "gpu"), whole(dbl(o, "count")),
                        str(o, "strategy"), has(o, "cost_usd") ? units::format_usd(dbl(o, "cost_usd")) : "N/A", str(o, "reason"));
   }
   return m;
