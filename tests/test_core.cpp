@@ -81,6 +81,16 @@ TEST(Strings, EditDistanceAndClosest) {
   EXPECT_EQ(strings::closest("RESNET50", ids, 1).at(0), "resnet50");
 }
 
+TEST(Strings, EscapeControlWritesControlBytesAsHexAndKeepsTheRest) {
+  using gpuvs::strings::escape_control;
+  EXPECT_EQ(escape_control("a\nb\tc\x7f"), "a\\x0ab\\x09c\\x7f");
+  EXPECT_EQ(escape_control(std::string("nul\0end", 7)), "nul\\x00end");
+  EXPECT_EQ(escape_control("caf\xc3\xa9 ok"), "caf\xc3\xa9 ok");  // UTF-8 kept, unlike printable
+  EXPECT_EQ(gpuvs::strings::printable("caf\xc3\xa9"), "caf\\xc3\\xa9");
+  const std::string long_text(500, 'x');
+  EXPECT_EQ(escape_control(long_text), long_text);  // nothing cut
+}
+
 TEST(Strings, WrapWordsBreaksAtSpacesAndNeverCuts) {
   using V = std::vector<std::string>;
   EXPECT_EQ(strings::wrap_words("PCIe gen 4 x16 staged through host memory", 24),

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <random>
 
 #include "core/error.hpp"
@@ -287,7 +289,7 @@ TEST(KerasGraph, OneDimensionalConvolutionsOverSequences) {
     {"class_name": "Conv1D", "config": {"name": "c2", "filters": 32, "kernel_size": [3], "padding": "same", "activation": "relu"}},
     {"class_name": "GlobalMaxPooling1D", "config": {"name": "gp"}},
     {"class_name": "Dense", "config": {"name": "out", "units": 2, "activation": "softmax"}}]}})";
-  ASSERT_TRUE(keras_needs_graph(text));
+  ASSERT_TRUE(keras_needs_graph(nlohmann::json::parse(text)));
   const NetworkInfo n = keras_network(text, "t.json");
   const Graph g = build_network(n, {8, DType::f32, 0, false, false});
   EXPECT_EQ(param_count(g), 320000 + 41088 + 12320 + 66);

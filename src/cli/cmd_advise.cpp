@@ -45,7 +45,7 @@ advise::MeasuredMachine measured_machine(const AdviseArgs& a) {
   const store::Store db = store::Store::open(a.db.empty() ? store::default_path() : std::filesystem::path(a.db), false);
   const store::Run run = db.get(a.measured_run);
   const nlohmann::json m = run.payload.value("measured_here", nlohmann::json());
-  if (run.kind != "evaluate" || !m.is_object() || !m.value("throughput", 0.0))
+  if (run.kind != "evaluate" || !m.is_object() || !(m.value("throughput", 0.0) > 0))
     throw InputError(fmt::format("--measured-run {}: that run measured no machine on a workload (an evaluate run of seed-mlp has one)",
                                  a.measured_run));
   advise::MeasuredMachine here;

@@ -12,26 +12,8 @@ enum class ExitCode : int { ok = 0, runtime_failure = 1, bad_input = 2 };
 /// written as \xNN, so a call site that forgets strings::printable cannot break the rule.
 class InputError : public std::runtime_error {
  public:
-  explicit InputError(const std::string& what) : std::runtime_error(one_line(what)) {}
+  explicit InputError(const std::string& what);
   explicit InputError(const char* what) : InputError(std::string(what)) {}
-
- private:
-  static std::string one_line(const std::string& s) {
-    std::string out;
-    out.reserve(s.size());
-    for (const char ch : s) {
-      const auto c = static_cast<unsigned char>(ch);
-      if (c >= 0x20 && c != 0x7F) {
-        out += ch;
-        continue;
-      }
-      static constexpr char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-    return out;
-  }
 };
 
 /// A bad input every rank of an MPI job finds together (a launch that mixes builds or commands): rank 0

@@ -56,6 +56,17 @@ bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
+namespace {
+
+void append_hex_escape(std::string& out, unsigned char c) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out += "\\x";
+  out += kHex[c >> 4];
+  out += kHex[c & 15];
+}
+
+}  // namespace
+
 std::string printable(std::string_view s, std::size_t max_len) {
   std::string out;
   for (std::size_t i = 0; i < s.size(); ++i) {
@@ -64,14 +75,23 @@ std::string printable(std::string_view s, std::size_t max_len) {
       break;
     }
     const auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x7F) {
+    if (c >= 0x20 && c < 0x7F)
       out += static_cast<char>(c);
-    } else {
-      static const char* hex = "0123456789abcdef";
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    }
+    else
+      append_hex_escape(out, c);
+  }
+  return out;
+}
+
+std::string escape_control(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c >= 0x20 && c != 0x7F)
+      out += ch;
+    else
+      append_hex_escape(out, c);
   }
   return out;
 }

@@ -164,23 +164,21 @@ BertConfig bert(const Reader& r, bool qa) {
 
 const std::vector<std::string>& hf_architectures() { return kArchitectures; }
 
-bool is_hf_config_text(const std::string& text) {
-  const json j = json::parse(text, nullptr, false);
-  return j.is_object() && (j.contains("architectures") || j.contains("model_type"));
-}
+bool is_hf_config(const json& j) { return j.is_object() && (j.contains("architectures") || j.contains("model_type")); }
 
-NetworkInfo hf_network_json(const std::string& text, const std::string& where);
+NetworkInfo hf_network_json(const json& j, const std::string& where);
 
-NetworkInfo hf_network(const std::string& text, const std::string& where) {
+NetworkInfo hf_network(const std::string& text, const std::string& where) { return hf_network_parsed(parse_json(text, where), where); }
+
+NetworkInfo hf_network_parsed(const json& j, const std::string& where) {
   try {
-    return hf_network_json(text, where);
+    return hf_network_json(j, where);
   } catch (const json::exception& e) {
     throw InputError(fmt::format("{}: a setting has the wrong type ({})", where, strings::printable(e.what())));
   }
 }
 
-NetworkInfo hf_network_json(const std::string& text, const std::string& where) {
-  const json j = parse_json(text, where);
+NetworkInfo hf_network_json(const json& j, const std::string& where) {
   if (!j.is_object()) throw InputError(fmt::format("{}: $: a config must be a JSON object", where));
   const Reader r{j, where};
   if (!j.contains("architectures")) r.fail("architectures", "missing (gpuvs needs the model class, e.g. [\"LlamaForCausalLM\"])");

@@ -433,8 +433,7 @@ Graph build_layers(const std::vector<Layer>& layers, const NetworkOptions& opt, 
 
 }  // namespace
 
-bool keras_needs_graph(const std::string& text) {
-  const json j = json::parse(text, nullptr, false);
+bool keras_needs_graph(const json& j) {
   if (!j.is_object() || !j.contains("config") || !j["config"].is_object() || !j["config"].contains("layers") || !j["config"]["layers"].is_array())
     return false;
   for (const auto& l : j["config"]["layers"])
@@ -444,8 +443,9 @@ bool keras_needs_graph(const std::string& text) {
   return false;
 }
 
-NetworkInfo keras_network(const std::string& text, const std::string& where) {
-  const json j = parse_json(text, where);
+NetworkInfo keras_network(const std::string& text, const std::string& where) { return keras_network_parsed(parse_json(text, where), where); }
+
+NetworkInfo keras_network_parsed(const json& j, const std::string& where) {
   if (!j.is_object() || !j.contains("config") || !j["config"].is_object() || !j["config"].contains("layers") || !j["config"]["layers"].is_array())
     throw InputError(fmt::format("{}: $.config.layers: missing", where));
   std::vector<Layer> layers;

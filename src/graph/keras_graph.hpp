@@ -4,16 +4,20 @@
 // and Activation, built into the graph IR (images as NCHW; the layout's cost is the convolution pricer's).
 // The training graph adds sparse categorical cross-entropy on the model's output and autodiff.
 #pragma once
+#include <nlohmann/json_fwd.hpp>
+
 #include <string>
 
 #include "graph/networks.hpp"
 
 namespace gpuvs::graph {
 
-/// True when a Keras model (is_keras_json_text) has a layer the dense model spec cannot hold.
-bool keras_needs_graph(const std::string& text);
+/// True when a parsed Keras model (is_keras_json) has a layer the dense model spec cannot hold.
+bool keras_needs_graph(const nlohmann::json& j);
 
 /// The network; InputError "WHERE: layer NAME (CLASS): what" for what it cannot build.
 NetworkInfo keras_network(const std::string& text, const std::string& where);
+/// The same from JSON the caller has parsed already.
+NetworkInfo keras_network_parsed(const nlohmann::json& j, const std::string& where);
 
 }  // namespace gpuvs::graph

@@ -133,25 +133,25 @@ std::string keras_archive_config(const std::string& path) {
   return text;
 }
 
-bool is_keras_json_text(const std::string& text) {
-  const json j = json::parse(text, nullptr, false);
+bool is_keras_json(const json& j) {
   if (!j.is_object() || !j.contains("class_name") || !j["class_name"].is_string() || !j.contains("config")) return false;
   const std::string c = j["class_name"].get<std::string>();
   return c == "Sequential" || c == "Functional" || c == "Model";
 }
 
-ModelSpec keras_model_spec_json(const std::string& text, const std::string& where);
+ModelSpec keras_model_spec_json(const json& j, const std::string& where);
 
-ModelSpec keras_model_spec(const std::string& text, const std::string& where) {
+ModelSpec keras_model_spec(const std::string& text, const std::string& where) { return keras_model_spec_parsed(parse_json(text, where), where); }
+
+ModelSpec keras_model_spec_parsed(const json& j, const std::string& where) {
   try {
-    return keras_model_spec_json(text, where);
+    return keras_model_spec_json(j, where);
   } catch (const json::exception& e) {
     throw InputError(fmt::format("{}: a setting has the wrong type ({})", where, strings::printable(e.what())));
   }
 }
 
-ModelSpec keras_model_spec_json(const std::string& text, const std::string& where) {
-  const json j = parse_json(text, where);
+ModelSpec keras_model_spec_json(const json& j, const std::string& where) {
   const Where w{where};
   if (!j.is_object() || !j.contains("class_name") || !j["class_name"].is_string()) w.path("class_name", "missing: not a Keras model");
   const std::string model_class = j["class_name"].get<std::string>();

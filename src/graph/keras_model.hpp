@@ -4,6 +4,8 @@
 // CPU engine trains and the model prices. A layer gpuvs cannot build, or a setting it would silently drop
 // (a regularizer, a constraint), is refused with the layer's name and class; it is never skipped.
 #pragma once
+#include <nlohmann/json_fwd.hpp>
+
 #include <optional>
 #include <string>
 
@@ -19,12 +21,14 @@ std::string keras_archive_config(const std::string& path);
 /// nullopt for a name gpuvs does not build.
 std::optional<Act> keras_activation(const std::string& name, bool& softmax);
 
-/// True when the JSON text is a Keras model (a Sequential, Functional or Model `class_name` with a
-/// `config`).
-bool is_keras_json_text(const std::string& text);
+/// True when parsed JSON is a Keras model (a Sequential, Functional or Model `class_name` with a `config`);
+/// false for anything else, a discarded parse included.
+bool is_keras_json(const nlohmann::json& j);
 
 /// The model. InputError "WHERE: layer NAME (CLASS): what" or "WHERE: $.path: what" for anything it
 /// cannot represent.
 ModelSpec keras_model_spec(const std::string& text, const std::string& where);
+/// The same from JSON the caller has parsed already.
+ModelSpec keras_model_spec_parsed(const nlohmann::json& j, const std::string& where);
 
 }  // namespace gpuvs::graph

@@ -389,9 +389,16 @@ ModelSpec load_model_file(const std::filesystem::path& path) {
   const std::string text = files::read_all(path, "model file");
   if (ext != ".toml" && ext != ".json")
     throw InputError(fmt::format("model file {}: unknown extension '{}' (expected .toml, .json or .keras)", path.string(), ext));
-  // Keras's own JSON (model.to_json(), a .keras archive's config.json) or gpuvs's model file.
-  ModelSpec spec = ext == ".json" && is_keras_json_text(text) ? keras_model_spec(text, path.string())
-                                                               : parse_model_text(text, path.string(), ext == ".json");
+  if (ext == ".json") return json_model_file_spec(text, nlohmann::json::parse(text, nullptr, false), path);
+  ModelSpec spec = parse_model_text(text, path.string(), false);
+  if (spec.name == "model") spec.name = path.stem().string();
+  return spec;
+}
+
+ModelSpec json_model_file_spec(const std::string& text, const nlohmann::json& parsed, const std::filesystem::path& path) {
+  // Keras's own JSON (model.to_json(), a .keras archive's config.json) or gpuvs's model file, whose reader
+  // parses again to say on which line a malformed file goes wrong.
+  ModelSpec spec = is_keras_json(parsed) ? keras_model_spec_parsed(parsed, path.string()) : parse_model_text(text, path.string(), true);
   if (spec.name == "model") spec.name = path.stem().string();
   return spec;
 }

@@ -11,6 +11,8 @@
 //   loss = "sparse_categorical_crossentropy"   # or { name = ..., from_logits = true }
 //   metrics = ["accuracy"]
 #pragma once
+#include <nlohmann/json_fwd.hpp>
+
 #include <filesystem>
 #include <string>
 
@@ -23,5 +25,8 @@ namespace gpuvs::graph {
 ModelSpec load_model_file(const std::filesystem::path& path);
 /// Same, from text; `where` names it in errors; `json` picks the syntax.
 ModelSpec parse_model_text(const std::string& text, const std::string& where, bool json);
+/// A .json model file's model from its text and that text parsed without exceptions (`parsed`, discarded
+/// when malformed): Keras's own JSON or gpuvs's model file; named after the file when it names no model.
+ModelSpec json_model_file_spec(const std::string& text, const nlohmann::json& parsed, const std::filesystem::path& path);
 
 }  // namespace gpuvs::graph

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "core/strings.hpp"
@@ -174,6 +176,14 @@ std::vector<NetworkInfo> make_networks() {
   return v;
 }
 
+// A dense Sequential model file as a network.
+NetworkInfo model_file_info(const ModelSpec& spec, const std::string& path) {
+  return {spec.name, "model file " + path, "mlp", "samples", 0, static_cast<double>(spec.param_count()),
+          "the model file", 0, 0, [spec](const NetworkOptions& o) {
+            return build_graph(spec, {o.batch, o.dtype, o.training ? Mode::train : Mode::eval, false});
+          }};
+}
+
 }  // namespace
 
 const std::vector<NetworkInfo>& networks() {
@@ -252,19 +262,19 @@ NetworkInfo resolve_network(const std::string& id_or_path) {
   if (is_onnx_path(id_or_path)) return onnx_network(id_or_path, {});
   if (strings::lower(std::filesystem::path(id_or_path).extension().string()) == ".keras") {
     const std::string text = keras_archive_config(id_or_path);
-    if (keras_needs_graph(text)) return keras_network(text, id_or_path);
+    const nlohmann::json parsed = nlohmann::json::parse(text, nullptr, false);
+    if (keras_needs_graph(parsed)) return keras_network_parsed(parsed, id_or_path);
   }
   if (strings::lower(std::filesystem::path(id_or_path).extension().string()) == ".json") {
-    // A Hugging Face config.json, or gpuvs's own Sequential model in JSON.
+    // A Hugging Face config.json, a Keras model, or gpuvs's own Sequential model in JSON: parsed once to
+    // tell them apart (discarded when malformed; the model-file reader then says where).
     const std::string text = files::read_all(id_or_path, "model file");
-    if (is_hf_config_text(text)) return hf_network(text, id_or_path);
-    if (is_keras_json_text(text) && keras_needs_graph(text)) return keras_network(text, id_or_path);
+    const nlohmann::json parsed = nlohmann::json::parse(text, nullptr, false);
+    if (is_hf_config(parsed)) return hf_network_parsed(parsed, id_or_path);
+    if (is_keras_json(parsed) && keras_needs_graph(parsed)) return keras_network_parsed(parsed, id_or_path);
+    return model_file_info(json_model_file_spec(text, parsed, id_or_path), id_or_path);
   }
-  const ModelSpec spec = load_model_file(id_or_path);
-  return {spec.name, "model file " + id_or_path, "mlp", "samples", 0, static_cast<double>(spec.param_count()),
-          "the model file", 0, 0, [spec](const NetworkOptions& o) {
-            return build_graph(spec, {o.batch, o.dtype, o.training ? Mode::train : Mode::eval, false});
-          }};
+  return model_file_info(load_model_file(id_or_path), id_or_path);
 }
 
 std::int64_t tp_padded_vocab(std::int64_t vocab, int tp) {
