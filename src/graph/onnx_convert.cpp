@@ -313,11 +313,13 @@ const onnx::NodeProto* Converter::sole_user(const std::string& tensor) const {
   const auto it = users_.find(tensor);
   if (it == users_.end() || it->second.size() != 1) return nullptr;
   const onnx::NodeProto& u = gp_.node(it->second[0]);
-  // Only a well-formed reader can join a pattern (a malformed one is refused when its turn comes).
+  return pattern_ready(u) ? &u : nullptr;
+}
+
+bool Converter::pattern_ready(const onnx::NodeProto& n) {
   static const std::map<std::string, int> kInputs = {{"Add", 2}, {"Sub", 2}, {"Mul", 2}, {"Div", 2}, {"Pow", 2}, {"MatMul", 2}, {"Where", 3}};
-  const auto need = kInputs.find(u.op_type());
-  if (u.output_size() < 1 || u.output(0).empty() || u.input_size() < 1 || (need != kInputs.end() && u.input_size() != need->second)) return nullptr;
-  return &u;
+  const auto need = kInputs.find(n.op_type());
+  return n.output_size() >= 1 && !n.output(0).empty() && n.input_size() >= 1 && (need == kInputs.end() || n.input_size() == need->second);
 }
 
 void Converter::skip(const onnx::NodeProto& n) { done_[static_cast<std::size_t>(index_.at(&n))] = true; }

@@ -92,6 +92,9 @@ class Converter {
   const std::string& input_name(const onnx::NodeProto& n, int k) const;
   /// The one node that reads `tensor` (none when several do, or it is a graph output).
   const onnx::NodeProto* sole_user(const std::string& tensor) const;
+  /// True when a node has the inputs and output a pattern reads of it (a malformed one is refused when its
+  /// turn comes, never read by a pattern).
+  static bool pattern_ready(const onnx::NodeProto& n);
   void skip(const onnx::NodeProto& n);              // fused into an earlier node
   /// A value, folding its producer now when it is not yet reached but all it needs is known (constants a
   /// pattern reads that the file defines after the pattern starts); nullptr otherwise.

@@ -238,7 +238,9 @@ struct Fusions {
 };
 
 bool Converter::fuse(const onnx::NodeProto& n) {
-  if (!n.domain().empty()) return false;
+  // A pattern starts only at a well-formed node, as it continues only through well-formed readers (a
+  // MatMul with one input was read past its end; found by fuzz_model_onnx).
+  if (!n.domain().empty() || !pattern_ready(n)) return false;
   Fusions f{*this};
   return f.attention(n) || f.layer_norm(n) || f.gelu(n);
 }
