@@ -164,6 +164,27 @@ TEST(Autodiff, FanOutAccumulatesWithAdd) {
   EXPECT_EQ(g.node(grads.at(w)).op, OpKind::add);
 }
 
+TEST(Autodiff, GradientNamesNeverCollideWithTheGraphsOwn) {
+  // A file names its nodes as it likes: here one forward node already holds every name the backward pass
+  // and Adam would give the matmul's gradients (a Keras layer named "flatten/grad" beside "flatten" made the
+  // training step throw "duplicate node name"; found by fuzz_model_json).
+  Graph g;
+  const auto x = g.input("x", {2, 3}, DType::f32);
+  const auto w = g.param("h", {3, 4}, DType::f32);
+  NodeId y = g.matmul("y", x, w);
+  for (const char* taken : {"y/grad", "y/grad/a", "y/grad/b", "h/adam", "loss/grad"})
+    y = g.activation(taken, y, Act::relu);
+  const auto logits = g.matmul("logits", y, g.param("w2", {4, 5}, DType::f32));
+  g.set_output("loss", g.softmax_xent("loss", logits, g.input("labels", {2}, DType::i32)));
+  const std::size_t forward = g.size();
+  ASSERT_NO_THROW(append_training_step(g, AdamConfig{}));
+  int adam = 0;
+  for (const auto& n : g.nodes()) adam += n.op == OpKind::adam_update;
+  EXPECT_EQ(adam, 2);  // both parameters updated
+  EXPECT_GT(g.size(), forward);
+  EXPECT_NE(g.find("y/grad/b_2"), kNone);  // the taken name, made unique
+}
+
 TEST(Autodiff, TrainingStepNeedsScalarLoss) {
   Graph g;
   g.input("x", {2}, DType::f32);

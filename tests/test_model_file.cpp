@@ -327,6 +327,18 @@ TEST(KerasGraph, WindowsPerAxisDilatedSeparableDepthwiseAndCausal) {
   EXPECT_NEAR(graph_cost(t).matrix_flops, 2.0 * (100 * 4 * 3 * 8 + 4 * 2), 1e-6);
 }
 
+TEST(KerasGraph, LayerNamesThatLookLikeGradientNamesStillTrain) {
+  // An input layer named "flatten/grad" beside the Flatten named "flatten": the training step's names for
+  // the Flatten's gradient were taken, and building it threw (found by fuzz_model_json).
+  const std::string dir = std::string(GPUVS_SOURCE_DIR) + "/tests/data/keras/";
+  std::string text = files::read_all(dir + "mnist_convnet.json", "data");
+  const std::string from = "\"name\": \"input_layer\"";
+  ASSERT_NE(text.find(from), std::string::npos);
+  text.replace(text.find(from), from.size(), "\"name\": \"flatten/grad\"");
+  const NetworkInfo n = keras_network(text, "k.json");
+  EXPECT_GT(build_network(n, {8, DType::f32, 0, false, true}).size(), build_network(n, {8, DType::f32, 0, false, false}).size());
+}
+
 TEST(KerasGraph, LayersItCannotBuildAreNamedAndMutatedFilesFailCleanly) {
   const std::string dir = std::string(GPUVS_SOURCE_DIR) + "/tests/data/keras/";
   const std::string cnn = files::read_all(dir + "mnist_convnet.json", "data");

@@ -351,6 +351,19 @@ TEST(Onnx, WhatCannotBeBuiltIsNamedByNodeAndReason) {
     Builder::shape(b.g().mutable_input(0), "x", onnx::TensorProto::FLOAT, {"N", "width"});
     EXPECT_NE(err(b).find("symbolic dimension 'width' (input 'x' dimension 1) needs a size"), std::string::npos) << err(b);
   }
+  {
+    // Too few inputs, or no output: refused by node, never read past (the attention pattern read a
+    // one-input MatMul's second input; ASan, found by fuzz_model_onnx).
+    Builder b;
+    b.input("x", {"N", "4", "8"}).output("y");
+    b.node("MatMul", {"x"}, {"y"}, "lonely");
+    EXPECT_NE(err(b).find("node 'lonely' (MatMul)"), std::string::npos) << err(b);
+    Builder c;
+    c.input("x", {"N", "4", "4"}).output("y");
+    c.node("MatMul", {"x", "x"}, {}, "mute");
+    c.node("Relu", {"x"}, {"y"}, "relu");
+    EXPECT_NE(err(c).find("node 'mute' (MatMul)"), std::string::npos) << err(c);
+  }
   // Not ONNX at all, and empty.
   test::write_text(dir / "junk.onnx", "this is not a protobuf \x01\x02\xff");
   EXPECT_NE(error_of([&] { onnx_network((dir / "junk.onnx").string(), {}); }).find("junk.onnx: not an ONNX model"), std::string::npos);
