@@ -423,6 +423,41 @@ TEST(Onnx, ACausalMaskBuiltWithTriluIsFoundCausal) {
     }
 }
 
+TEST(Onnx, RangeFoldsFromThreeScalarsOfOneType) {
+  test::TempDir dir;
+  auto scalar = [](Builder& b, const std::string& name, double v, bool is_float) {  // a Constant node, as exporters write
+    auto* a = b.node("Constant", {}, {name}).add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    auto* t = a->mutable_t();
+    t->set_data_type(is_float ? onnx::TensorProto::FLOAT : onnx::TensorProto::INT64);
+    if (is_float) t->add_float_data(static_cast<float>(v));
+    else t->add_int64_data(static_cast<std::int64_t>(v));
+  };
+  // x [N, 6] reshaped to [-1] ++ Range(3, 4, 1) = [-1, 3]: [2N, 3].
+  auto model = [&](bool float_delta, bool wide_start) {
+    Builder b;
+    b.input("x", {"N", "6"}).ints("minus1", {-1}).output("y");
+    if (wide_start) b.ints("start", {3, 3});
+    else scalar(b, "start", 3, false);
+    scalar(b, "limit", 4, false);
+    scalar(b, "delta", 1, float_delta);
+    b.node("Range", {"start", "limit", "delta"}, {"r"}, "range");
+    auto& concat = b.node("Concat", {"minus1", "r"}, {"target"});
+    Builder::attr(concat, "axis", 0);
+    b.node("Reshape", {"x", "target"}, {"y"});
+    return b;
+  };
+  const Graph g = build_network(onnx_network(model(false, false).save(dir), {}), opts(7));
+  EXPECT_EQ(g.node(g.output("logits")).shape, (Shape{14, 3}));
+  // An integer start with a float step (its integer values, none, were read past their end), or a start of two
+  // elements (all but the first were ignored): refused by node.
+  for (const auto& [float_delta, wide_start] : {std::pair{true, false}, std::pair{false, true}}) {
+    const std::string e = error_of([&] { onnx_network(model(float_delta, wide_start).save(dir), {}); });
+    EXPECT_NE(e.find("node 'range' (Range): Range needs three one-element inputs of one type"), std::string::npos) << e;
+  }
+}
+
 TEST(Onnx, KnownTensorArithmeticIsChecked) {
   using onnx_detail::Known;
   const Known big = Known::scalar_int(std::int64_t{1} << 62);

@@ -673,17 +673,24 @@ bool Converter::fold_values(const onnx::NodeProto& n) {
     fill.shape = {};
     out.known = expand_known(fill, out.shape, here);
   } else if (op == "Range") {
-    const double start = K(0).at(0), limit = K(1).at(0), delta = K(2).at(0);
+    // The three inputs are looked up once: the loop below runs up to kMaxKnownElements times.
+    const Known &k_start = K(0), &k_limit = K(1), &k_delta = K(2);
+    // ONNX's Range takes three scalars of one type; the integer loop reads start and delta as integers.
+    for (const Known* k : {&k_start, &k_limit, &k_delta})
+      if (k->size() != 1 || k->is_float != k_start.is_float) refuse(n, "Range needs three one-element inputs of one type");
+    const double start = k_start.at(0), limit = k_limit.at(0), delta = k_delta.at(0);
     if (delta == 0 || !std::isfinite(start) || !std::isfinite(limit) || !std::isfinite(delta)) refuse(n, "Range needs a finite, non-zero step");
     const double count = std::max(0.0, std::ceil((limit - start) / delta));
     if (count > static_cast<double>(kMaxKnownElements)) refuse(n, fmt::format("Range of {} elements", count));
     Known r;
-    r.is_float = K(0).is_float;
+    r.is_float = k_start.is_float;
     r.shape = {static_cast<std::int64_t>(count)};
+    if (r.is_float) r.f.reserve(static_cast<std::size_t>(count));
+    else r.i.reserve(static_cast<std::size_t>(count));
     for (std::int64_t k = 0; k < r.shape[0]; ++k) {
       std::int64_t v = 0;
       if (r.is_float) r.f.push_back(start + static_cast<double>(k) * delta);
-      else if (__builtin_mul_overflow(k, K(2).i[0], &v) || __builtin_add_overflow(v, K(0).i[0], &v)) refuse(n, "Range overflows 64-bit integers");
+      else if (__builtin_mul_overflow(k, k_delta.i[0], &v) || __builtin_add_overflow(v, k_start.i[0], &v)) refuse(n, "Range overflows 64-bit integers");
       else r.i.push_back(v);
     }
     out.shape = r.shape;
