@@ -456,6 +456,16 @@ TEST(Onnx, RangeFoldsFromThreeScalarsOfOneType) {
     const std::string e = error_of([&] { onnx_network(model(float_delta, wide_start).save(dir), {}); });
     EXPECT_NE(e.find("node 'range' (Range): Range needs three one-element inputs of one type"), std::string::npos) << e;
   }
+  // A float initializer is a trained weight, not a constant: its values are not the file's to fold.
+  Builder w = model(false, false);
+  w.g().mutable_node(2)->Clear();
+  w.g().mutable_node(2)->set_op_type("Identity");
+  w.g().mutable_node(2)->add_input("step");
+  w.g().mutable_node(2)->add_output("delta");
+  w.weight("step", {}, 1.0f);
+  const std::string e = error_of([&] { onnx_network(w.save(dir), {}); });
+  EXPECT_NE(e.find("(Range): Range is built from constants and shapes only; an input here is computed at run time or is a trained weight"),
+            std::string::npos) << e;
 }
 
 TEST(Onnx, KnownTensorArithmeticIsChecked) {

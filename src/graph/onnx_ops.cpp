@@ -675,6 +675,8 @@ void Converter::build_op(const onnx::NodeProto& n) {
   else if (op == "Pad") o.pad(n);
   else if (op == "Equal" || op == "Less" || op == "Greater" || op == "LessOrEqual" || op == "GreaterOrEqual" || op == "Not" || op == "And" || op == "Or")
     refuse(n, "a comparison of tensors computed at run time is not built (masks from constants are)");
+  else if (op == "Range" || op == "ConstantOfShape")  // folded (fold_values) when their inputs are known
+    refuse(n, fmt::format("{} is built from constants and shapes only; an input here is computed at run time or is a trained weight", op));
   else refuse(n, fmt::format("operator not built by gpuvs's ONNX reader (built: {})", strings::join(kBuilt, ", ")));
 }
 
