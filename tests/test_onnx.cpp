@@ -421,6 +421,15 @@ TEST(Onnx, ACausalMaskBuiltWithTriluIsFoundCausal) {
     if (n.op == OpKind::attention) {
       EXPECT_TRUE(n.causal);
     }
+  // A k that holds no value is the file's error, named by node (it was read past its end).
+  Builder empty_k = b;
+  for (auto& t : *empty_k.g().mutable_initializer())
+    if (t.name() == "one") {
+      t.clear_int64_data();
+      t.add_dims(0);
+    }
+  const std::string e = error_of([&] { onnx_network(empty_k.save(dir, "empty-k.onnx"), {}); });
+  EXPECT_NE(e.find("(Trilu): expected a value at index 0, the tensor holds 0"), std::string::npos) << e;
 }
 
 TEST(Onnx, RangeFoldsFromThreeScalarsOfOneType) {

@@ -87,6 +87,7 @@ bool truthy(double v) { return v != 0.0; }
 }  // namespace
 
 std::int64_t Known::int_at(std::int64_t k, const std::string& where) const {
+  if (k < 0 || k >= size()) fail(where, fmt::format("expected a value at index {}, the tensor holds {}", k, size()));
   if (!is_float) return i[static_cast<std::size_t>(k)];
   const double v = f[static_cast<std::size_t>(k)];
   if (!std::isfinite(v) || v != std::floor(v) || std::fabs(v) > 9.0e15) fail(where, fmt::format("expected a whole number, got {}", v));

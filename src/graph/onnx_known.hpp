@@ -33,7 +33,7 @@ struct Known {
   std::vector<std::int64_t> i;
   std::int64_t size() const { return is_float ? static_cast<std::int64_t>(f.size()) : static_cast<std::int64_t>(i.size()); }
   double at(std::int64_t k) const { return is_float ? f[static_cast<std::size_t>(k)] : static_cast<double>(i[static_cast<std::size_t>(k)]); }
-  /// Integer value k; InputError naming `where` when the tensor holds a non-whole float.
+  /// Integer value k; InputError naming `where` when the tensor holds a non-whole float or no value k.
   std::int64_t int_at(std::int64_t k, const std::string& where) const;
   std::vector<std::int64_t> ints(const std::string& where) const;
   static Known scalar_int(std::int64_t v);
