@@ -787,6 +787,7 @@ Graph Converter::build() {
       throw InputError(fmt::format("{}: the model's batch is fixed at {} (input '{}' dimension 0); price it with --batch {}, or export it "
                                    "with a dynamic batch axis",
                                    where_, binding_.fixed_batch, strings::printable(vi.name()), binding_.fixed_batch));
+    checked_numel(s, fmt::format("{}: input '{}'", where_, strings::printable(vi.name())));  // before the IR sees it
     Value v;
     v.elem = tt.elem_type();
     v.shape = s;
