@@ -469,7 +469,8 @@ TEST(Onnx, RangeFoldsFromThreeScalarsOfOneType) {
   EXPECT_EQ(g.node(g.output("logits")).shape, (Shape{14, 3}));
   // An integer start with a float step (its integer values, none, were read past their end), or a start of two
   // elements (all but the first were ignored): refused by node.
-  for (const auto& [float_delta, wide_start] : {std::pair{true, false}, std::pair{false, true}}) {
+  for (const bool float_delta : {true, false}) {
+    const bool wide_start = !float_delta;
     const std::string e = error_of([&] { onnx_network(model(float_delta, wide_start).save(dir), {}); });
     EXPECT_NE(e.find("node 'range' (Range): Range needs three one-element inputs of one type"), std::string::npos) << e;
   }
