@@ -505,6 +505,14 @@ TEST(Onnx, KnownTensorArithmeticIsChecked) {
   EXPECT_EQ(onnx_detail::eval_elementwise("Add", {&a, &b}, "f.onnx")->shape, (Shape{2, 3}));
   const Known c{{2}, false, {}, {1, 2}};
   EXPECT_NE(error_of([&] { onnx_detail::eval_elementwise("Add", {&c, &v}, "f.onnx"); }).find("do not broadcast"), std::string::npos);
+  // Expand (and ConstantOfShape): one value fills the shape; a row repeats down, a column across.
+  const auto filled = onnx_detail::expand_known(Known{{}, true, {0.5}, {}}, {2, 3}, "f.onnx");
+  ASSERT_TRUE(filled);
+  EXPECT_EQ(filled->shape, (Shape{2, 3}));
+  EXPECT_EQ(filled->f, (std::vector<double>(6, 0.5)));
+  EXPECT_EQ(onnx_detail::expand_known(v, {2, 3}, "f.onnx")->i, (std::vector<std::int64_t>{1, 2, 3, 1, 2, 3}));
+  EXPECT_EQ(onnx_detail::expand_known(a, {2, 3}, "f.onnx")->i, (std::vector<std::int64_t>{1, 1, 1, 2, 2, 2}));
+  EXPECT_NE(error_of([&] { onnx_detail::expand_known(v, {2, 4}, "f.onnx"); }).find("f.onnx"), std::string::npos);
 }
 
 TEST(Onnx, MutatedFilesParseOrFailWithOneLine) {

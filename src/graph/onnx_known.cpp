@@ -472,6 +472,15 @@ std::optional<Known> expand_known(const Known& k, const Shape& shape, const std:
   Known r;
   r.shape = out;
   r.is_float = k.is_float;
+  // One value (ConstantOfShape's fill, a scalar broadcast) fills the tensor: exporters build masks of
+  // millions of elements this way, and the index arithmetic below costs a division per axis per element.
+  if (k.size() == 1) {
+    if (r.is_float) r.f.assign(static_cast<std::size_t>(n), k.f[0]);
+    else r.i.assign(static_cast<std::size_t>(n), k.i[0]);
+    return r;
+  }
+  if (r.is_float) r.f.reserve(static_cast<std::size_t>(n));
+  else r.i.reserve(static_cast<std::size_t>(n));
   for (std::int64_t o = 0; o < n; ++o) {
     const std::int64_t s = source_index(o, out, k.shape);
     if (r.is_float) r.f.push_back(k.f[static_cast<std::size_t>(s)]);
