@@ -4,10 +4,6 @@
 // a number set to an edge value, a string swapped for another name in the file or a layer class the reader
 // knows, a value's type changed, keys and elements dropped, copied or swapped, a subtree grafted elsewhere.
 // A quarter of the time, and whenever the input is not JSON, it leaves the bytes to libFuzzer.
-//
-// It uses ordered_json (the readers use json): the two share no template code, so the readers' nlohmann
-// functions keep their coverage hooks and the mutator's, compiled without them, add nothing to an input's
-// features.
 #include <nlohmann/json.hpp>
 
 #include <array>
@@ -22,7 +18,7 @@ extern "C" std::size_t LLVMFuzzerMutate(std::uint8_t* data, std::size_t size, st
 
 namespace {
 
-using Json = nlohmann::ordered_json;
+using Json = nlohmann::ordered_json;  // keeps the file's key order, so a mutant differs from its parent only where edited
 using Rng = std::mt19937_64;
 
 // The layer classes and Hugging Face model types the readers know, and a few they do not.
