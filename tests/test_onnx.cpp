@@ -467,6 +467,24 @@ TEST(Onnx, RangeFoldsFromThreeScalarsOfOneType) {
   };
   const Graph g = build_network(onnx_network(model(false, false).save(dir), {}), opts(7));
   EXPECT_EQ(g.node(g.output("logits")).shape, (Shape{14, 3}));
+  // Integers past 2^53 count exactly (in doubles, 2^60 + 3 - 2^60 was 0): Shape(Range(2^60, 2^60 + 3, 1)) = [3].
+  {
+    Builder big;
+    big.input("x", {"N", "6"}).ints("minus1", {-1}).output("y");
+    const std::int64_t base = std::int64_t{1} << 60;
+    scalar(big, "start", 0, false);
+    scalar(big, "limit", 0, false);
+    scalar(big, "delta", 1, false);
+    big.g().mutable_node(0)->mutable_attribute(0)->mutable_t()->set_int64_data(0, base);
+    big.g().mutable_node(1)->mutable_attribute(0)->mutable_t()->set_int64_data(0, base + 3);
+    big.node("Range", {"start", "limit", "delta"}, {"r"}, "range");
+    big.node("Shape", {"r"}, {"count"});
+    auto& c = big.node("Concat", {"minus1", "count"}, {"target"});
+    Builder::attr(c, "axis", 0);
+    big.node("Reshape", {"x", "target"}, {"y"});
+    const Graph gb = build_network(onnx_network(big.save(dir, "big.onnx"), {}), opts(7));
+    EXPECT_EQ(gb.node(gb.output("logits")).shape, (Shape{14, 3}));
+  }
   // An integer start with a float step (its integer values, none, were read past their end), or a start of two
   // elements (all but the first were ignored): refused by node.
   for (const bool float_delta : {true, false}) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "core/error.hpp"
@@ -680,11 +681,24 @@ bool Converter::fold_values(const onnx::NodeProto& n) {
       if (k->size() != 1 || k->is_float != k_start.is_float) refuse(n, "Range needs three one-element inputs of one type");
     const double start = k_start.at(0), limit = k_limit.at(0), delta = k_delta.at(0);
     if (delta == 0 || !std::isfinite(start) || !std::isfinite(limit) || !std::isfinite(delta)) refuse(n, "Range needs a finite, non-zero step");
-    const double count = std::max(0.0, std::ceil((limit - start) / delta));
-    if (count > static_cast<double>(kMaxKnownElements)) refuse(n, fmt::format("Range of {} elements", count));
     Known r;
     r.is_float = k_start.is_float;
-    r.shape = {static_cast<std::int64_t>(count)};
+    std::int64_t count = 0;
+    if (r.is_float) {
+      const double c = std::max(0.0, std::ceil((limit - start) / delta));
+      if (c > static_cast<double>(kMaxKnownElements)) refuse(n, fmt::format("Range of {} elements", c));
+      count = static_cast<std::int64_t>(c);
+    } else {
+      // In integers: doubles round values past 2^53, and the count with them.
+      const std::int64_t step = k_delta.i[0];
+      std::int64_t diff = 0;
+      if (__builtin_sub_overflow(k_limit.i[0], k_start.i[0], &diff) || (diff == std::numeric_limits<std::int64_t>::min() && step == -1)) refuse(n, "Range overflows 64-bit integers");
+      count = diff / step;
+      if (diff % step != 0 && (diff < 0) == (step < 0)) ++count;  // ceil of a positive quotient
+      count = std::max<std::int64_t>(count, 0);
+      if (count > kMaxKnownElements) refuse(n, fmt::format("Range of {} elements", count));
+    }
+    r.shape = {count};
     if (r.is_float) r.f.reserve(static_cast<std::size_t>(count));
     else r.i.reserve(static_cast<std::size_t>(count));
     for (std::int64_t k = 0; k < r.shape[0]; ++k) {
