@@ -369,6 +369,19 @@ TEST(KerasGraph, LayersItCannotBuildAreNamedAndMutatedFilesFailCleanly) {
   EXPECT_THROW(keras_model_spec("{\"class_name\": \"Sequential\", \"config\": {\"layers\": [1e406]}}", "k.json"), InputError);
   EXPECT_THROW(hf_network("{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 1e406}", "c.json"), InputError);
   EXPECT_THROW(keras_network(with("\"kernel_size\": [3, 3]", "\"kernel_size\": [33, 33]"), "k.json"), InputError);
+  // An Embedding of no features fed a Dense that divided by its empty last axis (UBSan; found by
+  // fuzz_model_json's tree mutator).
+  {
+    std::string t = files::read_all(dir + "tiny_transformer.json", "data");
+    t.replace(t.find("\"output_dim\": 32"), 16, "\"output_dim\": 0");
+    std::string e = "(no error)";
+    try {
+      build_network(keras_network(t, "k.json"), {8, DType::f32, 0, false, true});
+    } catch (const InputError& x) {
+      e = x.what();
+    }
+    EXPECT_NE(e.find("layer 'embedding' (Embedding): output_dim must be a whole number in [1, 1048576]"), std::string::npos) << e;
+  }
   for (const char* file : {"mnist_convnet.json", "tiny_transformer.json"}) {
     const std::string text = files::read_all(dir + file, "data");
     EXPECT_GT(test::fuzz_parser(text, "{}[]\":,.-0123456789eEtruefalsnl _abcdDimorsuy", 800, 61,

@@ -504,6 +504,27 @@ TEST(Onnx, RangeFoldsFromThreeScalarsOfOneType) {
             std::string::npos) << e;
 }
 
+TEST(Onnx, SlicesOfEmptyAxesAndOfScalarsAreWhatTheyShouldBe) {
+  // Reshape x [N, 6] to [-1] ++ Slice(empty, -1:-10:-1) ++ [3]. Stepping back over an empty axis, the clamps
+  // gave the slice one element, read from a tensor of none (UBSan; found by fuzz_model_onnx's graph mutator).
+  test::TempDir dir;
+  Builder b;
+  b.input("x", {"N", "6"}).ints("minus1", {-1}).ints("three", {3}).ints("empty", {}).output("y");
+  b.ints("starts", {-1}).ints("ends", {-10}).ints("axes", {0}).ints("steps", {-1});
+  b.node("Slice", {"empty", "starts", "ends", "axes", "steps"}, {"none"}, "backwards");
+  auto& concat = b.node("Concat", {"minus1", "none", "three"}, {"target"});
+  Builder::attr(concat, "axis", 0);
+  b.node("Reshape", {"x", "target"}, {"y"});
+  const Graph g = build_network(onnx_network(b.save(dir), {}), opts(7));
+  EXPECT_EQ(g.node(g.output("logits")).shape, (Shape{14, 3}));
+  // A scalar sliced along no axis is itself (the axis loop counted down from rank - 1 = SIZE_MAX; UBSan, found
+  // by fuzz_model_onnx's graph mutator).
+  const onnx_detail::Known seven = onnx_detail::Known::scalar_int(7);
+  const onnx_detail::Known same = onnx_detail::slice_known(seven, {}, {}, {}, {});
+  EXPECT_TRUE(same.shape.empty());
+  EXPECT_EQ(same.i, (std::vector<std::int64_t>{7}));
+}
+
 TEST(Onnx, KnownTensorArithmeticIsChecked) {
   using onnx_detail::Known;
   const Known big = Known::scalar_int(std::int64_t{1} << 62);

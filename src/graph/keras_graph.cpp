@@ -145,7 +145,9 @@ Act act_of(const json& c, bool& softmax, const std::string& where, const Layer& 
 
 NodeId apply_act(Graph& g, const std::string& name, NodeId x, Act a, bool softmax) {
   if (softmax) {
-    if (g.node(x).shape.size() != 2) x = g.reshape(name + "/flat", x, {numel(g.node(x).shape) / g.node(x).shape.back(), g.node(x).shape.back()});
+    const Shape& s = g.node(x).shape;
+    if (s.empty() || s.back() < 1) throw std::invalid_argument(name + ": a softmax needs a non-empty last axis");  // build() names the file
+    if (s.size() != 2) x = g.reshape(name + "/flat", x, {numel(g.node(x).shape) / g.node(x).shape.back(), g.node(x).shape.back()});
     return g.softmax(name + "/softmax", x);
   }
   return a == Act::none ? x : g.activation(name + "/" + std::string(act_name(a)), x, a);
@@ -216,6 +218,7 @@ Graph build_layers(const std::vector<Layer>& layers, const NetworkOptions& opt, 
       const std::int64_t units = c["units"].get<std::int64_t>();
       const Shape s = g.node(in[0]).shape;
       if (s.size() == 4 || is_image) refuse(where, l, "a Dense over an image tensor (Flatten or pool it first)");
+      if (s.empty() || s.back() < 1) refuse(where, l, fmt::format("needs an input with a non-empty last axis, got [{}]", fmt::join(s, ",")));
       const std::int64_t rows = numel(s) / s.back();
       const bool bias = !c.contains("use_bias") || !c["use_bias"].is_boolean() || c["use_bias"].get<bool>();
       const NodeId x2 = s.size() == 2 ? in[0] : g.reshape(p + "/rows", in[0], {rows, s.back()});
@@ -339,9 +342,14 @@ Graph build_layers(const std::vector<Layer>& layers, const NetworkOptions& opt, 
       need(1);
       const Node& ids = g.node(in[0]);
       if (ids.dtype != DType::i32) refuse(where, l, "needs integer token ids (an InputLayer with dtype int32)");
-      if (!c.contains("input_dim") || !c.contains("output_dim") || !c["input_dim"].is_number_integer() || !c["output_dim"].is_number_integer())
-        refuse(where, l, "needs input_dim and output_dim");
-      const NodeId table = g.param(p + "/embeddings", {c["input_dim"].get<std::int64_t>(), c["output_dim"].get<std::int64_t>()}, dt);
+      // A vocabulary of up to 2^31 rows, each of up to 2^20 features (an empty one left the next layer dividing by zero).
+      auto size_of = [&](const char* key, std::int64_t most) {
+        if (!c.contains(key) || !c[key].is_number_integer() || c[key].get<std::int64_t>() < 1 || c[key].get<std::int64_t>() > most)
+          refuse(where, l, fmt::format("{} must be a whole number in [1, {}]", key, most));
+        return c[key].get<std::int64_t>();
+      };
+      const std::int64_t rows = size_of("input_dim", std::int64_t{1} << 31), features = size_of("output_dim", std::int64_t{1} << 20);
+      const NodeId table = g.param(p + "/embeddings", {rows, features}, dt);
       y = g.embedding(p, in[0], table);
     } else if (l.cls == "MultiHeadAttention") {
       if (in.size() < 2 || in.size() > 3) refuse(where, l, "needs query and value inputs");

@@ -120,6 +120,13 @@ SliceSpec slice_spec(const Shape& in, std::vector<std::int64_t> starts, std::vec
     seen[static_cast<std::size_t>(ax)] = true;
     const std::int64_t dim = in[static_cast<std::size_t>(ax)], step = steps[j];
     if (step == 0 || step > kMaxDim || step < -kMaxDim) throw InputError(fmt::format("{}: Slice step {} outside [-2^40, 2^40] or 0", where, step));
+    if (dim == 0) {  // nothing to take, either way (stepping back, the clamps below would give [0, -1]: one element)
+      s.axes.push_back(ax);
+      s.starts.push_back(0);
+      s.steps.push_back(step);
+      s.out[static_cast<std::size_t>(ax)] = 0;
+      continue;
+    }
     // ONNX's rule: negative indices count from the end, then clamp to [0, dim] stepping forward and to
     // [0, dim - 1] (start) and [-1, dim - 1] (end) stepping back.
     auto norm = [&](std::int64_t v) { return v < 0 ? v + dim : v; };

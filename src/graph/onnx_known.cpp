@@ -395,6 +395,7 @@ Known slice_known(const Known& k, const std::vector<std::int64_t>& starts, const
   r.shape = out_shape;
   r.is_float = k.is_float;
   const std::size_t rank = k.shape.size();
+  if (rank == 0) return k;  // a scalar has no axis to cut (the loops below count axes down from rank - 1)
   std::vector<std::int64_t> start(rank, 0), step(rank, 1), in_strides(rank, 1);
   for (std::size_t j = 0; j < axes.size(); ++j) {
     start[static_cast<std::size_t>(axes[j])] = starts[j];
