@@ -114,7 +114,10 @@ TEST(Bench, MalformedResultsRecordsAreInputErrors) {
   for (const char* bad : {R"([])", R"({"results": []})", R"({"schema_version": 1, "results": []})",
                           R"({"schema_version": 2, "results": {}})", R"({"schema_version": 2, "results": [{"key": 1}]})",
                           R"({"schema_version": 2, "results": [{"key": "k", "unit": "GB/s", "status": "ok"}]})",
-                          R"({"schema_version": 2, "results": [{"key": "k", "unit": "GB/s", "status": "ok", "median": -1}]})"}) {
+                          R"({"schema_version": 2, "results": [{"key": "k", "unit": "GB/s", "status": "ok", "median": -1}]})",
+                          // A repetition count of 1e308 was converted to int (undefined; found by fuzz_bench_record).
+                          R"({"schema_version": 2, "results": [{"key": "k", "unit": "GB/s", "status": "waived", "repetitions": 1e308}]})",
+                          R"({"schema_version": 2, "results": [{"key": "k", "unit": "GB/s", "status": "waived", "repetitions": -1}]})"}) {
     try {
       bench::measurements_from_json(nlohmann::json::parse(bad), "bad.json");
       ADD_FAILURE() << bad;

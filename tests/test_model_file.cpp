@@ -113,6 +113,15 @@ TEST(ModelFile, ErrorsNameTheLine) {
   std::string u = kSeedToml;
   u.replace(u.find("units = 10"), 10, "units = -3");
   EXPECT_NE(error_of(u, false).find("m:15: units must be positive"), std::string::npos);
+  // Sizes past 2^31 and totals past 2^48 parameters are refused before any product is taken (units = 2^63 - 1
+  // overflowed the parameter count; UBSan, found by fuzz_model_toml's tree mutator).
+  std::string huge = kSeedToml;
+  huge.replace(huge.find("units = 128"), 11, "units = 9223372036854775807");
+  EXPECT_NE(error_of(huge, false).find("m:4: dense units 9223372036854775807 is larger than 2^31"), std::string::npos) << error_of(huge, false);
+  std::string wide = kSeedToml;
+  wide.replace(wide.find("input_shape = [780]"), 19, "input_shape = [2147483648]");
+  wide.replace(wide.find("units = 128"), 11, "units = 2147483648");
+  EXPECT_NE(error_of(wide, false).find("m:4: the model has more than 2^48 parameters"), std::string::npos) << error_of(wide, false);
   std::string k = kSeedToml;
   k.replace(k.find("rate = 0.2"), 10, "rate = 0.2\nratio = 1");
   EXPECT_NE(error_of(k, false).find("unknown key 'ratio' in a dropout layer"), std::string::npos);

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <ctime>
+#include <limits>
 
 #include "bench/gpu_benchmarks.hpp"
 #include "core/clock.hpp"
@@ -80,7 +81,12 @@ std::vector<Measurement> measurements_from_json(const nlohmann::json& record, co
         m.spread = r.value("spread", 0.0);
         if (!(m.median > 0)) throw InputError(fmt::format("{}: median must be positive", at));
       }
-      m.repetitions = r.value("repetitions", 0);
+      if (r.contains("repetitions")) {  // read as a double, 1e308 made int's conversion undefined (UBSan; fuzz_bench_record)
+        const auto& n = r["repetitions"];
+        if (!n.is_number_integer() || n.get<std::int64_t>() < 0 || n.get<std::int64_t>() > std::numeric_limits<int>::max())
+          throw InputError(fmt::format("{}: repetitions must be a whole number in [0, 2^31)", at));
+        m.repetitions = static_cast<int>(n.get<std::int64_t>());
+      }
       if (r.contains("spec") && r["spec"].is_number()) m.spec = r["spec"].get<double>();
       m.spec_what = r.value("spec_what", std::string());
       if (r.contains("env") && r["env"].is_object())

@@ -36,7 +36,11 @@ std::string ModelSpec::fingerprint() const {
 
 void ModelSpec::validate(const std::string& where) const {
   auto at = [&](const LayerSpec& l) { return l.line > 0 ? fmt::format("{}:{}", where, l.line) : where; };
+  // Sizes up to 2^31 keep every product below in int64; the parameter total is held to 2^48, as the ONNX
+  // reader's tensors are (units = 2^63 - 1 overflowed param_count; found by fuzz_model_toml's tree mutator).
+  constexpr std::int64_t kMaxSize = std::int64_t{1} << 31, kMaxParams = std::int64_t{1} << 48;
   if (input_dim <= 0) throw InputError(fmt::format("{}: input_shape must be a positive size", where));
+  if (input_dim > kMaxSize) throw InputError(fmt::format("{}: input_shape {} is larger than 2^31", where, input_dim));
   if (layers.empty()) throw InputError(fmt::format("{}: the model has no layers", where));
   const LayerSpec* last_dense = nullptr;
   for (const auto& l : layers)
@@ -45,11 +49,19 @@ void ModelSpec::validate(const std::string& where) const {
   for (const auto& l : layers) {
     if (l.kind == LayerSpec::Kind::dense) {
       if (l.units <= 0) throw InputError(fmt::format("{}: dense units must be positive, got {}", at(l), l.units));
+      if (l.units > kMaxSize) throw InputError(fmt::format("{}: dense units {} is larger than 2^31", at(l), l.units));
       if (l.softmax && &l != last_dense)
         throw InputError(fmt::format("{}: softmax is supported only on the output layer", at(l)));
     } else if (!(l.rate >= 0.0 && l.rate < 1.0)) {
       throw InputError(fmt::format("{}: dropout rate must be in [0, 1), got {}", at(l), l.rate));
     }
+  }
+  std::int64_t in = input_dim, params = 0;
+  for (const auto& l : layers) {
+    if (l.kind != LayerSpec::Kind::dense) continue;
+    params += in * l.units + l.units;  // each term below 2^63 (sizes to 2^31), the sum held below 2^48
+    if (params > kMaxParams) throw InputError(fmt::format("{}: the model has more than 2^48 parameters", at(l)));
+    in = l.units;
   }
   if (loss != "sparse_categorical_crossentropy")
     throw InputError(fmt::format("{}: loss '{}' is not supported (expected sparse_categorical_crossentropy)", where,
