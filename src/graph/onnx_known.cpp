@@ -4,9 +4,12 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
+#include <string_view>
 
 #include "core/error.hpp"
 
@@ -238,77 +241,107 @@ std::int64_t source_index(std::int64_t o, const Shape& out, const Shape& in) {
   return idx;
 }
 
-const std::vector<std::string> kBinary = {"Add", "Sub", "Mul", "Div", "Mod", "Pow", "Max", "Min", "Equal", "Less", "LessOrEqual",
-                                          "Greater", "GreaterOrEqual", "And", "Or", "Xor"};
-const std::vector<std::string> kUnary = {"Neg", "Abs", "Sqrt", "Reciprocal", "Floor", "Ceil", "Not", "Exp", "Log", "Erf"};
-bool in_list(const std::vector<std::string>& l, const std::string& op) { return std::find(l.begin(), l.end(), op) != l.end(); }
-bool is_comparison(const std::string& op) {
-  return op == "Equal" || op == "Less" || op == "LessOrEqual" || op == "Greater" || op == "GreaterOrEqual" || op == "And" ||
-         op == "Or" || op == "Xor" || op == "Not";
+// The evaluable ops, named once per node: the loops below run up to kMaxKnownElements times, and comparing
+// op names there cost more than the arithmetic (a fuzzed mask of 2^24 elements took 36 s under ASan).
+enum class Ew { add, sub, mul, div, mod, pow, max, min, equal, less, less_eq, greater, greater_eq, and_, or_, xor_,
+                neg, abs, sqrt, reciprocal, floor, ceil, not_, exp, log, erf };
+constexpr std::array<std::pair<std::string_view, Ew>, 16> kBinary = {{{"Add", Ew::add}, {"Sub", Ew::sub}, {"Mul", Ew::mul},
+    {"Div", Ew::div}, {"Mod", Ew::mod}, {"Pow", Ew::pow}, {"Max", Ew::max}, {"Min", Ew::min}, {"Equal", Ew::equal}, {"Less", Ew::less},
+    {"LessOrEqual", Ew::less_eq}, {"Greater", Ew::greater}, {"GreaterOrEqual", Ew::greater_eq}, {"And", Ew::and_}, {"Or", Ew::or_},
+    {"Xor", Ew::xor_}}};
+constexpr std::array<std::pair<std::string_view, Ew>, 10> kUnary = {{{"Neg", Ew::neg}, {"Abs", Ew::abs}, {"Sqrt", Ew::sqrt},
+    {"Reciprocal", Ew::reciprocal}, {"Floor", Ew::floor}, {"Ceil", Ew::ceil}, {"Not", Ew::not_}, {"Exp", Ew::exp}, {"Log", Ew::log},
+    {"Erf", Ew::erf}}};
+template <std::size_t N>
+std::optional<Ew> find_op(const std::array<std::pair<std::string_view, Ew>, N>& l, const std::string& op) {
+  for (const auto& [name, e] : l)
+    if (name == op) return e;
+  return std::nullopt;
 }
+bool is_comparison(Ew op) { return (op >= Ew::equal && op <= Ew::xor_) || op == Ew::not_; }
 
-std::int64_t int_binary(const std::string& op, std::int64_t a, std::int64_t b, const std::string& where) {
+std::int64_t int_binary(Ew op, std::int64_t a, std::int64_t b, const std::string& where) {
   std::int64_t r = 0;
-  if (op == "Add") {
-    if (__builtin_add_overflow(a, b, &r)) fail(where, fmt::format("integer overflow in {} + {}", a, b));
-    return r;
+  switch (op) {
+    case Ew::add:
+      if (__builtin_add_overflow(a, b, &r)) fail(where, fmt::format("integer overflow in {} + {}", a, b));
+      return r;
+    case Ew::sub:
+      if (__builtin_sub_overflow(a, b, &r)) fail(where, fmt::format("integer overflow in {} - {}", a, b));
+      return r;
+    case Ew::mul: return mul_checked(a, b, where);
+    case Ew::div:
+    case Ew::mod: {
+      if (b == 0) fail(where, "integer division by zero");
+      if (a == std::numeric_limits<std::int64_t>::min() && b == -1) fail(where, "integer overflow in division");
+      if (op == Ew::div) return a / b;  // ONNX integer Div truncates, as C does
+      const std::int64_t m = a % b;     // fmod=0: the sign of the divisor, as Python
+      return m != 0 && ((m < 0) != (b < 0)) ? m + b : m;
+    }
+    case Ew::pow: {
+      if (b < 0) fail(where, "integer power with a negative exponent");
+      std::int64_t x = 1;
+      for (std::int64_t k = 0; k < b && k < 64; ++k) x = mul_checked(x, a, where);
+      return x;
+    }
+    case Ew::max: return std::max(a, b);
+    case Ew::min: return std::min(a, b);
+    default: return 0;
   }
-  if (op == "Sub") {
-    if (__builtin_sub_overflow(a, b, &r)) fail(where, fmt::format("integer overflow in {} - {}", a, b));
-    return r;
-  }
-  if (op == "Mul") return mul_checked(a, b, where);
-  if (op == "Div" || op == "Mod") {
-    if (b == 0) fail(where, "integer division by zero");
-    if (a == std::numeric_limits<std::int64_t>::min() && b == -1) fail(where, "integer overflow in division");
-    if (op == "Div") return a / b;  // ONNX integer Div truncates, as C does
-    const std::int64_t m = a % b;   // fmod=0: the sign of the divisor, as Python
-    return m != 0 && ((m < 0) != (b < 0)) ? m + b : m;
-  }
-  if (op == "Pow") {
-    if (b < 0) fail(where, "integer power with a negative exponent");
-    std::int64_t x = 1;
-    for (std::int64_t k = 0; k < b && k < 64; ++k) x = mul_checked(x, a, where);
-    return x;
-  }
-  if (op == "Max") return std::max(a, b);
-  if (op == "Min") return std::min(a, b);
-  return 0;
 }
 
-double float_binary(const std::string& op, double a, double b) {
-  if (op == "Add") return a + b;
-  if (op == "Sub") return a - b;
-  if (op == "Mul") return a * b;
-  if (op == "Div") return a / b;
-  if (op == "Mod") return std::fmod(a, b);
-  if (op == "Pow") return std::pow(a, b);
-  if (op == "Max") return std::max(a, b);
-  if (op == "Min") return std::min(a, b);
-  return 0;
+double float_binary(Ew op, double a, double b) {
+  switch (op) {
+    case Ew::add: return a + b;
+    case Ew::sub: return a - b;
+    case Ew::mul: return a * b;
+    case Ew::div: return a / b;
+    case Ew::mod: return std::fmod(a, b);
+    case Ew::pow: return std::pow(a, b);
+    case Ew::max: return std::max(a, b);
+    case Ew::min: return std::min(a, b);
+    default: return 0;
+  }
 }
 
-double compare(const std::string& op, double a, double b) {
-  if (op == "Equal") return a == b;
-  if (op == "Less") return a < b;
-  if (op == "LessOrEqual") return a <= b;
-  if (op == "Greater") return a > b;
-  if (op == "GreaterOrEqual") return a >= b;
-  if (op == "And") return truthy(a) && truthy(b);
-  if (op == "Or") return truthy(a) || truthy(b);
-  if (op == "Xor") return truthy(a) != truthy(b);
-  return 0;
+double compare(Ew op, double a, double b) {
+  switch (op) {
+    case Ew::equal: return a == b;
+    case Ew::less: return a < b;
+    case Ew::less_eq: return a <= b;
+    case Ew::greater: return a > b;
+    case Ew::greater_eq: return a >= b;
+    case Ew::and_: return truthy(a) && truthy(b);
+    case Ew::or_: return truthy(a) || truthy(b);
+    case Ew::xor_: return truthy(a) != truthy(b);
+    default: return 0;
+  }
+}
+
+double float_unary(Ew op, double a) {
+  switch (op) {
+    case Ew::neg: return -a;
+    case Ew::abs: return std::fabs(a);
+    case Ew::sqrt: return std::sqrt(a);
+    case Ew::reciprocal: return 1.0 / a;
+    case Ew::floor: return std::floor(a);
+    case Ew::ceil: return std::ceil(a);
+    case Ew::exp: return std::exp(a);
+    case Ew::log: return std::log(a);
+    default: return std::erf(a);
+  }
 }
 
 }  // namespace
 
-bool is_evaluable_elementwise(const std::string& op) { return in_list(kBinary, op) || in_list(kUnary, op) || op == "Where"; }
+bool is_evaluable_elementwise(const std::string& op) { return find_op(kBinary, op) || find_op(kUnary, op) || op == "Where"; }
 
-std::optional<Known> eval_elementwise(const std::string& op, const std::vector<const Known*>& in, const std::string& where) {
-  const bool binary = in_list(kBinary, op), unary = in_list(kUnary, op), ternary = op == "Where";
+std::optional<Known> eval_elementwise(const std::string& op_name, const std::vector<const Known*>& in, const std::string& where) {
+  const std::optional<Ew> bin = find_op(kBinary, op_name), un = find_op(kUnary, op_name);
+  const bool binary = bin.has_value(), unary = un.has_value(), ternary = op_name == "Where";
   if (!binary && !unary && !ternary) return std::nullopt;
   const std::size_t arity = unary ? 1 : binary ? 2 : 3;
-  if (in.size() != arity) fail(where, fmt::format("{} takes {} inputs, got {}", op, arity, in.size()));
+  if (in.size() != arity) fail(where, fmt::format("{} takes {} inputs, got {}", op_name, arity, in.size()));
   std::vector<Shape> shapes;
   for (const Known* k : in) shapes.push_back(k->shape);
   const Shape out = broadcast_all(shapes, where);
@@ -316,10 +349,12 @@ std::optional<Known> eval_elementwise(const std::string& op, const std::vector<c
   if (n > kMaxKnownElements) return std::nullopt;
   Known r;
   r.shape = out;
+  // Inputs of the output's size or of one element (masks against a scalar) index directly.
+  const bool direct = std::all_of(in.begin(), in.end(), [&](const Known* k) { return k->size() == n || k->size() == 1; });
+  auto src = [&](std::int64_t o, const Known* k) { return direct ? (k->size() == 1 ? 0 : o) : source_index(o, out, k->shape); };
   if (ternary) {
     r.is_float = in[1]->is_float || in[2]->is_float;
-    const bool direct = std::all_of(in.begin(), in.end(), [&](const Known* k) { return k->size() == n || k->size() == 1; });
-    auto src = [&](std::int64_t o, const Known* k) { return direct ? (k->size() == 1 ? 0 : o) : source_index(o, out, k->shape); };
+    (r.is_float ? r.f.reserve(static_cast<std::size_t>(n)) : r.i.reserve(static_cast<std::size_t>(n)));
     for (std::int64_t o = 0; o < n; ++o) {
       const bool c = truthy(in[0]->at(src(o, in[0])));
       const Known* pick = c ? in[1] : in[2];
@@ -329,42 +364,29 @@ std::optional<Known> eval_elementwise(const std::string& op, const std::vector<c
     }
     return r;
   }
+  const Ew op = binary ? *bin : *un;
   const bool ints = std::all_of(in.begin(), in.end(), [](const Known* k) { return !k->is_float; });
   r.is_float = !ints && !is_comparison(op);
-  if (unary && ints && (op == "Sqrt" || op == "Reciprocal" || op == "Exp" || op == "Log" || op == "Erf")) r.is_float = true;
-  // Inputs of the output's size or of one element (masks against a scalar) index directly.
-  const bool direct = std::all_of(in.begin(), in.end(), [&](const Known* k) { return k->size() == n || k->size() == 1; });
-  auto src = [&](std::int64_t o, const Known* k) { return direct ? (k->size() == 1 ? 0 : o) : source_index(o, out, k->shape); };
-  if (direct && binary && is_comparison(op)) {
-    r.i.resize(static_cast<std::size_t>(n));
-    for (std::int64_t o = 0; o < n; ++o)
-      r.i[static_cast<std::size_t>(o)] = static_cast<std::int64_t>(compare(op, in[0]->at(src(o, in[0])), in[1]->at(src(o, in[1]))));
-    return r;
-  }
+  if (unary && ints && (op == Ew::sqrt || op == Ew::reciprocal || op == Ew::exp || op == Ew::log || op == Ew::erf)) r.is_float = true;
+  (r.is_float ? r.f.reserve(static_cast<std::size_t>(n)) : r.i.reserve(static_cast<std::size_t>(n)));
   for (std::int64_t o = 0; o < n; ++o) {
     const double a = in[0]->at(src(o, in[0]));
     if (unary) {
-      if (op == "Not") r.i.push_back(!truthy(a));
-      else if (ints && !r.is_float) {
+      if (op == Ew::not_) {
+        r.i.push_back(!truthy(a));
+      } else if (!r.is_float) {  // integers in, integers out: Neg, Abs (Floor and Ceil of a whole number are itself)
         const std::int64_t v = in[0]->i[static_cast<std::size_t>(src(o, in[0]))];
-        if (v == std::numeric_limits<std::int64_t>::min() && (op == "Neg" || op == "Abs")) fail(where, "integer overflow in negation");
-        r.i.push_back(op == "Neg" ? -v : op == "Abs" ? std::abs(v) : v);  // Floor, Ceil: whole already
+        if (v == std::numeric_limits<std::int64_t>::min() && (op == Ew::neg || op == Ew::abs)) fail(where, "integer overflow in negation");
+        r.i.push_back(op == Ew::neg ? -v : op == Ew::abs ? std::abs(v) : v);
       } else {
-        const double v = op == "Neg" ? -a : op == "Abs" ? std::fabs(a) : op == "Sqrt" ? std::sqrt(a) : op == "Reciprocal" ? 1.0 / a
-                        : op == "Floor" ? std::floor(a) : op == "Ceil" ? std::ceil(a) : op == "Exp" ? std::exp(a) : op == "Log" ? std::log(a)
-                        : std::erf(a);
-        r.f.push_back(v);
+        r.f.push_back(float_unary(op, a));
       }
       continue;
     }
     const std::int64_t sb = src(o, in[1]);
-    if (is_comparison(op)) {
-      r.i.push_back(static_cast<std::int64_t>(compare(op, a, in[1]->at(sb))));
-    } else if (ints) {
-      r.i.push_back(int_binary(op, in[0]->i[static_cast<std::size_t>(src(o, in[0]))], in[1]->i[static_cast<std::size_t>(sb)], where));
-    } else {
-      r.f.push_back(float_binary(op, a, in[1]->at(sb)));
-    }
+    if (is_comparison(op)) r.i.push_back(static_cast<std::int64_t>(compare(op, a, in[1]->at(sb))));
+    else if (ints) r.i.push_back(int_binary(op, in[0]->i[static_cast<std::size_t>(src(o, in[0]))], in[1]->i[static_cast<std::size_t>(sb)], where));
+    else r.f.push_back(float_binary(op, a, in[1]->at(sb)));
   }
   return r;
 }
