@@ -522,6 +522,9 @@ TEST(Cli, PredictWithCalibrationFromABenchRecord) {
   // Found by fuzz_bench_record: a number past double's range escaped as nlohmann's out_of_range.
   gpuvs::test::write_text(junk, R"({"schema_version": 2, "results": [{"median": 25276E10208}]})");
   expect_usage_error(run_gpuvs("predict --gpu h200 --calibration " + junk.string()), "unreadable JSON");
+  // Found by fuzz_bench_record's tree mutator: a "quick" that is not a boolean escaped as nlohmann's type_error.
+  gpuvs::test::write_text(junk, R"({"schema_version": 2, "quick": 1, "results": []})");
+  expect_usage_error(run_gpuvs("predict --gpu h200 --calibration " + junk.string()), "'quick' must be true or false");
   expect_usage_error(run_gpuvs("predict --gpu h200 --calibration " + (dir / "missing.json").string()), "--calibration");
 }
 

@@ -336,6 +336,14 @@ TEST(Onnx, WhatCannotBeBuiltIsNamedByNodeAndReason) {
     EXPECT_NE(err(b).find("m.onnx: input 'x': shape [1099511627776,2,6,1099511627776] holds more than 2^48 elements"), std::string::npos) << err(b);
   }
   {
+    // A Reshape to 65 axes (fuzz_model_onnx made one of 2^24: every shape's text was megabytes, a timeout).
+    Builder b;
+    b.input("x", {"N", "1"}).ints("target", std::vector<std::int64_t>(65, 1)).output("y");
+    b.g().mutable_initializer(0)->set_int64_data(0, -1);
+    b.node("Reshape", {"x", "target"}, {"y"}, "deep");
+    EXPECT_NE(err(b).find("node 'deep' (Reshape): rank 65 is more than 64"), std::string::npos) << err(b);
+  }
+  {
     Builder b = mlp();
     b.g().mutable_initializer(0)->set_dims(0, -4);
     EXPECT_NE(err(b).find("dimension -4 outside [0, 2^40]"), std::string::npos) << err(b);

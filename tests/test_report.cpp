@@ -186,7 +186,11 @@ TEST(Report, RecordsOfTheWrongShapeRenderOrFailInOneLine) {
                                   "cluster": {"collectives": 7, "pairs": "p", "per_node": [1, "a"]}, "serving": {"gpus": 1},
                                   "predictions": 9, "summary": {"a": 1}})",
                               // fuzz_history: a count past int's range was cast to int (undefined behaviour)
-                              R"({"devices": {"cpu": {"cores": 7.8e36, "threads": -1e300}}})"}) {
+                              R"({"devices": {"cpu": {"cores": 7.8e36, "threads": -1e300}}})",
+                              // fuzz_history's tree mutator: the same cast, left in the other sections (a batch of 9.22e18)
+                              R"({"predictions": [{"unit": "samples/s"}], "measured_here": {"batch": 9.3e18},
+                                  "cluster": {"nodes": 1e300, "ranks": -9.3e18, "per_node": [{"node": 1e19}], "pairs": [{"a": 1e30, "b": -1e30}]},
+                                  "serving": {"prompt_len": 1e40, "gen_len": -1e40}})"}) {
     const nlohmann::json run = {{"id", 3}, {"created_utc", "2026-12-01T00:00:00Z"}, {"payload", nlohmann::json::parse(payload)}};
     try {
       const std::string html = report::render_html(run), md = report::render_markdown(run);

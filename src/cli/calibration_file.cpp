@@ -14,7 +14,10 @@ namespace gpuvs::cli {
 perf::Calibration load_calibration(const std::string& path, const catalog::Catalog& cat) {
   const std::string text = files::read_all(path, "--calibration");
   const nlohmann::json j = graph::parse_json(text, path);
-  auto cal = calibration_from(bench::measurements_from_json(j, path), j.value("quick", false), cat, path);
+  const auto results = bench::measurements_from_json(j, path);  // first: it checks that the record is an object
+  // j.value("quick", false) threw nlohmann's type_error at a number (found by fuzz_bench_record's tree mutator).
+  if (j.contains("quick") && !j["quick"].is_boolean()) throw InputError(fmt::format("{}: 'quick' must be true or false", path));
+  auto cal = calibration_from(results, j.contains("quick") && j["quick"].get<bool>(), cat, path);
   if (!cal)
     throw InputError(fmt::format("{}: no GPU figures from a catalog device (run gpuvs bench --save on a GPU gpuvs knows)", path));
   return *cal;

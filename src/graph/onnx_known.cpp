@@ -118,6 +118,7 @@ Known Known::ints_1d(const std::vector<std::int64_t>& v) {
 }
 
 std::int64_t checked_numel(const Shape& s, const std::string& where) {
+  if (s.size() > kMaxRank) fail(where, fmt::format("rank {} is more than {}", s.size(), kMaxRank));
   std::int64_t n = 1;
   for (std::int64_t d : s) {
     if (d < 0 || d > kMaxDim) fail(where, fmt::format("dimension {} outside [0, 2^40]", d));

@@ -25,6 +25,9 @@ inline constexpr std::int64_t kMaxKnownElements = std::int64_t{1} << 24;
 /// Largest dimension and element count a file may claim.
 inline constexpr std::int64_t kMaxDim = std::int64_t{1} << 40;
 inline constexpr std::int64_t kMaxElements = std::int64_t{1} << 48;
+/// Largest rank a value may have: exporters write 8 at most; a fuzzed Reshape to 2^24 axes made every shape's
+/// text megabytes long (a timeout).
+inline constexpr std::size_t kMaxRank = 64;
 
 struct Known {
   Shape shape;
@@ -57,7 +60,8 @@ class KnownPtr {
   std::shared_ptr<const Known> p_;
 };
 
-/// Product of dims with every dim in [0, kMaxDim] and the product at most kMaxElements; else InputError.
+/// Product of dims with at most kMaxRank dims, each in [0, kMaxDim], and the product at most kMaxElements; else
+/// InputError.
 std::int64_t checked_numel(const Shape& s, const std::string& where);
 /// An initializer's or Constant's dims, checked.
 Shape tensor_dims(const onnx::TensorProto& t, const std::string& where);

@@ -174,7 +174,7 @@ std::string section_predictions(const json& p) {
   if (here)
     s += fmt::format("<p><b>This machine (measured)</b>: {} trains {} at <b>{} {}</b> (batch {}, {}). {}</p>",
                      escape(str(*here, "device")), escape(str(*here, "workload")), escape(units::format_si(dbl(*here, "throughput"))),
-                     escape(unit), static_cast<long long>(dbl(*here, "batch")), escape(str(*here, "precision")), escape(str(*here, "verdict")));
+                     escape(unit), whole(dbl(*here, "batch")), escape(str(*here, "precision")), escape(str(*here, "verdict")));
   else if (has(p, "measured_here_note"))
     s += fmt::format("<p class=\"muted\">{}</p>", escape(str(p, "measured_here_note")));
   std::vector<Bar> speed, cost, mem;
@@ -259,10 +259,10 @@ std::string section_cluster(const json& p) {
                        : nullptr;
   if (!cp) return "";
   const json& c = *cp;
-  const long long nodes = static_cast<long long>(dbl(c, "nodes"));
+  const double nodes = dbl(c, "nodes");
   std::string s = fmt::format("<h2>The cluster: {} ranks on {} node{}</h2><p>Measured with {} (gpuvs under MPI). Bus bandwidth as "
                               "nccl-tests defines it; every element of every result checked.</p>",
-                              static_cast<long long>(dbl(c, "ranks")), nodes, nodes == 1 ? "" : "s", escape(str(c, "transport", "MPI")));
+                              whole(dbl(c, "ranks")), whole(nodes), nodes == 1 ? "" : "s", escape(str(c, "transport", "MPI")));
   s += "<table><tr><th>node</th><th>host</th><th>ranks</th><th>CPU</th><th>GPUs</th></tr>";
   for (const auto& n : arr(c, "per_node")) {
     if (!n.is_object()) continue;
@@ -272,7 +272,7 @@ std::string section_cluster(const json& p) {
     const json& dev = n.contains("devices") && n["devices"].is_object() ? n["devices"] : json::object();
     const std::string cpu = dev.contains("cpu") && dev["cpu"].is_object() ? str(dev["cpu"], "model") : "";
     const std::size_t gpus = dev.contains("gpus") && dev["gpus"].is_array() ? dev["gpus"].size() : 0;
-    s += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", static_cast<long long>(dbl(n, "node")), escape(str(n, "host")),
+    s += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", whole(dbl(n, "node")), escape(str(n, "host")),
                      escape(strings::join(ranks, ", ")), escape(cpu), gpus);
   }
   s += "</table>";
@@ -288,7 +288,7 @@ std::string section_cluster(const json& p) {
     Series& se = series[by_op[op]];
     se.points.emplace_back(dbl(r, "bytes"), dbl(r, "busbw_gbs"));
     se.point_labels.push_back(fmt::format("{} of {}B: {} GB/s bus bandwidth, {} wrong", op, units::format_si(dbl(r, "bytes")), human(dbl(r, "busbw_gbs")),
-                                          static_cast<long long>(dbl(r, "wrong"))));
+                                          whole(dbl(r, "wrong"))));
   }
   if (!series.empty())
     s += line_chart("cluster-busbw", "Collectives: bus bandwidth against message size", series, {"bytes", true}, {"bus bandwidth (GB/s)", true});
@@ -297,7 +297,7 @@ std::string section_cluster(const json& p) {
     for (const auto& pr : c["pairs"]) {
       if (!pr.is_object()) continue;
       Bar b;
-      b.label = fmt::format("rank {} - {} ({}{})", static_cast<long long>(dbl(pr, "a")), static_cast<long long>(dbl(pr, "b")), str(pr, "scope"),
+      b.label = fmt::format("rank {} - {} ({}{})", whole(dbl(pr, "a")), whole(dbl(pr, "b")), str(pr, "scope"),
                             str(pr, "transport", "mpi") == "nccl" ? ", NCCL" : "");
       b.value = dbl(pr, "bandwidth_gbs");
       b.note = fmt::format("latency {} us", human(dbl(pr, "latency_us")));
@@ -306,7 +306,7 @@ std::string section_cluster(const json& p) {
     s += bar_chart("cluster-pairs", "Send/recv between pairs (the bandwidth matrix)", bars, "GB/s");
     if (c.contains("slowest_link") && c["slowest_link"].is_object()) {
       const json& sl = c["slowest_link"];
-      s += fmt::format("<p>Slowest link: rank {} to rank {} ({}, {}), {} GB/s.</p>", static_cast<long long>(dbl(sl, "a")), static_cast<long long>(dbl(sl, "b")),
+      s += fmt::format("<p>Slowest link: rank {} to rank {} ({}, {}), {} GB/s.</p>", whole(dbl(sl, "a")), whole(dbl(sl, "b")),
                        escape(str(sl, "scope")), str(sl, "transport", "mpi") == "nccl" ? "NCCL between GPUs" : "MPI between hosts",
                        human(dbl(sl, "bandwidth_gbs")));
     }
@@ -328,7 +328,7 @@ std::string section_serving(const json& p) {
   std::string s = fmt::format("<h2>Serving {}: latency against load</h2><p>In-flight batching, {} weights, {} engine profile, "
                               "requests of {} prompt + {} generated tokens, one GPU per replica.</p>",
                               escape(str(p, "workload")), escape(str(sv, "format")), escape(str(sv, "engine")),
-                              static_cast<long long>(dbl(sv, "prompt_len")), static_cast<long long>(dbl(sv, "gen_len")));
+                              whole(dbl(sv, "prompt_len")), whole(dbl(sv, "gen_len")));
   // The cards people weigh against each other, then the fastest others, at most eight lines per chart.
   static const std::vector<std::string> pick = {"rtx-4090", "l40s", "a100-80gb-sxm", "h100-sxm", "h200-sxm", "b200", "mi300x", "rtx-5090"};
   if (!sv.contains("curves") || !sv["curves"].is_array()) return "";
@@ -347,7 +347,7 @@ std::string section_serving(const json& p) {
     if (!c->contains("points") || !(*c)["points"].is_array()) continue;
     for (const auto& pt : (*c)["points"]) {
       a.points.emplace_back(dbl(pt, "in_flight"), dbl(pt, "output_tokens_per_s"));
-      a.point_labels.push_back(fmt::format("{} in flight: {} output tokens/s", static_cast<long long>(dbl(pt, "in_flight")),
+      a.point_labels.push_back(fmt::format("{} in flight: {} output tokens/s", whole(dbl(pt, "in_flight")),
                                            units::format_si(dbl(pt, "output_tokens_per_s"))));
       b.points.emplace_back(dbl(pt, "requests_per_s"), dbl(pt, "request_p99_s"));
       b.point_labels.push_back(fmt::format("{} requests/s: p99 {} per request, first token {} (p99)", units::format_si(dbl(pt, "requests_per_s")),
@@ -370,7 +370,7 @@ std::string section_serving(const json& p) {
     if (pts.empty()) continue;
     const json& top = pts.back();
     s += fmt::format("<tr><td>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td></tr>",
-                     escape(str(c, "gpu")), static_cast<long long>(dbl(top, "in_flight")), units::format_si(dbl(top, "output_tokens_per_s")),
+                     escape(str(c, "gpu")), whole(dbl(top, "in_flight")), units::format_si(dbl(top, "output_tokens_per_s")),
                      units::format_si(dbl(top, "requests_per_s")), units::format_seconds(dbl(top, "ttft_p99_s")),
                      units::format_seconds(dbl(top, "tpot_s")), units::format_seconds(dbl(top, "request_p99_s")));
   }
@@ -429,7 +429,7 @@ std::string guarded(const json& run, F&& render) {
   try {
     return render();
   } catch (const json::exception& e) {
-    throw InputError(fmt::format("run {}: its stored record cannot be rendered ({})", static_cast<long long>(dbl(run, "id")),
+    throw InputError(fmt::format("run {}: its stored record cannot be rendered ({})", whole(dbl(run, "id")),
                                  strings::printable(e.what(), 200)));
   }
 }
@@ -437,9 +437,9 @@ std::string guarded(const json& run, F&& render) {
 std::string render_html_unguarded(const json& run) {
   const json& p = obj(run, "payload");
   std::string h = "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
-  h += fmt::format("<title>gpuvs report — run {}</title><style>{}</style></head><body><main>", static_cast<long long>(dbl(run, "id")), kStyle);
+  h += fmt::format("<title>gpuvs report — run {}</title><style>{}</style></head><body><main>", whole(dbl(run, "id")), kStyle);
   h += fmt::format("<h1>gpuvs: which accelerator for {}?</h1><p class=\"meta\">run {} · {} · {}</p>", escape(str(p, "workload", "the workload")),
-                   static_cast<long long>(dbl(run, "id")), escape(str(run, "created_utc")), escape(str(p, "gpuvs")));
+                   whole(dbl(run, "id")), escape(str(run, "created_utc")), escape(str(p, "gpuvs")));
   if (p.contains("summary") && p["summary"].is_array()) {
     h += "<ul class=\"summary\">";
     for (const auto& line : p["summary"]) h += "<li>" + escape(line.is_string() ? line.get<std::string>() : line.dump()) + "</li>";
@@ -453,7 +453,7 @@ std::string render_html_unguarded(const json& run) {
 
 std::string render_markdown_unguarded(const json& run) {
   const json& p = obj(run, "payload");
-  std::string m = fmt::format("# gpuvs report — run {}\n\n{} · {}\n\n", static_cast<long long>(dbl(run, "id")), str(run, "created_utc"), str(p, "gpuvs"));
+  std::string m = fmt::format("# gpuvs report — run {}\n\n{} · {}\n\n", whole(dbl(run, "id")), str(run, "created_utc"), str(p, "gpuvs"));
   for (const auto& line : arr(p, "summary")) m += "- " + (line.is_string() ? line.get<std::string>() : line.dump()) + "\n";
   if (has(p, "bench")) {
     m += "\n## Benchmarks\n\n| benchmark | median | unit | % of spec | status |\n|---|---|---|---|---|\n";
