@@ -3,6 +3,7 @@
 // of the input (a view) that gives the same number of outputs; each output then does the same multiply-adds
 // (kernel taps x channels), so the work priced is the layer's. Used by the Keras and ONNX readers.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 
@@ -17,14 +18,16 @@ struct AxisFit {
 /// `in` inputs; nullopt when none does (out < 1, or more outputs than any padding up to k gives).
 inline std::optional<AxisFit> fit_axis(std::int64_t in, std::int64_t k, std::int64_t s, std::int64_t out) {
   if (in < 1 || k < 1 || s < 1 || out < 1) return std::nullopt;
+  // In closed form, not by trying each padding and crop: sizes from files reach 2^40.
+  // outputs(n, p) = (n + 2p - k) / s + 1 is at least `out` once n + 2p - k >= (out - 1) s: the smallest p.
   auto outputs = [&](std::int64_t n, std::int64_t p) { return n + 2 * p < k ? 0 : (n + 2 * p - k) / s + 1; };
-  for (std::int64_t p = 0; p <= k; ++p) {
-    if (outputs(in, p) < out) continue;
-    for (std::int64_t c = 0; c < in && c <= (outputs(in, p) - out + 1) * s; ++c)
-      if (outputs(in - c, p) == out) return AxisFit{static_cast<int>(p), c};
-    return std::nullopt;
-  }
-  return std::nullopt;
+  const std::int64_t need = (out - 1) * s + k - in;
+  const std::int64_t p = need <= 0 ? 0 : (need + 1) / 2;
+  if (p > k) return std::nullopt;
+  // It is exactly `out` for n + 2p - k in [(out - 1) s, out s - 1]: the crop keeps the largest such n.
+  const std::int64_t keep = std::min(in, out * s - 1 + k - 2 * p);
+  if (keep < 1 || outputs(keep, p) != out) return std::nullopt;
+  return AxisFit{static_cast<int>(p), in - keep};
 }
 
 /// Outputs of a dilated kernel over `in` inputs padded `begin` and `end`: (in + begin + end - d(k-1) - 1) / s + 1,

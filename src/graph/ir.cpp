@@ -161,11 +161,12 @@ NodeId Graph::find(std::string_view name) const {
   return it == by_name_.end() ? kNone : it->second;
 }
 
-std::string Graph::unique_name(const std::string& base) const {
+std::string Graph::unique_name(const std::string& base) {
   if (!by_name_.count(base)) return base;
-  for (int i = 2;; ++i) {
+  int& i = taken_below_.try_emplace(base, 2).first->second;
+  for (;; ++i) {
     std::string candidate = fmt::format("{}_{}", base, i);
-    if (!by_name_.count(candidate)) return candidate;
+    if (!by_name_.count(candidate)) return candidate;  // not yet taken: the caller may not use it, so i stays
   }
 }
 

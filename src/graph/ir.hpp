@@ -207,13 +207,16 @@ class Graph {
   NodeId output(std::string_view key) const;  // kNone if absent
   const std::map<std::string, NodeId, std::less<>>& outputs() const { return outputs_; }
 
-  /// A fresh node name "base", or "base_2", "base_3"... when taken (builders of repeated blocks).
-  std::string unique_name(const std::string& base) const;
+  /// A fresh node name "base", or "base_2", "base_3"... when taken (builders of repeated blocks): the smallest
+  /// suffix free. Amortised constant time however many nodes share a base (a file may name them all alike).
+  std::string unique_name(const std::string& base);
 
  private:
   NodeId add_node(Node n);
   std::vector<Node> nodes_;
   std::unordered_map<std::string, NodeId> by_name_;
+  // unique_name(): per base, the suffix below which every "base_N" is taken (names are never freed).
+  std::unordered_map<std::string, int> taken_below_;
   std::map<std::string, NodeId, std::less<>> outputs_;
 };
 

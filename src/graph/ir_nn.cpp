@@ -201,7 +201,7 @@ NodeId Graph::attention(std::string name, NodeId q, NodeId k, NodeId v, bool cau
   const Node& V = node(v);
   if (Q.shape.size() != 3 || K.shape.size() != 3 || V.shape.size() != 3)
     bad("attention", name, "needs Q [B*H,T,d], K [B*Hkv,S,d], V [B*Hkv,S,dv]");
-  if (K.shape[0] != V.shape[0] || K.shape[1] != V.shape[1] || Q.shape[2] != K.shape[2] || Q.shape[0] % K.shape[0] != 0)
+  if (K.shape[0] < 1 || K.shape[0] != V.shape[0] || K.shape[1] != V.shape[1] || Q.shape[2] != K.shape[2] || Q.shape[0] % K.shape[0] != 0)
     bad("attention", name, fmt::format("Q {}, K {}, V {} do not fit", shape_str(Q.shape), shape_str(K.shape), shape_str(V.shape)));
   Node n = make(OpKind::attention, std::move(name), {q, k, v}, {Q.shape[0], Q.shape[1], V.shape[2]}, Q.dtype);
   n.causal = causal;
