@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <limits>
 #include <random>
 
 #include "core/error.hpp"
@@ -552,6 +553,24 @@ TEST(Onnx, KnownTensorArithmeticIsChecked) {
   EXPECT_EQ(onnx_detail::eval_elementwise("Add", {&a, &b}, "f.onnx")->shape, (Shape{2, 3}));
   const Known c{{2}, false, {}, {1, 2}};
   EXPECT_NE(error_of([&] { onnx_detail::eval_elementwise("Add", {&c, &v}, "f.onnx"); }).find("do not broadcast"), std::string::npos);
+  // What folding got wrong silently (found reading the reader): Mod's fmod=1 (the dividend's sign) was ignored,
+  // an integer power stopped at 64 factors ((-1)^65 was 1), integers compared as doubles (2^53 + 1 == 2^53),
+  // and a Cast to a narrower integer kept the 64-bit value.
+  EXPECT_EQ(onnx_detail::eval_elementwise("Mod", {&m, &three}, "f.onnx", true)->i[0], -1);
+  const Known minus1 = Known::scalar_int(-1), e65 = Known::scalar_int(65), two = Known::scalar_int(2), e62 = Known::scalar_int(62);
+  EXPECT_EQ(onnx_detail::eval_elementwise("Pow", {&minus1, &e65}, "f.onnx")->i[0], -1);
+  EXPECT_EQ(onnx_detail::eval_elementwise("Pow", {&two, &e62}, "f.onnx")->i[0], std::int64_t{1} << 62);
+  const Known e63 = Known::scalar_int(63);
+  EXPECT_NE(error_of([&] { onnx_detail::eval_elementwise("Pow", {&two, &e63}, "f.onnx"); }).find("integer overflow"), std::string::npos);
+  const Known p53 = Known::scalar_int(std::int64_t{1} << 53), p53_1 = Known::scalar_int((std::int64_t{1} << 53) + 1);
+  EXPECT_EQ(onnx_detail::eval_elementwise("Equal", {&p53, &p53_1}, "f.onnx")->i[0], 0);
+  EXPECT_EQ(onnx_detail::eval_elementwise("Less", {&p53, &p53_1}, "f.onnx")->i[0], 1);
+  const Known fm{{}, true, {-7.5}, {}};
+  EXPECT_NE(error_of([&] { onnx_detail::eval_elementwise("Mod", {&fm, &three}, "f.onnx"); }).find("a floating-point Mod needs fmod=1"), std::string::npos);
+  const Known wide = Known::ints_1d({300, -129, 65536 + 7});
+  EXPECT_EQ(onnx_detail::cast_known(wide, onnx::TensorProto::UINT8).i, (std::vector<std::int64_t>{44, 127, 7}));
+  EXPECT_EQ(onnx_detail::cast_known(wide, onnx::TensorProto::INT8).i, (std::vector<std::int64_t>{44, 127, 7}));
+  EXPECT_EQ(onnx_detail::cast_known(wide, onnx::TensorProto::INT16).i, (std::vector<std::int64_t>{300, -129, 7}));
   // Expand (and ConstantOfShape): one value fills the shape; a row repeats down, a column across.
   const auto filled = onnx_detail::expand_known(Known{{}, true, {0.5}, {}}, {2, 3}, "f.onnx");
   ASSERT_TRUE(filled);
@@ -560,6 +579,144 @@ TEST(Onnx, KnownTensorArithmeticIsChecked) {
   EXPECT_EQ(onnx_detail::expand_known(v, {2, 3}, "f.onnx")->i, (std::vector<std::int64_t>{1, 2, 3, 1, 2, 3}));
   EXPECT_EQ(onnx_detail::expand_known(a, {2, 3}, "f.onnx")->i, (std::vector<std::int64_t>{1, 1, 1, 2, 2, 2}));
   EXPECT_NE(error_of([&] { onnx_detail::expand_known(v, {2, 4}, "f.onnx"); }).find("f.onnx"), std::string::npos);
+}
+
+TEST(Onnx, HostileGraphsAreRefusedByNameOrReadRight) {
+  // Found reading the reader (2026-12-02), each reproduced under ASan + UBSan before it was fixed.
+  test::TempDir dir;
+  int files = 0;  // a file each: parses are cached by path
+  auto err = [&](Builder b) { return error_of([&] { onnx_network(b.save(dir, fmt::format("h{}.onnx", files++)), {}); }); };
+  auto logits = [&](Builder b) {
+    const NetworkInfo net = onnx_network(b.save(dir, fmt::format("h{}.onnx", files++)), {});
+    const Graph g = build_network(net, opts(net.fixed_batch > 0 ? net.fixed_batch : 2, true));
+    return g.node(g.output(g.output("logits") != kNone ? "logits" : "output")).shape;
+  };
+  {
+    // A value made by two nodes: lookups by name mixed the two (a view of a 2-element weight read as its
+    // namesake's 100,000), and 100 Identity nodes per layer writing one name made the weight walk 100^5 paths.
+    Builder b = mlp();
+    b.node("Identity", {"y"}, {"h"}, "again");
+    EXPECT_NE(err(b).find("value 'h' is made twice, by node 'fc' (Gemm) and by node 'again' (Identity)"), std::string::npos) << err(b);
+    Builder c = mlp();
+    c.node("Identity", {"x"}, {"W"}, "shadow");
+    EXPECT_NE(err(c).find("value 'W' is made twice, by an initializer and by node 'shadow' (Identity)"), std::string::npos) << err(c);
+    Builder d = mlp();
+    d.input("x", {"N", "8"});
+    EXPECT_NE(err(d).find("input 'x' is declared twice"), std::string::npos) << err(d);
+    Builder e = mlp();
+    e.m.mutable_opset_import(0)->set_version((std::int64_t{1} << 32) + 13);  // was narrowed to int: opset 13
+    EXPECT_NE(err(e).find("opset 4294967309 is outside the 7-21 gpuvs reads"), std::string::npos) << err(e);
+  }
+  {
+    // A scalar bias for one output column (a Gemm's C, an Add after a MatMul) was asked for its last axis
+    // (UBSan: back() of an empty shape); it is a bias of one.
+    Builder b;
+    b.input("x", {"N", "8"}).weight("W", {8, 1}).weight("s", {}).output("y");
+    b.node("Gemm", {"x", "W", "s"}, {"y"}, "fc");
+    EXPECT_EQ(logits(b), (Shape{2, 1}));
+    Builder c;
+    c.input("x", {"N", "8"}).weight("W", {8, 1}).weight("s", {}).output("y");
+    c.node("MatMul", {"x", "W"}, {"m"}, "mm");
+    c.node("Add", {"m", "s"}, {"y"}, "bias");
+    EXPECT_EQ(logits(c), (Shape{2, 1}));
+  }
+  {
+    // Empty tensors: a MatMul of [2, 0] by [0, 3] divided by its inner 0; attention over an Expand to batch 0
+    // divided by its heads (SIGFPE, UBSan).
+    Builder b;
+    b.weight("a", {2, 0}).weight("b", {0, 3}).output("y");
+    b.node("MatMul", {"a", "b"}, {"y"}, "mm");
+    EXPECT_NE(err(b).find("value 'a' [2,0] holds no elements: an empty tensor is not built"), std::string::npos) << err(b);
+    Builder c;
+    c.input("x", {"1", "4", "8"}).ints("shape", {0, 4, 8}).output("y");
+    c.node("Expand", {"x", "shape"}, {"q"}, "empty");
+    Builder::attr(c.node("Transpose", {"q"}, {"kt"}), "perm", std::vector<std::int64_t>{0, 2, 1});
+    c.node("MatMul", {"q", "kt"}, {"s"});
+    Builder::attr(c.node("Softmax", {"s"}, {"p"}), "axis", -1);
+    c.node("MatMul", {"p", "q"}, {"y"});
+    EXPECT_NE(err(c).find("node 'empty' (Expand): value 'q' [0,4,8] holds no elements"), std::string::npos) << err(c);
+  }
+  {
+    // A node named after the loss head's nodes: the IR's "duplicate node name" escaped as std::invalid_argument.
+    Builder b = mlp();
+    b.g().mutable_node(1)->set_name("loss");
+    b.g().mutable_node(0)->set_name("labels");
+    EXPECT_EQ(logits(b), (Shape{2, 4}));
+  }
+  {
+    // Split: num_outputs of 2^63 - 1 overflowed (and 2^40 pushed 2^40 sizes before the count was checked);
+    // 2^23 sizes of 2^40 each summed past 2^63.
+    Builder b;
+    b.input("x", {"N", "8"}).output("y");
+    auto& split = b.node("Split", {"x"}, {"y", "z"}, "halves");
+    Builder::attr(split, "axis", 1);
+    Builder::attr(split, "num_outputs", std::numeric_limits<std::int64_t>::max());
+    b.m.mutable_opset_import(0)->set_version(18);
+    EXPECT_NE(err(b).find("node 'halves' (Split): Split num_outputs 9223372036854775807 for 2 outputs"), std::string::npos) << err(b);
+    Builder c;
+    c.input("x", {"1", "1099511627776"}).ints("sizes", {std::int64_t{1} << 40, std::int64_t{1} << 40}).output("y");
+    Builder::attr(c.node("Split", {"x", "sizes"}, {"y", "z"}, "parts"), "axis", 1);
+    EXPECT_NE(err(c).find("node 'parts' (Split): Split sizes 1099511627776,1099511627776 do not fit dimension 1099511627776"), std::string::npos) << err(c);
+  }
+  {
+    // Reshape of an empty tensor to [0, 2^40, 2^40] (allowzero): the product of the non-zero sizes overflowed.
+    Builder b;
+    b.input("x", {"N", "4"}).weight("e", {0}).ints("target", {0, std::int64_t{1} << 40, std::int64_t{1} << 40}).output("y");
+    Builder::attr(b.node("Reshape", {"e", "target"}, {"r"}, "vast"), "allowzero", 1);
+    b.node("Shape", {"r"}, {"rs"});
+    b.node("Relu", {"x"}, {"y"});
+    EXPECT_NE(err(b).find("node 'vast' (Reshape): Reshape target 0,1099511627776,1099511627776 holds more than 2^48 elements"), std::string::npos)
+        << err(b);
+    // Inputs adding up past a dimension's bound along a Concat's axis.
+    Builder c;
+    c.input("x", {"1099511627776"}).output("y");
+    Builder::attr(c.node("Concat", {"x", "x"}, {"y"}, "twice"), "axis", 0);
+    EXPECT_NE(err(c).find("node 'twice' (Concat): the inputs add up past 2^40 along the axis"), std::string::npos) << err(c);
+    // An Expand to 100 axes: refused by its rank before its shape is written into a message.
+    Builder d;
+    d.input("x", {"N", "4"}).ints("n", {100}).output("y");
+    auto* fill = d.node("ConstantOfShape", {"n"}, {"ones"}, "shape").add_attribute();
+    fill->set_name("value");
+    fill->set_type(onnx::AttributeProto::TENSOR);
+    auto* t = fill->mutable_t();
+    t->set_data_type(onnx::TensorProto::INT64);
+    t->add_dims(1);
+    t->add_int64_data(1);
+    d.node("Expand", {"x", "ones"}, {"y"}, "wide");
+    EXPECT_NE(err(d).find("node 'wide' (Expand): rank 100 is more than 64"), std::string::npos) << err(d);
+  }
+  {
+    // A Conv dilated 2^20 over 2^40 inputs: the crop that gives its outputs was found one element at a time.
+    Builder b;
+    b.input("x", {"1", "1", "1099511627776"}).weight("w", {1, 1, 2}).output("y");
+    Builder::attr(b.node("Conv", {"x", "w"}, {"y"}, "dilated"), "dilations", std::vector<std::int64_t>{1 << 20});
+    EXPECT_EQ(logits(b), (Shape{1, 1099510579200}));  // [1, 1, T] as rows of class scores
+  }
+  {
+    // Folding remembered results by op, attributes and input values only: a second Split of the same tensor
+    // into fewer outputs got the first's parts, and a weight with a Constant's values became that constant.
+    Builder b;
+    b.input("x", {"N", "3"}).ints("k", {1, 2, 3, 4, 5, 6}).output("y");
+    Builder::attr(b.node("Split", {"k"}, {"a", "b", "c"}), "num_outputs", 3);
+    Builder::attr(b.node("Split", {"k"}, {"d", "e"}), "num_outputs", 2);
+    b.node("Reshape", {"x", "d"}, {"y"});
+    b.m.mutable_opset_import(0)->set_version(18);
+    EXPECT_EQ(logits(b), (Shape{2, 3}));  // y = x [2, 3] as [1, 2, 3] (the 3-way parts said [1, 2]: 6 elements as 2)
+    Builder c;
+    c.input("x", {"N", "4"}).ints("shape", {4, 4}).output("y");
+    c.weight("W", {16}, 0.0f);
+    onnx::NodeProto& zeros = c.node("Constant", {}, {"z"});
+    auto* a = zeros.add_attribute();
+    a->set_name("value_floats");
+    a->set_type(onnx::AttributeProto::FLOATS);
+    for (int k = 0; k < 16; ++k) a->add_floats(0.0f);
+    c.node("Reshape", {"z", "shape"}, {"zm"});
+    c.node("Reshape", {"W", "shape"}, {"Wm"});
+    c.node("MatMul", {"x", "Wm"}, {"h"});
+    c.node("MatMul", {"h", "zm"}, {"y"});
+    const Graph cg = build_network(onnx_network(c.save(dir, "cache.onnx"), {}), opts(2));
+    EXPECT_EQ(param_count(cg, true), 16);  // W trains; the Constant does not
+  }
 }
 
 TEST(Onnx, MutatedFilesParseOrFailWithOneLine) {

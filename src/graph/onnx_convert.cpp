@@ -24,9 +24,11 @@ const std::set<std::string> kViewOps = {"Identity", "Reshape", "Transpose", "Uns
 // ---- shape rules ------------------------------------------------------------------------------------------
 
 Shape reshape_shape(const Shape& in, const std::vector<std::int64_t>& target, bool allowzero, const std::string& where) {
+  // The rank first: the messages below quote the target, which a ConstantOfShape can make millions long.
+  if (target.size() > kMaxRank) throw InputError(fmt::format("{}: rank {} is more than {}", where, target.size(), kMaxRank));
   Shape out;
   int infer = -1;
-  std::int64_t known = 1;
+  std::int64_t known = 1;  // the product of the target's non-zero sizes
   for (std::size_t d = 0; d < target.size(); ++d) {
     std::int64_t t = target[d];
     if (t == 0 && !allowzero) {
@@ -41,8 +43,10 @@ Shape reshape_shape(const Shape& in, const std::vector<std::int64_t>& target, bo
     }
     if (t < 0) throw InputError(fmt::format("{}: Reshape target {} has a negative size", where, fmt::join(target, ",")));
     out.push_back(t);
-    checked_numel(out, where);  // before the product below can overflow
-    known *= t == 0 ? 1 : t;
+    checked_numel(out, where);
+    // Checked apart from the shape's: once a size is 0 the shape holds nothing, whatever the others multiply to.
+    if (t > 0 && (__builtin_mul_overflow(known, t, &known) || known > kMaxElements))
+      throw InputError(fmt::format("{}: Reshape target {} holds more than 2^48 elements", where, fmt::join(target, ",")));
   }
   const std::int64_t n = checked_numel(in, where);
   if (infer >= 0) {
@@ -141,6 +145,26 @@ SliceSpec slice_spec(const Shape& in, std::vector<std::int64_t> starts, std::vec
   return s;
 }
 
+std::vector<std::int64_t> split_sizes(std::int64_t dim, std::vector<std::int64_t> sizes, std::int64_t parts, int outputs, const std::string& where) {
+  if (sizes.empty()) {
+    // ONNX's num_outputs names as many parts as the node has outputs (checked before the loop it bounds).
+    if (parts != outputs) throw InputError(fmt::format("{}: Split num_outputs {} for {} outputs", where, parts, outputs));
+    if (parts < 1) throw InputError(fmt::format("{}: Split into no parts", where));
+    const std::int64_t each = (dim + parts - 1) / parts;  // the last part is the smaller
+    for (std::int64_t p = 0, left = dim; p < parts; ++p, left -= std::min(each, left)) sizes.push_back(std::min(each, left));
+  }
+  if (sizes.size() != static_cast<std::size_t>(outputs))
+    throw InputError(fmt::format("{}: Split gives {} sizes for {} outputs", where, sizes.size(), outputs));
+  std::int64_t total = 0;
+  for (std::int64_t s : sizes) {
+    if (s < 0 || s > dim - total)  // each in range, and the sum never past the axis (nor past 64 bits)
+      throw InputError(fmt::format("{}: Split sizes {} do not fit dimension {}", where, fmt::join(sizes, ","), dim));
+    total += s;
+  }
+  if (total != dim) throw InputError(fmt::format("{}: Split sizes {} do not cover dimension {}", where, fmt::join(sizes, ","), dim));
+  return sizes;
+}
+
 // ---- the converter's plumbing -----------------------------------------------------------------------------
 
 Converter::Converter(const onnx::GraphProto& graph, int opset, const std::string& where, const Binding& binding,
@@ -148,6 +172,9 @@ Converter::Converter(const onnx::GraphProto& graph, int opset, const std::string
     : gp_(graph), opset_(opset), where_(where), binding_(binding), shape_only_(shape_only), opt_(opt) {
   for (const auto& t : gp_.initializer()) inits_[t.name()] = &t;
   for (const auto& o : gp_.output()) graph_outputs_.insert(o.name());
+  // By name once: a value's claims are looked up each time one is made (scanning them all was quadratic).
+  for (const auto& vi : gp_.value_info()) claims_[vi.name()].push_back(&vi);
+  for (const auto& vi : gp_.output()) claims_[vi.name()].push_back(&vi);
   for (int i = 0; i < gp_.node_size(); ++i) {
     index_[&gp_.node(i)] = i;
     for (const auto& name : gp_.node(i).input())
@@ -164,6 +191,8 @@ std::string Converter::node_label(const onnx::NodeProto& n) const {
                                            : fmt::format("#{}", it == index_.end() ? -1 : it->second);
   return fmt::format("node {} ({})", id, strings::printable(n.op_type()));
 }
+
+std::string Converter::at_node() const { return current_ ? fmt::format("{}: {}", where_, node_label(*current_)) : where_; }
 
 void Converter::refuse(const onnx::NodeProto& n, const std::string& what) const {
   throw InputError(fmt::format("{}: {}: {}", where_, node_label(n), what));
@@ -285,6 +314,10 @@ NodeId Converter::view(const std::string& name, NodeId x, const Shape& shape) {
 NodeId Converter::tensor(const std::string& name) {
   Value& v = vals_.at(name);
   if (v.node != kNone) return v.node;
+  // Shapes may hold zeros (shape arithmetic, empty index lists); a tensor the model computes with may not: every
+  // size the IR derives (rows = elements / width, heads, groups) assumes one element at least.
+  if (numel(v.shape) == 0)
+    throw InputError(fmt::format("{}: value '{}' {} holds no elements: an empty tensor is not built", at_node(), strings::printable(name), shape_str(v.shape)));
   if (!v.weight.empty()) {
     const NodeId p = param_for(v.weight);
     const Shape& src = g_.node(p).shape;
@@ -362,13 +395,20 @@ const Known* Converter::values_of(const std::string& name, int depth) {
 
 const Value* Converter::lookup(const std::string& name, int depth) {
   if (const auto it = vals_.find(name); it != vals_.end()) return &it->second;
+  // What cannot be folded ahead now cannot later (its inputs are computed, or not foldable): said once, not
+  // walked again for each pattern that asks. Only from the top: deeper down, the depth limit may be the reason.
+  if (unfoldable_.count(name)) return nullptr;
+  auto cannot = [&]() -> const Value* {
+    if (depth == 0) unfoldable_.insert(name);
+    return nullptr;
+  };
   const auto p = producer_.find(name);
-  if (depth > 32 || p == producer_.end() || done_[static_cast<std::size_t>(p->second)]) return nullptr;
+  if (depth > 32 || p == producer_.end() || done_[static_cast<std::size_t>(p->second)]) return cannot();
   const onnx::NodeProto& n = gp_.node(p->second);
-  if (!n.domain().empty() && n.domain() != "ai.onnx") return nullptr;
+  if (!n.domain().empty() && n.domain() != "ai.onnx") return cannot();
   for (const auto& in : n.input())
-    if (!in.empty() && !lookup(in, depth + 1)) return nullptr;
-  if (!fold(n)) return nullptr;
+    if (!in.empty() && !lookup(in, depth + 1)) return cannot();
+  if (!fold(n)) return cannot();
   done_[static_cast<std::size_t>(p->second)] = true;
   ++summary_.ops[n.op_type()];
   const auto it = vals_.find(name);
@@ -376,12 +416,16 @@ const Value* Converter::lookup(const std::string& name, int depth) {
 }
 
 void Converter::check_value_info(const std::string& name, const Value& v) const {
+  if (v.node != kNone && numel(v.shape) == 0)  // as tensor() refuses an empty input, an op may not make an empty output
+    throw InputError(fmt::format("{}: value '{}' {} holds no elements: an empty tensor is not built", at_node(), strings::printable(name), shape_str(v.shape)));
   // The file's own shape claims (value_info, outputs) must agree with what the graph computes.
+  const auto claimed = claims_.find(name);
+  if (claimed == claims_.end()) return;
   auto check = [&](const onnx::ValueInfoProto& vi) {
-    if (vi.name() != name || !vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
+    if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
     const auto& dims = vi.type().tensor_type().shape().dim();
     if (dims.size() != static_cast<int>(v.shape.size()))
-      throw InputError(fmt::format("{}: value '{}': the file says rank {}, the graph computes {}", where_, strings::printable(name), dims.size(),
+      throw InputError(fmt::format("{}: value '{}': the file says rank {}, the graph computes {}", at_node(), strings::printable(name), dims.size(),
                                    shape_str(v.shape)));
     for (int d = 0; d < dims.size(); ++d) {
       std::int64_t want = 0;
@@ -389,12 +433,11 @@ void Converter::check_value_info(const std::string& name, const Value& v) const 
       else if (dims[d].has_dim_param() && binding_.batch_dims.count(dims[d].dim_param())) want = opt_.batch;
       else if (dims[d].has_dim_param() && binding_.dims.count(dims[d].dim_param())) want = binding_.dims.at(dims[d].dim_param());
       if (want > 0 && want != v.shape[static_cast<std::size_t>(d)])
-        throw InputError(fmt::format("{}: value '{}': the file says dimension {} is {}, the graph computes {}", where_, strings::printable(name), d,
+        throw InputError(fmt::format("{}: value '{}': the file says dimension {} is {}, the graph computes {}", at_node(), strings::printable(name), d,
                                      want, shape_str(v.shape)));
     }
   };
-  for (const auto& vi : gp_.value_info()) check(vi);
-  for (const auto& vi : gp_.output()) check(vi);
+  for (const onnx::ValueInfoProto* vi : claimed->second) check(*vi);
 }
 
 // ---- folding ----------------------------------------------------------------------------------------------
@@ -404,12 +447,18 @@ bool Converter::fold(const onnx::NodeProto& n) {
   // node with the same op, attributes and known inputs as one folded before gets its outputs again.
   const std::string& op = n.op_type();
   if (op == "Constant" || op == "Shape" || op == "Size") return fold_values(n);
+  // The key holds everything the outputs depend on: the attributes, which outputs are named, and per input its
+  // element type, the weight it is (a view of a weight stays that weight) and its values. Strings from the file
+  // go in with their lengths, so no two keys read alike.
   std::string key = op;
   std::vector<KnownPtr> keep;
   for (const auto& a : n.attribute()) {
-    key += '|';
-    key += a.SerializeAsString();
+    const std::string bytes = a.SerializeAsString();
+    key += fmt::format("|a{}:", bytes.size());
+    key += bytes;
   }
+  key += "|o";
+  for (const auto& o : n.output()) key += o.empty() ? '-' : '+';
   for (int k = 0; k < n.input_size(); ++k) {
     if (n.input(k).empty()) {
       key += "|-";
@@ -418,6 +467,8 @@ bool Converter::fold(const onnx::NodeProto& n) {
     const auto it = vals_.find(n.input(k));
     if (it == vals_.end()) return fold_values(n);  // fold_values says what is missing
     const Value& v = it->second;
+    key += fmt::format("|e{}w{}:", v.elem, v.weight.size());
+    key += v.weight;
     if (v.known && v.known->size() <= 64) {  // small (shapes, indices, scalars): by value
       key += "|v";
       key += shape_str(v.known->shape);
@@ -428,8 +479,6 @@ bool Converter::fold(const onnx::NodeProto& n) {
       key += fmt::format("|k{}", static_cast<const void*>(v.known.operator->()));
       keep.push_back(v.known);
     } else if (!v.weight.empty()) {
-      key += "|w";
-      key += v.weight;
       key += shape_str(v.shape);
     } else {
       return fold_values(n);  // a computed tensor: nothing to reuse
@@ -548,7 +597,10 @@ bool Converter::fold_values(const onnx::NodeProto& n) {
     out.shape = x.shape;
     out.known = x.known;
   } else if (op == "Cast") {
-    const int to = static_cast<int>(attr_int(n, "to", 0));
+    const std::int64_t to_attr = attr_int(n, "to", 0);
+    if (to_attr < 0 || to_attr > std::numeric_limits<int>::max() || (!is_float_type(static_cast<int>(to_attr)) && !is_int_type(static_cast<int>(to_attr))))
+      refuse(n, fmt::format("a Cast to {} is not read (numbers and booleans are)", to_attr));
+    const int to = static_cast<int>(to_attr);
     if (weight_view && !is_float_type(to)) return false;
     out.elem = to;
     out.shape = x.shape;
@@ -624,20 +676,7 @@ bool Converter::fold_values(const onnx::NodeProto& n) {
     const int axis = norm_axis(n, attr_int(n, "axis", 0), x.shape.size());
     std::vector<std::int64_t> sizes = attr_ints(n, "split").value_or(std::vector<std::int64_t>{});
     if (sizes.empty() && has(n, 1)) sizes = K(1).ints(here);
-    const std::int64_t dim = x.shape[static_cast<std::size_t>(axis)];
-    if (sizes.empty()) {
-      const std::int64_t parts = attr_int(n, "num_outputs", n.output_size());
-      if (parts < 1) refuse(n, "Split into no parts");
-      const std::int64_t each = (dim + parts - 1) / parts;
-      for (std::int64_t p = 0, left = dim; p < parts; ++p, left -= each) sizes.push_back(std::min(each, left));
-    }
-    std::int64_t total = 0;
-    for (std::int64_t s : sizes) {
-      if (s < 0 || s > dim) refuse(n, fmt::format("split size {} outside [0, {}]", s, dim));
-      total += s;
-    }
-    if (total != dim || static_cast<int>(sizes.size()) != n.output_size())
-      refuse(n, fmt::format("split sizes {} do not cover dimension {} ({}) in {} outputs", fmt::join(sizes, ","), axis, dim, n.output_size()));
+    sizes = split_sizes(x.shape[static_cast<std::size_t>(axis)], sizes, attr_int(n, "num_outputs", n.output_size()), n.output_size(), here);
     std::int64_t start = 0;
     for (int k = 0; k < n.output_size(); ++k) {
       Value part = out;
@@ -658,7 +697,8 @@ bool Converter::fold_values(const onnx::NodeProto& n) {
       if (p->shape.size() != s.size()) refuse(n, "inputs differ in rank");
       for (std::size_t d = 0; d < s.size(); ++d)
         if (static_cast<int>(d) != axis && p->shape[d] != s[d]) refuse(n, "inputs differ off the axis");
-      if (k > 0) s[static_cast<std::size_t>(axis)] += p->shape[static_cast<std::size_t>(axis)];
+      if (k > 0 && (s[static_cast<std::size_t>(axis)] += p->shape[static_cast<std::size_t>(axis)]) > kMaxDim)
+        refuse(n, "the inputs add up past 2^40 along the axis");
       parts.push_back(p);
     }
     out.shape = s;
@@ -671,11 +711,14 @@ bool Converter::fold_values(const onnx::NodeProto& n) {
     const std::vector<std::int64_t> dims = K(0).ints(here);
     out.shape = Shape(dims.begin(), dims.end());
     checked_numel(out.shape, here);
-    Known fill{{}, true, {0.0}, {}};
+    Known fill{{}, true, {0.0}, {}};  // ONNX's default: a float 0
     out.elem = TP::FLOAT;
     for (const auto& a : n.attribute())
-      if (a.name() == "value" && a.has_t()) {
-        if (auto k = decode_tensor(a.t(), here); k && k->size() == 1) fill = *k;
+      if (a.name() == "value") {
+        if (!a.has_t()) refuse(n, "its value must be a tensor");
+        auto k = decode_tensor(a.t(), here);
+        if (!k || k->size() != 1) refuse(n, "its value must be a tensor of one element");
+        fill = *k;
         out.elem = a.t().data_type();
       }
     fill.shape = {};
@@ -733,22 +776,35 @@ bool Converter::fold_values(const onnx::NodeProto& n) {
     out.shape = x.shape;
     out.known = std::move(r);
   } else if (op == "ReduceProd" || op == "ReduceSum" || op == "ReduceMax" || op == "ReduceMin") {
-    if (x.shape.size() > 1 || K(0).is_float) return false;  // shape arithmetic only: 1-D integers
-    std::int64_t r = op == "ReduceProd" ? 1 : op == "ReduceSum" ? 0 : K(0).size() ? K(0).i[0] : 0;
-    for (std::int64_t v : K(0).i) {
-      if (op == "ReduceProd") r = checked_numel({r, std::max<std::int64_t>(v, 0)}, here);
-      else if (op == "ReduceSum" && __builtin_add_overflow(r, v, &r)) refuse(n, "ReduceSum overflows 64-bit integers");
-      else r = op == "ReduceMax" ? std::max(r, v) : std::min(r, v);
+    if (x.shape.size() != 1 || K(0).is_float) return false;  // shape arithmetic only: 1-D integers
+    // Over axis 0, the only one: from the attribute, or input 1 (opset 18; ReduceSum from 13). No axes reduce
+    // every axis, unless noop_with_empty_axes says to pass the input through.
+    const bool axes_input = opset_ >= 18 || (op == "ReduceSum" && opset_ >= 13);
+    const std::vector<std::int64_t> axes = axes_input ? (has(n, 1) ? K(1).ints(here) : std::vector<std::int64_t>{})
+                                                      : attr_ints(n, "axes").value_or(std::vector<std::int64_t>{});
+    for (std::int64_t a : axes) (void)norm_axis(n, a, 1);
+    if (axes.empty() && axes_input && attr_int(n, "noop_with_empty_axes", 0) != 0) {
+      out.shape = x.shape;
+      out.known = K(0);
+    } else {
+      const std::vector<std::int64_t>& v = K(0).i;
+      if (v.empty() && (op == "ReduceMax" || op == "ReduceMin")) refuse(n, fmt::format("{} of no elements", op));
+      std::int64_t r = op == "ReduceProd" ? 1 : op == "ReduceSum" ? 0 : v[0];
+      for (std::int64_t e : v) {
+        if (op == "ReduceProd" && __builtin_mul_overflow(r, e, &r)) refuse(n, "ReduceProd overflows 64-bit integers");
+        else if (op == "ReduceSum" && __builtin_add_overflow(r, e, &r)) refuse(n, "ReduceSum overflows 64-bit integers");
+        else if (op == "ReduceMax" || op == "ReduceMin") r = op == "ReduceMax" ? std::max(r, e) : std::min(r, e);
+      }
+      out.known = attr_int(n, "keepdims", 1) ? Known::ints_1d({r}) : Known::scalar_int(r);
+      out.shape = out.known->shape;
     }
-    out.known = attr_int(n, "keepdims", 1) ? Known::ints_1d({r}) : Known::scalar_int(r);
-    out.shape = out.known->shape;
   } else if (is_evaluable_elementwise(op)) {
     std::vector<const Known*> ins;
     for (int k = 0; k < n.input_size(); ++k) ins.push_back(&K(k));
     std::vector<Shape> shapes;
     for (const Known* k : ins) shapes.push_back(k->shape);
     out.shape = broadcast_all(shapes, here);
-    out.known = eval_elementwise(op, ins, here);
+    out.known = eval_elementwise(op, ins, here, op == "Mod" && attr_int(n, "fmod", 0) != 0);
     if (comparison || op == "Not") out.elem = TP::BOOL;
     if (op == "Where") out.elem = in(n, 1).elem;
     out.weight.clear();
@@ -773,6 +829,7 @@ void Converter::convert(int index) {
   ++summary_.ops[n.op_type()];
   for (int k = 0; k < n.input_size(); ++k)
     if (!n.input(k).empty()) (void)in(n, k);
+  current_ = &n;
   try {
     if (fold(n)) return;
     if (fuse(n)) return;
@@ -780,6 +837,7 @@ void Converter::convert(int index) {
   } catch (const std::invalid_argument& e) {
     refuse(n, strings::printable(e.what()));  // the IR's own shape checks: the file's shapes
   }
+  current_ = nullptr;
 }
 
 Graph Converter::build() {
@@ -816,6 +874,7 @@ Graph Converter::build() {
     vals_[vi.name()] = std::move(v);
   }
   for (int i = 0; i < gp_.node_size(); ++i) convert(i);
+  current_ = nullptr;  // the head below belongs to no node of the file
   // The model's output: class scores over its last axis train with cross-entropy on the logits.
   const std::string& out_name = gp_.output(0).name();
   if (!vals_.count(out_name)) throw InputError(fmt::format("{}: output '{}' is not produced by any node", where_, strings::printable(out_name)));
@@ -824,16 +883,20 @@ Graph Converter::build() {
   const auto pre = pre_softmax_.find(out_name);
   NodeId y = pre != pre_softmax_.end() ? pre->second : tensor(out_name);
   const Shape s = g_.node(y).shape;
+  // The head's nodes take names the file's own nodes left free (a node may be called "loss"); the graph's
+  // outputs are found by their output names, not their node names.
   if (s.size() >= 2 && s.size() <= 3 && s.back() > 1) {
     const std::int64_t rows = numel(s) / s.back();
-    if (s.size() == 3) y = g_.reshape("output/rows", y, {rows, s.back()});
+    if (s.size() == 3) y = g_.reshape(g_.unique_name("output/rows"), y, {rows, s.back()});
     g_.set_output("logits", y);
-    g_.set_output("loss", g_.softmax_xent("loss", y, g_.input("labels", {rows}, DType::i32)));
+    const NodeId labels = g_.input(g_.unique_name("labels"), {rows}, DType::i32);
+    g_.set_output("loss", g_.softmax_xent(g_.unique_name("loss"), y, labels));
   } else {
     summary_.notes.insert(fmt::format("training is priced with a squared-error loss on output '{}' {} (not class scores)",
                                       strings::printable(out_name), shape_str(s)));
     g_.set_output("output", y);
-    g_.set_output("loss", g_.mse_loss("loss", y, g_.input("target", s, g_.node(y).dtype)));
+    const NodeId target = g_.input(g_.unique_name("target"), s, g_.node(y).dtype);
+    g_.set_output("loss", g_.mse_loss(g_.unique_name("loss"), y, target));
   }
   return std::move(g_);
 }

@@ -23,6 +23,7 @@ namespace onnx {
 class GraphProto;
 class NodeProto;
 class TensorProto;
+class ValueInfoProto;
 }  // namespace onnx
 
 namespace gpuvs::graph::onnx_detail {
@@ -65,6 +66,7 @@ class Converter {
   // Errors: "WHERE: node 'NAME' (OP): what".
   [[noreturn]] void refuse(const onnx::NodeProto& n, const std::string& what) const;
   std::string node_label(const onnx::NodeProto& n) const;
+  std::string at_node() const;  // "WHERE: node ..." while a node converts; "WHERE" otherwise
 
   // Inputs, outputs and attributes.
   bool has(const onnx::NodeProto& n, int k) const;
@@ -122,6 +124,7 @@ class Converter {
   std::map<std::string, Value> vals_;
   std::map<std::string, std::vector<int>> users_;
   std::set<std::string> graph_outputs_;
+  std::map<std::string, std::vector<const onnx::ValueInfoProto*>> claims_;  // value_info and outputs, by name
   std::map<std::string, NodeId> params_;
   std::set<std::string> frozen_;
   std::map<std::string, NodeId> pre_softmax_;       // a Softmax's output -> its input (the loss takes logits)
@@ -134,8 +137,11 @@ class Converter {
     bool weight_view = false;
   };
   std::map<std::string, FoldResult> fold_cache_;
-  std::map<std::string, int> mask_patterns_;        // onnx_fusion.cpp: a known mask's pattern, worked out once
+  std::set<std::string> unfoldable_;                // lookup(): values it could not fold ahead
+  // onnx_fusion.cpp: a known mask's pattern, worked out once; the mask is kept alive, as its address is in the key
+  std::map<std::string, std::pair<KnownPtr, int>> mask_patterns_;
   Summary summary_;
+  const onnx::NodeProto* current_ = nullptr;        // the node convert() is on (for messages)
 };
 
 // Shape rules shared by folding and building (InputError naming `where` when the file's values are impossible).
@@ -143,6 +149,9 @@ Shape reshape_shape(const Shape& in, const std::vector<std::int64_t>& target, bo
 Shape squeeze_shape(const Shape& in, const std::vector<std::int64_t>& axes, const std::string& where);
 Shape unsqueeze_shape(const Shape& in, const std::vector<std::int64_t>& axes, const std::string& where);
 Shape permute_shape(const Shape& in, std::vector<std::int64_t>& perm, const std::string& where);
+/// The sizes of a Split's `outputs` parts of an axis of `dim`: `sizes` as the file gives them, or when it gives
+/// none, `parts` (num_outputs) near-equal ones, the last the smaller.
+std::vector<std::int64_t> split_sizes(std::int64_t dim, std::vector<std::int64_t> sizes, std::int64_t parts, int outputs, const std::string& where);
 struct SliceSpec {
   std::vector<std::int64_t> starts, steps, axes;
   Shape out;

@@ -122,7 +122,7 @@ struct Fusions {
     std::string out = dv->output(0), gamma, beta;
     auto per_channel = [&](const std::string& name) {
       const Value* v = value(name);
-      return v && !v->weight.empty() && numel(v->shape) == ch && v->shape.back() == ch;
+      return v && !v->weight.empty() && numel(v->shape) == ch && !v->shape.empty() && v->shape.back() == ch;
     };
     if (const Node* mul = next(out, "Mul"); mul && per_channel(other(*mul, out))) {
       gamma = other(*mul, out);
@@ -145,13 +145,14 @@ struct Fusions {
   }
 
   /// Which positions [T, S] a known mask hides: 1 causal (future keys), 0 none, -1 another pattern.
-  int mask_pattern(const Known& k, std::int64_t t, std::int64_t s, bool hidden_if_nonzero, bool additive) const {
-    // Each block reads the same mask: its pattern is worked out once.
-    const std::string key = fmt::format("{}:{}:{}:{}:{}", static_cast<const void*>(&k), t, s, hidden_if_nonzero, additive);
-    if (const auto it = c.mask_patterns_.find(key); it != c.mask_patterns_.end()) return it->second;
+  int mask_pattern(const KnownPtr& k, std::int64_t t, std::int64_t s, bool hidden_if_nonzero, bool additive) const {
+    // Each block reads the same mask: its pattern is worked out once (the cache keeps the mask, so its address
+    // is never another's).
+    const std::string key = fmt::format("{}:{}:{}:{}:{}", static_cast<const void*>(k.operator->()), t, s, hidden_if_nonzero, additive);
+    if (const auto it = c.mask_patterns_.find(key); it != c.mask_patterns_.end()) return it->second.second;
     auto hidden = [&](double v) { return additive ? v <= -1e4 : (v != 0) == hidden_if_nonzero; };
-    const int p = pattern_of(k, t, s, hidden);
-    c.mask_patterns_[key] = p;
+    const int p = pattern_of(*k, t, s, hidden);
+    c.mask_patterns_[key] = {k, p};
     return p;
   }
   template <typename Hidden>
@@ -187,16 +188,16 @@ struct Fusions {
         scaled = true;
       } else if (op == "Add" && !masked && !other(*u, cur).empty()) {
         masked = true;
-        const Value* m = value(other(*u, cur));
-        const Known* mk = m ? c.values_of(other(*u, cur)) : nullptr;
-        pattern = mk ? mask_pattern(*mk, t, s, false, true) : -1;
+        const std::string mask = other(*u, cur);
+        const bool known = value(mask) && c.values_of(mask);  // values_of keeps what it decodes in the value
+        pattern = known ? mask_pattern(c.vals_.at(mask).known, t, s, false, true) : -1;
       } else if (op == "Where" && !masked && u->input_size() == 3 && (u->input(1) == cur || u->input(2) == cur)) {
         masked = true;
         const bool scores_if_false = u->input(2) == cur;
         const std::optional<double> fill = scalar_of(u->input(scores_if_false ? 1 : 2));
         const Value* cond = value(u->input(0));
         if (!fill || *fill > -1e4) return false;  // not a mask
-        pattern = cond && cond->known ? mask_pattern(*cond->known, t, s, scores_if_false, false) : -1;
+        pattern = cond && cond->known ? mask_pattern(cond->known, t, s, scores_if_false, false) : -1;
       } else {
         break;
       }

@@ -211,6 +211,8 @@ std::optional<Known> decode_tensor(const onnx::TensorProto& t, const std::string
 }
 
 Shape broadcast_all(const std::vector<Shape>& shapes, const std::string& where) {
+  for (const Shape& s : shapes)  // before any shape is written out: an Expand's target can have millions of axes
+    if (s.size() > kMaxRank) fail(where, fmt::format("rank {} is more than {}", s.size(), kMaxRank));
   Shape out;
   for (const Shape& s : shapes) {
     try {
@@ -261,7 +263,7 @@ std::optional<Ew> find_op(const std::array<std::pair<std::string_view, Ew>, N>& 
 }
 bool is_comparison(Ew op) { return (op >= Ew::equal && op <= Ew::xor_) || op == Ew::not_; }
 
-std::int64_t int_binary(Ew op, std::int64_t a, std::int64_t b, const std::string& where) {
+std::int64_t int_binary(Ew op, std::int64_t a, std::int64_t b, bool c_mod, const std::string& where) {
   std::int64_t r = 0;
   switch (op) {
     case Ew::add:
@@ -276,13 +278,15 @@ std::int64_t int_binary(Ew op, std::int64_t a, std::int64_t b, const std::string
       if (b == 0) fail(where, "integer division by zero");
       if (a == std::numeric_limits<std::int64_t>::min() && b == -1) fail(where, "integer overflow in division");
       if (op == Ew::div) return a / b;  // ONNX integer Div truncates, as C does
-      const std::int64_t m = a % b;     // fmod=0: the sign of the divisor, as Python
-      return m != 0 && ((m < 0) != (b < 0)) ? m + b : m;
+      const std::int64_t m = a % b;     // fmod=1: the dividend's sign, as C; fmod=0: the divisor's, as Python
+      return !c_mod && m != 0 && ((m < 0) != (b < 0)) ? m + b : m;
     }
     case Ew::pow: {
       if (b < 0) fail(where, "integer power with a negative exponent");
-      std::int64_t x = 1;
-      for (std::int64_t k = 0; k < b && k < 64; ++k) x = mul_checked(x, a, where);
+      if (a == 0 || a == 1) return b == 0 ? 1 : a;
+      if (a == -1) return b % 2 == 0 ? 1 : -1;
+      std::int64_t x = 1;  // |a| >= 2 overflows within 63 multiplications: the loop is short either way
+      for (std::int64_t k = 0; k < b; ++k) x = mul_checked(x, a, where);
       return x;
     }
     case Ew::max: return std::max(a, b);
@@ -305,16 +309,18 @@ double float_binary(Ew op, double a, double b) {
   }
 }
 
-double compare(Ew op, double a, double b) {
+// In the inputs' own type: integers past 2^53 compare exactly.
+template <typename T>
+std::int64_t compare(Ew op, T a, T b) {
   switch (op) {
     case Ew::equal: return a == b;
     case Ew::less: return a < b;
     case Ew::less_eq: return a <= b;
     case Ew::greater: return a > b;
     case Ew::greater_eq: return a >= b;
-    case Ew::and_: return truthy(a) && truthy(b);
-    case Ew::or_: return truthy(a) || truthy(b);
-    case Ew::xor_: return truthy(a) != truthy(b);
+    case Ew::and_: return a != 0 && b != 0;
+    case Ew::or_: return a != 0 || b != 0;
+    case Ew::xor_: return (a != 0) != (b != 0);
     default: return 0;
   }
 }
@@ -337,7 +343,7 @@ double float_unary(Ew op, double a) {
 
 bool is_evaluable_elementwise(const std::string& op) { return find_op(kBinary, op) || find_op(kUnary, op) || op == "Where"; }
 
-std::optional<Known> eval_elementwise(const std::string& op_name, const std::vector<const Known*>& in, const std::string& where) {
+std::optional<Known> eval_elementwise(const std::string& op_name, const std::vector<const Known*>& in, const std::string& where, bool c_mod) {
   const std::optional<Ew> bin = find_op(kBinary, op_name), un = find_op(kUnary, op_name);
   const bool binary = bin.has_value(), unary = un.has_value(), ternary = op_name == "Where";
   if (!binary && !unary && !ternary) return std::nullopt;
@@ -367,6 +373,7 @@ std::optional<Known> eval_elementwise(const std::string& op_name, const std::vec
   }
   const Ew op = binary ? *bin : *un;
   const bool ints = std::all_of(in.begin(), in.end(), [](const Known* k) { return !k->is_float; });
+  if (op == Ew::mod && !ints && !c_mod) fail(where, "a floating-point Mod needs fmod=1");
   r.is_float = !ints && !is_comparison(op);
   if (unary && ints && (op == Ew::sqrt || op == Ew::reciprocal || op == Ew::exp || op == Ew::log || op == Ew::erf)) r.is_float = true;
   (r.is_float ? r.f.reserve(static_cast<std::size_t>(n)) : r.i.reserve(static_cast<std::size_t>(n)));
@@ -385,8 +392,9 @@ std::optional<Known> eval_elementwise(const std::string& op_name, const std::vec
       continue;
     }
     const std::int64_t sb = src(o, in[1]);
-    if (is_comparison(op)) r.i.push_back(static_cast<std::int64_t>(compare(op, a, in[1]->at(sb))));
-    else if (ints) r.i.push_back(int_binary(op, in[0]->i[static_cast<std::size_t>(src(o, in[0]))], in[1]->i[static_cast<std::size_t>(sb)], where));
+    if (is_comparison(op) && ints) r.i.push_back(compare(op, in[0]->i[static_cast<std::size_t>(src(o, in[0]))], in[1]->i[static_cast<std::size_t>(sb)]));
+    else if (is_comparison(op)) r.i.push_back(compare(op, a, in[1]->at(sb)));
+    else if (ints) r.i.push_back(int_binary(op, in[0]->i[static_cast<std::size_t>(src(o, in[0]))], in[1]->i[static_cast<std::size_t>(sb)], c_mod, where));
     else r.f.push_back(float_binary(op, a, in[1]->at(sb)));
   }
   return r;
@@ -513,6 +521,22 @@ std::optional<Known> expand_known(const Known& k, const Shape& shape, const std:
   return r;
 }
 
+namespace {
+/// A 64-bit integer narrowed to `elem`'s width, wrapping as two's complement does (as NumPy's astype).
+std::int64_t narrow(std::int64_t v, int elem) {
+  const auto u = static_cast<std::uint64_t>(v);
+  switch (elem) {
+    case TP::INT8: return static_cast<std::int8_t>(static_cast<std::uint8_t>(u));
+    case TP::UINT8: return static_cast<std::uint8_t>(u);
+    case TP::INT16: return static_cast<std::int16_t>(static_cast<std::uint16_t>(u));
+    case TP::UINT16: return static_cast<std::uint16_t>(u);
+    case TP::INT32: return static_cast<std::int32_t>(static_cast<std::uint32_t>(u));
+    case TP::UINT32: return static_cast<std::uint32_t>(u);
+    default: return v;  // INT64; UINT64 values are held as int64 (decode_tensor saturates those past 2^63)
+  }
+}
+}  // namespace
+
 Known cast_known(const Known& k, int elem) {
   Known r;
   r.shape = k.shape;
@@ -521,9 +545,9 @@ Known cast_known(const Known& k, int elem) {
     const double v = k.at(e);
     if (r.is_float) r.f.push_back(v);
     else if (elem == TP::BOOL) r.i.push_back(v != 0.0);
-    else if (!k.is_float) r.i.push_back(k.i[static_cast<std::size_t>(e)]);
-    else if (!std::isfinite(v) || std::fabs(v) >= 9.2e18) r.i.push_back(v < 0 ? std::numeric_limits<std::int64_t>::min() : std::numeric_limits<std::int64_t>::max());
-    else r.i.push_back(static_cast<std::int64_t>(v));
+    else if (!k.is_float) r.i.push_back(narrow(k.i[static_cast<std::size_t>(e)], elem));
+    else if (!std::isfinite(v) || std::fabs(v) >= 9.2e18) r.i.push_back(narrow(v < 0 ? std::numeric_limits<std::int64_t>::min() : std::numeric_limits<std::int64_t>::max(), elem));
+    else r.i.push_back(narrow(static_cast<std::int64_t>(v), elem));
   }
   return r;
 }

@@ -83,8 +83,9 @@ std::optional<Known> decode_tensor(const onnx::TensorProto& t, const std::string
 /// Add, Sub, Mul, Div, Mod, Pow, Max, Min, Equal, Less, LessOrEqual, Greater, GreaterOrEqual, And, Or, Xor
 /// (binary), Where (ternary), Neg, Abs, Sqrt, Reciprocal, Floor, Ceil, Not, Exp, Log, Erf (unary). Integers stay
 /// integers (overflow and division by zero are InputErrors). Returns nullopt for other ops or when the result
-/// would exceed kMaxKnownElements.
-std::optional<Known> eval_elementwise(const std::string& op, const std::vector<const Known*>& in, const std::string& where);
+/// would exceed kMaxKnownElements. `c_mod` is Mod's fmod=1: the remainder takes the dividend's sign (C's fmod,
+/// which floats require) rather than the divisor's.
+std::optional<Known> eval_elementwise(const std::string& op, const std::vector<const Known*>& in, const std::string& where, bool c_mod = false);
 /// `op` is one eval_elementwise evaluates.
 bool is_evaluable_elementwise(const std::string& op);
 /// The broadcast output shape of the inputs; InputError when they do not broadcast.
@@ -101,7 +102,8 @@ Known gather_known(const Known& data, const Known& indices, int axis, const Shap
 Known concat_known(const std::vector<const Known*>& parts, int axis, const Shape& out_shape);
 /// k broadcast to `shape` (Expand); nullopt when larger than kMaxKnownElements.
 std::optional<Known> expand_known(const Known& k, const Shape& shape, const std::string& where);
-/// k converted to an element type (Cast): floats truncate toward zero into integers; bool is x != 0.
+/// k converted to an element type (Cast): floats truncate toward zero into integers, integers narrower than 64 bits
+/// wrap (as NumPy casts); bool is x != 0.
 Known cast_known(const Known& k, int elem);
 
 }  // namespace gpuvs::graph::onnx_detail

@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <stdexcept>
 
 #include "core/error.hpp"
@@ -163,12 +164,43 @@ Parsed parse_file(const std::string& path, std::uintmax_t size) {
   onnx::ModelProto& model = *p.model;
   if (!model.has_graph() || model.graph().node_size() == 0) throw InputError(fmt::format("{}: the model has no graph nodes", where));
   if (model.graph().output_size() == 0) throw InputError(fmt::format("{}: the graph has no outputs", where));
+  std::int64_t opset = 0;
+  bool any_opset = false;
   for (const auto& o : model.opset_import())
-    if (o.domain().empty() || o.domain() == "ai.onnx") p.opset = static_cast<int>(o.version());
-  if (p.opset == 0) throw InputError(fmt::format("{}: no opset_import for the standard ONNX operators", where));
-  if (p.opset < kMinOpset || p.opset > kMaxOpset)
-    throw InputError(fmt::format("{}: opset {} is outside the {}-{} gpuvs reads", where, p.opset, kMinOpset, kMaxOpset));
+    if (o.domain().empty() || o.domain() == "ai.onnx") {
+      opset = o.version();
+      any_opset = true;
+    }
+  if (!any_opset) throw InputError(fmt::format("{}: no opset_import for the standard ONNX operators", where));
+  if (opset < kMinOpset || opset > kMaxOpset)  // before narrowing: 2^32 + 13 is not opset 13
+    throw InputError(fmt::format("{}: opset {} is outside the {}-{} gpuvs reads", where, opset, kMinOpset, kMaxOpset));
+  p.opset = static_cast<int>(opset);
   const onnx::GraphProto& gp = model.graph();
+
+  // ONNX graphs assign each name once: by an initializer, a graph input (which may repeat an initializer's
+  // name, as files before IR 4 do) or one node output. A second definition would let lookups by name mix two
+  // values, and lets a few nodes fan out into exponentially many paths for the walks below.
+  std::map<std::string, std::string> made_by;
+  for (const auto& t : gp.initializer())
+    if (!made_by.emplace(t.name(), "an initializer").second)
+      throw InputError(fmt::format("{}: initializer '{}' is defined twice", where, strings::printable(t.name())));
+  std::set<std::string> inputs;
+  for (const auto& vi : gp.input()) {
+    if (!inputs.insert(vi.name()).second) throw InputError(fmt::format("{}: input '{}' is declared twice", where, strings::printable(vi.name())));
+    made_by.emplace(vi.name(), "a graph input");
+  }
+  for (int i = 0; i < gp.node_size(); ++i) {
+    const auto& n = gp.node(i);
+    const std::string label = n.name().empty() ? fmt::format("node #{} ({})", i, strings::printable(n.op_type()))
+                                               : fmt::format("node '{}' ({})", strings::printable(n.name()), strings::printable(n.op_type()));
+    for (const auto& o : n.output()) {
+      if (o.empty()) continue;  // an optional output left unnamed
+      const auto [it, fresh] = made_by.emplace(o, label);
+      if (!fresh)
+        throw InputError(fmt::format("{}: value '{}' is made twice, by {} and by {} (ONNX names each value once)", where, strings::printable(o),
+                                     it->second, label));
+    }
+  }
 
   // Every initializer's payload is checked against its dims now. Those too large to hold, and the weights only
   // matrix ops read (whose values pricing never needs), keep their shape only: their payload is freed.
@@ -189,8 +221,7 @@ Parsed parse_file(const std::string& path, std::uintmax_t size) {
     return false;
   };
   for (auto& t : *model.mutable_graph()->mutable_initializer()) {
-    if (!p.initializers.insert(t.name()).second)
-      throw InputError(fmt::format("{}: initializer '{}' is defined twice", where, strings::printable(t.name())));
+    p.initializers.insert(t.name());
     const std::int64_t n = onnx_detail::check_tensor(t, fmt::format("{}: initializer '{}'", where, strings::printable(t.name())));
     if (n > onnx_detail::kMaxKnownElements || t.data_location() == onnx::TensorProto::EXTERNAL ||
         (onnx_detail::is_float_type(t.data_type()) && !values_needed(t.name(), 0))) {
@@ -221,7 +252,11 @@ NetworkInfo make_network(const std::string& path, const Parsed& p, const std::ma
   trial.batch = binding->fixed_batch > 0 ? binding->fixed_batch : 2;
   trial.training = false;
   Converter c(gp, p.opset, where, *binding, *p.shape_only, trial);
-  (void)c.build();
+  try {
+    (void)c.build();
+  } catch (const std::invalid_argument& e) {  // the IR's own checks, past the nodes (the loss head)
+    throw InputError(fmt::format("{}: {}", where, strings::printable(e.what())));
+  }
   const Summary summary = c.summary();
   try {
     trial.training = true;

@@ -64,15 +64,16 @@ struct Ops {
     if (b.shape.size() == 2) {
       // Rows times a matrix: one GEMM over every leading dimension; a following bias add and relu/sigmoid/tanh
       // run in its epilogue.
+      const NodeId xa = c.tensor(n, 0);  // refuses an empty tensor: k >= 1 below
       const std::int64_t rows = numel(a.shape) / k, cols = b.shape[1];
-      const NodeId x = c.view(base + "/rows", c.tensor(n, 0), {rows, k});
+      const NodeId x = c.view(base + "/rows", xa, {rows, k});
       const NodeId w = c.tensor(n, 1);
       std::string final_out = n.output(0);
       NodeId bias = kNone;
       if (const Node* u = c.sole_user(final_out); u && u->op_type() == "Add" && u->domain().empty()) {
         const int other = u->input(0) == final_out ? 1 : 0;
         const Value* bv = c.lookup(u->input(other));
-        if (bv && !bv->weight.empty() && numel(bv->shape) == cols && bv->shape.back() == cols && bv->shape.size() <= 2) {
+        if (bv && !bv->weight.empty() && numel(bv->shape) == cols && !bv->shape.empty() && bv->shape.back() == cols && bv->shape.size() <= 2) {
           c.skip(*u);
           ++c.summary_.ops["Add"];
           ++c.summary_.fused["bias in a GEMM epilogue"];
@@ -113,7 +114,7 @@ struct Ops {
     bool add_after = false;
     if (c.has(n, 2)) {
       const Value& cv = c.in(n, 2);
-      if (numel(cv.shape) == cols && cv.shape.back() == cols) bias = c.view(base + "/bias", c.tensor(n, 2), {cols});
+      if (numel(cv.shape) == cols && !cv.shape.empty() && cv.shape.back() == cols) bias = c.view(base + "/bias", c.tensor(n, 2), {cols});
       else add_after = true;
     }
     std::string final_out = n.output(0);
@@ -468,8 +469,13 @@ struct Ops {
     const Value& x = c.in(n, 0);
     const int axis = c.norm_axis(n, c.attr_int(n, "axis", 0), x.shape.size());
     std::vector<NodeId> ins;
-    for (int k = 0; k < n.input_size(); ++k)
-      if (numel(c.in(n, k).shape) > 0) ins.push_back(c.tensor(n, k));
+    std::int64_t along = 0;  // the output's size on the axis, held to a dimension's bound as it adds up
+    for (int k = 0; k < n.input_size(); ++k) {
+      const Shape& s = c.in(n, k).shape;
+      if (s.size() > static_cast<std::size_t>(axis) && (along += s[static_cast<std::size_t>(axis)]) > onnx_detail::kMaxDim)
+        c.refuse(n, "the inputs add up past 2^40 along the axis");
+      if (numel(s) > 0) ins.push_back(c.tensor(n, k));
+    }
     if (ins.size() == 1) {
       c.set_node(n, 0, ins[0], x.elem);
       return;
@@ -494,20 +500,8 @@ struct Ops {
     const int axis = c.norm_axis(n, c.attr_int(n, "axis", 0), x.shape.size());
     std::vector<std::int64_t> sizes = c.attr_ints(n, "split").value_or(std::vector<std::int64_t>{});
     if (sizes.empty() && c.has(n, 1)) sizes = c.known_ints(n, 1, "split");
-    const std::int64_t dim = x.shape[static_cast<std::size_t>(axis)];
-    if (sizes.empty()) {
-      const std::int64_t parts = c.attr_int(n, "num_outputs", n.output_size());
-      if (parts < 1) c.refuse(n, "a split into no parts");
-      const std::int64_t each = (dim + parts - 1) / parts;
-      for (std::int64_t p = 0, left = dim; p < parts; ++p, left -= each) sizes.push_back(std::min(each, left));
-    }
-    std::int64_t total = 0;
-    for (std::int64_t s : sizes) {
-      if (s < 0 || s > dim) c.refuse(n, fmt::format("split size {} outside [0, {}]", s, dim));
-      total += s;
-    }
-    if (total != dim || static_cast<int>(sizes.size()) != n.output_size())
-      c.refuse(n, fmt::format("split sizes {} do not cover dimension {} ({}) in {} outputs", fmt::join(sizes, ","), axis, dim, n.output_size()));
+    sizes = split_sizes(x.shape[static_cast<std::size_t>(axis)], sizes, c.attr_int(n, "num_outputs", n.output_size()), n.output_size(),
+                        fmt::format("{}: {}", c.where_, c.node_label(n)));
     const NodeId t = c.tensor(n, 0);
     std::int64_t start = 0;
     for (int k = 0; k < n.output_size(); ++k) {
