@@ -216,6 +216,17 @@ TEST(Report, ChartsCarryDataMarksAndTooltips) {
   std::size_t circles = 0;
   for (auto p = lines.find("<circle"); p != std::string::npos; p = lines.find("<circle", p + 1)) ++circles;
   EXPECT_EQ(circles, 2u);  // the non-positive point cannot sit on a log axis and is left out
+  // Points at the ends of double's range: a log axis from 5e-324 rounded down to 0, and one to 1.8e308 up to
+  // infinity, and the decade ticks never ended (4 GiB; found by fuzz_history). A dozen ticks or so, each axis.
+  for (const auto& points : std::vector<std::vector<std::pair<double, double>>>{{{5e-324, 1}, {10, 1e308}}, {{1e-5, 1.7e308}, {1.7e308, 5e-324}}}) {
+    const std::string extreme = report::line_chart("e", "Extremes", {{"s", points, true, false, 0, {}, true}}, {"x", true}, {"y", true});
+    std::size_t ticks = 0;
+    for (auto p = extreme.find("class=\"tick\""); p != std::string::npos; p = extreme.find("class=\"tick\"", p + 1)) ++ticks;
+    EXPECT_GE(ticks, 4u);
+    EXPECT_LE(ticks, 40u);
+    EXPECT_EQ(extreme.find("nan"), std::string::npos);
+    EXPECT_EQ(extreme.find("inf"), std::string::npos);
+  }
 }
 
 TEST(Report, AClusterRunShowsItsNodesCollectivesAndPairsCleanly) {

@@ -54,8 +54,11 @@ struct Scale {
   std::vector<double> ticks() const {
     std::vector<double> t;
     if (log) {
-      for (double d = std::pow(10, std::floor(std::log10(lo))); d <= hi * 1.0001; d *= 10)
-        if (d >= lo * 0.9999) t.push_back(d);
+      // A tick a decade, or every few decades over a range of dozens (make_scale keeps both ends finite and
+      // positive: from 0, or up to infinity, this loop never ended; found by fuzz_history).
+      const double decades = std::log10(hi) - std::log10(lo);
+      const double stride = std::pow(10, std::max(1.0, std::ceil(decades / 12)));
+      for (double d = lo; d <= hi * 1.0001; d *= stride) t.push_back(d);
     } else {
       const double step = std::pow(10, std::floor(std::log10((hi - lo) / 4)));
       const double nice = (hi - lo) / step > 8 ? step * 2 : step;
@@ -65,12 +68,17 @@ struct Scale {
   }
 };
 
+/// The ends of an axis over [lo, hi] (finite; positive on a log axis), rounded out to whole decades (log) or
+/// from zero with 5% headroom. Held to 1e-300 and 1e300, so that rounding out stays finite and non-zero
+/// whatever a stored record holds (points beyond are drawn past the plot's edge).
 Scale make_scale(double lo, double hi, bool log, double px0, double px1) {
+  constexpr double kTiny = 1e-300, kHuge = 1e300;
   if (log) {
-    lo = std::pow(10, std::floor(std::log10(lo)));
-    hi = std::pow(10, std::ceil(std::log10(hi)));
+    lo = std::pow(10, std::floor(std::log10(std::clamp(lo, kTiny, kHuge))));
+    hi = std::max(std::pow(10, std::ceil(std::log10(std::clamp(hi, kTiny, kHuge)))), lo * 10);
   } else {
-    lo = std::min(lo, 0.0);
+    lo = std::clamp(std::min(lo, 0.0), -kHuge, 0.0);
+    hi = std::clamp(hi, -kHuge, kHuge);
     hi = hi > lo ? hi * 1.05 : lo + 1;
   }
   return {lo, hi, log, px0, px1};
