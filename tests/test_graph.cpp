@@ -5,6 +5,7 @@
 #include "graph/builder.hpp"
 #include "graph/conv_window.hpp"
 #include "graph/cost.hpp"
+#include "graph/networks.hpp"
 #include "graph/workloads.hpp"
 
 using namespace gpuvs;
@@ -53,6 +54,23 @@ TEST(Ir, UniqueNamesTakeTheSmallestFreeSuffix) {
   for (int k = 0; k < 1000; ++k) (void)g.input(g.unique_name("x"), {1}, DType::f32);
   EXPECT_NE(g.find("x_1000"), kNone);
   EXPECT_EQ(g.unique_name("x"), "x_1001");
+}
+
+TEST(Ir, ParametersTogetherAreHeldTo2To56) {
+  // Each tensor was held to 2^56 elements, their sum was not: param_count() added 256 of 2^55 past 2^63.
+  Graph g;
+  (void)g.param("a", {std::int64_t{1} << 55}, DType::f32);
+  (void)g.param("b", {std::int64_t{1} << 55}, DType::f32);
+  EXPECT_THROW(g.param("c", {1}, DType::f32), std::invalid_argument);
+  EXPECT_EQ(param_count(g), std::int64_t{1} << 56);
+  // Concatenated sizes along the axis, checked as they add up.
+  const auto x = g.input("x", {2, std::int64_t{1} << 40}, DType::f32);
+  try {
+    (void)g.concat("cat", std::vector<NodeId>(std::size_t{1} << 23, x), 1);  // 2^23 x 2^40 = 2^63
+    ADD_FAILURE() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("the inputs add up past 64-bit sizes along the axis"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Ir, AttentionRefusesEmptyHeads) {

@@ -361,7 +361,7 @@ TEST(KerasGraph, LayersItCannotBuildAreNamedAndMutatedFilesFailCleanly) {
            {with("\"padding\": \"valid\"", "\"padding\": \"reflect\""), "layer 'conv2d' (Conv2D): padding 'reflect' is not built"},
            {with("\"kernel_size\": [3, 3]", "\"kernel_size\": [3, 3, 3]"), "layer 'conv2d' (Conv2D): kernel_size needs 1 or 2 values"},
            {with("\"activation\": \"relu\"", "\"activation\": \"mish\""), "layer 'conv2d' (Conv2D): activation 'mish' is not built"},
-           {with("\"units\": 10", "\"units\": 0"), "layer 'dense' (Dense): units must be positive"}}) {
+           {with("\"units\": 10", "\"units\": 0"), "layer 'dense' (Dense): units must be a whole number in [1, 2^31]"}}) {
     try {
       keras_network(text, "k.json");
       ADD_FAILURE() << expect;
@@ -400,6 +400,110 @@ TEST(KerasGraph, LayersItCannotBuildAreNamedAndMutatedFilesFailCleanly) {
                                 }),
               0)
         << file;
+  }
+}
+
+TEST(KerasGraph, HostileLayerSettingsAreRefusedOrBuiltAsKerasDoes) {
+  // Found reading the Keras readers (2026-12-02).
+  auto sequential = [](const std::string& input, const std::string& layers) {
+    return R"({"class_name": "Sequential", "config": {"name": "s", "layers": [{"class_name": "InputLayer", "config": {"name": "in", "batch_shape": )" +
+           input + "}}, " + layers + "]}}";
+  };
+  auto error = [](const std::string& text) {
+    try {
+      const NetworkInfo n = keras_network(text, "k.json");
+      (void)build_network(n, {2, DType::f32, 0, false, true});
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  const std::string gap = R"({"class_name": "GlobalAveragePooling2D", "config": {"name": "gap"}}, {"class_name": "Dense", "config": {"name": "out", "units": 10}})";
+  for (const auto& [text, expect] : std::vector<std::pair<std::string, std::string>>{
+           // A softmax over a feature map flattened it, and the next Conv2D read an image's axes past the rows' two.
+           {sequential("[null, 8, 8, 3]", R"({"class_name": "Activation", "config": {"name": "act", "activation": "softmax"}},
+              {"class_name": "Conv2D", "config": {"name": "c", "filters": 1, "kernel_size": 1}})"),
+            "layer 'act' (Activation): softmax over a feature map is not built"},
+           // Dense units had no upper bound: 256 layers of 2^55 summed past 2^63 parameters.
+           {sequential("[null, 1]", R"({"class_name": "Dense", "config": {"name": "d", "units": 36028797018963968}})"),
+            "layer 'd' (Dense): units must be a whole number in [1, 2^31]"},
+           // Reshape's target sizes multiplied unchecked (UBSan).
+           {sequential("[null, 4]", R"({"class_name": "Reshape", "config": {"name": "r", "target_shape": [1099511627776, 1099511627776]}})"),
+            "layer 'r' (Reshape): target_shape: 2199023255552 x 1099511627776 overflows 64-bit sizes"},  // [batch 2, ...] as built
+           // channels_first was read as channels_last: H and C swapped.
+           {sequential("[null, 3, 32, 32]", R"({"class_name": "Conv2D", "config": {"name": "c", "filters": 4, "kernel_size": 3, "data_format": "channels_first"}}, )" + gap),
+            "layer 'c' (Conv2D): data_format \"channels_first\" is not built"}})
+    EXPECT_NE(error(text).find(expect), std::string::npos) << error(text);
+  {
+    // A packed attention gradient past 2^56 elements: the IR's std::invalid_argument escaped the training step.
+    const std::string mha = R"({"class_name": "Functional", "config": {"name": "f", "layers": [
+        {"class_name": "InputLayer", "name": "in", "config": {"name": "in", "batch_shape": [null, 32768, 1]}, "inbound_nodes": []},
+        {"class_name": "MultiHeadAttention", "name": "mha", "config": {"name": "mha", "num_heads": 1048576, "key_dim": 1048576},
+         "inbound_nodes": [[["in", 0, 0, {}], ["in", 0, 0, {}]]]}]}})";
+    EXPECT_NE(error(mha).find("k.json: training cannot be priced"), std::string::npos) << error(mha);
+  }
+  {
+    // Concatenate's axis: Keras's [N, H, W, C] axes, -3 is H (it was W, as was every axis but -1, 3 and 1); a
+    // 64-bit axis was cut to int (2^32 + 1 read as 1) and a non-integer one read as -1.
+    auto concat = [](const std::string& axis) {
+      return R"({"class_name": "Functional", "config": {"name": "f", "layers": [
+        {"class_name": "InputLayer", "name": "in", "config": {"name": "in", "batch_shape": [null, 8, 6, 3]}, "inbound_nodes": []},
+        {"class_name": "Concatenate", "name": "cat", "config": {"name": "cat", "axis": )" + axis + R"(}, "inbound_nodes": [[["in", 0, 0, {}], ["in", 0, 0, {}]]]},
+        {"class_name": "GlobalAveragePooling2D", "name": "gap", "config": {"name": "gap"}, "inbound_nodes": [[["cat", 0, 0, {}]]]},
+        {"class_name": "Dense", "name": "out", "config": {"name": "out", "units": 10}, "inbound_nodes": [[["gap", 0, 0, {}]]]}]}})";
+    };
+    for (const auto& [axis, nchw] : std::vector<std::pair<std::string, Shape>>{{"-3", {2, 3, 16, 6}}, {"1", {2, 3, 16, 6}}, {"-2", {2, 3, 8, 12}}, {"-1", {2, 6, 8, 6}}}) {
+      const Graph g = build_network(keras_network(concat(axis), "k.json"), {2, DType::f32, 0, false, false});
+      EXPECT_EQ(g.node(g.find("cat")).shape, nchw) << axis;
+    }
+    EXPECT_NE(error(concat("4294967297")).find("layer 'cat' (Concatenate): axis 4294967297 is outside rank 4"), std::string::npos) << error(concat("4294967297"));
+    EXPECT_NE(error(concat("1.0")).find("layer 'cat' (Concatenate): axis must be a whole number"), std::string::npos);
+    EXPECT_NE(error(concat("0")).find("layer 'cat' (Concatenate): a concatenation along the batch is not built"), std::string::npos);
+  }
+  {
+    // A Dense over [steps, features] acts per step (Keras: 20 x 5 + 5 = 105 parameters); the dense engine had
+    // flattened the input (1,005). Priced as a graph; the engine refuses it.
+    const std::string text = sequential("[null, 10, 20]", R"({"class_name": "Dense", "config": {"name": "d", "units": 5, "activation": "softmax"}})");
+    EXPECT_TRUE(keras_needs_graph(nlohmann::json::parse(text)));
+    EXPECT_EQ(param_count(build_network(keras_network(text, "k.json"), {2, DType::f32, 0, false, false})), 105);
+    std::string refused = "(no error)";
+    try {
+      keras_model_spec(text, "k.json");
+    } catch (const InputError& e) {
+      refused = e.what();
+    }
+    EXPECT_NE(refused.find("layer 'd' (Dense): a Dense over a multi-axis input acts on its last axis"), std::string::npos) << refused;
+    const std::string flattened = sequential("[null, 10, 20]", R"({"class_name": "Flatten", "config": {"name": "f"}}, {"class_name": "Dense", "config": {"name": "d", "units": 5, "activation": "softmax"}})");
+    EXPECT_FALSE(keras_needs_graph(nlohmann::json::parse(flattened)));
+    EXPECT_EQ(keras_model_spec(flattened, "k.json").param_count(), 1005);
+  }
+  {
+    // JSON nested a million deep: the readers' recursive copies overflowed the stack. Refused as it is parsed.
+    const std::string deep = std::string(1000000, '[') + std::string(1000000, ']');
+    EXPECT_NE(error(deep).find("k.json: JSON nested more than 256 deep"), std::string::npos);
+    test::TempDir dir;
+    test::write_text(dir / "deep.json", deep);
+    std::string e = "(no error)";
+    try {
+      resolve_network((dir / "deep.json").string());
+    } catch (const InputError& x) {
+      e = x.what();
+    }
+    EXPECT_NE(e.find("deep.json: JSON nested more than 256 deep"), std::string::npos) << e;
+  }
+  {
+    // Layers named after the loss head's nodes: the same model, trained the same.
+    const std::string dir = std::string(GPUVS_SOURCE_DIR) + "/tests/data/keras/";
+    std::string text = files::read_all(dir + "mnist_convnet.json", "data");
+    const std::int64_t params = param_count(build_network(keras_network(text, "k.json"), {4, DType::f32, 0, false, true}));
+    for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{{"\"name\": \"input_layer\"", "\"name\": \"labels\""}, {"\"name\": \"dense\"", "\"name\": \"loss\""}}) {
+      ASSERT_NE(text.find(from), std::string::npos) << from;
+      while (text.find(from) != std::string::npos) text.replace(text.find(from), from.size(), to);
+    }
+    for (const std::string& ref : {std::string("\"input_layer\""), std::string("\"dense\"")})
+      while (text.find(ref) != std::string::npos) text.replace(text.find(ref), ref.size(), ref == "\"dense\"" ? "\"loss\"" : "\"labels\"");
+    EXPECT_EQ(param_count(build_network(keras_network(text, "k.json"), {4, DType::f32, 0, false, true})), params);
   }
 }
 

@@ -820,6 +820,10 @@ TEST(HfConfig, BadConfigsNameTheFileAndTheKey) {
     t.replace(t.find(from), from.size(), to);
     return t;
   };
+  auto sub = [](std::string t, const std::string& from, const std::string& to) {
+    t.replace(t.find(from), from.size(), to);
+    return t;
+  };
   for (const auto& [text, expect] : std::vector<std::pair<std::string, std::string>>{
            {"{\"architectures\": [", "c.json: malformed JSON at byte"},
            {"[1, 2]", "c.json: $: a config must be a JSON object"},
@@ -833,7 +837,14 @@ TEST(HfConfig, BadConfigsNameTheFileAndTheKey) {
            {with("\"vocab_size\": 100", "\"vocab_size\": 100, \"hidden_act\": \"relu\""), "$.hidden_act: activation 'relu' is not built"},
            {with("\"vocab_size\": 100", "\"vocab_size\": 100, \"num_local_experts\": 8"), "$.num_local_experts: experts in a LlamaForCausalLM config"},
            {with("\"vocab_size\": 100", "\"vocab_size\": 100, \"mlp_bias\": true"), "$.mlp_bias: MLP biases are not built"},
-           {with("\"vocab_size\": 100", "\"vocab_size\": 100, \"tie_word_embeddings\": 1"), "$.tie_word_embeddings: must be true or false"}}) {
+           {with("\"vocab_size\": 100", "\"vocab_size\": 100, \"tie_word_embeddings\": 1"), "$.tie_word_embeddings: must be true or false"},
+           // Each size in range, the parameters together not: they overflowed 64 bits (UBSan), or passed 2^48.
+           {R"({"architectures": ["MixtralForCausalLM"], "hidden_size": 1048576, "num_hidden_layers": 4096, "num_attention_heads": 1,
+               "intermediate_size": 1048576, "vocab_size": 1, "num_local_experts": 4096, "num_experts_per_tok": 1})",
+            "c.json: a decoder of 4096 layers, width 1048576, FFN 1048576, 4096 experts: more than 2^62 parameters"},
+           {sub(sub(with("\"hidden_size\": 64", "\"hidden_size\": 1048576"), "\"intermediate_size\": 128", "\"intermediate_size\": 1048576"),
+                "\"num_hidden_layers\": 2", "\"num_hidden_layers\": 64"),
+            "parameters, more than 2^48"}}) {
     try {
       hf_network(text, "c.json");
       ADD_FAILURE() << text;
@@ -841,6 +852,15 @@ TEST(HfConfig, BadConfigsNameTheFileAndTheKey) {
       EXPECT_NE(std::string(e.what()).find(expect), std::string::npos) << e.what();
       EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
     }
+  }
+  // A head_dim equal to hidden / heads rounded down, where the heads do not split the width, is the config's own
+  // head size (it was taken for the default, and the decoder then refused the width it could not split).
+  {
+    const std::string odd = sub(sub(with("\"hidden_size\": 64", "\"hidden_size\": 10, \"head_dim\": 3"), "\"num_attention_heads\": 4", "\"num_attention_heads\": 3"),
+                                "\"num_key_value_heads\": 2", "\"num_key_value_heads\": 1");
+    const NetworkInfo n = hf_network(odd, "c.json");
+    EXPECT_EQ(n.decoder.head_dim, 3);
+    EXPECT_GT(param_count(build_network(n, {2, DType::f32, 16, false, false})), 0);
   }
   // Thousands of mutated real configs: each reads or fails with one line naming the file.
   for (const char* folder : {"meta-llama-3-8b", "mixtral-8x7b-v0.1", "gpt2", "pythia-410m", "bert-base-uncased", "gemma-7b"}) {

@@ -71,7 +71,7 @@ DecoderConfig llama_family(const Reader& r, const std::string& arch, std::vector
   c.vocab = r.integer("vocab_size", 1, kMaxVocab);
   c.head_dim = r.integer_or("head_dim", 0, 0, kMaxWidth);
   if (c.head_dim == 0 && c.hidden % c.heads != 0) r.fail("num_attention_heads", fmt::format("{} does not divide hidden_size {}", c.heads, c.hidden));
-  if (c.head_dim == c.hidden / c.heads) c.head_dim = 0;
+  if (c.hidden % c.heads == 0 && c.head_dim == c.hidden / c.heads) c.head_dim = 0;  // the default, said again
   c.swiglu = true;
   c.rms_norm = true;
   c.rope = true;
@@ -110,7 +110,7 @@ DecoderConfig gpt2(const Reader& r) {
   c.kv_heads = c.heads;
   c.ffn = r.integer_or("n_inner", 4 * c.hidden, 1, kMaxWidth);
   c.vocab = r.integer("vocab_size", 1, kMaxVocab);
-  c.seq_len = r.integer("n_positions", 1, kMaxPositions);
+  c.seq_len = r.integer("n_positions", 1, kMaxPositions);  // also the learned position table's rows
   const std::string act = r.text_or("activation_function", "gelu_new");
   if (act.rfind("gelu", 0) != 0) r.fail("activation_function", fmt::format("'{}' is not built (GPT-2 uses gelu_new)", strings::printable(act)));
   c.norm_bias = true;
@@ -205,6 +205,16 @@ NetworkInfo hf_network_json(const json& j, const std::string& where) {
                                 c.intermediate, c.vocab);
   } else {
     DecoderConfig c = arch == "GPT2LMHeadModel" ? gpt2(r) : arch == "GPTNeoXForCausalLM" ? gpt_neox(r, notes) : llama_family(r, arch, notes);
+    // Each size is in range; together they may not be (4,096 layers of 4,096 experts of 2^40 weights): held
+    // to 2^48 parameters, as gpuvs's own model files are.
+    std::int64_t params = 0;
+    try {
+      params = decoder_params(c);
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("{}: {}", where, e.what()));
+    }
+    if (params > (std::int64_t{1} << 48))
+      throw InputError(fmt::format("{}: the config's sizes make {} parameters, more than 2^48", where, params));
     n.family = "decoder";
     n.sample_unit = "sequences";
     n.default_seq_len = c.seq_len;

@@ -150,6 +150,13 @@ NodeId Graph::add_node(Node n) {
       bad(op_name(n.op), n.name, fmt::format("shape {} holds more than 2^56 elements", shape_str(n.shape)));
   for (NodeId in : n.inputs)
     if (in < 0 || static_cast<std::size_t>(in) >= nodes_.size()) bad(op_name(n.op), n.name, "input out of range");
+  // The parameters together, too: param_count() and every byte count built on it add them up (256 tensors of
+  // 2^55 from a Keras file passed 2^63).
+  if (n.op == OpKind::param) {
+    if (param_elements_ + elements > (std::int64_t{1} << 56))
+      bad(op_name(n.op), n.name, "the graph's parameters would hold more than 2^56 elements");
+    param_elements_ += elements;
+  }
   n.id = static_cast<NodeId>(nodes_.size());
   by_name_.emplace(n.name, n.id);
   nodes_.push_back(std::move(n));

@@ -217,6 +217,7 @@ class Graph {
   std::unordered_map<std::string, NodeId> by_name_;
   // unique_name(): per base, the suffix below which every "base_N" is taken (names are never freed).
   std::unordered_map<std::string, int> taken_below_;
+  std::int64_t param_elements_ = 0;  // held to 2^56 (add_node)
   std::map<std::string, NodeId, std::less<>> outputs_;
 };
 

@@ -338,7 +338,8 @@ NodeId Graph::concat(std::string name, std::vector<NodeId> inputs, int axis) {
     if (s.size() != out.size()) bad("concat", name, "ranks differ");
     for (std::size_t d = 0; d < s.size(); ++d)
       if (d != static_cast<std::size_t>(axis) && s[d] != out[d]) bad("concat", name, "shapes differ off the axis");
-    out[static_cast<std::size_t>(axis)] += s[static_cast<std::size_t>(axis)];
+    if (__builtin_add_overflow(out[static_cast<std::size_t>(axis)], s[static_cast<std::size_t>(axis)], &out[static_cast<std::size_t>(axis)]))
+      bad("concat", name, "the inputs add up past 64-bit sizes along the axis");
   }
   const DType dtype = node(inputs[0]).dtype;
   Node n = make(OpKind::concat, std::move(name), std::move(inputs), std::move(out), dtype);

@@ -9,6 +9,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "core/checked.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "graph/conv_window.hpp"
@@ -180,6 +181,9 @@ Graph build_layers(const std::vector<Layer>& layers, const NetworkOptions& opt, 
   NodeId pre_softmax = kNone;
   for (const auto& l : layers) {
     const json& c = l.config;
+    // Images are read channels-last, Keras's default; the other layout would be priced with H and C swapped.
+    if (c.contains("data_format") && !c["data_format"].is_null() && c["data_format"] != "channels_last")
+      refuse(where, l, fmt::format("data_format {} is not built (channels_last is)", strings::printable(c["data_format"].dump())));
     std::vector<NodeId> in;
     for (const auto& n : l.inputs) {
       const auto it = out.find(n);
@@ -214,7 +218,8 @@ Graph build_layers(const std::vector<Layer>& layers, const NetworkOptions& opt, 
       }
     } else if (l.cls == "Dense") {
       need(1);
-      if (!c.contains("units") || !c["units"].is_number_integer() || c["units"].get<std::int64_t>() < 1) refuse(where, l, "units must be positive");
+      if (!c.contains("units") || !c["units"].is_number_integer() || c["units"].get<std::int64_t>() < 1 || c["units"].get<std::int64_t>() > (std::int64_t{1} << 31))
+        refuse(where, l, "units must be a whole number in [1, 2^31]");
       const std::int64_t units = c["units"].get<std::int64_t>();
       const Shape s = g.node(in[0]).shape;
       if (s.size() == 4 || is_image) refuse(where, l, "a Dense over an image tensor (Flatten or pool it first)");
@@ -256,7 +261,7 @@ Graph build_layers(const std::vector<Layer>& layers, const NetworkOptions& opt, 
         // Depthwise: one k x k filter per input channel (depth_multiplier of them), a grouped convolution with
         // a group per channel; separable adds a 1 x 1 pointwise convolution to `filters` (the bias is its).
         const int dm = int_of(c, "depth_multiplier", 1, where, l);
-        const std::int64_t mid = C * dm;
+        const std::int64_t mid = checked::mul(C, dm, fmt::format("{}: layer '{}' (DepthwiseConv2D): channels x depth_multiplier", where, strings::printable(l.name)));
         const bool separable = l.cls == "SeparableConv2D";
         const NodeId dw = g.param(p + "/depthwise_kernel", {mid, 1, k[0], k[1]}, dt);
         y = g.conv2d(p + (separable ? "/depthwise" : ""), x, dw, !separable && bias ? g.param(p + "/bias", {mid}, dt) : kNone, kw.w,
@@ -382,12 +387,14 @@ Graph build_layers(const std::vector<Layer>& layers, const NetworkOptions& opt, 
       }
     } else if (l.cls == "Concatenate") {
       if (in.size() < 2) refuse(where, l, "needs two inputs or more");
-      const int rank = static_cast<int>(g.node(in[0]).shape.size());
-      int axis = c.contains("axis") && c["axis"].is_number_integer() ? c["axis"].get<int>() : -1;
-      if (is_image) axis = axis == -1 || axis == 3 ? 1 : axis == 1 ? 2 : 3;  // channels-last axes on NCHW
-      else if (axis < 0) axis += rank;
-      if (axis <= 0 || axis >= rank) refuse(where, l, fmt::format("axis {} is not built", c.value("axis", -1)));
-      y = g.concat(p, in, axis);
+      const auto rank = static_cast<std::int64_t>(g.node(in[0]).shape.size());
+      if (c.contains("axis") && !c["axis"].is_null() && !c["axis"].is_number_integer()) refuse(where, l, "axis must be a whole number");
+      std::int64_t axis = c.contains("axis") && !c["axis"].is_null() ? c["axis"].get<std::int64_t>() : -1;
+      if (axis < -rank || axis >= rank) refuse(where, l, fmt::format("axis {} is outside rank {}", axis, rank));
+      if (axis < 0) axis += rank;
+      if (is_image) axis = axis == 3 ? 1 : axis == 1 ? 2 : axis == 2 ? 3 : 0;  // Keras's [N, H, W, C] axes on NCHW
+      if (axis <= 0) refuse(where, l, "a concatenation along the batch is not built");
+      y = g.concat(p, in, static_cast<int>(axis));
     } else if (l.cls == "Flatten") {
       need(1);
       const Shape s = g.node(in[0]).shape;
@@ -398,10 +405,12 @@ Graph build_layers(const std::vector<Layer>& layers, const NetworkOptions& opt, 
       if (!c.contains("target_shape") || !c["target_shape"].is_array()) refuse(where, l, "needs target_shape");
       Shape t{B};
       for (const auto& d : c["target_shape"]) {
-        if (!d.is_number_integer() || d.get<std::int64_t>() < 1) refuse(where, l, "target_shape needs whole positive sizes (-1 is not built)");
+        if (!d.is_number_integer() || d.get<std::int64_t>() < 1 || d.get<std::int64_t>() > (std::int64_t{1} << 40))
+          refuse(where, l, "target_shape needs whole sizes in [1, 2^40] (-1 is not built)");
         t.push_back(d.get<std::int64_t>());
       }
-      if (numel(t) != numel(g.node(in[0]).shape)) refuse(where, l, "target_shape holds a different number of elements");
+      if (checked::product(t, fmt::format("{}: layer '{}' (Reshape): target_shape", where, strings::printable(l.name))) != numel(g.node(in[0]).shape))
+        refuse(where, l, "target_shape holds a different number of elements");
       if (t.size() == 4) {
         y = g.reshape(p, in[0], {B, t[3], t[1], t[2]});
         is_image = true;
@@ -417,6 +426,9 @@ Graph build_layers(const std::vector<Layer>& layers, const NetworkOptions& opt, 
     } else if (l.cls == "Activation") {
       need(1);
       const Act a = act_of(c, softmax, where, l);
+      // A softmax flattens its input to rows: over a feature map that would leave an image the next layer
+      // reads as one (its height and width read past the rows' two axes).
+      if (softmax && is_image) refuse(where, l, "softmax over a feature map is not built");
       if (softmax) pre_softmax = in[0];
       y = apply_act(g, p, in[0], a, softmax);
     } else {
@@ -433,9 +445,11 @@ Graph build_layers(const std::vector<Layer>& layers, const NetworkOptions& opt, 
   NodeId logits = last_softmax && pre_softmax != kNone ? pre_softmax : last;
   Shape s = g.node(logits).shape;
   if (s.size() == 4) throw InputError(fmt::format("{}: the model's output is an image; a class output is needed to price training", where));
-  if (s.size() == 3) logits = g.reshape("output/rows", logits, {s[0] * s[1], s[2]});
+  // The head's nodes take names the layers left free (a layer may be called "loss").
+  if (s.size() == 3) logits = g.reshape(g.unique_name("output/rows"), logits, {s[0] * s[1], s[2]});
   g.set_output("logits", logits);
-  g.set_output("loss", g.softmax_xent("loss", logits, g.input("labels", {g.node(logits).shape[0]}, DType::i32)));
+  const NodeId labels = g.input(g.unique_name("labels"), {g.node(logits).shape[0]}, DType::i32);
+  g.set_output("loss", g.softmax_xent(g.unique_name("loss"), logits, labels));
   return g;
 }
 
@@ -444,10 +458,19 @@ Graph build_layers(const std::vector<Layer>& layers, const NetworkOptions& opt, 
 bool keras_needs_graph(const json& j) {
   if (!j.is_object() || !j.contains("config") || !j["config"].is_object() || !j["config"].contains("layers") || !j["config"]["layers"].is_array())
     return false;
-  for (const auto& l : j["config"]["layers"])
-    if (l.is_object() && l.contains("class_name") && l["class_name"].is_string() &&
-        std::find(kDenseOnly.begin(), kDenseOnly.end(), l["class_name"].get<std::string>()) == kDenseOnly.end())
-      return true;
+  // Dense layers only, and each over flat features: Keras applies a Dense to the last axis of a [steps,
+  // features] input, position by position, which the dense engine (one row of features a sample) does not.
+  bool flat = true;
+  for (const auto& l : j["config"]["layers"]) {
+    if (!l.is_object() || !l.contains("class_name") || !l["class_name"].is_string()) continue;
+    const std::string cls = l["class_name"].get<std::string>();
+    if (std::find(kDenseOnly.begin(), kDenseOnly.end(), cls) == kDenseOnly.end()) return true;
+    if (l.contains("config") && l["config"].is_object())
+      for (const char* k : {"batch_input_shape", "batch_shape"})
+        if (l["config"].contains(k) && l["config"][k].is_array()) flat = l["config"][k].size() <= 2;
+    if (cls == "Flatten") flat = true;
+    else if (cls == "Dense" && !flat) return true;
+  }
   return false;
 }
 

@@ -161,6 +161,7 @@ ModelSpec keras_model_spec_json(const json& j, const std::string& where) {
   const json& cfg = j["config"];
   if (!cfg.contains("layers") || !cfg["layers"].is_array() || cfg["layers"].empty()) w.path("config.layers", "missing or empty");
   ModelSpec spec;
+  bool flat = true;  // the features so far are one row a sample (no [steps, features] input left unflattened)
   spec.name = cfg.contains("name") && cfg["name"].is_string() ? cfg["name"].get<std::string>() : "keras-model";
   std::vector<const json*> layers;
   if (model_class == "Sequential") {
@@ -189,11 +190,16 @@ ModelSpec keras_model_spec_json(const json& j, const std::string& where) {
       if (!spec.layers.empty() || (spec.input_dim != 0 && spec.input_dim != n))
         w.layer(name, cls, "an input shape after the model's first layer");
       spec.input_dim = n;
+      flat = shape->size() <= 2;
     }
     if (cls == "InputLayer" || cls == "Flatten") {
       if (cls == "Flatten" && !spec.layers.empty()) w.layer(name, cls, "Flatten after a Dense layer changes nothing only on 2-D data; not built here");
+      flat = flat || cls == "Flatten";
       continue;
     }
+    // Keras applies a Dense over [steps, features] to each step's features; the engine trains one row of
+    // features a sample (gpuvs graph, predict and the rest price the model as Keras builds it).
+    if (cls == "Dense" && !flat) w.layer(name, cls, "a Dense over a multi-axis input acts on its last axis: Flatten it first to train it here");
     if (spec.input_dim == 0) w.layer(name, cls, "the model's input shape is unknown (no InputLayer or input_shape before it)");
     if (cls == "Dense") {
       LayerSpec d;

@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "core/strings.hpp"
+#include "graph/json_input.hpp"
 #include "graph/keras_model.hpp"
 
 namespace gpuvs::graph {
@@ -389,7 +390,7 @@ ModelSpec load_model_file(const std::filesystem::path& path) {
   const std::string text = files::read_all(path, "model file");
   if (ext != ".toml" && ext != ".json")
     throw InputError(fmt::format("model file {}: unknown extension '{}' (expected .toml, .json or .keras)", path.string(), ext));
-  if (ext == ".json") return json_model_file_spec(text, nlohmann::json::parse(text, nullptr, false), path);
+  if (ext == ".json") return json_model_file_spec(text, parse_json_or_discarded(text, path.string()), path);
   ModelSpec spec = parse_model_text(text, path.string(), false);
   if (spec.name == "model") spec.name = path.stem().string();
   return spec;

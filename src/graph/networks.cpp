@@ -10,6 +10,7 @@
 #include "graph/autodiff.hpp"
 #include "graph/builder.hpp"
 #include "graph/hf_config.hpp"
+#include "graph/json_input.hpp"
 #include "graph/keras_graph.hpp"
 #include "graph/keras_model.hpp"
 #include "graph/model_file.hpp"
@@ -262,14 +263,14 @@ NetworkInfo resolve_network(const std::string& id_or_path) {
   if (is_onnx_path(id_or_path)) return onnx_network(id_or_path, {});
   if (strings::lower(std::filesystem::path(id_or_path).extension().string()) == ".keras") {
     const std::string text = keras_archive_config(id_or_path);
-    const nlohmann::json parsed = nlohmann::json::parse(text, nullptr, false);
+    const nlohmann::json parsed = parse_json_or_discarded(text, id_or_path);
     if (keras_needs_graph(parsed)) return keras_network_parsed(parsed, id_or_path);
   }
   if (strings::lower(std::filesystem::path(id_or_path).extension().string()) == ".json") {
     // A Hugging Face config.json, a Keras model, or gpuvs's own Sequential model in JSON: parsed once to
     // tell them apart (discarded when malformed; the model-file reader then says where).
     const std::string text = files::read_all(id_or_path, "model file");
-    const nlohmann::json parsed = nlohmann::json::parse(text, nullptr, false);
+    const nlohmann::json parsed = parse_json_or_discarded(text, id_or_path);
     if (is_hf_config(parsed)) return hf_network_parsed(parsed, id_or_path);
     if (is_keras_json(parsed) && keras_needs_graph(parsed)) return keras_network_parsed(parsed, id_or_path);
     return model_file_info(json_model_file_spec(text, parsed, id_or_path), id_or_path);
@@ -299,8 +300,19 @@ Graph build_network(const NetworkInfo& net, const NetworkOptions& opt) {
   if (opt.seq_len < 0) throw InputError(fmt::format("seq_len must be positive, got {}", opt.seq_len));
   // Decoders check their own parallel layout (build_decoder); the other builders have none.
   if (net.family != "decoder") require_whole_model(opt, net.id);
-  Graph g = net.forward(opt);
-  if (opt.training) append_training_step(g, AdamConfig{});
+  // The IR's own checks, in the forward pass or the training step (a packed attention gradient past 2^56
+  // elements), are the file's sizes or the options' (a decoder whose width the heads do not split).
+  Graph g;
+  try {
+    g = net.forward(opt);
+  } catch (const std::invalid_argument& e) {
+    throw InputError(fmt::format("{}: {}", net.id, strings::printable(e.what())));
+  }
+  try {
+    if (opt.training) append_training_step(g, AdamConfig{});
+  } catch (const std::invalid_argument& e) {
+    throw InputError(fmt::format("{}: training cannot be priced: {}", net.id, strings::printable(e.what())));
+  }
   return g;
 }
 
@@ -326,7 +338,16 @@ std::int64_t decoder_params(const DecoderConfig& c) {
   if (c.experts > 0) block += d * c.experts;  // the router
   if (c.linear_bias) block += q + 2 * kv + d + (c.swiglu ? 2 * f : f) + d;
   else if (c.qkv_bias) block += q + 2 * kv;
-  return c.vocab * d * (c.tied_embeddings ? 1 : 2) + (c.learned_positions ? c.seq_len * d : 0) + c.layers * block + norm;
+  // Each term fits 64 bits for the sizes a config may give (widths to 2^20, 4,096 experts, a vocabulary of
+  // 2^24); the layers times a block may not (4,096 layers of 2^54): the sum is checked.
+  std::int64_t total = 0;
+  const bool over = __builtin_mul_overflow(std::int64_t{c.layers}, block, &total) || __builtin_add_overflow(total, norm, &total) ||
+                    __builtin_add_overflow(total, c.vocab * d * (c.tied_embeddings ? 1 : 2), &total) ||
+                    __builtin_add_overflow(total, c.learned_positions ? c.seq_len * d : 0, &total);
+  if (over || total > (std::int64_t{1} << 62))
+    throw InputError(fmt::format("a decoder of {} layers, width {}, FFN {}{}: more than 2^62 parameters", c.layers, d, f,
+                                 c.experts > 0 ? fmt::format(", {} experts", c.experts) : ""));
+  return total;
 }
 
 SizedDecoder sized_decoder(double params, const std::string& what) {
