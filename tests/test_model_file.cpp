@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <random>
@@ -491,6 +492,24 @@ TEST(KerasGraph, HostileLayerSettingsAreRefusedOrBuiltAsKerasDoes) {
       e = x.what();
     }
     EXPECT_NE(e.find("deep.json: JSON nested more than 256 deep"), std::string::npos) << e;
+  }
+  {
+    // A Keras 3 call mha(query=q, value=v, key=v, use_causal_mask=True, attention_mask=m): its keyword tensors came
+    // back in key order (key first: taken for the query), the mask counted as an input, the causal flag ignored.
+    auto hist = [](const char* name) { return fmt::format(R"({{"class_name": "__keras_tensor__", "config": {{"keras_history": ["{}", 0, 0]}}}})", name); };
+    const std::string text = R"({"class_name": "Functional", "config": {"name": "f", "layers": [
+        {"class_name": "InputLayer", "name": "q", "config": {"name": "q", "batch_shape": [null, 4, 8]}, "inbound_nodes": []},
+        {"class_name": "InputLayer", "name": "v", "config": {"name": "v", "batch_shape": [null, 6, 8]}, "inbound_nodes": []},
+        {"class_name": "InputLayer", "name": "m", "config": {"name": "m", "batch_shape": [null, 4, 6]}, "inbound_nodes": []},
+        {"class_name": "MultiHeadAttention", "name": "mha", "config": {"name": "mha", "num_heads": 2, "key_dim": 4},
+         "inbound_nodes": [{"args": [], "kwargs": {"query": )" + hist("q") + R"(, "value": )" + hist("v") + R"(, "key": )" + hist("v") +
+                             R"(, "attention_mask": )" + hist("m") + R"(, "use_causal_mask": true}}]},
+        {"class_name": "GlobalAveragePooling1D", "name": "gap", "config": {"name": "gap"}, "inbound_nodes": [{"args": [)" + hist("mha") + R"(], "kwargs": {}}]},
+        {"class_name": "Dense", "name": "out", "config": {"name": "out", "units": 3}, "inbound_nodes": [{"args": [)" + hist("gap") + R"(], "kwargs": {}}]}]}})";
+    const Graph g = build_network(keras_network(text, "k.json"), {2, DType::f32, 0, false, false});
+    const Node& att = g.node(g.find("mha/attention"));
+    EXPECT_EQ(att.shape, (Shape{4, 4, 4}));  // [batch x heads, the query's 4 steps, key_dim]
+    EXPECT_TRUE(att.causal);
   }
   {
     // Layers named after the loss head's nodes: the same model, trained the same.

@@ -32,17 +32,45 @@ struct Layer {
   std::string name, cls;
   json config;
   std::vector<std::string> inputs;  // names of the layers feeding it, in order
+  bool causal_call = false;         // called with use_causal_mask=True (a call argument, in inbound_nodes)
 };
+
+/// True when a call in inbound_nodes passes use_causal_mask: true (Keras 3's kwargs, Keras 2's fourth element).
+bool calls_causal(const json& j) {
+  if (j.is_object()) {
+    if (j.contains("use_causal_mask") && j["use_causal_mask"].is_boolean() && j["use_causal_mask"].get<bool>()) return true;
+    for (const auto& [k, v] : j.items())
+      if ((v.is_object() || v.is_array()) && calls_causal(v)) return true;
+  } else if (j.is_array()) {
+    for (const auto& v : j)
+      if ((v.is_object() || v.is_array()) && calls_causal(v)) return true;
+  }
+  return false;
+}
 
 [[noreturn]] void refuse(const std::string& where, const Layer& l, const std::string& what) {
   throw InputError(fmt::format("{}: layer '{}' ({}): {}", where, strings::printable(l.name), strings::printable(l.cls), what));
 }
 
-/// Every "keras_history": [name, ...] (Keras 3) or [name, node, tensor, {...}] (Keras 2) inside inbound_nodes.
+/// Every "keras_history": [name, ...] (Keras 3) or [name, node, tensor, {...}] (Keras 2) inside inbound_nodes, in
+/// call order: a Keras 3 call's args as written, then its keyword tensors query, value and key in that order (a
+/// JSON object's keys come back sorted: key first, taken for the query), then any others by name. Masks
+/// (attention_mask, ...) are read by the kernel, not computed with: not inputs.
 void inbound_names(const json& j, std::vector<std::string>& out) {
   if (j.is_object()) {
     if (j.contains("keras_history") && j["keras_history"].is_array() && !j["keras_history"].empty() && j["keras_history"][0].is_string()) {
       out.push_back(j["keras_history"][0].get<std::string>());
+      return;
+    }
+    if (j.contains("args") || j.contains("kwargs")) {
+      if (j.contains("args")) inbound_names(j["args"], out);
+      if (j.contains("kwargs") && j["kwargs"].is_object()) {
+        const json& kw = j["kwargs"];
+        for (const char* k : {"query", "value", "key"})
+          if (kw.contains(k)) inbound_names(kw[k], out);
+        for (const auto& [k, v] : kw.items())
+          if (k != "query" && k != "value" && k != "key" && !(k.size() >= 4 && k.compare(k.size() - 4, 4, "mask") == 0)) inbound_names(v, out);
+      }
       return;
     }
     for (const auto& [k, v] : j.items()) inbound_names(v, out);
@@ -69,7 +97,10 @@ std::vector<Layer> read_layers(const json& j, const std::string& where) {
     x.name = l.contains("name") && l["name"].is_string()               ? l["name"].get<std::string>()
              : x.config.contains("name") && x.config["name"].is_string() ? x.config["name"].get<std::string>()
                                                                          : fmt::format("layer_{}", out.size());
-    if (!sequential && l.contains("inbound_nodes")) inbound_names(l["inbound_nodes"], x.inputs);
+    if (!sequential && l.contains("inbound_nodes")) {
+      inbound_names(l["inbound_nodes"], x.inputs);
+      x.causal_call = calls_causal(l["inbound_nodes"]);
+    }
     if (sequential && !out.empty()) x.inputs = {out.back().name};
     out.push_back(std::move(x));
   }
@@ -373,7 +404,7 @@ Graph build_layers(const std::vector<Layer>& layers, const NetworkOptions& opt, 
       const NodeId q = g.reshape(p + "/q_heads", proj("query", in[0], qs, std::int64_t{heads} * kd), {qs[0] * heads, qs[1], kd}, true);
       const NodeId k = g.reshape(p + "/k_heads", proj("key", key_in, ks, std::int64_t{heads} * kd), {vs[0] * heads, vs[1], kd}, true);
       const NodeId v = g.reshape(p + "/v_heads", proj("value", in[1], vs, std::int64_t{heads} * vd), {vs[0] * heads, vs[1], vd}, true);
-      const NodeId o = g.attention(p + "/attention", q, k, v, false);
+      const NodeId o = g.attention(p + "/attention", q, k, v, l.causal_call);
       const NodeId merged = g.reshape(p + "/merge_heads", o, {qs[0] * qs[1], std::int64_t{heads} * vd}, true);
       const NodeId wo = g.param(p + "/output/kernel", {std::int64_t{heads} * vd, qs[2]}, dt);
       const NodeId bo = bias ? g.param(p + "/output/bias", {qs[2]}, dt) : kNone;
