@@ -117,7 +117,9 @@ TEST(Bench, MalformedResultsRecordsAreInputErrors) {
                           R"({"schema_version": 2, "results": [{"key": "k", "unit": "GB/s", "status": "ok", "median": -1}]})",
                           // A repetition count of 1e308 was converted to int (undefined; found by fuzz_bench_record).
                           R"({"schema_version": 2, "results": [{"key": "k", "unit": "GB/s", "status": "waived", "repetitions": 1e308}]})",
-                          R"({"schema_version": 2, "results": [{"key": "k", "unit": "GB/s", "status": "waived", "repetitions": -1}]})"}) {
+                          R"({"schema_version": 2, "results": [{"key": "k", "unit": "GB/s", "status": "waived", "repetitions": -1}]})",
+                          // Read as int, 2^32 + 2 was schema 2 (found in review).
+                          R"({"schema_version": 4294967298, "results": []})"}) {
     try {
       bench::measurements_from_json(nlohmann::json::parse(bad), "bad.json");
       ADD_FAILURE() << bad;

@@ -525,6 +525,12 @@ TEST(Cli, PredictWithCalibrationFromABenchRecord) {
   // Found by fuzz_bench_record's tree mutator: a "quick" that is not a boolean escaped as nlohmann's type_error.
   gpuvs::test::write_text(junk, R"({"schema_version": 2, "quick": 1, "results": []})");
   expect_usage_error(run_gpuvs("predict --gpu h200 --calibration " + junk.string()), "'quick' must be true or false");
+  // Found in review: a device naming a GPU the catalog lacks was the catalog's error, not naming the file; one
+  // naming no id at all escaped the two-devices check.
+  gpuvs::test::write_text(junk, R"J({"schema_version": 2, "results": [{"key": "cuda.gemm.fp32", "unit": "TFLOP/s", "status": "ok", "median": 1, "device": "cuda:0 X (nosuch)"}]})J");
+  expect_usage_error(run_gpuvs("predict --gpu h200 --calibration " + junk.string()), junk.string() + ": unknown GPU 'nosuch'");
+  gpuvs::test::write_text(junk, R"J({"schema_version": 2, "results": [{"key": "cuda.gemm.fp32", "unit": "TFLOP/s", "status": "ok", "median": 1, "device": "cuda:0 X ()"}]})J");
+  expect_usage_error(run_gpuvs("predict --gpu h200 --calibration " + junk.string()), "result 'cuda.gemm.fp32' names no catalog id in its device 'cuda:0 X ()'");
   expect_usage_error(run_gpuvs("predict --gpu h200 --calibration " + (dir / "missing.json").string()), "--calibration");
 }
 

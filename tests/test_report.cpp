@@ -3,6 +3,8 @@
 // page logs nothing to the console, and every chart has data marks after the page's script has run.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <regex>
 
@@ -202,6 +204,36 @@ TEST(Report, RecordsOfTheWrongShapeRenderOrFailInOneLine) {
       EXPECT_EQ(what.find('\n'), std::string::npos) << what;
     }
   }
+}
+
+TEST(Report, ExtremeRecordsRenderFiniteBoundedAndEscaped) {
+  // Found in review (2026-12-02): no SVG coordinate may be nan or inf, whatever the record holds; one string
+  // repeated per element is cut, so a record's size bounds the report's; a cluster run draws a dozen collectives at most (merging lines compared each with every other);
+  // Markdown cells escape the record's text.
+  auto render = [](const nlohmann::json& payload) {
+    const nlohmann::json run = {{"id", 7}, {"created_utc", "2026-12-02T00:00:00Z"}, {"payload", payload}};
+    return std::pair{report::render_html(run), report::render_markdown(run)};
+  };
+  for (const auto& payload : {nlohmann::json::parse(R"({"predictions": [{"gpu": "x", "scaling": [{"gpus": -1e301, "efficiency": 0.01}]}]})"),
+                              nlohmann::json::parse(R"({"predictions": [{"gpu": "x", "scaling": [{"gpus": -105, "efficiency": 1}, {"gpus": -100, "efficiency": 1}]}]})"),
+                              nlohmann::json::parse(R"({"predictions": [{"gpu": "x", "scaling": [{"gpus": 1, "efficiency": 1e307}]}]})"),
+                              nlohmann::json::parse(R"({"predictions": [{"gpu": "g", "throughput": 5, "capacity_gib": -1e308, "peak_gib": 1e308}]})")}) {
+    const std::string html = render(payload).first;
+    for (const char* bad : {"nan", "inf\"", "=\"-inf", "=\"inf"}) EXPECT_EQ(html.find(bad), std::string::npos) << bad << " in " << payload.dump();
+  }
+  nlohmann::json preds = nlohmann::json::array();
+  for (int i = 0; i < 2000; ++i) preds.push_back({{"gpu", fmt::format("g{}", i)}, {"throughput", i + 1}});
+  preds[0]["unit"] = std::string(100000, 'u');  // one unit, written on every bar: 200 MB before
+  const std::string big = render({{"predictions", preds}}).first;
+  EXPECT_LT(big.size(), std::size_t{10} << 20) << big.size();
+  nlohmann::json coll = nlohmann::json::array();
+  for (int i = 0; i < 500; ++i) coll.push_back({{"op", fmt::format("op{}", i)}, {"bytes", i + 1}, {"busbw_gbs", 1}});
+  const std::string cluster = render({{"cluster", {{"collectives", coll}}}}).first;
+  EXPECT_EQ(cluster.find(">op12<"), std::string::npos);
+  EXPECT_NE(cluster.find("op11"), std::string::npos);
+  const std::string md = render(nlohmann::json::parse(R"({"bench": {"results": [{"key": "a|b\n# x <img src=x onerror=alert(1)>", "status": "ok", "median": 1, "unit": "u"}]}})")).second;
+  EXPECT_NE(md.find("| a\\|b # x &lt;img src=x onerror=alert(1)&gt; |"), std::string::npos) << md;
+  EXPECT_EQ(md.find("\n# x"), std::string::npos);
 }
 
 TEST(Report, ChartsCarryDataMarksAndTooltips) {

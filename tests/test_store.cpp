@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <thread>
 
@@ -66,6 +68,25 @@ TEST(Store, RunsRoundTrip) {
   EXPECT_EQ(r.figures[2].status, "waived");
   EXPECT_DOUBLE_EQ(*r.figures[2].spec, 989.4);
   expect_input_error([&] { s.get(99); }, "run 99");
+}
+
+TEST(Store, RecordsNestedTooDeepAreRefusedWhenRead) {
+  // Another program may write the payload: nested a million deep, the report's copies of it overflowed the
+  // stack (found in review). The store reads it as an error naming the run.
+  TempDir dir;
+  const auto path = dir / "history.db";
+  auto s = store::Store::open(path, true);
+  store::Run r = make_run(1);
+  r.payload = nlohmann::json::array();
+  nlohmann::json* inner = &r.payload;
+  for (int d = 0; d < 300; ++d) {
+    inner->push_back(nlohmann::json::array());
+    inner = &(*inner)[0];
+  }
+  const std::int64_t id = s.add(r);
+  expect_input_error([&] { s.get(id); }, fmt::format("run {} in {}: its stored record: JSON nested more than 256 deep", id, path.string()));
+  store::Run shallow = make_run(2);
+  EXPECT_EQ(s.get(s.add(shallow)).payload, shallow.payload);
 }
 
 TEST(Store, MissingDatabaseIsNotCreatedForReading) {

@@ -58,7 +58,7 @@ nlohmann::json results_json(const std::vector<Measurement>& results, bool quick,
 std::vector<Measurement> measurements_from_json(const nlohmann::json& record, const std::string& where) {
   if (!record.is_object() || !record.contains("schema_version") || !record.contains("results"))
     throw InputError(fmt::format("{}: not a gpuvs bench record (no schema_version/results)", where));
-  if (!record["schema_version"].is_number_integer() || record["schema_version"].get<int>() != kResultsSchema)
+  if (!record["schema_version"].is_number_integer() || record["schema_version"].get<std::int64_t>() != kResultsSchema)  // not cut to int: 2^32 + 2 is not 2
     throw InputError(fmt::format("{}: bench record schema_version {} is not supported (expected {})", where,
                                  record["schema_version"].dump(), kResultsSchema));
   if (!record["results"].is_array()) throw InputError(fmt::format("{}: 'results' is not an array", where));

@@ -7,6 +7,7 @@
 #include "bench/results_json.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "core/strings.hpp"
 #include "graph/json_input.hpp"
 
 namespace gpuvs::cli {
@@ -33,6 +34,7 @@ std::optional<perf::Calibration> calibration_from(const std::vector<bench::Measu
     const auto open = m.device.rfind('('), close = m.device.rfind(')');
     if (open == std::string::npos || close == std::string::npos || close < open) continue;
     const std::string id = m.device.substr(open + 1, close - open - 1);
+    if (id.empty()) throw InputError(fmt::format("{}: result '{}' names no catalog id in its device '{}'", source, strings::printable(m.key), strings::printable(m.device)));
     if (gpu_id.empty()) gpu_id = id;
     if (id != gpu_id)
       throw InputError(fmt::format("{}: GPU figures from two devices ({} and {}); calibrate from one", source, gpu_id, id));
@@ -41,7 +43,13 @@ std::optional<perf::Calibration> calibration_from(const std::vector<bench::Measu
   if (figures.empty()) return std::nullopt;
   const double gemm_n = quick ? 4096 : 8192;                         // the sizes the CUDA benchmarks use
   const double copy_bytes = 2.0 * (quick ? 256 : 1024) * 1048576.0;  // read + write of one array
-  return perf::calibrate(cat.find(gpu_id), figures, gemm_n, copy_bytes, source);
+  const catalog::Gpu* gpu = nullptr;
+  try {
+    gpu = &cat.find(gpu_id);
+  } catch (const InputError& e) {  // the catalog's "unknown GPU 'x'", said of this file
+    throw InputError(fmt::format("{}: {}", source, e.what()));
+  }
+  return perf::calibrate(*gpu, figures, gemm_n, copy_bytes, source);
 }
 
 }  // namespace gpuvs::cli

@@ -16,6 +16,16 @@ namespace {
 
 using json = nlohmann::json;
 
+/// Record text written once per element of another list (a unit per bar, a driver per GPU, a link per point),
+/// cut to 80 bytes at a character boundary: a record's size, not its size squared, bounds the report's.
+std::string shortened(const std::string& text) {
+  constexpr std::size_t kMost = 80;
+  if (text.size() <= kMost) return text;
+  std::size_t cut = kMost;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 sequence
+  return text.substr(0, cut) + "…";
+}
+
 std::string str(const json& j, const char* key, const std::string& fallback = "") {
   return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : fallback;
 }
@@ -91,7 +101,7 @@ std::string section_machine(const json& p) {
     for (const auto& g : arr(nv, "gpus"))
       s += fmt::format("<p>GPU {}: {} (catalog: {}), {:.1f} GiB, driver {}.</p>", whole(dbl(g, "index")), escape(str(g, "name")),
                        escape(g.contains("catalog_id") && g["catalog_id"].is_string() ? g["catalog_id"].get<std::string>() : "no match"),
-                       dbl(g, "memory_total_bytes") / 1073741824.0, escape(str(nv, "driver_version", "?")));
+                       dbl(g, "memory_total_bytes") / 1073741824.0, escape(shortened(str(nv, "driver_version", "?"))));
   } else {
     s += fmt::format("<p>GPU: none — {}.</p>", escape(str(nv, "detail", "not probed")));
   }
@@ -167,7 +177,7 @@ std::string section_predictions(const json& p) {
   if (!has(p, "predictions") || p["predictions"].empty()) return "";
   const json& preds = p["predictions"];
   const json* here = measured_here(p);
-  const std::string unit = str(preds[0], "unit", "samples/s");
+  const std::string unit = shortened(str(preds[0], "unit", "samples/s"));
   const std::string what = unit.substr(0, unit.find('/'));
   std::string s = fmt::format("<h2>Predicted: {} on the catalog GPUs</h2>", escape(str(p, "workload")));
   s += fmt::format("<p class=\"muted\">{}</p>", escape(str(p, "prediction_note")));
@@ -222,7 +232,7 @@ std::string section_predictions(const json& p) {
   for (const auto& e : preds) {
     if (!e.contains("scaling") || e["scaling"].empty()) continue;
     if (std::find(pick.begin(), pick.end(), str(e, "gpu")) == pick.end() && preds.size() > pick.size()) continue;
-    Series se{str(e, "gpu") + " (" + str(e, "link", "?") + ")", {}, true, str(e, "link") != "nvlink", k++, {}};
+    Series se{shortened(str(e, "gpu") + " (" + str(e, "link", "?") + ")"), {}, true, str(e, "link") != "nvlink", k++, {}};
     for (const auto& pt : e["scaling"]) se.points.emplace_back(dbl(pt, "gpus"), dbl(pt, "efficiency") * 100);
     scaling.push_back(se);
     if (k >= 8) break;
@@ -280,7 +290,9 @@ std::string section_cluster(const json& p) {
   std::map<std::string, std::size_t> by_op;
   for (const auto& r : arr(c, "collectives")) {
     if (!r.is_object() || dbl(r, "bytes") <= 0 || dbl(r, "busbw_gbs") <= 0) continue;
-    const std::string op = str(r, "op") + (str(r, "transport", "mpi") == "nccl" ? " (NCCL, GPUs)" : "");
+    const std::string op = shortened(str(r, "op")) + (str(r, "transport", "mpi") == "nccl" ? " (NCCL, GPUs)" : "");
+    // A line per collective, a dozen at most: merging coincident lines compares each with every other.
+    if (!by_op.count(op) && series.size() >= 12) continue;
     if (!by_op.count(op)) {
       by_op[op] = series.size();
       series.push_back(Series{op, {}, true, false, static_cast<int>(series.size()), {}});
@@ -451,33 +463,50 @@ std::string render_html_unguarded(const json& run) {
   return h;
 }
 
+/// Text from the record in a Markdown line or table cell: one line, no cell break, no raw HTML (a key of
+/// "a|b\n# x <img ...>" split the table, made a heading and passed HTML through).
+std::string md(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '|': out += "\\|"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '\n': case '\r': out += ' '; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
 std::string render_markdown_unguarded(const json& run) {
   const json& p = obj(run, "payload");
-  std::string m = fmt::format("# gpuvs report — run {}\n\n{} · {}\n\n", whole(dbl(run, "id")), str(run, "created_utc"), str(p, "gpuvs"));
-  for (const auto& line : arr(p, "summary")) m += "- " + (line.is_string() ? line.get<std::string>() : line.dump()) + "\n";
+  std::string m = fmt::format("# gpuvs report — run {}\n\n{} · {}\n\n", whole(dbl(run, "id")), md(str(run, "created_utc")), md(str(p, "gpuvs")));
+  for (const auto& line : arr(p, "summary")) m += "- " + md(line.is_string() ? line.get<std::string>() : line.dump()) + "\n";
   if (has(p, "bench")) {
     m += "\n## Benchmarks\n\n| benchmark | median | unit | % of spec | status |\n|---|---|---|---|---|\n";
     for (const auto& r : arr(obj(p, "bench"), "results"))
-      m += fmt::format("| {} | {} | {} | {} | {} |\n", str(r, "key"), str(r, "status") == "ok" ? human(dbl(r, "median"), 4) : "N/A",
-                       str(r, "unit"), has(r, "pct_of_spec") ? fmt_num(dbl(r, "pct_of_spec"), "{:.1f}") : "N/A", str(r, "status"));
+      m += fmt::format("| {} | {} | {} | {} | {} |\n", md(str(r, "key")), str(r, "status") == "ok" ? human(dbl(r, "median"), 4) : "N/A",
+                       md(str(r, "unit")), has(r, "pct_of_spec") ? fmt_num(dbl(r, "pct_of_spec"), "{:.1f}") : "N/A", md(str(r, "status")));
   }
   if (has(p, "predictions")) {
     m += fmt::format("\n## Predicted: {}\n\n| GPU | throughput | unit | memory GiB | fits | USD per million |\n|---|---|---|---|---|---|\n",
-                     str(p, "workload"));
+                     md(str(p, "workload")));
     if (const json* here = measured_here(p))
-      m += fmt::format("| {} | {} | {} | {:.1f} / {:.1f} | yes | {} |\n", str(*here, "label", "this machine (measured)"),
-                       units::format_si(dbl(*here, "throughput")), str(*here, "unit"), dbl(*here, "peak_gib"), dbl(*here, "capacity_gib"),
+      m += fmt::format("| {} | {} | {} | {:.1f} / {:.1f} | yes | {} |\n", md(str(*here, "label", "this machine (measured)")),
+                       units::format_si(dbl(*here, "throughput")), md(str(*here, "unit")), dbl(*here, "peak_gib"), dbl(*here, "capacity_gib"),
                        has(*here, "usd_per_million") ? units::format_usd(dbl(*here, "usd_per_million")) : "N/A");
     for (const auto& e : p["predictions"])
-      m += fmt::format("| {} | {} | {} | {:.1f} / {:.1f} | {} | {} |\n", str(e, "gpu"), units::format_si(dbl(e, "throughput")), str(e, "unit"),
+      m += fmt::format("| {} | {} | {} | {:.1f} / {:.1f} | {} | {} |\n", md(str(e, "gpu")), units::format_si(dbl(e, "throughput")), md(str(e, "unit")),
                        dbl(e, "peak_gib"), dbl(e, "capacity_gib"), flag(e, "fits") ? "yes" : "no",
                        has(e, "usd_per_million") ? units::format_usd(dbl(e, "usd_per_million")) : "N/A");
   }
   if (has(p, "advice")) {
     m += "\n## Advice\n\n| rank | GPU | n | strategy | cost USD | reason |\n|---|---|---|---|---|---|\n";
     for (const auto& o : arr(obj(p, "advice"), "ranked"))
-      m += fmt::format("| {} | {} | {} | {} | {} | {} |\n", whole(dbl(o, "rank")), str(o, "gpu"), whole(dbl(o, "count")),
-                       str(o, "strategy"), has(o, "cost_usd") ? units::format_usd(dbl(o, "cost_usd")) : "N/A", str(o, "reason"));
+      m += fmt::format("| {} | {} | {} | {} | {} | {} |\n", whole(dbl(o, "rank")), md(str(o, "gpu")), whole(dbl(o, "count")),
+                       md(str(o, "strategy")), has(o, "cost_usd") ? units::format_usd(dbl(o, "cost_usd")) : "N/A", md(str(o, "reason")));
   }
   return m;
 }

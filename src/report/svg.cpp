@@ -47,9 +47,13 @@ struct Scale {
   double lo, hi;
   bool log;
   double px0, px1;
+  /// The pixel of `v`: finite always, and held within a million pixels of the plot (a stored value of -1e308
+  /// past the axis's end would print "-inf", or 300 digits, into the SVG).
   double operator()(double v) const {
     const double t = log ? (std::log10(v) - std::log10(lo)) / (std::log10(hi) - std::log10(lo)) : (v - lo) / (hi - lo);
-    return px0 + t * (px1 - px0);
+    const double p = px0 + t * (px1 - px0);
+    constexpr double kFar = 1e6;
+    return std::isfinite(p) ? std::clamp(p, -kFar, kFar) : t > 0 ? kFar : -kFar;
   }
   std::vector<double> ticks() const {
     std::vector<double> t;
@@ -79,7 +83,10 @@ Scale make_scale(double lo, double hi, bool log, double px0, double px1) {
   } else {
     lo = std::clamp(std::min(lo, 0.0), -kHuge, 0.0);
     hi = std::clamp(hi, -kHuge, kHuge);
-    hi = hi > lo ? hi * 1.05 : lo + 1;
+    // Headroom above the data; an empty range (all at -1e300 after the clamp, where lo + 1 == lo) gets one.
+    if (hi > 0) hi *= 1.05;
+    else if (hi > lo) hi += 0.05 * (hi - lo);
+    else hi = lo + std::max(1.0, 0.05 * std::fabs(lo));
   }
   return {lo, hi, log, px0, px1};
 }
@@ -257,7 +264,7 @@ std::string line_chart(const std::string& id, const std::string& title, const st
     const Series& se = series[k];
     std::string path;
     for (const auto& [px, py] : se.points) {
-      if ((xa.log && px <= 0) || (ya.log && py <= 0)) continue;
+      if ((xa.log && px <= 0) || (ya.log && py <= 0) || !std::isfinite(px) || !std::isfinite(py)) continue;  // as the extents
       path += fmt::format("{}{:.1f},{:.1f}", path.empty() ? "M" : " L", x(px), y(py));
     }
     if (se.lines && !path.empty())
@@ -265,7 +272,7 @@ std::string line_chart(const std::string& id, const std::string& title, const st
                        se.dashed ? R"( stroke-dasharray="6 4")" : "", escape(se.label));
     for (std::size_t i = 0; i < se.points.size() && se.markers; ++i) {
       const auto [px, py] = se.points[i];
-      if ((xa.log && px <= 0) || (ya.log && py <= 0)) continue;
+      if ((xa.log && px <= 0) || (ya.log && py <= 0) || !std::isfinite(px) || !std::isfinite(py)) continue;
       const std::string tip = i < se.point_labels.size() ? se.point_labels[i] : se.label;
       s += fmt::format(R"(<circle class="mark" cx="{:.1f}" cy="{:.1f}" r="{}" fill="{}"><title>{}: x {} y {}</title></circle>)", x(px),
                        y(py), se.lines ? 3 : 4.5, color(se.color), escape(tip), num(px), num(py));

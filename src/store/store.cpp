@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "core/error.hpp"
+#include "core/json_depth.hpp"
 
 namespace gpuvs::store {
 
@@ -278,7 +279,8 @@ Run Store::get(std::int64_t id) const {
   s.bind(1, id);
   if (!s.step()) throw InputError(fmt::format("run {} is not in {} (gpuvs history lists the runs)", id, impl_->path.string()));
   Run r = run_header(s);
-  r.payload = nlohmann::json::parse(s.text(7), nullptr, false);
+  // Another program may have written it: nested past 256 deep, the report's copies of it would overflow the stack.
+  r.payload = nlohmann::json::parse(s.text(7), json_depth_guard(fmt::format("run {} in {}: its stored record", id, impl_->path.string())), false);
   if (r.payload.is_discarded()) throw InputError(fmt::format("run {} in {}: its stored record is not JSON", id, impl_->path.string()));
   Statement f(impl_->db, "SELECT key, device, unit, status, median, spec FROM figures WHERE run_id=? ORDER BY rowid", impl_->path);
   f.bind(1, id);
