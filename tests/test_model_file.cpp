@@ -512,6 +512,27 @@ TEST(KerasGraph, HostileLayerSettingsAreRefusedOrBuiltAsKerasDoes) {
     EXPECT_TRUE(att.causal);
   }
   {
+    // Settings the builders do not read change the model: refused, not dropped (found in review). A shared
+    // layer (called twice) had its calls' inputs merged into one op.
+    const std::string dir = std::string(GPUVS_SOURCE_DIR) + "/tests/data/keras/";
+    const std::string t = files::read_all(dir + "tiny_transformer.json", "data");
+    auto with = [&](const std::string& from, const std::string& to) {
+      std::string x = t;
+      x.replace(x.find(from), from.size(), to);
+      return x;
+    };
+    for (const auto& [text, expect] : std::vector<std::pair<std::string, std::string>>{
+             {with("\"output_shape\": null", "\"output_shape\": 48"), "layer 'mha' (MultiHeadAttention): output_shape 48 is not built"},
+             {with("\"keepdims\": false", "\"keepdims\": true"), "layer 'pool' (GlobalAveragePooling1D): keepdims true is not built"},
+             {with("\"axis\": -1, \"epsilon\"", "\"axis\": 1, \"epsilon\""), "layer 'ln1' (LayerNormalization): axis 1 is not built"},
+             {with("\"output_layers\": [[\"classifier\", 0, 0]]", "\"output_layers\": [[\"classifier\", 0, 0], [\"pool\", 0, 0]]"),
+              "$.config.output_layers: a model of 2 outputs is not built"},
+             {with("\"name\": \"ln1\"}, \"registered_name\": null, \"name\": \"ln1\", \"inbound_nodes\": [",
+                   "\"name\": \"ln1\"}, \"registered_name\": null, \"name\": \"ln1\", \"inbound_nodes\": [{\"args\": [], \"kwargs\": {}}, "),
+              "layer 'ln1' (LayerNormalization): a layer called 2 times (shared weights) is not built"}})
+      EXPECT_NE(error(text).find(expect), std::string::npos) << error(text);
+  }
+  {
     // Layers named after the loss head's nodes: the same model, trained the same.
     const std::string dir = std::string(GPUVS_SOURCE_DIR) + "/tests/data/keras/";
     std::string text = files::read_all(dir + "mnist_convnet.json", "data");

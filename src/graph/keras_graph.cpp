@@ -88,6 +88,10 @@ std::vector<Layer> read_layers(const json& j, const std::string& where) {
   // const operator[] on a missing key is undefined behaviour in nlohmann::json: every lookup checks first.
   const bool sequential = j.contains("class_name") && j["class_name"].is_string() && j["class_name"].get<std::string>() == "Sequential";
   std::vector<Layer> out;
+  // One output: the loss priced is one head's (the graph's last layer).
+  if (cfg.contains("output_layers") && cfg["output_layers"].is_array() && cfg["output_layers"].size() > 1 &&
+      cfg["output_layers"][0].is_array())
+    throw InputError(fmt::format("{}: $.config.output_layers: a model of {} outputs is not built (one is)", where, cfg["output_layers"].size()));
   for (const auto& l : cfg["layers"]) {
     if (!l.is_object() || !l.contains("class_name") || !l["class_name"].is_string() || !l.contains("config") || !l["config"].is_object())
       throw InputError(fmt::format("{}: $.config.layers[{}]: a layer needs class_name and config", where, out.size()));
@@ -98,6 +102,11 @@ std::vector<Layer> read_layers(const json& j, const std::string& where) {
              : x.config.contains("name") && x.config["name"].is_string() ? x.config["name"].get<std::string>()
                                                                          : fmt::format("layer_{}", out.size());
     if (!sequential && l.contains("inbound_nodes")) {
+      // A layer called twice shares its weights between two places in the graph: read as one call, its calls'
+      // inputs would merge into one op.
+      if (l["inbound_nodes"].is_array() && l["inbound_nodes"].size() > 1)
+        throw InputError(fmt::format("{}: layer '{}' ({}): a layer called {} times (shared weights) is not built", where, strings::printable(x.name),
+                                     strings::printable(x.cls), l["inbound_nodes"].size()));
       inbound_names(l["inbound_nodes"], x.inputs);
       x.causal_call = calls_causal(l["inbound_nodes"]);
     }
@@ -212,6 +221,13 @@ Graph build_layers(const std::vector<Layer>& layers, const NetworkOptions& opt, 
   NodeId pre_softmax = kNone;
   for (const auto& l : layers) {
     const json& c = l.config;
+    // Settings that change a layer's size or work, which the builders below do not read: refused, not dropped.
+    for (const char* key : {"output_shape", "attention_axes", "keepdims"})
+      if (c.contains(key) && !c[key].is_null() && c[key] != false && (l.cls == "MultiHeadAttention" || l.cls.rfind("Global", 0) == 0))
+        refuse(where, l, fmt::format("{} {} is not built", key, strings::printable(c[key].dump())));
+    if ((l.cls == "BatchNormalization" || l.cls == "LayerNormalization") && c.contains("axis") && !c["axis"].is_null() && c["axis"] != -1 &&
+        c["axis"] != json::array({-1}))
+      refuse(where, l, fmt::format("axis {} is not built (the last axis, -1, is)", strings::printable(c["axis"].dump())));
     // Images are read channels-last, Keras's default; the other layout would be priced with H and C swapped.
     if (c.contains("data_format") && !c["data_format"].is_null() && c["data_format"] != "channels_last")
       refuse(where, l, fmt::format("data_format {} is not built (channels_last is)", strings::printable(c["data_format"].dump())));
@@ -364,7 +380,7 @@ Graph build_layers(const std::vector<Layer>& layers, const NetworkOptions& opt, 
       const bool batch = l.cls == "BatchNormalization";
       if (!batch && is_image) refuse(where, l, "LayerNormalization over an image's channels is not built");
       const std::int64_t ch = batch ? s[1] : s.back();
-      if (batch && s.size() == 3) refuse(where, l, "BatchNormalization over a sequence is not built");
+      if (batch && (s.size() == 3 || s.size() > 4 || (s.size() == 4 && !is_image))) refuse(where, l, "BatchNormalization over a sequence is not built");
       const bool scale = !c.contains("scale") || !c["scale"].is_boolean() || c["scale"].get<bool>();
       const bool center = !c.contains("center") || !c["center"].is_boolean() || c["center"].get<bool>();
       const NodeId gamma = g.param(p + "/gamma", {ch}, dt, scale);
