@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <random>
+#include <tuple>
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
@@ -544,6 +545,57 @@ TEST(KerasGraph, HostileLayerSettingsAreRefusedOrBuiltAsKerasDoes) {
     for (const std::string& ref : {std::string("\"input_layer\""), std::string("\"dense\"")})
       while (text.find(ref) != std::string::npos) text.replace(text.find(ref), ref.size(), ref == "\"dense\"" ? "\"loss\"" : "\"labels\"");
     EXPECT_EQ(param_count(build_network(keras_network(text, "k.json"), {4, DType::f32, 0, false, true})), params);
+  }
+  {
+    // Files Keras itself does not load were priced (found in review): causal padding outside Conv1D, and a
+    // dilated window that strides (base_conv.py refuses both). A dilated causal Conv1D of stride 1 is Keras's.
+    const std::string conv2d = R"({"class_name": "Conv2D", "config": {"name": "c", "filters": 4, "kernel_size": 3, )";
+    for (const auto& [text, expect] : std::vector<std::pair<std::string, std::string>>{
+             {sequential("[null, 8, 8, 3]", conv2d + R"("padding": "causal"}}, )" + gap), "layer 'c' (Conv2D): causal padding is for Conv1D"},
+             {sequential("[null, 8, 8, 3]", R"({"class_name": "MaxPooling2D", "config": {"name": "p", "padding": "causal"}}, )" + gap),
+              "layer 'p' (MaxPooling2D): causal padding is for Conv1D"},
+             {sequential("[null, 16, 8]", R"({"class_name": "MaxPooling1D", "config": {"name": "p", "padding": "causal"}}, {"class_name": "Flatten", "config": {"name": "f"}}, {"class_name": "Dense", "config": {"name": "out", "units": 2}})"),
+              "layer 'p' (MaxPooling1D): causal padding is for Conv1D"},
+             {sequential("[null, 16, 16, 3]", conv2d + R"("strides": 2, "dilation_rate": [1, 2], "padding": "same"}}, )" + gap),
+              "layer 'c' (Conv2D): strides 2x2 with dilation_rate 1x2: Keras does not stride a dilated window"},
+             {sequential("[null, 16, 8]", R"({"class_name": "Conv1D", "config": {"name": "c", "filters": 4, "kernel_size": 3, "strides": 2, "dilation_rate": 2}}, {"class_name": "Flatten", "config": {"name": "f"}}, {"class_name": "Dense", "config": {"name": "out", "units": 2}})"),
+              "layer 'c' (Conv1D): strides 2 with dilation_rate 2: Keras does not stride a dilated window"},
+             // Keras 3's LoRA freezes the kernel and trains two low-rank factors: other weights, other work.
+             {sequential("[null, 8, 8, 3]", conv2d + R"("lora_rank": 4}}, )" + gap), "layer 'c' (Conv2D): lora_rank 4 is not built"}})
+      EXPECT_NE(error(text).find(expect), std::string::npos) << error(text);
+    EXPECT_EQ(error(sequential("[null, 16, 8]", R"({"class_name": "Conv1D", "config": {"name": "c", "filters": 4, "kernel_size": 3, "dilation_rate": 4, "padding": "causal", "lora_rank": null}}, {"class_name": "Flatten", "config": {"name": "f"}}, {"class_name": "Dense", "config": {"name": "out", "units": 2}})")),
+              "(no error)");
+  }
+  {
+    // The compile config was read only where the engine trains (Dense chains): a graph model compiled with SGD,
+    // a mean squared error or Adam's weight decay was priced as plain Adam on cross-entropy (found in review).
+    const std::string dir = std::string(GPUVS_SOURCE_DIR) + "/tests/data/keras/";
+    const nlohmann::json model = nlohmann::json::parse(files::read_all(dir + "tiny_transformer.json", "data"));
+    const nlohmann::json seed = nlohmann::json::parse(files::read_all(dir + "seed_keras3.json", "data"));
+    auto compiled = [&](const std::string& pointer, const nlohmann::json& value) {
+      nlohmann::json j = model;
+      j["compile_config"] = seed["compile_config"];
+      if (!pointer.empty()) j["compile_config"][nlohmann::json::json_pointer(pointer)] = value;
+      return j.dump();
+    };
+    EXPECT_EQ(error(compiled("", nullptr)), "(no error)");
+    for (const auto& [pointer, value, expect] : std::vector<std::tuple<std::string, nlohmann::json, std::string>>{
+             {"/optimizer/class_name", "SGD", "k.json: $.compile_config.optimizer: 'SGD' is not built (Adam is)"},
+             {"/loss", "mean_squared_error", "k.json: $.compile_config.loss: 'mean_squared_error' is not built"},
+             {"/optimizer/config/weight_decay", 0.004, "k.json: $.compile_config.optimizer.config.weight_decay: 0.004 is not built"},
+             {"/optimizer/config/use_ema", true, "k.json: $.compile_config.optimizer.config.use_ema: a moving average of the weights is not built"},
+             {"/optimizer/class_name", 7, "k.json: $.compile_config: a setting has the wrong type"}})
+      EXPECT_NE(error(compiled(pointer, value)).find(expect), std::string::npos) << error(compiled(pointer, value));
+    // The engine's path reads the same: a Dense chain compiled with clipping is refused there too.
+    nlohmann::json clipped = seed;
+    clipped["compile_config"]["optimizer"]["config"]["clipnorm"] = 1.0;
+    std::string refused = "(no error)";
+    try {
+      keras_model_spec(clipped.dump(), "k.json");
+    } catch (const InputError& e) {
+      refused = e.what();
+    }
+    EXPECT_NE(refused.find("k.json: $.compile_config.optimizer.config.clipnorm: 1.0 is not built"), std::string::npos) << refused;
   }
 }
 

@@ -853,6 +853,23 @@ TEST(HfConfig, BadConfigsNameTheFileAndTheKey) {
       EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
     }
   }
+  // BERT's relative positions (a distance table per layer, a query-distance product per head) and cross-attention
+  // were read as a plain encoder (found in review): refused by key.
+  {
+    const std::string bert = files::read_all(std::string(GPUVS_SOURCE_DIR) + "/tests/data/hf/bert-base-uncased/config.json", "data");
+    ASSERT_NE(bert.find("\"position_embedding_type\": \"absolute\""), std::string::npos);
+    EXPECT_GT(param_count(build_network(hf_network(bert, "c.json"), {2, DType::f32, 16, false, false})), 0);
+    for (const auto& [from, to, expect] : std::vector<std::array<std::string, 3>>{
+             {"\"absolute\"", "\"relative_key_query\"", "c.json: $.position_embedding_type: 'relative_key_query' is not built (absolute is)"},
+             {"\"absolute\"", "\"absolute\", \"add_cross_attention\": true", "c.json: $.add_cross_attention: cross-attention layers are not built"}}) {
+      try {
+        hf_network(sub(bert, from, to), "c.json");
+        ADD_FAILURE() << to;
+      } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find(expect), std::string::npos) << e.what();
+      }
+    }
+  }
   // A head_dim equal to hidden / heads rounded down, where the heads do not split the width, is the config's own
   // head size (it was taken for the default, and the decoder then refused the width it could not split).
   {

@@ -571,6 +571,23 @@ TEST(Onnx, KnownTensorArithmeticIsChecked) {
   EXPECT_EQ(onnx_detail::cast_known(wide, onnx::TensorProto::UINT8).i, (std::vector<std::int64_t>{44, 127, 7}));
   EXPECT_EQ(onnx_detail::cast_known(wide, onnx::TensorProto::INT8).i, (std::vector<std::int64_t>{44, 127, 7}));
   EXPECT_EQ(onnx_detail::cast_known(wide, onnx::TensorProto::INT16).i, (std::vector<std::int64_t>{300, -129, 7}));
+  // A Cast into a narrower float rounds as the format does (nearest, ties to even), to infinity past its
+  // largest value and through its subnormals; DOUBLE keeps every bit. 2049 is between FLOAT16's 2048 and 2050
+  // (a tie: the even 2048); 65519 rounds to 65504 and 65520 to infinity; 2^-25 is half FLOAT16's smallest
+  // subnormal (a tie: to 0), 3 x 2^-25 rounds up to 2^-23; 1/3 is 0.33325195 in FLOAT16 and 0.33398438 in BFLOAT16.
+  const double third = 1.0 / 3.0;
+  const Known fl{{9}, true, {2049, 2051, 65519, 65520, -70000, std::ldexp(1.0, -25), 3 * std::ldexp(1.0, -25), third, 16777217}, {}};
+  using TP = onnx::TensorProto;
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(onnx_detail::cast_known(fl, TP::FLOAT16).f,
+            (std::vector<double>{2048, 2052, 65504, inf, -inf, 0, std::ldexp(1.0, -23), 0.333251953125, inf}));
+  EXPECT_EQ(onnx_detail::cast_known(fl, TP::BFLOAT16).f[7], 0.333984375);
+  EXPECT_EQ(onnx_detail::cast_known(fl, TP::BFLOAT16).f[0], 2048);  // 8 significant bits: 2049 is 2048
+  EXPECT_EQ(onnx_detail::cast_known(fl, TP::FLOAT).f[8], 16777216);  // 2^24 + 1 is a tie in FLOAT: the even 2^24
+  EXPECT_EQ(onnx_detail::cast_known(fl, TP::FLOAT).f[7], static_cast<double>(static_cast<float>(third)));
+  EXPECT_EQ(onnx_detail::cast_known(Known{{1}, true, {1e39}, {}}, TP::FLOAT).f[0], inf);
+  EXPECT_EQ(onnx_detail::cast_known(Known{{1}, true, {1e-46}, {}}, TP::FLOAT).f[0], 0);  // below half of 2^-149
+  EXPECT_EQ(onnx_detail::cast_known(fl, TP::DOUBLE).f, fl.f);
   // Expand (and ConstantOfShape): one value fills the shape; a row repeats down, a column across.
   const auto filled = onnx_detail::expand_known(Known{{}, true, {0.5}, {}}, {2, 3}, "f.onnx");
   ASSERT_TRUE(filled);

@@ -153,6 +153,11 @@ BertConfig bert(const Reader& r, bool qa) {
   c.vocab = r.integer("vocab_size", 1, kMaxVocab);
   c.max_positions = r.integer_or("max_position_embeddings", 512, 1, kMaxPositions);
   c.type_vocab = r.integer_or("type_vocab_size", 2, 1, 1 << 16);
+  // relative_key(_query) adds a distance table per layer and a query-distance product per head: other
+  // weights and work than the absolute positions built.
+  if (const std::string pos = r.text_or("position_embedding_type", "absolute"); pos != "absolute")
+    r.fail("position_embedding_type", fmt::format("'{}' is not built (absolute is)", strings::printable(pos)));
+  if (r.boolean_or("add_cross_attention", false)) r.fail("add_cross_attention", "cross-attention layers are not built");
   const std::string act = r.text_or("hidden_act", "gelu");
   if (act.rfind("gelu", 0) != 0) r.fail("hidden_act", fmt::format("'{}' is not built (BERT uses gelu)", strings::printable(act)));
   c.pooler = !qa;  // BertForQuestionAnswering builds its encoder without the pooler

@@ -152,6 +152,14 @@ struct KerasWindow {
 KerasWindow keras_window(const Shape& x, std::array<int, 2> k, std::array<int, 2> st, std::array<int, 2> dil, const std::string& padding,
                          const std::string& where, const Layer& l) {
   if (padding != "valid" && padding != "same" && padding != "causal") refuse(where, l, fmt::format("padding '{}' is not built", strings::printable(padding)));
+  // Keras's own rules (base_conv.py, base_pooling.py): causal padding is Conv1D's alone, and a dilated
+  // window does not stride. A file breaking them is not one Keras loads.
+  if (padding == "causal" && l.cls != "Conv1D") refuse(where, l, "causal padding is for Conv1D");
+  if (std::max(st[0], st[1]) > 1 && std::max(dil[0], dil[1]) > 1) {
+    const bool one_d = l.cls.size() > 2 && l.cls.compare(l.cls.size() - 2, 2, "1D") == 0;  // built as 1 x k: its axis is the second
+    refuse(where, l, one_d ? fmt::format("strides {} with dilation_rate {}: Keras does not stride a dilated window", st[1], dil[1])
+                           : fmt::format("strides {}x{} with dilation_rate {}x{}: Keras does not stride a dilated window", st[0], st[1], dil[0], dil[1]));
+  }
   KerasWindow out;
   std::array<AxisFit, 2> fit{};
   for (std::size_t a = 0; a < 2; ++a) {
@@ -225,6 +233,10 @@ Graph build_layers(const std::vector<Layer>& layers, const NetworkOptions& opt, 
     for (const char* key : {"output_shape", "attention_axes", "keepdims"})
       if (c.contains(key) && !c[key].is_null() && c[key] != false && (l.cls == "MultiHeadAttention" || l.cls.rfind("Global", 0) == 0))
         refuse(where, l, fmt::format("{} {} is not built", key, strings::printable(c[key].dump())));
+    // Keras 3's LoRA / DoRA (lora_rank on Dense, EinsumDense, Embedding, convolutions) freezes the kernel and
+    // trains adapters: other weights, other work.
+    for (const char* key : {"lora_rank", "dora_rank"})
+      if (c.contains(key) && !c[key].is_null() && c[key] != 0) refuse(where, l, fmt::format("{} {} is not built", key, strings::printable(c[key].dump())));
     if ((l.cls == "BatchNormalization" || l.cls == "LayerNormalization") && c.contains("axis") && !c["axis"].is_null() && c["axis"] != -1 &&
         c["axis"] != json::array({-1}))
       refuse(where, l, fmt::format("axis {} is not built (the last axis, -1, is)", strings::printable(c["axis"].dump())));
@@ -355,7 +367,6 @@ Graph build_layers(const std::vector<Layer>& layers, const NetworkOptions& opt, 
       const int st = c.contains("strides") && !c["strides"].is_null() ? pair_of(c, "strides", 1, where, l, 1)[0] : conv ? 1 : k;
       const int dil = conv ? pair_of(c, "dilation_rate", 1, where, l, 1)[0] : 1;
       const std::string padding = c.value("padding", "valid");
-      if (padding == "causal" && !conv) refuse(where, l, "causal padding is for Conv1D");
       // Causal padding puts all k - 1 pads before the sequence: the same output length and work as "same".
       const KerasWindow kw = keras_window(g.node(grid).shape, {1, k}, {1, st}, {1, dil}, padding, where, l);
       NodeId o = kNone;
@@ -531,6 +542,13 @@ NetworkInfo keras_network_parsed(const json& j, const std::string& where) {
     layers = read_layers(j, where);
   } catch (const json::exception& e) {
     throw InputError(fmt::format("{}: malformed Keras layer list ({})", where, strings::printable(e.what())));
+  }
+  // The training priced is Adam on sparse categorical cross-entropy: a model compiled for another is refused.
+  try {
+    ModelSpec compiled;
+    keras_compile_config(j, where, compiled);
+  } catch (const json::exception& e) {
+    throw InputError(fmt::format("{}: $.compile_config: a setting has the wrong type ({})", where, strings::printable(e.what())));
   }
   // Build once now, so a model that cannot be built fails here, with its layer, not later.
   (void)build(layers, {2, DType::f32, 0, false, false}, where);

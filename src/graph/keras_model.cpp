@@ -22,7 +22,7 @@ const std::vector<std::string> kBuilt = {"InputLayer", "Dense", "Dropout", "Acti
 
 /// Settings that change what training does; the engine has none of them, so a non-default value is refused.
 const std::vector<std::string> kRefusedIfSet = {"kernel_regularizer", "bias_regularizer", "activity_regularizer",
-                                                "kernel_constraint", "bias_constraint", "noise_shape"};
+                                                "kernel_constraint", "bias_constraint", "noise_shape", "lora_rank", "dora_rank"};
 
 struct Where {
   const std::string& file;
@@ -139,6 +139,55 @@ bool is_keras_json(const json& j) {
   return c == "Sequential" || c == "Functional" || c == "Model";
 }
 
+void keras_compile_config(const json& j, const std::string& where, ModelSpec& spec) {
+  const Where w{where};
+  if (j.contains("compile_config") && j["compile_config"].is_object()) {
+    const json& cc = j["compile_config"];
+    if (cc.contains("optimizer") && !cc["optimizer"].is_null()) {
+      const json& o = cc["optimizer"];
+      const std::string oname = o.is_string() ? o.get<std::string>() : o.value("class_name", "?");
+      if (strings::lower(oname) != "adam") w.path("compile_config.optimizer", fmt::format("'{}' is not built (Adam is)", strings::printable(oname)));
+      if (o.is_object() && o.contains("config") && o["config"].is_object()) {
+        const json& oc = o["config"];
+        for (auto [key, out] : {std::pair<const char*, double*>{"learning_rate", &spec.adam.learning_rate}, {"beta_1", &spec.adam.beta_1},
+                                {"beta_2", &spec.adam.beta_2}, {"epsilon", &spec.adam.epsilon}})
+          if (oc.contains(key)) {
+            if (!oc[key].is_number() || !std::isfinite(oc[key].get<double>()) || oc[key].get<double>() <= 0)
+              w.path(fmt::format("compile_config.optimizer.config.{}", key), "must be a positive number (a schedule is not built)");
+            *out = oc[key].get<double>();
+          }
+        if (oc.contains("amsgrad") && oc["amsgrad"].is_boolean() && oc["amsgrad"].get<bool>())
+          w.path("compile_config.optimizer.config.amsgrad", "AMSGrad is not built");
+        // What Keras 3's base optimizer adds to every step, none of which training here does: weight decay,
+        // gradient clipping, loss scaling, accumulation over steps, and an average of the weights (one more copy).
+        for (const char* key : {"weight_decay", "clipnorm", "global_clipnorm", "clipvalue", "loss_scale_factor", "gradient_accumulation_steps"})
+          if (oc.contains(key) && !oc[key].is_null() && oc[key] != 0)
+            w.path(fmt::format("compile_config.optimizer.config.{}", key), fmt::format("{} is not built", strings::printable(oc[key].dump())));
+        if (oc.contains("use_ema") && oc["use_ema"].is_boolean() && oc["use_ema"].get<bool>())
+          w.path("compile_config.optimizer.config.use_ema", "a moving average of the weights is not built");
+      }
+    }
+    if (cc.contains("loss") && !cc["loss"].is_null()) {
+      const json& lo = cc["loss"];
+      const std::string lname = lo.is_string() ? lo.get<std::string>() : lo.value("class_name", "?");
+      const std::string l = strings::lower(lname);
+      if (l != "sparse_categorical_crossentropy" && l != "sparsecategoricalcrossentropy")
+        w.path("compile_config.loss", fmt::format("'{}' is not built (sparse_categorical_crossentropy is)", strings::printable(lname)));
+      if (lo.is_object() && lo.contains("config") && lo["config"].is_object() && lo["config"].contains("from_logits"))
+        spec.from_logits = lo["config"]["from_logits"].is_boolean() && lo["config"]["from_logits"].get<bool>();
+    }
+    if (cc.contains("metrics") && cc["metrics"].is_array()) {
+      spec.metrics.clear();
+      for (const auto& m : cc["metrics"]) {
+        const std::string mname = m.is_string() ? m.get<std::string>() : m.is_object() ? m.value("class_name", "?") : "?";
+        if (strings::lower(mname) != "accuracy" && strings::lower(mname) != "sparse_categorical_accuracy")
+          w.path("compile_config.metrics", fmt::format("metric '{}' is not built (accuracy is)", strings::printable(mname)));
+        spec.metrics.push_back("accuracy");
+      }
+    }
+  }
+}
+
 ModelSpec keras_model_spec_json(const json& j, const std::string& where);
 
 ModelSpec keras_model_spec(const std::string& text, const std::string& where) { return keras_model_spec_parsed(parse_json(text, where), where); }
@@ -228,45 +277,7 @@ ModelSpec keras_model_spec_json(const json& j, const std::string& where) {
       spec.layers.back().softmax = softmax;
     }
   }
-  // Keras 3's .keras config.json carries the compile config: optimizer, loss and metrics.
-  if (j.contains("compile_config") && j["compile_config"].is_object()) {
-    const json& cc = j["compile_config"];
-    if (cc.contains("optimizer") && !cc["optimizer"].is_null()) {
-      const json& o = cc["optimizer"];
-      const std::string oname = o.is_string() ? o.get<std::string>() : o.value("class_name", "?");
-      if (strings::lower(oname) != "adam") w.path("compile_config.optimizer", fmt::format("'{}' is not built (Adam is)", strings::printable(oname)));
-      if (o.is_object() && o.contains("config") && o["config"].is_object()) {
-        const json& oc = o["config"];
-        for (auto [key, out] : {std::pair<const char*, double*>{"learning_rate", &spec.adam.learning_rate}, {"beta_1", &spec.adam.beta_1},
-                                {"beta_2", &spec.adam.beta_2}, {"epsilon", &spec.adam.epsilon}})
-          if (oc.contains(key)) {
-            if (!oc[key].is_number() || !std::isfinite(oc[key].get<double>()) || oc[key].get<double>() <= 0)
-              w.path(fmt::format("compile_config.optimizer.config.{}", key), "must be a positive number (a schedule is not built)");
-            *out = oc[key].get<double>();
-          }
-        if (oc.contains("amsgrad") && oc["amsgrad"].is_boolean() && oc["amsgrad"].get<bool>())
-          w.path("compile_config.optimizer.config.amsgrad", "AMSGrad is not built");
-      }
-    }
-    if (cc.contains("loss") && !cc["loss"].is_null()) {
-      const json& lo = cc["loss"];
-      const std::string lname = lo.is_string() ? lo.get<std::string>() : lo.value("class_name", "?");
-      const std::string l = strings::lower(lname);
-      if (l != "sparse_categorical_crossentropy" && l != "sparsecategoricalcrossentropy")
-        w.path("compile_config.loss", fmt::format("'{}' is not built (sparse_categorical_crossentropy is)", strings::printable(lname)));
-      if (lo.is_object() && lo.contains("config") && lo["config"].is_object() && lo["config"].contains("from_logits"))
-        spec.from_logits = lo["config"]["from_logits"].is_boolean() && lo["config"]["from_logits"].get<bool>();
-    }
-    if (cc.contains("metrics") && cc["metrics"].is_array()) {
-      spec.metrics.clear();
-      for (const auto& m : cc["metrics"]) {
-        const std::string mname = m.is_string() ? m.get<std::string>() : m.is_object() ? m.value("class_name", "?") : "?";
-        if (strings::lower(mname) != "accuracy" && strings::lower(mname) != "sparse_categorical_accuracy")
-          w.path("compile_config.metrics", fmt::format("metric '{}' is not built (accuracy is)", strings::printable(mname)));
-        spec.metrics.push_back("accuracy");
-      }
-    }
-  }
+  keras_compile_config(j, where, spec);
   spec.validate(where);
   return spec;
 }

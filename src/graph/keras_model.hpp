@@ -25,6 +25,12 @@ std::optional<Act> keras_activation(const std::string& name, bool& softmax);
 /// false for anything else, a discarded parse included.
 bool is_keras_json(const nlohmann::json& j);
 
+/// A `.keras` archive's compile config (no other form has one; absent, nothing changes): Adam's settings
+/// and from_logits into `spec`, its metrics as its own. Refuses, "WHERE: $.compile_config.KEY: what", an
+/// optimizer other than Adam, a loss other than sparse categorical cross-entropy, a metric other than
+/// accuracy: the engine trains only those, and the Keras graph path prices only those (never SGD as Adam).
+void keras_compile_config(const nlohmann::json& j, const std::string& where, ModelSpec& spec);
+
 /// The model. InputError "WHERE: layer NAME (CLASS): what" or "WHERE: $.path: what" for anything it
 /// cannot represent.
 ModelSpec keras_model_spec(const std::string& text, const std::string& where);

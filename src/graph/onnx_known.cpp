@@ -535,6 +535,29 @@ std::int64_t narrow(std::int64_t v, int elem) {
     default: return v;  // INT64; UINT64 values are held as int64 (decode_tensor saturates those past 2^63)
   }
 }
+
+/// v rounded to nearest, ties to even, into a binary format of `p` significant bits (the leading one included)
+/// and exponents [emin, emax]: subnormals below 2^emin, infinity past the largest finite value. Exact: every
+/// step scales by powers of two.
+double round_to_format(double v, int p, int emin, int emax) {
+  if (!std::isfinite(v) || v == 0.0) return v;
+  int x = 0;
+  (void)std::frexp(std::fabs(v), &x);  // |v| = m 2^x, m in [0.5, 1): its leading bit is 2^(x-1)
+  const double quantum = std::ldexp(1.0, std::max(x - 1, emin) - (p - 1));
+  double r = std::nearbyint(std::fabs(v) / quantum) * quantum;
+  if (r > std::ldexp(2.0 - std::ldexp(1.0, 1 - p), emax)) r = std::numeric_limits<double>::infinity();
+  return std::copysign(r, v);
+}
+
+/// A value as the float element type holds it (Known keeps floats as doubles).
+double as_float_type(double v, int elem) {
+  switch (elem) {
+    case TP::FLOAT: return round_to_format(v, 24, -126, 127);
+    case TP::FLOAT16: return round_to_format(v, 11, -14, 15);
+    case TP::BFLOAT16: return round_to_format(v, 8, -126, 127);
+    default: return v;  // DOUBLE
+  }
+}
 }  // namespace
 
 Known cast_known(const Known& k, int elem) {
@@ -543,7 +566,7 @@ Known cast_known(const Known& k, int elem) {
   r.is_float = is_float_type(elem);
   for (std::int64_t e = 0; e < k.size(); ++e) {
     const double v = k.at(e);
-    if (r.is_float) r.f.push_back(v);
+    if (r.is_float) r.f.push_back(as_float_type(v, elem));
     else if (elem == TP::BOOL) r.i.push_back(v != 0.0);
     else if (!k.is_float) r.i.push_back(narrow(k.i[static_cast<std::size_t>(e)], elem));
     else if (!std::isfinite(v) || std::fabs(v) >= 9.2e18) r.i.push_back(narrow(v < 0 ? std::numeric_limits<std::int64_t>::min() : std::numeric_limits<std::int64_t>::max(), elem));
