@@ -41,11 +41,7 @@ std::string error_of(const std::string& text) {
   return "";
 }
 
-std::string with(const std::string& from, const std::string& to) {
-  std::string t = kMine;
-  t.replace(t.find(from), from.size(), to);
-  return t;
-}
+std::string with(const std::string& from, const std::string& to) { return test::replaced(kMine, from, to); }
 }  // namespace
 
 TEST(Catalog, BuiltInHasAll24SourcedDevices) {

@@ -104,37 +104,37 @@ loss = { name = "sparse_categorical_crossentropy", from_logits = true }
 
 TEST(ModelFile, ErrorsNameTheLine) {
   std::string t = kSeedToml;
-  t.replace(t.find("\"relu\""), 6, "\"rleu\"");
+  t = test::replaced(t, "\"relu\"", "\"rleu\"");
   EXPECT_EQ(error_of(t, false), "m:7: unknown activation 'rleu' (expected relu, gelu, tanh, sigmoid, silu, softmax or linear)");
   std::string j = kSeedJson;
-  j.replace(j.find("\"dropout\""), 9, "\"dropot\"");
+  j = test::replaced(j, "\"dropout\"", "\"dropot\"");
   EXPECT_EQ(error_of(j, true), "m:6: unknown layer type 'dropot' (expected dense or dropout)");
   EXPECT_NE(error_of("input_shape = [780\n", false).find("m:1: malformed TOML"), std::string::npos);
   EXPECT_NE(error_of("{\n \"input_shape\": [780],\n \"layers\": [ }", true).find("m:3: malformed JSON"),
             std::string::npos);
   std::string u = kSeedToml;
-  u.replace(u.find("units = 10"), 10, "units = -3");
+  u = test::replaced(u, "units = 10", "units = -3");
   EXPECT_NE(error_of(u, false).find("m:15: units must be positive"), std::string::npos);
   // Sizes past 2^31 and totals past 2^48 parameters are refused before any product is taken (units = 2^63 - 1
   // overflowed the parameter count; UBSan, found by fuzz_model_toml's tree mutator).
   std::string huge = kSeedToml;
-  huge.replace(huge.find("units = 128"), 11, "units = 9223372036854775807");
+  huge = test::replaced(huge, "units = 128", "units = 9223372036854775807");
   EXPECT_NE(error_of(huge, false).find("m:4: dense units 9223372036854775807 is larger than 2^31"), std::string::npos) << error_of(huge, false);
   std::string wide = kSeedToml;
-  wide.replace(wide.find("input_shape = [780]"), 19, "input_shape = [2147483648]");
-  wide.replace(wide.find("units = 128"), 11, "units = 2147483648");
+  wide = test::replaced(wide, "input_shape = [780]", "input_shape = [2147483648]");
+  wide = test::replaced(wide, "units = 128", "units = 2147483648");
   EXPECT_NE(error_of(wide, false).find("m:4: the model has more than 2^48 parameters"), std::string::npos) << error_of(wide, false);
   std::string k = kSeedToml;
-  k.replace(k.find("rate = 0.2"), 10, "rate = 0.2\nratio = 1");
+  k = test::replaced(k, "rate = 0.2", "rate = 0.2\nratio = 1");
   EXPECT_NE(error_of(k, false).find("unknown key 'ratio' in a dropout layer"), std::string::npos);
   std::string sm = kSeedToml;
-  sm.replace(sm.find("\"relu\""), 6, "\"softmax\"");
+  sm = test::replaced(sm, "\"relu\"", "\"softmax\"");
   EXPECT_NE(error_of(sm, false).find("m:4: softmax is supported only on the output layer"), std::string::npos);
   std::string lg = kSeedToml;
-  lg.replace(lg.find("\"softmax\""), 9, "\"linear\"");
+  lg = test::replaced(lg, "\"softmax\"", "\"linear\"");
   EXPECT_NE(error_of(lg, false).find("needs from_logits = true"), std::string::npos);
   std::string opt = kSeedToml;
-  opt.replace(opt.find("\"adam\""), 6, "\"sgd\"");
+  opt = test::replaced(opt, "\"adam\"", "\"sgd\"");
   EXPECT_NE(error_of(opt, false).find("optimizer 'sgd' is not supported"), std::string::npos);
   EXPECT_NE(error_of("[[layers]]\ntype='dense'\nunits=2\n", false).find("missing input_shape"), std::string::npos);
 }
@@ -225,11 +225,7 @@ TEST(KerasModel, ChainsOfFunctionalLayersAndActivationLayersBuild) {
 
 TEST(KerasModel, WhatCannotBeBuiltIsRefusedByLayerNameAndClass) {
   const std::string seed = files::read_all(std::string(GPUVS_SOURCE_DIR) + "/tests/data/keras/seed_keras2.json", "data");
-  auto with = [&](const std::string& from, const std::string& to) {
-    std::string t = seed;
-    t.replace(t.find(from), from.size(), to);
-    return t;
-  };
+  auto with = [&](const std::string& from, const std::string& to) { return test::replaced(seed, from, to); };
   for (const auto& [text, expect] : std::vector<std::pair<std::string, std::string>>{
            {with("\"class_name\": \"Dropout\"", "\"class_name\": \"Conv2D\""), "k.json: layer 'dropout' (Conv2D): the engine trains models of InputLayer, Dense"},
            {with("\"kernel_regularizer\": null", "\"kernel_regularizer\": {\"class_name\": \"L2\"}"), "layer 'dense' (Dense): kernel_regularizer is set"},
@@ -353,11 +349,7 @@ TEST(KerasGraph, LayerNamesThatLookLikeGradientNamesStillTrain) {
 TEST(KerasGraph, LayersItCannotBuildAreNamedAndMutatedFilesFailCleanly) {
   const std::string dir = std::string(GPUVS_SOURCE_DIR) + "/tests/data/keras/";
   const std::string cnn = files::read_all(dir + "mnist_convnet.json", "data");
-  auto with = [&](const std::string& from, const std::string& to) {
-    std::string t = cnn;
-    t.replace(t.find(from), from.size(), to);
-    return t;
-  };
+  auto with = [&](const std::string& from, const std::string& to) { return test::replaced(cnn, from, to); };
   for (const auto& [text, expect] : std::vector<std::pair<std::string, std::string>>{
            {with("\"MaxPooling2D\"", "\"Conv3D\""), "layer 'max_pooling2d' (Conv3D): not built by gpuvs's Keras reader yet"},
            {with("\"padding\": \"valid\"", "\"padding\": \"reflect\""), "layer 'conv2d' (Conv2D): padding 'reflect' is not built"},
@@ -384,7 +376,7 @@ TEST(KerasGraph, LayersItCannotBuildAreNamedAndMutatedFilesFailCleanly) {
   // fuzz_model_json's tree mutator).
   {
     std::string t = files::read_all(dir + "tiny_transformer.json", "data");
-    t.replace(t.find("\"output_dim\": 32"), 16, "\"output_dim\": 0");
+    t = test::replaced(t, "\"output_dim\": 32", "\"output_dim\": 0");
     std::string e = "(no error)";
     try {
       build_network(keras_network(t, "k.json"), {8, DType::f32, 0, false, true});
@@ -517,11 +509,7 @@ TEST(KerasGraph, HostileLayerSettingsAreRefusedOrBuiltAsKerasDoes) {
     // layer (called twice) had its calls' inputs merged into one op.
     const std::string dir = std::string(GPUVS_SOURCE_DIR) + "/tests/data/keras/";
     const std::string t = files::read_all(dir + "tiny_transformer.json", "data");
-    auto with = [&](const std::string& from, const std::string& to) {
-      std::string x = t;
-      x.replace(x.find(from), from.size(), to);
-      return x;
-    };
+    auto with = [&](const std::string& from, const std::string& to) { return test::replaced(t, from, to); };
     for (const auto& [text, expect] : std::vector<std::pair<std::string, std::string>>{
              {with("\"output_shape\": null", "\"output_shape\": 48"), "layer 'mha' (MultiHeadAttention): output_shape 48 is not built"},
              {with("\"keepdims\": false", "\"keepdims\": true"), "layer 'pool' (GlobalAveragePooling1D): keepdims true is not built"},

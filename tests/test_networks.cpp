@@ -815,15 +815,8 @@ TEST(HfConfig, BadConfigsNameTheFileAndTheKey) {
   const std::string good = R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "num_hidden_layers": 2,
     "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 100})";
   EXPECT_EQ(hf_network(good, "c.json").decoder.kv_heads, 2);
-  auto with = [&](const std::string& from, const std::string& to) {
-    std::string t = good;
-    t.replace(t.find(from), from.size(), to);
-    return t;
-  };
-  auto sub = [](std::string t, const std::string& from, const std::string& to) {
-    t.replace(t.find(from), from.size(), to);
-    return t;
-  };
+  auto with = [&](const std::string& from, const std::string& to) { return test::replaced(good, from, to); };
+  const auto sub = test::replaced;
   for (const auto& [text, expect] : std::vector<std::pair<std::string, std::string>>{
            {"{\"architectures\": [", "c.json: malformed JSON at byte"},
            {"[1, 2]", "c.json: $: a config must be a JSON object"},

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 
 #include "core/error.hpp"
@@ -89,6 +90,14 @@ inline CommandResult run_gpuvs(const std::string& args) {
   r.out = slurp(tmp / "out");
   r.err = slurp(tmp / "err");
   return r;
+}
+
+/// `text` with the first `from` replaced by `to`; std::logic_error naming `from` when the text lacks it (an edit
+/// that misses would test the unedited file).
+inline std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  const auto at = text.find(from);
+  if (at == std::string::npos) throw std::logic_error("test::replaced: '" + from + "' is not in the text");
+  return text.replace(at, from.size(), to);
 }
 
 inline int count_lines(const std::string& s) {
