@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "store/store.hpp"
 #include "test_util.hpp"
 
 using gpuvs::test::count_lines;
@@ -644,6 +645,37 @@ TEST(Cli, EvaluateStoresTheRunAndHistoryDiffReportReadIt) {
   expect_usage_error(run_gpuvs("diff 1 5 --db " + db), "run 5");
   expect_usage_error(run_gpuvs("diff 0 1 --db " + db), "positive");
   expect_usage_error(run_gpuvs("history --db " + (dir / "none.db").string()), "no such database");
+}
+
+TEST(Cli, HistoryShowsStoredTextInert) {
+  // Another program may write the store (found in review): stored text reached the terminal raw, so an escape
+  // sequence could retitle or clear it and a newline forge a row. Control characters print as \xNN.
+  TempDir dir;
+  const auto db = dir / "h.db";
+  {
+    auto s = gpuvs::store::Store::open(db, true);
+    gpuvs::store::Run r;
+    r.created_utc = "2026-12-02T00:00:00Z";
+    r.kind = "evaluate";
+    r.gpuvs_version = "t\x1b[2J";
+    r.host = "\x1b]0;owned\x07\x1b[2J";
+    r.gpu = "none";
+    r.summary = "a\n   99  forged row";
+    r.payload = {{"n", 1}};
+    r.figures.push_back({"k\x1b[31m", "cpu", "u\n", "ok", 1.0, std::nullopt});
+    s.add(r);
+    s.add(r);
+  }
+  const auto h = run_gpuvs("history --db " + db.string());
+  ASSERT_EQ(h.exit_code, 0) << h.err;
+  EXPECT_EQ(h.out.find('\x1b'), std::string::npos) << h.out;
+  EXPECT_NE(h.out.find("\\x1b]0;owned\\x07"), std::string::npos) << h.out;
+  EXPECT_EQ(gpuvs::test::count_lines(h.out), 4) << h.out;  // the count, the header, two runs
+  const auto d = run_gpuvs("diff 1 2 --db " + db.string());
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_EQ(d.out.find('\x1b'), std::string::npos) << d.out;
+  EXPECT_NE(d.out.find("k\\x1b[31m @ cpu"), std::string::npos) << d.out;
+  EXPECT_NE(d.out.find("u\\x0a"), std::string::npos) << d.out;
 }
 
 TEST(Cli, AdviseRanksTheMachineAnEvaluateRunMeasured) {

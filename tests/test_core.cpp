@@ -91,6 +91,15 @@ TEST(Strings, EscapeControlWritesControlBytesAsHexAndKeepsTheRest) {
   EXPECT_EQ(escape_control(long_text), long_text);  // nothing cut
 }
 
+TEST(Strings, Utf8IsCheckedAsAJsonWriterChecksIt) {
+  using gpuvs::strings::is_utf8;
+  for (const char* good : {"", "ascii", "caf\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xf4\x8f\xbf\xbf", "\xed\x9f\xbf"})
+    EXPECT_TRUE(is_utf8(good)) << strings::printable(good);
+  // A lone continuation, a truncated sequence, overlong forms of '/' and U+0800, a surrogate, past U+10FFFF, 0xFF.
+  for (const char* bad : {"\x80", "caf\xc3", "\xe2\x82", "\xc0\xaf", "\xe0\x9f\xbf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xff", "a\xc3(b"})
+    EXPECT_FALSE(is_utf8(bad)) << strings::printable(bad);
+}
+
 TEST(Strings, WrapWordsBreaksAtSpacesAndNeverCuts) {
   using V = std::vector<std::string>;
   EXPECT_EQ(strings::wrap_words("PCIe gen 4 x16 staged through host memory", 24),

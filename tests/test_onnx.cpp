@@ -682,7 +682,7 @@ TEST(Onnx, HostileGraphsAreRefusedByNameOrReadRight) {
     Builder::attr(b.node("Reshape", {"e", "target"}, {"r"}, "vast"), "allowzero", 1);
     b.node("Shape", {"r"}, {"rs"});
     b.node("Relu", {"x"}, {"y"});
-    EXPECT_NE(err(b).find("node 'vast' (Reshape): Reshape target 0,1099511627776,1099511627776 holds more than 2^48 elements"), std::string::npos)
+    EXPECT_NE(err(b).find("node 'vast' (Reshape): shape [0,1099511627776,1099511627776] holds more than 2^48 elements"), std::string::npos)
         << err(b);
     // Inputs adding up past a dimension's bound along a Concat's axis.
     Builder c;
@@ -733,6 +733,119 @@ TEST(Onnx, HostileGraphsAreRefusedByNameOrReadRight) {
     c.node("MatMul", {"h", "zm"}, {"y"});
     const Graph cg = build_network(onnx_network(c.save(dir, "cache.onnx"), {}), opts(2));
     EXPECT_EQ(param_count(cg, true), 16);  // W trains; the Constant does not
+  }
+}
+
+// Run by hand (--gtest_also_run_disabled_tests): it makes 2 GiB of values before the reader refuses, too much
+// beside CI's other tests.
+TEST(Onnx, DISABLED_TheValuesTheReaderKeepsAreBounded) {
+  // A chain of Reshapes of a 2^24-element constant: each fold copied it, all copies kept (found in review).
+  test::TempDir dir;
+  Builder b;
+  b.input("x", {"N", "8"}).ints("square", {4096, 4096}).ints("flat", {std::int64_t{1} << 24}).output("y");
+  b.node("ConstantOfShape", {"square"}, {"c0"});
+  for (int k = 0; k < 20; ++k) b.node("Reshape", {fmt::format("c{}", k), k % 2 ? "square" : "flat"}, {fmt::format("c{}", k + 1)}, fmt::format("r{}", k));
+  b.node("Relu", {"x"}, {"y"});
+  const std::string e = error_of([&] { onnx_network(b.save(dir), {}); });
+  EXPECT_NE(e.find("node 'r14' (Reshape): the values the reader keeps pass 2^28 elements in all"), std::string::npos) << e;
+}
+
+TEST(Onnx, ASecondReviewsFindingsAreRefusedOrBuiltAsOnnxDoes) {
+  // Found reading the reader a second time (2026-12-02).
+  test::TempDir dir;
+  int files = 0;
+  auto err = [&](Builder b) { return error_of([&] { onnx_network(b.save(dir, fmt::format("r{}.onnx", files++)), {}); }); };
+  auto logits = [&](Builder b) {
+    const NetworkInfo net = onnx_network(b.save(dir, fmt::format("r{}.onnx", files++)), {});
+    const Graph g = build_network(net, opts(2, true));
+    return g.node(g.output(g.output("logits") != kNone ? "logits" : "output")).shape;
+  };
+  {
+    // A Gather index of 2^63 - 1 from a computed tensor: the run's end overflowed (UBSan) past the range check.
+    Builder b;
+    b.input("x", {"N", "8"}).ints("idx", {std::numeric_limits<std::int64_t>::max()}).output("y");
+    Builder::attr(b.node("Gather", {"x", "idx"}, {"y"}, "pick"), "axis", 1);
+    EXPECT_NE(err(b).find("node 'pick' (Gather): index 9223372036854775807 is out of range for a dimension of 8"), std::string::npos) << err(b);
+  }
+  {
+    // [0, 2^40, 2^40] holds nothing, so it passed; the strides and rows of code that walked it overflowed.
+    Builder b;
+    b.input("x", {"N", "8"}).output("y");
+    auto* t = b.g().add_initializer();
+    t->set_name("e");
+    t->set_data_type(onnx::TensorProto::INT64);
+    for (std::int64_t d : {std::int64_t{0}, std::int64_t{1} << 40, std::int64_t{1} << 40}) t->add_dims(d);
+    b.node("Flatten", {"e"}, {"f"}, "flat");
+    b.node("Relu", {"x"}, {"y"});
+    EXPECT_NE(err(b).find("shape [0,1099511627776,1099511627776] holds more than 2^48 elements"), std::string::npos) << err(b);
+  }
+  {
+    // Concat of two [2^40, 0] constants walked 2^41 empty rows (hours, from 200 bytes): nothing to walk now.
+    Builder b;
+    b.input("x", {"N", "8"}).ints("shape", {std::int64_t{1} << 40, 0}).output("y");
+    b.node("ConstantOfShape", {"shape"}, {"e"});
+    Builder::attr(b.node("Concat", {"e", "e"}, {"c"}, "cat"), "axis", 1);
+    b.node("Shape", {"c"}, {"cs"});
+    b.node("Reshape", {"x", "cs"}, {"y"}, "r");
+    EXPECT_NE(err(b).find("node 'r' (Reshape)"), std::string::npos) << err(b);
+  }
+  {
+    // Twenty symbolic dims without sizes: each was a linear search among the others, all quoted in the message.
+    std::vector<std::string> dims{"N"};
+    for (int k = 0; k < 20; ++k) dims.push_back(fmt::format("d{}", k));
+    Builder b;
+    b.input("x", dims).output("y");
+    b.node("Relu", {"x"}, {"y"});
+    const std::string e = err(b);
+    EXPECT_NE(e.find("symbolic dimensions 'd0' (input 'x' dimension 1)"), std::string::npos) << e;
+    EXPECT_NE(e.find("'d7' (input 'x' dimension 8) and 12 more need a size: --options 'd0=N;"), std::string::npos) << e;
+    EXPECT_EQ(e.find("'d8'"), std::string::npos) << e;
+  }
+  {
+    // ceil_mode keeps no window that starts in the end padding (PyTorch, ONNX since onnx/onnx#5741): 5 inputs,
+    // kernel 2, stride 2, pads 1 and 1 give 3, not 4.
+    Builder b;
+    b.input("x", {"N", "1", "5", "5"}).output("y");
+    auto& pool = b.node("MaxPool", {"x"}, {"p"}, "pool");
+    Builder::attr(pool, "kernel_shape", std::vector<std::int64_t>{2, 2});
+    Builder::attr(pool, "strides", std::vector<std::int64_t>{2, 2});
+    Builder::attr(pool, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
+    Builder::attr(pool, "ceil_mode", 1);
+    b.node("Flatten", {"p"}, {"y"});
+    EXPECT_EQ(logits(b), (Shape{2, 9}));
+  }
+  {
+    // A Cast's `to` was narrowed before it was checked (2^32 + 1 read as FLOAT) where the value is computed.
+    Builder b;
+    b.input("x", {"N", "8"}, onnx::TensorProto::INT64).output("y");
+    Builder::attr(b.node("Cast", {"x"}, {"y"}, "cast"), "to", (std::int64_t{1} << 32) + 1);
+    EXPECT_NE(err(b).find("node 'cast' (Cast): a cast to type 4294967297 is not built"), std::string::npos) << err(b);
+    // An empty Concat input was dropped without its other sizes checked: [2, 8] beside [0, 5] on axis 1.
+    Builder c;
+    c.input("x", {"N", "8"}).weight("e", {0, 5}).output("y");
+    Builder::attr(c.node("Concat", {"x", "e"}, {"y"}, "cat"), "axis", 1);
+    EXPECT_NE(err(c).find("node 'cat' (Concat): input 1 [0,5] does not match input 0 [2,8] off axis 1"), std::string::npos) << err(c);
+  }
+  {
+    // GELU's constants as [1, 1, 1, 1]: ONNX broadcasts x [N, 8] up to rank 4; the fusion kept rank 2.
+    Builder b;
+    b.input("x", {"N", "8"}).output("y");
+    auto scalar4 = [&](const std::string& name, float v) {
+      auto* t = b.g().add_initializer();
+      t->set_name(name);
+      t->set_data_type(onnx::TensorProto::FLOAT);
+      for (int d = 0; d < 4; ++d) t->add_dims(1);
+      t->add_float_data(v);
+    };
+    scalar4("r2", std::sqrt(2.0f));
+    scalar4("one", 1.0f);
+    scalar4("half", 0.5f);
+    b.node("Div", {"x", "r2"}, {"a"});
+    b.node("Erf", {"a"}, {"e"});
+    b.node("Add", {"e", "one"}, {"p"});
+    b.node("Mul", {"x", "p"}, {"m"});
+    b.node("Mul", {"m", "half"}, {"y"});
+    EXPECT_EQ(logits(b), (Shape{1, 1, 2, 8}));  // unfused, as ONNX broadcasts it (fused, it was [2, 8])
   }
 }
 

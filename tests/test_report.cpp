@@ -236,6 +236,33 @@ TEST(Report, ExtremeRecordsRenderFiniteBoundedAndEscaped) {
   EXPECT_EQ(md.find("\n# x"), std::string::npos);
 }
 
+TEST(Report, HugeListsAndMarkdownMarkupInRecordsAreBoundedAndInert) {
+  // Found in review (2026-12-02): each prediction, even a bare 0, drew a bar in three charts with the first
+  // prediction's unit in every tooltip, so a 1 MB record made a 1 GB page; Markdown passed links, images and
+  // code fences through.
+  auto render = [](const nlohmann::json& payload, const std::string& created = "2026-12-02T00:00:00Z") {
+    const nlohmann::json run = {{"id", 7}, {"created_utc", created}, {"payload", payload}};
+    return std::pair{report::render_html(run), report::render_markdown(run)};
+  };
+  nlohmann::json preds = nlohmann::json::array({{{"gpu", "g"}, {"throughput", 1}, {"unit", std::string(80, '"')}}});
+  for (int i = 0; i < 9999; ++i) preds.push_back(0);
+  const auto [html, md] = render({{"predictions", preds}});
+  EXPECT_LT(html.size(), std::size_t{100} << 10) << html.size();  // one bar per chart, not ten thousand
+  EXPECT_LT(md.size(), std::size_t{10} << 10) << md.size();
+  preds.push_back(0);
+  try {
+    render({{"predictions", preds}});
+    ADD_FAILURE() << "10,001 entries rendered";
+  } catch (const gpuvs::InputError& e) {
+    EXPECT_STREQ(e.what(), "run 7: its stored record lists 10001 entries in 'predictions' (a report renders up to 10000)");
+  }
+  const std::string marked = render(nlohmann::json::parse(R"({"bench": {"results": [{"key": "![x](https://a.example/p.png) [docs](https://b.example) `c` *e* _u_", "status": "ok", "median": 1, "unit": "u"}]}})"),
+                                    "```").second;
+  EXPECT_NE(marked.find("| !\\[x\\](https://a.example/p.png) \\[docs\\](https://b.example) \\`c\\` \\*e\\* \\_u\\_ |"), std::string::npos) << marked;
+  EXPECT_NE(marked.find("\nRecorded \\`\\`\\` · "), std::string::npos) << marked;
+  EXPECT_EQ(marked.find("\n```"), std::string::npos) << marked;
+}
+
 TEST(Report, ChartsCarryDataMarksAndTooltips) {
   const std::string bars = report::bar_chart("b", "Speed", {{"a100", 10, 12.0, "note", false, false, ""}, {"h100", 20, std::nullopt, "", true, false, ""}}, "x/s", "cap");
   EXPECT_EQ(std::count(bars.begin(), bars.end(), '\n'), 0);

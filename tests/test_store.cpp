@@ -89,6 +89,30 @@ TEST(Store, RecordsNestedTooDeepAreRefusedWhenRead) {
   EXPECT_EQ(s.get(s.add(shallow)).payload, shallow.payload);
 }
 
+TEST(Store, TextThatIsNotUtf8IsRefusedByColumn) {
+  // Another program may write the store, and SQLite keeps whatever bytes it is given: a host of 0xFF made the
+  // history's JSON output throw (nlohmann's type_error 316, exit 1; found in review).
+  TempDir dir;
+  const auto path = dir / "history.db";
+  {
+    auto s = store::Store::open(path, true);
+    s.add(make_run(1));
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE runs SET host = CAST(X'41FF42' AS TEXT); UPDATE figures SET unit = CAST(X'C0AF' AS TEXT);", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  auto s = store::Store::open(path, false);
+  expect_input_error([&] { s.list(); }, path.string() + ": a stored host is not UTF-8 text");
+  expect_input_error([&] { s.get(1); }, "a stored host is not UTF-8 text");
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE runs SET host = 'h\xc3\xa9';", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  EXPECT_EQ(s.list().at(0).host, "h\xc3\xa9");
+  expect_input_error([&] { s.get(1); }, "a stored unit is not UTF-8 text");
+}
+
 TEST(Store, MissingDatabaseIsNotCreatedForReading) {
   TempDir dir;
   expect_input_error([&] { store::Store::open(dir / "none.db", false); }, "no such database");

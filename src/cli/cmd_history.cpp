@@ -7,6 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "core/error.hpp"
+#include "core/strings.hpp"
 #include "core/files.hpp"
 #include "report/report.hpp"
 #include "store/store.hpp"
@@ -32,8 +33,11 @@ int run_history(const std::string& db, bool as_json) {
   }
   fmt::print("{} run{} in {}\n", runs.size(), runs.size() == 1 ? "" : "s", s.path().string());
   fmt::print("{:>5}  {:<20}  {:<9}  {:<24}  {:<24}  {}\n", "id", "created (UTC)", "kind", "host", "gpu", "summary");
+  // Another program may have written the store: its text reaches the terminal with control characters
+  // (an escape sequence, a newline forging a row) written out as \xNN.
+  const auto e = strings::escape_control;
   for (const auto& r : runs)
-    fmt::print("{:>5}  {:<20}  {:<9}  {:<24.24}  {:<24.24}  {}\n", r.id, r.created_utc, r.kind, r.host, r.gpu, r.summary);
+    fmt::print("{:>5}  {:<20}  {:<9}  {:<24.24}  {:<24.24}  {}\n", r.id, e(r.created_utc), e(r.kind), e(r.host), e(r.gpu), e(r.summary));
   return 0;
 }
 
@@ -83,13 +87,14 @@ int run_diff(const std::string& db, std::int64_t a, std::int64_t b, bool as_json
                            .dump(2));
     return 0;
   }
-  fmt::print("run {}: {} · {} · {} · {}\n", a, ra.created_utc, ra.host, ra.gpu, ra.gpuvs_version);
-  fmt::print("run {}: {} · {} · {} · {}\n", b, rb.created_utc, rb.host, rb.gpu, rb.gpuvs_version);
+  const auto e = strings::escape_control;  // stored text, as in run_history
+  fmt::print("run {}: {} · {} · {} · {}\n", a, e(ra.created_utc), e(ra.host), e(ra.gpu), e(ra.gpuvs_version));
+  fmt::print("run {}: {} · {} · {} · {}\n", b, e(rb.created_utc), e(rb.host), e(rb.gpu), e(rb.gpuvs_version));
   fmt::print("{:<44} {:>12} {:>12} {:>9}  {}\n", "figure", fmt::format("run {}", a), fmt::format("run {}", b), "change", "unit");
-  auto cell = [](const std::optional<double>& v, const std::string& status) { return v ? fmt::format("{:.4g}", *v) : status; };
+  auto cell = [&](const std::optional<double>& v, const std::string& status) { return v ? fmt::format("{:.4g}", *v) : e(status); };
   for (const auto& [k, r] : rows)
-    fmt::print("{:<44} {:>12} {:>12} {:>9}  {}\n", k, cell(r.x, r.sx), cell(r.y, r.sy),
-               r.x && r.y && *r.x != 0 ? fmt::format("{:+.1f}%", 100 * (*r.y / *r.x - 1)) : "", r.unit);
+    fmt::print("{:<44} {:>12} {:>12} {:>9}  {}\n", e(k), cell(r.x, r.sx), cell(r.y, r.sy),
+               r.x && r.y && *r.x != 0 ? fmt::format("{:+.1f}%", 100 * (*r.y / *r.x - 1)) : "", e(r.unit));
   const double ta = training(ra), tb = training(rb);
   if (ta > 0 && tb > 0)
     fmt::print("{:<44} {:>12.4g} {:>12.4g} {:>9}  samples/s\n", "seed-mlp training (CPU)", ta, tb, fmt::format("{:+.1f}%", 100 * (tb / ta - 1)));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <numeric>
 
 namespace gpuvs::strings {
@@ -94,6 +95,32 @@ std::string escape_control(std::string_view s) {
       append_hex_escape(out, c);
   }
   return out;
+}
+
+bool is_utf8(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    std::size_t more = 0;
+    std::uint32_t cp = 0, least = 0;
+    if ((c & 0xE0) == 0xC0) more = 1, cp = c & 0x1Fu, least = 0x80;
+    else if ((c & 0xF0) == 0xE0) more = 2, cp = c & 0x0Fu, least = 0x800;
+    else if ((c & 0xF8) == 0xF0) more = 3, cp = c & 0x07u, least = 0x10000;
+    else return false;  // a continuation byte first, or 0xF8 and up
+    if (s.size() - i <= more) return false;
+    for (std::size_t k = 1; k <= more; ++k) {
+      const auto d = static_cast<unsigned char>(s[i + k]);
+      if ((d & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (d & 0x3Fu);
+    }
+    if (cp < least || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += more + 1;
+  }
+  return true;
 }
 
 std::vector<std::string> wrap_words(std::string_view text, std::size_t width) {

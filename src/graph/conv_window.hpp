@@ -31,12 +31,15 @@ inline std::optional<AxisFit> fit_axis(std::int64_t in, std::int64_t k, std::int
 }
 
 /// Outputs of a dilated kernel over `in` inputs padded `begin` and `end`: (in + begin + end - d(k-1) - 1) / s + 1,
-/// rounded up when `ceil_mode`; 0 when the kernel does not fit.
+/// rounded up when `ceil_mode`, less a last window that would start in the end padding (PyTorch's rule, ONNX's
+/// since onnx/onnx#5741: 5 inputs, kernel 2, stride 2, pads 1 and 1 give 3, not 4); 0 when the kernel does not fit.
 inline std::int64_t window_outputs(std::int64_t in, std::int64_t k, std::int64_t s, std::int64_t dilation, std::int64_t begin,
                                    std::int64_t end, bool ceil_mode = false) {
   const std::int64_t span = in + begin + end - dilation * (k - 1) - 1;
   if (span < 0) return 0;
-  return (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+  std::int64_t out = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+  if (ceil_mode && out > 1 && (out - 1) * s >= in + begin) --out;
+  return out;
 }
 
 }  // namespace gpuvs::graph

@@ -211,9 +211,17 @@ const Value& Converter::in(const onnx::NodeProto& n, int k) const {
   return it->second;
 }
 
+void Converter::count_kept(const KnownPtr& k, const std::string& what) {
+  if (!k || !k.sole()) return;  // shared (an Identity's, a cache hit's): made and counted once already
+  kept_elements_ += k->size();  // each at most kMaxKnownElements: no overflow before the check
+  if (kept_elements_ > kMaxKeptElements)
+    throw InputError(fmt::format("{}: the values the reader keeps pass 2^28 elements in all (constants, masks and the shape arithmetic over them)", what));
+}
+
 void Converter::set(const onnx::NodeProto& n, int k, Value v) {
   if (k >= n.output_size() || n.output(k).empty()) return;  // an optional output nobody named
   checked_numel(v.shape, fmt::format("{}: {}", where_, node_label(n)));
+  count_kept(v.known, at_node());
   check_value_info(n.output(k), v);
   vals_[n.output(k)] = std::move(v);
 }
@@ -372,7 +380,9 @@ const Known* Converter::values_of(const std::string& name, int depth) {
   if (depth > 32 || it->second.weight.empty()) return nullptr;
   if (const auto t = inits_.find(name); t != inits_.end()) {
     if (shape_only_.count(name)) return nullptr;
-    it->second.known = decode_tensor(*t->second, fmt::format("{}: initializer '{}'", where_, strings::printable(name)));
+    const std::string what = fmt::format("{}: initializer '{}'", where_, strings::printable(name));
+    it->second.known = decode_tensor(*t->second, what);
+    count_kept(it->second.known, what);
     return it->second.known ? &*it->second.known : nullptr;
   }
   // A view of a weight: fold the view again now that its input's values are known, keeping any graph tensor
@@ -396,14 +406,23 @@ const Known* Converter::values_of(const std::string& name, int depth) {
 const Value* Converter::lookup(const std::string& name, int depth) {
   if (const auto it = vals_.find(name); it != vals_.end()) return &it->second;
   // What cannot be folded ahead now cannot later (its inputs are computed, or not foldable): said once, not
-  // walked again for each pattern that asks. Only from the top: deeper down, the depth limit may be the reason.
+  // walked again for each pattern that asks, at any depth, unless the depth limit was the reason somewhere
+  // below (from nearer the top it may fold). Remembered only at the top, a bias look-ahead per MatMul walked
+  // one wide Concat again each time: quadratic.
   if (unfoldable_.count(name)) return nullptr;
+  if (depth > 32) {
+    depth_capped_ = true;
+    return nullptr;
+  }
+  const bool capped_outside = depth_capped_;
+  depth_capped_ = false;
   auto cannot = [&]() -> const Value* {
-    if (depth == 0) unfoldable_.insert(name);
+    if (!depth_capped_) unfoldable_.insert(name);
+    depth_capped_ = depth_capped_ || capped_outside;
     return nullptr;
   };
   const auto p = producer_.find(name);
-  if (depth > 32 || p == producer_.end() || done_[static_cast<std::size_t>(p->second)]) return cannot();
+  if (p == producer_.end() || done_[static_cast<std::size_t>(p->second)]) return cannot();
   const onnx::NodeProto& n = gp_.node(p->second);
   if (!n.domain().empty() && n.domain() != "ai.onnx") return cannot();
   for (const auto& in : n.input())
@@ -411,6 +430,7 @@ const Value* Converter::lookup(const std::string& name, int depth) {
   if (!fold(n)) return cannot();
   done_[static_cast<std::size_t>(p->second)] = true;
   ++summary_.ops[n.op_type()];
+  depth_capped_ = depth_capped_ || capped_outside;
   const auto it = vals_.find(name);
   return it == vals_.end() ? nullptr : &it->second;
 }
@@ -441,6 +461,10 @@ void Converter::check_value_info(const std::string& name, const Value& v) const 
 }
 
 // ---- folding ----------------------------------------------------------------------------------------------
+
+namespace {
+constexpr std::size_t kMaxFoldKey = std::size_t{1} << 16;  // bytes
+}  // namespace
 
 bool Converter::fold(const onnx::NodeProto& n) {
   // Exporters repeat the same arithmetic per block (each block slices and compares the same mask buffer): a
@@ -483,6 +507,9 @@ bool Converter::fold(const onnx::NodeProto& n) {
     } else {
       return fold_values(n);  // a computed tensor: nothing to reuse
     }
+    // A million inputs naming one small constant wrote it out a million times (gigabytes of key): a node this
+    // wide is folded uncached.
+    if (key.size() > kMaxFoldKey) return fold_values(n);
   }
   if (const auto hit = fold_cache_.find(key); hit != fold_cache_.end()) {
     for (int k = 0; k < n.output_size() && k < static_cast<int>(hit->second.outputs.size()); ++k) set(n, k, hit->second.outputs[k]);
@@ -848,8 +875,11 @@ Graph Converter::build() {
     v.shape = tensor_dims(t, where_);
     if (is_float_type(t.data_type())) v.weight = t.name();  // integer initializers are constants (indices, shapes)
     // Integers and small tensors now (shapes, scalars, biases); large weights when something needs their values.
-    if (!shape_only_.count(t.name()) && (!is_float_type(t.data_type()) || numel(v.shape) <= kEagerElements))
-      v.known = decode_tensor(t, fmt::format("{}: initializer '{}'", where_, strings::printable(t.name())));
+    if (!shape_only_.count(t.name()) && (!is_float_type(t.data_type()) || numel(v.shape) <= kEagerElements)) {
+      const std::string what = fmt::format("{}: initializer '{}'", where_, strings::printable(t.name()));
+      v.known = decode_tensor(t, what);
+      count_kept(v.known, what);
+    }
     vals_[t.name()] = std::move(v);
   }
   for (const auto& vi : gp_.input()) {

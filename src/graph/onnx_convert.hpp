@@ -122,6 +122,9 @@ class Converter {
   Graph g_;
   std::map<std::string, const onnx::TensorProto*> inits_;
   std::map<std::string, Value> vals_;
+  std::int64_t kept_elements_ = 0;  // every known tensor's elements, as each is made (kMaxKeptElements)
+  /// Counts k's elements against kMaxKeptElements; InputError naming `what` past it.
+  void count_kept(const KnownPtr& k, const std::string& what);
   std::map<std::string, std::vector<int>> users_;
   std::set<std::string> graph_outputs_;
   std::map<std::string, std::vector<const onnx::ValueInfoProto*>> claims_;  // value_info and outputs, by name
@@ -138,6 +141,7 @@ class Converter {
   };
   std::map<std::string, FoldResult> fold_cache_;
   std::set<std::string> unfoldable_;                // lookup(): values it could not fold ahead
+  bool depth_capped_ = false;                       // lookup(): the depth limit stopped a walk below
   // onnx_fusion.cpp: a known mask's pattern, worked out once; the mask is kept alive, as its address is in the key
   std::map<std::string, std::pair<KnownPtr, int>> mask_patterns_;
   Summary summary_;

@@ -39,6 +39,18 @@ struct Fusions {
     return v->known->at(0);
   }
   const Value* value(const std::string& name) const { return name.empty() ? nullptr : c.lookup(name); }
+  /// True when `name` broadcasts into `main` without changing it, as a pattern's side operand must: a
+  /// [1, 1, 1, 1] constant times a rank-2 x makes a rank-4 result, and a [B, 1, T, S] mask over [1, H, T, S]
+  /// scores a batch of B, which the fused op would not.
+  bool into(const std::string& name, const Shape& main) const {
+    const Value* v = value(name);
+    if (!v || v->shape.size() > main.size()) return false;
+    for (std::size_t k = 1; k <= v->shape.size(); ++k) {
+      const std::int64_t d = v->shape[v->shape.size() - k];
+      if (d != 1 && d != main[main.size() - k]) return false;
+    }
+    return true;
+  }
   bool computed(const std::string& name) const {
     const Value* v = value(name);
     return v && v->node != kNone && v->weight.empty() && !v->known;
@@ -64,14 +76,16 @@ struct Fusions {
     const std::optional<double> k = scalar_of(n.input(1));
     if (!(n.op_type() == "Div" ? near(k, std::sqrt(2.0)) : near(k, 1.0 / std::sqrt(2.0)))) return false;
     const std::string& x = n.input(0);
+    const Shape xs = c.vals_.at(x).shape;
+    if (!into(n.input(1), xs)) return false;
     const Node* erf = next(n.output(0), "Erf");
     const Node* one = erf ? next(erf->output(0), "Add") : nullptr;
-    if (!one || !near(scalar_of(other(*one, erf->output(0))), 1.0)) return false;
+    if (!one || !near(scalar_of(other(*one, erf->output(0))), 1.0) || !into(other(*one, erf->output(0)), xs)) return false;
     const Node* m1 = next(one->output(0), "Mul");
     const Node* m2 = m1 ? next(m1->output(0), "Mul") : nullptr;
     if (!m2) return false;
     const std::string a = other(*m1, one->output(0)), b = other(*m2, m1->output(0));
-    if (!((a == x && near(scalar_of(b), 0.5)) || (near(scalar_of(a), 0.5) && b == x))) return false;
+    if (!((a == x && near(scalar_of(b), 0.5) && into(b, xs)) || (near(scalar_of(a), 0.5) && into(a, xs) && b == x))) return false;
     take({erf, one, m1, m2});
     ++c.summary_.fused["GELU (erf form)"];
     set(m2->output(0), c.g_.activation(c.name_for(n, "/gelu"), c.tensor(x), Act::gelu), c.vals_.at(x).elem);
@@ -107,14 +121,16 @@ struct Fusions {
     for (int i : uit->second) {
       const Node& u = c.gp_.node(i);
       if (u.input_size() != 2 || u.output_size() < 1) return false;
-      if (u.op_type() == "Pow" && u.input(0) == d && near(scalar_of(u.input(1)), 2.0)) pw = &u;
+      if (u.op_type() == "Pow" && u.input(0) == d && near(scalar_of(u.input(1)), 2.0) && into(u.input(1), xs)) pw = &u;
       else if (u.op_type() == "Div" && u.input(0) == d) dv = &u;
     }
     if (!pw || !dv) return false;
     const Node* r2 = next(pw->output(0), "ReduceMean");
     if (!r2 || !last_axis(*r2, xs.size())) return false;
     const Node* eps = next(r2->output(0), "Add");
-    if (!eps || !scalar_of(other(*eps, r2->output(0)))) return false;
+    Shape reduced = xs;
+    reduced.back() = 1;
+    if (!eps || !scalar_of(other(*eps, r2->output(0))) || !into(other(*eps, r2->output(0)), reduced)) return false;
     const Node* sq = next(eps->output(0), "Sqrt");
     if (!sq || dv->input(1) != sq->output(0) || c.sole_user(sq->output(0)) != dv) return false;
     std::vector<const Node*> nodes{sub, pw, r2, eps, sq, dv};
@@ -122,7 +138,7 @@ struct Fusions {
     std::string out = dv->output(0), gamma, beta;
     auto per_channel = [&](const std::string& name) {
       const Value* v = value(name);
-      return v && !v->weight.empty() && numel(v->shape) == ch && !v->shape.empty() && v->shape.back() == ch;
+      return v && !v->weight.empty() && numel(v->shape) == ch && !v->shape.empty() && v->shape.back() == ch && v->shape.size() <= xs.size();
     };
     if (const Node* mul = next(out, "Mul"); mul && per_channel(other(*mul, out))) {
       gamma = other(*mul, out);
@@ -180,18 +196,21 @@ struct Fusions {
     std::vector<const Node*> nodes;
     std::string cur = n.output(0);
     const Node* u = c.sole_user(cur);
+    Shape scores(qs.begin(), qs.end() - 1);
+    scores.push_back(s);
     int pattern = 0;  // mask: 0 none, 1 causal, -1 other
     bool scaled = false, masked = false;
     for (int step = 0; step < 3 && u && u->domain().empty(); ++step) {
       const std::string& op = u->op_type();
-      if ((op == "Mul" || op == "Div") && !scaled && scalar_of(other(*u, cur))) {
+      if ((op == "Mul" || op == "Div") && !scaled && scalar_of(other(*u, cur)) && into(other(*u, cur), scores)) {
         scaled = true;
-      } else if (op == "Add" && !masked && !other(*u, cur).empty()) {
+      } else if (op == "Add" && !masked && !other(*u, cur).empty() && into(other(*u, cur), scores)) {
         masked = true;
         const std::string mask = other(*u, cur);
         const bool known = value(mask) && c.values_of(mask);  // values_of keeps what it decodes in the value
         pattern = known ? mask_pattern(c.vals_.at(mask).known, t, s, false, true) : -1;
-      } else if (op == "Where" && !masked && u->input_size() == 3 && (u->input(1) == cur || u->input(2) == cur)) {
+      } else if (op == "Where" && !masked && u->input_size() == 3 && (u->input(1) == cur || u->input(2) == cur) && into(u->input(0), scores) &&
+                 into(u->input(u->input(2) == cur ? 1 : 2), scores)) {
         masked = true;
         const bool scores_if_false = u->input(2) == cur;
         const std::optional<double> fill = scalar_of(u->input(scores_if_false ? 1 : 2));

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "core/error.hpp"
+#include "core/strings.hpp"
 
 namespace gpuvs::graph::onnx_detail {
 
@@ -119,10 +120,12 @@ Known Known::ints_1d(const std::vector<std::int64_t>& v) {
 
 std::int64_t checked_numel(const Shape& s, const std::string& where) {
   if (s.size() > kMaxRank) fail(where, fmt::format("rank {} is more than {}", s.size(), kMaxRank));
-  std::int64_t n = 1;
+  // The non-zero dims are held to 2^48 together too: [0, 2^40, 2^40] holds nothing, but the strides and row
+  // counts of code that walks it (Flatten's rows, a transpose's strides) are products of the rest.
+  std::int64_t n = 1, nonzero = 1;
   for (std::int64_t d : s) {
     if (d < 0 || d > kMaxDim) fail(where, fmt::format("dimension {} outside [0, 2^40]", d));
-    if (__builtin_mul_overflow(n, d, &n) || n > kMaxElements)
+    if (__builtin_mul_overflow(n, d, &n) || n > kMaxElements || (d > 0 && (__builtin_mul_overflow(nonzero, d, &nonzero) || nonzero > kMaxElements)))
       fail(where, fmt::format("shape {} holds more than 2^48 elements", shape_str(s)));
   }
   return n;
@@ -155,13 +158,13 @@ std::int64_t check_tensor(const onnx::TensorProto& t, const std::string& where) 
   const Shape dims = tensor_dims(t, where);
   const std::int64_t n = checked_numel(dims, where);
   const int elem = t.data_type();
-  if (!is_float_type(elem) && !is_int_type(elem)) fail(where, fmt::format("tensor '{}' has element type {}, not a number", t.name(), elem_name(elem)));
+  if (!is_float_type(elem) && !is_int_type(elem)) fail(where, fmt::format("tensor '{}' has element type {}, not a number", strings::printable(t.name()), elem_name(elem)));
   if (t.data_location() == TP::EXTERNAL) return n;
   // The payload must hold exactly the elements the dims claim: checked before anything is read or allocated.
   std::int64_t have = 0;
   if (t.has_raw_data()) {
     const std::size_t sz = raw_size(elem);
-    if (t.raw_data().size() % sz != 0) fail(where, fmt::format("tensor '{}': raw_data of {} bytes is not whole {}-byte elements", t.name(), t.raw_data().size(), sz));
+    if (t.raw_data().size() % sz != 0) fail(where, fmt::format("tensor '{}': raw_data of {} bytes is not whole {}-byte elements", strings::printable(t.name()), t.raw_data().size(), sz));
     have = static_cast<std::int64_t>(t.raw_data().size() / sz);
   } else {
     switch (elem) {
@@ -173,7 +176,7 @@ std::int64_t check_tensor(const onnx::TensorProto& t, const std::string& where) 
     }
   }
   if (have != n)
-    fail(where, fmt::format("tensor '{}' has dims {} ({} elements) but holds {}", t.name(), shape_str(dims), n, have));
+    fail(where, fmt::format("tensor '{}' has dims {} ({} elements) but holds {}", strings::printable(t.name()), shape_str(dims), n, have));
   return n;
 }
 
@@ -459,6 +462,8 @@ Known gather_known(const Known& data, const Known& indices, int axis, const Shap
   Known r;
   r.shape = out_shape;
   r.is_float = data.is_float;
+  // Nothing to gather: [2^40, 2, 0] walked its 2^40 empty rows (a 200-byte file running for hours).
+  if (std::find(out_shape.begin(), out_shape.end(), 0) != out_shape.end()) return r;
   const auto ax = static_cast<std::size_t>(axis);
   std::int64_t outer = 1, inner = 1;
   for (std::size_t d = 0; d < ax; ++d) outer *= data.shape[d];
@@ -481,11 +486,16 @@ Known concat_known(const std::vector<const Known*>& parts, int axis, const Shape
   Known r;
   r.shape = out_shape;
   r.is_float = std::any_of(parts.begin(), parts.end(), [](const Known* k) { return k->is_float; });
+  if (std::find(out_shape.begin(), out_shape.end(), 0) != out_shape.end()) return r;  // as in gather_known
+  // Empty parts add nothing: skipped, so the work is the output's elements, not its rows times the inputs.
+  std::vector<const Known*> full;
+  for (const Known* k : parts)
+    if (k->size() > 0) full.push_back(k);
   const auto ax = static_cast<std::size_t>(axis);
   std::int64_t outer = 1;
   for (std::size_t d = 0; d < ax; ++d) outer *= out_shape[d];
   for (std::int64_t o = 0; o < outer; ++o)
-    for (const Known* k : parts) {
+    for (const Known* k : full) {
       std::int64_t block = 1;
       for (std::size_t d = ax; d < k->shape.size(); ++d) block *= k->shape[d];
       for (std::int64_t e = 0; e < block; ++e) {

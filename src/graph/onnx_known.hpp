@@ -22,6 +22,10 @@ namespace gpuvs::graph::onnx_detail {
 
 /// Largest tensor whose values the reader keeps (a causal mask of 4096 x 4096 fits); larger ones are shapes only.
 inline constexpr std::int64_t kMaxKnownElements = std::int64_t{1} << 24;
+/// Most values the reader makes for one graph, all its known tensors together (2 GiB as doubles; 16 layers'
+/// 4096 x 4096 masks): a chain of 1,000 Reshapes of a 2^24-element constant made 1,000 copies (125 GiB from a
+/// 30 KB file).
+inline constexpr std::int64_t kMaxKeptElements = std::int64_t{1} << 28;
 /// Largest dimension and element count a file may claim.
 inline constexpr std::int64_t kMaxDim = std::int64_t{1} << 40;
 inline constexpr std::int64_t kMaxElements = std::int64_t{1} << 48;
@@ -53,6 +57,8 @@ class KnownPtr {
     if (k) p_ = std::make_shared<const Known>(std::move(*k));
   }
   explicit operator bool() const { return p_ != nullptr; }
+  /// True when no other value shares the tensor (it was made for this one, not passed on by a view or a cache).
+  bool sole() const { return p_.use_count() == 1; }
   const Known& operator*() const { return *p_; }
   const Known* operator->() const { return p_.get(); }
 

@@ -52,6 +52,7 @@ Binding bind_dims(const onnx::GraphProto& gp, const std::set<std::string>& initi
              const std::string& where, std::vector<std::string>& names, std::string& batch_said) {
   Binding b;
   std::vector<std::string> missing, missing_names;
+  std::set<std::string> missing_seen;  // a million symbolic dims were a million linear searches
   std::int64_t fixed = -1;
   bool any_symbolic_batch = false;
   for (const auto& vi : gp.input()) {
@@ -62,6 +63,8 @@ Binding bind_dims(const onnx::GraphProto& gp, const std::set<std::string>& initi
     if (!onnx_detail::is_float_type(tt.elem_type()) && !onnx_detail::is_int_type(tt.elem_type()))
       throw InputError(fmt::format("{}: input '{}' has element type {}", where, in_name, onnx_detail::elem_name(tt.elem_type())));
     if (!tt.has_shape()) throw InputError(fmt::format("{}: input '{}' has no shape", where, in_name));
+    if (static_cast<std::size_t>(tt.shape().dim_size()) > onnx_detail::kMaxRank)
+      throw InputError(fmt::format("{}: input '{}' has rank {}, more than {}", where, in_name, tt.shape().dim_size(), onnx_detail::kMaxRank));
     for (int d = 0; d < tt.shape().dim_size(); ++d) {
       const auto& dim = tt.shape().dim(d);
       if (dim.has_dim_value() && dim.dim_value() > 0) {
@@ -80,7 +83,7 @@ Binding bind_dims(const onnx::GraphProto& gp, const std::set<std::string>& initi
       }
       if (b.dims.count(p)) continue;
       if (!options.count(p)) {
-        if (std::find(missing_names.begin(), missing_names.end(), p) == missing_names.end()) {
+        if (missing_seen.insert(p).second) {
           missing.push_back(fmt::format("'{}' (input '{}' dimension {})", strings::printable(p), in_name, d));
           missing_names.push_back(p);
         }
@@ -94,10 +97,15 @@ Binding bind_dims(const onnx::GraphProto& gp, const std::set<std::string>& initi
     if (!p.empty() && options.count(p))
       throw InputError(fmt::format("{}: dimension '{}' is the batch (axis 0 of an input): give it with --batch", where, strings::printable(p)));
   if (!missing.empty()) {
+    // The first few by name (a file may name thousands).
+    constexpr std::size_t kNamed = 8;
+    const std::size_t more = missing.size() > kNamed ? missing.size() - kNamed : 0;
+    missing.resize(std::min(missing.size(), kNamed));
     std::vector<std::string> give;
-    for (const auto& name : missing_names) give.push_back(strings::printable(name) + "=N");
-    throw InputError(fmt::format("{}: symbolic dimension{} {} need{} a size: --options '{}'", where, missing.size() > 1 ? "s" : "",
-                                 strings::join(missing, ", "), missing.size() > 1 ? "" : "s", strings::join(give, ";")));
+    for (std::size_t k = 0; k < missing.size(); ++k) give.push_back(strings::printable(missing_names[k]) + "=N");
+    throw InputError(fmt::format("{}: symbolic dimension{} {}{} need{} a size: --options '{}'{}", where, missing.size() + more > 1 ? "s" : "",
+                                 strings::join(missing, ", "), more ? fmt::format(" and {} more", more) : "", missing.size() + more > 1 ? "" : "s",
+                                 strings::join(give, ";"), more ? ";..." : ""));
   }
   if (!any_symbolic_batch && fixed > 0) {
     b.fixed_batch = fixed;

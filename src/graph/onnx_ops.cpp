@@ -386,7 +386,10 @@ struct Ops {
 
   void cast(const Node& n) {
     const Value& x = c.in(n, 0);
-    const int to = static_cast<int>(c.attr_int(n, "to", 0));
+    const std::int64_t to64 = c.attr_int(n, "to", 0);
+    // Checked before narrowing, as the folding path does: 2^32 + 1 is no FLOAT.
+    if (to64 < 0 || to64 > 64) c.refuse(n, fmt::format("a cast to type {} is not built", to64));
+    const int to = static_cast<int>(to64);
     if (!is_float_type(to) && !is_int_type(to)) c.refuse(n, fmt::format("a cast to {} is not built", elem_name(to)));
     if (is_float_type(to) == is_float_type(x.elem)) {
       // Float to float (or int to int): the precision policy sets the dtypes gpuvs prices.
@@ -472,6 +475,11 @@ struct Ops {
     std::int64_t along = 0;  // the output's size on the axis, held to a dimension's bound as it adds up
     for (int k = 0; k < n.input_size(); ++k) {
       const Shape& s = c.in(n, k).shape;
+      // Every input, an empty one too, has the first's rank and its sizes off the axis (ONNX Runtime refuses
+      // [2, 3] beside [0, 5] on axis 1; it was dropped).
+      bool same = s.size() == x.shape.size();
+      for (std::size_t d = 0; same && d < s.size(); ++d) same = d == static_cast<std::size_t>(axis) || s[d] == x.shape[d];
+      if (!same) c.refuse(n, fmt::format("input {} {} does not match input 0 {} off axis {}", k, shape_str(s), shape_str(x.shape), axis));
       if (s.size() > static_cast<std::size_t>(axis) && (along += s[static_cast<std::size_t>(axis)]) > onnx_detail::kMaxDim)
         c.refuse(n, "the inputs add up past 2^40 along the axis");
       if (numel(s) > 0) ins.push_back(c.tensor(n, k));
@@ -542,11 +550,14 @@ struct Ops {
       // Fixed picks from a computed tensor (the first token of each sequence): a slice, a view.
       const std::vector<std::int64_t> ids = idx.known->ints(c.where_);
       const std::int64_t extent = data.shape[static_cast<std::size_t>(axis)];
+      // Each index in [-extent, extent) first: 2^63 - 1 wrapped the run's end past the range check.
+      for (const std::int64_t id : ids)
+        if (id < -extent || id >= extent) c.refuse(n, fmt::format("index {} is out of range for a dimension of {}", id, extent));
       bool run = !ids.empty();
       for (std::size_t k = 0; run && k < ids.size(); ++k) run = (ids[k] < 0 ? ids[k] + extent : ids[k]) == (ids[0] < 0 ? ids[0] + extent : ids[0]) + static_cast<std::int64_t>(k);
       if (run && idx.shape.size() <= 1) {
         const std::int64_t start = ids[0] < 0 ? ids[0] + extent : ids[0];
-        if (start < 0 || start + static_cast<std::int64_t>(ids.size()) > extent) c.refuse(n, "an index is out of range");
+        if (static_cast<std::int64_t>(ids.size()) > extent - start) c.refuse(n, "the indices run past the dimension");
         const NodeId p = part(n, c.tensor(n, 0), axis, start, static_cast<std::int64_t>(ids.size()));
         Shape s(data.shape.begin(), data.shape.begin() + axis);
         s.insert(s.end(), idx.shape.begin(), idx.shape.end());

@@ -39,9 +39,20 @@ const json& obj(const json& j, const char* key) {
   static const json empty = json::object();
   return j.is_object() && j.contains(key) && j[key].is_object() ? j[key] : empty;
 }
+/// The most entries of one list a report renders, and the most bytes a report may be: gpuvs's own records
+/// list tens (a catalog's GPUs, a run's epochs, a sweep's sizes), and one entry can become a kilobyte of report
+/// in each of three charts and a table, so a small record of a million empty entries made gigabytes.
+constexpr std::size_t kMostListed = 10000;
+constexpr std::size_t kMostReportBytes = std::size_t{64} << 20;
+struct ListTooLong {
+  std::string key;
+  std::size_t size;
+};
 const json& arr(const json& j, const char* key) {
   static const json empty = json::array();
-  return j.is_object() && j.contains(key) && j[key].is_array() ? j[key] : empty;
+  if (!(j.is_object() && j.contains(key) && j[key].is_array())) return empty;
+  if (j[key].size() > kMostListed) throw ListTooLong{key, j[key].size()};
+  return j[key];
 }
 
 std::string fmt_num(double v, const char* spec) { return fmt::format(fmt::runtime(spec), v); }
@@ -174,8 +185,8 @@ const json* measured_here(const json& p) {
 }
 
 std::string section_predictions(const json& p) {
-  if (!has(p, "predictions") || p["predictions"].empty()) return "";
-  const json& preds = p["predictions"];
+  const json& preds = arr(p, "predictions");
+  if (preds.empty()) return "";
   const json* here = measured_here(p);
   const std::string unit = shortened(str(preds[0], "unit", "samples/s"));
   const std::string what = unit.substr(0, unit.find('/'));
@@ -197,6 +208,7 @@ std::string section_predictions(const json& p) {
     return fmt::format("{}–{}", units::format_si(dbl(e, "band_low")), units::format_si(dbl(e, "band_high")));
   };
   for (const auto& e : preds) {
+    if (!e.is_object()) continue;  // no bar for what is no prediction
     const std::string id = str(e, "gpu");
     const bool local = flag(e, "local");
     speed.push_back({id, dbl(e, "throughput"), std::nullopt,
@@ -230,10 +242,10 @@ std::string section_predictions(const json& p) {
   // A few cards that show each kind of link: NVLink generations, PCIe with P2P, GeForce staged via host.
   static const std::vector<std::string> pick = {"rtx-4090", "rtx-3090", "l40s", "rtx-6000-ada", "a100-80gb-sxm", "h100-sxm", "h200-sxm", "mi300x"};
   for (const auto& e : preds) {
-    if (!e.contains("scaling") || e["scaling"].empty()) continue;
+    if (arr(e, "scaling").empty()) continue;
     if (std::find(pick.begin(), pick.end(), str(e, "gpu")) == pick.end() && preds.size() > pick.size()) continue;
     Series se{shortened(str(e, "gpu") + " (" + str(e, "link", "?") + ")"), {}, true, str(e, "link") != "nvlink", k++, {}};
-    for (const auto& pt : e["scaling"]) se.points.emplace_back(dbl(pt, "gpus"), dbl(pt, "efficiency") * 100);
+    for (const auto& pt : arr(e, "scaling")) se.points.emplace_back(dbl(pt, "gpus"), dbl(pt, "efficiency") * 100);
     scaling.push_back(se);
     if (k >= 8) break;
   }
@@ -252,11 +264,13 @@ std::string section_predictions(const json& p) {
                      "<td class=ok>yes</td><td class=n>{}</td></tr>",
                      escape(str(*here, "label", "this machine (measured)")), units::format_si(dbl(*here, "throughput")),
                      units::format_seconds(dbl(*here, "step_time_s")), dbl(*here, "peak_gib"), dbl(*here, "capacity_gib"), cost_cell(*here));
-  for (const auto& e : preds)
+  for (const auto& e : preds) {
+    if (!e.is_object()) continue;
     s += fmt::format("<tr><td>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{:.1f} / {:.1f}</td><td class={}>{}</td><td class=n>{}</td></tr>",
                      escape(str(e, "gpu")), units::format_si(dbl(e, "throughput")), band(e), units::format_seconds(dbl(e, "step_time_s")),
                      dbl(e, "peak_gib"), dbl(e, "capacity_gib"), flag(e, "fits") ? "ok" : "bad", flag(e, "fits") ? "yes" : "no",
                      cost_cell(e));
+  }
   return s + "</table>";
 }
 
@@ -439,7 +453,13 @@ std::string section_advice(const json& p) {
 template <typename F>
 std::string guarded(const json& run, F&& render) {
   try {
-    return render();
+    std::string out = render();
+    if (out.size() > kMostReportBytes)
+      throw InputError(fmt::format("run {}: its report would be {} MiB (more than {})", whole(dbl(run, "id")), out.size() >> 20, kMostReportBytes >> 20));
+    return out;
+  } catch (const ListTooLong& e) {
+    throw InputError(fmt::format("run {}: its stored record lists {} entries in '{}' (a report renders up to {})", whole(dbl(run, "id")), e.size,
+                                 strings::printable(e.key), kMostListed));
   } catch (const json::exception& e) {
     throw InputError(fmt::format("run {}: its stored record cannot be rendered ({})", whole(dbl(run, "id")),
                                  strings::printable(e.what(), 200)));
@@ -452,9 +472,9 @@ std::string render_html_unguarded(const json& run) {
   h += fmt::format("<title>gpuvs report — run {}</title><style>{}</style></head><body><main>", whole(dbl(run, "id")), kStyle);
   h += fmt::format("<h1>gpuvs: which accelerator for {}?</h1><p class=\"meta\">run {} · {} · {}</p>", escape(str(p, "workload", "the workload")),
                    whole(dbl(run, "id")), escape(str(run, "created_utc")), escape(str(p, "gpuvs")));
-  if (p.contains("summary") && p["summary"].is_array()) {
+  if (!arr(p, "summary").empty()) {
     h += "<ul class=\"summary\">";
-    for (const auto& line : p["summary"]) h += "<li>" + escape(line.is_string() ? line.get<std::string>() : line.dump()) + "</li>";
+    for (const auto& line : arr(p, "summary")) h += "<li>" + escape(line.is_string() ? line.get<std::string>() : line.dump()) + "</li>";
     h += "</ul>";
   }
   h += section_machine(p) + section_bench(p) + section_training(p) + section_calibration(p) + section_predictions(p) + section_serving(p) + section_cluster(p) + section_advice(p);
@@ -464,12 +484,17 @@ std::string render_html_unguarded(const json& run) {
 }
 
 /// Text from the record in a Markdown line or table cell: one line, no cell break, no raw HTML (a key of
-/// "a|b\n# x <img ...>" split the table, made a heading and passed HTML through).
+/// "a|b\n# x <img ...>" split the table, made a heading and passed HTML through), no link, image, code span or
+/// emphasis (`![x](https://...)` was an image fetched whenever the report was viewed). Each line that holds record
+/// text starts with the report's own, so none can open a block (a heading, a fence, an indented code block).
 std::string md(std::string_view text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '|': out += "\\|"; break;
+      case '|': case '\\': case '`': case '*': case '_': case '[': case ']': case '~':
+        out += '\\';
+        out += c;
+        break;
       case '<': out += "&lt;"; break;
       case '>': out += "&gt;"; break;
       case '&': out += "&amp;"; break;
@@ -482,7 +507,7 @@ std::string md(std::string_view text) {
 
 std::string render_markdown_unguarded(const json& run) {
   const json& p = obj(run, "payload");
-  std::string m = fmt::format("# gpuvs report — run {}\n\n{} · {}\n\n", whole(dbl(run, "id")), md(str(run, "created_utc")), md(str(p, "gpuvs")));
+  std::string m = fmt::format("# gpuvs report — run {}\n\nRecorded {} · {}\n\n", whole(dbl(run, "id")), md(str(run, "created_utc")), md(str(p, "gpuvs")));
   for (const auto& line : arr(p, "summary")) m += "- " + md(line.is_string() ? line.get<std::string>() : line.dump()) + "\n";
   if (has(p, "bench")) {
     m += "\n## Benchmarks\n\n| benchmark | median | unit | % of spec | status |\n|---|---|---|---|---|\n";
@@ -497,10 +522,11 @@ std::string render_markdown_unguarded(const json& run) {
       m += fmt::format("| {} | {} | {} | {:.1f} / {:.1f} | yes | {} |\n", md(str(*here, "label", "this machine (measured)")),
                        units::format_si(dbl(*here, "throughput")), md(str(*here, "unit")), dbl(*here, "peak_gib"), dbl(*here, "capacity_gib"),
                        has(*here, "usd_per_million") ? units::format_usd(dbl(*here, "usd_per_million")) : "N/A");
-    for (const auto& e : p["predictions"])
-      m += fmt::format("| {} | {} | {} | {:.1f} / {:.1f} | {} | {} |\n", md(str(e, "gpu")), units::format_si(dbl(e, "throughput")), md(str(e, "unit")),
-                       dbl(e, "peak_gib"), dbl(e, "capacity_gib"), flag(e, "fits") ? "yes" : "no",
-                       has(e, "usd_per_million") ? units::format_usd(dbl(e, "usd_per_million")) : "N/A");
+    for (const auto& e : arr(p, "predictions"))
+      if (e.is_object())
+        m += fmt::format("| {} | {} | {} | {:.1f} / {:.1f} | {} | {} |\n", md(str(e, "gpu")), units::format_si(dbl(e, "throughput")), md(str(e, "unit")),
+                         dbl(e, "peak_gib"), dbl(e, "capacity_gib"), flag(e, "fits") ? "yes" : "no",
+                         has(e, "usd_per_million") ? units::format_usd(dbl(e, "usd_per_million")) : "N/A");
   }
   if (has(p, "advice")) {
     m += "\n## Advice\n\n| rank | GPU | n | strategy | cost USD | reason |\n|---|---|---|---|---|---|\n";

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "core/error.hpp"
+#include "core/strings.hpp"
 #include "core/json_depth.hpp"
 
 namespace gpuvs::store {
@@ -68,9 +69,17 @@ class Statement {
     if (rc == SQLITE_DONE) return false;
     fail(db_, path_, "query failed");
   }
+  /// Column c's text; InputError naming the file and column when it is not UTF-8 (another program wrote the
+  /// store: the history's JSON output would throw writing it).
   std::string text(int c) const {
-    const auto* t = sqlite3_column_text(s_, c);
-    return t ? reinterpret_cast<const char*>(t) : "";
+    const auto* t = reinterpret_cast<const char*>(sqlite3_column_text(s_, c));
+    std::string out = t ? std::string(t, static_cast<std::size_t>(sqlite3_column_bytes(s_, c))) : "";
+    if (!strings::is_utf8(out)) {
+      const char* name = sqlite3_column_name(s_, c);
+      throw InputError(fmt::format("{}: a stored {} is not UTF-8 text (was the store written by another program?)", path_.string(),
+                                   name ? strings::printable(name) : "text"));
+    }
+    return out;
   }
   std::int64_t integer(int c) const { return sqlite3_column_int64(s_, c); }
   double real(int c) const { return sqlite3_column_double(s_, c); }
