@@ -827,6 +827,38 @@ TEST(Onnx, ASecondReviewsFindingsAreRefusedOrBuiltAsOnnxDoes) {
     EXPECT_NE(err(c).find("node 'cat' (Concat): input 1 [0,5] does not match input 0 [2,8] off axis 1"), std::string::npos) << err(c);
   }
   {
+    // Folded arithmetic in the output's element type, as ONNX Runtime computes it: Floor(0.7f x 10f) is 7 in
+    // float32 (6 in doubles), a Slice end that kept 6 of 8 columns; uint8 200 + 100 wraps to 44.
+    auto constant = [](Builder& b, const std::string& name, int elem, double v) {
+      auto& c = b.node("Constant", {}, {name});
+      auto* a = c.add_attribute();
+      a->set_name("value");
+      a->set_type(onnx::AttributeProto::TENSOR);
+      auto* t = a->mutable_t();
+      t->set_data_type(elem);
+      t->add_dims(1);
+      if (elem == onnx::TensorProto::FLOAT) t->add_float_data(static_cast<float>(v));
+      else t->add_int32_data(static_cast<std::int32_t>(v));
+    };
+    Builder b;
+    b.input("x", {"N", "8"}).ints("starts", {0}).ints("axes", {1}).output("y");
+    constant(b, "seven_tenths", onnx::TensorProto::FLOAT, 0.7);
+    constant(b, "ten", onnx::TensorProto::FLOAT, 10);
+    b.node("Mul", {"seven_tenths", "ten"}, {"p"});
+    b.node("Floor", {"p"}, {"f"});
+    Builder::attr(b.node("Cast", {"f"}, {"end"}), "to", onnx::TensorProto::INT64);
+    b.node("Slice", {"x", "starts", "end", "axes"}, {"y"}, "cut");
+    EXPECT_EQ(logits(b), (Shape{2, 7}));
+    Builder c;
+    c.input("x", {"N", "400"}).ints("starts", {0}).ints("axes", {1}).output("y");
+    constant(c, "a", onnx::TensorProto::UINT8, 200);
+    constant(c, "b", onnx::TensorProto::UINT8, 100);
+    c.node("Add", {"a", "b"}, {"s"});
+    Builder::attr(c.node("Cast", {"s"}, {"end"}), "to", onnx::TensorProto::INT64);
+    c.node("Slice", {"x", "starts", "end", "axes"}, {"y"}, "cut");
+    EXPECT_EQ(logits(c), (Shape{2, 44}));
+  }
+  {
     // GELU's constants as [1, 1, 1, 1]: ONNX broadcasts x [N, 8] up to rank 4; the fusion kept rank 2.
     Builder b;
     b.input("x", {"N", "8"}).output("y");

@@ -834,6 +834,10 @@ bool Converter::fold_values(const onnx::NodeProto& n) {
     out.known = eval_elementwise(op, ins, here, op == "Mod" && attr_int(n, "fmod", 0) != 0);
     if (comparison || op == "Not") out.elem = TP::BOOL;
     if (op == "Where") out.elem = in(n, 1).elem;
+    // Each result as the output's element type holds it, as ONNX Runtime computes in that type: float32 rounds
+    // 0.7f x 10 to exactly 7 (in doubles, 6.99999988, whose Floor is 6), uint8 wraps 200 + 100 to 44. One
+    // rounding of the double result is float32's own for + - x / and sqrt (53 >= 2 x 24 + 2 bits).
+    if (out.known && !comparison && op != "Not") out.known = cast_known(*out.known, out.elem);
     out.weight.clear();
   } else {
     return false;

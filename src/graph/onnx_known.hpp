@@ -110,8 +110,8 @@ Known concat_known(const std::vector<const Known*>& parts, int axis, const Shape
 std::optional<Known> expand_known(const Known& k, const Shape& shape, const std::string& where);
 /// k converted to an element type (Cast): floats truncate toward zero into integers, integers narrower than 64 bits
 /// wrap (as NumPy casts); bool is x != 0; into FLOAT, FLOAT16 or BFLOAT16 values round to nearest even in that
-/// format (65,520 and up is infinity in FLOAT16). Other folded float arithmetic runs in double: the shape
-/// arithmetic and masks exporters write are small whole numbers and infinities, exact in every format.
+/// format (65,520 and up is infinity in FLOAT16). The reader also rounds each folded elementwise result this way
+/// into its output's element type.
 Known cast_known(const Known& k, int elem);
 
 }  // namespace gpuvs::graph::onnx_detail
