@@ -820,6 +820,14 @@ TEST(Onnx, ASecondReviewsFindingsAreRefusedOrBuiltAsOnnxDoes) {
     b.input("x", {"N", "8"}, onnx::TensorProto::INT64).output("y");
     Builder::attr(b.node("Cast", {"x"}, {"y"}, "cast"), "to", (std::int64_t{1} << 32) + 1);
     EXPECT_NE(err(b).find("node 'cast' (Cast): a cast to type 4294967297 is not built"), std::string::npos) << err(b);
+    // A Split's sizes were all quoted (a node of a million outputs, a message of megabytes): eight, then a count.
+    Builder sp;
+    sp.input("x", {"N", "8"}).ints("split", std::vector<std::int64_t>(10, 1)).output("y");
+    std::vector<std::string> outs;
+    for (int k = 0; k < 10; ++k) outs.push_back(fmt::format("s{}", k));
+    Builder::attr(sp.node("Split", {"x", "split"}, outs, "parts"), "axis", 1);
+    sp.node("Relu", {"s0"}, {"y"});
+    EXPECT_NE(err(sp).find("node 'parts' (Split): Split sizes 1,1,1,1,1,1,1,1,... (10 in all) do not fit dimension 8"), std::string::npos) << err(sp);
     // An empty Concat input was dropped without its other sizes checked: [2, 8] beside [0, 5] on axis 1.
     Builder c;
     c.input("x", {"N", "8"}).weight("e", {0, 5}).output("y");

@@ -145,6 +145,15 @@ SliceSpec slice_spec(const Shape& in, std::vector<std::int64_t> starts, std::vec
   return s;
 }
 
+namespace {
+/// Sizes for a message: the first eight, then how many in all (a node of a million outputs quoted them all).
+std::string sizes_text(const std::vector<std::int64_t>& sizes) {
+  constexpr std::size_t kShown = 8;
+  if (sizes.size() <= kShown) return fmt::format("{}", fmt::join(sizes, ","));
+  return fmt::format("{},... ({} in all)", fmt::join(sizes.begin(), sizes.begin() + kShown, ","), sizes.size());
+}
+}  // namespace
+
 std::vector<std::int64_t> split_sizes(std::int64_t dim, std::vector<std::int64_t> sizes, std::int64_t parts, int outputs, const std::string& where) {
   if (sizes.empty()) {
     // ONNX's num_outputs names as many parts as the node has outputs (checked before the loop it bounds).
@@ -158,10 +167,10 @@ std::vector<std::int64_t> split_sizes(std::int64_t dim, std::vector<std::int64_t
   std::int64_t total = 0;
   for (std::int64_t s : sizes) {
     if (s < 0 || s > dim - total)  // each in range, and the sum never past the axis (nor past 64 bits)
-      throw InputError(fmt::format("{}: Split sizes {} do not fit dimension {}", where, fmt::join(sizes, ","), dim));
+      throw InputError(fmt::format("{}: Split sizes {} do not fit dimension {}", where, sizes_text(sizes), dim));
     total += s;
   }
-  if (total != dim) throw InputError(fmt::format("{}: Split sizes {} do not cover dimension {}", where, fmt::join(sizes, ","), dim));
+  if (total != dim) throw InputError(fmt::format("{}: Split sizes {} do not cover dimension {}", where, sizes_text(sizes), dim));
   return sizes;
 }
 

@@ -100,7 +100,7 @@ struct Fusions {
     if (!axes && r.input_size() > 1 && !r.input(1).empty()) {
       const Value* v = value(r.input(1));
       if (!v || !v->known) return false;
-      axes = v->known->ints(c.where_);
+      axes = v->known->ints(fmt::format("{}: {}", c.where_, c.node_label(r)));
     }
     return axes && axes->size() == 1 && ((*axes)[0] == -1 || (*axes)[0] == static_cast<std::int64_t>(rank) - 1);
   }

@@ -548,7 +548,7 @@ struct Ops {
     if (!is_int_type(idx.elem)) c.refuse(n, "indices must be integers");
     if (idx.known && data.node != kNone) {
       // Fixed picks from a computed tensor (the first token of each sequence): a slice, a view.
-      const std::vector<std::int64_t> ids = idx.known->ints(c.where_);
+      const std::vector<std::int64_t> ids = idx.known->ints(c.at_node());
       const std::int64_t extent = data.shape[static_cast<std::size_t>(axis)];
       // Each index in [-extent, extent) first: 2^63 - 1 wrapped the run's end past the range check.
       for (const std::int64_t id : ids)
