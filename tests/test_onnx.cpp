@@ -867,6 +867,38 @@ TEST(Onnx, ASecondReviewsFindingsAreRefusedOrBuiltAsOnnxDoes) {
     EXPECT_EQ(logits(c), (Shape{2, 44}));
   }
   {
+    // Attention whose scores add a trained table hiding no position (a learned position bias): fused as
+    // unmasked FlashAttention, the table's 16 parameters went unpriced (found in a third review). Unfused now.
+    Builder b;
+    b.input("q", {"N", "4", "8"}).weight("B", {4, 4}, 0.01f).output("y");
+    Builder::attr(b.node("Transpose", {"q"}, {"kt"}), "perm", std::vector<std::int64_t>{0, 2, 1});
+    b.node("MatMul", {"q", "kt"}, {"s"});
+    b.node("Add", {"s", "B"}, {"sb"});
+    Builder::attr(b.node("Softmax", {"sb"}, {"p"}), "axis", -1);
+    b.node("MatMul", {"p", "q"}, {"y"});
+    const Graph g = build_network(onnx_network(b.save(dir, "bias.onnx"), {}), opts(2, true));
+    EXPECT_EQ(param_count(g), 16);
+    EXPECT_EQ(count(g, OpKind::attention), 0);
+    // Before opset 18 a Split without sizes is into equal parts: 8 into 3 is no ONNX model.
+    Builder sp(13);
+    sp.input("x", {"N", "8"}).output("y");
+    Builder::attr(sp.node("Split", {"x"}, {"a", "b2", "c"}, "thirds"), "axis", 1);
+    sp.node("Relu", {"a"}, {"y"});
+    EXPECT_NE(err(sp).find("node 'thirds' (Split): Split of dimension 8 into 3 equal parts (uneven parts need opset 18)"), std::string::npos) << err(sp);
+    // ceil_mode with auto_pad: ONNX defines neither's output size with the other.
+    Builder cp;
+    cp.input("x", {"N", "1", "5", "5"}).output("y");
+    auto& pool = cp.node("MaxPool", {"x"}, {"p"}, "pool");
+    Builder::attr(pool, "kernel_shape", std::vector<std::int64_t>{2, 2});
+    Builder::attr(pool, "ceil_mode", 1);
+    auto* ap = pool.add_attribute();
+    ap->set_name("auto_pad");
+    ap->set_type(onnx::AttributeProto::STRING);
+    ap->set_s("VALID");
+    cp.node("Flatten", {"p"}, {"y"});
+    EXPECT_NE(err(cp).find("node 'pool' (MaxPool): ceil_mode with auto_pad VALID"), std::string::npos) << err(cp);
+  }
+  {
     // GELU's constants as [1, 1, 1, 1]: ONNX broadcasts x [N, 8] up to rank 4; the fusion kept rank 2.
     Builder b;
     b.input("x", {"N", "8"}).output("y");

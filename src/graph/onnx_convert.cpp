@@ -154,11 +154,14 @@ std::string sizes_text(const std::vector<std::int64_t>& sizes) {
 }
 }  // namespace
 
-std::vector<std::int64_t> split_sizes(std::int64_t dim, std::vector<std::int64_t> sizes, std::int64_t parts, int outputs, const std::string& where) {
+std::vector<std::int64_t> split_sizes(std::int64_t dim, std::vector<std::int64_t> sizes, std::int64_t parts, int outputs, const std::string& where,
+                                      bool uneven) {
   if (sizes.empty()) {
     // ONNX's num_outputs names as many parts as the node has outputs (checked before the loop it bounds).
     if (parts != outputs) throw InputError(fmt::format("{}: Split num_outputs {} for {} outputs", where, parts, outputs));
     if (parts < 1) throw InputError(fmt::format("{}: Split into no parts", where));
+    if (!uneven && dim % parts != 0)
+      throw InputError(fmt::format("{}: Split of dimension {} into {} equal parts (uneven parts need opset 18)", where, dim, parts));
     const std::int64_t each = (dim + parts - 1) / parts;  // the last part is the smaller
     for (std::int64_t p = 0, left = dim; p < parts; ++p, left -= std::min(each, left)) sizes.push_back(std::min(each, left));
   }
@@ -712,7 +715,7 @@ bool Converter::fold_values(const onnx::NodeProto& n) {
     const int axis = norm_axis(n, attr_int(n, "axis", 0), x.shape.size());
     std::vector<std::int64_t> sizes = attr_ints(n, "split").value_or(std::vector<std::int64_t>{});
     if (sizes.empty() && has(n, 1)) sizes = K(1).ints(here);
-    sizes = split_sizes(x.shape[static_cast<std::size_t>(axis)], sizes, attr_int(n, "num_outputs", n.output_size()), n.output_size(), here);
+    sizes = split_sizes(x.shape[static_cast<std::size_t>(axis)], sizes, attr_int(n, "num_outputs", n.output_size()), n.output_size(), here, opset_ >= 18);
     std::int64_t start = 0;
     for (int k = 0; k < n.output_size(); ++k) {
       Value part = out;

@@ -155,7 +155,9 @@ Shape unsqueeze_shape(const Shape& in, const std::vector<std::int64_t>& axes, co
 Shape permute_shape(const Shape& in, std::vector<std::int64_t>& perm, const std::string& where);
 /// The sizes of a Split's `outputs` parts of an axis of `dim`: `sizes` as the file gives them, or when it gives
 /// none, `parts` (num_outputs) near-equal ones, the last the smaller.
-std::vector<std::int64_t> split_sizes(std::int64_t dim, std::vector<std::int64_t> sizes, std::int64_t parts, int outputs, const std::string& where);
+/// `uneven`: opset 18's num_outputs rule (the last part the smaller); before it, no sizes means equal parts.
+std::vector<std::int64_t> split_sizes(std::int64_t dim, std::vector<std::int64_t> sizes, std::int64_t parts, int outputs, const std::string& where,
+                                      bool uneven = true);
 struct SliceSpec {
   std::vector<std::int64_t> starts, steps, axes;
   Shape out;

@@ -208,6 +208,14 @@ struct Fusions {
         masked = true;
         const std::string mask = other(*u, cur);
         const bool known = value(mask) && c.values_of(mask);  // values_of keeps what it decodes in the value
+        // A weight that hides no position is a trained additive bias (a learned position table), not a mask:
+        // fused, its parameters went unpriced. Built unfused, as ONNX computes it.
+        if (const Value* mv = value(mask); known && mv && !mv->weight.empty()) {
+          const Known& k = *c.vals_.at(mask).known;
+          bool hides = false;
+          for (std::int64_t e = 0; e < k.size() && !hides; ++e) hides = k.at(e) <= -1e4;
+          if (!hides) return false;
+        }
         pattern = known ? mask_pattern(c.vals_.at(mask).known, t, s, false, true) : -1;
       } else if (op == "Where" && !masked && u->input_size() == 3 && (u->input(1) == cur || u->input(2) == cur) && into(u->input(0), scores) &&
                  into(u->input(u->input(2) == cur ? 1 : 2), scores)) {

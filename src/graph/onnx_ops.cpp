@@ -150,6 +150,7 @@ struct Ops {
     if (auto_pad != "NOTSET" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER" && auto_pad != "VALID")
       c.refuse(n, fmt::format("auto_pad {} is not an ONNX value", strings::printable(auto_pad)));
     const bool ceil_mode = c.attr_int(n, "ceil_mode", 0) != 0;
+    if (ceil_mode && auto_pad != "NOTSET") c.refuse(n, fmt::format("ceil_mode with auto_pad {} (ONNX defines neither's outputs with the other)", auto_pad));
     const std::vector<std::int64_t> in = one_d ? std::vector<std::int64_t>{x4[3]} : std::vector<std::int64_t>{x4[2], x4[3]};
     const std::vector<std::int64_t> kern = one_d ? std::vector<std::int64_t>{kw} : std::vector<std::int64_t>{kh, kw};
     std::vector<AxisFit> fit(dims);
@@ -376,6 +377,14 @@ struct Ops {
       ratio = *r;
     }
     if (!(ratio >= 0 && ratio < 1)) c.refuse(n, fmt::format("ratio {} outside [0, 1)", ratio));
+    // training_mode (opset 12): the file's mode; gpuvs prices the mode asked for, and says so when they differ.
+    if (c.has(n, 2)) {
+      const auto mode = c.scalar(n, 2);
+      if (!mode) c.refuse(n, "training_mode must be a constant");
+      if ((*mode != 0) != c.opt_.training)
+        c.summary_.notes.insert(fmt::format("Dropout's training_mode is {} in the file: priced {}", *mode != 0 ? "true" : "false",
+                                            c.opt_.training ? "as training runs it (dropout on)" : "as inference runs it (dropout off)"));
+    }
     const Value& x = c.in(n, 0);
     if (!c.opt_.training || ratio == 0) {
       c.vals_[n.output(0)] = x;
@@ -509,7 +518,7 @@ struct Ops {
     std::vector<std::int64_t> sizes = c.attr_ints(n, "split").value_or(std::vector<std::int64_t>{});
     if (sizes.empty() && c.has(n, 1)) sizes = c.known_ints(n, 1, "split");
     sizes = split_sizes(x.shape[static_cast<std::size_t>(axis)], sizes, c.attr_int(n, "num_outputs", n.output_size()), n.output_size(),
-                        fmt::format("{}: {}", c.where_, c.node_label(n)));
+                        fmt::format("{}: {}", c.where_, c.node_label(n)), c.opset_ >= 18);
     const NodeId t = c.tensor(n, 0);
     std::int64_t start = 0;
     for (int k = 0; k < n.output_size(); ++k) {
