@@ -835,6 +835,9 @@ TEST(HfConfig, BadConfigsNameTheFileAndTheKey) {
            {R"({"architectures": ["MixtralForCausalLM"], "hidden_size": 1048576, "num_hidden_layers": 4096, "num_attention_heads": 1,
                "intermediate_size": 1048576, "vocab_size": 1, "num_local_experts": 4096, "num_experts_per_tok": 1})",
             "c.json: a decoder of 4096 layers, width 1048576, FFN 1048576, 4096 experts: more than 2^62 parameters"},
+           // Each size in range, the graph not: 16 M expert MLPs to build (a timeout; fuzz_model_json, 2026-12-02).
+           {R"({"architectures":["MixtralForCausalLM"],"hidden_size":1,"num_hidden_layers":4096,"num_attention_heads":1,"intermediate_size":1,"vocab_size":1,"num_local_experts":4096,"num_experts_per_tok":1})",
+            "c.json: $.num_local_experts: 4096 layers of 4096 experts are 16777216 expert MLPs, more than 16384 (each is built)"},
            {sub(sub(with("\"hidden_size\": 64", "\"hidden_size\": 1048576"), "\"intermediate_size\": 128", "\"intermediate_size\": 1048576"),
                 "\"num_hidden_layers\": 2", "\"num_hidden_layers\": 64"),
             "parameters, more than 2^48"}}) {

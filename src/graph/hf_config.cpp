@@ -220,6 +220,11 @@ NetworkInfo hf_network_json(const json& j, const std::string& where) {
     }
     if (params > (std::int64_t{1} << 48))
       throw InputError(fmt::format("{}: the config's sizes make {} parameters, more than 2^48", where, params));
+    // Each expert of each layer is an MLP of its own in the graph: 4,096 layers of 4,096 tiny experts were 16 M
+    // MLPs, a graph no build finishes (fuzz_model_json, a timeout). Real MoE models have hundreds to thousands.
+    if (constexpr std::int64_t kMaxExpertMlps = 1 << 14; std::int64_t{c.layers} * c.experts > kMaxExpertMlps)
+      throw InputError(fmt::format("{}: $.num_local_experts: {} layers of {} experts are {} expert MLPs, more than {} (each is built)", where,
+                                   c.layers, c.experts, std::int64_t{c.layers} * c.experts, kMaxExpertMlps));
     n.family = "decoder";
     n.sample_unit = "sequences";
     n.default_seq_len = c.seq_len;
