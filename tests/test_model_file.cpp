@@ -430,6 +430,29 @@ TEST(KerasGraph, HostileLayerSettingsAreRefusedOrBuiltAsKerasDoes) {
             "layer 'c' (Conv2D): data_format \"channels_first\" is not built"}})
     EXPECT_NE(error(text).find(expect), std::string::npos) << error(text);
   {
+    // Found in review (2026-12-02), both aborts under the sanitizers: a Reshape to [] left BatchNormalization
+    // reading the channel axis past the shape's end; a key shorter than the value made the key's heads a reshape
+    // whose element count overflowed 64 bits. And a class_name that is no string escaped as json's type_error.
+    EXPECT_NE(error(sequential("[null, 1]", R"({"class_name": "Reshape", "config": {"name": "r", "target_shape": []}},
+                {"class_name": "BatchNormalization", "config": {"name": "bn"}})")).find("layer 'bn' (BatchNormalization): needs an input with features, not a batch of scalars"),
+              std::string::npos);
+    EXPECT_NE(error(sequential("[null, 1]", R"({"class_name": "Reshape", "config": {"name": "r", "target_shape": []}},
+                {"class_name": "Dense", "config": {"name": "d", "units": 3}})")).find("layer 'd' (Dense): needs an input [batch, ..., features] with features, got [2]"),
+              std::string::npos);  // Keras too: a Dense needs an input of two axes or more (it had taken the batch for features)
+    const std::string mha = R"({"class_name": "Functional", "config": {"name": "f", "layers": [
+        {"class_name": "InputLayer", "name": "q", "config": {"batch_shape": [null, 1, 1]}},
+        {"class_name": "InputLayer", "name": "v", "config": {"batch_shape": [null, 1048576, 1024]}},
+        {"class_name": "Reshape", "name": "r", "config": {"target_shape": [1073741824, 1]}, "inbound_nodes": [[["v", 0, 0, {}]]]},
+        {"class_name": "MultiHeadAttention", "name": "m", "config": {"num_heads": 1048576, "key_dim": 1048576},
+         "inbound_nodes": [[["q", 0, 0, {}], ["r", 0, 0, {}], ["q", 0, 0, {}]]]}]}})";
+    EXPECT_NE(error(mha).find("layer 'm' (MultiHeadAttention): the key must be a sequence of the value's 1073741824 steps, not of shape [2,1,1]"),
+              std::string::npos) << error(mha);
+    const std::string unnamed = R"({"class_name": 0, "config": {"name": "f", "layers": [
+        {"class_name": "InputLayer", "name": "i", "config": {"batch_shape": [null, 4]}},
+        {"class_name": "LayerNormalization", "name": "n", "config": {}, "inbound_nodes": [[["i", 0, 0, {}]]]}]}})";
+    EXPECT_EQ(keras_network(unnamed, "k.json").description, "Keras model from k.json (2 layers)");
+  }
+  {
     // A packed attention gradient past 2^56 elements: the IR's std::invalid_argument escaped the training step.
     const std::string mha = R"({"class_name": "Functional", "config": {"name": "f", "layers": [
         {"class_name": "InputLayer", "name": "in", "config": {"name": "in", "batch_shape": [null, 32768, 1]}, "inbound_nodes": []},

@@ -263,6 +263,50 @@ TEST(Report, HugeListsAndMarkdownMarkupInRecordsAreBoundedAndInert) {
   EXPECT_EQ(marked.find("\n```"), std::string::npos) << marked;
 }
 
+TEST(Report, EveryListIsBoundedAndControlBytesAreShownAsText) {
+  // Found in review (2026-12-02): the cluster's pairs, the serving curves and their points, a node's ranks and the
+  // CPU's features were read whole, past the 10,000 that bound every other list (a million empty pairs built
+  // 330 MB of page first); one CPU feature that was not a string lost the whole report; ESC and BEL bytes in a
+  // record reached the terminal through the Markdown, and XML forbids them in the inline SVG.
+  auto render = [](const nlohmann::json& payload) {
+    const nlohmann::json run = {{"id", 3}, {"created_utc", "2026-12-02T00:00:00Z"}, {"payload", payload}};
+    return std::pair{report::render_html(run), report::render_markdown(run)};
+  };
+  const nlohmann::json many = nlohmann::json::array(), one = nlohmann::json::object();
+  nlohmann::json pairs = nlohmann::json::array(), ranks = nlohmann::json::array(), points = nlohmann::json::array();
+  for (int i = 0; i < 10001; ++i) pairs.push_back(one), ranks.push_back(i), points.push_back(one);
+  const std::vector<std::pair<std::string, nlohmann::json>> lists = {
+      {"pairs", {{"cluster", {{"pairs", pairs}}}}},
+      {"ranks", {{"cluster", {{"per_node", {{{"ranks", ranks}}}}}}}},
+      {"curves", {{"serving", {{"curves", pairs}}}}},
+      {"points", {{"serving", {{"curves", {{{"gpu", "h100-sxm"}, {"points", points}}}}}}}},
+      {"features", {{"devices", {{"cpu", {{"features", ranks}}}}}}},
+  };
+  for (const auto& [key, payload] : lists) {
+    try {
+      render(payload);
+      ADD_FAILURE() << key << ": 10,001 entries rendered";
+    } catch (const gpuvs::InputError& e) {
+      EXPECT_EQ(std::string(e.what()), "run 3: its stored record lists 10001 entries in '" + key + "' (a report renders up to 10000)");
+    }
+  }
+  const auto [html, md] = render({{"summary", {"bell\x07 and \x1b]52;c;SGVsbG8=\x07 clear\x1b[2J"}},
+                                  {"devices", {{"cpu", {{"model", "x\x7fy"}, {"features", {"avx2", 1, nullptr, "avx512f"}}}}}}});
+  EXPECT_NE(html.find("ISA: avx2 avx512f."), std::string::npos) << html;
+  EXPECT_NE(html.find("bell\\x07 and \\x1B]52;c;SGVsbG8=\\x07 clear\\x1B[2J"), std::string::npos) << html;
+  EXPECT_NE(html.find("x\\x7Fy"), std::string::npos) << html;
+  EXPECT_NE(md.find("- bell\\\\x07 and \\\\x1B\\]52;c;SGVsbG8=\\\\x07 clear\\\\x1B\\[2J"), std::string::npos) << md;
+  for (const std::string& text : {html, md})
+    for (char c : text) EXPECT_FALSE((static_cast<unsigned char>(c) < 0x20 && c != '\n') || c == 0x7F) << static_cast<int>(c);
+  // A record built in memory (evaluate renders its own before storing it) can hold NaN, which no sort may meet.
+  nlohmann::json preds = nlohmann::json::array();
+  for (int i = 0; i < 64; ++i)
+    preds.push_back({{"gpu", "g" + std::to_string(i)}, {"throughput", i % 3 ? std::nan("") : i}, {"usd_per_million", i % 2 ? std::nan("") : i}});
+  const std::string sorted = render({{"predictions", preds}}).first;
+  ASSERT_NE(sorted.find(">g60<"), std::string::npos) << sorted;
+  EXPECT_LT(sorted.find(">g63<"), sorted.find(">g60<")) << "the fastest first";
+}
+
 TEST(Report, ChartsCarryDataMarksAndTooltips) {
   const std::string bars = report::bar_chart("b", "Speed", {{"a100", 10, 12.0, "note", false, false, ""}, {"h100", 20, std::nullopt, "", true, false, ""}}, "x/s", "cap");
   EXPECT_EQ(std::count(bars.begin(), bars.end(), '\n'), 0);

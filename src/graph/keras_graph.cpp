@@ -282,7 +282,7 @@ Graph build_layers(const std::vector<Layer>& layers, const NetworkOptions& opt, 
       const std::int64_t units = c["units"].get<std::int64_t>();
       const Shape s = g.node(in[0]).shape;
       if (s.size() == 4 || is_image) refuse(where, l, "a Dense over an image tensor (Flatten or pool it first)");
-      if (s.empty() || s.back() < 1) refuse(where, l, fmt::format("needs an input with a non-empty last axis, got [{}]", fmt::join(s, ",")));
+      if (s.size() < 2 || s.back() < 1) refuse(where, l, fmt::format("needs an input [batch, ..., features] with features, got [{}]", fmt::join(s, ",")));
       const std::int64_t rows = numel(s) / s.back();
       const bool bias = !c.contains("use_bias") || !c["use_bias"].is_boolean() || c["use_bias"].get<bool>();
       const NodeId x2 = s.size() == 2 ? in[0] : g.reshape(p + "/rows", in[0], {rows, s.back()});
@@ -388,6 +388,8 @@ Graph build_layers(const std::vector<Layer>& layers, const NetworkOptions& opt, 
     } else if (l.cls == "BatchNormalization" || l.cls == "LayerNormalization") {
       need(1);
       const Shape s = g.node(in[0]).shape;
+      // A Reshape to [] leaves only the batch axis: there are no features to normalize (s[1] read past the end).
+      if (s.size() < 2) refuse(where, l, "needs an input with features, not a batch of scalars");
       const bool batch = l.cls == "BatchNormalization";
       if (!batch && is_image) refuse(where, l, "LayerNormalization over an image's channels is not built");
       const std::int64_t ch = batch ? s[1] : s.back();
@@ -428,6 +430,10 @@ Graph build_layers(const std::vector<Layer>& layers, const NetworkOptions& opt, 
       };
       const NodeId key_in = in.size() == 3 ? in[2] : in[1];
       const Shape ks = g.node(key_in).shape;  // a copy: adding nodes moves the node table
+      // The key gives the value's steps, as Keras requires: a longer value made the key's heads a reshape of more
+      // elements than it holds (the count overflowed 64 bits), and a key that is no sequence was read past its end.
+      if (ks.size() != 3 || ks[0] != vs[0] || ks[1] != vs[1])
+        refuse(where, l, fmt::format("the key must be a sequence of the value's {} steps, not of shape {}", vs[1], shape_str(ks)));
       const NodeId q = g.reshape(p + "/q_heads", proj("query", in[0], qs, std::int64_t{heads} * kd), {qs[0] * heads, qs[1], kd}, true);
       const NodeId k = g.reshape(p + "/k_heads", proj("key", key_in, ks, std::int64_t{heads} * kd), {vs[0] * heads, vs[1], kd}, true);
       const NodeId v = g.reshape(p + "/v_heads", proj("value", in[1], vs, std::int64_t{heads} * vd), {vs[0] * heads, vs[1], vd}, true);
@@ -556,7 +562,7 @@ NetworkInfo keras_network_parsed(const json& j, const std::string& where) {
   n.id = where;
   n.family = "keras";
   n.sample_unit = "samples";
-  n.description = fmt::format("Keras {} from {} ({} layers)", j.value("class_name", "model"), where, layers.size());
+  n.description = fmt::format("Keras {} from {} ({} layers)", j.contains("class_name") && j["class_name"].is_string() ? strings::printable(j["class_name"].get<std::string>()) : "model", where, layers.size());
   n.params_source = "the Keras model's shape";
   n.forward = [layers, where](const NetworkOptions& o) { return build(layers, o, where); };
   return n;

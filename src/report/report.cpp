@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/error.hpp"
 #include "core/strings.hpp"
@@ -100,13 +101,21 @@ std::string whole(double v) {
   return std::fabs(v) < 1e15 ? fmt::format("{:.0f}", v) : fmt::format("{:.3g}", v);
 }
 
+/// The CPU's ISA features as one line: the record's strings, whatever else the list holds skipped.
+std::string features(const json& cpu) {
+  std::vector<std::string> names;
+  for (const auto& f : arr(cpu, "features"))
+    if (f.is_string()) names.push_back(f.get<std::string>());
+  return strings::join(names, " ");
+}
+
 std::string section_machine(const json& p) {
   std::string s = "<h2>This machine</h2>";
   const json& d = obj(p, "devices");
   const json& cpu = obj(d, "cpu");
   s += fmt::format("<p>CPU: {} — {} cores, {} threads; memory {:.1f} GiB. ISA: {}.</p>", escape(str(cpu, "model", "?")),
                    whole(dbl(cpu, "cores")), whole(dbl(cpu, "threads")), dbl(cpu, "memory_bytes") / 1073741824.0,
-                   escape(cpu.contains("features") ? fmt::format("{}", fmt::join(cpu["features"].get<std::vector<std::string>>(), " ")) : ""));
+                   escape(features(cpu)));
   const json& nv = obj(d, "nvidia");
   if (str(nv, "status") == "ok") {
     for (const auto& g : arr(nv, "gpus"))
@@ -228,8 +237,11 @@ std::string section_predictions(const json& p) {
     mem.push_back({label, dbl(*here, "peak_gib"), dbl(*here, "capacity_gib"), "measured peak vs the machine's memory", false, true,
                    fmt::format("{} of {}", human(dbl(*here, "peak_gib")), human(dbl(*here, "capacity_gib")))});
   }
-  std::sort(speed.begin(), speed.end(), [](const Bar& a, const Bar& b) { return a.value > b.value; });
-  std::sort(cost.begin(), cost.end(), [](const Bar& a, const Bar& b) { return a.value < b.value; });
+  // NaN last: NaN compares false both ways, which is no strict weak ordering, and std::sort's result is then undefined.
+  const auto nan_as = [](double v, double instead) { return std::isnan(v) ? instead : v; };
+  const double inf = std::numeric_limits<double>::infinity();
+  std::sort(speed.begin(), speed.end(), [&](const Bar& a, const Bar& b) { return nan_as(a.value, -inf) > nan_as(b.value, -inf); });
+  std::sort(cost.begin(), cost.end(), [&](const Bar& a, const Bar& b) { return nan_as(a.value, inf) < nan_as(b.value, inf); });
   s += bar_chart("throughput", fmt::format("Throughput per GPU ({}){}", unit, here ? "; green: this machine, measured" : ""), speed, unit);
   if (!cost.empty())
     s += bar_chart("cost", fmt::format("Cost per {} {} (cloud rent where listed, else owning at the advisor's assumptions{})", per, what,
@@ -291,8 +303,7 @@ std::string section_cluster(const json& p) {
   for (const auto& n : arr(c, "per_node")) {
     if (!n.is_object()) continue;
     std::vector<std::string> ranks;
-    if (n.contains("ranks") && n["ranks"].is_array())
-      for (const auto& r : n["ranks"]) ranks.push_back(r.is_number() ? r.dump() : "?");
+    for (const auto& r : arr(n, "ranks")) ranks.push_back(r.is_number() ? r.dump() : "?");
     const json& dev = n.contains("devices") && n["devices"].is_object() ? n["devices"] : json::object();
     const std::string cpu = dev.contains("cpu") && dev["cpu"].is_object() ? str(dev["cpu"], "model") : "";
     const std::size_t gpus = dev.contains("gpus") && dev["gpus"].is_array() ? dev["gpus"].size() : 0;
@@ -318,9 +329,9 @@ std::string section_cluster(const json& p) {
   }
   if (!series.empty())
     s += line_chart("cluster-busbw", "Collectives: bus bandwidth against message size", series, {"bytes", true}, {"bus bandwidth (GB/s)", true});
-  if (c.contains("pairs") && c["pairs"].is_array() && !c["pairs"].empty()) {
+  if (!arr(c, "pairs").empty()) {
     std::vector<Bar> bars;
-    for (const auto& pr : c["pairs"]) {
+    for (const auto& pr : arr(c, "pairs")) {
       if (!pr.is_object()) continue;
       Bar b;
       b.label = fmt::format("rank {} - {} ({}{})", whole(dbl(pr, "a")), whole(dbl(pr, "b")), str(pr, "scope"),
@@ -358,7 +369,7 @@ std::string section_serving(const json& p) {
   // The cards people weigh against each other, then the fastest others, at most eight lines per chart.
   static const std::vector<std::string> pick = {"rtx-4090", "l40s", "a100-80gb-sxm", "h100-sxm", "h200-sxm", "b200", "mi300x", "rtx-5090"};
   if (!sv.contains("curves") || !sv["curves"].is_array()) return "";
-  const json& all = sv["curves"];
+  const json& all = arr(sv, "curves");
   std::vector<const json*> curves;
   for (const auto& id : pick)
     for (const auto& c : all)
@@ -371,7 +382,7 @@ std::string section_serving(const json& p) {
     Series a{str(*c, "gpu"), {}, true, false, k, {}};
     Series b{str(*c, "gpu"), {}, true, false, k, {}};
     if (!c->contains("points") || !(*c)["points"].is_array()) continue;
-    for (const auto& pt : (*c)["points"]) {
+    for (const auto& pt : arr(*c, "points")) {
       a.points.emplace_back(dbl(pt, "in_flight"), dbl(pt, "output_tokens_per_s"));
       a.point_labels.push_back(fmt::format("{} in flight: {} output tokens/s", whole(dbl(pt, "in_flight")),
                                            units::format_si(dbl(pt, "output_tokens_per_s"))));
@@ -391,8 +402,7 @@ std::string section_serving(const json& p) {
   s += "<table><tr><th>GPU</th><th>most in flight</th><th>output tokens/s</th><th>requests/s</th><th>first token p99</th><th>per token</th>"
        "<th>request p99</th></tr>";
   for (const auto& c : all) {
-    if (!c.contains("points") || !c["points"].is_array()) continue;
-    const json& pts = c["points"];
+    const json& pts = arr(c, "points");
     if (pts.empty()) continue;
     const json& top = pts.back();
     s += fmt::format("<tr><td>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td></tr>",
@@ -485,7 +495,7 @@ std::string render_html_unguarded(const json& run) {
 
 /// Text from the record in a Markdown line or table cell: one line, no cell break, no raw HTML (a key of
 /// "a|b\n# x <img ...>" split the table, made a heading and passed HTML through), no link, image, code span or
-/// emphasis (`![x](https://...)` was an image fetched whenever the report was viewed). Each line that holds record
+/// emphasis (`![x](https://...)` was an image fetched whenever the report was viewed), no control byte. Each line that holds record
 /// text starts with the report's own, so none can open a block (a heading, a fence, an indented code block).
 std::string md(std::string_view text) {
   std::string out;
@@ -499,7 +509,10 @@ std::string md(std::string_view text) {
       case '>': out += "&gt;"; break;
       case '&': out += "&amp;"; break;
       case '\n': case '\r': out += ' '; break;
-      default: out += c;
+      default:
+        // Other control bytes as text (ESC sequences in a record reached the terminal `gpuvs report` prints to).
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) out += fmt::format("\\\\x{:02X}", static_cast<unsigned char>(c));
+        else out += c;
     }
   }
   return out;

@@ -103,7 +103,11 @@ std::string escape(std::string_view s) {
       case '>': out += "&gt;"; break;
       case '"': out += "&quot;"; break;
       case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '\t': case '\n': case '\r': out += c; break;
+      default:
+        // XML allows no other control character, not even as a reference (an inline SVG is XML): shown as text.
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) out += fmt::format("\\x{:02X}", static_cast<unsigned char>(c));
+        else out += c;
     }
   }
   return out;

@@ -14,7 +14,8 @@
 
 namespace gpuvs::report {
 
-/// HTML/XML text escaping for element content and attribute values.
+/// HTML/XML text escaping for element content and attribute values; control bytes other than tab and line
+/// breaks (which XML forbids, even as references) are written as the text \xNN.
 std::string escape(std::string_view s);
 
 /// Estimated rendered width in px of UTF-8 `text` at `font_px` (bold: the bold face's wider advances).
