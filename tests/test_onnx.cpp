@@ -513,6 +513,39 @@ TEST(Onnx, RangeFoldsFromThreeScalarsOfOneType) {
             std::string::npos) << e;
 }
 
+TEST(Onnx, RepeatedPadAxesAndEndlessReadsOfConstantsAreRefused) {
+  // Found in review (2026-12-02): a Pad's axes input may repeat an axis, and each entry built two fills and a
+  // concat (2^23 entries naming axis 0: 25 M graph nodes from 200 bytes); folds read their known inputs whole
+  // however often (a thousand ReduceSums of one 2^24-element Range: minutes).
+  test::TempDir dir;
+  Builder pad(18);
+  pad.input("x", {"N", "8"}).ints("pads", {1, 1, 1, 1}).ints("axes", {0, -2}).output("y");
+  pad.node("Pad", {"x", "pads", "", "axes"}, {"y"}, "pad");
+  std::string e = error_of([&] { onnx_network(pad.save(dir), {}); });
+  EXPECT_NE(e.find("node 'pad' (Pad): axis -2 is repeated"), std::string::npos) << e;
+  Builder reads;
+  reads.input("x", {"N", "6"}).ints("minus1", {-1}).ints("three", {3}).output("y");
+  for (const auto& [name, v] : std::vector<std::pair<std::string, std::int64_t>>{{"start", 0}, {"limit", std::int64_t{1} << 23}, {"delta", 1}}) {
+    auto* a = reads.node("Constant", {}, {name}).add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    a->mutable_t()->set_data_type(onnx::TensorProto::INT64);
+    a->mutable_t()->add_int64_data(v);
+  }
+  reads.node("Range", {"start", "limit", "delta"}, {"r"}, "range");
+  auto& wide = reads.node("Concat", std::vector<std::string>(129, "r"), {"all"}, "wide");  // 129 x 2^23 values read: past 2^30
+  Builder::attr(wide, "axis", 0);
+  reads.node("ReduceMax", {"all"}, {"most"});
+  auto& target = reads.node("Concat", {"minus1", "three"}, {"target"});
+  Builder::attr(target, "axis", 0);
+  reads.node("Reshape", {"x", "target"}, {"y"});
+  e = error_of([&] { build_network(onnx_network(reads.save(dir, "reads.onnx"), {}), opts(7)); });
+  EXPECT_NE(e.find("node 'wide' (Concat): working out the file's constants reads more than 2^30 values in all"), std::string::npos) << e;
+  reads.g().mutable_node(4)->mutable_input()->DeleteSubrange(0, 2);  // 127 x 2^23: read, and too many to keep
+  e = error_of([&] { build_network(onnx_network(reads.save(dir, "reads.onnx"), {}), opts(7)); });
+  EXPECT_EQ(e.find("reads more than 2^30"), std::string::npos) << e;
+}
+
 TEST(Onnx, SlicesOfEmptyAxesAndOfScalarsAreWhatTheyShouldBe) {
   // Reshape x [N, 6] to [-1] ++ Slice(empty, -1:-10:-1) ++ [3]. Stepping back over an empty axis, the clamps
   // gave the slice one element, read from a tensor of none (UBSan; found by fuzz_model_onnx's graph mutator).

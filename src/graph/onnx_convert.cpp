@@ -230,6 +230,12 @@ void Converter::count_kept(const KnownPtr& k, const std::string& what) {
     throw InputError(fmt::format("{}: the values the reader keeps pass 2^28 elements in all (constants, masks and the shape arithmetic over them)", what));
 }
 
+void Converter::count_read(std::int64_t elements, const std::string& what) const {
+  read_elements_ += elements;  // each read at most a few kMaxKnownElements: no overflow before the check
+  if (read_elements_ > kMaxReadElements)
+    throw InputError(fmt::format("{}: working out the file's constants reads more than 2^30 values in all", what));
+}
+
 void Converter::set(const onnx::NodeProto& n, int k, Value v) {
   if (k >= n.output_size() || n.output(k).empty()) return;  // an optional output nobody named
   checked_numel(v.shape, fmt::format("{}: {}", where_, node_label(n)));
@@ -285,7 +291,9 @@ std::optional<std::vector<std::int64_t>> Converter::attr_ints(const onnx::NodePr
 std::vector<std::int64_t> Converter::known_ints(const onnx::NodeProto& n, int k, const char* what) const {
   const Value& v = in(n, k);
   if (!v.known) refuse(n, fmt::format("its {} (input {}) is computed from data at run time; gpuvs needs it constant", what, k));
-  return v.known->ints(fmt::format("{}: {}: {}", where_, node_label(n), what));
+  const std::string here = fmt::format("{}: {}: {}", where_, node_label(n), what);
+  count_read(v.known->size(), here);
+  return v.known->ints(here);
 }
 
 std::optional<std::vector<std::int64_t>> Converter::axes_of(const onnx::NodeProto& n, int k) const {
@@ -620,8 +628,14 @@ bool Converter::fold_values(const onnx::NodeProto& n) {
     (void)in(n, k);
     return values_of(n.input(k));
   };
-  for (int k = 0; k < n.input_size(); ++k)
-    if (!n.input(k).empty() && !known_of(k) && !(weight_view && k == 0)) return false;
+  std::int64_t reads = 0;
+  for (int k = 0; k < n.input_size(); ++k) {
+    if (n.input(k).empty()) continue;
+    const Known* v = known_of(k);
+    if (!v && !(weight_view && k == 0)) return false;
+    if (v) reads += v->size();
+  }
+  count_read(reads, here);  // before reading: a node of a hundred inputs naming one large constant reads it a hundred times
 
   auto K = [&](int k) -> const Known& {
     const Known* p = known_of(k);
@@ -828,11 +842,12 @@ bool Converter::fold_values(const onnx::NodeProto& n) {
     } else {
       const std::vector<std::int64_t>& v = K(0).i;
       if (v.empty() && (op == "ReduceMax" || op == "ReduceMin")) refuse(n, fmt::format("{} of no elements", op));
-      std::int64_t r = op == "ReduceProd" ? 1 : op == "ReduceSum" ? 0 : v[0];
+      const bool prod = op == "ReduceProd", sum = op == "ReduceSum", max = op == "ReduceMax";  // not compared per element
+      std::int64_t r = prod ? 1 : sum ? 0 : v[0];
       for (std::int64_t e : v) {
-        if (op == "ReduceProd" && __builtin_mul_overflow(r, e, &r)) refuse(n, "ReduceProd overflows 64-bit integers");
-        else if (op == "ReduceSum" && __builtin_add_overflow(r, e, &r)) refuse(n, "ReduceSum overflows 64-bit integers");
-        else if (op == "ReduceMax" || op == "ReduceMin") r = op == "ReduceMax" ? std::max(r, e) : std::min(r, e);
+        if (prod && __builtin_mul_overflow(r, e, &r)) refuse(n, "ReduceProd overflows 64-bit integers");
+        else if (sum && __builtin_add_overflow(r, e, &r)) refuse(n, "ReduceSum overflows 64-bit integers");
+        else if (!prod && !sum) r = max ? std::max(r, e) : std::min(r, e);
       }
       out.known = attr_int(n, "keepdims", 1) ? Known::ints_1d({r}) : Known::scalar_int(r);
       out.shape = out.known->shape;

@@ -125,6 +125,9 @@ class Converter {
   std::int64_t kept_elements_ = 0;  // every known tensor's elements, as each is made (kMaxKeptElements)
   /// Counts k's elements against kMaxKeptElements; InputError naming `what` past it.
   void count_kept(const KnownPtr& k, const std::string& what);
+  mutable std::int64_t read_elements_ = 0;  // known values read by folds and checks (kMaxReadElements)
+  /// Counts `elements` about to be read against kMaxReadElements; InputError naming `what` past it.
+  void count_read(std::int64_t elements, const std::string& what) const;
   std::map<std::string, std::vector<int>> users_;
   std::set<std::string> graph_outputs_;
   std::map<std::string, std::vector<const onnx::ValueInfoProto*>> claims_;  // value_info and outputs, by name

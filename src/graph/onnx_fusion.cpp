@@ -160,6 +160,16 @@ struct Fusions {
     return true;
   }
 
+  /// Whether an additive mask hides any position; worked out once per mask, as its pattern is.
+  bool hides_any(const KnownPtr& k) const {
+    const std::string key = fmt::format("hides:{}", static_cast<const void*>(k.operator->()));
+    if (const auto it = c.mask_patterns_.find(key); it != c.mask_patterns_.end()) return it->second.second != 0;
+    bool hides = false;
+    for (std::int64_t e = 0; e < k->size() && !hides; ++e) hides = k->at(e) <= -1e4;
+    c.mask_patterns_[key] = {k, hides ? 1 : 0};
+    return hides;
+  }
+
   /// Which positions [T, S] a known mask hides: 1 causal (future keys), 0 none, -1 another pattern.
   int mask_pattern(const KnownPtr& k, std::int64_t t, std::int64_t s, bool hidden_if_nonzero, bool additive) const {
     // Each block reads the same mask: its pattern is worked out once (the cache keeps the mask, so its address
@@ -211,10 +221,7 @@ struct Fusions {
         // A weight that hides no position is a trained additive bias (a learned position table), not a mask:
         // fused, its parameters went unpriced. Built unfused, as ONNX computes it.
         if (const Value* mv = value(mask); known && mv && !mv->weight.empty()) {
-          const Known& k = *c.vals_.at(mask).known;
-          bool hides = false;
-          for (std::int64_t e = 0; e < k.size() && !hides; ++e) hides = k.at(e) <= -1e4;
-          if (!hides) return false;
+          if (!hides_any(c.vals_.at(mask).known)) return false;
         }
         pattern = known ? mask_pattern(c.vals_.at(mask).known, t, s, false, true) : -1;
       } else if (op == "Where" && !masked && u->input_size() == 3 && (u->input(1) == cur || u->input(2) == cur) && into(u->input(0), scores) &&

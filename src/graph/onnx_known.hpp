@@ -26,6 +26,10 @@ inline constexpr std::int64_t kMaxKnownElements = std::int64_t{1} << 24;
 /// 4096 x 4096 masks): a chain of 1,000 Reshapes of a 2^24-element constant made 1,000 copies (125 GiB from a
 /// 30 KB file).
 inline constexpr std::int64_t kMaxKeptElements = std::int64_t{1} << 28;
+/// Most known values the reader reads for one graph, its folds' inputs and the fixed indices it checks all
+/// together (a 16,384-step model's mask, read by a few dozen folds): a thousand ReduceSums of one 2^24-element
+/// Range, each with another attribute so none is a cache hit, each read all of it (minutes from 30 KB).
+inline constexpr std::int64_t kMaxReadElements = std::int64_t{1} << 30;
 /// Largest dimension and element count a file may claim.
 inline constexpr std::int64_t kMaxDim = std::int64_t{1} << 40;
 inline constexpr std::int64_t kMaxElements = std::int64_t{1} << 48;
