@@ -66,6 +66,13 @@ std::vector<pid_t> children_of(pid_t pid) {
   return out;
 }
 
+/// Whether `pid` runs the gpuvs binary yet: between mpirun's fork and its exec, a rank's process is still mpirun.
+bool runs_gpuvs(pid_t pid) {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink(fmt::format("/proc/{}/exe", pid), ec);
+  return !ec && exe == std::filesystem::weakly_canonical(GPUVS_BINARY, ec);
+}
+
 nlohmann::json train_json(const std::string& cmd) {
   const auto r = shell(cmd);
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -175,12 +182,15 @@ TEST(Dist, AKilledOrHungRankEndsTheJobWithinThirtySecondsNamingIt) {
              "--threads", "1", static_cast<char*>(nullptr));
       _exit(127);
     }
-    // A rank: a child of mpirun. Given time to start training.
+    // A rank: a child of mpirun, once all three run gpuvs. Not before: Open MPI 4.1's mpirun waits on a pipe
+    // for each child's exec, so a child stopped between fork and exec hangs mpirun itself, before any gpuvs
+    // code runs (seen in CI under load; reproduced by stopping the child the moment it is forked).
     pid_t victim = 0;
-    for (int tries = 0; tries < 100 && victim == 0; ++tries) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const auto looking = std::chrono::steady_clock::now();
+    while (victim == 0 && std::chrono::steady_clock::now() - looking < std::chrono::seconds(30)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
       const auto ranks = children_of(launcher);
-      if (ranks.size() == 3) victim = ranks.back();
+      if (ranks.size() == 3 && std::all_of(ranks.begin(), ranks.end(), runs_gpuvs)) victim = ranks.back();
     }
     if (!early) std::this_thread::sleep_for(std::chrono::seconds(2));
     if (victim <= 0) {
@@ -198,7 +208,8 @@ TEST(Dist, AKilledOrHungRankEndsTheJobWithinThirtySecondsNamingIt) {
       for (pid_t r : children_of(launcher)) ::kill(r, SIGKILL);
       ::kill(launcher, SIGKILL);
       waitpid(launcher, &status, 0);
-      ADD_FAILURE() << "signal " << sig << (early ? " at start-up" : "") << ": the job still ran 30 s after a rank was stopped";
+      ADD_FAILURE() << "signal " << sig << (early ? " at start-up" : "") << ": the job still ran 30 s after a rank was stopped; mpirun said: "
+                    << test::slurp(err);
       continue;
     }
     EXPECT_TRUE(!WIFEXITED(status) || WEXITSTATUS(status) != 0);
