@@ -68,9 +68,10 @@ std::vector<pid_t> children_of(pid_t pid) {
 
 /// Whether `pid` runs the gpuvs binary yet: between mpirun's fork and its exec, a rank's process is still mpirun.
 bool runs_gpuvs(pid_t pid) {
+  static const std::filesystem::path binary = std::filesystem::weakly_canonical(GPUVS_BINARY);
   std::error_code ec;
   const auto exe = std::filesystem::read_symlink(fmt::format("/proc/{}/exe", pid), ec);
-  return !ec && exe == std::filesystem::weakly_canonical(GPUVS_BINARY, ec);
+  return !ec && exe == binary;
 }
 
 nlohmann::json train_json(const std::string& cmd) {
@@ -184,7 +185,7 @@ TEST(Dist, AKilledOrHungRankEndsTheJobWithinThirtySecondsNamingIt) {
     }
     // A rank: a child of mpirun, once all three run gpuvs. Not before: Open MPI 4.1's mpirun waits on a pipe
     // for each child's exec, so a child stopped between fork and exec hangs mpirun itself, before any gpuvs
-    // code runs (seen in CI under load; reproduced by stopping the child the moment it is forked).
+    // code runs (the one cause found for a CI failure; reproduced by stopping the child the moment it is forked).
     pid_t victim = 0;
     const auto looking = std::chrono::steady_clock::now();
     while (victim == 0 && std::chrono::steady_clock::now() - looking < std::chrono::seconds(30)) {
