@@ -351,6 +351,40 @@ TEST(CudaEngine, Tf32AndPreallocateTrainToo) {
   EXPECT_NE(tf32.device.find("preallocate"), std::string::npos);
 }
 
+TEST(CudaEngine, AModelTooBigForTheGpuIsRefusedWithTheFiguresBeforeAllocating) {
+  if (const auto why = no_gpu_reason(); !why.empty()) GTEST_SKIP() << "no GPU: " << why;
+  std::string why;
+  const gpu::DeviceMemory m = gpu::plugin(why)->memory_info(0);
+  ASSERT_GT(m.total, 0u);
+  ASSERT_LE(m.free, m.total);
+  // 2^31 x 8 weights and 2^31 biases: 72 GiB of parameters, 216 GiB with Adam's moments, more than any GPU has.
+  graph::ModelSpec spec;
+  spec.name = "huge";
+  spec.input_dim = 8;
+  graph::LayerSpec out;
+  out.units = std::int64_t{1} << 31;
+  out.softmax = true;
+  spec.layers.push_back(out);
+  const auto data = engine::make_synthetic(300, 8, 10, 1);
+  engine::TrainConfig cfg;
+  cfg.device = "cuda:0";
+  Quiet q;
+  engine::ParamStore store;
+  for (const std::string memory : {"growth", "preallocate"}) {
+    cfg.memory = memory;
+    try {
+      engine::train(spec, data, cfg, q, store);
+      ADD_FAILURE() << memory << ": trained a model of 216 GiB";
+    } catch (const InputError& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("model 'huge' needs "), std::string::npos) << msg;
+      EXPECT_NE(msg.find("(parameters 72.00, Adam state 144.00"), std::string::npos) << msg;
+      EXPECT_NE(msg.find(memory == "growth" ? "GiB free" : "for its pool (--memory preallocate=0.90"), std::string::npos) << msg;
+    }
+  }
+  EXPECT_TRUE(store.tensors().empty());  // refused before the parameters were made
+}
+
 TEST(CudaEngine, MissingDevicesAreInputErrors) {
   engine::TrainConfig cfg;
   cfg.device = "cuda:64";

@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "engine/checkpoint.hpp"
+#include "engine/fit_check.hpp"
 #include "engine/trainer.hpp"
 #include "graph/model_file.hpp"
 #include "graph/workloads.hpp"
@@ -276,4 +277,45 @@ TEST(Trainer, ResumeKeepsTensorsItDoesNotUse) {
   load_checkpoint(checkpoint_file(dir / "ck"), after);
   ASSERT_TRUE(after.has("amp/loss_scale"));
   EXPECT_EQ(after.get("amp/loss_scale").as<float>()[0], 1024.0f);
+}
+
+TEST(FitCheck, FootprintCountsParametersAdamAndEachExecutorsArena) {
+  const auto spec = graph::builtin_workload("seed-mlp");
+  const double gib = 1073741824.0;
+  const TrainFootprint f = training_footprint(spec, 128, 1024, 128, 0);
+  EXPECT_EQ(f.params, 4.0 * (780 * 128 + 128 + 128 * 10 + 10));  // fp32 kernels and biases
+  EXPECT_EQ(f.adam, 2 * f.params);
+  // Every intermediate is kept for the backward pass: at least the input, the hidden layer before and after
+  // dropout and the logits, in fp32, plus a gradient of each parameter.
+  EXPECT_GE(f.work, 4.0 * 128 * (780 + 128 + 128 + 10) + f.params);
+  EXPECT_LT(f.work, 1e-2 * gib);
+  EXPECT_EQ(f.total(), f.params + f.adam + f.work);
+  // 1,000 rows at batch 128: seven full batches and a last one of 104 rows, with an executor of its own.
+  EXPECT_EQ(training_footprint(spec, 128, 1000, 128, 0).work, f.work + training_footprint(spec, 104, 104, 104, 0).work);
+  EXPECT_EQ(training_footprint(spec, 128, 100, 128, 0).work, training_footprint(spec, 100, 100, 100, 0).work);  // one short batch
+  // Validation batches need no gradients: less than training batches of the same size.
+  const double val = training_footprint(spec, 128, 1024, 256, 5000).work - f.work;
+  EXPECT_GT(val, 4.0 * 256 * (780 + 10));
+  EXPECT_LT(val, training_footprint(spec, 256, 256, 256, 0).work);
+}
+
+TEST(FitCheck, AGpuGivesItsFreeMemoryOrItsPreallocatedPool) {
+  const std::uint64_t gib = std::uint64_t{1} << 30;
+  EXPECT_EQ(usable_gpu_bytes(79 * gib, 80 * gib, false, 0.9), 79.0 * gib);
+  EXPECT_DOUBLE_EQ(usable_gpu_bytes(79 * gib, 80 * gib, true, 0.9), 72.0 * gib);  // TensorFlow's default pool
+  EXPECT_EQ(usable_gpu_bytes(10 * gib, 80 * gib, true, 0.9), 10.0 * gib);          // another process holds the rest
+  EXPECT_EQ(usable_gpu_bytes(0, 80 * gib, false, 1.0), 0.0);
+}
+
+TEST(FitCheck, WhatCannotFitIsRefusedWithTheFiguresInOneLine) {
+  const double gib = 1073741824.0;
+  const TrainFootprint f{1.0 * gib, 2.0 * gib, 0.5 * gib};
+  EXPECT_NO_THROW(refuse_unless_fits("m", 64, f, 3.5 * gib, "cuda:0", "free"));  // exactly fits
+  try {
+    refuse_unless_fits("m", 64, f, 3.25 * gib, "cuda:1", "free");
+    FAIL() << "3.5 GiB fitted in 3.25";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "model 'm' needs 3.50 GiB to train at batch 64 (parameters 1.00, Adam state 2.00, activations and gradients "
+                           "0.50) but cuda:1 has 3.25 GiB free: lower --batch-size or the model's size");
+  }
 }

@@ -20,6 +20,7 @@
 #include "core/rng.hpp"
 #include "core/stats.hpp"
 #include "engine/checkpoint.hpp"
+#include "engine/fit_check.hpp"
 #include "engine/tfevents.hpp"
 #include "graph/builder.hpp"
 #include "graph/cost.hpp"
@@ -254,22 +255,29 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
   const std::int64_t steps = cfg.steps_per_epoch > 0 ? std::min(cfg.steps_per_epoch, cfg.gpus > 1 ? whole_steps : full_steps)
                                                    : (cfg.gpus > 1 ? whole_steps : full_steps);
 
-  // What cannot fit is refused with the figures before anything is allocated (on the CPU the executors'
-  // arenas are planned from the graphs' shapes; a GPU's allocator refuses on its own: not checked here).
+  // What cannot fit is refused with the figures before anything is allocated or created: on the CPU against
+  // the memory available, on a GPU against what the driver says is free (every GPU of the run holds the whole
+  // model; data-parallel replicas train a share of each batch, the first also validates).
   if (place.device == "cpu") {
-    double params = 0;
-    for (const auto& init : graph::param_inits(spec)) params += static_cast<double>(graph::numel(init.shape)) * 4.0;
-    const std::int64_t tail = n_train % cfg.batch;
-    double work = static_cast<double>(cpu_workspace_bytes(graph::build_graph(spec, {std::min(cfg.batch, n_train), graph::DType::f32, graph::Mode::train})));
-    if (tail > 0 && n_train > cfg.batch) work += static_cast<double>(cpu_workspace_bytes(graph::build_graph(spec, {tail, graph::DType::f32, graph::Mode::train})));
-    if (n_val > 0) work += static_cast<double>(cpu_workspace_bytes(graph::build_graph(spec, {std::min(cfg.batch, n_val), graph::DType::f32, graph::Mode::eval})));
-    const double need = 3.0 * params + work;  // the parameters, Adam's two moments, the arenas
-    if (const auto have = sysmem::available_bytes(); have && need > static_cast<double>(*have)) {
+    if (const auto have = sysmem::available_bytes())
+      refuse_unless_fits(spec.name, cfg.batch, training_footprint(spec, cfg.batch, n_train, cfg.batch, n_val), static_cast<double>(*have),
+                         "this machine", "available");
+  } else {
+    std::string why;
+    gpu::Api* api = gpu::plugin(why);
+    if (!api) throw RuntimeFailure("no CUDA plugin: " + why);
+    const bool pre = cfg.memory == "preallocate";
+    const int first = cfg.gpus > 1 ? 0 : cuda_index(place.device);
+    for (int d = first; d < first + cfg.gpus; ++d) {
+      const TrainFootprint need = cfg.gpus > 1 ? training_footprint(spec, cfg.batch / cfg.gpus, cfg.batch / cfg.gpus, cfg.batch, d == 0 ? n_val : 0)
+                                  : ranks > 1  ? training_footprint(spec, cfg.batch, cfg.batch, cfg.batch, n_val)
+                                               : training_footprint(spec, cfg.batch, n_train, cfg.batch, n_val);
+      const gpu::DeviceMemory m = api->memory_info(d);
       const double gib = static_cast<double>(std::uint64_t{1} << 30);
-      throw InputError(fmt::format("model '{}' needs {:.2f} GiB to train at batch {} (parameters {:.2f}, Adam state {:.2f}, activations "
-                                   "and gradients {:.2f}) but this machine has {:.2f} GiB available: lower --batch-size or the model's size",
-                                   spec.name, need / gib, cfg.batch, params / gib, 2 * params / gib, work / gib,
-                                   static_cast<double>(*have) / gib));
+      refuse_unless_fits(spec.name, cfg.batch, need, usable_gpu_bytes(m.free, m.total, pre, cfg.memory_fraction), fmt::format("cuda:{}", d),
+                         pre ? fmt::format("for its pool (--memory preallocate={:.2f} of {:.2f} GiB, {:.2f} GiB free)", cfg.memory_fraction,
+                                           static_cast<double>(m.total) / gib, static_cast<double>(m.free) / gib)
+                             : std::string("free"));
     }
   }
 

@@ -17,12 +17,17 @@
 
 namespace gpuvs::gpu {
 
-constexpr int kAbiVersion = 4;  // 4: NCCL groups across processes (MPI ranks)
+constexpr int kAbiVersion = 5;  // 4: NCCL groups across processes (MPI ranks); 5: memory_info
 
 /// The math of a GPU training run: fp32 (CUDA cores), tf32 (FP32 GEMMs on TF32 tensor cores), amp_bf16
 /// and amp_fp16 (GEMM inputs cast to 16 bits, FP32 accumulate, FP32 master weights and elementwise math;
 /// fp16 with dynamic loss scaling).
 enum class GpuPrecision { fp32, tf32, amp_bf16, amp_fp16 };
+
+/// A GPU's memory as the driver reports it (cudaMemGetInfo), in bytes.
+struct DeviceMemory {
+  std::uint64_t free = 0, total = 0;
+};
 
 /// How a training run uses one GPU.
 struct TrainDeviceOptions {
@@ -94,6 +99,10 @@ class Api {
   virtual std::string build_info() const = 0;
   /// Devices the CUDA runtime sees; 0 with a one-line reason when there is no driver or no device.
   virtual int device_count(std::string& why) = 0;
+  /// GPU `device`'s memory now, read in its primary context (which a training run on it creates anyway),
+  /// so a run can be refused before it allocates. RuntimeFailure when CUDA refuses, InputError for a device
+  /// this machine lacks.
+  virtual DeviceMemory memory_info(int device) = 0;
   /// Runs one benchmark. Unknown keys come back FAILED (the host validates keys first).
   virtual BenchResult run(const BenchRequest& request) = 0;
   /// Opens a GPU for training. RuntimeFailure when there is no GPU or the CUDA runtime refuses (the

@@ -52,6 +52,22 @@ class Plugin final : public Api {
     return 0;
   }
 
+  DeviceMemory memory_info(int device) override {
+    std::string why;
+    const int n = device_count(why);
+    if (n == 0) throw RuntimeFailure("no GPU: " + why);
+    if (device < 0 || device >= n)
+      throw InputError("--device cuda:" + std::to_string(device) + ": this machine has " + std::to_string(n) + " GPU(s)");
+    std::size_t free = 0, total = 0;
+    cudaError_t e = cudaSetDevice(device);
+    if (e == cudaSuccess) e = cudaMemGetInfo(&free, &total);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      throw RuntimeFailure("cuda:" + std::to_string(device) + ": cudaMemGetInfo: " + cudaGetErrorString(e));
+    }
+    return {free, total};
+  }
+
   BenchResult run(const BenchRequest& r) override {
     try {
       const std::string& k = r.key;
