@@ -301,7 +301,7 @@ TEST(Report, EveryListIsBoundedAndControlBytesAreShownAsText) {
   // A record built in memory (evaluate renders its own before storing it) can hold NaN, which no sort may meet.
   nlohmann::json preds = nlohmann::json::array();
   for (int i = 0; i < 64; ++i)
-    preds.push_back({{"gpu", "g" + std::to_string(i)}, {"throughput", i % 3 ? std::nan("") : i}, {"usd_per_million", i % 2 ? std::nan("") : i}});
+    preds.push_back({{"gpu", fmt::format("g{}", i)}, {"throughput", i % 3 ? std::nan("") : i}, {"usd_per_million", i % 2 ? std::nan("") : i}});
   const std::string sorted = render({{"predictions", preds}}).first;
   ASSERT_NE(sorted.find(">g60<"), std::string::npos) << sorted;
   EXPECT_LT(sorted.find(">g63<"), sorted.find(">g60<")) << "the fastest first";
