@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "core/units.hpp"
 #include "engine/executor.hpp"
 #include "graph/builder.hpp"
 
@@ -32,7 +33,7 @@ double usable_gpu_bytes(std::uint64_t free, std::uint64_t total, bool preallocat
 void refuse_unless_fits(const std::string& model, std::int64_t batch, const TrainFootprint& f, double have, const std::string& where,
                         const std::string& have_what) {
   if (f.total() <= have) return;
-  const double gib = static_cast<double>(std::uint64_t{1} << 30);
+  const double gib = units::kGiB;
   throw InputError(fmt::format("model '{}' needs {:.2f} GiB to train at batch {} (parameters {:.2f}, Adam state {:.2f}, activations "
                                "and gradients {:.2f}) but {} has {:.2f} GiB {}: lower --batch-size or the model's size",
                                model, f.total() / gib, batch, f.params / gib, f.adam / gib, f.work / gib, where, have / gib, have_what));

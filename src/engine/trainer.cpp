@@ -19,6 +19,7 @@
 #include "core/files.hpp"
 #include "core/rng.hpp"
 #include "core/stats.hpp"
+#include "core/units.hpp"
 #include "engine/checkpoint.hpp"
 #include "engine/fit_check.hpp"
 #include "engine/tfevents.hpp"
@@ -268,15 +269,17 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
     if (!api) throw RuntimeFailure("no CUDA plugin: " + why);
     const bool pre = cfg.memory == "preallocate";
     const int first = cfg.gpus > 1 ? 0 : cuda_index(place.device);
+    // One GPU trains every batch (under MPI whole global batches, no tail); replicas a share, the first validating.
+    const std::int64_t shard = cfg.batch / cfg.gpus;
+    const std::int64_t rows = cfg.gpus > 1 ? shard : ranks > 1 ? cfg.batch : n_train;
+    const TrainFootprint first_need = training_footprint(spec, shard, rows, cfg.batch, n_val);
+    const TrainFootprint other_need = cfg.gpus > 1 ? training_footprint(spec, shard, rows, cfg.batch, 0) : first_need;
     for (int d = first; d < first + cfg.gpus; ++d) {
-      const TrainFootprint need = cfg.gpus > 1 ? training_footprint(spec, cfg.batch / cfg.gpus, cfg.batch / cfg.gpus, cfg.batch, d == 0 ? n_val : 0)
-                                  : ranks > 1  ? training_footprint(spec, cfg.batch, cfg.batch, cfg.batch, n_val)
-                                               : training_footprint(spec, cfg.batch, n_train, cfg.batch, n_val);
       const gpu::DeviceMemory m = api->memory_info(d);
-      const double gib = static_cast<double>(std::uint64_t{1} << 30);
-      refuse_unless_fits(spec.name, cfg.batch, need, usable_gpu_bytes(m.free, m.total, pre, cfg.memory_fraction), fmt::format("cuda:{}", d),
+      refuse_unless_fits(spec.name, cfg.batch, d == first ? first_need : other_need, usable_gpu_bytes(m.free, m.total, pre, cfg.memory_fraction),
+                         fmt::format("cuda:{}", d),
                          pre ? fmt::format("for its pool (--memory preallocate={:.2f} of {:.2f} GiB, {:.2f} GiB free)", cfg.memory_fraction,
-                                           static_cast<double>(m.total) / gib, static_cast<double>(m.free) / gib)
+                                           static_cast<double>(m.total) / units::kGiB, static_cast<double>(m.free) / units::kGiB)
                              : std::string("free"));
     }
   }
