@@ -290,7 +290,7 @@ TEST(Advise, ScenarioFilesAndBadScenarios) {
     }
   };
   // Found by fuzz_scenario: toml++ quotes the offending character, here the newline after 'i'.
-  bad_file("requests_per_s = i\nseq_len = 512\n", "s.toml:1: Error while parsing floating-point");
+  bad_file("requests_per_s = i\nseq_len = 512\n", "s.toml:1: malformed TOML: Error while parsing floating-point");
   bad_file("workload = \"llama-7b\"\nhourz = 3\n", "s.toml:2: unknown key 'hourz' (did you mean 'hours'?)");
   bad_file("tokens = \"many\"\n", "s.toml:1: 'tokens' must be a number");
   bad_file("task = \"dance\"\n", "task 'dance'");
@@ -298,7 +298,11 @@ TEST(Advise, ScenarioFilesAndBadScenarios) {
   bad_file("task = \"\\nfer\"\n", "task '\\x0afer'");
   bad_file("task = \"fi\\\\\\netune\"\n", "is not a task");
   bad_file("[assume]\n\"price.rtx\\n4090\" = 1\n", "s.toml:2");
-  bad_file("tokens = 1e9\nhours = -1\n", "--hours must be positive");
+  bad_file("tokens = 1e9\nhours = -1\n", "s.toml:2: 'hours' must be above 0, got -1");
+  // Issue 31: TOML's nan and inf are no values a scenario takes (they read as "not given").
+  bad_file("tokens = nan\n", "s.toml:1: 'tokens' must be a finite number, got nan");
+  bad_file("budget_usd = inf\n", "s.toml:1: 'budget_usd' must be a finite number, got inf");
+  bad_file("requests_per_s = 0\n", "'requests_per_s' must be above 0");
   bad_file("workload = \"llama-8b\"\n", "llama-8b");
   bad_file("[assume]\npue = 0.2\n", "s.toml:2");
   bad_file("tokens = [1,\n", "s.toml");

@@ -132,7 +132,7 @@ TEST(Cli, UsageErrorsExitTwo) {
   expect_usage_error(run_gpuvs("frobnicate"), "error");
   expect_usage_error(run_gpuvs("train seed-mlp --epochs abc"), "--epochs");
   expect_usage_error(run_gpuvs("train seed-mlp --gemm mkl"), "--gemm 'mkl'");
-  expect_usage_error(run_gpuvs("train seed-mlp --epochs 0"), "--epochs must be at least 1");
+  expect_usage_error(run_gpuvs("train seed-mlp --epochs 0"), "--epochs: 0 is out of range");
   expect_usage_error(run_gpuvs("train seed-mlp --lr -1"), "--lr");
   expect_usage_error(run_gpuvs("train seed-mlp --validation-split 1.5"), "--validation-split");
   expect_usage_error(run_gpuvs("train seed-mlp --rows 100000000000"), "needs");
@@ -223,7 +223,10 @@ TEST(Cli, CorruptAndMismatchedCheckpointsExitTwoAndStayUntouched) {
   expect_usage_error(run_gpuvs("train seed-mlp --rows 600 --epochs 2 --threads 1 --checkpoint " + ck + " --resume"),
                      "is corrupt");
   EXPECT_EQ(gpuvs::test::slurp(file), bytes);
-  ASSERT_EQ(run_gpuvs("train seed-mlp" + kQuick + "--checkpoint " + ck).exit_code, 0);
+  // A fresh run over a checkpoint replaces it only when told to (--force); without, the checkpoint stays.
+  expect_usage_error(run_gpuvs("train seed-mlp" + kQuick + "--checkpoint " + ck), "holds a checkpoint already");
+  EXPECT_EQ(gpuvs::test::slurp(file), bytes);
+  ASSERT_EQ(run_gpuvs("train seed-mlp" + kQuick + "--checkpoint " + ck + " --force").exit_code, 0);
   const std::string good = gpuvs::test::slurp(file);
   expect_usage_error(run_gpuvs("train seed-mlp --rows 600 --epochs 2 --threads 1 --batch-size 16 --checkpoint " + ck +
                                " --resume"),
@@ -402,7 +405,7 @@ TEST(Cli, ValidateTableAndJson) {
   EXPECT_EQ(all.out.find("not predicted"), std::string::npos) << "every published row is priced";
   EXPECT_NE(all.out.find("MAMF-004"), std::string::npos);
   EXPECT_EQ(all.out.find("not predicted: mode 'micro'"), std::string::npos) << "micro rows are priced";
-  expect_usage_error(run_gpuvs("validate --data /nonexistent.csv"), "cannot open");
+  expect_usage_error(run_gpuvs("validate --data /nonexistent.csv"), "--data /nonexistent.csv: no such file");
 }
 
 TEST(Cli, CompareAnswersTheSeedQuestion) {
@@ -455,7 +458,7 @@ TEST(Cli, BenchFormatsAndBadKeys) {
   EXPECT_NE(md.out.find("|---|"), std::string::npos);
   expect_usage_error(run_gpuvs("bench --only cpu.nothing"), "valid: cpu.stream.copy");
   expect_usage_error(run_gpuvs("bench -o xml"), "-o 'xml'");
-  expect_usage_error(run_gpuvs("bench --device -1 --only cpu.stream.copy"), "--device -1");
+  expect_usage_error(run_gpuvs("bench --device -1 --only cpu.stream.copy"), "--device: -1 is out of range");
 }
 
 TEST(Cli, BenchSavesItsRecordAtomically) {
@@ -643,7 +646,7 @@ TEST(Cli, EvaluateStoresTheRunAndHistoryDiffReportReadIt) {
   expect_usage_error(run_gpuvs("report --db " + db), "--html FILE or -o");
   expect_usage_error(run_gpuvs("report -o xml --db " + db), "-o 'xml'");
   expect_usage_error(run_gpuvs("diff 1 5 --db " + db), "run 5");
-  expect_usage_error(run_gpuvs("diff 0 1 --db " + db), "positive");
+  expect_usage_error(run_gpuvs("diff 0 1 --db " + db), "run1: 0 is out of range");
   expect_usage_error(run_gpuvs("history --db " + (dir / "none.db").string()), "no such database");
 }
 
@@ -742,7 +745,7 @@ TEST(Cli, TrainRefusesMissingGpusBeforeAnyOutput) {
   expect_usage_error(run_gpuvs("train seed-mlp --memory preallocate=1.5 --rows 300"), "preallocate");
   expect_usage_error(run_gpuvs("train seed-mlp --device tpu --rows 300"), "--device 'tpu'");
   expect_usage_error(run_gpuvs("train seed-mlp --device cpu --precision amp-bf16 --rows 300"), "needs a GPU");
-  expect_usage_error(run_gpuvs("train seed-mlp --steps-per-sync 0 --rows 300"), "--steps-per-sync must be at least 1");
+  expect_usage_error(run_gpuvs("train seed-mlp --steps-per-sync 0 --rows 300"), "--steps-per-sync: 0 is out of range");
   expect_usage_error(run_gpuvs("train seed-mlp --steps-per-sync many --rows 300"), "--steps-per-sync");
 }
 

@@ -1,4 +1,9 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <functional>
 
 #include <cstring>
 #include <cmath>
@@ -12,6 +17,8 @@
 #include "core/rng.hpp"
 #include "core/stats.hpp"
 #include "core/strings.hpp"
+#include "core/json_guard.hpp"
+#include "core/toml_depth.hpp"
 #include "core/units.hpp"
 #include "test_util.hpp"
 
@@ -235,6 +242,155 @@ TEST(Files, EnsureWritableDirRejectsFileAncestorAndCreatesNothing) {
   EXPECT_TRUE(std::filesystem::is_directory(dir / "a" / "b"));
 }
 
+namespace {
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+struct stat stat_of(const std::filesystem::path& p) {
+  struct stat st {};
+  ::lstat(p.c_str(), &st);
+  return st;
+}
+}  // namespace
+
+// Issue 31: a FIFO, a device, a directory or a link to /dev/zero as an input is refused at once, naming it, and a
+// file past the cap is refused before it is read.
+TEST(Files, InputsAreRegularFilesReadWithACapAndNeverWaitedOn) {
+  test::TempDir dir;
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);  // no writer: an ordinary open would block for ever
+  std::filesystem::create_symlink("/dev/zero", dir / "zero.toml");
+  std::filesystem::create_directory(dir / "folder.toml");
+  EXPECT_NE(error_of([&] { files::read_all(dir / "fifo", "--scenario"); }).find("--scenario " + (dir / "fifo").string() + ": is a FIFO, not a regular file"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { files::read_all(dir / "zero.toml", "model file"); }).find("is a character device, not a regular file"), std::string::npos);
+  EXPECT_NE(error_of([&] { files::read_all(dir / "folder.toml", "model file"); }).find("is a directory, not a regular file"), std::string::npos);
+  EXPECT_NE(error_of([&] { files::read_all(dir / "absent", "--data"); }).find("absent: no such file"), std::string::npos);
+  test::write_text(dir / "big", std::string(5000, 'x'));
+  EXPECT_NE(error_of([&] { files::read_all(dir / "big", "--catalog", 4096); }).find("5000 bytes (4.88 KiB), more than the 4096 bytes"), std::string::npos);
+  EXPECT_EQ(files::read_all(dir / "big", "--catalog", 5000).size(), 5000u);
+}
+
+// Issue 31: what the output policy refuses, and what it keeps of the file it replaces.
+TEST(Files, OutputsReplaceOnlyTheirOwnRegularFilesAndKeepTheirMode) {
+  test::TempDir dir;
+  files::forget_run_files();
+  const files::OutputSpec spec{"--out", "test record", "# made by the test writer", false};
+  const std::string mine = "# made by the test writer\nv = 1\n";
+  // A new file, then a file of this writer's own: replaced.
+  files::write_output(dir / "a.txt", spec, mine);
+  files::write_output(dir / "a.txt", spec, mine + "v = 2\n");
+  EXPECT_EQ(test::slurp(dir / "a.txt"), mine + "v = 2\n");
+  // Its mode is kept (a private file stays private), and so is its inode's name: a link is followed, not replaced.
+  ::chmod((dir / "a.txt").c_str(), 0600);
+  files::write_output(dir / "a.txt", spec, mine);
+  EXPECT_EQ(stat_of(dir / "a.txt").st_mode & 0777, 0600u);
+  std::filesystem::create_symlink("a.txt", dir / "link.txt");
+  files::write_output(dir / "link.txt", spec, mine + "via the link\n");
+  EXPECT_TRUE(std::filesystem::is_symlink(dir / "link.txt"));
+  EXPECT_EQ(test::slurp(dir / "a.txt"), mine + "via the link\n");
+  // Refused, and left as they were: a foreign file, a FIFO, a directory, a dangling link, a second hard link.
+  test::write_text(dir / "notes.txt", "someone's notes");
+  EXPECT_NE(error_of([&] { files::write_output(dir / "notes.txt", spec, mine); }).find("exists and is not a gpuvs test record"), std::string::npos);
+  EXPECT_EQ(test::slurp(dir / "notes.txt"), "someone's notes");
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
+  EXPECT_NE(error_of([&] { files::write_output(dir / "fifo", spec, mine); }).find("is a FIFO; gpuvs writes only regular files"), std::string::npos);
+  EXPECT_TRUE(S_ISFIFO(stat_of(dir / "fifo").st_mode));
+  std::filesystem::create_directory(dir / "folder");
+  EXPECT_NE(error_of([&] { files::write_output(dir / "folder", spec, mine); }).find("is a directory"), std::string::npos);
+  std::filesystem::create_symlink("nowhere", dir / "dangling");
+  EXPECT_NE(error_of([&] { files::write_output(dir / "dangling", spec, mine); }).find("a symbolic link to nothing"), std::string::npos);
+  EXPECT_TRUE(std::filesystem::is_symlink(dir / "dangling"));
+  files::write_output(dir / "b.txt", spec, mine);
+  std::filesystem::create_hard_link(dir / "b.txt", dir / "b2.txt");
+  EXPECT_NE(error_of([&] { files::write_output(dir / "b.txt", spec, mine + "x"); }).find("has 2 hard links"), std::string::npos);
+  EXPECT_EQ(test::slurp(dir / "b2.txt"), mine);
+  // One of this run's inputs, even before it exists, and another output of this run: refused.
+  files::note_input(dir / "history.db");
+  EXPECT_NE(error_of([&] { files::write_output(dir / "history.db", spec, mine); }).find("is one of this run's inputs"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(dir / "history.db"));
+  test::write_text(dir / "in.csv", "1,2\n");
+  (void)files::read_all(dir / "in.csv", "--data");
+  std::filesystem::create_symlink("in.csv", dir / "in-link.csv");
+  EXPECT_NE(error_of([&] { files::write_output(dir / "in-link.csv", spec, mine); }).find("is one of this run's inputs"), std::string::npos);
+  EXPECT_EQ(test::slurp(dir / "in.csv"), "1,2\n");
+  const files::OutputSpec other{"--other", "test record", "# made by the test writer", false};
+  EXPECT_NE(error_of([&] { files::write_output(dir / "a.txt", other, mine); }).find("is also this run's --out output"), std::string::npos);
+  // --force replaces a foreign file, but never a special one.
+  const files::OutputSpec forced{"--forced", "test record", "# made by the test writer", true};
+  files::write_output(dir / "notes.txt", forced, mine);
+  EXPECT_EQ(test::slurp(dir / "notes.txt"), mine);
+  EXPECT_NE(error_of([&] { files::write_output(dir / "fifo", forced, mine); }).find("is a FIFO"), std::string::npos);
+  files::forget_run_files();
+}
+
+// Issue 31: a run killed between writing its temporary file and the rename leaves the file; the next write for the
+// same path removes it (a live process's is left alone).
+TEST(Files, StaleTemporaryFilesOfDeadRunsAreRemovedByTheNextWrite) {
+  test::TempDir dir;
+  char host[256] = "localhost";
+  ::gethostname(host, sizeof host - 1);
+  std::string h;
+  for (const char* c = host; *c; ++c) h.push_back(std::isalnum(static_cast<unsigned char>(*c)) || *c == '-' ? *c : '_');
+  // A PID that is surely no process: past the kernel's pid_max.
+  const auto dead = dir / fmt::format(".ck.gpuvs.gpuvs-tmp.{}.{}.AbC123", h, 999999999);
+  const auto alive = dir / fmt::format(".ck.gpuvs.gpuvs-tmp.{}.{}.XyZ789", h, ::getppid());
+  const auto other = dir / ".ck.gpuvs.gpuvs-tmp.another-host.1.QwE456";
+  for (const auto& p : {dead, alive, other}) test::write_text(p, std::string(1000, 'x'));
+  files::write_atomic(dir / "ck.gpuvs", "new");
+  EXPECT_FALSE(std::filesystem::exists(dead));
+  EXPECT_TRUE(std::filesystem::exists(alive));
+  EXPECT_TRUE(std::filesystem::exists(other));
+  EXPECT_EQ(test::slurp(dir / "ck.gpuvs"), "new");
+}
+
+// Issue 31: deep dotted keys and table headers stop before toml++ builds tables it frees recursively (50,000 parts
+// overflowed the stack in every TOML reader); what real files hold passes.
+TEST(TomlDepth, DeepKeysAndTablesAreRefusedBeforeTheParserAndRealFilesPass) {
+  const auto deep = [](const std::string& text) { return error_of([&] { check_toml_depth(text, "f.toml"); }); };
+  std::string key = "a";
+  for (int i = 0; i < 50000; ++i) key += ".a";
+  EXPECT_NE(deep(key + " = 1\n").find("f.toml:1: TOML keys and tables nested more than 64 deep"), std::string::npos);
+  EXPECT_NE(deep("x = 1\n[" + key + "]\n").find("f.toml:2: TOML keys"), std::string::npos);
+  EXPECT_NE(deep("[[" + key + "]]\n").find("nested more than 64"), std::string::npos);
+  EXPECT_NE(deep("x = {" + key + " = 1}\n").find("nested more than 64"), std::string::npos);
+  EXPECT_NE(deep("[a.b.c]\nx = " + std::string(70, '[') + std::string(70, ']') + "\n").find("f.toml:2: TOML keys"), std::string::npos);
+  // Header parts and key parts add up.
+  std::string half = "a";
+  for (int i = 0; i < 39; ++i) half += ".a";
+  EXPECT_NE(deep("[" + half + "]\n" + half + " = 1\n").find("f.toml:2:"), std::string::npos);
+  EXPECT_EQ(deep("[" + half + "]\n" + "b.c = 1\n"), "");
+  // Dots inside strings, numbers, dates and comments are not keys.
+  EXPECT_EQ(deep("v = \"" + key + "\"\nw = '" + key + "'\nx = 1.5\nd = 1979-05-27 07:32:00.999\n# " + key + "\n"
+                 "m = \"\"\"\n" + key + "\n\"\"\"\nl =  + key + \narr = [1.5, 2.5, \n 3.5, # c\n]\n"
+                 "\"quoted.key\" = 1\nt = {a.b = 1, c = [1, {d = 2}]}\n"),
+            "");
+  // Every TOML file the project ships passes.
+  for (const auto& dir : {std::filesystem::path(GPUVS_SOURCE_DIR) / "data", std::filesystem::path(GPUVS_SOURCE_DIR) / "fuzz" / "corpus"})
+    for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
+      if (e.path().extension() == ".toml") {
+        EXPECT_EQ(deep(test::slurp(e.path())), "") << e.path();
+      }
+}
+
+// Issue 31: a key given twice in one JSON object is refused (nlohmann kept the first, Python's json the last).
+TEST(JsonGuard, RepeatedKeysAndDeepNestingAreRefusedAsTheTextIsParsed) {
+  const auto parse = [](const std::string& text) {
+    return error_of([&] {
+      const nlohmann::json j = nlohmann::json::parse(text, json_input_guard("m.json"));
+      (void)j;
+    });
+  };
+  EXPECT_NE(parse(R"({"units": 128, "units": 8})").find("m.json: key 'units' appears twice in one object"), std::string::npos);
+  EXPECT_NE(parse(R"({"a": [{"b": 1, "c": {"d": 1, "d": 2}}]})").find("key 'd' appears twice"), std::string::npos);
+  EXPECT_EQ(parse(R"({"a": {"k": 1}, "b": {"k": 2}, "c": [{"k": 1}, {"k": 2}], "k": 3})"), "");
+  EXPECT_NE(parse(std::string(300, '[') + std::string(300, ']')).find("nested more than 256 deep"), std::string::npos);
+}
+
 TEST(Errors, ExitCodes) {
   EXPECT_EQ(exit_code_for(InputError("x")), ExitCode::bad_input);
   EXPECT_EQ(exit_code_for(RuntimeFailure("x")), ExitCode::runtime_failure);
@@ -269,4 +425,7 @@ TEST(Units, MoneyAndPlainNumbersNeverUseExponents) {
     for (const std::string& s : {units::format_usd(v), units::format_plain(v), units::format_plain(v, 4)})
       EXPECT_FALSE(std::regex_search(s, std::regex("[0-9][eE][-+]?[0-9]"))) << v << " -> " << s;
   }
+  // Issue 31: an absurd figure is short, not a 300-digit decimal.
+  for (const std::string& s : {units::format_usd(1e300), units::format_plain(1e300), units::format_si(-1e300), units::format_bytes_binary(1e300)})
+    EXPECT_LT(s.size(), 12u) << s;
 }

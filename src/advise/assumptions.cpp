@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -40,6 +41,8 @@ Assumptions Assumptions::defaults() {
 
 void Assumptions::set(const std::string& key, double value, const catalog::Catalog& cat) {
   if (!std::isfinite(value)) throw InputError(fmt::format("--assume {}: not a number", strings::printable(key)));
+  // Past 1e15 no assumption is a value of this world (prices, hours, watts, shares): a typo, refused before it prices.
+  if (std::fabs(value) > 1e15) throw InputError(fmt::format("--assume {}={}: past 1e15, not a value any assumption takes", strings::printable(key), value));
   for (const char* prefix : {"price.", "rent."}) {
     if (key.rfind(prefix, 0) == 0) {
       const std::string id = cat.find(key.substr(std::string(prefix).size())).id;
@@ -70,6 +73,7 @@ void Assumptions::set(const std::string& key, double value, const catalog::Catal
 
 void Assumptions::set_all(const std::string& text, const catalog::Catalog& cat) {
   std::stringstream ss(text);
+  std::set<std::string> given;
   for (std::string pair; std::getline(ss, pair, ';');) {
     const auto b = pair.find_first_not_of(' '), e = pair.find_last_not_of(' ');
     if (b == std::string::npos) continue;
@@ -80,6 +84,8 @@ void Assumptions::set_all(const std::string& text, const catalog::Catalog& cat) 
     char* end = nullptr;
     const double value = std::strtod(v.c_str(), &end);
     if (v.empty() || *end != '\0') throw InputError(fmt::format("--assume {}: '{}' is not a number", pair.substr(0, eq), strings::printable(v)));
+    if (!given.insert(pair.substr(0, eq)).second)
+      throw InputError(fmt::format("--assume: '{}' is given twice; give it once", strings::printable(pair.substr(0, eq))));
     set(pair.substr(0, eq), value, cat);
   }
 }

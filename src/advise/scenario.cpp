@@ -7,7 +7,10 @@
 
 #include "advise/advisor.hpp"
 #include "core/error.hpp"
+#include "core/files.hpp"
 #include "core/strings.hpp"
+#include "core/toml_input.hpp"
+#include "graph/networks.hpp"
 #include "perf/predict.hpp"
 
 namespace gpuvs::advise {
@@ -18,9 +21,20 @@ std::string where(const std::string& path, const toml::node& n) {
   return fmt::format("{}:{}", path, n.source().begin.line);
 }
 
+/// A finite number: TOML's nan and inf are values no scenario key takes (they would read as "not given").
 double number(const std::string& path, const std::string& key, const toml::node& n) {
-  if (auto v = n.value<double>()) return *v;
+  if (auto v = n.value<double>()) {
+    if (!std::isfinite(*v)) throw InputError(fmt::format("{}: '{}' must be a finite number, got {}", where(path, n), key, *v));
+    return *v;
+  }
   throw InputError(fmt::format("{}: '{}' must be a number", where(path, n), key));
+}
+
+/// A finite number above 0: a quantity of work, a time, a rate, money.
+double positive(const std::string& path, const std::string& key, const toml::node& n) {
+  const double v = number(path, key, n);
+  if (!(v > 0)) throw InputError(fmt::format("{}: '{}' must be above 0, got {}", where(path, n), key, v));
+  return v;
 }
 
 /// A whole number in [lo, hi] (a count or a length): checked before it is converted.
@@ -39,14 +53,7 @@ std::string text(const std::string& path, const std::string& key, const toml::no
 }  // namespace
 
 Scenario read_scenario(const std::string& path, Assumptions& assumptions, const catalog::Catalog& cat) {
-  toml::table t;
-  try {
-    t = toml::parse_file(path);
-  } catch (const toml::parse_error& e) {
-    if (e.source().begin.line == 0 && std::string(e.description()).find("open") != std::string::npos)
-      throw InputError(fmt::format("--scenario {}: cannot be read", path));
-    throw InputError(fmt::format("{}:{}: {}", path, e.source().begin.line, strings::printable(std::string(e.description()), 200)));
-  }
+  const toml::table t = parse_toml(files::read_all(path, "--scenario"), path);
   Scenario s;
   static const std::vector<std::string> keys = {"name", "workload", "task", "finetune", "precision", "tokens", "samples",
                                                 "hours", "tenants", "sla_p99_ms", "requests_per_s", "budget_usd",
@@ -60,19 +67,19 @@ Scenario read_scenario(const std::string& path, Assumptions& assumptions, const 
     else if (key == "task") s.task = text(path, key, node);
     else if (key == "finetune") s.finetune = text(path, key, node);
     else if (key == "precision") s.precision = text(path, key, node);
-    else if (key == "tokens" || key == "samples") s.work = number(path, key, node);
-    else if (key == "hours") s.hours = number(path, key, node);
+    else if (key == "tokens" || key == "samples") s.work = positive(path, key, node);
+    else if (key == "hours") s.hours = positive(path, key, node);
     else if (key == "tenants") s.tenants = static_cast<int>(whole(path, key, node, 1, 1 << 20));
-    else if (key == "sla_p99_ms") s.sla_p99_ms = number(path, key, node);
-    else if (key == "sla_ttft_ms") s.sla_ttft_ms = number(path, key, node);
-    else if (key == "sla_tpot_ms") s.sla_tpot_ms = number(path, key, node);
+    else if (key == "sla_p99_ms") s.sla_p99_ms = positive(path, key, node);
+    else if (key == "sla_ttft_ms") s.sla_ttft_ms = positive(path, key, node);
+    else if (key == "sla_tpot_ms") s.sla_tpot_ms = positive(path, key, node);
     else if (key == "engine") s.engine = text(path, key, node);
     else if (key == "options") s.workload_options = perf::parse_option_pairs(text(path, key, node));
-    else if (key == "requests_per_s") s.requests_per_s = number(path, key, node);
-    else if (key == "budget_usd") s.budget_usd = number(path, key, node);
+    else if (key == "requests_per_s") s.requests_per_s = positive(path, key, node);
+    else if (key == "budget_usd") s.budget_usd = positive(path, key, node);
     else if (key == "purchase") s.purchase = text(path, key, node);
-    else if (key == "seq_len") s.seq_len = whole(path, key, node, 1, 1 << 24);
-    else if (key == "gen_len") s.gen_len = whole(path, key, node, 1, 1 << 24);
+    else if (key == "seq_len") s.seq_len = whole(path, key, node, 1, graph::kMaxSeqLen);
+    else if (key == "gen_len") s.gen_len = whole(path, key, node, 1, graph::kMaxSeqLen);
     else if (key == "gpus") {
       const auto* arr = node.as_array();
       if (!arr) throw InputError(fmt::format("{}: 'gpus' must be an array of catalog ids", at));

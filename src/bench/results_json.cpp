@@ -55,6 +55,8 @@ nlohmann::json results_json(const std::vector<Measurement>& results, bool quick,
           {"results", arr}};
 }
 
+files::OutputSpec record_output(const std::string& flag, bool force) { return {flag, "bench record", "\"gpuvs\": \"", force}; }
+
 std::vector<Measurement> measurements_from_json(const nlohmann::json& record, const std::string& where) {
   if (!record.is_object() || !record.contains("schema_version") || !record.contains("results"))
     throw InputError(fmt::format("{}: not a gpuvs bench record (no schema_version/results)", where));

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bench/registry.hpp"
+#include "core/files.hpp"
 
 namespace gpuvs::bench {
 
@@ -17,6 +18,10 @@ nlohmann::json measurement_json(const Measurement& m);
 nlohmann::json results_json(const std::vector<Measurement>& results, bool quick, const std::string& gpuvs_version);
 
 /// Reads results back (from --save files); InputError naming `where` on malformed records.
+/// The output policy's view of a record file named by `flag` (--save): one results_json wrote (its "gpuvs" key,
+/// near the top of the sorted dump) is replaced; anything else needs `force`.
+files::OutputSpec record_output(const std::string& flag, bool force);
+
 std::vector<Measurement> measurements_from_json(const nlohmann::json& record, const std::string& where);
 
 }  // namespace gpuvs::bench

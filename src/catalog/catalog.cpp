@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "core/strings.hpp"
+#include "core/toml_input.hpp"
 
 namespace gpuvs::embedded {
 extern const char* const kGpuCatalog;
@@ -205,13 +206,7 @@ Catalog Catalog::builtin() {
 }
 
 void Catalog::add_text(const std::string& text, const std::string& where) {
-  toml::table root;
-  try {
-    root = toml::parse(text, where);
-  } catch (const toml::parse_error& e) {
-    throw InputError(fmt::format("{}:{}: malformed TOML: {}", where, e.source().begin.line,
-                                 strings::printable(e.description(), 200)));
-  }
+  const toml::table root = parse_toml(text, where);
   for (auto&& [k, v] : root)
     if (k.str() != "gpu")
       throw InputError(fmt::format("{}:{}: unknown top-level key '{}' (devices are [[gpu]] tables)", where,

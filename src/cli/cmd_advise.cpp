@@ -11,6 +11,7 @@
 #include "advise/advice_json.hpp"
 #include "advise/advisor.hpp"
 #include "cli/commands.hpp"
+#include "cli/validators.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "graph/networks.hpp"
@@ -138,27 +139,28 @@ Runner add_advise_command(CLI::App& app) {
   sub->add_option("--task", a->task, "train, finetune or infer (default train)");
   sub->add_option("--finetune", a->finetune, "full, lora or qlora (default lora)");
   sub->add_option("--precision", a->precision, "Precision policy (default amp-bf16)");
-  sub->add_option("--tokens", a->tokens, "Tokens to train on (decoders)");
-  sub->add_option("--samples", a->samples, "Samples to train on (other workloads)");
-  sub->add_option("--hours", a->hours, "Deadline for the training run, hours");
-  sub->add_option("--tenants", a->tenants, "Serving: tenants that share the fleet");
-  sub->add_option("--sla-p99-ms", a->sla, "Serving: p99 latency target, ms");
-  sub->add_option("--sla-ttft-ms", a->sla_ttft, "LLM serving: time-to-first-token target, ms");
-  sub->add_option("--sla-tpot-ms", a->sla_tpot, "LLM serving: time-per-output-token target, ms");
+  sub->add_option("--tokens", a->tokens, "Tokens to train on (decoders)")->check(positive());
+  sub->add_option("--samples", a->samples, "Samples to train on (other workloads)")->check(positive());
+  sub->add_option("--hours", a->hours, "Deadline for the training run, hours")->check(positive());
+  sub->add_option("--tenants", a->tenants, "Serving: tenants that share the fleet")->check(whole_in(1, 1 << 20));
+  sub->add_option("--sla-p99-ms", a->sla, "Serving: p99 latency target, ms")->check(positive());
+  sub->add_option("--sla-ttft-ms", a->sla_ttft, "LLM serving: time-to-first-token target, ms")->check(positive());
+  sub->add_option("--sla-tpot-ms", a->sla_tpot, "LLM serving: time-per-output-token target, ms")->check(positive());
   sub->add_option("--engine", a->engine, "LLM serving engine: vllm (default), trt-llm, llama.cpp, hf-transformers");
-  sub->add_option("--requests-per-s", a->rps, "Serving: mean requests per second (all tenants)");
-  sub->add_option("--budget", a->budget, "Budget in USD (buying: up front; renting: the job or a month of serving)");
+  sub->add_option("--requests-per-s", a->rps, "Serving: mean requests per second (all tenants)")->check(positive());
+  sub->add_option("--budget", a->budget, "Budget in USD (buying: up front; renting: the job or a month of serving)")->check(positive());
   sub->add_option("--purchase", a->purchase, "buy, rent or either (default either)");
   sub->add_option("--gpus", a->gpus, "Comma-separated catalog ids to consider (default: all)");
-  sub->add_option("--seq-len", a->seq_len, "Sequence length (transformers)");
-  sub->add_option("--gen-len", a->gen_len, "Generated tokens per request (decoder serving)");
-  sub->add_option("--utilization", a->utilization, "Share of hours an owned card does useful work (0-1]");
-  sub->add_option("--electricity", a->electricity, "Electricity price, USD/kWh");
+  sub->add_option("--seq-len", a->seq_len, "Sequence length (transformers)")->check(whole_in(1, graph::kMaxSeqLen));
+  sub->add_option("--gen-len", a->gen_len, "Generated tokens per request (decoder serving)")->check(whole_in(1, graph::kMaxSeqLen));
+  sub->add_option("--utilization", a->utilization, "Share of hours an owned card does useful work (0-1]")->check(fraction());
+  sub->add_option("--electricity", a->electricity, "Electricity price, USD/kWh")->check(non_negative());
   sub->add_option("--assume", a->assume, "Override assumptions: 'key=value;key=value' (price.ID, rent.ID too)");
-  sub->add_option("--top", a->top, "Ranked rows to show")->capture_default_str();
+  sub->add_option("--top", a->top, "Ranked rows to show")->check(whole_in(1, 1000000))->capture_default_str();
   sub->add_option("--catalog", a->catalogs, "Add devices from a TOML file (repeatable)");
   sub->add_option("--measured-run", a->measured_run,
-                  "Rank the machine an evaluate run measured too (gpuvs history lists runs): measured speed, no purchase");
+                  "Rank the machine an evaluate run measured too (gpuvs history lists runs): measured speed, no purchase")
+      ->check(whole_in(1, std::numeric_limits<std::int64_t>::max()));
   sub->add_option("--db", a->db, "Results database for --measured-run (default $XDG_DATA_HOME/gpuvs/history.db)");
   sub->add_flag("--json", a->json, "JSON output");
   return [a, params] {

@@ -15,6 +15,7 @@
 #include "bench/results_json.hpp"
 #include "catalog/catalog.hpp"
 #include "cli/commands.hpp"
+#include "cli/validators.hpp"
 #include "cli/devices_json.hpp"
 #include "hw/cpu.hpp"
 #include "hw/match.hpp"
@@ -31,7 +32,7 @@ namespace gpuvs::cli {
 namespace {
 
 struct BenchArgs {
-  bool quick = false, store = false;
+  bool quick = false, store = false, force = false;
   std::string only, format = "table", save, db;
   int threads = 0;
   int device = std::numeric_limits<int>::min();  // unset
@@ -61,12 +62,9 @@ std::string csv_quote(const std::string& s) {
 int run_bench(const BenchArgs& a) {
   if (a.format != "table" && a.format != "json" && a.format != "csv" && a.format != "md")
     throw InputError(fmt::format("-o '{}' is not a format (expected table, json, csv or md)", strings::printable(a.format)));
-  if (a.threads < 0) throw InputError(fmt::format("--threads must be positive, got {}", a.threads));
-  if (!a.save.empty()) {
-    const auto parent = std::filesystem::absolute(a.save).parent_path();
-    files::ensure_writable_dir(parent, "--save");
-    if (std::filesystem::is_directory(a.save)) throw InputError(fmt::format("--save {}: is a directory", a.save));
-  }
+  const bool lead = dist::world().rank == 0;
+  if (a.store || !a.db.empty()) files::note_input(a.db.empty() ? store::default_path() : std::filesystem::path(a.db));
+  if (!a.save.empty() && lead) files::check_output(a.save, bench::record_output("--save", a.force));
   std::optional<store::Store> history;
   if (a.store || !a.db.empty()) history.emplace(store::Store::open(a.db.empty() ? store::default_path() : std::filesystem::path(a.db), true));
   std::vector<std::string> keys, cluster_parts;
@@ -96,7 +94,7 @@ int run_bench(const BenchArgs& a) {
     record["cluster"] = cluster;
     for (const auto& c : cluster["collectives"]) failed = failed || c["wrong"].get<std::int64_t>() != 0;
   }
-  if (!a.save.empty()) files::write_atomic(a.save, record.dump(2) + "\n");
+  if (!a.save.empty()) files::write_output(a.save, bench::record_output("--save", a.force), record.dump(2) + "\n");
   std::int64_t run_id = 0;
   if (history) {  // a bench run in the results history: `gpuvs report` and `gpuvs diff` read it like any run
     store::Run run;
@@ -162,11 +160,12 @@ Runner add_bench_command(CLI::App& app) {
   sub->add_flag("--quick", a->quick, "Smaller sizes and fewer repetitions");
   sub->add_option("--only", a->only, "Comma-separated benchmark keys");
   sub->add_option("-o", a->format, "table, json, csv or md")->capture_default_str();
-  sub->add_option("--threads", a->threads, "CPU threads (default: every core)");
-  sub->add_option("--device", a->device, "CUDA ordinal for the GPU benchmarks (default 0)");
+  sub->add_option("--threads", a->threads, "CPU threads (default: every core)")->check(threads());
+  sub->add_option("--device", a->device, "CUDA ordinal for the GPU benchmarks (default 0)")->check(whole_in(0, 1023));
   sub->add_flag("--store", a->store, "Also store the run in the results history (gpuvs history / report / diff)");
   sub->add_option("--db", a->db, "Results database for --store (default $XDG_DATA_HOME/gpuvs/history.db)");
   sub->add_option("--save", a->save, "Also write the JSON record to this file (for predict --calibration and reports)");
+  sub->add_flag("--force", a->force, "Replace a --save file that gpuvs did not write (or that has other hard links)");
   return [a] { return run_bench(*a); };
 }
 

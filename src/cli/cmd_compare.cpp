@@ -7,6 +7,7 @@
 
 #include "catalog/catalog.hpp"
 #include "cli/commands.hpp"
+#include "cli/validators.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "core/units.hpp"
@@ -96,7 +97,7 @@ int run_compare_serving(const CompareArgs& a, const catalog::Catalog& cat) {
   const perf::ServingPrediction* any = nullptr;
   for (const auto& e : entries)
     if (e.prediction && !any) any = &*e.prediction;
-  fmt::print("{} {} ({} weights, {} engine{}), {} GPU(s) each\n", a.workload, a.mode, any ? any->format : r.format,
+  fmt::print("{} {} ({} weights, {} engine{}), {} GPU(s) each\n", strings::escape_control(a.workload), a.mode, any ? any->format : r.format,
              any ? any->engine : "-", any && any->mode != "prefill" ? fmt::format(", {} + {} tokens", any->prompt_len, any->gen_len) : "",
              a.gpus_each);
   std::vector<std::pair<std::string, std::vector<std::string>>> rows;
@@ -180,7 +181,7 @@ int run_compare(CompareArgs a) {
   if (seed_question)
     fmt::print("The seed document's question: {} or {} for {}?\n\n", c.entries[0].gpu->name, c.entries[1].gpu->name,
                c.workload);
-  fmt::print("{} {}, batch {} per GPU, {}\n\n", c.workload, a.mode, c.batch, perf::precision_name(c.precision));
+  fmt::print("{} {}, batch {} per GPU, {}\n\n", strings::escape_control(c.workload), a.mode, c.batch, perf::precision_name(c.precision));
   // The table: rows collected first, then laid out. A GPU's column is 24 characters, right-aligned; a cell
   // wider than that wraps onto continuation lines at spaces, and a single word longer than its column widens
   // that column. The label column fits the longest label. Nothing is cut.
@@ -240,10 +241,10 @@ Runner add_compare_command(CLI::App& app) {
   sub->add_option("gpus", a->gpus, "Catalog GPU ids or aliases");
   sub->add_option("--workload", a->workload, "Workload id")->capture_default_str();
   sub->add_option("--precision", a->precision, "fp32, tf32, amp-fp16, amp-bf16, amp-fp8, fp16, bf16")->capture_default_str();
-  sub->add_option("--batch", a->batch, "Batch per GPU (default: the workload family's; 32 for the seed question)");
+  sub->add_option("--batch", a->batch, "Batch per GPU (default: the workload family's; 32 for the seed question)")->check(whole_in(1, graph::kMaxBatch));
   sub->add_option("--mode", a->mode, "train or infer; decoders also prefill and decode (LLM serving)")->capture_default_str();
   sub->add_option("--options", a->options, "k=v;k=v: seq_len, flash_attention; serving: prompt_len, gen_len, tp, framework, kv_dtype");
-  sub->add_option("--gpus-each", a->gpus_each, "LLM serving: GPUs per system (with tp=N in --options)")->capture_default_str();
+  sub->add_option("--gpus-each", a->gpus_each, "LLM serving: GPUs per system (with tp=N in --options)")->capture_default_str()->check(whole_in(1, 64));
   sub->add_option("--catalog", a->catalogs, "Add devices from a TOML file (repeatable)");
   sub->add_flag("--json", a->json, "JSON output");
   return [a] { return run_compare(*a); };

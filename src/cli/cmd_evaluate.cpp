@@ -4,6 +4,8 @@
 // summary, writes the HTML report and stores the run in the results history.
 #include <fmt/format.h>
 
+#include <limits>
+
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -19,6 +21,7 @@
 #include "catalog/catalog.hpp"
 #include "cli/calibration_file.hpp"
 #include "cli/commands.hpp"
+#include "cli/validators.hpp"
 #include "cli/devices_json.hpp"
 #include "core/clock.hpp"
 #include "core/error.hpp"
@@ -53,7 +56,7 @@ struct EvaluateArgs {
   std::string workload = "seed-mlp", precision = "amp-bf16", report = "gpuvs-report.html", db, scenario, assume, options;
   std::int64_t epochs = 2, rows = 20000;
   int threads = 0;
-  bool no_report = false, json_out = false;
+  bool no_report = false, json_out = false, force = false;
 };
 
 class Steps {
@@ -62,7 +65,7 @@ class Steps {
   void begin(const std::string& what) {
     ++n_;
     if (quiet_) return;
-    fmt::print(stderr, "[{}/{}] {} ({:.0f} s)\n", n_, total_, what, seconds());
+    fmt::print(stderr, "[{}/{}] {} ({:.0f} s)\n", n_, total_, strings::escape_control(what), seconds());  // names from files: \xNN
   }
   double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(); }
 
@@ -140,10 +143,11 @@ int run_evaluate(const EvaluateArgs& a) {
   const std::filesystem::path db_path = a.db.empty() ? store::default_path() : std::filesystem::path(a.db);
   // Everything that can be refused is refused before any work: the report path, the database, the
   // workload, the precision, the scenario and assumptions.
-  if (!a.no_report && lead) {
-    files::ensure_writable_dir(std::filesystem::absolute(a.report).parent_path(), "--report");
-    if (std::filesystem::is_directory(a.report)) throw InputError(fmt::format("--report {}: is a directory", a.report));
-  }
+  // The inputs are noted first, so that the report may land on none of them.
+  files::note_input(db_path);
+  if (graph::is_model_file(a.workload)) files::note_input(a.workload);
+  if (!a.scenario.empty()) files::note_input(a.scenario);
+  if (!a.no_report && lead) files::check_output(a.report, report::html_output("--report", a.force));
   catalog::Catalog cat = catalog::Catalog::builtin();
   const auto workload_options = perf::parse_option_pairs(a.options);
   const graph::NetworkInfo net = graph::resolve_network(a.workload, workload_options);
@@ -159,6 +163,12 @@ int run_evaluate(const EvaluateArgs& a) {
   assumptions.set_all(a.assume, cat);
   advise::validate(scenario, cat);
   if (a.epochs < 1 || a.rows < 100) throw InputError("--epochs must be at least 1 and --rows at least 100");
+  // What to train here: the workload itself when the engine can run it (dense Sequential models: seed-mlp,
+  // a gpuvs model file, a Keras file), else the seed model, said in one line. Its synthetic rows are refused
+  // with the figures now, not after the benchmarks.
+  const bool trains_workload = net.family == "mlp";
+  const graph::ModelSpec spec = trains_workload ? graph::resolve_workload(a.workload) : graph::builtin_workload("seed-mlp");
+  engine::check_synthetic_fits(a.rows, spec.input_dim, spec.num_classes());
   std::optional<store::Store> db;
   if (lead) db.emplace(store::Store::open(db_path, true));  // last: a refused run creates no database
 
@@ -179,15 +189,11 @@ int run_evaluate(const EvaluateArgs& a) {
   engine::TrainConfig cfg;
   cfg.device = world.size > 1 ? "cpu" : "auto";  // the best local device (across ranks the CPU: gradients over MPI)
   const engine::Placement place = engine::resolve_placement(cfg);
-  // What to train here: the workload itself when the engine can run it (dense Sequential models: seed-mlp,
-  // a gpuvs model file, a Keras file), else the seed model, said in one line.
-  const bool trains_workload = net.family == "mlp";
-  const graph::ModelSpec spec = trains_workload ? graph::resolve_workload(a.workload) : graph::builtin_workload("seed-mlp");
   const std::string measured_name = trains_workload ? spec.name : "seed-mlp";
   const std::string measured_instead =
       trains_workload ? "" : fmt::format("Measured seed-mlp instead of {}: the CPU engine trains dense models only, and {} is {}.",
                                          a.workload, net.id, net.family == "onnx" ? "an ONNX graph" : "a " + net.family + " network");
-  if (!measured_instead.empty() && lead) fmt::print(stderr, "{}\n", measured_instead);
+  if (!measured_instead.empty() && lead) fmt::print(stderr, "{}\n", strings::escape_control(measured_instead));
   steps.begin(fmt::format("training {} on {}", measured_name, place.device));
   const engine::Dataset data = engine::make_synthetic(a.rows, spec.input_dim, spec.num_classes(), 1);
   cfg.epochs = a.epochs;
@@ -448,14 +454,14 @@ int run_evaluate(const EvaluateArgs& a) {
   const std::int64_t id = db->add(run);
   if (!a.no_report) {
     const json stored = {{"id", id}, {"created_utc", run.created_utc}, {"payload", payload}};
-    files::write_atomic(a.report, report::render_html(stored));
+    files::write_output(a.report, report::html_output("--report", a.force), report::render_html(stored));
   }
   if (a.json_out) {
     fmt::print("{}\n", json{{"run", id}, {"db", db_path.string()}, {"report", a.no_report ? json(nullptr) : json(a.report)},
                             {"summary", summary}, {"seconds", steps.seconds()}}.dump(2));
   } else {
-    for (const auto& line : summary) fmt::print("{}\n", line.get<std::string>());
-    fmt::print("Stored as run {} in {}{}\n", id, db_path.string(), a.no_report ? "" : "; report: " + a.report);
+    for (const auto& line : summary) fmt::print("{}\n", strings::escape_control(line.get<std::string>()));
+    fmt::print("Stored as run {} in {}{}\n", id, strings::escape_control(db_path.string()), a.no_report ? "" : "; report: " + strings::escape_control(a.report));
     fmt::print("Done in {:.0f} s\n", steps.seconds());
   }
   return failed ? 1 : 0;
@@ -473,10 +479,11 @@ Runner add_evaluate_command(CLI::App& app) {
   sub->add_option("--assume", a->assume, "Override advisor assumptions: 'key=value;...'");
   sub->add_option("--report", a->report, "HTML report to write")->capture_default_str();
   sub->add_flag("--no-report", a->no_report, "Do not write the HTML report");
+  sub->add_flag("--force", a->force, "Replace a --report file that gpuvs did not write (or that has other hard links)");
   sub->add_option("--db", a->db, "Results database (default $XDG_DATA_HOME/gpuvs/history.db)");
-  sub->add_option("--epochs", a->epochs, "Epochs of the seed training")->capture_default_str();
-  sub->add_option("--rows", a->rows, "Rows of the synthetic training data")->capture_default_str();
-  sub->add_option("--threads", a->threads, "CPU threads (default: every core)");
+  sub->add_option("--epochs", a->epochs, "Epochs of the seed training")->capture_default_str()->check(whole_in(1, 1000));
+  sub->add_option("--rows", a->rows, "Rows of the synthetic training data")->capture_default_str()->check(whole_in(100, std::numeric_limits<std::int64_t>::max()));
+  sub->add_option("--threads", a->threads, "CPU threads (default: every core)")->check(threads());
   sub->add_flag("--json", a->json_out, "JSON summary on stdout");
   return [a] { return run_evaluate(*a); };
 }

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/validators.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "core/units.hpp"
@@ -126,8 +127,10 @@ int run_graph(const GraphArgs& a) {
     fmt::print("{}\n", j.dump(2));
     return 0;
   }
-  fmt::print("{}: {} graph at batch {}, {} nodes (built in {:.1f} ms)\n", name, a.mode, a.batch, g.size(), build_s * 1e3);
-  if (!understood.empty()) fmt::print("  understood      {}\n", understood);
+  // Names come from model files: their control characters are shown as \xNN, never sent to the terminal.
+  const auto esc = strings::escape_control;
+  fmt::print("{}: {} graph at batch {}, {} nodes (built in {:.1f} ms)\n", esc(name), a.mode, a.batch, g.size(), build_s * 1e3);
+  if (!understood.empty()) fmt::print("  understood      {}\n", esc(understood));
   fmt::print("  parameters      {:>16}{}\n", params,
              published > 0 ? fmt::format("   (published {}, {:+.2f}%)", units::format_plain(published, 4), 100.0 * (static_cast<double>(params) / published - 1)) : "");
   fmt::print("  forward         {:>12} FLOP matrix, {} FLOP vector, {}B moved\n", units::format_si(forward.matrix_flops),
@@ -144,7 +147,7 @@ int run_graph(const GraphArgs& a) {
                "vector FLOP", "bytes");
     for (const auto& n : g.nodes()) {
       const auto c = graph::op_cost(g, n);
-      fmt::print("{:<6} {:<20} {:<44} {:<20} {:>14.0f} {:>14.0f} {:>14.0f}\n", n.id, graph::op_name(n.op), n.name,
+      fmt::print("{:<6} {:<20} {:<44} {:<20} {:>14.0f} {:>14.0f} {:>14.0f}\n", n.id, graph::op_name(n.op), esc(n.name),
                  graph::shape_str(n.shape), c.matrix_flops, c.vector_flops, c.bytes);
     }
   }
@@ -156,12 +159,12 @@ Runner add_graph_command(CLI::App& app) {
   auto args = std::make_shared<GraphArgs>();
   auto* sub = app.add_subcommand("graph", "Show a workload's graph IR: parameters, FLOPs and bytes by op");
   sub->add_option("workload", args->workload, "Built-in workload id or a .toml/.json model file")->required();
-  sub->add_option("--batch", args->batch, "Batch size")->capture_default_str();
+  sub->add_option("--batch", args->batch, "Batch size")->capture_default_str()->check(whole_in(1, graph::kMaxBatch));
   sub->add_option("--options", args->options, "The gpt workload's shape: 'layers=24;hidden=2304;heads=24' (kv_heads, ffn, vocab too); an ONNX file's symbolic dims: 'sequence=128'");
-  sub->add_option("--seq-len", args->seq_len, "Sequence length for transformers (default: the network's)");
+  sub->add_option("--seq-len", args->seq_len, "Sequence length for transformers (default: the network's)")->check(whole_in(1, graph::kMaxSeqLen));
   sub->add_option("--mode", args->mode, "train (forward, backward, Adam) or eval")->capture_default_str();
   sub->add_option("--flash-attention", args->flash, "1: fused attention, 0: explicit bmm-softmax-bmm")
-      ->capture_default_str();
+      ->capture_default_str()->check(whole_in(0, 1));
   sub->add_option("--dtype", args->dtype, "Element type of activations and weights: f32, f16, bf16, fp8")
       ->capture_default_str();
   sub->add_flag("--ops", args->ops, "List every node with its cost");

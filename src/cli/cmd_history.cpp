@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/validators.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "core/files.hpp"
@@ -101,20 +102,18 @@ int run_diff(const std::string& db, std::int64_t a, std::int64_t b, bool as_json
   return 0;
 }
 
-int run_report(const std::string& db, std::int64_t id, const std::string& html, const std::string& format) {
+int run_report(const std::string& db, std::int64_t id, const std::string& html, const std::string& format, bool force) {
   if (id != 0) check_id(id, "--run");
   if (html.empty() && format.empty()) throw InputError("give --html FILE or -o json|md");
   if (!format.empty() && format != "json" && format != "md")
     throw InputError(fmt::format("-o '{}' is not a report format (expected json or md)", format));
-  if (!html.empty()) {
-    files::ensure_writable_dir(std::filesystem::absolute(html).parent_path(), "--html");
-    if (std::filesystem::is_directory(html)) throw InputError(fmt::format("--html {}: is a directory", html));
-  }
+  files::note_input(db_path(db));
+  if (!html.empty()) files::check_output(html, report::html_output("--html", force));
   const auto s = store::Store::open(db_path(db), false);
   const store::Run r = s.get(id > 0 ? id : s.latest());
   const json run = {{"id", r.id}, {"created_utc", r.created_utc}, {"payload", r.payload}};
   if (!html.empty()) {
-    files::write_atomic(html, report::render_html(run));
+    files::write_output(html, report::html_output("--html", force), report::render_html(run));
     fmt::print(stderr, "wrote {} (run {})\n", html, r.id);
   }
   if (format == "json") fmt::print("{}\n", run.dump(2));
@@ -144,8 +143,8 @@ Runner add_diff_command(CLI::App& app) {
   };
   auto a = std::make_shared<Args>();
   auto* d = app.add_subcommand("diff", "Compare two stored runs figure by figure");
-  d->add_option("run1", a->a, "First run id")->required();
-  d->add_option("run2", a->b, "Second run id")->required();
+  d->add_option("run1", a->a, "First run id")->required()->check(run_id());
+  d->add_option("run2", a->b, "Second run id")->required()->check(run_id());
   d->add_option("--db", a->db, "Results database (default $XDG_DATA_HOME/gpuvs/history.db)");
   d->add_flag("--json", a->json, "JSON output");
   return [a] { return run_diff(a->db, a->a, a->b, a->json); };
@@ -154,15 +153,17 @@ Runner add_diff_command(CLI::App& app) {
 Runner add_report_command(CLI::App& app) {
   struct Args {
     std::string db, html, format;
-    std::int64_t run = 0;
+    std::int64_t run = 0;  // the newest (the flag takes 1 and up)
+    bool force = false;
   };
   auto a = std::make_shared<Args>();
   auto* r = app.add_subcommand("report", "Write a stored run's report: self-contained HTML, JSON or Markdown");
-  r->add_option("--run", a->run, "Run id (default: the newest)");
+  r->add_option("--run", a->run, "Run id (default: the newest)")->check(run_id());
   r->add_option("--html", a->html, "Write the HTML report to this file");
   r->add_option("-o", a->format, "Print the run as json or md");
   r->add_option("--db", a->db, "Results database (default $XDG_DATA_HOME/gpuvs/history.db)");
-  return [a] { return run_report(a->db, a->run, a->html, a->format); };
+  r->add_flag("--force", a->force, "Replace an --html file that gpuvs did not write (or that has other hard links)");
+  return [a] { return run_report(a->db, a->run, a->html, a->format, a->force); };
 }
 
 }  // namespace gpuvs::cli

@@ -6,6 +6,7 @@
 #include "catalog/catalog.hpp"
 #include "cli/calibration_file.hpp"
 #include "cli/commands.hpp"
+#include "cli/validators.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "core/units.hpp"
@@ -89,7 +90,8 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat) {
                            : p.mode == "decode" ? fmt::format("{} sequence(s), context {} -> {}", p.batch, p.prompt_len, p.prompt_len + p.gen_len)
                                                 : fmt::format("requests of {} + {} tokens, {} in flight{}", p.prompt_len, p.gen_len, p.batch,
                                                               p.batch_chosen ? " (limited by " + p.batch_limit + ")" : "");
-  fmt::print("{} {} on {} x {} ({}), {}; {} weights, KV cache {}\n", p.workload, p.mode, p.gpus, p.gpu_name, p.gpu_id, what,
+  fmt::print("{} {} on {} x {} ({}), {}; {} weights, KV cache {}\n", strings::escape_control(p.workload), p.mode, p.gpus,
+             strings::escape_control(p.gpu_name), strings::escape_control(p.gpu_id), what,
              p.format, p.kv_dtype);
   fmt::print("  throughput   {} {} per system (likely {} to {})\n", units::format_si(p.throughput), p.unit, units::format_si(p.band_low),
              units::format_si(p.band_high));
@@ -200,7 +202,8 @@ int run_predict(const PredictArgs& a) {
     fmt::print("{}\n", j.dump(2));
     return 0;
   }
-  fmt::print("{} {} on {} ({}), batch {}{}, {}\n", p.workload, a.mode, p.gpu_name, p.gpu_id, p.batch,
+  fmt::print("{} {} on {} ({}), batch {}{}, {}\n", strings::escape_control(p.workload), a.mode, strings::escape_control(p.gpu_name),
+             strings::escape_control(p.gpu_id), p.batch,
              p.seq_len > 0 ? fmt::format(" x {} tokens", p.seq_len) : "", p.plan.matrix_unit);
   fmt::print("  throughput   {} {} per GPU (likely {} to {})\n", units::format_si(p.throughput), p.unit,
              units::format_si(p.band_low), units::format_si(p.band_high));
@@ -258,8 +261,8 @@ Runner add_predict_command(CLI::App& app) {
   auto* sub = app.add_subcommand("predict", "Predict a workload's throughput and memory on a catalog GPU");
   sub->add_option("--workload", a->workload, "Workload id (gpuvs graph lists the graphs)")->capture_default_str();
   sub->add_option("--gpu", a->gpu, "Catalog GPU id or alias")->required();
-  sub->add_option("--gpus", a->gpus, "GPUs (data parallel)")->capture_default_str();
-  sub->add_option("--batch", a->batch, "Batch per GPU (default: the workload family's)");
+  sub->add_option("--gpus", a->gpus, "GPUs (data parallel)")->capture_default_str()->check(whole_in(1, 1 << 20));
+  sub->add_option("--batch", a->batch, "Batch per GPU (default: the workload family's)")->check(whole_in(1, graph::kMaxBatch));
   sub->add_option("--precision", a->precision,
                   "fp32, tf32, fp16, bf16, amp-fp16, amp-bf16, amp-fp8; serving a decoder: a weight format (fp16, bf16, fp8, int8, "
                   "int8-w8a16, int4-awq, int4-gptq, q8_0, q6_k, q5_k_m, q4_k_m, q4_0)")

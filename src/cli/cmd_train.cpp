@@ -1,5 +1,7 @@
 // gpuvs train WORKLOAD|MODEL_FILE: Keras-style fit with progress, TensorBoard logs and checkpoints.
 #include <fmt/format.h>
+
+#include <limits>
 #include <unistd.h>
 
 #include <cmath>
@@ -8,6 +10,8 @@
 #include <optional>
 
 #include "cli/commands.hpp"
+#include "cli/validators.hpp"
+#include "graph/networks.hpp"
 #include "core/error.hpp"
 #include "dist/world.hpp"
 #include "core/progress.hpp"
@@ -62,7 +66,7 @@ class ConsoleObserver final : public engine::TrainObserver {
     m += fmt::format(" - {:.0f} samples/s", r.samples_per_s);
     bar_->finish(m);
   }
-  void on_note(const std::string& text) override { fmt::print(out_, "{}\n", text); }
+  void on_note(const std::string& text) override { fmt::print(out_, "{}\n", strings::escape_control(text)); }
 
  private:
   std::FILE* out_;
@@ -188,12 +192,6 @@ int run_train(TrainArgs& a) {
 
   engine::Dataset data;
   if (a.data.empty()) {
-    // Refuse a synthetic task that cannot fit in memory, rather than failing deep inside an allocation.
-    const double need = static_cast<double>(a.rows) * static_cast<double>(spec.input_dim) * sizeof(float);
-    const double have = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
-    if (have > 0 && need > 0.8 * have)
-      throw InputError(fmt::format("--rows {} needs {} for the synthetic data; this machine has {}", a.rows,
-                                   units::format_bytes_binary(need), units::format_bytes_binary(have)));
     data = engine::make_synthetic(a.rows, spec.input_dim, spec.num_classes(), a.cfg.seed);
   } else {
     engine::DataFiles files;
@@ -203,8 +201,12 @@ int run_train(TrainArgs& a) {
     data = engine::load_dataset(files);
     if (a.shuffle_rows) engine::shuffle_rows(data, a.cfg.seed);
   }
-  // Under MPI every rank trains; rank 0 alone prints, writes and reports.
+  // Under MPI every rank trains; rank 0 alone prints, writes and reports. The command line was compared at start-up;
+  // the data each rank read under the same path must be the same too (a node with another file trains another task).
   const dist::World& world = dist::world();
+  if (world.size > 1)
+    dist::check_same(fmt::format("{} ({} rows x {} features, CRC-32C {:08x})", data.source, data.rows, data.features, engine::data_digest(data)),
+                     "read", "every rank must read the same data (copy the file to every node, or put it on a shared file system)");
   if (world.rank != 0) {
     engine::TrainObserver silent;
     engine::ParamStore store;
@@ -212,8 +214,10 @@ int run_train(TrainArgs& a) {
     return 0;
   }
   std::FILE* progress = a.json ? stderr : stdout;
-  fmt::print(progress, "Model {} ({} params), data {} ({} rows x {} features)\n", spec.name, spec.param_count(),
-             data.source, data.rows, data.features);
+  // Names and paths come from files and flags: their control characters are shown as \xNN, never sent to the terminal.
+  const auto e = strings::escape_control;
+  fmt::print(progress, "Model {} ({} params), data {} ({} rows x {} features)\n", e(spec.name), spec.param_count(),
+             e(data.source), data.rows, data.features);
   if (world.size > 1)
     fmt::print(progress, "Data parallel over {} MPI ranks on {} node{}: each trains {} rows of every global batch of {}\n", world.size,
                world.nodes, world.nodes == 1 ? "" : "s", a.cfg.batch, a.cfg.batch * world.size);
@@ -227,11 +231,11 @@ int run_train(TrainArgs& a) {
   if (r.history.empty()) return 0;
   const auto& last = r.history.back();
   if (r.device == "cpu")
-    fmt::print("Trained {} on cpu ({}, {} thread{}, GEMM {}): {} epoch{}, {} steps of batch {}\n", spec.name,
+    fmt::print("Trained {} on cpu ({}, {} thread{}, GEMM {}): {} epoch{}, {} steps of batch {}\n", e(spec.name),
                cpu_model_name(), r.threads, r.threads == 1 ? "" : "s", r.gemm, r.history.size(),
                r.history.size() == 1 ? "" : "s", r.steps, a.cfg.batch);
   else
-    fmt::print("Trained {} on {}: {} epoch{}, {} steps of batch {}; GPU memory reserved {}, in use {}, peak in use {}\n", spec.name,
+    fmt::print("Trained {} on {}: {} epoch{}, {} steps of batch {}; GPU memory reserved {}, in use {}, peak in use {}\n", e(spec.name),
                r.device, r.history.size(), r.history.size() == 1 ? "" : "s", r.steps, a.cfg.batch,
                units::format_bytes_binary(static_cast<double>(r.gpu_reserved_bytes)),
                units::format_bytes_binary(static_cast<double>(r.gpu_in_use_bytes)),
@@ -246,8 +250,8 @@ int run_train(TrainArgs& a) {
   if (last.has_validation) fin += fmt::format(", val_loss {:.4f}, val_accuracy {:.4f}", last.val_loss, last.val_accuracy);
   fmt::print("{}\n", fin);
   if (!r.op_profile.empty()) print_profile(r);
-  if (a.cfg.logdir) fmt::print("  TensorBoard logs: {} (tensorboard --logdir {})\n", a.logdir, a.logdir);
-  if (a.cfg.checkpoint_dir) fmt::print("  checkpoint: {}/checkpoint.gpuvs\n", a.checkpoint);
+  if (a.cfg.logdir) fmt::print("  TensorBoard logs: {} (tensorboard --logdir {})\n", e(a.logdir), e(a.logdir));
+  if (a.cfg.checkpoint_dir) fmt::print("  checkpoint: {}/checkpoint.gpuvs\n", e(a.checkpoint));
   return 0;
 }
 
@@ -258,34 +262,35 @@ Runner add_train_command(CLI::App& app) {
   auto* sub = app.add_subcommand("train", "Train a workload (built-in id or model file) on this machine");
   sub->add_option("workload", args->workload, "Built-in workload id (seed-mlp) or a .toml/.json model file")
       ->required();
-  sub->add_option("--epochs", args->cfg.epochs, "Epochs to train (total, counting resumed ones)")->capture_default_str();
-  sub->add_option("--batch-size", args->cfg.batch, "Samples per step")->capture_default_str();
-  sub->add_option("--steps", args->cfg.steps_per_epoch, "Steps per epoch (default: the whole training split)");
-  sub->add_option("--lr", args->lr, "Learning rate (default: the model's, Keras Adam 1e-3)");
+  sub->add_option("--epochs", args->cfg.epochs, "Epochs to train (total, counting resumed ones)")->capture_default_str()->check(whole_in(1, 1000000));
+  sub->add_option("--batch-size", args->cfg.batch, "Samples per step")->capture_default_str()->check(whole_in(1, graph::kMaxBatch));
+  sub->add_option("--steps", args->cfg.steps_per_epoch, "Steps per epoch (default: the whole training split)")->check(whole_in(1, std::numeric_limits<std::int64_t>::max()));
+  sub->add_option("--lr", args->lr, "Learning rate (default: the model's, Keras Adam 1e-3)")->check(positive());
   sub->add_option("--seed", args->cfg.seed, "Seed for data, initial weights, shuffling and dropout")
-      ->capture_default_str();
+      ->capture_default_str()->check(whole_in(0, std::numeric_limits<std::int64_t>::max()));
   sub->add_option("--validation-split", args->cfg.validation_split,
                   "Fraction of the rows (the last ones, as Keras) held out for validation")
-      ->capture_default_str();
+      ->capture_default_str()->check(number_in(0, 1, true, "a share from 0 up to (not including) 1"));
   sub->add_option("--data", args->data,
                   "Data file: CSV (label last), NPY or IDX, optionally .gz (default: synthetic task)");
   sub->add_option("--labels", args->labels, "Labels file for NPY or IDX data");
-  sub->add_option("--scale", args->scale, "Multiply features by this (default: 1/255 for 8-bit data, else 1)");
+  sub->add_option("--scale", args->scale, "Multiply features by this (default: 1/255 for 8-bit data, else 1)")->check(positive());
   sub->add_flag("--shuffle-rows", args->shuffle_rows,
                 "Shuffle the file's rows (seeded) before the validation split, for files ordered by class or writer");
-  sub->add_option("--rows", args->rows, "Rows of the synthetic task")->capture_default_str();
+  sub->add_option("--rows", args->rows, "Rows of the synthetic task")->capture_default_str()->check(whole_in(2, std::numeric_limits<std::int64_t>::max()));
   sub->add_option("--logdir", args->logdir, "Write TensorBoard event files under DIR/train and DIR/validation");
   sub->add_option("--checkpoint", args->checkpoint, "Write a checkpoint to DIR at each epoch end");
   sub->add_flag("--resume", args->cfg.resume, "Continue from the checkpoint in --checkpoint DIR");
-  sub->add_option("--threads", args->cfg.threads, "CPU threads (default: every core)");
+  sub->add_flag("--force", args->cfg.replace_checkpoint, "Start afresh over a checkpoint already in --checkpoint DIR (without it, that is refused)");
+  sub->add_option("--threads", args->cfg.threads, "CPU threads (default: every core)")->check(threads());
   sub->add_option("--device", args->cfg.device, "auto, cpu, cuda or cuda:N (auto: the first GPU if there is one)")->capture_default_str();
   sub->add_option("--memory", args->memory, "GPU memory: growth, or preallocate[=FRACTION] (TensorFlow's default, 0.9)")->capture_default_str();
   sub->add_option("--precision", args->cfg.precision, "auto (tf32 on a GPU, fp32 on the CPU), fp32, tf32, amp-bf16 or amp-fp16 (GPU: 16-bit GEMM inputs, FP32 master weights; fp16 with dynamic loss scaling)")->capture_default_str();
-  sub->add_option("--gpus", args->cfg.gpus, "Data parallel over GPUs 0..N-1 with NCCL (the batch is split evenly)")->capture_default_str();
+  sub->add_option("--gpus", args->cfg.gpus, "Data parallel over GPUs 0..N-1 with NCCL (the batch is split evenly)")->capture_default_str()->check(whole_in(1, 1024));
   sub->add_flag("--eager", args->eager, "GPU: launch every kernel each step instead of replaying a captured CUDA graph");
   sub->add_option("--steps-per-sync", args->cfg.steps_per_sync,
                   "GPU: queue up to N steps (about 50 ms of work) before reading loss and accuracy back; 1 waits for every step")
-      ->capture_default_str();
+      ->capture_default_str()->check(whole_in(1, 1 << 20));
   sub->add_option("--gemm", args->gemm, "CPU GEMM library: onednn or openblas")->capture_default_str();
   sub->add_flag("--profile", args->cfg.profile,
                 "Time every op of the training step and print time, share, GFLOP/s and GB/s per op");

@@ -26,7 +26,7 @@ struct ValidateArgs {
   std::vector<std::string> data;
   std::string write_band, fit, constants;
   std::vector<std::string> catalogs;
-  bool json = false, held_out = false;
+  bool json = false, held_out = false, force = false;
 };
 
 int run_validate(const ValidateArgs& a) {
@@ -46,6 +46,11 @@ int run_validate(const ValidateArgs& a) {
       paths.push_back(d);
     }
   }
+  // Every input is noted before the outputs are checked: no output may land on one.
+  for (const auto& path : paths) files::note_input(path);
+  if (!a.constants.empty()) files::note_input(a.constants);
+  if (!a.write_band.empty()) files::check_output(a.write_band, perf::band_output("--write-band", a.force));
+  if (!a.fit.empty()) files::check_output(a.fit, perf::constants_output("--fit", a.force));
   std::vector<perf::PublishedRow> rows;
   for (const auto& path : paths) {
     auto more = perf::read_published(files::read_all(path, "--data"), path);
@@ -55,7 +60,12 @@ int run_validate(const ValidateArgs& a) {
   std::optional<perf::ScopedConstants> scope;
   if (!a.constants.empty()) scope.emplace(perf::parse_constants(files::read_all(a.constants, "--constants"), a.constants));
   const perf::ValidationReport rep = perf::validate(cat, rows);
-  if (!a.write_band.empty()) files::write_atomic(a.write_band, perf::band_toml(rep, strings::join(a.data, " ")));
+  std::size_t scored = 0;
+  for (const auto& v : rep.rows) scored += v.ape.has_value();
+  if (!a.write_band.empty()) {
+    if (rep.band_rows == 0) throw InputError(fmt::format("--write-band {}: no training or inference row was scored, so there is no band to write", a.write_band));
+    files::write_output(a.write_band, perf::band_output("--write-band", a.force), perf::band_toml(rep, strings::join(a.data, " ")));
+  }
   std::vector<perf::SourceSummary> held;
   std::vector<perf::HeldOutSource> folds;
   if (a.held_out) {
@@ -64,7 +74,8 @@ int run_validate(const ValidateArgs& a) {
   }
   if (!a.fit.empty()) {
     const perf::FitResult fit = perf::fit_constants(cat, rows);
-    files::write_atomic(a.fit, perf::constants_toml(fit.constants));
+    if (fit.rows == 0) throw InputError(fmt::format("--fit {}: none of the rows is a priced training or inference measurement; nothing to fit", a.fit));
+    files::write_output(a.fit, perf::constants_output("--fit", a.force), perf::constants_toml(fit.constants));
     fmt::print(stderr, "fitted on {} rows: mean |log error| {:.4f}; written to {}\n", fit.rows, fit.objective, a.fit);
   }
   if (a.json) {
@@ -79,14 +90,14 @@ int run_validate(const ValidateArgs& a) {
     }
     auto summary = [](const perf::SourceSummary& f) {
       return nlohmann::json{{"file", f.file}, {"rows", f.rows}, {"scored", f.scored}, {"coverage", f.coverage},
-                            {"median_abs_error", f.median_ape}, {"ratio_pairs", f.ratio_pairs},
+                            {"median_abs_error", f.scored ? nlohmann::json(f.median_ape) : nlohmann::json(nullptr)}, {"ratio_pairs", f.ratio_pairs},
                             {"ratio_median_abs_error", f.ratio_median_ape}, {"in_band", f.in_band}};
     };
     nlohmann::json sources = nlohmann::json::array(), held_json = nlohmann::json::array();
     for (const auto& f : rep.sources) sources.push_back(summary(f));
     for (const auto& f : held) held_json.push_back(summary(f));
     fmt::print("{}\n", nlohmann::json{{"schema_version", 2}, {"rows", arr}, {"sources", sources},
-                                      {"coverage", rep.coverage}, {"median_abs_error", rep.median_ape},
+                                      {"coverage", rep.coverage}, {"median_abs_error", scored ? nlohmann::json(rep.median_ape) : nlohmann::json(nullptr)},
                                       {"ratio_median_abs_error", rep.ratio_median_ape}, {"in_band", rep.in_band},
                                       {"held_out_sources", a.held_out ? held_json : nlohmann::json(nullptr)}}
                            .dump(2));
@@ -138,10 +149,11 @@ int run_validate(const ValidateArgs& a) {
     if (!apes.empty()) by_mode.push_back(fmt::format("{} {} rows {:.1f}%", mode, apes.size(), 100 * stats::quantile(apes, 0.5)));
   }
   if (!by_mode.empty()) fmt::print("\nLLM serving, median |error| by mode: {}\n", strings::join(by_mode, "; "));
-  std::size_t scored = 0;
-  for (const auto& v : rep.rows) scored += v.ape.has_value();
-  fmt::print("\nthroughput: {} rows scored of {} ({:.0f}% coverage); median absolute error {:.1f}%, mean {:.1f}%; {:.0f}% inside their band\n",
-             scored, rep.rows.size(), 100 * rep.coverage, 100 * rep.median_ape, 100 * rep.mean_ape, 100 * rep.in_band);
+  if (scored == 0)
+    fmt::print("\nthroughput: no row scored of {} (none has a measured value the model priced)\n", rep.rows.size());
+  else
+    fmt::print("\nthroughput: {} rows scored of {} ({:.0f}% coverage); median absolute error {:.1f}%, mean {:.1f}%; {:.0f}% inside their band\n",
+               scored, rep.rows.size(), 100 * rep.coverage, 100 * rep.median_ape, 100 * rep.mean_ape, 100 * rep.in_band);
   fmt::print("cross-GPU ratios: {} pairs; median absolute error {:.1f}%, mean {:.1f}%\n", rep.ratios.size(),
              100 * rep.ratio_median_ape, 100 * rep.ratio_mean_ape);
   fmt::print("band (10th-90th percentile of predicted/measured): {:.2f}x to {:.2f}x over {} training and batch-inference rows",
@@ -166,6 +178,7 @@ Runner add_validate_command(CLI::App& app) {
   sub->add_option("--constants", a->constants, "Price with these fitted constants (a --fit file) instead of the built-in ones");
   sub->add_option("--fit", a->fit, "Fit the model's constants to these files and write them as TOML to FILE");
   sub->add_option("--write-band", a->write_band, "Write the error band (10th-90th percentile) as TOML to FILE");
+  sub->add_flag("--force", a->force, "Replace an output file that gpuvs did not write (or that has other hard links)");
   return [a] { return run_validate(*a); };
 }
 

@@ -8,6 +8,7 @@
 namespace gpuvs::units {
 
 std::string format_bytes_binary(double bytes) {
+  if (!std::isfinite(bytes) || std::fabs(bytes) >= 1e21) return fmt::format("{:.3g} B", bytes);
   const char* names[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int i = 0;
   while (std::fabs(bytes) >= 1024.0 && i < 4) {
@@ -25,6 +26,7 @@ std::string format_seconds(double s) {
 }
 
 std::string format_si(double v) {
+  if (!std::isfinite(v) || std::fabs(v) >= 1e21) return fmt::format("{:.3g}", v);  // no 300-digit decimals
   if (std::fabs(v) >= 1e18) return fmt::format("{:.2f} E", v / 1e18);
   if (std::fabs(v) >= 1e15) return fmt::format("{:.2f} P", v / 1e15);
   if (std::fabs(v) >= 1e12) return fmt::format("{:.2f} T", v / 1e12);
@@ -42,7 +44,8 @@ std::string format_plain(double v, int sig) {
     double scaled = v / 1e3;
     int i = 0;
     while (std::fabs(scaled) >= 1e3 && i < 5) scaled /= 1e3, ++i;
-    if (std::fabs(scaled) >= 1e3) return fmt::format("{:.0f} {}", scaled, prefixes[i]);
+    // Past a thousand E (1e21) no figure is human: exponent notation, not a 300-digit decimal.
+    if (std::fabs(scaled) >= 1e3) return fmt::format("{:.{}g}", v, std::max(sig, 3));
     return fmt::format("{:.{}g} {}", scaled, std::max(sig, 3), prefixes[i]);
   }
   if (a != 0 && a < 1e-3) return fmt::format("{:.{}f}", v, std::min(20, sig - 1 - static_cast<int>(std::floor(std::log10(a)))));
@@ -52,6 +55,7 @@ std::string format_plain(double v, int sig) {
 std::string format_usd(double v) {
   if (!std::isfinite(v)) return fmt::format("${}", v);
   const double a = std::fabs(v);
+  if (a >= 1e21) return fmt::format("${:.3g}", v);  // past 1e21 dollars: exponent notation, not 300 digits
   if (a >= 100) return fmt::format("${:.0f}", v);
   if (a >= 1) return fmt::format("${:.2f}", v);
   if (a == 0) return "$0";

@@ -18,11 +18,11 @@ std::string format_bytes_binary(double bytes);
 std::string format_seconds(double seconds);
 /// "12.3 k", "4.56 M", "1.23 P" with SI prefixes (k to E, 1e3 apart) for rates and counts such as samples/s or FLOPs.
 std::string format_si(double value);
-/// `sig` significant digits, never exponent notation: SI prefixes ("1.23 M") from 10^sig up, plain
-/// decimals for tiny values ("0.00001972").
+/// `sig` significant digits, never exponent notation for a figure of this world: SI prefixes ("1.23 M") from 10^sig
+/// up to E, plain decimals for tiny values ("0.00001972"); past 1e21, exponent notation ("1e+300").
 std::string format_plain(double value, int sig = 3);
-/// Money in plain decimals, never exponent notation: "$1234", "$12.35", "$0.0683", "$0.0000232"
-/// (three significant digits below $1).
+/// Money in plain decimals: "$1234", "$12.35", "$0.0683", "$0.0000232" (three significant digits below $1); past
+/// 1e21 dollars, exponent notation ("$1e+300") rather than hundreds of digits.
 std::string format_usd(double usd);
 
 }  // namespace gpuvs::units

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/strings.hpp"
 #include "core/stats.hpp"
 
 namespace gpuvs::dist {
@@ -23,13 +24,19 @@ namespace {
 World g_world;
 bool g_initialised = false;
 
+/// GPUVS_COLLECTIVE_TIMEOUT_S, or 120 s when unset. A value that is no time in (0 s, a week] is refused on every
+/// rank (exit 2) rather than ignored or overflowing the deadline arithmetic.
 double timeout_s() {
-  if (const char* t = std::getenv("GPUVS_COLLECTIVE_TIMEOUT_S")) {
-    char* end = nullptr;
-    const double v = std::strtod(t, &end);
-    if (end != t && v > 0) return v;
+  const char* t = std::getenv("GPUVS_COLLECTIVE_TIMEOUT_S");
+  if (t == nullptr || *t == '\0') return 120.0;
+  char* end = nullptr;
+  const double v = std::strtod(t, &end);
+  if (end == t || *end != '\0' || !(v > 0 && v <= 604800.0)) {
+    std::fprintf(stderr, "gpuvs: error: GPUVS_COLLECTIVE_TIMEOUT_S='%s' is not a time in seconds above 0 and at most 604800 (a week)\n",
+                 strings::printable(t).c_str());
+    std::exit(2);
   }
-  return 120.0;
+  return v;
 }
 
 bool launched_by_mpi() {
@@ -177,20 +184,24 @@ void fail_job(const std::string& line, int exit_code) {
   std::_Exit(exit_code);
 }
 
-void check_same_job(const std::string& fingerprint) {
+void check_same(const std::string& value, const std::string& verb, const std::string& advice) {
   const World& w = world();
   if (w.size == 1) return;
-  const std::vector<std::string> all = gather(fingerprint, "check the job");
+  const std::vector<std::string> all = gather(value, "check the job");
   std::string verdict;
   if (w.rank == 0)
     for (std::size_t r = 1; r < all.size(); ++r)
       if (all[r] != all[0]) {
-        verdict = fmt::format("rank {} runs '{}' but rank 0 runs '{}': launch the same gpuvs build with the same command on every rank", r,
-                              all[r], all[0]);
+        verdict = fmt::format("rank {} {} '{}' but rank 0 {} '{}': {}", r, verb, strings::printable(all[r], 200), verb,
+                              strings::printable(all[0], 200), advice);
         break;
       }
   verdict = broadcast(verdict, "check the job");
   if (!verdict.empty()) throw JobError(verdict);
+}
+
+void check_same_job(const std::string& fingerprint) {
+  check_same(fingerprint, "runs", "launch the same gpuvs build with the same command on every rank");
 }
 
 Deadline::Deadline(const char* what) {

@@ -39,6 +39,10 @@ void fail_job(const std::string& line, int exit_code);
 /// first rank that differs (a launch that mixes binaries or arguments).
 void check_same_job(const std::string& fingerprint);
 
+/// Checks that every rank holds the same `value`: JobError on every rank, "rank R VERB 'V' but rank 0 VERB 'W':
+/// ADVICE", naming the first rank that differs. Nothing in a world of one.
+void check_same(const std::string& value, const std::string& verb, const std::string& advice);
+
 /// The same deadline for work outside MPI that waits on the other ranks (NCCL on a GPU: a rank that hangs
 /// there would hang the others inside NCCL, where MPI's deadlines do not reach). While one is alive, a wait
 /// past GPUVS_COLLECTIVE_TIMEOUT_S prints "WHAT waited N s for the other ranks" and ends the job. Nothing in

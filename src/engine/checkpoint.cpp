@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -9,6 +10,7 @@
 #include "core/crc32c.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "core/sysmem.hpp"
 
 namespace gpuvs::engine {
 
@@ -90,7 +92,9 @@ void save_checkpoint(const fs::path& file, const CheckpointMeta& meta, const Par
 
 CheckpointMeta load_checkpoint(const fs::path& file, ParamStore& into) {
   if (!fs::exists(file)) throw InputError(fmt::format("--resume: no checkpoint at {}", file.string()));
-  const std::string bytes = files::read_all(file, "checkpoint");
+  // Bounded by the memory it would take to hold (a checkpoint is read whole, then its tensors copied out).
+  const std::uint64_t cap = std::max<std::uint64_t>(sysmem::available_bytes().value_or(std::uint64_t{16} << 30) / 2, std::uint64_t{1} << 20);
+  const std::string bytes = files::read_all(file, "checkpoint", cap);
   const auto corrupt = [&](const std::string& why) {
     return InputError(fmt::format("checkpoint {} is corrupt: {}", file.string(), why));
   };

@@ -1,6 +1,7 @@
 #include "engine/tfevents.hpp"
 
 #include <fmt/format.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -41,9 +42,13 @@ EventFileWriter::EventFileWriter(const std::filesystem::path& dir) {
   ::gethostname(host, sizeof host - 1);
   const auto now = static_cast<long long>(wall_time_now());
   path_ = dir / fmt::format("events.out.tfevents.{}.{}.{}.{}.v2", now, host, ::getpid(), g_file_counter++);
-  file_ = std::fopen(path_.c_str(), "wb");
-  if (file_ == nullptr)
-    throw InputError(fmt::format("--logdir: cannot create {}: {}", path_.string(), std::strerror(errno)));
+  // A new file, never an existing one (or what a link planted under this name points to).
+  const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+  if (fd < 0 || (file_ = ::fdopen(fd, "wb")) == nullptr) {
+    const int err = errno;
+    if (fd >= 0) ::close(fd);
+    throw InputError(fmt::format("--logdir: cannot create {}: {}", path_.string(), std::strerror(err)));
+  }
   tensorflow::Event ev;
   ev.set_wall_time(wall_time_now());
   ev.set_file_version("brain.Event:2");

@@ -220,6 +220,20 @@ Placement rank_placement(const TrainConfig& cfg, const Placement& place, const d
   return {fmt::format("cuda:{}", world.local_rank), ""};
 }
 
+/// What may be at DIR/checkpoint.gpuvs before a run writes there: nothing, or a regular file this run resumes or
+/// was told to replace (--force). Another run's checkpoint is not overwritten by a fresh run's first epoch.
+void check_checkpoint_target(const fs::path& dir, bool resume, bool replace) {
+  const fs::path file = checkpoint_file(dir);
+  std::error_code ec;
+  const fs::file_status st = fs::symlink_status(file, ec);
+  if (ec || !fs::exists(st)) return;
+  if (!fs::is_regular_file(st))
+    throw InputError(fmt::format("--checkpoint {}: {} is not a regular file; refusing to replace it", dir.string(), file.string()));
+  if (resume || replace) return;
+  throw InputError(fmt::format("--checkpoint {}: holds a checkpoint already ({}); --resume continues it, --force replaces it with this run's",
+                               dir.string(), file.string()));
+}
+
 }  // namespace
 
 TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const TrainConfig& cfg, TrainObserver& obs,
@@ -293,6 +307,7 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
   meta.val_rows = n_val;
   meta.data_source = data.source;
   std::int64_t first_epoch = 1;
+  if (cfg.checkpoint_dir) check_checkpoint_target(*cfg.checkpoint_dir, cfg.resume, cfg.replace_checkpoint);
   if (cfg.resume) {
     ParamStore loaded;
     const fs::path file = checkpoint_file(*cfg.checkpoint_dir);

@@ -25,6 +25,9 @@ struct TrainConfig {
   std::optional<std::filesystem::path> logdir;
   std::optional<std::filesystem::path> checkpoint_dir;
   bool resume = false;
+  /// A fresh run (no resume) may replace a checkpoint already in checkpoint_dir (--force); without it that is
+  /// refused, since a fresh run's first epoch would overwrite another run's progress.
+  bool replace_checkpoint = false;
   bool profile = false;  // time every op of the full-batch training step
   // Placement: "auto" (the first GPU when the CUDA engine can run there, else the CPU), "cpu", "cuda",
   // "cuda:N". Memory (GPU): growth (allocate as needed, cache and reuse) or preallocate (map

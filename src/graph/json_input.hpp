@@ -9,7 +9,7 @@
 #include <string>
 
 #include "core/error.hpp"
-#include "core/json_depth.hpp"
+#include "core/json_guard.hpp"
 #include "core/strings.hpp"
 
 namespace gpuvs::graph {
@@ -17,12 +17,12 @@ namespace gpuvs::graph {
 /// `text` parsed, or a discarded value (is_discarded()) when it is not JSON, for readers that say themselves
 /// where it goes wrong; InputError naming `where` when nested past kMaxJsonDepth.
 inline nlohmann::json parse_json_or_discarded(const std::string& text, const std::string& where) {
-  return nlohmann::json::parse(text, json_depth_guard(where), false);
+  return nlohmann::json::parse(text, json_input_guard(where), false);
 }
 
 inline nlohmann::json parse_json(const std::string& text, const std::string& where) {
   try {
-    return nlohmann::json::parse(text, json_depth_guard(where));
+    return nlohmann::json::parse(text, json_input_guard(where));
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError(fmt::format("{}: malformed JSON at byte {}", where, e.byte));
   } catch (const nlohmann::json::exception& e) {

@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/files.hpp"
 #include "core/strings.hpp"
 #include "graph/json_input.hpp"
 
@@ -108,12 +109,12 @@ std::optional<Act> keras_activation(const std::string& a, bool& softmax) {
 }
 
 std::string keras_archive_config(const std::string& path) {
+  // Opened under the input policy (a regular file, without blocking), then handed to libzip.
+  files::InputFile file(path, "model file");
   int err = 0;
-  zip_t* z = zip_open(path.c_str(), ZIP_RDONLY, &err);
-  if (!z) {
-    if (err == ZIP_ER_NOENT || err == ZIP_ER_OPEN) throw InputError(fmt::format("{}: cannot be read", path));
-    throw InputError(fmt::format("{}: not a zip archive (a .keras file is one)", path));
-  }
+  zip_t* z = zip_fdopen(file.fd(), ZIP_RDONLY, &err);
+  if (!z) throw InputError(fmt::format("{}: not a zip archive (a .keras file is one)", path));
+  file.release();  // libzip owns the descriptor now
   struct Closer {
     zip_t* z;
     ~Closer() { zip_discard(z); }

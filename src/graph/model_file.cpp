@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "core/strings.hpp"
+#include "core/toml_input.hpp"
 #include "graph/json_input.hpp"
 #include "graph/keras_model.hpp"
 
@@ -364,14 +365,9 @@ ModelSpec parse_model_text(const std::string& text, const std::string& where, bo
     }
     root = std::move(sax.root);
   } else {
-    try {
-      const toml::table tbl = toml::parse(text, where);
-      root = from_toml(tbl);
-      root.line = 1;
-    } catch (const toml::parse_error& e) {
-      throw InputError(fmt::format("{}:{}: malformed TOML: {}", where, e.source().begin.line,
-                                   strings::printable(e.description(), 200)));
-    }
+    const toml::table tbl = parse_toml(text, where);
+    root = from_toml(tbl);
+    root.line = 1;
   }
   return Reader(where).read(root);
 }

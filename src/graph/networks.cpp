@@ -23,12 +23,12 @@
 
 namespace gpuvs::graph {
 
-namespace {
-
 bool is_model_file(const std::string& id_or_path) {
   const std::string ext = strings::lower(std::filesystem::path(id_or_path).extension().string());
   return ext == ".toml" || ext == ".json" || ext == ".keras" || ext == ".onnx";
 }
+
+namespace {
 
 /// 6738415616 -> "6,738,415,616".
 std::string with_commas(std::int64_t n) {

@@ -13,6 +13,15 @@
 
 namespace gpuvs::graph {
 
+/// The longest sequence any command prices: 2^20 tokens, past every context window gpuvs models. Longer is refused
+/// where it is given (flags, options, scenarios), not priced for minutes.
+inline constexpr std::int64_t kMaxSeqLen = std::int64_t{1} << 20;
+/// True when a workload names a model file (by its extension: .toml, .json, .keras, .onnx), not a built-in id.
+bool is_model_file(const std::string& id_or_path);
+
+/// The largest batch any command takes (per GPU or per step): 2^24 samples.
+inline constexpr std::int64_t kMaxBatch = std::int64_t{1} << 24;
+
 struct NetworkOptions {
   std::int64_t batch = 1;
   DType dtype = DType::f32;       // activations and weights as the math sees them

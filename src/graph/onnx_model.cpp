@@ -21,6 +21,7 @@
 #include <stdexcept>
 
 #include "core/error.hpp"
+#include "core/files.hpp"
 #include "core/strings.hpp"
 #include "graph/autodiff.hpp"
 #include "graph/onnx_convert.hpp"
@@ -162,9 +163,8 @@ Parsed parse_file(const std::string& path, std::uintmax_t size) {
   Parsed p;
   p.model = std::make_shared<onnx::ModelProto>();
   {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw InputError(fmt::format("{}: cannot be read ({})", where, std::strerror(errno)));
-    google::protobuf::io::FileInputStream in(fd);
+    files::InputFile file(path, "model file");  // a regular file, opened without blocking
+    google::protobuf::io::FileInputStream in(file.release());
     in.SetCloseOnDelete(true);
     if (size == 0 || !p.model->ParseFromZeroCopyStream(&in))
       throw InputError(fmt::format("{}: not an ONNX model (the protobuf does not parse)", where));
@@ -310,6 +310,7 @@ NetworkInfo onnx_network(const std::string& path, const std::map<std::string, st
   static std::mutex mutex;
   static std::map<std::string, CacheEntry> cache;
   static std::vector<std::string> order;  // least recently used first
+  files::check_input(path, "model file");  // a FIFO or device is refused here, not waited on
   std::error_code ec;
   const auto size = std::filesystem::file_size(path, ec);
   const auto mtime = ec ? std::filesystem::file_time_type{} : std::filesystem::last_write_time(path, ec);

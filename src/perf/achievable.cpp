@@ -8,7 +8,7 @@
 #include <map>
 
 #include "core/error.hpp"
-#include "perf/toml_input.hpp"
+#include "core/toml_input.hpp"
 #include "core/stats.hpp"
 #include "core/strings.hpp"
 #include "perf/collective.hpp"

@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/strings.hpp"
+#include "core/toml_input.hpp"
 
 namespace gpuvs::embedded {
 extern const char* const kPredictionBand;
@@ -18,8 +19,8 @@ double Band::low(double value) const { return value * std::exp(-log_err_p90); }
 double Band::high(double value) const { return value * std::exp(-log_err_p10); }
 
 Band parse_band(const std::string& text, const std::string& where, const std::string& prefix) {
-  try {
-    const toml::table t = toml::parse(text, where);
+  {
+    const toml::table t = parse_toml(text, where);
     Band b;
     const auto p10 = t[prefix + "log_err_p10"].value<double>();
     const auto p90 = t[prefix + "log_err_p90"].value<double>();
@@ -31,9 +32,6 @@ Band parse_band(const std::string& text, const std::string& where, const std::st
     b.rows = static_cast<int>(*rows);
     b.source = t["source"].value_or(std::string());
     return b;
-  } catch (const toml::parse_error& e) {
-    throw InputError(fmt::format("{}:{}: malformed TOML: {}", where, e.source().begin.line,
-                                 strings::printable(std::string(e.description()), 200)));
   }
 }
 
@@ -45,6 +43,10 @@ const Band& model_band() {
 const Band& serving_band() {
   static const Band b = parse_band(embedded::kPredictionBand, "built-in data/prediction-band.toml", "serving_");
   return b;
+}
+
+files::OutputSpec band_output(const std::string& flag, bool force) {
+  return {flag, "band file", "# The spread of the performance model's own errors", force};  // band_toml's first line
 }
 
 std::string band_toml(const ValidationReport& rep, const std::string& source) {

@@ -4,6 +4,7 @@
 #pragma once
 #include <string>
 
+#include "core/files.hpp"
 #include "perf/validation.hpp"
 
 namespace gpuvs::perf {
@@ -26,5 +27,8 @@ const Band& serving_band();
 Band parse_band(const std::string& text, const std::string& where, const std::string& prefix = "");
 /// TOML text for a validation report.
 std::string band_toml(const ValidationReport& rep, const std::string& source);
+/// The output policy's view of a band file named by `flag`: one band_toml wrote is replaced; anything else needs
+/// `force`.
+files::OutputSpec band_output(const std::string& flag, bool force);
 
 }  // namespace gpuvs::perf

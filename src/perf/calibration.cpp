@@ -4,6 +4,9 @@
 
 #include <algorithm>
 
+#include "core/error.hpp"
+#include "core/strings.hpp"
+#include "core/units.hpp"
 #include "graph/cost.hpp"
 #include "perf/predictor.hpp"
 
@@ -23,10 +26,27 @@ constexpr GemmKey kGemmKeys[] = {{"cuda.gemm.fp32", Precision::fp32},
                                  {"cuda.gemm.bf16", Precision::amp_bf16},
                                  {"cuda.gemm.fp8", Precision::amp_fp8}};
 
+// A measured figure this far from what a healthy card of its class reaches is a record gone wrong (a unit off by
+// 1000, a failed run), not a card: a MIG 1g slice reaches about 1/7, a card throttled hard about a third.
+constexpr double kPlausibleLow = 0.05, kPlausibleHigh = 1.5;
+
 const MeasuredFigure* find(const std::vector<MeasuredFigure>& f, const std::string& key) {
   for (const auto& m : f)
     if (m.key == key && m.median > 0) return &m;
   return nullptr;
+}
+
+/// The figure's unit must be the one gpuvs measures the key in, and its size within reach of a real card.
+void check_figure(const MeasuredFigure& m, const std::string& unit, double predicted, const std::string& gpu, const std::string& source) {
+  if (m.unit != unit)
+    throw InputError(fmt::format("{}: {} is recorded in '{}'; gpuvs measures it in {} (a record from another tool or edited?)", source,
+                                 m.key, strings::printable(m.unit), unit));
+  const double r = m.median / predicted;
+  if (!(r >= kPlausibleLow && r <= kPlausibleHigh))
+    throw InputError(fmt::format("{}: {} = {} {} is {} of what a healthy {} reaches in that benchmark ({} {}); outside {}-{}x, "
+                                 "it is a failed or mis-recorded run, not a calibration",
+                                 source, m.key, units::format_plain(m.median, 4), unit, fmt::format("{:.3g}x", r), gpu,
+                                 units::format_plain(predicted, 4), unit, kPlausibleLow, kPlausibleHigh));
 }
 
 }  // namespace
@@ -48,6 +68,7 @@ Calibration calibrate(const catalog::Gpu& gpu, const std::vector<MeasuredFigure>
     const EfficiencyParams p = efficiency_for(gpu, plan);
     const double eff = gemm_efficiency({gemm_n, gemm_n, gemm_n, 1}, p.bench_gemm_ref, p, gpu.sm_count);
     const double predicted = plan.matrix_tflops * eff;
+    check_figure(*m, "TFLOP/s", predicted, gpu.id, source);
     const double ratio = std::min(m->median / predicted, kMaxEfficiency / p.gemm_max);
     c.gemm_ratio[gk.precision] = ratio;
     c.classes.push_back({fmt::format("gemm {}", precision_name(gk.precision)), gk.key, "TFLOP/s", m->median, predicted,
@@ -61,6 +82,7 @@ Calibration calibrate(const catalog::Gpu& gpu, const std::vector<MeasuredFigure>
     EfficiencyParams bench = p;
     bench.mem_max = p.bench_mem_ref;
     const double predicted = gpu.memory_bandwidth_gbs * memory_efficiency(copy_bytes, bench);
+    check_figure(*mem, "GB/s", predicted, gpu.id, source);
     c.memory_ratio = std::min(mem->median / predicted, kMaxEfficiency / p.mem_max);
     c.classes.push_back({"memory", mem->key, "GB/s", mem->median, predicted, mem->median / predicted, true,
                          "streaming copy; scales the memory-bound efficiency"});

@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
-#include "perf/toml_input.hpp"
+#include "core/toml_input.hpp"
 #include "core/strings.hpp"
 
 namespace gpuvs::embedded {
@@ -72,6 +72,10 @@ FittedConstants parse_constants(const std::string& text, const std::string& wher
       if (const auto s = n.value<std::string>()) c.fitted_on.push_back(*s);
   c.method = t["method"].value_or(std::string());
   return c;
+}
+
+files::OutputSpec constants_output(const std::string& flag, bool force) {
+  return {flag, "constants file", "# The performance model's fitted constants", force};  // constants_toml's first line
 }
 
 std::string constants_toml(const FittedConstants& c) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "catalog/catalog.hpp"
+#include "core/files.hpp"
 
 namespace gpuvs::perf {
 
@@ -38,6 +39,9 @@ const FittedConstants& builtin_constants();
 FittedConstants parse_constants(const std::string& text, const std::string& where);
 /// TOML text for `c` (what `validate --fit` writes).
 std::string constants_toml(const FittedConstants& c);
+/// The output policy's view of a constants file named by `flag`: one constants_toml wrote is replaced; anything
+/// else needs `force`.
+files::OutputSpec constants_output(const std::string& flag, bool force);
 
 /// The constants predictions on this thread use: the built-in ones unless a ScopedConstants is active.
 const FittedConstants& active_constants();

@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
-#include "perf/toml_input.hpp"
+#include "core/toml_input.hpp"
 #include "core/strings.hpp"
 
 namespace gpuvs::embedded {

@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
-#include "perf/toml_input.hpp"
+#include "core/toml_input.hpp"
 #include "core/strings.hpp"
 
 namespace gpuvs::embedded {

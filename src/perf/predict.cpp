@@ -350,7 +350,9 @@ std::map<std::string, std::string> parse_option_pairs(const std::string& text) {
       std::string key = pair.substr(0, eq), value = pair.substr(eq + 1);
       key.erase(key.find_last_not_of(" \t") + 1);
       value.erase(0, value.find_first_not_of(" \t"));
-      out[key] = value;
+      if (!out.emplace(key, value).second)
+        throw InputError(fmt::format("--options: '{}' is given twice ({} and {}); give it once", strings::printable(key),
+                                     strings::printable(out[key]), strings::printable(value)));
     }
     pos = end + 1;
   }
@@ -430,7 +432,7 @@ Prediction predict(const catalog::Catalog& cat, const PredictRequest& request) {
   p.gpu_name = gpu.name;
   p.training = req.training;
   p.batch = req.batch > 0 ? req.batch : net.fixed_batch > 0 ? net.fixed_batch : default_batch(net.family);
-  p.seq_len = net.default_seq_len > 0 ? option_int(req.options, "seq_len", net.default_seq_len, 1, 1 << 20) : 0;
+  p.seq_len = net.default_seq_len > 0 ? option_int(req.options, "seq_len", net.default_seq_len, 1, graph::kMaxSeqLen) : 0;
   // Frameworks' defaults: the published encoder (BERT) implementations use unfused attention; decoder
   // training stacks (llm-foundry, Megatron) use FlashAttention.
   const bool flash = option_int(req.options, "flash_attention", net.family == "decoder" ? 1 : 0, 0, 1) == 1;

@@ -241,7 +241,11 @@ std::vector<PublishedRow> read_published(const std::string& text, const std::str
       throw InputError(fmt::format("{}:{}: per '{}' is not gpu or system", where, start, strings::printable(r.per)));
     r.file = std::filesystem::path(where).stem().string();
     const std::string v = get("value");
-    if (!v.empty()) r.value = to_number(v, "value", where, start);
+    if (!v.empty()) {
+      r.value = to_number(v, "value", where, start);
+      // A measurement is a rate or a time: zero or less is a typo, not a row to leave out of the errors unsaid.
+      if (*r.value <= 0) throw InputError(fmt::format("{}:{}: value {} is not a positive measurement (leave it empty for a row without one)", where, start, strings::printable(v)));
+    }
     if (r.id.empty()) throw InputError(fmt::format("{}:{}: empty id", where, start));
     rows.push_back(std::move(r));
   }

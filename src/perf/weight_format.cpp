@@ -7,7 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/strings.hpp"
-#include "perf/toml_input.hpp"
+#include "core/toml_input.hpp"
 
 namespace gpuvs::embedded {
 extern const char* const kWeightFormats;

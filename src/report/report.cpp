@@ -15,6 +15,9 @@ namespace gpuvs::report {
 
 namespace {
 
+// In the first 4 KiB of every report: how the output policy knows a report gpuvs wrote (older reports have it too).
+constexpr const char* kHtmlSignature = "<title>gpuvs report";
+
 using json = nlohmann::json;
 
 /// Record text written once per element of another list (a unit per bar, a driver per GPU, a link per point),
@@ -479,7 +482,7 @@ std::string guarded(const json& run, F&& render) {
 std::string render_html_unguarded(const json& run) {
   const json& p = obj(run, "payload");
   std::string h = "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
-  h += fmt::format("<title>gpuvs report — run {}</title><style>{}</style></head><body><main>", whole(dbl(run, "id")), kStyle);
+  h += fmt::format("{} — run {}</title><style>{}</style></head><body><main>", kHtmlSignature, whole(dbl(run, "id")), kStyle);
   h += fmt::format("<h1>gpuvs: which accelerator for {}?</h1><p class=\"meta\">run {} · {} · {}</p>", escape(str(p, "workload", "the workload")),
                    whole(dbl(run, "id")), escape(str(run, "created_utc")), escape(str(p, "gpuvs")));
   if (!arr(p, "summary").empty()) {
@@ -551,6 +554,8 @@ std::string render_markdown_unguarded(const json& run) {
 }
 
 }  // namespace
+
+files::OutputSpec html_output(const std::string& flag, bool force) { return {flag, "HTML report", kHtmlSignature, force}; }
 
 std::string render_html(const json& run) {
   return guarded(run, [&] { return render_html_unguarded(run); });

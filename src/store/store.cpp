@@ -8,8 +8,9 @@
 #include <fstream>
 
 #include "core/error.hpp"
+#include "core/files.hpp"
 #include "core/strings.hpp"
-#include "core/json_depth.hpp"
+#include "core/json_guard.hpp"
 
 namespace gpuvs::store {
 
@@ -156,8 +157,10 @@ Store Store::open(const fs::path& path, bool create) {
   impl->path = path;
   std::error_code ec;
   const bool exists = fs::exists(path, ec);
+  files::note_input(path);  // read and written by this run: no output of it may land on it
   if (exists) {
     if (fs::is_directory(path, ec)) throw InputError(fmt::format("--db {}: is a directory", path.string()));
+    files::check_input(path, "--db");  // a FIFO or device is refused, not opened
     // Check the header before SQLite touches the file: opening a non-database read-write could make
     // SQLite create journal files beside it, and we promise never to write to a file that is not ours.
     if (fs::file_size(path, ec) > 0 && !looks_like_sqlite(path))
@@ -289,7 +292,7 @@ Run Store::get(std::int64_t id) const {
   if (!s.step()) throw InputError(fmt::format("run {} is not in {} (gpuvs history lists the runs)", id, impl_->path.string()));
   Run r = run_header(s);
   // Another program may have written it: nested past 256 deep, the report's copies of it would overflow the stack.
-  r.payload = nlohmann::json::parse(s.text(7), json_depth_guard(fmt::format("run {} in {}: its stored record", id, impl_->path.string())), false);
+  r.payload = nlohmann::json::parse(s.text(7), json_input_guard(fmt::format("run {} in {}: its stored record", id, impl_->path.string())), false);
   if (r.payload.is_discarded()) throw InputError(fmt::format("run {} in {}: its stored record is not JSON", id, impl_->path.string()));
   Statement f(impl_->db, "SELECT key, device, unit, status, median, spec FROM figures WHERE run_id=? ORDER BY rowid", impl_->path);
   f.bind(1, id);
