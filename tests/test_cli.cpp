@@ -1,5 +1,6 @@
 // The gpuvs binary end to end: exit codes 0/1/2, one-line errors, JSON on stdout, nothing half-written.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -767,4 +768,141 @@ TEST(Cli, BenchRunsCanBeStoredInTheHistory) {
   const auto foreign = dir / "x.db";
   gpuvs::test::write_text(foreign, "not a database");
   expect_usage_error(run_gpuvs("bench --quick --only cpu.stream.copy --db " + foreign.string()), "not a gpuvs database");
+}
+
+// ---- Issue 31: never destroy what is not yours; inputs that cannot hang or exhaust; no value that means "not given".
+
+// NaN, infinities, zero and negatives are refused with the flag's name (they used to mean "not given", or rule
+// every GPU out with exit 0); whole numbers past their range are refused, not saturated.
+TEST(Cli, FlagsRefuseNanInfinityZeroAndOutOfRangeValues) {
+  for (const auto& [args, needle] : std::vector<std::pair<std::string, std::string>>{
+           {"advise --tokens nan", "--tokens: must be a finite number above 0, got nan"},
+           {"advise --hours nan", "--hours"},
+           {"advise --hours inf", "--hours: must be a finite number above 0, got inf"},
+           {"advise --utilization nan", "--utilization"},
+           {"advise --electricity nan", "--electricity"},
+           {"advise --task infer --requests-per-s nan", "--requests-per-s"},
+           {"advise --task infer --sla-p99-ms nan", "--sla-p99-ms"},
+           {"advise --budget nan", "--budget: must be a finite number above 0, got nan"},
+           {"advise --seq-len 2147483647", "--seq-len: 2147483647 is out of range"},
+           {"graph llama-7b --seq-len 2147483647", "--seq-len: 2147483647 is out of range"},
+           {"predict --gpu l4 --batch 0", "--batch: 0 is out of range"},
+           {"train seed-mlp --steps 0", "--steps: 0 is out of range"},
+           {"train seed-mlp --seed -1", "--seed: -1 is out of range"},
+           {"diff 99999999999999999999 1", "run1: 99999999999999999999 is out of range"},
+           {"bench --threads 100000", "--threads: 100000 is out of range"},
+           {"evaluate --threads 100000", "--threads: 100000 is out of range"},
+           {"predict --gpu l4 --workload llama-7b --options 'seq_len=4096;seq_len=8'", "--options: 'seq_len' is given twice"},
+           {"advise --assume 'pue=1;pue=2'", "--assume: 'pue' is given twice"},
+           {"advise --assume 'electricity_usd_per_kwh=1e300'", "past 1e15"}}) {
+    SCOPED_TRACE(args);
+    expect_usage_error(gpuvs::test::run_gpuvs_within(60, args), needle);
+  }
+}
+
+// A FIFO, a device or a directory where a file is read is refused at once (a FIFO used to block for ever, a link
+// to /dev/zero to read without end).
+TEST(Cli, InputsThatAreNotRegularFilesAreRefusedAtOnce) {
+  TempDir dir;
+  for (const char* name : {"m.toml", "m.json", "d.csv", "s.toml", "c.toml", "b.json", "v.csv"})
+    ASSERT_EQ(::mkfifo((dir / name).c_str(), 0600), 0) << name;
+  std::filesystem::create_symlink("/dev/zero", dir / "zero.toml");
+  std::filesystem::create_directory(dir / "folder.toml");
+  const std::string d = dir.path().string() + "/";
+  for (const auto& [args, needle] : std::vector<std::pair<std::string, std::string>>{
+           {"graph " + d + "m.toml", "m.toml: is a FIFO, not a regular file"},
+           {"graph " + d + "m.json", "m.json: is a FIFO"},
+           {"train seed-mlp --data " + d + "d.csv", "--data " + d + "d.csv: is a FIFO"},
+           {"advise --scenario " + d + "s.toml", "--scenario " + d + "s.toml: is a FIFO"},
+           {"catalog --catalog " + d + "c.toml", "--catalog " + d + "c.toml: is a FIFO"},
+           {"predict --gpu h200 --calibration " + d + "b.json", "--calibration " + d + "b.json: is a FIFO"},
+           {"validate --data " + d + "v.csv", "--data " + d + "v.csv: is a FIFO"},
+           {"graph " + d + "zero.toml", "zero.toml: is a character device"},
+           {"advise --scenario " + d + "zero.toml", "is a character device"},
+           {"advise --scenario " + d + "folder.toml", "folder.toml: is a directory"}}) {
+    SCOPED_TRACE(args);
+    expect_usage_error(gpuvs::test::run_gpuvs_within(30, args), needle);
+  }
+}
+
+// A dotted key of 50,000 parts (a 100 KB file) overflowed the stack in every TOML reader (exit 139).
+TEST(Cli, DeepTomlIsRefusedByEveryTomlReader) {
+  TempDir dir;
+  std::string key = "a";
+  for (int i = 0; i < 50000; ++i) key += ".a";
+  gpuvs::test::write_text(dir / "deep.toml", key + " = 1\n");
+  const std::string f = (dir / "deep.toml").string();
+  for (const auto& args : {"graph " + f, "advise --scenario " + f, "catalog --catalog " + f,
+                           "validate --data " + std::string(GPUVS_SOURCE_DIR) + "/data/validation --constants " + f}) {
+    SCOPED_TRACE(args);
+    expect_usage_error(gpuvs::test::run_gpuvs_within(60, args), "deep.toml:1: TOML keys and tables nested more than 64 deep");
+  }
+}
+
+// Control characters in a model's name (from its file) reach the terminal as \xNN, never raw (ESC could rewrite
+// the screen, CR or LF forge a line).
+TEST(Cli, NamesFromFilesReachTheTerminalEscaped) {
+  TempDir dir;
+  gpuvs::test::write_text(dir / "evil.toml", "name = \"evil\\u001b[2J\\rname\"\ninput_shape = [8]\n[[layers]]\ntype = \"dense\"\nunits = 4\n"
+                                              "[[layers]]\ntype = \"dense\"\nunits = 3\nactivation = \"softmax\"\n");
+  for (const auto& args : {"graph " + (dir / "evil.toml").string(), "train " + (dir / "evil.toml").string() + " --rows 40 --epochs 1 --threads 1"}) {
+    SCOPED_TRACE(args);
+    const auto r = run_gpuvs(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out.find('\x1b'), std::string::npos);
+    EXPECT_EQ(r.out.find('\r'), std::string::npos);
+    EXPECT_NE(r.out.find("evil\\x1b[2J\\x0dname"), std::string::npos) << r.out;
+  }
+}
+
+// validate skipped rows with a value <= 0 and then said "median absolute error 0.0%"; --fit on no priced rows wrote
+// a constants file and exited 0.
+TEST(Cli, ValidateRefusesWhatItCannotScore) {
+  TempDir dir;
+  const std::string header = "id,gpu,workload,mode,precision,batch_per_gpu,value,unit,source\n";
+  gpuvs::test::write_text(dir / "zero.csv", header + "r1,h100-sxm,resnet50,train,amp-bf16,256,0,images/s,test\n");
+  expect_usage_error(run_gpuvs("validate --data " + (dir / "zero.csv").string()), "zero.csv:2: value 0 is not a positive measurement");
+  gpuvs::test::write_text(dir / "blank.csv", header + "r1,h100-sxm,resnet50,train,amp-bf16,256,,images/s,test\n");
+  const auto out = dir / "fitted.toml";
+  expect_usage_error(run_gpuvs("validate --data " + (dir / "blank.csv").string() + " --fit " + out.string()), "nothing to fit");
+  EXPECT_FALSE(std::filesystem::exists(out));
+  const auto plain = run_gpuvs("validate --data " + (dir / "blank.csv").string());
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_NE(plain.out.find("no row scored"), std::string::npos) << plain.out;
+  EXPECT_EQ(plain.out.find("0.0%"), std::string::npos) << plain.out;
+}
+
+// A calibration record's units were never checked (GFLOP/s read as TFLOP/s), and any size was applied.
+TEST(Cli, CalibrationFiguresInOtherUnitsOrFarFromAnyCardAreRefused) {
+  TempDir dir;
+  const auto rec = dir / "bench.json";
+  const auto record = [&](const std::string& unit, const std::string& median) {
+    gpuvs::test::write_text(rec, R"J({"schema_version": 2, "quick": false, "results": [{"key": "cuda.gemm.bf16", "unit": ")J" + unit +
+                                     R"J(", "status": "ok", "median": )J" + median + R"J(, "device": "cuda:0 NVIDIA H200 (h200-sxm)"}]})J");
+  };
+  record("GFLOP/s", "600000");
+  expect_usage_error(run_gpuvs("predict --gpu h200 --calibration " + rec.string()), "cuda.gemm.bf16 is recorded in 'GFLOP/s'; gpuvs measures it in TFLOP/s");
+  record("TFLOP/s", "1e-300");
+  expect_usage_error(run_gpuvs("predict --gpu h200 --calibration " + rec.string()), "a failed or mis-recorded run");
+  record("TFLOP/s", "600");
+  EXPECT_EQ(run_gpuvs("predict --gpu h200 --calibration " + rec.string()).exit_code, 0);
+}
+
+// evaluate --rows past memory died with std::bad_alloc (exit 1) after the benchmarks; it is refused before them.
+TEST(Cli, EvaluateRefusesRowsThatCannotFitBeforeWorking) {
+  TempDir dir;
+  const auto r = gpuvs::test::run_gpuvs_within(30, "evaluate --rows 50000000000 --db " + (dir / "h.db").string() + " --report " +
+                                                       (dir / "r.html").string());
+  expect_usage_error(r, "--rows 50000000000: the synthetic data");
+  EXPECT_FALSE(std::filesystem::exists(dir / "h.db"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "r.html"));
+}
+
+// A Sequential model of 300,000 layers fits in a small file; it is refused before anything is built for it.
+TEST(Cli, ModelsOfMoreLayersThanAnyRealOneAreRefused) {
+  TempDir dir;
+  std::string text = "input_shape = [8]\n";
+  for (int i = 0; i < 10001; ++i) text += "[[layers]]\ntype = \"dense\"\nunits = 4\n";
+  gpuvs::test::write_text(dir / "deep.toml", text);
+  expect_usage_error(gpuvs::test::run_gpuvs_within(30, "graph " + (dir / "deep.toml").string()), "10001 layers, more than the 10000");
 }

@@ -369,10 +369,10 @@ TEST(TomlDepth, DeepKeysAndTablesAreRefusedBeforeTheParserAndRealFilesPass) {
                  "m = \"\"\"\n" + key + "\n\"\"\"\nl =  + key + \narr = [1.5, 2.5, \n 3.5, # c\n]\n"
                  "\"quoted.key\" = 1\nt = {a.b = 1, c = [1, {d = 2}]}\n"),
             "");
-  // Every TOML file the project ships passes.
+  // Every TOML file the project ships passes (the fuzz corpus's seeds, but the regression seeds made to fail here).
   for (const auto& dir : {std::filesystem::path(GPUVS_SOURCE_DIR) / "data", std::filesystem::path(GPUVS_SOURCE_DIR) / "fuzz" / "corpus"})
     for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
-      if (e.path().extension() == ".toml") {
+      if (e.path().extension() == ".toml" && e.path().filename().string().rfind("regression-", 0) != 0) {
         EXPECT_EQ(deep(test::slurp(e.path())), "") << e.path();
       }
 }

@@ -242,6 +242,32 @@ TEST(Dist, BadLaunchesAreExitTwo) {
   EXPECT_TRUE(nccl.out.empty()) << nccl.out;
 }
 
+// Issue 31: ranks that read different contents under one data path trained apart and exited 0 (only the command
+// line was compared); a collective timeout that is no time (1e10 overflowed the deadline; 0, -1 and nan were
+// ignored) is refused.
+TEST(Dist, RanksReadingDifferentDataOrABadTimeoutAreRefused) {
+  test::TempDir dir;
+  test::write_text(dir / "m.toml", "input_shape = [4]\n[[layers]]\ntype = \"dense\"\nunits = 3\nactivation = \"softmax\"\n");
+  for (int r = 0; r < 2; ++r) {
+    std::filesystem::create_directory(dir / fmt::format("r{}", r));
+    std::string csv;
+    for (int i = 0; i < 64; ++i) csv += fmt::format("{},{},{},{},{}\n", i, r, i % 5, 1, i % 3);
+    test::write_text(dir / fmt::format("r{}", r) / "d.csv", csv);
+  }
+  // One command line on every rank; each rank runs it in its own folder, so "d.csv" is another file on each.
+  const auto apart = shell(fmt::format("{} mpirun --oversubscribe -np 2 sh -c 'cd {}/r$OMPI_COMM_WORLD_RANK && exec {} train {}/m.toml --data d.csv "
+                                       "--batch-size 8 --epochs 1 --threads 1'",
+                                       mpi_env(), dir.path().string(), GPUVS_BINARY, dir.path().string()));
+  EXPECT_EQ(apart.exit_code, 2) << apart.err;
+  EXPECT_NE(apart.err.find("rank 1 read 'd.csv (64 rows x 4 features, CRC-32C"), std::string::npos) << apart.err;
+  EXPECT_NE(apart.err.find("every rank must read the same data"), std::string::npos) << apart.err;
+  for (const char* bad : {"1e10", "0", "-1", "nan", "soon"}) {
+    const auto r = shell(fmt::format("GPUVS_COLLECTIVE_TIMEOUT_S={} {}", bad, mpirun(2, "train seed-mlp --rows 600 --epochs 1")));
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.err;
+    EXPECT_NE(r.err.find(fmt::format("GPUVS_COLLECTIVE_TIMEOUT_S='{}' is not a time in seconds", bad)), std::string::npos) << r.err;
+  }
+}
+
 TEST(Dist, TwoNodesOnOneMachineMeasureTheirLinkTrainAsOneAndPriceMultiNodePlans) {
   // Two stand-in nodes of two ranks each (tests/tools/node-ssh: a daemon per node, each in its own host name,
   // TCP between them): the code paths of a real multi-node job, on loopback.

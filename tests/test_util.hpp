@@ -92,6 +92,20 @@ inline CommandResult run_gpuvs(const std::string& args) {
   return r;
 }
 
+/// run_gpuvs under `timeout`: a command that waits for ever (on a FIFO, say) is killed after `seconds` and reads
+/// as exit code 124, so a test of "refused at once" fails rather than hangs.
+inline CommandResult run_gpuvs_within(int seconds, const std::string& args) {
+  TempDir tmp;
+  const std::string cmd = "timeout -k 5 " + std::to_string(seconds) + " " + std::string(GPUVS_BINARY) + " " + args + " </dev/null >" +
+                          (tmp / "out").string() + " 2>" + (tmp / "err").string();
+  const int status = std::system(cmd.c_str());
+  CommandResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(tmp / "out");
+  r.err = slurp(tmp / "err");
+  return r;
+}
+
 /// `text` with the first `from` replaced by `to`; std::logic_error naming `from` when the text lacks it (an edit
 /// that misses would test the unedited file).
 inline std::string replaced(std::string text, const std::string& from, const std::string& to) {

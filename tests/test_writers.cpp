@@ -1,9 +1,12 @@
 // What gpuvs writes, against the real binary killed at random points (SIGKILL: no handler runs) and against
 // concurrent writers: every checkpoint, report and saved bench record is the old file or the new one, never a
 // broken one; TensorBoard event files decode up to their last whole record; two evaluate runs writing one
-// history at once are both stored.
+// history at once are both stored. And against what is already at the output path (issue 31): no writer replaces
+// a FIFO, a device, its own input, a file it did not write or what a link points to unless it is its own.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -102,7 +105,7 @@ TEST(Writers, KilledTrainingLeavesACheckpointThatLoadsAndEventFilesThatDecode) {
   const std::string ck = (dir / "ck").string(), logs = (dir / "logs").string();
   // Many short epochs (each ends with a checkpoint and an event-file flush), more than the kill window covers.
   const std::vector<std::string> args = {"train", (dir / "small.toml").string(), "--rows", "600", "--epochs", "100000", "--threads", "1",
-                                         "--checkpoint", ck, "--logdir", logs};
+                                         "--checkpoint", ck, "--logdir", logs, "--force"};  // each run afresh over the last
   int loaded = 0, events = 0, partial_tails = 0;
   // The window follows this machine's pace (a loaded CI machine takes several times as long to start):
   // two thirds of the kills or more, in expectation, land after the first checkpoint.
@@ -193,4 +196,157 @@ TEST(Writers, TwoEvaluateRunsWritingOneHistoryAtOnceAreBothStored) {
   EXPECT_EQ(wait_exit(b), 0) << test::slurp(err_b);
   const store::Store s = store::Store::open(db, false);
   EXPECT_EQ(s.list().size(), 2u);
+}
+
+// ---- Issue 31: what is at the output path before a writer runs.
+
+namespace {
+
+/// What a path is, to compare before and after: its type, inode, mode, link target and contents.
+struct Snapshot {
+  bool exists = false;
+  mode_t mode = 0;
+  ino_t inode = 0;
+  dev_t rdev = 0;
+  std::string link, bytes;
+  bool operator==(const Snapshot& o) const {
+    return exists == o.exists && mode == o.mode && inode == o.inode && rdev == o.rdev && link == o.link && bytes == o.bytes;
+  }
+};
+Snapshot snapshot(const std::filesystem::path& p) {
+  Snapshot s;
+  struct stat st {};
+  if (::lstat(p.c_str(), &st) != 0) return s;
+  s.exists = true;
+  s.mode = st.st_mode;
+  s.inode = st.st_ino;
+  s.rdev = st.st_rdev;
+  if (S_ISLNK(st.st_mode)) s.link = std::filesystem::read_symlink(p).string();
+  if (S_ISREG(st.st_mode)) s.bytes = test::slurp(p);
+  return s;
+}
+
+/// One writer: its command with OUT where the output path goes; the inputs it reads (OWN marks the one the
+/// "its own input" case points the output at).
+struct Writer {
+  std::string name;
+  std::vector<std::string> args;  // "OUT" is replaced by the target
+  std::string own_input;          // a path the command reads, to name as its output too
+};
+
+std::vector<std::string> with_target(const std::vector<std::string>& args, const std::string& target) {
+  std::vector<std::string> out;
+  for (const auto& a : args) out.push_back(a == "OUT" ? target : a);
+  return out;
+}
+
+/// The writers and what they read, set up in `dir` (a history with one run, validation data, a model file).
+std::vector<Writer> writers(const std::filesystem::path& dir) {
+  const std::string db = (dir / "h.db").string(), data = (dir / "v.csv").string(), model = (dir / "small.toml").string();
+  test::write_text(dir / "small.toml", kSmallModel);
+  std::filesystem::copy_file(std::filesystem::path(GPUVS_SOURCE_DIR) / "data" / "validation" / "lambda-pytorch-2023.csv", data);
+  EXPECT_EQ(wait_exit(spawn({"bench", "--quick", "--only", "cpu.fma.peak.1t", "--store", "--db", db})), 0);
+  return {
+      {"report --html", {"report", "--run", "1", "--db", db, "--html", "OUT"}, db},
+      {"evaluate --report", {"evaluate", "--workload", model, "--rows", "600", "--epochs", "1", "--threads", "1", "--db", db, "--report", "OUT"}, model},
+      {"bench --save", {"bench", "--quick", "--only", "cpu.fma.peak.1t", "--store", "--db", db, "--save", "OUT"}, db},
+      {"validate --fit", {"validate", "--data", data, "--fit", "OUT"}, data},
+      {"validate --write-band", {"validate", "--data", data, "--write-band", "OUT"}, data},
+  };
+}
+
+}  // namespace
+
+// Every writer against a FIFO, a symbolic link to a file it did not write, one of its own inputs and a foreign
+// file: exit 2, one line naming the flag, and the thing at the path exactly as it was (type, inode, mode, bytes).
+TEST(Writers, NoWriterReplacesWhatIsNotItsOwn) {
+  test::TempDir dir;
+  for (const auto& w : writers(dir.path())) {
+    SCOPED_TRACE(w.name);
+    test::TempDir t;
+    ASSERT_EQ(::mkfifo((t / "fifo").c_str(), 0600), 0);
+    test::write_text(t / "notes.txt", "a user's notes, not gpuvs's");
+    ::chmod((t / "notes.txt").c_str(), 0600);
+    std::filesystem::create_symlink(t / "notes.txt", t / "link");
+    const std::string err = (t / "err").string();
+    for (const std::filesystem::path& target : {t / "fifo", t / "notes.txt", t / "link", std::filesystem::path(w.own_input)}) {
+      SCOPED_TRACE(target.string());
+      const Snapshot before = snapshot(target), pointed = snapshot(std::filesystem::weakly_canonical(target));
+      EXPECT_EQ(wait_exit(spawn(with_target(w.args, target.string()), err)), 2) << test::slurp(err);
+      EXPECT_EQ(test::count_lines(test::slurp(err)), 1) << test::slurp(err);
+      EXPECT_TRUE(snapshot(target) == before) << "the writer changed " << target;
+      EXPECT_TRUE(snapshot(std::filesystem::weakly_canonical(target)) == pointed) << "the writer changed what " << target << " points to";
+    }
+  }
+}
+
+// Where its output is its own (a file it wrote before, through a link too), a writer replaces it: the link stays a
+// link, the file keeps its mode, and --force replaces a foreign file.
+TEST(Writers, AWriterReplacesItsOwnFileThroughALinkAndKeepsItsMode) {
+  test::TempDir dir;
+  const std::string data = (dir / "v.csv").string();
+  std::filesystem::copy_file(std::filesystem::path(GPUVS_SOURCE_DIR) / "data" / "validation" / "lambda-pytorch-2023.csv", data);
+  const std::string band = (dir / "band.toml").string(), link = (dir / "band-link.toml").string();
+  ASSERT_EQ(wait_exit(spawn({"validate", "--data", data, "--write-band", band})), 0);
+  ::chmod(band.c_str(), 0640);
+  std::filesystem::create_symlink("band.toml", link);
+  const std::string err = (dir / "err").string();
+  EXPECT_EQ(wait_exit(spawn({"validate", "--data", data, "--write-band", link}, err)), 0) << test::slurp(err);
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+  EXPECT_EQ(snapshot(band).mode & 0777, 0640u);
+  EXPECT_NE(test::slurp(band).find("# The spread of the performance model's own errors"), std::string::npos);
+  test::write_text(dir / "notes.txt", "notes");
+  EXPECT_EQ(wait_exit(spawn({"validate", "--data", data, "--write-band", (dir / "notes.txt").string(), "--force"}, err)), 0) << test::slurp(err);
+  EXPECT_NE(test::slurp(dir / "notes.txt").find("# The spread"), std::string::npos);
+}
+
+// A character device at the output path (made here with mknod, as /dev/null is: run as root, `report --html
+// /dev/null` replaced the machine's /dev/null with a regular file).
+TEST(Writers, NoWriterReplacesACharacterDevice) {
+  test::TempDir dir;
+  const auto dev = dir / "null";
+  if (::mknod(dev.c_str(), S_IFCHR | 0666, makedev(1, 3)) != 0)
+    GTEST_SKIP() << "mknod of a character device is not permitted here (" << std::strerror(errno) << "): run the suite as root to test it";
+  for (const auto& w : writers(dir.path())) {
+    SCOPED_TRACE(w.name);
+    const Snapshot before = snapshot(dev);
+    const std::string err = (dir / "err").string();
+    EXPECT_EQ(wait_exit(spawn(with_target(w.args, dev.string()), err)), 2) << test::slurp(err);
+    EXPECT_NE(test::slurp(err).find("is a character device"), std::string::npos) << test::slurp(err);
+    EXPECT_TRUE(snapshot(dev) == before);
+  }
+}
+
+// train --checkpoint DIR without --resume over another run's checkpoint replaced it (a 43-epoch checkpoint was
+// lost so); a special file at the checkpoint's path is never replaced; a killed run's temporary file is removed by
+// the next run that writes there.
+TEST(Writers, TrainKeepsAnotherRunsCheckpointAndCleansUpAfterKilledRuns) {
+  test::TempDir dir;
+  test::write_text(dir / "small.toml", kSmallModel);
+  const std::string ck = (dir / "ck").string(), model = (dir / "small.toml").string(), err = (dir / "err").string();
+  const std::vector<std::string> base = {"train", model, "--rows", "600", "--epochs", "1", "--threads", "1", "--checkpoint", ck};
+  ASSERT_EQ(wait_exit(spawn(base, err)), 0) << test::slurp(err);
+  const auto file = engine::checkpoint_file(ck);
+  const Snapshot first = snapshot(file);
+  EXPECT_EQ(wait_exit(spawn({"train", "seed-mlp", "--rows", "600", "--epochs", "1", "--threads", "1", "--checkpoint", ck}, err)), 2);
+  EXPECT_NE(test::slurp(err).find("holds a checkpoint already"), std::string::npos) << test::slurp(err);
+  EXPECT_TRUE(snapshot(file) == first);
+  // What a killed run leaves: a temporary file of a process that no longer runs. The next run removes it.
+  char host[256] = "localhost";
+  ::gethostname(host, sizeof host - 1);
+  const auto stale = std::filesystem::path(ck) / (std::string(".checkpoint.gpuvs.gpuvs-tmp.") + host + ".999999999.Kil1ed");
+  test::write_text(stale, std::string(1 << 20, 'x'));
+  auto again = base;
+  again.push_back("--force");
+  ASSERT_EQ(wait_exit(spawn(again, err)), 0) << test::slurp(err);
+  EXPECT_FALSE(std::filesystem::exists(stale));
+  int entries = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(ck)) ++entries;
+  EXPECT_EQ(entries, 1);
+  // A FIFO where the checkpoint goes is refused, --force or not.
+  std::filesystem::remove(file);
+  ASSERT_EQ(::mkfifo(file.c_str(), 0600), 0);
+  EXPECT_EQ(wait_exit(spawn(again, err)), 2);
+  EXPECT_NE(test::slurp(err).find("is not a regular file"), std::string::npos) << test::slurp(err);
+  EXPECT_TRUE(S_ISFIFO(snapshot(file).mode));
 }

@@ -154,10 +154,17 @@ int run_validate(const ValidateArgs& a) {
   else
     fmt::print("\nthroughput: {} rows scored of {} ({:.0f}% coverage); median absolute error {:.1f}%, mean {:.1f}%; {:.0f}% inside their band\n",
                scored, rep.rows.size(), 100 * rep.coverage, 100 * rep.median_ape, 100 * rep.mean_ape, 100 * rep.in_band);
-  fmt::print("cross-GPU ratios: {} pairs; median absolute error {:.1f}%, mean {:.1f}%\n", rep.ratios.size(),
-             100 * rep.ratio_median_ape, 100 * rep.ratio_mean_ape);
-  fmt::print("band (10th-90th percentile of predicted/measured): {:.2f}x to {:.2f}x over {} training and batch-inference rows",
-             std::exp(rep.log_err_p10), std::exp(rep.log_err_p90), rep.band_rows);
+  // No pair or no row scored is said so, not printed as an error of 0.0%.
+  if (rep.ratios.empty())
+    fmt::print("cross-GPU ratios: no pair (two scored rows of one source and workload on different GPUs make one)\n");
+  else
+    fmt::print("cross-GPU ratios: {} pairs; median absolute error {:.1f}%, mean {:.1f}%\n", rep.ratios.size(), 100 * rep.ratio_median_ape,
+               100 * rep.ratio_mean_ape);
+  if (rep.band_rows == 0)
+    fmt::print("band: none (no training or batch-inference row scored)");
+  else
+    fmt::print("band (10th-90th percentile of predicted/measured): {:.2f}x to {:.2f}x over {} training and batch-inference rows",
+               std::exp(rep.log_err_p10), std::exp(rep.log_err_p90), rep.band_rows);
   if (rep.serving_band_rows > 0)
     fmt::print("; {:.2f}x to {:.2f}x over {} LLM serving rows", std::exp(rep.serving_log_err_p10), std::exp(rep.serving_log_err_p90),
                rep.serving_band_rows);

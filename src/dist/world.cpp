@@ -32,8 +32,13 @@ double timeout_s() {
   char* end = nullptr;
   const double v = std::strtod(t, &end);
   if (end == t || *end != '\0' || !(v > 0 && v <= 604800.0)) {
-    std::fprintf(stderr, "gpuvs: error: GPUVS_COLLECTIVE_TIMEOUT_S='%s' is not a time in seconds above 0 and at most 604800 (a week)\n",
-                 strings::printable(t).c_str());
+    // Before MPI_Init no rank knows its number but from its launcher: rank 0 (or a lone process) says it.
+    const char* rank = nullptr;
+    for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"})
+      if (!rank) rank = std::getenv(var);
+    if (rank == nullptr || std::string(rank) == "0")
+      std::fprintf(stderr, "gpuvs: error: GPUVS_COLLECTIVE_TIMEOUT_S='%s' is not a time in seconds above 0 and at most 604800 (a week)\n",
+                   strings::printable(t).c_str());
     std::exit(2);
   }
   return v;

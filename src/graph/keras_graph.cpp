@@ -92,6 +92,8 @@ std::vector<Layer> read_layers(const json& j, const std::string& where) {
   if (cfg.contains("output_layers") && cfg["output_layers"].is_array() && cfg["output_layers"].size() > 1 &&
       cfg["output_layers"][0].is_array())
     throw InputError(fmt::format("{}: $.config.output_layers: a model of {} outputs is not built (one is)", where, cfg["output_layers"].size()));
+  if (cfg.contains("layers") && cfg["layers"].is_array() && cfg["layers"].size() > kMaxLayers)
+    throw InputError(fmt::format("{}: $.config.layers: {} layers, more than the {} a model file may list", where, cfg["layers"].size(), kMaxLayers));
   for (const auto& l : cfg["layers"]) {
     if (!l.is_object() || !l.contains("class_name") || !l["class_name"].is_string() || !l.contains("config") || !l["config"].is_object())
       throw InputError(fmt::format("{}: $.config.layers[{}]: a layer needs class_name and config", where, out.size()));

@@ -210,6 +210,7 @@ ModelSpec keras_model_spec_json(const json& j, const std::string& where) {
   if (!j.contains("config") || !j["config"].is_object()) w.path("config", "missing");
   const json& cfg = j["config"];
   if (!cfg.contains("layers") || !cfg["layers"].is_array() || cfg["layers"].empty()) w.path("config.layers", "missing or empty");
+  if (cfg["layers"].size() > kMaxLayers) w.path("config.layers", fmt::format("{} layers, more than the {} a model file may list", cfg["layers"].size(), kMaxLayers));
   ModelSpec spec;
   bool flat = true;  // the features so far are one row a sample (no [steps, features] input left unflattened)
   spec.name = cfg.contains("name") && cfg["name"].is_string() ? cfg["name"].get<std::string>() : "keras-model";

@@ -247,6 +247,7 @@ class Reader {
     const Val* layers = get(root, "layers");
     if (!layers) fail(root, "missing layers (one [[layers]] table per layer)");
     need(*layers, Val::Type::array, "layers");
+    if (layers->arr.size() > kMaxLayers) fail(*layers, fmt::format("{} layers, more than the {} a model file may list", layers->arr.size(), kMaxLayers));
     for (const auto& l : layers->arr) spec.layers.push_back(layer(l));
     if (const Val* c = get(root, "compile")) compile(*c, spec);
     spec.validate(where_);

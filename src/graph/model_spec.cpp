@@ -42,6 +42,7 @@ void ModelSpec::validate(const std::string& where) const {
   if (input_dim <= 0) throw InputError(fmt::format("{}: input_shape must be a positive size", where));
   if (input_dim > kMaxSize) throw InputError(fmt::format("{}: input_shape {} is larger than 2^31", where, input_dim));
   if (layers.empty()) throw InputError(fmt::format("{}: the model has no layers", where));
+  if (layers.size() > kMaxLayers) throw InputError(fmt::format("{}: {} layers, more than the {} a model file may list", where, layers.size(), kMaxLayers));
   const LayerSpec* last_dense = nullptr;
   for (const auto& l : layers)
     if (l.kind == LayerSpec::Kind::dense) last_dense = &l;
