@@ -295,8 +295,8 @@ TEST(Advise, ScenarioFilesAndBadScenarios) {
   bad_file("tokens = \"many\"\n", "s.toml:1: 'tokens' must be a number");
   bad_file("task = \"dance\"\n", "task 'dance'");
   // Found by fuzz_scenario: a TOML escape puts a newline in a value that the error quotes.
-  bad_file("task = \"\\nfer\"\n", "task '\\x0afer'");
-  bad_file("task = \"fi\\\\\\netune\"\n", "is not a task");
+  bad_file("task = \"\\nfer\"\n", "'task' holds a control character ('\\x0afer')");
+  bad_file("task = \"fi\\\\\\netune\"\n", "'task' holds a control character");
   bad_file("[assume]\n\"price.rtx\\n4090\" = 1\n", "s.toml:2");
   bad_file("tokens = 1e9\nhours = -1\n", "s.toml:2: 'hours' must be above 0, got -1");
   // Issue 31: TOML's nan and inf are no values a scenario takes (they read as "not given").

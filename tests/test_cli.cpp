@@ -853,6 +853,17 @@ TEST(Cli, NamesFromFilesReachTheTerminalEscaped) {
     EXPECT_EQ(r.out.find('\r'), std::string::npos);
     EXPECT_NE(r.out.find("evil\\x1b[2J\\x0dname"), std::string::npos) << r.out;
   }
+  // Data files (a device catalog, validation rows, a scenario) hold no control characters: refused where read.
+  std::string catalog = gpuvs::test::slurp(std::string(GPUVS_SOURCE_DIR) + "/fuzz/corpus/catalog/mine.toml");
+  const auto name_at = catalog.find("name = \"");
+  ASSERT_NE(name_at, std::string::npos);
+  catalog.insert(name_at + 8, "\\u001b[2J");
+  gpuvs::test::write_text(dir / "evil-catalog.toml", catalog);
+  expect_usage_error(run_gpuvs("catalog --catalog " + (dir / "evil-catalog.toml").string()), "'name' holds a control character");
+  gpuvs::test::write_text(dir / "evil.csv", "id,gpu,workload,mode,precision,batch_per_gpu,value\nr\x1b[2J,h100-sxm,resnet50,train,amp-bf16,256,1000\n");
+  expect_usage_error(run_gpuvs("validate --data " + (dir / "evil.csv").string()), "evil.csv:2: a field holds a control character ('r\\x1b[2J')");
+  gpuvs::test::write_text(dir / "evil-scenario.toml", "name = \"a\\u001bb\"\n");
+  expect_usage_error(run_gpuvs("advise --scenario " + (dir / "evil-scenario.toml").string()), "'name' holds a control character");
 }
 
 // validate skipped rows with a value <= 0 and then said "median absolute error 0.0%"; --fit on no priced rows wrote

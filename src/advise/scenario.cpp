@@ -46,7 +46,11 @@ std::int64_t whole(const std::string& path, const std::string& key, const toml::
 }
 
 std::string text(const std::string& path, const std::string& key, const toml::node& n) {
-  if (auto v = n.value<std::string>()) return *v;
+  if (auto v = n.value<std::string>()) {
+    // Scenario text reaches the terminal in the advice: a control character is refused, as in every data file.
+    if (strings::has_control(*v)) throw InputError(fmt::format("{}: '{}' holds a control character ('{}')", where(path, n), key, strings::printable(*v)));
+    return *v;
+  }
   throw InputError(fmt::format("{}: '{}' must be a string", where(path, n), key));
 }
 

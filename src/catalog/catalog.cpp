@@ -104,6 +104,7 @@ class DeviceReader {
   std::string str(const char* key) const {
     const toml::node& n = need(key);
     if (!n.is_string()) fail(n, fmt::format("'{}' must be a string", key));
+    if (strings::has_control(n.as_string()->get())) fail(n, fmt::format("'{}' holds a control character", key));
     return std::string(n.as_string()->get());
   }
   std::string opt_str(const char* key, const char* fallback = "") const {
@@ -168,6 +169,7 @@ class DeviceReader {
     std::vector<std::string> out;
     for (auto&& e : *n->as_array()) {
       if (!e.is_string()) fail(e, fmt::format("'{}' must hold strings", key));
+      if (strings::has_control(e.as_string()->get())) fail(e, fmt::format("'{}' holds a control character", key));
       out.emplace_back(e.as_string()->get());
     }
     return out;

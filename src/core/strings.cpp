@@ -84,6 +84,12 @@ std::string printable(std::string_view s, std::size_t max_len) {
   return out;
 }
 
+bool has_control(std::string_view s) {
+  for (const char c : s)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) return true;
+  return false;
+}
+
 std::string escape_control(std::string_view s) {
   std::string out;
   out.reserve(s.size());

@@ -18,6 +18,9 @@ std::string printable(std::string_view s, std::size_t max_len = 60);
 /// `s` with each control character (below 0x20, and 0x7F) written as \xNN; every other byte, UTF-8
 /// included, kept; nothing cut. What keeps an error message one line whatever it quotes.
 std::string escape_control(std::string_view s);
+/// True when `s` holds a control character (below 0x20, or 0x7F): what no name, id or label in a data file holds,
+/// and what would reach a terminal as an escape sequence or a forged line.
+bool has_control(std::string_view s);
 /// True when `s` is well-formed UTF-8 (no overlong form, surrogate or code point past U+10FFFF), as a JSON
 /// writer requires of every string it writes.
 bool is_utf8(std::string_view s);

@@ -54,6 +54,11 @@ class ByteStream {
   std::uint64_t file_size() const { return file_.size(); }
   /// Bytes handed out so far.
   std::uint64_t consumed() const { return consumed_; }
+  /// A good read size: 1 MiB, or the whole of a smaller uncompressed file.
+  std::size_t chunk_size() const {
+    const std::uint64_t whole = compressed() ? std::uint64_t{1} << 20 : std::max<std::uint64_t>(file_size() + 1, 4096);
+    return static_cast<std::size_t>(std::min<std::uint64_t>(whole, std::uint64_t{1} << 20));
+  }
 
   /// Up to `n` bytes; fewer only at the end of the data.
   std::size_t read(char* out, std::size_t n) {
@@ -230,7 +235,7 @@ Dataset load_csv(const fs::path& path, std::uint64_t budget) {
   ByteStream in(path, "--data");
   CsvParser parser(path, budget);
   std::string carry;  // the line being read, when it spans chunks
-  std::vector<char> buf(std::size_t{1} << 20);
+  std::vector<char> buf(in.chunk_size());
   for (;;) {
     const std::size_t n = in.read(buf.data(), buf.size());
     if (n == 0) break;
@@ -424,7 +429,7 @@ ArrayHeader load_array(const fs::path& path, const std::string& what, ArraySink 
   require_fits(static_cast<double>(count) * 4.0, budget, path, fmt::format("{} {} values ({})", count, format_name, what));
   if (sink.floats) sink.floats->resize(static_cast<std::size_t>(count));
   if (sink.labels) sink.labels->resize(static_cast<std::size_t>(count));
-  std::vector<unsigned char> buf(std::size_t{1} << 20);
+  std::vector<unsigned char> buf(std::max<std::size_t>(in.chunk_size(), 8));
   const std::uint64_t per_chunk = buf.size() / width;
   for (std::uint64_t i = 0; i < count;) {
     const std::uint64_t n = std::min(per_chunk, count - i);

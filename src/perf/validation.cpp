@@ -216,6 +216,10 @@ std::vector<PublishedRow> read_published(const std::string& text, const std::str
     };
     PublishedRow r;
     r.line = start;
+    // Text of a row reaches the terminal in validate's table: a control character is refused, as in every data file.
+    for (const auto& c : cells)
+      if (strings::has_control(c))
+        throw InputError(fmt::format("{}:{}: a field holds a control character ('{}')", where, start, strings::printable(c)));
     r.id = get("id");
     r.gpu = get("gpu");
     r.workload = get("workload");
