@@ -79,10 +79,10 @@ struct CommandResult {
   std::string out, err;
 };
 
-/// Runs `gpuvs ARGS` through the shell (args are passed as written) with stdin closed.
-inline CommandResult run_gpuvs(const std::string& args) {
+/// Runs `PREFIX gpuvs ARGS` through the shell (args are passed as written) with stdin closed.
+inline CommandResult run_gpuvs_with(const std::string& prefix, const std::string& args) {
   TempDir tmp;
-  const std::string cmd = std::string(GPUVS_BINARY) + " " + args + " </dev/null >" + (tmp / "out").string() + " 2>" +
+  const std::string cmd = prefix + std::string(GPUVS_BINARY) + " " + args + " </dev/null >" + (tmp / "out").string() + " 2>" +
                           (tmp / "err").string();
   const int status = std::system(cmd.c_str());
   CommandResult r;
@@ -92,18 +92,13 @@ inline CommandResult run_gpuvs(const std::string& args) {
   return r;
 }
 
+/// Runs `gpuvs ARGS` through the shell (args are passed as written) with stdin closed.
+inline CommandResult run_gpuvs(const std::string& args) { return run_gpuvs_with("", args); }
+
 /// run_gpuvs under `timeout`: a command that waits for ever (on a FIFO, say) is killed after `seconds` and reads
 /// as exit code 124, so a test of "refused at once" fails rather than hangs.
 inline CommandResult run_gpuvs_within(int seconds, const std::string& args) {
-  TempDir tmp;
-  const std::string cmd = "timeout -k 5 " + std::to_string(seconds) + " " + std::string(GPUVS_BINARY) + " " + args + " </dev/null >" +
-                          (tmp / "out").string() + " 2>" + (tmp / "err").string();
-  const int status = std::system(cmd.c_str());
-  CommandResult r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(tmp / "out");
-  r.err = slurp(tmp / "err");
-  return r;
+  return run_gpuvs_with("timeout -k 5 " + std::to_string(seconds) + " ", args);
 }
 
 /// `text` with the first `from` replaced by `to`; std::logic_error naming `from` when the text lacks it (an edit
