@@ -21,17 +21,17 @@ struct Shape {
   const char* name;
   std::int64_t m, n, k;
   bool ta, tb, bias;
-  graph::Act act;
+  ir::Act act;
 };
 
 // The five GEMMs of one seed-mlp training step at batch B.
 Shape seed_shape(int which, std::int64_t b) {
   switch (which) {
-    case 0: return {"fwd1 relu(x.W1+b1)", b, 128, 780, false, false, true, graph::Act::relu};
-    case 1: return {"dW1 = x^T.dZ1", 780, 128, b, true, false, false, graph::Act::none};
-    case 2: return {"fwd2 h.W2+b2", b, 10, 128, false, false, true, graph::Act::none};
-    case 3: return {"dX2 = dZ2.W2^T", b, 128, 10, false, true, false, graph::Act::none};
-    default: return {"dW2 = h^T.dZ2", 128, 10, b, true, false, false, graph::Act::none};
+    case 0: return {"fwd1 relu(x.W1+b1)", b, 128, 780, false, false, true, ir::Act::relu};
+    case 1: return {"dW1 = x^T.dZ1", 780, 128, b, true, false, false, ir::Act::none};
+    case 2: return {"fwd2 h.W2+b2", b, 10, 128, false, false, true, ir::Act::none};
+    case 3: return {"dX2 = dZ2.W2^T", b, 128, 10, false, true, false, ir::Act::none};
+    default: return {"dW2 = h^T.dZ2", 128, 10, b, true, false, false, ir::Act::none};
   }
 }
 
@@ -47,7 +47,7 @@ void run_gemm(benchmark::State& state, GemmLibrary lib, const Shape& s) {
   set_cpu_threads(static_cast<int>(state.range(1)));
   const AlignedBuffer a = random_floats(s.m * s.k, 1), b = random_floats(s.k * s.n, 2), bias = random_floats(s.n, 3);
   AlignedBuffer c(static_cast<std::size_t>(s.m * s.n) * sizeof(float));
-  cpu::GemmPlan plan(lib, graph::DType::f32, {s.m, s.n, s.k, s.ta, s.tb}, a.data(), b.data(),
+  cpu::GemmPlan plan(lib, ir::DType::f32, {s.m, s.n, s.k, s.ta, s.tb}, a.data(), b.data(),
                      s.bias ? bias.data() : nullptr, c.data(), s.act);
   plan.run();
   // Self-check one element against a double-precision dot product.
@@ -57,7 +57,7 @@ void run_gemm(benchmark::State& state, GemmLibrary lib, const Shape& s) {
   double ref = s.bias ? reinterpret_cast<const float*>(bias.data())[j] : 0.0;
   for (std::int64_t q = 0; q < s.k; ++q)
     ref += static_cast<double>(A[s.ta ? q * s.m + i : i * s.k + q]) * B[s.tb ? j * s.k + q : q * s.n + j];
-  if (s.act == graph::Act::relu) ref = std::max(ref, 0.0);
+  if (s.act == ir::Act::relu) ref = std::max(ref, 0.0);
   const double got = reinterpret_cast<const float*>(c.data())[i * s.n + j];
   if (std::fabs(got - ref) > 1e-3 * std::max(1.0, std::fabs(ref))) {
     state.SkipWithError("GEMM result check failed");
@@ -79,7 +79,7 @@ void BM_SeedGemm(benchmark::State& state, GemmLibrary lib, int which) {
 
 void BM_SquareSgemm(benchmark::State& state, GemmLibrary lib) {
   const std::int64_t n = state.range(0);
-  run_gemm(state, lib, {"square", n, n, n, false, false, false, graph::Act::none});
+  run_gemm(state, lib, {"square", n, n, n, false, false, false, ir::Act::none});
 }
 
 void seed_args(benchmark::internal::Benchmark* b) {

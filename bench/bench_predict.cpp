@@ -2,14 +2,14 @@
 #include <benchmark/benchmark.h>
 
 #include "catalog/catalog.hpp"
-#include "graph/networks.hpp"
+#include "models/networks.hpp"
 #include "perf/predict.hpp"
 #include "perf/serving.hpp"
 
 using namespace gpuvs;
 
 static void BM_Predict(benchmark::State& state) {
-  const auto& net = graph::networks()[static_cast<std::size_t>(state.range(0))];
+  const auto& net = models::networks()[static_cast<std::size_t>(state.range(0))];
   const catalog::Catalog cat = catalog::Catalog::builtin();
   perf::PredictRequest r;
   r.workload = net.id;
@@ -26,7 +26,7 @@ static void BM_Predict(benchmark::State& state) {
   if (state.iterations() > 0 && !(tput > 0)) state.SkipWithError("no throughput");
   state.SetLabel(net.id);
 }
-BENCHMARK(BM_Predict)->DenseRange(0, static_cast<int>(graph::networks().size()) - 1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Predict)->DenseRange(0, static_cast<int>(models::networks().size()) - 1)->Unit(benchmark::kMillisecond);
 
 // A 1,024-GPU plan (GPT-3 175B on H100, tp 8 x pp 8 x dp 16): two stage graphs built and priced, then the
 // parallel arithmetic. The micro-batch changes every iteration so no graph comes from the per-thread cache:

@@ -8,9 +8,9 @@
 
 #include "core/rng.hpp"
 #include "engine/executor.hpp"
-#include "graph/builder.hpp"
-#include "graph/cost.hpp"
-#include "graph/workloads.hpp"
+#include "ir/cost.hpp"
+#include "models/builder.hpp"
+#include "models/sequential_presets.hpp"
 
 using namespace gpuvs;
 using namespace gpuvs::engine;
@@ -32,10 +32,10 @@ const std::vector<float>& dataset() {
 void BM_SeedTrainStep(benchmark::State& state, GemmLibrary lib) {
   const std::int64_t batch = state.range(0);
   set_cpu_threads(static_cast<int>(state.range(1)));
-  const auto spec = graph::builtin_workload("seed-mlp");
-  const graph::Graph g = graph::build_graph(spec, {batch, graph::DType::f32, graph::Mode::train});
+  const auto spec = models::sequential_preset("seed-mlp");
+  const ir::Graph g = models::build_graph(spec, {batch, ir::DType::f32, models::Mode::train});
   ParamStore store;
-  store.initialize(graph::param_inits(spec), graph::DType::f32, 1);
+  store.initialize(models::param_inits(spec), ir::DType::f32, 1);
   auto ex = make_cpu_executor(g, store, {lib, false, {}});
   const auto& x = dataset();
   auto* in = static_cast<float*>(ex->input("x"));
@@ -52,7 +52,7 @@ void BM_SeedTrainStep(benchmark::State& state, GemmLibrary lib) {
   state.counters["samples/s"] =
       benchmark::Counter(static_cast<double>(batch), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["FLOP/s"] =
-      benchmark::Counter(graph::graph_cost(g).matrix_flops, benchmark::Counter::kIsIterationInvariantRate);
+      benchmark::Counter(ir::graph_cost(g).matrix_flops, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void args(benchmark::internal::Benchmark* b) {

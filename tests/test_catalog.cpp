@@ -33,12 +33,7 @@ confidence = "low"
 
 std::string error_of(const std::string& text) {
   Catalog c;
-  try {
-    c.add_text(text, "mine.toml");
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
+  return test::input_error_of([&] { c.add_text(text, "mine.toml"); });
 }
 
 std::string with(const std::string& from, const std::string& to) { return test::replaced(kMine, from, to); }

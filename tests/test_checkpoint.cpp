@@ -5,8 +5,8 @@
 #include "core/crc32c.hpp"
 #include "core/error.hpp"
 #include "engine/checkpoint.hpp"
-#include "graph/builder.hpp"
-#include "graph/workloads.hpp"
+#include "models/builder.hpp"
+#include "models/sequential_presets.hpp"
 #include "test_util.hpp"
 
 using namespace gpuvs;
@@ -15,14 +15,14 @@ using namespace gpuvs::engine;
 namespace {
 ParamStore seeded_store() {
   ParamStore s;
-  s.initialize(graph::param_inits(graph::builtin_workload("seed-mlp")), graph::DType::f32, 9);
-  s.ensure("dense/kernel/m", {780, 128}, graph::DType::f32).as<float>()[5] = 0.5f;
+  s.initialize(models::param_inits(models::sequential_preset("seed-mlp")), ir::DType::f32, 9);
+  s.ensure("dense/kernel/m", {780, 128}, ir::DType::f32).as<float>()[5] = 0.5f;
   s.iterations = 42;
   return s;
 }
 CheckpointMeta meta() {
   CheckpointMeta m;
-  m.model_fingerprint = graph::builtin_workload("seed-mlp").fingerprint();
+  m.model_fingerprint = models::sequential_preset("seed-mlp").fingerprint();
   m.model_name = "seed-mlp";
   m.epochs_done = 3;
   m.iterations = 42;
@@ -55,7 +55,7 @@ TEST(Checkpoint, RoundTripIsExact) {
 TEST(Checkpoint, EveryFlippedByteIsDetected) {
   test::TempDir dir;
   ParamStore small;
-  small.ensure("w", {3}, graph::DType::f32).as<float>()[1] = 2.0f;
+  small.ensure("w", {3}, ir::DType::f32).as<float>()[1] = 2.0f;
   const auto file = checkpoint_file(dir.path());
   save_checkpoint(file, meta(), small);
   const std::string good = test::slurp(file);
@@ -64,7 +64,7 @@ TEST(Checkpoint, EveryFlippedByteIsDetected) {
     bad[i] = static_cast<char>(bad[i] ^ 0x20);
     test::write_text(file, bad);
     ParamStore into;
-    into.ensure("keep", {1}, graph::DType::f32);
+    into.ensure("keep", {1}, ir::DType::f32);
     EXPECT_THROW(load_checkpoint(file, into), InputError) << "byte " << i;
     EXPECT_TRUE(into.has("keep")) << "a failed load must leave the target untouched";
   }
@@ -79,7 +79,7 @@ TEST(Checkpoint, ATensorClaimingMoreThanTheFileHoldsIsRefusedBeforeAllocating) {
   // A crafted file (consistent dims and byte count, a valid checksum) claiming 2^40 floats.
   test::TempDir dir;
   ParamStore small;
-  small.ensure("w", {3}, graph::DType::f32);
+  small.ensure("w", {3}, ir::DType::f32);
   const auto file = checkpoint_file(dir.path());
   save_checkpoint(file, meta(), small);
   std::string b = test::slurp(file);

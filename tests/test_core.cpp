@@ -243,14 +243,7 @@ TEST(Files, EnsureWritableDirRejectsFileAncestorAndCreatesNothing) {
 }
 
 namespace {
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+std::string error_of(const std::function<void()>& f) { return test::input_error_of(f); }
 struct stat stat_of(const std::filesystem::path& p) {
   struct stat st {};
   ::lstat(p.c_str(), &st);

@@ -10,8 +10,8 @@
 #include "engine/cpu/kernels.hpp"
 #include "engine/data.hpp"
 #include "engine/executor.hpp"
-#include "graph/builder.hpp"
-#include "graph/workloads.hpp"
+#include "models/builder.hpp"
+#include "models/sequential_presets.hpp"
 
 // Counts every C++ allocation in this test binary, to prove a training step allocates no tensors.
 // (The replacement pair is malloc/free by design; GCC cannot see that and warns.)
@@ -32,7 +32,8 @@ void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 using namespace gpuvs;
-using namespace gpuvs::graph;
+using namespace gpuvs::ir;
+using namespace gpuvs::models;
 using namespace gpuvs::engine;
 
 namespace {
@@ -121,7 +122,7 @@ TEST(Dropout, KeepRateScalingAndFreshMasks) {
 }
 
 TEST(Dropout, AbsentAtEvaluation) {
-  const ModelSpec spec = builtin_workload("seed-mlp");
+  const ModelSpec spec = sequential_preset("seed-mlp");
   ParamStore store;
   store.initialize(param_inits(spec), DType::f32, 3);
   auto ev = make_cpu_executor(build_graph(spec, {64, DType::f32, Mode::eval}), store, {});
@@ -197,7 +198,7 @@ TEST(Gemm, OneDnnAndOpenBlasAgreeForEveryLayout) {
 // allocated in a step. oneDNN's primitive::execute() builds small per-call argument maps inside the
 // library (a handful of allocations of a few dozen bytes per GEMM, not tensors): bounded here.
 TEST(Executor, TrainingStepAllocatesNoTensors) {
-  const ModelSpec spec = builtin_workload("seed-mlp");
+  const ModelSpec spec = sequential_preset("seed-mlp");
   for (GemmLibrary lib : {GemmLibrary::onednn, GemmLibrary::openblas}) {
     ParamStore store;
     store.initialize(param_inits(spec), DType::f32, 3);
@@ -221,7 +222,7 @@ TEST(Executor, TrainingStepAllocatesNoTensors) {
 // A bound epoch takes its rows from the order itself (offset, then stride per step): the same steps
 // as loading every batch by hand, and the same running totals.
 TEST(Executor, BoundEpochRunsTheRowsOfTheOrder) {
-  const ModelSpec spec = builtin_workload("seed-mlp");
+  const ModelSpec spec = sequential_preset("seed-mlp");
   const Dataset data = make_synthetic(300, 780, 10, 8);
   std::vector<std::int64_t> order(300);
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::int64_t>((i * 7919) % 300);

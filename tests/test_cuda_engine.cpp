@@ -14,15 +14,15 @@
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
-#include "engine/data.hpp"
-#include "engine/trainer.hpp"
-#include "graph/builder.hpp"
-#include "graph/workloads.hpp"
-#include "gpu/plugin_loader.hpp"
+#include "engine/checkpoint.hpp"
 #include "engine/cpu/kernels.hpp"
 #include "engine/cuda/device_math.hpp"
 #include "engine/cuda/gemm_mapping.hpp"
-#include "engine/checkpoint.hpp"
+#include "engine/data.hpp"
+#include "engine/trainer.hpp"
+#include "gpu/plugin_loader.hpp"
+#include "models/builder.hpp"
+#include "models/sequential_presets.hpp"
 #include "test_util.hpp"
 
 using namespace gpuvs;
@@ -62,7 +62,7 @@ TEST(CudaMath, DropoutMaskIsTheCpuMask) {
 }
 
 TEST(CudaMath, AdamStepIsTheCpuStepBitForBit) {
-  const graph::AdamConfig cfg;
+  const ir::AdamConfig cfg;
   const std::int64_t n = 257;
   const CounterRng rng(3, 3);
   std::vector<float> p(n), g(n), m(n), v(n);
@@ -117,8 +117,8 @@ TEST(CudaMath, SoftmaxCrossEntropyAndAccuracyRowsMatch) {
 TEST(CudaMath, ActivationsMatchTheCpu) {
   std::vector<float> x(101), y(101);
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = -5.0f + 0.1f * static_cast<float>(i);
-  const std::pair<graph::Act, dm::Act> acts[] = {{graph::Act::relu, dm::Act::relu}, {graph::Act::tanh, dm::Act::tanh},
-                                                 {graph::Act::sigmoid, dm::Act::sigmoid}, {graph::Act::gelu, dm::Act::gelu}};
+  const std::pair<ir::Act, dm::Act> acts[] = {{ir::Act::relu, dm::Act::relu}, {ir::Act::tanh, dm::Act::tanh},
+                                                 {ir::Act::sigmoid, dm::Act::sigmoid}, {ir::Act::gelu, dm::Act::gelu}};
   for (const auto& [ga, da] : acts) {
     engine::cpu::activation_forward(x.data(), y.data(), static_cast<std::int64_t>(x.size()), ga);
     for (std::size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(dm::activate(x[i], da), y[i], 2e-7f * (1 + std::fabs(y[i]))) << i;
@@ -145,7 +145,7 @@ class Quiet final : public engine::TrainObserver {};
 
 engine::TrainResult train_on(const std::string& device, const std::string& precision, bool graphs, engine::ParamStore& store,
                              const std::string& memory = "growth") {
-  const auto spec = graph::builtin_workload("seed-mlp");
+  const auto spec = models::sequential_preset("seed-mlp");
   const auto data = engine::make_synthetic(4000, spec.input_dim, spec.num_classes(), 1);
   engine::TrainConfig cfg;
   cfg.epochs = 3;
@@ -172,11 +172,11 @@ TEST_P(OneStep, MatchesTheCpuOracleNodeByNode) {
   o.precision = gpu::GpuPrecision::fp32;
   o.cuda_graphs = false;
   auto dev = gpu::plugin(why)->open_train_device(o);
-  const auto spec = graph::builtin_workload("seed-mlp");
-  const graph::Graph g = graph::build_graph(spec, {batch, graph::DType::f32, graph::Mode::train});
+  const auto spec = models::sequential_preset("seed-mlp");
+  const ir::Graph g = models::build_graph(spec, {batch, ir::DType::f32, models::Mode::train});
   engine::ParamStore cpu_store, gpu_store;
-  cpu_store.initialize(graph::param_inits(spec), graph::DType::f32, 5);
-  gpu_store.initialize(graph::param_inits(spec), graph::DType::f32, 5);
+  cpu_store.initialize(models::param_inits(spec), ir::DType::f32, 5);
+  gpu_store.initialize(models::param_inits(spec), ir::DType::f32, 5);
   auto cpu = engine::make_cpu_executor(g, cpu_store, {});
   auto gpu_ex = dev->executor(g, gpu_store, {});
   const auto data = engine::make_synthetic(batch, spec.input_dim, spec.num_classes(), 3);
@@ -187,7 +187,7 @@ TEST_P(OneStep, MatchesTheCpuOracleNodeByNode) {
   }
   // Every node, forward, backward (the gradients) and the updated params, within FP32 reordering error.
   for (const auto& n : g.nodes()) {
-    if (n.op == graph::OpKind::adam_update) continue;  // in place: compared through the params below
+    if (n.op == ir::OpKind::adam_update) continue;  // in place: compared through the params below
     const auto a = cpu->read(n.id), b = gpu_ex->read(n.id);
     ASSERT_EQ(a.size(), b.size()) << n.name;
     double scale = 1e-6;
@@ -225,7 +225,7 @@ TEST(CudaEngine, Fp32TrainingFollowsTheCpuLossCurve) {
 // index must be re-set after them): the same kernels in the same order, so identical numbers.
 TEST(CudaEngine, QueuedStepsEqualStepByStepSteps) {
   if (const auto why = no_gpu_reason(); !why.empty()) GTEST_SKIP() << "no GPU: " << why;
-  const auto spec = graph::builtin_workload("seed-mlp");
+  const auto spec = models::sequential_preset("seed-mlp");
   const auto data = engine::make_synthetic(3000, spec.input_dim, spec.num_classes(), 2);
   engine::TrainConfig cfg;
   cfg.epochs = 2;
@@ -258,7 +258,7 @@ TEST(CudaEngine, QueuedStepsEqualStepByStepSteps) {
 // A non-finite loss inside a queued window is found by the device and named by its step.
 TEST(CudaEngine, QueuedDivergenceNamesTheStep) {
   if (const auto why = no_gpu_reason(); !why.empty()) GTEST_SKIP() << "no GPU: " << why;
-  const auto spec = graph::builtin_workload("seed-mlp");
+  const auto spec = models::sequential_preset("seed-mlp");
   const auto data = engine::make_synthetic(640, spec.input_dim, spec.num_classes(), 4);
   engine::TrainConfig cfg;
   cfg.batch = 64;
@@ -280,7 +280,7 @@ TEST(CudaEngine, QueuedDivergenceNamesTheStep) {
 // for bit, as one uninterrupted run (CUDA graphs on, as by default).
 TEST(CudaEngine, ResumeOnTheGpuEqualsUninterrupted) {
   if (const auto why = no_gpu_reason(); !why.empty()) GTEST_SKIP() << "no GPU: " << why;
-  const auto spec = graph::builtin_workload("seed-mlp");
+  const auto spec = models::sequential_preset("seed-mlp");
   const auto data = engine::make_synthetic(1000, spec.input_dim, spec.num_classes(), 3);
   test::TempDir dir;
   engine::TrainConfig cfg;
@@ -309,7 +309,7 @@ TEST(CudaEngine, ResumeOnTheGpuEqualsUninterrupted) {
 // on from them (here a scale of 1024 and 7 skipped steps written into the file).
 TEST(CudaEngine, Fp16LossScaleIsCheckpointedAndRestored) {
   if (const auto why = no_gpu_reason(); !why.empty()) GTEST_SKIP() << "no GPU: " << why;
-  const auto spec = graph::builtin_workload("seed-mlp");
+  const auto spec = models::sequential_preset("seed-mlp");
   const auto data = engine::make_synthetic(1000, spec.input_dim, spec.num_classes(), 3);
   test::TempDir dir;
   engine::TrainConfig cfg;
@@ -358,10 +358,10 @@ TEST(CudaEngine, AModelTooBigForTheGpuIsRefusedWithTheFiguresBeforeAllocating) {
   ASSERT_GT(m.total, 0u);
   ASSERT_LE(m.free, m.total);
   // 2^31 x 8 weights and 2^31 biases: 72 GiB of parameters, 216 GiB with Adam's moments, more than any GPU has.
-  graph::ModelSpec spec;
+  models::ModelSpec spec;
   spec.name = "huge";
   spec.input_dim = 8;
-  graph::LayerSpec out;
+  models::LayerSpec out;
   out.units = std::int64_t{1} << 31;
   out.softmax = true;
   spec.layers.push_back(out);
@@ -487,7 +487,7 @@ TEST(CudaEngine, DataParallelOverTwoGpusFollowsOneGpu) {
   gpu::Api* api = gpu::plugin(why);
   const int n = api ? api->device_count(why) : 0;
   if (n < 2) GTEST_SKIP() << "needs two GPUs (this machine has " << n << ")";
-  const auto spec = graph::builtin_workload("seed-mlp");
+  const auto spec = models::sequential_preset("seed-mlp");
   const auto data = engine::make_synthetic(4096, spec.input_dim, spec.num_classes(), 1);
   engine::TrainConfig cfg;
   cfg.epochs = 2;
@@ -512,16 +512,16 @@ TEST(CudaEngine, DataParallelPlumbingOnOneGpuChangesNothing) {
   if (const auto why = no_gpu_reason(); !why.empty()) GTEST_SKIP() << "no GPU: " << why;
   std::string why;
   gpu::Api* api = gpu::plugin(why);
-  const auto spec = graph::builtin_workload("seed-mlp");
+  const auto spec = models::sequential_preset("seed-mlp");
   const auto data = engine::make_synthetic(1280, spec.input_dim, spec.num_classes(), 6);
   std::vector<std::int64_t> order(1280);
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<std::int64_t>((i * 769) % 1280);
-  const graph::Graph g = graph::build_graph(spec, {128, graph::DType::f32, graph::Mode::train});
+  const ir::Graph g = models::build_graph(spec, {128, ir::DType::f32, models::Mode::train});
   gpu::TrainDeviceOptions o;
   o.precision = gpu::GpuPrecision::fp32;
   engine::ParamStore plain_store, group_store;
-  plain_store.initialize(graph::param_inits(spec), graph::DType::f32, 9);
-  group_store.initialize(graph::param_inits(spec), graph::DType::f32, 9);
+  plain_store.initialize(models::param_inits(spec), ir::DType::f32, 9);
+  group_store.initialize(models::param_inits(spec), ir::DType::f32, 9);
   std::vector<std::unique_ptr<gpu::TrainDevice>> group;
   try {
     group = api->open_train_devices(o, 1);

@@ -37,12 +37,7 @@ void write_gzip(const std::filesystem::path& p, const std::string& data) {
 }
 
 std::string error_of(const DataFiles& f) {
-  try {
-    load_dataset(f);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
+  return test::input_error_of([&] { load_dataset(f); });
 }
 }  // namespace
 

@@ -10,10 +10,10 @@
 
 #include "core/rng.hpp"
 #include "engine/executor.hpp"
-#include "graph/autodiff.hpp"
+#include "ir/autodiff.hpp"
 
 using namespace gpuvs;
-using namespace gpuvs::graph;
+using namespace gpuvs::ir;
 using namespace gpuvs::engine;
 
 namespace {

@@ -7,20 +7,24 @@
 #include <tuple>
 
 #include "core/error.hpp"
-#include "core/rng.hpp"
 #include "core/files.hpp"
-#include "graph/builder.hpp"
-#include "graph/cost.hpp"
-#include "graph/hf_config.hpp"
-#include "graph/keras_graph.hpp"
-#include "graph/networks.hpp"
-#include "graph/keras_model.hpp"
-#include "graph/model_file.hpp"
-#include "graph/workloads.hpp"
+#include "core/rng.hpp"
+#include "import/gpuvs/model_file.hpp"
+#include "import/hf/hf_config.hpp"
+#include "import/keras/keras_graph.hpp"
+#include "import/keras/keras_model.hpp"
+#include "ir/cost.hpp"
+#include "models/builder.hpp"
+#include "models/networks.hpp"
+#include "models/sequential_presets.hpp"
 #include "test_util.hpp"
+#include "workload/resolve.hpp"
 
 using namespace gpuvs;
-using namespace gpuvs::graph;
+using namespace gpuvs::ir;
+using namespace gpuvs::models;
+using namespace gpuvs::import;
+using namespace gpuvs::workload;
 
 namespace {
 const char* kSeedToml = R"(name = "seed-copy"
@@ -59,25 +63,20 @@ const char* kSeedJson = R"({
 })";
 
 std::string error_of(const std::string& text, bool json) {
-  try {
-    parse_model_text(text, "m", json);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
+  return test::input_error_of([&] { parse_model_text(text, "m", json); });
 }
 }  // namespace
 
 TEST(ModelFile, TomlDescribesTheSeedModel) {
   const ModelSpec s = parse_model_text(kSeedToml, "m.toml", false);
-  EXPECT_EQ(s.fingerprint(), builtin_workload("seed-mlp").fingerprint());
+  EXPECT_EQ(s.fingerprint(), sequential_preset("seed-mlp").fingerprint());
   EXPECT_EQ(s.name, "seed-copy");
   EXPECT_EQ(s.layers[0].line, 4);
 }
 
 TEST(ModelFile, JsonMirrorsToml) {
   const ModelSpec s = parse_model_text(kSeedJson, "m.json", true);
-  EXPECT_EQ(s.fingerprint(), builtin_workload("seed-mlp").fingerprint());
+  EXPECT_EQ(s.fingerprint(), sequential_preset("seed-mlp").fingerprint());
   EXPECT_DOUBLE_EQ(s.adam.learning_rate, 0.002);
 }
 
@@ -146,7 +145,7 @@ TEST(ModelFile, LoadByExtensionAndUnknownExtension) {
   test::write_text(dir / "mine.yaml", kSeedToml);
   EXPECT_THROW(load_model_file(dir / "mine.yaml"), InputError);
   EXPECT_THROW(load_model_file(dir / "absent.toml"), InputError);
-  EXPECT_EQ(resolve_workload((dir / "mine.toml").string()).name, "seed-copy");
+  EXPECT_EQ(resolve_sequential((dir / "mine.toml").string()).name, "seed-copy");
 }
 
 // Fuzz-style: random byte edits of valid files either parse or raise InputError; never crash or throw
@@ -183,7 +182,7 @@ TEST(ModelFile, FuzzedInputsFailCleanly) {
 // Keras's own files (tests/data/keras: the seed model as model.to_json() writes it in Keras 2.13 and in
 // Keras 3, the latter with the compile config a .keras archive's config.json carries).
 TEST(KerasModel, TheSeedModelAsKerasWritesItIsTheSeedModel) {
-  const ModelSpec seed = builtin_workload("seed-mlp");
+  const ModelSpec seed = sequential_preset("seed-mlp");
   for (const char* file : {"seed_keras2.json", "seed_keras3.json"}) {
     const std::string path = std::string(GPUVS_SOURCE_DIR) + "/tests/data/keras/" + file;
     ModelSpec k = load_model_file(path);
@@ -615,7 +614,7 @@ TEST(KerasGraph, HostileLayerSettingsAreRefusedOrBuiltAsKerasDoes) {
 TEST(KerasArchive, ConfigInsideTheZipIsTheModelAndBrokenArchivesFailCleanly) {
   const std::string dir = std::string(GPUVS_SOURCE_DIR) + "/tests/data/keras/";
   const ModelSpec seed = load_model_file(dir + "seed.keras");
-  EXPECT_EQ(seed.param_count(), builtin_workload("seed-mlp").param_count());
+  EXPECT_EQ(seed.param_count(), sequential_preset("seed-mlp").param_count());
   EXPECT_NEAR(seed.adam.learning_rate, 1e-3, 1e-9);
   EXPECT_EQ(param_count(build_network(resolve_network(dir + "mnist_convnet.keras"), {4, DType::f32, 0, false, false})), 34826);
   test::TempDir tmp;

@@ -13,15 +13,19 @@
 #include <random>
 
 #include "core/error.hpp"
-#include "graph/autodiff.hpp"
-#include "graph/cost.hpp"
-#include "graph/networks.hpp"
-#include "graph/onnx_known.hpp"
-#include "graph/onnx_model.hpp"
+#include "import/onnx/onnx_known.hpp"
+#include "import/onnx/onnx_model.hpp"
+#include "ir/autodiff.hpp"
+#include "ir/cost.hpp"
+#include "models/networks.hpp"
 #include "test_util.hpp"
+#include "workload/resolve.hpp"
 
 using namespace gpuvs;
-using namespace gpuvs::graph;
+using namespace gpuvs::ir;
+using namespace gpuvs::models;
+using namespace gpuvs::import;
+using namespace gpuvs::workload;
 
 namespace {
 
@@ -43,14 +47,7 @@ int count(const Graph& g, OpKind op) {
   return n;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+std::string error_of(const std::function<void()>& f) { return test::input_error_of(f); }
 
 /// A small ONNX model written with the protobuf API: inputs, initializers, nodes, one output.
 struct Builder {

@@ -12,8 +12,8 @@
 
 #include "core/error.hpp"
 #include "core/files.hpp"
-#include "graph/cost.hpp"
-#include "graph/networks.hpp"
+#include "ir/cost.hpp"
+#include "models/networks.hpp"
 #include "perf/clocks.hpp"
 #include "perf/collective.hpp"
 #include "perf/constants.hpp"
@@ -22,6 +22,7 @@
 #include "perf/predict.hpp"
 #include "perf/predictor.hpp"
 #include "perf/validation.hpp"
+#include "workload/resolve.hpp"
 
 #include "test_util.hpp"
 using namespace gpuvs;
@@ -45,7 +46,7 @@ TEST(Precision, AvailabilityAndRates) {
   const PrecisionPlan fp32 = plan_precision(Precision::fp32, cat().find("a100-80gb-sxm"));
   EXPECT_FALSE(fp32.tensor_cores);
   EXPECT_DOUBLE_EQ(fp32.matrix_tflops, 19.5);
-  EXPECT_EQ(plan_precision(Precision::amp_bf16, cat().find("h100-sxm")).activations, graph::DType::bf16);
+  EXPECT_EQ(plan_precision(Precision::amp_bf16, cat().find("h100-sxm")).activations, ir::DType::bf16);
   EXPECT_THROW(parse_precision("fp64"), InputError);
   EXPECT_EQ(parse_precision("AMP-BF16"), Precision::amp_bf16);
 }
@@ -94,9 +95,9 @@ TEST(Memory, BytesPerParameterByRegime) {
 }
 
 TEST(Predictor, RooflineTermsForOneGemmAndOneStream) {
-  graph::Graph g;
-  const auto a = g.input("a", {8192, 8192}, graph::DType::bf16);
-  const auto b = g.param("b", {8192, 8192}, graph::DType::bf16);
+  ir::Graph g;
+  const auto a = g.input("a", {8192, 8192}, ir::DType::bf16);
+  const auto b = g.param("b", {8192, 8192}, ir::DType::bf16);
   g.matmul("c", a, b);
   const auto& gpu = cat().find("h100-sxm");
   const PrecisionPlan plan = plan_precision(Precision::bf16, gpu);
@@ -109,9 +110,9 @@ TEST(Predictor, RooflineTermsForOneGemmAndOneStream) {
   EXPECT_LT(clock, 1.0);
   EXPECT_NEAR(s.step_s, 2.0 * 8192.0 * 8192 * 8192 / (989.4e12 * clock * eff) + p.launch_s, 1e-9);
   EXPECT_EQ(s.ops[0].bound, Bound::compute);
-  graph::Graph m;
-  const auto x = m.input("x", {1 << 26}, graph::DType::bf16);
-  m.activation("y", x, graph::Act::relu);
+  ir::Graph m;
+  const auto x = m.input("x", {1 << 26}, ir::DType::bf16);
+  m.activation("y", x, ir::Act::relu);
   const StepPrediction t = predict_graph(m, gpu, plan, p);
   const double bytes = 2.0 * (1 << 26) * 2;
   EXPECT_NEAR(t.step_s, bytes / (3350e9 * memory_efficiency(bytes, p)) + p.launch_s, 1e-12);
@@ -377,9 +378,9 @@ TEST(Band, StoredBandIsTheModelsCurrentValidationSpread) {
 TEST(Inference, KvCacheSizeAndDecodeIsMemoryBound) {
   // Per token in 16-bit: LLaMA-7B 2 x 32 layers x 32 heads x 128 x 2 B = 512 KiB; Llama-2-70B with 8 KV
   // heads 2 x 80 x 8 x 128 x 2 B = 320 KiB.
-  EXPECT_DOUBLE_EQ(graph::kv_cache_bytes(graph::decoder_preset("llama-7b"), 1, 1, graph::DType::bf16), 524288);
-  EXPECT_DOUBLE_EQ(graph::kv_cache_bytes(graph::decoder_preset("llama-70b"), 1, 1, graph::DType::bf16), 327680);
-  EXPECT_DOUBLE_EQ(graph::kv_cache_bytes(graph::decoder_preset("llama-7b"), 4096, 8, graph::DType::bf16),
+  EXPECT_DOUBLE_EQ(models::kv_cache_bytes(models::decoder_preset("llama-7b"), 1, 1, ir::DType::bf16), 524288);
+  EXPECT_DOUBLE_EQ(models::kv_cache_bytes(models::decoder_preset("llama-70b"), 1, 1, ir::DType::bf16), 327680);
+  EXPECT_DOUBLE_EQ(models::kv_cache_bytes(models::decoder_preset("llama-7b"), 4096, 8, ir::DType::bf16),
                    524288.0 * 4096 * 8);
   PredictRequest r;
   r.workload = "llama-7b";
@@ -573,12 +574,12 @@ TEST(Calibration, EngineOpRatiosCompareMeasuredWithTheModelPerClass) {
   const auto cat = catalog::Catalog::builtin();
   const auto& gpu = cat.find("h100-sxm");
   const auto plan = perf::plan_precision(perf::Precision::tf32, gpu);
-  const graph::Graph g = graph::build_network(graph::resolve_network("seed-mlp"), {128, graph::DType::f32, 0, false, true});
+  const ir::Graph g = models::build_network(workload::resolve_network("seed-mlp"), {128, ir::DType::f32, 0, false, true});
   const auto pred = perf::predict_graph(g, gpu, plan);
   // Timings twice the model's for matrix ops and equal to it for the rest.
   std::vector<double> measured(g.size(), 0.0);
   for (const auto& t : pred.ops)
-    measured[static_cast<std::size_t>(t.id)] = t.seconds * (graph::op_cost(g, g.node(t.id)).matrix_flops > 0 ? 2.0 : 1.0);
+    measured[static_cast<std::size_t>(t.id)] = t.seconds * (ir::op_cost(g, g.node(t.id)).matrix_flops > 0 ? 2.0 : 1.0);
   const auto r = perf::engine_op_ratios(g, measured, gpu, plan);
   ASSERT_EQ(r.size(), 2u);
   EXPECT_EQ(r[0].op_class, "engine gemm");
@@ -597,7 +598,7 @@ TEST(Predict, GptWorkloadTakesItsShapeFromOptions) {
   r.gpu = "a100-80gb-sxm";
   r.batch = 4;
   r.options = {{"layers", "24"}, {"hidden", "2304"}, {"heads", "24"}};
-  for (const std::string& key : graph::gpt_shape_keys()) {  // the validation harness passes these through
+  for (const std::string& key : models::gpt_shape_keys()) {  // the validation harness passes these through
     int listed = 0;
     for (const auto& k : prediction_option_keys()) listed += k == key;
     EXPECT_EQ(listed, 1) << key;
@@ -898,16 +899,16 @@ TEST(Predictor, Fp32ThreeByThreeConvolutionsAreWinogradOthersImplicitGemm) {
   // ResNet-50's training step: its 3x3 stride-1 convolutions (and their gradients) do 16/36 of the direct
   // multiplies in FP32 on CUDA cores; the stem (3 channels), strided and 1x1 convolutions, and every
   // tensor-core precision keep the direct count.
-  const graph::Graph g = graph::build_network(graph::network("resnet50"), {8, graph::DType::f32, 0, false, true});
+  const ir::Graph g = models::build_network(models::network("resnet50"), {8, ir::DType::f32, 0, false, true});
   const catalog::Gpu& v100 = cat().find("v100-sxm2-16gb");
   const PrecisionPlan fp32 = plan_precision(Precision::fp32, v100), amp = plan_precision(Precision::amp_fp16, v100);
   int winograd = 0, direct = 0;
   for (const auto& n : g.nodes()) {
-    if (n.op != graph::OpKind::conv2d && n.op != graph::OpKind::conv2d_grad_input && n.op != graph::OpKind::conv2d_grad_weight) {
+    if (n.op != ir::OpKind::conv2d && n.op != ir::OpKind::conv2d_grad_input && n.op != ir::OpKind::conv2d_grad_weight) {
       EXPECT_EQ(conv_flop_factor(g, n, fp32), 1.0);
       continue;
     }
-    const graph::Node& conv = n.op == graph::OpKind::conv2d ? n : g.node(n.ref);
+    const ir::Node& conv = n.op == ir::OpKind::conv2d ? n : g.node(n.ref);
     const bool three = conv.kernel_h == 3 && conv.stride_h == 1 && g.node(conv.inputs[0]).shape[1] >= 32;
     EXPECT_DOUBLE_EQ(conv_flop_factor(g, n, fp32), three ? 16.0 / 36.0 : 1.0) << n.name;
     EXPECT_DOUBLE_EQ(conv_flop_factor(g, n, amp), 1.0) << n.name;

@@ -9,7 +9,7 @@
 
 #include "core/error.hpp"
 #include "core/files.hpp"
-#include "graph/networks.hpp"
+#include "models/networks.hpp"
 #include "perf/compare.hpp"
 #include "perf/predict.hpp"
 #include "perf/serving.hpp"
@@ -66,7 +66,7 @@ TEST(WeightFormat, Llama2SevenBFilesAreThePublishedSizes) {
   // TheBloke/Llama-2-7B-GGUF on Hugging Face, file sizes in bytes from its upload commits (Q5_K_M from
   // TheBloke's Yarn-Llama-2-7B-GGUF, the same tensor shapes). A GGUF file also holds its metadata and the
   // 32,000-token vocabulary (about 0.7 MB): the tensors alone are within 0.05% below the file.
-  const auto d = graph::decoder_preset("llama2-7b");
+  const auto d = models::decoder_preset("llama2-7b");
   for (const auto& [id, file_bytes] : std::vector<std::pair<std::string, double>>{
            {"q4_0", 3825807040}, {"q4_k_m", 4081004224}, {"q5_k_m", 4783156928}, {"q6_k", 5529194176}, {"q8_0", 7161089728}}) {
     const double tensors = weight_bytes(d, weight_format(id)).total();
@@ -77,7 +77,7 @@ TEST(WeightFormat, Llama2SevenBFilesAreThePublishedSizes) {
   EXPECT_NEAR(weight_bytes(d, weight_format("fp16")).total(), 2.0 * 6738415616, 2.0 * 6738415616 * 1e-4);
   // Llama-2-70B in FP8: 1 byte per projection weight, embeddings and LM head in 16 bits: 64.7 GiB, not the
   // 128 GiB of 16-bit weights.
-  const double fp8 = weight_bytes(graph::decoder_preset("llama2-70b"), weight_format("fp8")).total() / 1073741824.0;
+  const double fp8 = weight_bytes(models::decoder_preset("llama2-70b"), weight_format("fp8")).total() / 1073741824.0;
   EXPECT_GT(fp8, 64.0);
   EXPECT_LT(fp8, 65.5);
 }
@@ -104,7 +104,7 @@ TEST(Serving, DecodeIsBoundedByReadingEveryWeightOncePerToken) {
 TEST(Serving, MixtureOfExpertsReadsOnlyTheExpertsABatchTouches) {
   // Mixtral 8x7B: 46.7 B parameters, 2 of 8 experts per token. One token reads the shared weights and two
   // experts per block; 64 tokens touch nearly all eight.
-  const auto d = graph::decoder_preset("mixtral-8x7b");
+  const auto d = models::decoder_preset("mixtral-8x7b");
   const double expert = 3.0 * 4096.0 * 14336.0 * 2.0 * d.layers;  // one expert's SwiGLU weights in every block, BF16
   const auto one = serve("mixtral-8x7b", "h100-sxm", "decode", "bf16", "tp=2", 1, 2);
   const auto many = serve("mixtral-8x7b", "h100-sxm", "decode", "bf16", "tp=2", 64, 2);
@@ -155,7 +155,7 @@ TEST(Serving, TooBigForTheCardOffloadsLayersToSystemRam) {
   EXPECT_LT(p.gpu_layers, 80);
   EXPECT_TRUE(p.fits);
   EXPECT_LE(p.weight_bytes + p.runtime_bytes + p.kv_bytes, p.capacity_bytes);
-  const double offloaded = weight_bytes(graph::decoder_preset("llama3-70b"), weight_format("q4_k_m")).total() - p.weight_bytes;
+  const double offloaded = weight_bytes(models::decoder_preset("llama3-70b"), weight_format("q4_k_m")).total() - p.weight_bytes;
   EXPECT_GT(p.step.offload_s, offloaded / 90e9);       // no faster than streaming them at the DDR rate
   EXPECT_GT(p.step.offload_s, 0.5 * p.step.seconds);   // the CPU's share dominates
   EXPECT_LT(p.throughput, 6.0);

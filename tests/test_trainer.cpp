@@ -7,8 +7,8 @@
 #include "engine/checkpoint.hpp"
 #include "engine/fit_check.hpp"
 #include "engine/trainer.hpp"
-#include "graph/model_file.hpp"
-#include "graph/workloads.hpp"
+#include "import/gpuvs/model_file.hpp"
+#include "models/sequential_presets.hpp"
 #include "test_util.hpp"
 #include "tfevent_reader.hpp"
 
@@ -18,14 +18,14 @@ using namespace gpuvs::engine;
 namespace {
 class Quiet : public TrainObserver {};
 
-TrainResult fit(const graph::ModelSpec& spec, const Dataset& d, const TrainConfig& cfg, ParamStore& store) {
+TrainResult fit(const models::ModelSpec& spec, const Dataset& d, const TrainConfig& cfg, ParamStore& store) {
   Quiet q;
   return train(spec, d, cfg, q, store);
 }
 }  // namespace
 
 TEST(Trainer, SeedModelReaches97PercentOnTheSyntheticTaskWithin5Epochs) {
-  const auto spec = graph::builtin_workload("seed-mlp");
+  const auto spec = models::sequential_preset("seed-mlp");
   const Dataset d = make_synthetic(60000, 780, 10, 1);
   TrainConfig cfg;
   cfg.epochs = 5;
@@ -41,7 +41,7 @@ TEST(Trainer, SeedModelReaches97PercentOnTheSyntheticTaskWithin5Epochs) {
 }
 
 TEST(Trainer, RealDigitsReach95PercentOnHeldOutFifth) {
-  const auto spec = graph::parse_model_text(R"(input_shape = [64]
+  const auto spec = import::parse_model_text(R"(input_shape = [64]
 [[layers]]
 type = "dense"
 units = 128
@@ -71,7 +71,7 @@ activation = "softmax"
 }
 
 TEST(Trainer, ResumeEqualsUninterrupted) {
-  const auto spec = graph::builtin_workload("seed-mlp");
+  const auto spec = models::sequential_preset("seed-mlp");
   const Dataset d = make_synthetic(1000, 780, 10, 3);
   test::TempDir dir;
   TrainConfig cfg;
@@ -101,7 +101,7 @@ TEST(Trainer, ResumeEqualsUninterrupted) {
 }
 
 TEST(Trainer, TensorBoardLogsHoldKerasTagsPerEpoch) {
-  const auto spec = graph::builtin_workload("seed-mlp");
+  const auto spec = models::sequential_preset("seed-mlp");
   const Dataset d = make_synthetic(600, 780, 10, 2);
   test::TempDir dir;
   TrainConfig cfg;
@@ -132,7 +132,7 @@ TEST(Trainer, TensorBoardLogsHoldKerasTagsPerEpoch) {
 }
 
 TEST(Trainer, BadConfigurationsAreInputErrorsBeforeAnyWrite) {
-  const auto spec = graph::builtin_workload("seed-mlp");
+  const auto spec = models::sequential_preset("seed-mlp");
   const Dataset d = make_synthetic(200, 780, 10, 2);
   test::TempDir dir;
   auto expect_input_error = [&](TrainConfig cfg, const std::string& needle) {
@@ -186,9 +186,9 @@ TEST(Trainer, MismatchedCheckpointIsRefused) {
   cfg.threads = 1;
   cfg.checkpoint_dir = dir / "ck";
   ParamStore s;
-  fit(graph::builtin_workload("seed-mlp"), d, cfg, s);
+  fit(models::sequential_preset("seed-mlp"), d, cfg, s);
   const std::string before = test::slurp(checkpoint_file(dir / "ck"));
-  auto other = graph::builtin_workload("seed-mlp");
+  auto other = models::sequential_preset("seed-mlp");
   other.layers[0].units = 64;
   cfg.resume = true;
   cfg.epochs = 2;
@@ -199,12 +199,12 @@ TEST(Trainer, MismatchedCheckpointIsRefused) {
     EXPECT_NE(std::string(e.what()).find("does not match this run: the model"), std::string::npos);
   }
   cfg.seed = 5;
-  EXPECT_THROW(fit(graph::builtin_workload("seed-mlp"), d, cfg, s), InputError);
+  EXPECT_THROW(fit(models::sequential_preset("seed-mlp"), d, cfg, s), InputError);
   EXPECT_EQ(test::slurp(checkpoint_file(dir / "ck")), before) << "a refused resume must not touch the checkpoint";
 }
 
 TEST(Trainer, DivergenceNamesTheEpochAndStepAndWritesNoCheckpoint) {
-  const auto spec = graph::builtin_workload("seed-mlp");
+  const auto spec = models::sequential_preset("seed-mlp");
   const Dataset d = make_synthetic(640, 780, 10, 4);
   test::TempDir dir;
   TrainConfig cfg;
@@ -254,7 +254,7 @@ TEST(Trainer, StepTotalsKeepTheEarliestNonFiniteStep) {
 // A checkpoint written by amp-fp16 GPU training carries the loss scale ("amp/loss_scale"): the CPU resumes
 // from it (it trains in fp32 and has no use for the scale) and keeps the tensor for a later GPU resume.
 TEST(Trainer, ResumeKeepsTensorsItDoesNotUse) {
-  const auto spec = graph::builtin_workload("seed-mlp");
+  const auto spec = models::sequential_preset("seed-mlp");
   const Dataset d = make_synthetic(400, 780, 10, 3);
   test::TempDir dir;
   TrainConfig cfg;
@@ -265,7 +265,7 @@ TEST(Trainer, ResumeKeepsTensorsItDoesNotUse) {
   fit(spec, d, cfg, first);
   ParamStore saved;
   const CheckpointMeta meta = load_checkpoint(checkpoint_file(dir / "ck"), saved);
-  float* v = saved.ensure("amp/loss_scale", {3}, graph::DType::f32).as<float>();
+  float* v = saved.ensure("amp/loss_scale", {3}, ir::DType::f32).as<float>();
   v[0] = 1024.0f, v[1] = 3.0f, v[2] = 1.0f;
   save_checkpoint(checkpoint_file(dir / "ck"), meta, saved);
   cfg.epochs = 2;
@@ -280,7 +280,7 @@ TEST(Trainer, ResumeKeepsTensorsItDoesNotUse) {
 }
 
 TEST(FitCheck, FootprintCountsParametersAdamAndEachExecutorsArena) {
-  const auto spec = graph::builtin_workload("seed-mlp");
+  const auto spec = models::sequential_preset("seed-mlp");
   const double gib = 1073741824.0;
   const TrainFootprint f = training_footprint(spec, 128, 1024, 128, 0);
   EXPECT_EQ(f.params, 4.0 * (780 * 128 + 128 + 128 * 10 + 10));  // fp32 kernels and biases

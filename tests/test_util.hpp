@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -107,6 +108,17 @@ inline std::string replaced(std::string text, const std::string& from, const std
   const auto at = text.find(from);
   if (at == std::string::npos) throw std::logic_error("test::replaced: '" + from + "' is not in the text");
   return text.replace(at, from.size(), to);
+}
+
+/// The InputError line `f` throws, or "" when it throws none (any other exception passes through: a crash of the
+/// reader is no refusal).
+inline std::string input_error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
 }
 
 inline int count_lines(const std::string& s) {

@@ -11,12 +11,13 @@
 #include <optional>
 
 #include "core/error.hpp"
-#include "core/units.hpp"
-#include "graph/networks.hpp"
 #include "core/strings.hpp"
+#include "core/units.hpp"
+#include "models/networks.hpp"
 #include "perf/predict.hpp"
 #include "perf/serving.hpp"
 #include "perf/serving_engine.hpp"
+#include "workload/resolve.hpp"
 
 namespace gpuvs::advise {
 
@@ -268,7 +269,7 @@ Option training_option(const catalog::Catalog& cat, const catalog::Gpu& gpu, con
 /// pipeline stages that make a rank fit (full recompute when nothing else does), data parallel over the
 /// rest, the global batch from the `global_batch_tokens` assumption; the fastest of those plans.
 Option multinode_option(const catalog::Catalog& cat, const catalog::Gpu& gpu, const Scenario& s, const Assumptions& a, int count,
-                        perf::Precision precision, const std::string& precision_note, const graph::NetworkInfo& net) {
+                        perf::Precision precision, const std::string& precision_note, const models::NetworkInfo& net) {
   Option o = new_option(gpu, count, "3d", precision, precision_note);
   const auto& dec = net.decoder;
   const std::int64_t seq = s.seq_len > 0 ? s.seq_len : net.default_seq_len;
@@ -316,7 +317,7 @@ Option multinode_option(const catalog::Catalog& cat, const catalog::Gpu& gpu, co
   o.unit = best->unit;
   o.throughput = best->throughput * count;
   o.plan = best_plan + ", over " + best->dp_link;
-  price_training_run(o, *best, static_cast<double>(graph::decoder_params(net.decoder)), s, a, gpu, count);
+  price_training_run(o, *best, static_cast<double>(models::decoder_params(net.decoder)), s, a, gpu, count);
   return o;
 }
 
@@ -551,7 +552,7 @@ std::string money(double v) { return units::format_usd(v); }
 
 /// The measured machine as an option: measured speed, no purchase, electricity only; the same failure,
 /// checkpoint and deadline arithmetic as a single GPU.
-Option measured_option(const MeasuredMachine& m, const graph::NetworkInfo& net, const Scenario& s, const Assumptions& a,
+Option measured_option(const MeasuredMachine& m, const models::NetworkInfo& net, const Scenario& s, const Assumptions& a,
                        const std::string& unit) {
   Option o;
   o.gpu_id = kThisMachine;
@@ -566,9 +567,9 @@ Option measured_option(const MeasuredMachine& m, const graph::NetworkInfo& net, 
   o.unit = unit;
   o.throughput = m.throughput;
   o.ecc = true;  // not known; no ECC penalty is assumed for a machine that already runs the job
-  graph::NetworkOptions no;
+  models::NetworkOptions no;
   no.training = false;
-  const double params = static_cast<double>(graph::param_count(graph::build_network(net, no)));
+  const double params = static_cast<double>(models::param_count(models::build_network(net, no)));
   o.mtbf_hours = 1.0 / a.get("failures_per_gpu_hour");
   o.checkpoint_gb = params * 12.0 / 1e9;  // fp32 weights and two Adam moments, as the engine writes them
   const double ckpt_h = o.checkpoint_gb / a.get("checkpoint_write_gbs") / 3600.0;
@@ -619,17 +620,17 @@ void validate(const Scenario& s, const catalog::Catalog& cat) {
     throw InputError("--sla-p99-ms, --sla-ttft-ms, --sla-tpot-ms, --engine, --requests-per-s and --tenants describe serving; use --task infer");
   if (s.sla_ttft_ms && *s.sla_ttft_ms <= 0) throw InputError(fmt::format("--sla-ttft-ms must be positive, got {}", *s.sla_ttft_ms));
   if (s.sla_tpot_ms && *s.sla_tpot_ms <= 0) throw InputError(fmt::format("--sla-tpot-ms must be positive, got {}", *s.sla_tpot_ms));
-  if ((s.sla_ttft_ms || s.sla_tpot_ms || !s.engine.empty()) && graph::resolve_network(s.workload, s.workload_options).family != "decoder")
+  if ((s.sla_ttft_ms || s.sla_tpot_ms || !s.engine.empty()) && workload::resolve_network(s.workload, s.workload_options).family != "decoder")
     throw InputError("--sla-ttft-ms, --sla-tpot-ms and --engine describe LLM serving; the workload is not a decoder");
   if (!s.engine.empty()) perf::serving_engine(s.engine);  // unknown engine: InputError listing them
-  const graph::NetworkInfo net = graph::resolve_network(s.workload, s.workload_options);  // unknown workload: the closest ids
+  const models::NetworkInfo net = workload::resolve_network(s.workload, s.workload_options);  // unknown workload: the closest ids
   for (const auto& [key, value] : s.workload_options) {
-    const bool gpt_key = s.workload == graph::kGptWorkload &&
-                         (key == "seq_len" || std::find(graph::gpt_shape_keys().begin(), graph::gpt_shape_keys().end(), key) != graph::gpt_shape_keys().end());
+    const bool gpt_key = s.workload == models::kGptWorkload &&
+                         (key == "seq_len" || std::find(models::gpt_shape_keys().begin(), models::gpt_shape_keys().end(), key) != models::gpt_shape_keys().end());
     if (!gpt_key && std::find(net.shape_options.begin(), net.shape_options.end(), key) == net.shape_options.end())
       throw InputError(fmt::format("--options: '{}' is not a shape option of workload '{}' (it takes {})", strings::printable(key),
                                    strings::printable(s.workload),
-                                   s.workload == graph::kGptWorkload ? strings::join(graph::gpt_shape_keys(), ", ")
+                                   s.workload == models::kGptWorkload ? strings::join(models::gpt_shape_keys(), ", ")
                                    : net.shape_options.empty()      ? "none"
                                                                      : strings::join(net.shape_options, ", ")));
   }
@@ -642,7 +643,7 @@ Advice advise(const catalog::Catalog& cat, const Scenario& s, const Assumptions&
   Advice adv;
   adv.scenario = s;
   adv.assumptions = a.list();
-  const graph::NetworkInfo net = graph::resolve_network(s.workload, s.workload_options);
+  const models::NetworkInfo net = workload::resolve_network(s.workload, s.workload_options);
   const bool transformer = net.layers > 0;
   const bool serving = s.task == "infer";
   adv.work_unit = serving ? "requests/s" : net.family == "decoder" ? "tokens" : net.family == "cnn" || net.family == "unet" ? "images" : "samples";

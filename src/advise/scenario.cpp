@@ -10,7 +10,7 @@
 #include "core/files.hpp"
 #include "core/strings.hpp"
 #include "core/toml_input.hpp"
-#include "graph/networks.hpp"
+#include "models/networks.hpp"
 #include "perf/predict.hpp"
 
 namespace gpuvs::advise {
@@ -82,8 +82,8 @@ Scenario read_scenario(const std::string& path, Assumptions& assumptions, const 
     else if (key == "requests_per_s") s.requests_per_s = positive(path, key, node);
     else if (key == "budget_usd") s.budget_usd = positive(path, key, node);
     else if (key == "purchase") s.purchase = text(path, key, node);
-    else if (key == "seq_len") s.seq_len = whole(path, key, node, 1, graph::kMaxSeqLen);
-    else if (key == "gen_len") s.gen_len = whole(path, key, node, 1, graph::kMaxSeqLen);
+    else if (key == "seq_len") s.seq_len = whole(path, key, node, 1, models::kMaxSeqLen);
+    else if (key == "gen_len") s.gen_len = whole(path, key, node, 1, models::kMaxSeqLen);
     else if (key == "gpus") {
       const auto* arr = node.as_array();
       if (!arr) throw InputError(fmt::format("{}: 'gpus' must be an array of catalog ids", at));

@@ -231,8 +231,8 @@ Measurement gemm_bf16(const BenchOptions& opt, int threads) {
     pa[i] = to_bf16(rng.normal(i));
     pb[i] = to_bf16(rng.normal(i + nn));
   }
-  engine::cpu::GemmPlan plan(engine::GemmLibrary::onednn, graph::DType::bf16, {n, n, n, false, false}, a.data(), b.data(),
-                             nullptr, c.data(), graph::Act::none);
+  engine::cpu::GemmPlan plan(engine::GemmLibrary::onednn, ir::DType::bf16, {n, n, n, false, false}, a.data(), b.data(),
+                             nullptr, c.data(), ir::Act::none);
   const double dn = static_cast<double>(n);
   Measurement m = timed("cpu.gemm.bf16", "GFLOP/s", opt.quick ? 3 : 7, 2.0 * dn * dn * dn / 1e9, [&] { plan.run(); });
   m.description = fmt::format("BF16 GEMM {}^3 (FP32 accumulate and output) through {} on {} thread{}", n, plan.impl(), threads,
@@ -270,8 +270,8 @@ Measurement sgemm(const BenchOptions& opt, int threads, const std::string& key) 
     pa[i] = static_cast<float>(rng.normal(static_cast<std::uint64_t>(i)));
     pb[i] = static_cast<float>(rng.normal(static_cast<std::uint64_t>(i + n * n)));
   }
-  engine::cpu::GemmPlan plan(engine::GemmLibrary::onednn, graph::DType::f32, {n, n, n, false, false}, a.data(), b.data(),
-                             nullptr, c.data(), graph::Act::none);
+  engine::cpu::GemmPlan plan(engine::GemmLibrary::onednn, ir::DType::f32, {n, n, n, false, false}, a.data(), b.data(),
+                             nullptr, c.data(), ir::Act::none);
   const double dn = static_cast<double>(n);
   const double flops = 2.0 * dn * dn * dn;
   Measurement m = timed(key, "GFLOP/s", opt.quick ? 3 : 7, flops / 1e9, [&] { plan.run(); });

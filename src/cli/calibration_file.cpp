@@ -7,14 +7,14 @@
 #include "bench/results_json.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "core/json_input.hpp"
 #include "core/strings.hpp"
-#include "graph/json_input.hpp"
 
 namespace gpuvs::cli {
 
 perf::Calibration load_calibration(const std::string& path, const catalog::Catalog& cat) {
   const std::string text = files::read_all(path, "--calibration");
-  const nlohmann::json j = graph::parse_json(text, path);
+  const nlohmann::json j = parse_json(text, path);
   const auto results = bench::measurements_from_json(j, path);  // first: it checks that the record is an object
   // j.value("quick", false) threw nlohmann's type_error at a number (found by fuzz_bench_record's tree mutator).
   if (j.contains("quick") && !j["quick"].is_boolean()) throw InputError(fmt::format("{}: 'quick' must be true or false", path));

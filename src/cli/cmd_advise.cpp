@@ -14,7 +14,7 @@
 #include "cli/validators.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
-#include "graph/networks.hpp"
+#include "models/networks.hpp"
 #include "perf/predict.hpp"
 #include "store/store.hpp"
 
@@ -60,16 +60,16 @@ advise::MeasuredMachine measured_machine(const AdviseArgs& a) {
   return here;
 }
 
-/// --params: a decoder built to that size by a stated rule (graph::sized_decoder), never a preset swapped
+/// --params: a decoder built to that size by a stated rule (models::sized_decoder), never a preset swapped
 /// in silently; the advice says which model it priced and how far its exact count is from the request.
-std::string params_note(double requested, const graph::SizedDecoder& d) {
+std::string params_note(double requested, const models::SizedDecoder& d) {
   const double n = static_cast<double>(d.params);
   const std::string count = n >= 1e12 ? fmt::format("{:.3g} T", n / 1e12)
                             : n >= 1e9 ? fmt::format("{:.3g} B", n / 1e9)
                                        : fmt::format("{:.3g} M", n / 1e6);
   return fmt::format("model: a LLaMA-style decoder built to --params {:g} by the rule width = 128 x layers (a multiple of 4 from 8 up): {}: {} "
                      "parameters ({:+.1f}% from the request)",
-                     requested, graph::describe_shape(d.config), count, 100 * (n / requested - 1));
+                     requested, models::describe_shape(d.config), count, 100 * (n / requested - 1));
 }
 
 int run_advise(const AdviseArgs& a) {
@@ -84,8 +84,8 @@ int run_advise(const AdviseArgs& a) {
   double params = kUnset;
   if (a.params_given) {
     if (!a.workload.empty()) throw InputError("--workload and --params both name the model; give one");
-    params = graph::parse_decoder_size(a.params, "--params");
-    s.workload = graph::sized_decoder_id(params);
+    params = models::parse_decoder_size(a.params, "--params");
+    s.workload = models::sized_decoder_id(params);
   }
   if (!a.task.empty()) s.task = a.task;
   if (!a.finetune.empty()) s.finetune = a.finetune;
@@ -118,7 +118,7 @@ int run_advise(const AdviseArgs& a) {
   if (a.measured_run != 0) here = measured_machine(a);
   advise::Advice adv = advise::advise(cat, s, assumptions, here ? &*here : nullptr);
   if (!std::isnan(params))
-    adv.notes.insert(adv.notes.begin(), params_note(params, graph::sized_decoder_for_id(s.workload)));
+    adv.notes.insert(adv.notes.begin(), params_note(params, models::sized_decoder_for_id(s.workload)));
   if (a.json) fmt::print("{}\n", advise::advice_json(adv).dump(2));
   else fmt::print("{}", advise::advice_text(adv, a.top));
   return 0;
@@ -151,8 +151,8 @@ Runner add_advise_command(CLI::App& app) {
   sub->add_option("--budget", a->budget, "Budget in USD (buying: up front; renting: the job or a month of serving)")->check(positive());
   sub->add_option("--purchase", a->purchase, "buy, rent or either (default either)");
   sub->add_option("--gpus", a->gpus, "Comma-separated catalog ids to consider (default: all)");
-  sub->add_option("--seq-len", a->seq_len, "Sequence length (transformers)")->check(whole_in(1, graph::kMaxSeqLen));
-  sub->add_option("--gen-len", a->gen_len, "Generated tokens per request (decoder serving)")->check(whole_in(1, graph::kMaxSeqLen));
+  sub->add_option("--seq-len", a->seq_len, "Sequence length (transformers)")->check(whole_in(1, models::kMaxSeqLen));
+  sub->add_option("--gen-len", a->gen_len, "Generated tokens per request (decoder serving)")->check(whole_in(1, models::kMaxSeqLen));
   sub->add_option("--utilization", a->utilization, "Share of hours an owned card does useful work (0-1]")->check(fraction());
   sub->add_option("--electricity", a->electricity, "Electricity price, USD/kWh")->check(non_negative());
   sub->add_option("--assume", a->assume, "Override assumptions: 'key=value;key=value' (price.ID, rent.ID too)");

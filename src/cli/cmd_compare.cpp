@@ -11,9 +11,10 @@
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "core/units.hpp"
-#include "graph/networks.hpp"
+#include "models/networks.hpp"
 #include "perf/compare.hpp"
 #include "perf/serving.hpp"
+#include "workload/resolve.hpp"
 
 namespace gpuvs::cli {
 
@@ -144,7 +145,7 @@ int run_compare(CompareArgs a) {
     throw InputError(fmt::format("--mode '{}' is not a mode (expected train, infer, prefill or decode)", strings::printable(a.mode)));
   if (a.gpus_each < 1 || a.gpus_each > 64) throw InputError(fmt::format("--gpus-each must be in [1, 64], got {}", a.gpus_each));
   if (a.mode == "prefill" || a.mode == "decode" ||
-      (a.mode == "infer" && graph::resolve_network(a.workload, perf::parse_option_pairs(a.options)).family == "decoder"))
+      (a.mode == "infer" && workload::resolve_network(a.workload, perf::parse_option_pairs(a.options)).family == "decoder"))
     return run_compare_serving(a, cat);
   if (a.gpus_each != 1) throw InputError("--gpus-each applies to LLM serving (tensor-parallel replicas)");
   const perf::Comparison c = perf::compare(cat, a.gpus, a.workload, perf::parse_precision(a.precision), a.batch,
@@ -241,7 +242,7 @@ Runner add_compare_command(CLI::App& app) {
   sub->add_option("gpus", a->gpus, "Catalog GPU ids or aliases");
   sub->add_option("--workload", a->workload, "Workload id")->capture_default_str();
   sub->add_option("--precision", a->precision, "fp32, tf32, amp-fp16, amp-bf16, amp-fp8, fp16, bf16")->capture_default_str();
-  sub->add_option("--batch", a->batch, "Batch per GPU (default: the workload family's; 32 for the seed question)")->check(whole_in(1, graph::kMaxBatch));
+  sub->add_option("--batch", a->batch, "Batch per GPU (default: the workload family's; 32 for the seed question)")->check(whole_in(1, models::kMaxBatch));
   sub->add_option("--mode", a->mode, "train or infer; decoders also prefill and decode (LLM serving)")->capture_default_str();
   sub->add_option("--options", a->options, "k=v;k=v: seq_len, flash_attention; serving: prompt_len, gen_len, tp, framework, kv_dtype");
   sub->add_option("--gpus-each", a->gpus_each, "LLM serving: GPUs per system (with tp=N in --options)")->capture_default_str()->check(whole_in(1, 64));

@@ -14,37 +14,39 @@
 
 #include "advise/advice_json.hpp"
 #include "advise/advisor.hpp"
-#include "bench/gpu_benchmarks.hpp"
 #include "bench/cluster_benchmarks.hpp"
+#include "bench/gpu_benchmarks.hpp"
 #include "bench/registry.hpp"
 #include "bench/results_json.hpp"
 #include "catalog/catalog.hpp"
 #include "cli/calibration_file.hpp"
 #include "cli/commands.hpp"
-#include "cli/validators.hpp"
 #include "cli/devices_json.hpp"
+#include "cli/validators.hpp"
 #include "core/clock.hpp"
 #include "core/error.hpp"
-#include "dist/world.hpp"
 #include "core/files.hpp"
 #include "core/strings.hpp"
 #include "core/units.hpp"
+#include "dist/world.hpp"
 #include "engine/data.hpp"
 #include "engine/param_store.hpp"
 #include "engine/trainer.hpp"
-#include "graph/builder.hpp"
-#include "graph/networks.hpp"
-#include "graph/workloads.hpp"
 #include "gpuvs_revision.hpp"
 #include "hw/cpu.hpp"
 #include "hw/match.hpp"
 #include "hw/nvidia.hpp"
+#include "import/model_files.hpp"
+#include "models/builder.hpp"
+#include "models/networks.hpp"
+#include "models/sequential_presets.hpp"
 #include "perf/calibration.hpp"
 #include "perf/parallel.hpp"
 #include "perf/predict.hpp"
 #include "perf/serving.hpp"
 #include "report/report.hpp"
 #include "store/store.hpp"
+#include "workload/resolve.hpp"
 
 namespace gpuvs::cli {
 
@@ -145,12 +147,12 @@ int run_evaluate(const EvaluateArgs& a) {
   // workload, the precision, the scenario and assumptions.
   // The inputs are noted first, so that the report may land on none of them.
   files::note_input(db_path);
-  if (graph::is_model_file(a.workload)) files::note_input(a.workload);
+  if (import::is_model_file(a.workload)) files::note_input(a.workload);
   if (!a.scenario.empty()) files::note_input(a.scenario);
   if (!a.no_report && lead) files::check_output(a.report, report::html_output("--report", a.force));
   catalog::Catalog cat = catalog::Catalog::builtin();
   const auto workload_options = perf::parse_option_pairs(a.options);
-  const graph::NetworkInfo net = graph::resolve_network(a.workload, workload_options);
+  const models::NetworkInfo net = workload::resolve_network(a.workload, workload_options);
   const perf::Precision precision = perf::parse_precision(a.precision);
   advise::Assumptions assumptions = advise::Assumptions::defaults();
   advise::Scenario scenario;
@@ -167,7 +169,7 @@ int run_evaluate(const EvaluateArgs& a) {
   // a gpuvs model file, a Keras file), else the seed model, said in one line. Its synthetic rows are refused
   // with the figures now, not after the benchmarks.
   const bool trains_workload = net.family == "mlp";
-  const graph::ModelSpec spec = trains_workload ? graph::resolve_workload(a.workload) : graph::builtin_workload("seed-mlp");
+  const models::ModelSpec spec = trains_workload ? workload::resolve_sequential(a.workload) : models::sequential_preset("seed-mlp");
   engine::check_synthetic_fits(a.rows, spec.input_dim, spec.num_classes());
   std::optional<store::Store> db;
   if (lead) db.emplace(store::Store::open(db_path, true));  // last: a refused run creates no database
@@ -230,10 +232,10 @@ int run_evaluate(const EvaluateArgs& a) {
     // The engine's own per-op CUDA-event timings of the seed step, against the model for the same GPU.
     json engine_ops = json::array();
     if (tr.device != "cpu" && !tr.op_profile.empty() && !nv.gpus.empty() && !nv.gpus.front().catalog_id.empty()) {
-      const graph::Graph g = graph::build_graph(spec, {cfg.batch, graph::DType::f32, graph::Mode::train});
+      const ir::Graph g = models::build_graph(spec, {cfg.batch, ir::DType::f32, models::Mode::train});
       std::vector<double> measured(g.size(), 0.0);
       for (const auto& op : tr.op_profile)
-        if (const graph::NodeId id = g.find(op.name); id != graph::kNone) measured[static_cast<std::size_t>(id)] = op.seconds_per_step;
+        if (const ir::NodeId id = g.find(op.name); id != ir::kNone) measured[static_cast<std::size_t>(id)] = op.seconds_per_step;
       const catalog::Gpu& local = cat.find(nv.gpus.front().catalog_id);
       for (const auto& c : perf::engine_op_ratios(g, measured, local, perf::plan_precision(perf::Precision::tf32, local)))
         engine_ops.push_back({{"class", c.op_class}, {"measured_us", c.measured}, {"predicted_us", c.predicted}, {"ratio", c.ratio}});

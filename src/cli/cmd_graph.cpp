@@ -11,12 +11,14 @@
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "core/units.hpp"
-#include "graph/builder.hpp"
-#include "graph/cost.hpp"
-#include "graph/networks.hpp"
-#include "graph/onnx_model.hpp"
-#include "graph/workloads.hpp"
+#include "import/model_files.hpp"
+#include "import/onnx/onnx_model.hpp"
+#include "ir/cost.hpp"
+#include "models/builder.hpp"
+#include "models/networks.hpp"
+#include "models/sequential_presets.hpp"
 #include "perf/predict.hpp"
+#include "workload/resolve.hpp"
 
 namespace gpuvs::cli {
 
@@ -33,52 +35,53 @@ struct GraphArgs {
   std::string options;  // the gpt workload's shape: layers=..;hidden=..;heads=..
 };
 
-graph::DType parse_dtype(const std::string& s) {
-  if (s == "f32") return graph::DType::f32;
-  if (s == "f16") return graph::DType::f16;
-  if (s == "bf16") return graph::DType::bf16;
-  if (s == "fp8") return graph::DType::fp8;
+ir::DType parse_dtype(const std::string& s) {
+  if (s == "f32") return ir::DType::f32;
+  if (s == "f16") return ir::DType::f16;
+  if (s == "bf16") return ir::DType::bf16;
+  if (s == "fp8") return ir::DType::fp8;
   throw InputError(fmt::format("--dtype '{}' is not a dtype (expected f32, f16, bf16 or fp8)", strings::printable(s)));
 }
 
 bool is_builtin(const std::string& id) {
-  for (const auto& n : graph::networks())
+  for (const auto& n : models::networks())
     if (n.id == id) return true;
   return false;
 }
 
-graph::Graph build(const GraphArgs& a, bool training, std::string& name, double& published, std::string& understood) {
+ir::Graph build(const GraphArgs& a, bool training, std::string& name, double& published, std::string& understood) {
   const auto shape = perf::parse_option_pairs(a.options);
-  if (graph::is_onnx_path(a.workload)) {  // --options sizes the file's symbolic dimensions
-    const graph::NetworkInfo net = graph::resolve_network(a.workload, shape);
+  if (import::is_onnx_path(a.workload)) {  // --options sizes the file's symbolic dimensions
+    const models::NetworkInfo net = workload::resolve_network(a.workload, shape);
     for (const auto& [key, value] : shape)
       if (std::find(net.shape_options.begin(), net.shape_options.end(), key) == net.shape_options.end())
         throw InputError(fmt::format("--options: '{}' names no symbolic dimension of {}", strings::printable(key), strings::printable(a.workload)));
     name = net.id;
     published = net.published_params;
     understood = net.description;
-    return graph::build_network(net, {a.batch, parse_dtype(a.dtype), a.seq_len, a.flash != 0, training});
+    return models::build_network(net, {a.batch, parse_dtype(a.dtype), a.seq_len, a.flash != 0, training});
   }
   if (!shape.empty() && a.workload != "gpt")
     throw InputError(fmt::format("--options gives a shape to the gpt workload and an ONNX file's dimensions only, not to '{}'",
                                  strings::printable(a.workload)));
-  if (is_builtin(a.workload) || graph::is_sized_decoder_id(a.workload) || a.workload == "gpt") {  // decoder-<size>, gpt too
-    const graph::NetworkInfo net = graph::resolve_network(a.workload, shape);
+  if (!import::is_model_file(a.workload) &&
+      (is_builtin(a.workload) || models::is_sized_decoder_id(a.workload) || a.workload == "gpt")) {  // decoder-<size>, gpt too
+    const models::NetworkInfo net = workload::resolve_network(a.workload, shape);
     name = net.id;
     published = net.published_params;
-    return graph::build_network(net, {a.batch, parse_dtype(a.dtype), a.seq_len, a.flash != 0, training});
+    return models::build_network(net, {a.batch, parse_dtype(a.dtype), a.seq_len, a.flash != 0, training});
   }
   // A Hugging Face config.json: the network it describes, and what was read from it.
-  if (const graph::NetworkInfo net = graph::resolve_network(a.workload); net.family != "mlp") {
+  if (const models::NetworkInfo net = workload::resolve_network(a.workload); net.family != "mlp") {
     name = net.id;
     published = net.published_params;
     understood = net.description;
-    return graph::build_network(net, {a.batch, parse_dtype(a.dtype), a.seq_len, a.flash != 0, training});
+    return models::build_network(net, {a.batch, parse_dtype(a.dtype), a.seq_len, a.flash != 0, training});
   }
-  const graph::ModelSpec spec = graph::resolve_workload(a.workload);
+  const models::ModelSpec spec = workload::resolve_sequential(a.workload);
   name = spec.name;
   published = 0;
-  return graph::build_graph(spec, {a.batch, graph::DType::f32, training ? graph::Mode::train : graph::Mode::eval});
+  return models::build_graph(spec, {a.batch, ir::DType::f32, training ? models::Mode::train : models::Mode::eval});
 }
 
 int run_graph(const GraphArgs& a) {
@@ -89,17 +92,17 @@ int run_graph(const GraphArgs& a) {
   std::string name, understood;
   double published = 0;
   const auto t0 = std::chrono::steady_clock::now();
-  const graph::Graph g = build(a, a.mode == "train", name, published, understood);
+  const ir::Graph g = build(a, a.mode == "train", name, published, understood);
   const double build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const graph::Graph fwd = a.mode == "train" ? build(a, false, name, published, understood) : graph::Graph{};
-  const graph::OpCost total = graph::graph_cost(g);
-  const graph::OpCost forward = graph::graph_cost(a.mode == "train" ? fwd : g);
-  const std::int64_t params = graph::param_count(g);
-  std::map<std::string, std::pair<int, graph::OpCost>> by_op;
+  const ir::Graph fwd = a.mode == "train" ? build(a, false, name, published, understood) : ir::Graph{};
+  const ir::OpCost total = ir::graph_cost(g);
+  const ir::OpCost forward = ir::graph_cost(a.mode == "train" ? fwd : g);
+  const std::int64_t params = models::param_count(g);
+  std::map<std::string, std::pair<int, ir::OpCost>> by_op;
   for (const auto& n : g.nodes()) {
-    auto& e = by_op[std::string(graph::op_name(n.op))];
+    auto& e = by_op[std::string(ir::op_name(n.op))];
     ++e.first;
-    e.second += graph::op_cost(g, n);
+    e.second += ir::op_cost(g, n);
   }
   if (a.json) {
     nlohmann::json ops = nlohmann::json::object();
@@ -117,9 +120,9 @@ int run_graph(const GraphArgs& a) {
     if (a.ops) {
       nlohmann::json list = nlohmann::json::array();
       for (const auto& n : g.nodes()) {
-        const auto c = graph::op_cost(g, n);
-        list.push_back({{"id", n.id}, {"op", graph::op_name(n.op)}, {"name", n.name}, {"shape", n.shape},
-                        {"dtype", graph::dtype_name(n.dtype)}, {"matrix_flops", c.matrix_flops},
+        const auto c = ir::op_cost(g, n);
+        list.push_back({{"id", n.id}, {"op", ir::op_name(n.op)}, {"name", n.name}, {"shape", n.shape},
+                        {"dtype", ir::dtype_name(n.dtype)}, {"matrix_flops", c.matrix_flops},
                         {"vector_flops", c.vector_flops}, {"bytes", c.bytes}});
       }
       j["ops"] = list;
@@ -146,9 +149,9 @@ int run_graph(const GraphArgs& a) {
     fmt::print("\n{:<6} {:<20} {:<44} {:<20} {:>14} {:>14} {:>14}\n", "id", "op", "name", "shape", "matrix FLOP",
                "vector FLOP", "bytes");
     for (const auto& n : g.nodes()) {
-      const auto c = graph::op_cost(g, n);
-      fmt::print("{:<6} {:<20} {:<44} {:<20} {:>14.0f} {:>14.0f} {:>14.0f}\n", n.id, graph::op_name(n.op), esc(n.name),
-                 graph::shape_str(n.shape), c.matrix_flops, c.vector_flops, c.bytes);
+      const auto c = ir::op_cost(g, n);
+      fmt::print("{:<6} {:<20} {:<44} {:<20} {:>14.0f} {:>14.0f} {:>14.0f}\n", n.id, ir::op_name(n.op), esc(n.name),
+                 ir::shape_str(n.shape), c.matrix_flops, c.vector_flops, c.bytes);
     }
   }
   return 0;
@@ -159,9 +162,9 @@ Runner add_graph_command(CLI::App& app) {
   auto args = std::make_shared<GraphArgs>();
   auto* sub = app.add_subcommand("graph", "Show a workload's graph IR: parameters, FLOPs and bytes by op");
   sub->add_option("workload", args->workload, "Built-in workload id or a .toml/.json model file")->required();
-  sub->add_option("--batch", args->batch, "Batch size")->capture_default_str()->check(whole_in(1, graph::kMaxBatch));
+  sub->add_option("--batch", args->batch, "Batch size")->capture_default_str()->check(whole_in(1, models::kMaxBatch));
   sub->add_option("--options", args->options, "The gpt workload's shape: 'layers=24;hidden=2304;heads=24' (kv_heads, ffn, vocab too); an ONNX file's symbolic dims: 'sequence=128'");
-  sub->add_option("--seq-len", args->seq_len, "Sequence length for transformers (default: the network's)")->check(whole_in(1, graph::kMaxSeqLen));
+  sub->add_option("--seq-len", args->seq_len, "Sequence length for transformers (default: the network's)")->check(whole_in(1, models::kMaxSeqLen));
   sub->add_option("--mode", args->mode, "train (forward, backward, Adam) or eval")->capture_default_str();
   sub->add_option("--flash-attention", args->flash, "1: fused attention, 0: explicit bmm-softmax-bmm")
       ->capture_default_str()->check(whole_in(0, 1));

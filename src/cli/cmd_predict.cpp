@@ -10,9 +10,10 @@
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "core/units.hpp"
-#include "graph/networks.hpp"
+#include "models/networks.hpp"
 #include "perf/predict.hpp"
 #include "perf/serving.hpp"
+#include "workload/resolve.hpp"
 
 namespace gpuvs::cli {
 
@@ -133,7 +134,7 @@ int run_predict(const PredictArgs& a) {
   if (a.gpus < 1) throw InputError(fmt::format("--gpus must be at least 1, got {}", a.gpus));
   // LLM serving: prefill and decode always; infer for decoders (whole requests under the engine's batching).
   if (a.mode == "prefill" || a.mode == "decode" ||
-      (a.mode == "infer" && graph::resolve_network(a.workload, perf::parse_option_pairs(a.options)).family == "decoder"))
+      (a.mode == "infer" && workload::resolve_network(a.workload, perf::parse_option_pairs(a.options)).family == "decoder"))
     return run_serving(a, cat);
   perf::PredictRequest req;
   req.workload = a.workload;
@@ -262,7 +263,7 @@ Runner add_predict_command(CLI::App& app) {
   sub->add_option("--workload", a->workload, "Workload id (gpuvs graph lists the graphs)")->capture_default_str();
   sub->add_option("--gpu", a->gpu, "Catalog GPU id or alias")->required();
   sub->add_option("--gpus", a->gpus, "GPUs (data parallel)")->capture_default_str()->check(whole_in(1, 1 << 20));
-  sub->add_option("--batch", a->batch, "Batch per GPU (default: the workload family's)")->check(whole_in(1, graph::kMaxBatch));
+  sub->add_option("--batch", a->batch, "Batch per GPU (default: the workload family's)")->check(whole_in(1, models::kMaxBatch));
   sub->add_option("--precision", a->precision,
                   "fp32, tf32, fp16, bf16, amp-fp16, amp-bf16, amp-fp8; serving a decoder: a weight format (fp16, bf16, fp8, int8, "
                   "int8-w8a16, int4-awq, int4-gptq, q8_0, q6_k, q5_k_m, q4_k_m, q4_0)")

@@ -11,15 +11,16 @@
 
 #include "cli/commands.hpp"
 #include "cli/validators.hpp"
-#include "graph/networks.hpp"
 #include "core/error.hpp"
-#include "dist/world.hpp"
 #include "core/progress.hpp"
 #include "core/strings.hpp"
 #include "core/units.hpp"
+#include "dist/world.hpp"
 #include "engine/data.hpp"
 #include "engine/trainer.hpp"
-#include "graph/workloads.hpp"
+#include "models/networks.hpp"
+#include "models/sequential_presets.hpp"
+#include "workload/resolve.hpp"
 
 namespace gpuvs::cli {
 
@@ -73,7 +74,7 @@ class ConsoleObserver final : public engine::TrainObserver {
   std::optional<ProgressBar> bar_;
 };
 
-nlohmann::json summary_json(const TrainArgs& a, const graph::ModelSpec& spec, const engine::Dataset& data,
+nlohmann::json summary_json(const TrainArgs& a, const models::ModelSpec& spec, const engine::Dataset& data,
                             const engine::TrainResult& r) {
   auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
   nlohmann::json j;
@@ -162,7 +163,7 @@ void print_profile(const engine::TrainResult& r) {
 }
 
 int run_train(TrainArgs& a) {
-  const graph::ModelSpec spec = graph::resolve_workload(a.workload);
+  const models::ModelSpec spec = workload::resolve_sequential(a.workload);
   if (a.gemm == "onednn") a.cfg.gemm = engine::GemmLibrary::onednn;
   else if (a.gemm == "openblas") a.cfg.gemm = engine::GemmLibrary::openblas;
   else throw InputError(fmt::format("--gemm '{}' is not a GEMM library (expected onednn or openblas)", a.gemm));
@@ -263,7 +264,7 @@ Runner add_train_command(CLI::App& app) {
   sub->add_option("workload", args->workload, "Built-in workload id (seed-mlp) or a .toml/.json model file")
       ->required();
   sub->add_option("--epochs", args->cfg.epochs, "Epochs to train (total, counting resumed ones)")->capture_default_str()->check(whole_in(1, 1000000));
-  sub->add_option("--batch-size", args->cfg.batch, "Samples per step")->capture_default_str()->check(whole_in(1, graph::kMaxBatch));
+  sub->add_option("--batch-size", args->cfg.batch, "Samples per step")->capture_default_str()->check(whole_in(1, models::kMaxBatch));
   sub->add_option("--steps", args->cfg.steps_per_epoch, "Steps per epoch (default: the whole training split)")->check(whole_in(1, std::numeric_limits<std::int64_t>::max()));
   sub->add_option("--lr", args->lr, "Learning rate (default: the model's, Keras Adam 1e-3)")->check(positive());
   sub->add_option("--seed", args->cfg.seed, "Seed for data, initial weights, shuffling and dropout")

@@ -128,19 +128,19 @@ CheckpointMeta load_checkpoint(const fs::path& file, ParamStore& into) {
   for (std::uint32_t i = 0; i < count; ++i) {
     const std::string name = c.take(c.get<std::uint32_t>());
     const auto dtype = c.get<std::uint8_t>();
-    if (dtype > static_cast<std::uint8_t>(graph::DType::i32)) throw corrupt(fmt::format("tensor '{}' dtype", name));
+    if (dtype > static_cast<std::uint8_t>(ir::DType::i32)) throw corrupt(fmt::format("tensor '{}' dtype", name));
     const auto rank = c.get<std::uint32_t>();
     if (rank > 8) throw corrupt(fmt::format("tensor '{}' rank {}", name, rank));
-    graph::Shape shape;
+    ir::Shape shape;
     for (std::uint32_t r = 0; r < rank; ++r) {
       shape.push_back(c.get<std::int64_t>());
       if (shape.back() < 0) throw corrupt(fmt::format("tensor '{}' negative dimension", name));
     }
     const auto nbytes = c.get<std::uint64_t>();
-    const auto dt = static_cast<graph::DType>(dtype);
+    const auto dt = static_cast<ir::DType>(dtype);
     // The claimed size must be what the dims say and what the file still holds, before anything is allocated.
     const std::int64_t elements = checked::product(shape, fmt::format("checkpoint {}: tensor '{}'", file.string(), name));
-    if (nbytes / graph::dtype_size(dt) != static_cast<std::uint64_t>(elements) || nbytes % graph::dtype_size(dt) != 0)
+    if (nbytes / ir::dtype_size(dt) != static_cast<std::uint64_t>(elements) || nbytes % ir::dtype_size(dt) != 0)
       throw corrupt(fmt::format("tensor '{}' size", name));
     if (nbytes > c.left()) throw corrupt(fmt::format("tensor '{}' claims {} bytes, {} remain", name, nbytes, c.left()));
     HostTensor& t = store.ensure(name, shape, dt);

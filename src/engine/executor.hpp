@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "engine/param_store.hpp"
-#include "graph/ir.hpp"
+#include "ir/ir.hpp"
 
 namespace gpuvs::engine {
 
@@ -64,14 +64,14 @@ class Executor {
   /// A scalar output ("loss", "accuracy") of the last run.
   virtual double scalar(std::string_view output) const = 0;
   /// Any node's value from the last run, converted to double (tests, debugging).
-  virtual std::vector<double> read(graph::NodeId id) const = 0;
+  virtual std::vector<double> read(ir::NodeId id) const = 0;
   /// Bytes this executor allocated for activations, gradients and saved tensors (not params).
   virtual std::size_t workspace_bytes() const = 0;
   /// Seconds spent per node over all profiled runs (empty unless ExecutorOptions::profile).
   virtual const std::vector<double>& node_seconds() const = 0;
   /// Which library implementation each matmul got (diagnostics).
   virtual std::string describe() const = 0;
-  virtual const graph::Graph& graph() const = 0;
+  virtual const ir::Graph& graph() const = 0;
   /// Optional fast path: fill the "x" and "labels" inputs with these rows of `data` itself (a GPU keeps
   /// the data set on the device and gathers on it). False: the caller fills input() buffers instead.
   /// An executor that accepted once must be given every later batch this way.
@@ -112,10 +112,10 @@ class Executor {
 /// Fills `ex`'s "x" and "labels" inputs with rows `rows[0..count)` of `data` (or lets it gather them itself).
 void load_rows(Executor& ex, const Dataset& data, const std::int64_t* rows, std::int64_t count);
 
-std::unique_ptr<Executor> make_cpu_executor(const graph::Graph& g, ParamStore& store, const ExecutorOptions& opt);
+std::unique_ptr<Executor> make_cpu_executor(const ir::Graph& g, ParamStore& store, const ExecutorOptions& opt);
 /// The bytes the CPU executor's arena for `g` will hold (every intermediate and saved tensor), computed from
 /// the graph's shapes without allocating.
-std::size_t cpu_workspace_bytes(const graph::Graph& g);
+std::size_t cpu_workspace_bytes(const ir::Graph& g);
 
 /// Sets the thread count of every CPU math library (OpenMP, oneDNN, OpenBLAS).
 void set_cpu_threads(int threads);

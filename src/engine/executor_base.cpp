@@ -41,11 +41,11 @@ bool Executor::bind_epoch(const Dataset& data, const std::int64_t* order, std::i
                           std::int64_t stride, const StepContext& first) {
   (void)first;
   binding_ = {};
-  const graph::Graph& g = graph();
-  const graph::NodeId x = g.find("x"), y = g.find("labels");
-  if (x == graph::kNone || y == graph::kNone) return false;
-  const graph::Node& xn = g.node(x);
-  if (xn.shape.size() != 2 || xn.shape[1] != data.features || g.node(y).shape != graph::Shape{xn.shape[0]}) return false;
+  const ir::Graph& g = graph();
+  const ir::NodeId x = g.find("x"), y = g.find("labels");
+  if (x == ir::kNone || y == ir::kNone) return false;
+  const ir::Node& xn = g.node(x);
+  if (xn.shape.size() != 2 || xn.shape[1] != data.features || g.node(y).shape != ir::Shape{xn.shape[0]}) return false;
   if (offset < 0 || stride < 0 || offset > count) throw std::invalid_argument("bind_epoch: offset/stride outside the order");
   binding_ = {&data, order, count, offset, stride, 0};
   return true;
@@ -61,7 +61,7 @@ void Executor::run_accumulate(const StepContext& ctx, std::int64_t rows) {
   }
   run(ctx);
   const double loss = scalar("loss");
-  const double acc = graph().output("accuracy") == graph::kNone ? 0.0 : scalar("accuracy");
+  const double acc = graph().output("accuracy") == ir::kNone ? 0.0 : scalar("accuracy");
   if (!std::isfinite(loss) && host_totals_.first_nonfinite_iteration < 0) {
     host_totals_.first_nonfinite_iteration = ctx.iteration;
     host_totals_.nonfinite_loss = loss;

@@ -7,21 +7,21 @@
 #include "core/error.hpp"
 #include "core/units.hpp"
 #include "engine/executor.hpp"
-#include "graph/builder.hpp"
+#include "models/builder.hpp"
 
 namespace gpuvs::engine {
 
-TrainFootprint training_footprint(const graph::ModelSpec& spec, std::int64_t batch, std::int64_t train_rows, std::int64_t val_batch,
+TrainFootprint training_footprint(const models::ModelSpec& spec, std::int64_t batch, std::int64_t train_rows, std::int64_t val_batch,
                                   std::int64_t val_rows) {
   TrainFootprint f;
-  for (const auto& init : graph::param_inits(spec)) f.params += static_cast<double>(graph::numel(init.shape)) * 4.0;
+  for (const auto& init : models::param_inits(spec)) f.params += static_cast<double>(ir::numel(init.shape)) * 4.0;
   f.adam = 2.0 * f.params;
-  const auto arena = [&](std::int64_t rows, graph::Mode mode) {
-    return static_cast<double>(cpu_workspace_bytes(graph::build_graph(spec, {rows, graph::DType::f32, mode})));
+  const auto arena = [&](std::int64_t rows, models::Mode mode) {
+    return static_cast<double>(cpu_workspace_bytes(models::build_graph(spec, {rows, ir::DType::f32, mode})));
   };
-  f.work = arena(std::min(batch, train_rows), graph::Mode::train);
-  if (const std::int64_t tail = train_rows % batch; tail > 0 && train_rows > batch) f.work += arena(tail, graph::Mode::train);
-  if (val_rows > 0) f.work += arena(std::min(val_batch, val_rows), graph::Mode::eval);
+  f.work = arena(std::min(batch, train_rows), models::Mode::train);
+  if (const std::int64_t tail = train_rows % batch; tail > 0 && train_rows > batch) f.work += arena(tail, models::Mode::train);
+  if (val_rows > 0) f.work += arena(std::min(val_batch, val_rows), models::Mode::eval);
   return f;
 }
 

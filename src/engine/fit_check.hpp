@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "graph/model_spec.hpp"
+#include "models/model_spec.hpp"
 
 namespace gpuvs::engine {
 
@@ -22,7 +22,7 @@ struct TrainFootprint {
 /// last batch gets an executor of its own), validating in batches of `val_batch` over `val_rows` rows (0: none).
 /// `work` is the CPU executor's arena plan (every intermediate kept, none reused); the CUDA executor keeps a
 /// buffer per node as well, plus 16-bit GEMM copies under AMP and its workspaces, so on a GPU it is a lower bound.
-TrainFootprint training_footprint(const graph::ModelSpec& spec, std::int64_t batch, std::int64_t train_rows, std::int64_t val_batch,
+TrainFootprint training_footprint(const models::ModelSpec& spec, std::int64_t batch, std::int64_t train_rows, std::int64_t val_batch,
                                   std::int64_t val_rows);
 
 /// What a run can have of a GPU with `free` of `total` bytes: the free memory, and with `preallocate` at most

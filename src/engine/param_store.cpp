@@ -26,27 +26,27 @@ void AlignedBuffer::Free::operator()(std::byte* p) const { std::free(p); }
 
 double HostTensor::at(std::size_t i) const {
   switch (dtype) {
-    case graph::DType::f32: return as<float>()[i];
-    case graph::DType::f64: return as<double>()[i];
-    case graph::DType::i32: return as<std::int32_t>()[i];
+    case ir::DType::f32: return as<float>()[i];
+    case ir::DType::f64: return as<double>()[i];
+    case ir::DType::i32: return as<std::int32_t>()[i];
     default: break;
   }
-  throw std::invalid_argument(fmt::format("host tensor: dtype {} is not held on the host", graph::dtype_name(dtype)));
+  throw std::invalid_argument(fmt::format("host tensor: dtype {} is not held on the host", ir::dtype_name(dtype)));
 }
 
-HostTensor& ParamStore::ensure(const std::string& name, const graph::Shape& shape, graph::DType dtype) {
+HostTensor& ParamStore::ensure(const std::string& name, const ir::Shape& shape, ir::DType dtype) {
   auto it = tensors_.find(name);
   if (it != tensors_.end()) {
     if (it->second.shape != shape || it->second.dtype != dtype)
       throw std::invalid_argument(fmt::format("param store: '{}' exists as {} {}, wanted {} {}", name,
-                                              graph::shape_str(it->second.shape), graph::dtype_name(it->second.dtype),
-                                              graph::shape_str(shape), graph::dtype_name(dtype)));
+                                              ir::shape_str(it->second.shape), ir::dtype_name(it->second.dtype),
+                                              ir::shape_str(shape), ir::dtype_name(dtype)));
     return it->second;
   }
   HostTensor t;
   t.shape = shape;
   t.dtype = dtype;
-  t.buffer = AlignedBuffer(static_cast<std::size_t>(graph::numel(shape)) * graph::dtype_size(dtype));
+  t.buffer = AlignedBuffer(static_cast<std::size_t>(ir::numel(shape)) * ir::dtype_size(dtype));
   return tensors_.emplace(name, std::move(t)).first->second;
 }
 
@@ -68,11 +68,11 @@ std::size_t ParamStore::bytes() const {
   return n;
 }
 
-void ParamStore::initialize(const std::vector<graph::ParamInit>& inits, graph::DType dtype, std::uint64_t seed) {
+void ParamStore::initialize(const std::vector<ir::ParamInit>& inits, ir::DType dtype, std::uint64_t seed) {
   for (const auto& init : inits) {
     HostTensor& t = ensure(init.name, init.shape, dtype);
-    const auto n = static_cast<std::size_t>(graph::numel(init.shape));
-    if (init.kind == graph::ParamInit::Kind::zeros) {
+    const auto n = static_cast<std::size_t>(ir::numel(init.shape));
+    if (init.kind == ir::ParamInit::Kind::zeros) {
       std::memset(t.buffer.data(), 0, t.bytes());
       continue;
     }
@@ -81,7 +81,7 @@ void ParamStore::initialize(const std::vector<graph::ParamInit>& inits, graph::D
     const double limit = std::sqrt(6.0 / static_cast<double>(init.fan_in + init.fan_out));
     for (std::size_t i = 0; i < n; ++i) {
       const double u = (2.0 * rng.uniform(i) - 1.0) * limit;
-      if (dtype == graph::DType::f32) t.as<float>()[i] = static_cast<float>(u);
+      if (dtype == ir::DType::f32) t.as<float>()[i] = static_cast<float>(u);
       else t.as<double>()[i] = u;
     }
   }

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "graph/builder.hpp"
-#include "graph/ir.hpp"
+#include "ir/ir.hpp"
+#include "ir/param_init.hpp"
 
 namespace gpuvs::engine {
 
@@ -30,8 +30,8 @@ class AlignedBuffer {
 };
 
 struct HostTensor {
-  graph::Shape shape;
-  graph::DType dtype = graph::DType::f32;
+  ir::Shape shape;
+  ir::DType dtype = ir::DType::f32;
   AlignedBuffer buffer;
   std::size_t bytes() const { return buffer.size(); }
   template <class T>
@@ -43,7 +43,7 @@ struct HostTensor {
 class ParamStore {
  public:
   /// Creates a zeroed tensor, or returns the existing one (which must match shape and dtype).
-  HostTensor& ensure(const std::string& name, const graph::Shape& shape, graph::DType dtype);
+  HostTensor& ensure(const std::string& name, const ir::Shape& shape, ir::DType dtype);
   HostTensor& get(const std::string& name);
   const HostTensor& get(const std::string& name) const;
   bool has(const std::string& name) const { return tensors_.count(name) != 0; }
@@ -51,7 +51,7 @@ class ParamStore {
   std::size_t bytes() const;
 
   /// Keras initialisation (glorot_uniform kernels, zero biases), reproducible from `seed`.
-  void initialize(const std::vector<graph::ParamInit>& inits, graph::DType dtype, std::uint64_t seed);
+  void initialize(const std::vector<ir::ParamInit>& inits, ir::DType dtype, std::uint64_t seed);
 
   /// Optimizer steps taken so far (Keras `optimizer.iterations`).
   std::int64_t iterations = 0;

@@ -14,18 +14,18 @@
 
 #include "core/crc32c.hpp"
 #include "core/error.hpp"
-#include "core/sysmem.hpp"
-#include "dist/world.hpp"
 #include "core/files.hpp"
 #include "core/rng.hpp"
 #include "core/stats.hpp"
+#include "core/sysmem.hpp"
 #include "core/units.hpp"
+#include "dist/world.hpp"
 #include "engine/checkpoint.hpp"
 #include "engine/fit_check.hpp"
 #include "engine/tfevents.hpp"
-#include "graph/builder.hpp"
-#include "graph/cost.hpp"
 #include "gpu/plugin_loader.hpp"
+#include "ir/cost.hpp"
+#include "models/builder.hpp"
 
 namespace gpuvs::engine {
 namespace fs = std::filesystem;
@@ -47,7 +47,7 @@ std::vector<std::int64_t> epoch_order(std::int64_t rows, std::uint64_t seed, std
   return order;
 }
 
-using ExecutorFactory = std::function<std::unique_ptr<Executor>(const graph::Graph&, ParamStore&, const ExecutorOptions&)>;
+using ExecutorFactory = std::function<std::unique_ptr<Executor>(const ir::Graph&, ParamStore&, const ExecutorOptions&)>;
 
 // Executors for a full batch and, when the row count does not divide, the last partial one.
 struct ExecPair {
@@ -85,15 +85,15 @@ struct ExecPair {
 };
 
 // `profile` applies to the full-batch executor only: partial batches would skew per-step figures.
-ExecPair make_pair(const ExecutorFactory& make, const graph::ModelSpec& spec, graph::Mode mode, std::int64_t batch, std::int64_t tail,
+ExecPair make_pair(const ExecutorFactory& make, const models::ModelSpec& spec, models::Mode mode, std::int64_t batch, std::int64_t tail,
                    ParamStore& store, ExecutorOptions opt, bool profile) {
   ExecPair p;
   if (batch > 0) {
     ExecutorOptions full = opt;
     full.profile = profile;
-    p.full = make(graph::build_graph(spec, {batch, graph::DType::f32, mode}), store, full);
+    p.full = make(models::build_graph(spec, {batch, ir::DType::f32, mode}), store, full);
   }
-  if (tail > 0) p.tail = make(graph::build_graph(spec, {tail, graph::DType::f32, mode}), store, opt);
+  if (tail > 0) p.tail = make(models::build_graph(spec, {tail, ir::DType::f32, mode}), store, opt);
   return p;
 }
 
@@ -108,11 +108,11 @@ int cuda_index(const std::string& device) {
 std::vector<OpProfile> collect_profile(const Executor& ex, std::int64_t runs) {
   std::vector<OpProfile> out;
   if (runs == 0 || ex.node_seconds().empty()) return out;
-  const graph::Graph& g = ex.graph();
+  const ir::Graph& g = ex.graph();
   for (const auto& n : g.nodes()) {
-    const graph::OpCost c = graph::op_cost(g, n);
+    const ir::OpCost c = ir::op_cost(g, n);
     if (c.matrix_flops == 0 && c.vector_flops == 0 && c.bytes == 0) continue;  // inputs, params
-    out.push_back({n.name, std::string(graph::op_name(n.op)),
+    out.push_back({n.name, std::string(ir::op_name(n.op)),
                    ex.node_seconds()[static_cast<std::size_t>(n.id)] / static_cast<double>(runs), c.matrix_flops,
                    c.vector_flops, c.bytes});
   }
@@ -236,7 +236,7 @@ void check_checkpoint_target(const fs::path& dir, bool resume, bool replace) {
 
 }  // namespace
 
-TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const TrainConfig& cfg, TrainObserver& obs,
+TrainResult train(const models::ModelSpec& spec_in, const Dataset& data, const TrainConfig& cfg, TrainObserver& obs,
                   ParamStore& store) {
   // ---- Everything that can be wrong is checked before anything is written.
   Placement place = resolve_placement(cfg);
@@ -244,7 +244,7 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
   const std::int64_t ranks = world.size;
   if (ranks > 1) place = rank_placement(cfg, place, world);
 
-  graph::ModelSpec spec = spec_in;
+  models::ModelSpec spec = spec_in;
   if (cfg.learning_rate) spec.adam.learning_rate = *cfg.learning_rate;
   check_dataset(data, spec.input_dim, spec.num_classes(), spec.name);
 
@@ -324,7 +324,7 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
     if (got.train_rows != n_train || got.val_rows != n_val || got.data_source != data.source)
       throw mismatch("the data", fmt::format("{} ({}+{} rows)", got.data_source, got.train_rows, got.val_rows),
                      fmt::format("{} ({}+{} rows)", data.source, n_train, n_val));
-    for (const auto& init : graph::param_inits(spec))
+    for (const auto& init : models::param_inits(spec))
       if (!loaded.has(init.name) || loaded.get(init.name).shape != init.shape)
         throw InputError(fmt::format("checkpoint {} is corrupt: param '{}' missing or misshapen", file.string(), init.name));
     store = std::move(loaded);
@@ -347,7 +347,7 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
   result.first_epoch = first_epoch;
   result.train_rows = n_train;
   result.val_rows = n_val;
-  if (!cfg.resume) store.initialize(graph::param_inits(spec), graph::DType::f32, cfg.seed);
+  if (!cfg.resume) store.initialize(models::param_inits(spec), ir::DType::f32, cfg.seed);
   if (first_epoch > cfg.epochs) {
     obs.on_note(fmt::format("checkpoint already holds {} epochs (--epochs {}): nothing to train", first_epoch - 1,
                             cfg.epochs));
@@ -379,7 +379,7 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
   // The device outlives every executor it makes (declared first, destroyed last).
   std::unique_ptr<gpu::TrainDevice> gpu_device;
   std::vector<std::unique_ptr<gpu::TrainDevice>> replicas;  // --gpus N > 1
-  ExecutorFactory make = [](const graph::Graph& g, ParamStore& st, const ExecutorOptions& o) { return make_cpu_executor(g, st, o); };
+  ExecutorFactory make = [](const ir::Graph& g, ParamStore& st, const ExecutorOptions& o) { return make_cpu_executor(g, st, o); };
   if (place.device != "cpu") {
     std::string why;
     gpu::Api* api = gpu::plugin(why);
@@ -394,7 +394,7 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
     o.cuda_graphs = cfg.cuda_graphs;
     if (cfg.gpus > 1) {
       replicas = api->open_train_devices(o, cfg.gpus);
-      make = [&replicas](const graph::Graph& g, ParamStore& st, const ExecutorOptions& eo) { return replicas[0]->executor(g, st, eo); };
+      make = [&replicas](const ir::Graph& g, ParamStore& st, const ExecutorOptions& eo) { return replicas[0]->executor(g, st, eo); };
       result.device = fmt::format("{} GPUs data parallel: {}", cfg.gpus, replicas[0]->describe());
       if (n_train % cfg.batch) obs.on_note(fmt::format("{} rows of each epoch are left out: only whole batches of {} split over {} GPUs",
                                                        n_train % cfg.batch, cfg.batch, cfg.gpus));
@@ -405,12 +405,12 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
         const dist::Deadline joining("joining the NCCL group");  // ncclCommInitRank waits for every rank
         gpu_device = api->open_train_device_in_group(o, id, world.rank, world.size);
       }
-      make = [&gpu_device](const graph::Graph& g, ParamStore& st, const ExecutorOptions& eo) { return gpu_device->executor(g, st, eo); };
+      make = [&gpu_device](const ir::Graph& g, ParamStore& st, const ExecutorOptions& eo) { return gpu_device->executor(g, st, eo); };
       result.device = fmt::format("{}; rank {} of {} ranks, gradients averaged with NCCL across them", gpu_device->describe(), world.rank,
                                   world.size);
     } else {
       gpu_device = api->open_train_device(o);
-      make = [&gpu_device](const graph::Graph& g, ParamStore& st, const ExecutorOptions& eo) { return gpu_device->executor(g, st, eo); };
+      make = [&gpu_device](const ir::Graph& g, ParamStore& st, const ExecutorOptions& eo) { return gpu_device->executor(g, st, eo); };
       result.device = gpu_device->describe();
     }
   } else if (!place.note.empty()) {
@@ -422,10 +422,10 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
   std::vector<std::unique_ptr<Executor>> replica_ex;  // one per GPU, each on batch / gpus rows
   const std::int64_t shard = cfg.batch / cfg.gpus;
   if (replicas.empty()) {
-    train_ex = make_pair(make, spec, graph::Mode::train, n_train >= cfg.batch ? cfg.batch : 0, last_rows != cfg.batch ? last_rows : 0,
+    train_ex = make_pair(make, spec, models::Mode::train, n_train >= cfg.batch ? cfg.batch : 0, last_rows != cfg.batch ? last_rows : 0,
                          store, opt, cfg.profile);
   } else {
-    const graph::Graph g = graph::build_graph(spec, {shard, graph::DType::f32, graph::Mode::train});
+    const ir::Graph g = models::build_graph(spec, {shard, ir::DType::f32, models::Mode::train});
     for (std::size_t r = 0; r < replicas.size(); ++r) {
       ExecutorOptions ro = opt;
       ro.profile = cfg.profile && r == 0;
@@ -434,7 +434,7 @@ TrainResult train(const graph::ModelSpec& spec_in, const Dataset& data, const Tr
   }
   ExecPair val_ex;
   if (n_val > 0)
-    val_ex = make_pair(make, spec, graph::Mode::eval, n_val >= cfg.batch ? cfg.batch : 0, n_val % cfg.batch, store, opt,
+    val_ex = make_pair(make, spec, models::Mode::eval, n_val >= cfg.batch ? cfg.batch : 0, n_val % cfg.batch, store, opt,
                        false);
   std::int64_t full_runs = 0;
   std::size_t workspace = 0;

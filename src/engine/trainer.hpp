@@ -9,7 +9,7 @@
 
 #include "engine/data.hpp"
 #include "engine/executor.hpp"
-#include "graph/model_spec.hpp"
+#include "models/model_spec.hpp"
 
 namespace gpuvs::engine {
 
@@ -113,7 +113,7 @@ void validate_config(const TrainConfig& cfg);
 
 /// Trains `spec` on `data`. InputError for configurations or data that cannot work (checked before any
 /// file is written); the caller keeps `store` to inspect the trained params.
-TrainResult train(const graph::ModelSpec& spec, const Dataset& data, const TrainConfig& cfg, TrainObserver& obs,
+TrainResult train(const models::ModelSpec& spec, const Dataset& data, const TrainConfig& cfg, TrainObserver& obs,
                   ParamStore& store);
 
 }  // namespace gpuvs::engine

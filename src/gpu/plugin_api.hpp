@@ -13,7 +13,7 @@
 #include "engine/executor.hpp"
 #include "engine/memory/caching_allocator.hpp"
 #include "engine/param_store.hpp"
-#include "graph/ir.hpp"
+#include "ir/ir.hpp"
 
 namespace gpuvs::gpu {
 
@@ -45,7 +45,7 @@ class TrainDevice {
   virtual ~TrainDevice() = default;
   /// An executor for `g` on this device; params bind to the device copies of `store`'s tensors (copied up
   /// on first use). Throws RuntimeFailure on CUDA errors, InputError for ops the CUDA engine lacks.
-  virtual std::unique_ptr<engine::Executor> executor(const graph::Graph& g, engine::ParamStore& store,
+  virtual std::unique_ptr<engine::Executor> executor(const ir::Graph& g, engine::ParamStore& store,
                                                      const engine::ExecutorOptions& opt) = 0;
   /// Copies every device param and optimizer slot back into `store` (before checkpoints and at the end).
   virtual void sync_to_host(engine::ParamStore& store) = 0;

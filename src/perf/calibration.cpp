@@ -7,7 +7,7 @@
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "core/units.hpp"
-#include "graph/cost.hpp"
+#include "ir/cost.hpp"
 #include "perf/predictor.hpp"
 
 namespace gpuvs::perf {
@@ -115,7 +115,7 @@ EfficiencyParams calibrated_params(const catalog::Gpu& gpu, const PrecisionPlan&
 
 namespace gpuvs::perf {
 
-std::vector<ClassRatio> engine_op_ratios(const graph::Graph& g, const std::vector<double>& measured_s, const catalog::Gpu& gpu,
+std::vector<ClassRatio> engine_op_ratios(const ir::Graph& g, const std::vector<double>& measured_s, const catalog::Gpu& gpu,
                                          const PrecisionPlan& plan) {
   const StepPrediction pred = predict_graph(g, gpu, plan);
   double meas[2] = {0, 0}, model[2] = {0, 0};
@@ -123,7 +123,7 @@ std::vector<ClassRatio> engine_op_ratios(const graph::Graph& g, const std::vecto
   for (const OpTime& t : pred.ops) {
     const auto i = static_cast<std::size_t>(t.id);
     if (i >= measured_s.size() || measured_s[i] <= 0) continue;
-    const int k = graph::op_cost(g, g.node(t.id)).matrix_flops > 0 ? 0 : 1;
+    const int k = ir::op_cost(g, g.node(t.id)).matrix_flops > 0 ? 0 : 1;
     meas[k] += measured_s[i];
     model[k] += t.seconds;
     ++ops[k];

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "catalog/catalog.hpp"
+#include "ir/ir.hpp"
 #include "perf/efficiency.hpp"
 #include "perf/precision.hpp"
-#include "graph/ir.hpp"
 
 namespace gpuvs::perf {
 
@@ -59,7 +59,7 @@ namespace gpuvs::perf {
 /// the model for `gpu` under `plan`. Classes: "gemm" (matrix ops), "memory" (the rest, bound by bytes or
 /// launches). Reported beside the benchmark ratios; not applied (a few small ops are launch-bound, and one
 /// small workload should not move the model's curves for every size).
-std::vector<ClassRatio> engine_op_ratios(const graph::Graph& g, const std::vector<double>& measured_s, const catalog::Gpu& gpu,
+std::vector<ClassRatio> engine_op_ratios(const ir::Graph& g, const std::vector<double>& measured_s, const catalog::Gpu& gpu,
                                          const PrecisionPlan& plan);
 
 }  // namespace gpuvs::perf

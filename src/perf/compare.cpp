@@ -6,7 +6,8 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
-#include "graph/networks.hpp"
+#include "models/networks.hpp"
+#include "workload/resolve.hpp"
 
 namespace gpuvs::perf {
 
@@ -16,7 +17,7 @@ std::int64_t largest_batch_that_fits(const catalog::Catalog& cat, PredictRequest
     return predict(cat, req).memory.fits;
   };
   // A model whose batch is fixed (an ONNX file without a dynamic batch axis) has that batch or none.
-  if (const std::int64_t fixed = graph::resolve_network(req.workload, req.options).fixed_batch; fixed > 0) return fits(fixed) ? fixed : 0;
+  if (const std::int64_t fixed = workload::resolve_network(req.workload, req.options).fixed_batch; fixed > 0) return fits(fixed) ? fixed : 0;
   if (!fits(1)) return 0;
   std::int64_t lo = 1, hi = 2;
   while (hi <= limit && fits(hi)) {

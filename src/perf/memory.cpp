@@ -5,8 +5,8 @@
 
 namespace gpuvs::perf {
 
-using graph::Node;
-using graph::OpKind;
+using ir::Node;
+using ir::OpKind;
 
 namespace {
 constexpr double kGiB = 1073741824.0;
@@ -17,49 +17,49 @@ constexpr double kDriverReserve = 0.02;        // capacity the driver and ECC ke
 bool is_view(const Node& n) { return n.op == OpKind::slice || (n.op == OpKind::reshape && !n.copy); }
 
 // Follows views to the node that owns the storage.
-graph::NodeId storage_of(const graph::Graph& g, graph::NodeId id) {
+ir::NodeId storage_of(const ir::Graph& g, ir::NodeId id) {
   while (is_view(g.node(id))) id = g.node(id).inputs[0];
   return id;
 }
 
 double node_bytes(const Node& n) {
-  return static_cast<double>(graph::numel(n.shape)) * static_cast<double>(graph::dtype_size(n.dtype));
+  return static_cast<double>(ir::numel(n.shape)) * static_cast<double>(ir::dtype_size(n.dtype));
 }
 }  // namespace
 
 ParamBytes param_bytes(const PrecisionPlan& plan, bool training) {
-  const double half = static_cast<double>(graph::dtype_size(plan.activations));
+  const double half = static_cast<double>(ir::dtype_size(plan.activations));
   if (!training) return {half, 0, 0};
-  if (plan.activations == graph::DType::f32) return {4, 4, 8};
+  if (plan.activations == ir::DType::f32) return {4, 4, 8};
   if (plan.fp32_master) return {2, 2, 12};
   return {2, 2, 4};
 }
 
-std::vector<graph::NodeId> saved_tensors(const graph::Graph& g) {
-  const graph::NodeId loss = g.output("loss");
-  const graph::NodeId last_forward = loss == graph::kNone ? static_cast<graph::NodeId>(g.size()) - 1 : loss;
-  std::set<graph::NodeId> saved;
+std::vector<ir::NodeId> saved_tensors(const ir::Graph& g) {
+  const ir::NodeId loss = g.output("loss");
+  const ir::NodeId last_forward = loss == ir::kNone ? static_cast<ir::NodeId>(g.size()) - 1 : loss;
+  std::set<ir::NodeId> saved;
   for (const Node& n : g.nodes()) {
     if (n.id <= last_forward) continue;
-    auto keep = [&](graph::NodeId id) {
-      if (id == graph::kNone || id > last_forward) return;
-      const graph::NodeId s = storage_of(g, id);
+    auto keep = [&](ir::NodeId id) {
+      if (id == ir::kNone || id > last_forward) return;
+      const ir::NodeId s = storage_of(g, id);
       const Node& src = g.node(s);
       if (src.op == OpKind::param || src.op == OpKind::fill) return;  // counted with the weights
       saved.insert(s);
     };
-    for (graph::NodeId in : n.inputs) keep(in);
+    for (ir::NodeId in : n.inputs) keep(in);
     keep(n.ref);
   }
   return {saved.begin(), saved.end()};
 }
 
-double saved_bytes(const graph::Graph& g, graph::NodeId id) {
+double saved_bytes(const ir::Graph& g, ir::NodeId id) {
   const Node& n = g.node(id);
-  return node_bytes(n) + (n.op == OpKind::dropout ? static_cast<double>(graph::numel(n.shape)) : 0.0);
+  return node_bytes(n) + (n.op == OpKind::dropout ? static_cast<double>(ir::numel(n.shape)) : 0.0);
 }
 
-MemoryEstimate estimate_memory(const graph::Graph& g, std::int64_t params, const PrecisionPlan& plan, bool training,
+MemoryEstimate estimate_memory(const ir::Graph& g, std::int64_t params, const PrecisionPlan& plan, bool training,
                                const catalog::Gpu& gpu, std::int64_t frozen_params, double frozen_bytes_per_param) {
   MemoryEstimate m;
   const ParamBytes pb = param_bytes(plan, training);
@@ -69,7 +69,7 @@ MemoryEstimate estimate_memory(const graph::Graph& g, std::int64_t params, const
   m.optimizer_bytes = pb.optimizer * p;
   m.weights_bytes += static_cast<double>(frozen_params) * frozen_bytes_per_param;
   if (training)
-    for (graph::NodeId id : saved_tensors(g)) m.activations_bytes += saved_bytes(g, id);
+    for (ir::NodeId id : saved_tensors(g)) m.activations_bytes += saved_bytes(g, id);
   // Transient: the largest tensor produced anywhere, twice (an op's input gradient and output gradient).
   double largest = 0;
   for (const Node& n : g.nodes())

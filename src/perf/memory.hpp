@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "catalog/catalog.hpp"
-#include "graph/ir.hpp"
+#include "ir/ir.hpp"
 #include "perf/precision.hpp"
 
 namespace gpuvs::perf {
@@ -32,15 +32,15 @@ ParamBytes param_bytes(const PrecisionPlan& plan, bool training);
 
 /// `frozen_params` (LoRA's base model) hold weights only, `frozen_bytes_per_param` each (2 for 16-bit,
 /// 0.516 for QLoRA's NF4 with double-quantised block scales).
-MemoryEstimate estimate_memory(const graph::Graph& g, std::int64_t params, const PrecisionPlan& plan, bool training,
+MemoryEstimate estimate_memory(const ir::Graph& g, std::int64_t params, const PrecisionPlan& plan, bool training,
                                const catalog::Gpu& gpu, std::int64_t frozen_params = 0,
                                double frozen_bytes_per_param = 0);
 /// Recomputes allocator slack, peak and fit from the parts (after a caller changed a part: sharding,
 /// recompute, a KV cache).
 void update_peak(MemoryEstimate& m);
 /// Forward tensors the backward pass reads (views resolved to their storage), in node order.
-std::vector<graph::NodeId> saved_tensors(const graph::Graph& g);
+std::vector<ir::NodeId> saved_tensors(const ir::Graph& g);
 /// Bytes of a saved tensor, with the 1-byte mask of a dropout node.
-double saved_bytes(const graph::Graph& g, graph::NodeId id);
+double saved_bytes(const ir::Graph& g, ir::NodeId id);
 
 }  // namespace gpuvs::perf

@@ -45,19 +45,19 @@ PrecisionPlan plan_precision(Precision p, const catalog::Gpu& gpu) {
   };
   switch (p) {
     case Precision::fp32:
-      plan.activations = graph::DType::f32;
+      plan.activations = ir::DType::f32;
       plan.matrix_tflops = gpu.fp32_tflops;
       plan.matrix_unit = "FP32 CUDA cores (no tensor cores)";
       break;
     case Precision::tf32:
-      plan.activations = graph::DType::f32;
+      plan.activations = ir::DType::f32;
       plan.matrix_tflops = need(gpu.tf32, "TF32");
       plan.tensor_cores = true;
       plan.matrix_unit = "TF32 tensor, FP32 accumulate";
       break;
     case Precision::fp16:
     case Precision::amp_fp16:
-      plan.activations = graph::DType::f16;
+      plan.activations = ir::DType::f16;
       plan.matrix_tflops = need(gpu.fp16_fp32acc, "FP16");
       plan.tensor_cores = true;
       plan.fp32_master = p == Precision::amp_fp16;
@@ -65,7 +65,7 @@ PrecisionPlan plan_precision(Precision p, const catalog::Gpu& gpu) {
       break;
     case Precision::bf16:
     case Precision::amp_bf16:
-      plan.activations = graph::DType::bf16;
+      plan.activations = ir::DType::bf16;
       plan.matrix_tflops = need(gpu.bf16, "BF16");
       plan.tensor_cores = true;
       plan.fp32_master = p == Precision::amp_bf16;
@@ -73,7 +73,7 @@ PrecisionPlan plan_precision(Precision p, const catalog::Gpu& gpu) {
       break;
     case Precision::amp_fp8:
       // FP8 inside the matrix units (Transformer Engine style); activations between ops stay BF16.
-      plan.activations = graph::DType::bf16;
+      plan.activations = ir::DType::bf16;
       plan.matrix_tflops = need(gpu.fp8_fp32acc, "FP8");
       plan.tensor_cores = true;
       plan.fp32_master = true;

@@ -5,7 +5,7 @@
 #include <string_view>
 
 #include "catalog/catalog.hpp"
-#include "graph/ir.hpp"
+#include "ir/ir.hpp"
 
 namespace gpuvs::perf {
 
@@ -16,7 +16,7 @@ std::string_view precision_name(Precision p);
 
 struct PrecisionPlan {
   Precision precision;
-  graph::DType activations;  // element type of activations, weights as the math reads them, gradients
+  ir::DType activations;  // element type of activations, weights as the math reads them, gradients
   bool fp32_master = false;  // AMP: fp32 master weights, fp32 gradients and Adam states
   double matrix_tflops = 0;  // dense peak the matrix work runs at (FP32 accumulate for fp16/bf16/fp8)
   double vector_tflops = 0;  // CUDA-core FP32 rate for elementwise work

@@ -1,6 +1,6 @@
 #include "perf/predict.hpp"
 
-#include "graph/onnx_model.hpp"
+#include "import/onnx/onnx_model.hpp"
 
 #include <fmt/format.h>
 
@@ -11,18 +11,19 @@
 
 #include "core/error.hpp"
 #include "core/strings.hpp"
-#include "graph/networks.hpp"
+#include "models/networks.hpp"
 #include "perf/band.hpp"
 #include "perf/constants.hpp"
 #include "perf/framework.hpp"
 #include "perf/parallel.hpp"
 #include "perf/serving.hpp"
 #include "perf/serving_engine.hpp"
+#include "workload/resolve.hpp"
 
 namespace gpuvs::perf {
 
 namespace {
-// The last six are the `gpt` workload's shape (graph::gpt_shape_keys()), valid with that workload only.
+// The last six are the `gpt` workload's shape (models::gpt_shape_keys()), valid with that workload only.
 const std::vector<std::string> kOptionKeys = {"seq_len",  "flash_attention", "sharding", "gen_len", "recompute",
                                               "finetune", "lora_rank",       "layers",   "hidden",  "heads",
                                               "kv_heads", "ffn",             "vocab",    "memory_format",
@@ -41,10 +42,10 @@ std::string option_choice(const std::map<std::string, std::string>& o, const std
 
 // The attention core a selective recompute drops and recomputes (Korthikanti et al. 2022): the score
 // matrix, its mask, softmax and dropout.
-bool attention_core(const graph::Graph& g, const graph::Node& n) {
-  using graph::OpKind;
+bool attention_core(const ir::Graph& g, const ir::Node& n) {
+  using ir::OpKind;
   if (n.op == OpKind::softmax) return true;
-  if (n.op == OpKind::elementwise && n.fn == graph::EwFn::scale_mask) return true;
+  if (n.op == OpKind::elementwise && n.fn == ir::EwFn::scale_mask) return true;
   if (n.op == OpKind::dropout && g.node(n.inputs[0]).op == OpKind::softmax) return true;
   return n.op == OpKind::batch_matmul && n.trans_b;  // Q.K^T
 }
@@ -62,19 +63,19 @@ std::int64_t default_batch(const std::string& family) {
 
 // Full: keep each block's input and repeat the forward pass in backward. Selective: drop and recompute
 // the attention core only.
-void apply_recompute(Prediction& p, const graph::Graph& g, const graph::NetworkInfo& net) {
-  const graph::NodeId loss = g.output("loss");
-  std::map<graph::NodeId, double> op_seconds;
+void apply_recompute(Prediction& p, const ir::Graph& g, const models::NetworkInfo& net) {
+  const ir::NodeId loss = g.output("loss");
+  std::map<ir::NodeId, double> op_seconds;
   for (const auto& op : p.detail.ops) op_seconds[op.id] = op.seconds;
   if (p.recompute == "full") {
     for (const auto& [id, sec] : op_seconds)
       if (id <= loss) p.recompute_s += sec;
     const double tokens = static_cast<double>(p.batch * std::max<std::int64_t>(p.seq_len, 1));
     const double boundaries = static_cast<double>(net.layers) * tokens * static_cast<double>(net.hidden) *
-                              static_cast<double>(graph::dtype_size(p.plan.activations));
+                              static_cast<double>(ir::dtype_size(p.plan.activations));
     p.memory.activations_bytes = boundaries + p.memory.activations_bytes / net.layers;
   } else {
-    for (graph::NodeId id : saved_tensors(g))
+    for (ir::NodeId id : saved_tensors(g))
       if (attention_core(g, g.node(id))) {
         p.memory.activations_bytes -= saved_bytes(g, id);
         if (op_seconds.count(id)) p.recompute_s += op_seconds[id];
@@ -89,8 +90,8 @@ void apply_recompute(Prediction& p, const graph::Graph& g, const graph::NetworkI
 /// same graphs many times, and building dominates pricing. Keyed by everything that shapes the graph.
 thread_local std::uint64_t t_graph_generation = 0;  // bumped when the graph cache is emptied
 
-const graph::Graph& built(const graph::NetworkInfo& net, const graph::NetworkOptions& opt) {
-  thread_local std::map<std::string, std::unique_ptr<const graph::Graph>> cache;
+const ir::Graph& built(const models::NetworkInfo& net, const models::NetworkOptions& opt) {
+  thread_local std::map<std::string, std::unique_ptr<const ir::Graph>> cache;
   const auto& d = net.decoder;
   const std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", net.id, net.description,
                                       net.layers, net.hidden, d.layers, d.hidden, d.heads, d.kv_heads, d.ffn, d.vocab, d.seq_len,
@@ -103,7 +104,7 @@ const graph::Graph& built(const graph::NetworkInfo& net, const graph::NetworkOpt
   constexpr std::size_t kMaxNodesHeld = 600'000;
   auto it = cache.find(key);
   if (it == cache.end()) {
-    auto g = std::make_unique<const graph::Graph>(graph::build_network(net, opt));
+    auto g = std::make_unique<const ir::Graph>(models::build_network(net, opt));
     if (nodes_held + g->size() > kMaxNodesHeld || cache.size() >= 256) {
       cache.clear();
       nodes_held = 0;
@@ -127,7 +128,7 @@ bool apply_serving(Prediction& p, const catalog::Catalog& cat, const PredictRequ
   s.batch = p.batch;
   s.format = serving_format_for(std::string(precision_name(p.plan.precision)));
   s.calibration = req.calibration;
-  for (const auto& key : graph::gpt_shape_keys())
+  for (const auto& key : models::gpt_shape_keys())
     if (req.options.count(key)) s.options[key] = req.options.at(key);
   // A serving engine named is used; PyTorch named for inference means eager transformers; otherwise the
   // serving default.
@@ -162,13 +163,13 @@ bool apply_serving(Prediction& p, const catalog::Catalog& cat, const PredictRequ
 // Data parallel: gradients reduced every step over the link, hidden behind the backward pass but for the
 // last bucket; sharding splits the states and, fully sharded (FSDP), gathers the weights in forward and
 // backward.
-void apply_data_parallel(Prediction& p, const graph::Graph& g, const catalog::Gpu& gpu) {
+void apply_data_parallel(Prediction& p, const ir::Graph& g, const catalog::Gpu& gpu) {
   p.link = link_for(gpu, p.gpus);
   const double params = static_cast<double>(p.params);
-  const double grad_bytes = params * (p.plan.activations == graph::DType::f32 || p.plan.fp32_master ? 4.0 : 2.0);
-  const double weight_bytes = params * static_cast<double>(graph::dtype_size(p.plan.activations));
+  const double grad_bytes = params * (p.plan.activations == ir::DType::f32 || p.plan.fp32_master ? 4.0 : 2.0);
+  const double weight_bytes = params * static_cast<double>(ir::dtype_size(p.plan.activations));
   double overlap_window = 0;
-  const graph::NodeId loss = g.output("loss");
+  const ir::NodeId loss = g.output("loss");
   for (const auto& op : p.detail.ops)
     if (op.id > loss) overlap_window += op.seconds;  // backward and optimizer
   if (p.sharding == "full") {
@@ -192,13 +193,13 @@ void apply_data_parallel(Prediction& p, const graph::Graph& g, const catalog::Gp
 /// LoRA's frozen base: 16-bit weights (or 32-bit in fp32/tf32); QLoRA: 4-bit NF4 plus double-quantised
 /// block scales, 0.516 bytes per parameter (Dettmers et al. 2023).
 double frozen_bytes_per_param(const Prediction& p) {
-  return p.finetune == "qlora" ? 0.516 : static_cast<double>(graph::dtype_size(p.plan.activations));
+  return p.finetune == "qlora" ? 0.516 : static_cast<double>(ir::dtype_size(p.plan.activations));
 }
 
 /// predict_graph of a cached graph, remembered per thread: the advisor prices the same stage graphs on the
 /// same card for every cluster size it tries. Keyed by the graph (its cache slot and generation), the card,
 /// the precision plan, every efficiency parameter and the layout.
-const StepPrediction& priced(const graph::Graph& g, const catalog::Gpu& gpu, const PrecisionPlan& plan, const EfficiencyParams& e,
+const StepPrediction& priced(const ir::Graph& g, const catalog::Gpu& gpu, const PrecisionPlan& plan, const EfficiencyParams& e,
                              ConvLayout layout) {
   thread_local std::map<std::string, StepPrediction> memo;
   thread_local std::uint64_t generation = 0;
@@ -217,7 +218,7 @@ const StepPrediction& priced(const graph::Graph& g, const catalog::Gpu& gpu, con
 
 /// Decoder training over tp x pp x cp x dp GPUs (perf/parallel.hpp): one rank's first and last stage graphs
 /// priced per micro-batch, the slower setting the pace, then the collectives, bubble and DP reduction.
-void predict_parallel(Prediction& p, const PredictRequest& req, const graph::NetworkInfo& net, const catalog::Gpu& gpu, bool flash) {
+void predict_parallel(Prediction& p, const PredictRequest& req, const models::NetworkInfo& net, const catalog::Gpu& gpu, bool flash) {
   if (net.family != "decoder" || !req.training)
     throw InputError("tp, pp, cp, vp, global_batch, network and more than 8 GPUs apply to decoder training");
   const bool adapters = p.finetune != "full";
@@ -242,37 +243,37 @@ void predict_parallel(Prediction& p, const PredictRequest& req, const graph::Net
   p.network = network.id;
   const EfficiencyParams eff = calibrated_params(gpu, p.plan, req.calibration);
   p.calibrated = req.calibration && req.calibration->gpu_id == gpu.id;
-  graph::NetworkInfo stage_net = net;
+  models::NetworkInfo stage_net = net;
   stage_net.layers = dec.layers / l.pp;
   struct Stage {
     Prediction pred;
     StageCost cost;
   };
   auto price_stage = [&](bool first, bool last) {
-    graph::NetworkOptions o{p.batch, p.plan.activations, p.seq_len / l.cp, flash, true};
+    models::NetworkOptions o{p.batch, p.plan.activations, p.seq_len / l.cp, flash, true};
     o.tensor_parallel = l.tp;
     o.stage_layers = l.pp > 1 ? stage_net.layers : 0;
     o.first_stage = first;
     o.last_stage = last;
     o.lora_rank = p.lora_rank;
-    const graph::Graph& g = built(net, o);
+    const ir::Graph& g = built(net, o);
     Stage s;
     s.pred = p;
     s.pred.seq_len = p.seq_len / l.cp;
-    s.pred.params = graph::param_count(g);
-    s.pred.frozen_params = graph::param_count(g, false) - s.pred.params;
+    s.pred.params = models::param_count(g);
+    s.pred.frozen_params = models::param_count(g, false) - s.pred.params;
     s.pred.detail = priced(g, gpu, p.plan, eff, ConvLayout::nhwc);
     s.pred.memory = estimate_memory(g, s.pred.params, p.plan, true, gpu, s.pred.frozen_params, frozen_bytes_per_param(p));
     if (p.recompute != "none") apply_recompute(s.pred, g, stage_net);
-    const graph::NodeId loss = g.output("loss");
+    const ir::NodeId loss = g.output("loss");
     for (const auto& op : s.pred.detail.ops) {
-      const graph::Node& n = g.node(op.id);
-      if (n.op == graph::OpKind::adam_update) s.cost.optimizer_s += op.seconds;
+      const ir::Node& n = g.node(op.id);
+      if (n.op == ir::OpKind::adam_update) s.cost.optimizer_s += op.seconds;
       else if (op.id > loss) s.cost.backward_s += op.seconds;
-      if (n.op == graph::OpKind::attention || n.op == graph::OpKind::attention_grad) s.cost.attention_s += op.seconds;
-      if (n.op == graph::OpKind::matmul || n.op == graph::OpKind::batch_matmul) s.cost.gemm_s += op.seconds;
-      if ((n.op == graph::OpKind::normalize || n.op == graph::OpKind::normalize_grad || n.op == graph::OpKind::add ||
-           n.op == graph::OpKind::dropout || n.op == graph::OpKind::dropout_grad) &&
+      if (n.op == ir::OpKind::attention || n.op == ir::OpKind::attention_grad) s.cost.attention_s += op.seconds;
+      if (n.op == ir::OpKind::matmul || n.op == ir::OpKind::batch_matmul) s.cost.gemm_s += op.seconds;
+      if ((n.op == ir::OpKind::normalize || n.op == ir::OpKind::normalize_grad || n.op == ir::OpKind::add ||
+           n.op == ir::OpKind::dropout || n.op == ir::OpKind::dropout_grad) &&
           n.name.rfind("blocks.", 0) == 0)
         s.cost.replicated_s += op.seconds;
     }
@@ -288,12 +289,12 @@ void predict_parallel(Prediction& p, const PredictRequest& req, const graph::Net
   TrafficShape t;
   t.tokens = static_cast<double>(p.batch) * static_cast<double>(p.seq_len / l.cp);
   t.hidden = static_cast<double>(dec.hidden);
-  t.act_bytes = static_cast<double>(graph::dtype_size(p.plan.activations));
+  t.act_bytes = static_cast<double>(ir::dtype_size(p.plan.activations));
   const double head_dim = static_cast<double>(dec.head_size());
   t.kv_bytes_per_token = 2.0 * std::max(1, dec.kv_heads / l.tp) * head_dim * t.act_bytes;
   t.stage_layers = stage_net.layers;
   t.recompute_full = p.recompute == "full";
-  t.grad_bytes_per_param = p.plan.activations == graph::DType::f32 || p.plan.fp32_master ? 4.0 : 2.0;
+  t.grad_bytes_per_param = p.plan.activations == ir::DType::f32 || p.plan.fp32_master ? 4.0 : 2.0;
   t.sequence_parallel = option_int(req.options, "sequence_parallel", 0, 0, 1) == 1;
   t.tp_overlap = option_int(req.options, "tp_overlap", 0, 0, 1) == 1;
   const ParallelStep st = parallel_step(gpu, l, slow.cost, t);
@@ -377,8 +378,8 @@ std::map<std::string, std::string> parse_options(const std::string& text) { retu
 std::map<std::string, std::string> parse_options(const std::string& text, const std::string& workload) {
   auto out = parse_option_pairs(text);
   std::vector<std::string> keys = kOptionKeys;
-  if (graph::is_onnx_path(workload)) {  // the file's symbolic dims are options too
-    const auto dims = graph::resolve_network(workload, out).shape_options;
+  if (import::is_onnx_path(workload)) {  // the file's symbolic dims are options too
+    const auto dims = workload::resolve_network(workload, out).shape_options;
     keys.insert(keys.end(), dims.begin(), dims.end());
   }
   for (const auto& [key, value] : out)
@@ -389,7 +390,7 @@ std::map<std::string, std::string> parse_options(const std::string& text, const 
 
 Prediction predict(const catalog::Catalog& cat, const PredictRequest& request) {
   const catalog::Gpu& gpu = cat.find(request.gpu);
-  const graph::NetworkInfo net = graph::resolve_network(request.workload, request.options);  // `gpt`: its shape from options
+  const models::NetworkInfo net = workload::resolve_network(request.workload, request.options);  // `gpt`: its shape from options
   // The framework profile fills in the options the caller left to it.
   // A serving engine (vllm, trt-llm, ...) names the software of decoder inference; the training profiles
   // (pytorch, ...) everything else.
@@ -432,7 +433,7 @@ Prediction predict(const catalog::Catalog& cat, const PredictRequest& request) {
   p.gpu_name = gpu.name;
   p.training = req.training;
   p.batch = req.batch > 0 ? req.batch : net.fixed_batch > 0 ? net.fixed_batch : default_batch(net.family);
-  p.seq_len = net.default_seq_len > 0 ? option_int(req.options, "seq_len", net.default_seq_len, 1, graph::kMaxSeqLen) : 0;
+  p.seq_len = net.default_seq_len > 0 ? option_int(req.options, "seq_len", net.default_seq_len, 1, models::kMaxSeqLen) : 0;
   // Frameworks' defaults: the published encoder (BERT) implementations use unfused attention; decoder
   // training stacks (llm-foundry, Megatron) use FlashAttention.
   const bool flash = option_int(req.options, "flash_attention", net.family == "decoder" ? 1 : 0, 0, 1) == 1;
@@ -470,11 +471,11 @@ Prediction predict(const catalog::Catalog& cat, const PredictRequest& request) {
     if (!best) throw InputError(why);
     return *best;
   }
-  graph::NetworkOptions nopt{p.batch, p.plan.activations, p.seq_len, flash, req.training};
+  models::NetworkOptions nopt{p.batch, p.plan.activations, p.seq_len, flash, req.training};
   nopt.lora_rank = p.lora_rank;
-  const graph::Graph& g = built(net, nopt);
-  p.params = graph::param_count(g);
-  p.frozen_params = graph::param_count(g, false) - p.params;
+  const ir::Graph& g = built(net, nopt);
+  p.params = models::param_count(g);
+  p.frozen_params = models::param_count(g, false) - p.params;
   EfficiencyParams eff = calibrated_params(gpu, p.plan, req.calibration);
   // Inference moves what the minimum byte counts say: the traffic the fitted training fraction absorbs
   // (multi-pass batch statistics, AMP master-weight casts, gradient reads) is not there, so memory-bound
@@ -499,11 +500,11 @@ Prediction predict(const catalog::Catalog& cat, const PredictRequest& request) {
       p.prompt_len = p.seq_len;
       p.gen_len = gen_len;
       p.prefill_s = p.detail.step_s;
-      graph::NetworkOptions d{p.batch, p.plan.activations, p.seq_len, flash, false};
+      models::NetworkOptions d{p.batch, p.plan.activations, p.seq_len, flash, false};
       d.decode_context = p.prompt_len + p.gen_len / 2;
       p.detail = predict_graph(built(net, d), gpu, p.plan, eff);
       p.decode_step_s = p.detail.step_s;
-      p.kv_cache_bytes = graph::kv_cache_bytes(net.decoder, p.prompt_len + p.gen_len, p.batch, p.plan.activations);
+      p.kv_cache_bytes = models::kv_cache_bytes(net.decoder, p.prompt_len + p.gen_len, p.batch, p.plan.activations);
       p.memory.activations_bytes = p.kv_cache_bytes;
       update_peak(p.memory);
     }

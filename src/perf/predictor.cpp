@@ -2,14 +2,14 @@
 
 #include <algorithm>
 
-#include "graph/cost.hpp"
+#include "ir/cost.hpp"
 #include "perf/clocks.hpp"
 #include "perf/constants.hpp"
 
 namespace gpuvs::perf {
 
-using graph::Node;
-using graph::OpKind;
+using ir::Node;
+using ir::OpKind;
 
 std::string_view bound_name(Bound b) {
   switch (b) {
@@ -20,7 +20,7 @@ std::string_view bound_name(Bound b) {
   return "?";
 }
 
-GemmDims gemm_dims(const graph::Graph& g, const Node& n) {
+GemmDims gemm_dims(const ir::Graph& g, const Node& n) {
   auto d = [](std::int64_t v) { return static_cast<double>(v); };
   switch (n.op) {
     case OpKind::matmul: {
@@ -49,7 +49,7 @@ GemmDims gemm_dims(const graph::Graph& g, const Node& n) {
   }
 }
 
-double conv_flop_factor(const graph::Graph& g, const Node& n, const PrecisionPlan& plan) {
+double conv_flop_factor(const ir::Graph& g, const Node& n, const PrecisionPlan& plan) {
   if (n.op != OpKind::conv2d && n.op != OpKind::conv2d_grad_input && n.op != OpKind::conv2d_grad_weight) return 1.0;
   const Node& conv = n.op == OpKind::conv2d ? n : g.node(n.ref);
   const Node& x = g.node(conv.inputs[0]);
@@ -61,11 +61,11 @@ double conv_flop_factor(const graph::Graph& g, const Node& n, const PrecisionPla
   return winograd_shape && !plan.tensor_cores ? 16.0 / 36.0 : 1.0;
 }
 
-StepPrediction predict_graph(const graph::Graph& g, const catalog::Gpu& gpu, const PrecisionPlan& plan) {
+StepPrediction predict_graph(const ir::Graph& g, const catalog::Gpu& gpu, const PrecisionPlan& plan) {
   return predict_graph(g, gpu, plan, efficiency_for(gpu, plan));
 }
 
-StepPrediction predict_graph(const graph::Graph& g, const catalog::Gpu& gpu, const PrecisionPlan& plan,
+StepPrediction predict_graph(const ir::Graph& g, const catalog::Gpu& gpu, const PrecisionPlan& plan,
                              const EfficiencyParams& p, ConvLayout layout) {
   StepPrediction out;
   // Dense math runs at the clock the power limit sustains, not the rated boost the peaks assume.
@@ -73,15 +73,15 @@ StepPrediction predict_graph(const graph::Graph& g, const catalog::Gpu& gpu, con
   const double matrix_peak = plan.matrix_tflops * 1e12 * clock;
   const double vector_peak = plan.vector_tflops * 1e12 * p.vector_max * clock;
   const double bandwidth = gpu.memory_bandwidth_gbs * 1e9;
-  const double elem = static_cast<double>(graph::dtype_size(plan.activations));
-  const graph::NodeId loss = g.output("loss") == graph::kNone ? static_cast<graph::NodeId>(g.size()) : g.output("loss");
+  const double elem = static_cast<double>(ir::dtype_size(plan.activations));
+  const ir::NodeId loss = g.output("loss") == ir::kNone ? static_cast<ir::NodeId>(g.size()) : g.output("loss");
   for (const Node& n : g.nodes()) {
-    graph::OpCost c = graph::op_cost(g, n);
+    ir::OpCost c = ir::op_cost(g, n);
     if (c.matrix_flops == 0 && c.vector_flops == 0 && c.bytes == 0) continue;  // inputs, params, views
     c.matrix_flops *= conv_flop_factor(g, n, plan);  // what the kernel computes, not what the layer says
     if (n.op == OpKind::adam_update && plan.fp32_master) {
       // AMP keeps fp32 master weights, gradients and moments, and writes a half-precision copy.
-      c.bytes = c.bytes / elem * 4.0 + static_cast<double>(graph::numel(n.shape)) * elem;
+      c.bytes = c.bytes / elem * 4.0 + static_cast<double>(ir::numel(n.shape)) * elem;
     }
     OpTime t;
     t.id = n.id;
@@ -122,10 +122,10 @@ StepPrediction predict_graph(const graph::Graph& g, const catalog::Gpu& gpu, con
       // memory-bound kernels around the GEMMs.
       const Node& a = g.node(n.inputs[0]);
       const Node& w = g.node(n.inputs[1]);
-      double cast = 4.0 * static_cast<double>(graph::numel(n.shape));  // the output gradient, in backward
+      double cast = 4.0 * static_cast<double>(ir::numel(n.shape));  // the output gradient, in backward
       for (const Node* in : {&a, &w}) {
         if (in->op == OpKind::param && !in->trainable) continue;
-        cast += (in->op == OpKind::param ? 3.0 : 4.0) * static_cast<double>(graph::numel(in->shape));
+        cast += (in->op == OpKind::param ? 3.0 : 4.0) * static_cast<double>(ir::numel(in->shape));
       }
       side_kernels(cast, 3);
     }
@@ -134,7 +134,7 @@ StepPrediction predict_graph(const graph::Graph& g, const catalog::Gpu& gpu, con
       // NCHW data on tensor cores: the activation operand and the result are each transposed (read and
       // written once more) by separate kernels around the convolution.
       const Node& conv = n.op == OpKind::conv2d ? n : g.node(n.ref);
-      const double activations = static_cast<double>(graph::numel(g.node(conv.inputs[0]).shape) + graph::numel(conv.shape));
+      const double activations = static_cast<double>(ir::numel(g.node(conv.inputs[0]).shape) + ir::numel(conv.shape));
       side_kernels(2.0 * activations * elem, 2);
     }
     if (t.bound == Bound::compute) out.compute_s += std::max(t.compute_s, t.memory_s);

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "catalog/catalog.hpp"
-#include "graph/ir.hpp"
+#include "ir/ir.hpp"
 #include "perf/efficiency.hpp"
 #include "perf/precision.hpp"
 
@@ -17,7 +17,7 @@ enum class Bound { compute, memory, launch };
 std::string_view bound_name(Bound b);
 
 struct OpTime {
-  graph::NodeId id = graph::kNone;
+  ir::NodeId id = ir::kNone;
   double seconds = 0;
   double compute_s = 0, memory_s = 0;
   Bound bound = Bound::launch;
@@ -38,15 +38,15 @@ struct StepPrediction {
 enum class ConvLayout { nhwc, nchw };
 
 /// Prices `g` (built with plan.activations as its dtype) on `gpu`. `params` overrides the class defaults.
-StepPrediction predict_graph(const graph::Graph& g, const catalog::Gpu& gpu, const PrecisionPlan& plan,
+StepPrediction predict_graph(const ir::Graph& g, const catalog::Gpu& gpu, const PrecisionPlan& plan,
                              const EfficiencyParams& params, ConvLayout layout = ConvLayout::nhwc);
-StepPrediction predict_graph(const graph::Graph& g, const catalog::Gpu& gpu, const PrecisionPlan& plan);
+StepPrediction predict_graph(const ir::Graph& g, const catalog::Gpu& gpu, const PrecisionPlan& plan);
 
 /// The share of a convolution's direct multiply count its algorithm does: 16/36 for 3x3 stride-1 FP32
 /// convolutions on CUDA cores (cuDNN's Winograd F(2x2, 3x3)), 1 otherwise (implicit GEMM, and any other op).
-double conv_flop_factor(const graph::Graph& g, const graph::Node& n, const PrecisionPlan& plan);
+double conv_flop_factor(const ir::Graph& g, const ir::Node& n, const PrecisionPlan& plan);
 
 /// GEMM dimensions of a matrix op (matmul, batch_matmul, conv and its gradients), for waves and ramps.
-GemmDims gemm_dims(const graph::Graph& g, const graph::Node& n);
+GemmDims gemm_dims(const ir::Graph& g, const ir::Node& n);
 
 }  // namespace gpuvs::perf

@@ -7,7 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/strings.hpp"
-#include "graph/networks.hpp"
+#include "models/networks.hpp"
 #include "perf/achievable.hpp"
 #include "perf/band.hpp"
 #include "perf/clocks.hpp"
@@ -17,6 +17,7 @@
 #include "perf/predict.hpp"
 #include "perf/serving_engine.hpp"
 #include "perf/weight_format.hpp"
+#include "workload/resolve.hpp"
 
 namespace gpuvs::perf {
 
@@ -47,7 +48,7 @@ struct TokenMix {
 };
 
 struct Setup {
-  graph::DecoderConfig d;
+  models::DecoderConfig d;
   const catalog::Gpu* gpu = nullptr;
   const WeightFormat* format = nullptr;
   const ServingEngine* engine = nullptr;
@@ -293,12 +294,12 @@ ServingPrediction predict_serving(const catalog::Catalog& cat, const ServingRequ
   if (!is_serving_mode(req.mode))
     throw InputError(fmt::format("mode '{}' is not a serving mode (prefill, decode, infer)", strings::printable(req.mode)));
   const catalog::Gpu& gpu = cat.find(req.gpu);
-  const graph::NetworkInfo net = graph::resolve_network(req.workload, req.options);
+  const models::NetworkInfo net = workload::resolve_network(req.workload, req.options);
   if (net.family != "decoder")
     throw InputError(fmt::format("--mode {} prices decoders (LLMs); {} is a {} (use --mode infer without serving options)", req.mode, net.id,
                                  net.family));
   for (const auto& [k, v] : req.options) {
-    const auto& shape = graph::gpt_shape_keys();
+    const auto& shape = models::gpt_shape_keys();
     if (std::find(kServingKeys.begin(), kServingKeys.end(), k) == kServingKeys.end() && std::find(shape.begin(), shape.end(), k) == shape.end())
       throw InputError(fmt::format("option '{}' is not a serving option{} (known: {})", strings::printable(k),
                                    k == "seq_len" ? ": a prompt is prompt_len" : "", strings::join(kServingKeys, ", ")));
@@ -349,7 +350,7 @@ ServingPrediction predict_serving(const catalog::Catalog& cat, const ServingRequ
   plan.tensor_cores = true;
   plan.matrix_tflops = format_matrix_peak(format, gpu, engine.fp16_accumulate);
   plan.vector_tflops = gpu.fp32_tflops;
-  plan.activations = format.math == "bf16" ? graph::DType::bf16 : graph::DType::f16;
+  plan.activations = format.math == "bf16" ? ir::DType::bf16 : ir::DType::f16;
   s.eff = calibrated_params(gpu, plan, req.calibration);
   // Serving moves what the byte counts say: memory-bound kernels at the streaming fraction a
   // microbenchmark reaches, as in predict's inference (the fitted memory fraction is training's).

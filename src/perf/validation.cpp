@@ -12,12 +12,13 @@
 #include "core/error.hpp"
 #include "core/stats.hpp"
 #include "core/strings.hpp"
-#include "graph/networks.hpp"
+#include "models/networks.hpp"
 #include "perf/achievable.hpp"
 #include "perf/band.hpp"
 #include "perf/parallel.hpp"
 #include "perf/predict.hpp"
 #include "perf/serving.hpp"
+#include "workload/resolve.hpp"
 
 namespace gpuvs::perf {
 
@@ -158,7 +159,7 @@ void price_serving(const catalog::Catalog& cat, const PublishedRow& r, Validated
   for (const auto& [key, value] : parse_option_pairs(r.options)) {
     if (documentary_option(key)) continue;
     const auto& keys = serving_option_keys();
-    const auto& shape = graph::gpt_shape_keys();
+    const auto& shape = models::gpt_shape_keys();
     if (std::find(keys.begin(), keys.end(), key) != keys.end() || std::find(shape.begin(), shape.end(), key) != shape.end())
       req.options[key] = value;
     else
@@ -270,7 +271,7 @@ ValidationReport validate(const catalog::Catalog& cat, const std::vector<Publish
       }
       if (r.mode != "train" && !is_serving_mode(r.mode))
         throw InputError(fmt::format("mode '{}' is not priced (train, prefill, decode, infer and micro are)", strings::printable(r.mode)));
-      if (r.mode == "prefill" || r.mode == "decode" || (r.mode == "infer" && graph::resolve_network(r.workload, parse_option_pairs(r.options)).family == "decoder")) {
+      if (r.mode == "prefill" || r.mode == "decode" || (r.mode == "infer" && workload::resolve_network(r.workload, parse_option_pairs(r.options)).family == "decoder")) {
         price_serving(cat, r, v);
         rep.rows.push_back(std::move(v));
         continue;

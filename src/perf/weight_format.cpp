@@ -173,7 +173,7 @@ double tensor_bits(const WeightFormat& f, const std::string& tensor, int layer, 
   return data.type(more ? f.more_bits_type : f.base_type)->bits();
 }
 
-WeightBytes weight_bytes(const graph::DecoderConfig& d, const WeightFormat& f, const FormatData& data) {
+WeightBytes weight_bytes(const models::DecoderConfig& d, const WeightFormat& f, const FormatData& data) {
   WeightBytes w;
   const double h = static_cast<double>(d.hidden), hd = static_cast<double>(d.head_size());
   const double q = d.heads * hd, kv = d.kv_heads * hd, ffn = static_cast<double>(d.ffn), vocab = static_cast<double>(d.vocab);

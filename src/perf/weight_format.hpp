@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "catalog/catalog.hpp"
-#include "graph/networks.hpp"
+#include "models/networks.hpp"
 
 namespace gpuvs::perf {
 
@@ -62,7 +62,7 @@ struct WeightBytes {
   std::vector<double> per_layer;     // one block each (GGUF mixes differ by layer)
   double total() const { return embedding + output + layers; }
 };
-WeightBytes weight_bytes(const graph::DecoderConfig& d, const WeightFormat& f, const FormatData& data = builtin_formats());
+WeightBytes weight_bytes(const models::DecoderConfig& d, const WeightFormat& f, const FormatData& data = builtin_formats());
 
 /// Storage bits of one projection of block `layer` ("attn_q", "attn_k", "attn_v", "attn_output",
 /// "ffn_gate", "ffn_up", "ffn_down").

@@ -14,10 +14,10 @@ namespace gpuvs::engine {
 
 namespace {
 
-using graph::DType;
-using graph::Node;
-using graph::NodeId;
-using graph::OpKind;
+using ir::DType;
+using ir::Node;
+using ir::NodeId;
+using ir::OpKind;
 
 std::size_t align64(std::size_t n) { return (n + 63) / 64 * 64; }
 
@@ -28,23 +28,23 @@ struct ArenaPlan {
   std::size_t total = 0;
 };
 
-ArenaPlan plan_arena(const graph::Graph& g) {
+ArenaPlan plan_arena(const ir::Graph& g) {
   ArenaPlan p;
   p.value_off.assign(g.size(), 0);
   p.aux_off.assign(g.size(), 0);
   for (const Node& n : g.nodes()) {
     const auto i = static_cast<std::size_t>(n.id);
-    const auto bytes = static_cast<std::size_t>(graph::numel(n.shape)) * graph::dtype_size(n.dtype);
+    const auto bytes = static_cast<std::size_t>(ir::numel(n.shape)) * ir::dtype_size(n.dtype);
     if (n.op != OpKind::param && n.op != OpKind::adam_update) {
       p.value_off[i] = p.total;
       p.total += align64(bytes);
     }
     if (n.op == OpKind::dropout) {
       p.aux_off[i] = p.total;
-      p.total += align64(static_cast<std::size_t>(graph::numel(n.shape)));
+      p.total += align64(static_cast<std::size_t>(ir::numel(n.shape)));
     } else if (n.op == OpKind::softmax_xent) {
       p.aux_off[i] = p.total;
-      p.total += align64(static_cast<std::size_t>(graph::numel(g.node(n.inputs[0]).shape)) * graph::dtype_size(n.dtype));
+      p.total += align64(static_cast<std::size_t>(ir::numel(g.node(n.inputs[0]).shape)) * ir::dtype_size(n.dtype));
     }
   }
   return p;
@@ -52,7 +52,7 @@ ArenaPlan plan_arena(const graph::Graph& g) {
 
 class CpuExecutor final : public Executor {
  public:
-  CpuExecutor(const graph::Graph& g, ParamStore& store, const ExecutorOptions& opt)
+  CpuExecutor(const ir::Graph& g, ParamStore& store, const ExecutorOptions& opt)
       : g_(g), store_(store), opt_(opt) {
     for (const Node& n : g_.nodes()) check_supported(n);
     const std::size_t count = g_.size();
@@ -74,8 +74,8 @@ class CpuExecutor final : public Executor {
         HostTensor& t = store_.get(n.name);
         if (t.shape != n.shape || t.dtype != n.dtype)
           throw std::invalid_argument(fmt::format("executor: param '{}' is {} {} in the store but {} {} in the graph",
-                                                  n.name, graph::shape_str(t.shape), graph::dtype_name(t.dtype),
-                                                  graph::shape_str(n.shape), graph::dtype_name(n.dtype)));
+                                                  n.name, ir::shape_str(t.shape), ir::dtype_name(t.dtype),
+                                                  ir::shape_str(n.shape), ir::dtype_name(n.dtype)));
         value_[i] = t.buffer.data();
         continue;
       }
@@ -84,7 +84,7 @@ class CpuExecutor final : public Executor {
         value_[i] = value_[idx(p.id)];
         slot_m_[i] = store_.ensure(p.name + "/m", p.shape, p.dtype).buffer.data();
         slot_v_[i] = store_.ensure(p.name + "/v", p.shape, p.dtype).buffer.data();
-        if (first_update_ == graph::kNone) first_update_ = n.id;
+        if (first_update_ == ir::kNone) first_update_ = n.id;
         continue;
       }
       value_[i] = arena_.data() + value_off[i];
@@ -93,7 +93,7 @@ class CpuExecutor final : public Executor {
     }
     for (const Node& n : g_.nodes())
       if (n.op == OpKind::adam_update && n.dtype == DType::f32)
-        gradients_.push_back({reinterpret_cast<float*>(value_[idx(n.inputs[1])]), graph::numel(n.shape)});
+        gradients_.push_back({reinterpret_cast<float*>(value_[idx(n.inputs[1])]), ir::numel(n.shape)});
     for (const Node& n : g_.nodes()) {
       if (n.op != OpKind::matmul) continue;
       const Node& a = g_.node(n.inputs[0]);
@@ -112,7 +112,7 @@ class CpuExecutor final : public Executor {
 
   void* input(std::string_view name) override {
     const NodeId id = g_.find(name);
-    if (id == graph::kNone || g_.node(id).op != OpKind::input)
+    if (id == ir::kNone || g_.node(id).op != OpKind::input)
       throw std::invalid_argument(fmt::format("executor: no input named '{}'", name));
     return value_[idx(id)];
   }
@@ -135,13 +135,13 @@ class CpuExecutor final : public Executor {
 
   double scalar(std::string_view output) const override {
     const NodeId id = g_.output(output);
-    if (id == graph::kNone) throw std::invalid_argument(fmt::format("executor: no output named '{}'", output));
+    if (id == ir::kNone) throw std::invalid_argument(fmt::format("executor: no output named '{}'", output));
     return read(id).at(0);
   }
 
   std::vector<double> read(NodeId id) const override {
     const Node& n = g_.node(id);
-    const auto count = static_cast<std::size_t>(graph::numel(n.shape));
+    const auto count = static_cast<std::size_t>(ir::numel(n.shape));
     std::vector<double> out(count);
     const std::byte* p = value_[idx(id)];
     for (std::size_t k = 0; k < count; ++k) {
@@ -157,7 +157,7 @@ class CpuExecutor final : public Executor {
 
   std::size_t workspace_bytes() const override { return arena_.size(); }
   const std::vector<double>& node_seconds() const override { return seconds_; }
-  const graph::Graph& graph() const override { return g_; }
+  const ir::Graph& graph() const override { return g_; }
 
   std::string describe() const override {
     std::string out;
@@ -179,18 +179,18 @@ class CpuExecutor final : public Executor {
       case OpKind::accuracy: case OpKind::adam_update:
         break;
       default:
-        throw std::invalid_argument(fmt::format("the CPU engine does not run op {} (node '{}') yet", graph::op_name(n.op),
+        throw std::invalid_argument(fmt::format("the CPU engine does not run op {} (node '{}') yet", ir::op_name(n.op),
                                                 n.name));
     }
     if (n.dtype != DType::f32 && n.dtype != DType::f64 && n.dtype != DType::i32)
       throw std::invalid_argument(fmt::format("the CPU engine does not run {} tensors (node '{}')",
-                                              graph::dtype_name(n.dtype), n.name));
+                                              ir::dtype_name(n.dtype), n.name));
     if (n.op == OpKind::softmax && n.shape.size() != 2)
       throw std::invalid_argument(fmt::format("the CPU engine runs softmax on matrices only (node '{}')", n.name));
   }
 
   void fill(const Node& n) {
-    const auto count = graph::numel(n.shape);
+    const auto count = ir::numel(n.shape);
     for (std::int64_t k = 0; k < count; ++k) {
       if (n.dtype == DType::f32) reinterpret_cast<float*>(value_[idx(n.id)])[k] = static_cast<float>(n.value);
       else if (n.dtype == DType::f64) reinterpret_cast<double*>(value_[idx(n.id)])[k] = n.value;
@@ -208,7 +208,7 @@ class CpuExecutor final : public Executor {
 
   template <class T>
   void exec_typed(const Node& n, const StepContext& ctx) {
-    const std::int64_t count = graph::numel(n.shape);
+    const std::int64_t count = ir::numel(n.shape);
     T* out = val<T>(n.id);
     switch (n.op) {
       case OpKind::input:
@@ -272,11 +272,11 @@ class CpuExecutor final : public Executor {
     }
   }
 
-  const graph::Graph g_;  // owned copy: the executor outlives any temporary the caller built
+  const ir::Graph g_;  // owned copy: the executor outlives any temporary the caller built
   ParamStore& store_;
   ExecutorOptions opt_;
   AlignedBuffer arena_;
-  NodeId first_update_ = graph::kNone;        // the optimizer's first node: gradients are all final before it
+  NodeId first_update_ = ir::kNone;        // the optimizer's first node: gradients are all final before it
   std::vector<GradientSpan> gradients_;       // every f32 gradient an adam_update reads (reduce_gradients)
   std::vector<std::byte*> value_, aux_, slot_m_, slot_v_;
   std::vector<std::unique_ptr<cpu::GemmPlan>> gemm_;
@@ -285,9 +285,9 @@ class CpuExecutor final : public Executor {
 
 }  // namespace
 
-std::size_t cpu_workspace_bytes(const graph::Graph& g) { return plan_arena(g).total; }
+std::size_t cpu_workspace_bytes(const ir::Graph& g) { return plan_arena(g).total; }
 
-std::unique_ptr<Executor> make_cpu_executor(const graph::Graph& g, ParamStore& store, const ExecutorOptions& opt) {
+std::unique_ptr<Executor> make_cpu_executor(const ir::Graph& g, ParamStore& store, const ExecutorOptions& opt) {
   return std::make_unique<CpuExecutor>(g, store, opt);
 }
 

@@ -47,13 +47,13 @@ dnnl::stream& cpu_stream() {
 
 struct GemmPlan::Impl {
   GemmLibrary lib;
-  graph::DType dtype;
+  ir::DType dtype;
   GemmShape s;
   const void* a;
   const void* b;
   const void* bias;
   void* c;
-  graph::Act act;
+  ir::Act act;
   bool serial = false;
   // oneDNN state, created once.
   dnnl::matmul prim;
@@ -64,7 +64,7 @@ struct GemmPlan::Impl {
   void plan_onednn() {
     using dt = dnnl::memory::data_type;
     const auto M = s.m, N = s.n, K = s.k;
-    const dt in = dtype == graph::DType::bf16 ? dt::bf16 : dt::f32;  // bf16 inputs accumulate and store in f32
+    const dt in = dtype == ir::DType::bf16 ? dt::bf16 : dt::f32;  // bf16 inputs accumulate and store in f32
     const dnnl::memory::desc a_md({M, K}, in, s.trans_a ? dnnl::memory::dims{1, M} : dnnl::memory::dims{K, 1});
     const dnnl::memory::desc b_md({K, N}, in, s.trans_b ? dnnl::memory::dims{1, K} : dnnl::memory::dims{N, 1});
     const dnnl::memory::desc c_md({M, N}, dt::f32, dnnl::memory::dims{N, 1});
@@ -72,10 +72,10 @@ struct GemmPlan::Impl {
                                             : dnnl::memory::desc();
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // we own the scratchpad: no allocation per run
-    if (act != graph::Act::none) {
+    if (act != ir::Act::none) {
       dnnl::post_ops po;
-      const auto alg = act == graph::Act::relu   ? dnnl::algorithm::eltwise_relu
-                       : act == graph::Act::tanh ? dnnl::algorithm::eltwise_tanh
+      const auto alg = act == ir::Act::relu   ? dnnl::algorithm::eltwise_relu
+                       : act == ir::Act::tanh ? dnnl::algorithm::eltwise_tanh
                                                  : dnnl::algorithm::eltwise_logistic;
       po.append_eltwise(1.0f, alg, 0.0f, 0.0f);
       attr.set_post_ops(po);
@@ -109,23 +109,23 @@ struct GemmPlan::Impl {
   }
 };
 
-GemmPlan::GemmPlan(GemmLibrary lib, graph::DType dtype, const GemmShape& shape, const void* a, const void* b,
-                   const void* bias, void* c, graph::Act act)
+GemmPlan::GemmPlan(GemmLibrary lib, ir::DType dtype, const GemmShape& shape, const void* a, const void* b,
+                   const void* bias, void* c, ir::Act act)
     : impl_(new Impl{lib, dtype, shape, a, b, bias, c, act,
                      2.0 * static_cast<double>(shape.m * shape.n * shape.k) < kSerialFlops, {}, {}, {}, {}}) {
-  if (dtype == graph::DType::i32) throw std::invalid_argument("gemm: integer matmul is not supported");
-  if (dtype == graph::DType::bf16 && lib != GemmLibrary::onednn)
+  if (dtype == ir::DType::i32) throw std::invalid_argument("gemm: integer matmul is not supported");
+  if (dtype == ir::DType::bf16 && lib != GemmLibrary::onednn)
     throw std::invalid_argument("gemm: bf16 inputs need the oneDNN library");
   const SerialScope scope(impl_->serial);
-  if ((dtype == graph::DType::f32 || dtype == graph::DType::bf16) && lib == GemmLibrary::onednn) impl_->plan_onednn();
-  else impl_->impl_name = dtype == graph::DType::f32 ? "openblas:sgemm+epilogue" : "openblas:dgemm+epilogue";
+  if ((dtype == ir::DType::f32 || dtype == ir::DType::bf16) && lib == GemmLibrary::onednn) impl_->plan_onednn();
+  else impl_->impl_name = dtype == ir::DType::f32 ? "openblas:sgemm+epilogue" : "openblas:dgemm+epilogue";
 }
 
 GemmPlan::~GemmPlan() = default;
 
 void GemmPlan::run() {
   const SerialScope scope(impl_->serial);
-  if (impl_->dtype == graph::DType::f64) return impl_->run_blas<double>();
+  if (impl_->dtype == ir::DType::f64) return impl_->run_blas<double>();
   if (impl_->lib == GemmLibrary::openblas) return impl_->run_blas<float>();
   impl_->prim.execute(cpu_stream(), impl_->args);
   cpu_stream().wait();

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "engine/executor.hpp"
-#include "graph/ir.hpp"
+#include "ir/ir.hpp"
 
 namespace gpuvs::engine::cpu {
 
@@ -20,8 +20,8 @@ struct GemmShape {
 
 class GemmPlan {
  public:
-  GemmPlan(GemmLibrary lib, graph::DType dtype, const GemmShape& shape, const void* a, const void* b,
-           const void* bias, void* c, graph::Act act);
+  GemmPlan(GemmLibrary lib, ir::DType dtype, const GemmShape& shape, const void* a, const void* b,
+           const void* bias, void* c, ir::Act act);
   ~GemmPlan();
   GemmPlan(const GemmPlan&) = delete;
   GemmPlan& operator=(const GemmPlan&) = delete;

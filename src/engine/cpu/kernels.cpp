@@ -66,30 +66,30 @@ inline T gelu_grad(T x) {
 }
 
 template <class T>
-inline T apply(graph::Act act, T x) {
+inline T apply(ir::Act act, T x) {
   switch (act) {
-    case graph::Act::none: return x;
-    case graph::Act::relu: return x > T(0) ? x : T(0);
-    case graph::Act::gelu: return gelu(x);
-    case graph::Act::tanh: return std::tanh(x);
-    case graph::Act::sigmoid: return sigmoid(x);
-    case graph::Act::silu: return x * sigmoid(x);
+    case ir::Act::none: return x;
+    case ir::Act::relu: return x > T(0) ? x : T(0);
+    case ir::Act::gelu: return gelu(x);
+    case ir::Act::tanh: return std::tanh(x);
+    case ir::Act::sigmoid: return sigmoid(x);
+    case ir::Act::silu: return x * sigmoid(x);
   }
   return x;
 }
 }  // namespace
 
 template <class T>
-void bias_act_epilogue(T* c, const T* bias, std::int64_t m, std::int64_t n, graph::Act act) {
-  if (bias == nullptr && act == graph::Act::none) return;
+void bias_act_epilogue(T* c, const T* bias, std::int64_t m, std::int64_t n, ir::Act act) {
+  if (bias == nullptr && act == ir::Act::none) return;
   for_chunks(m, m * n, [=](std::int64_t r0, std::int64_t r1) {
     for (std::int64_t i = r0; i < r1; ++i) {
       T* row = c + i * n;
       if (bias)
         for (std::int64_t j = 0; j < n; ++j) row[j] += bias[j];
-      if (act == graph::Act::relu) {
+      if (act == ir::Act::relu) {
         for (std::int64_t j = 0; j < n; ++j) row[j] = row[j] > T(0) ? row[j] : T(0);
-      } else if (act != graph::Act::none) {
+      } else if (act != ir::Act::none) {
         for (std::int64_t j = 0; j < n; ++j) row[j] = apply(act, row[j]);
       }
     }
@@ -97,9 +97,9 @@ void bias_act_epilogue(T* c, const T* bias, std::int64_t m, std::int64_t n, grap
 }
 
 template <class T>
-void activation_forward(const T* x, T* y, std::int64_t n, graph::Act act) {
+void activation_forward(const T* x, T* y, std::int64_t n, ir::Act act) {
   for_chunks(n, n, [=](std::int64_t b, std::int64_t e) {
-    if (act == graph::Act::relu) {
+    if (act == ir::Act::relu) {
       for (std::int64_t i = b; i < e; ++i) y[i] = x[i] > T(0) ? x[i] : T(0);
     } else {
       for (std::int64_t i = b; i < e; ++i) y[i] = apply(act, x[i]);
@@ -108,25 +108,25 @@ void activation_forward(const T* x, T* y, std::int64_t n, graph::Act act) {
 }
 
 template <class T>
-void activation_backward(const T* dy, const T* s, T* dx, std::int64_t n, graph::Act act) {
+void activation_backward(const T* dy, const T* s, T* dx, std::int64_t n, ir::Act act) {
   for_chunks(n, n, [=](std::int64_t b, std::int64_t e) {
     switch (act) {
-      case graph::Act::none:
+      case ir::Act::none:
         std::copy(dy + b, dy + e, dx + b);
         return;
-      case graph::Act::relu:
+      case ir::Act::relu:
         for (std::int64_t i = b; i < e; ++i) dx[i] = s[i] > T(0) ? dy[i] : T(0);
         return;
-      case graph::Act::tanh:
+      case ir::Act::tanh:
         for (std::int64_t i = b; i < e; ++i) dx[i] = dy[i] * (T(1) - s[i] * s[i]);
         return;
-      case graph::Act::sigmoid:
+      case ir::Act::sigmoid:
         for (std::int64_t i = b; i < e; ++i) dx[i] = dy[i] * s[i] * (T(1) - s[i]);
         return;
-      case graph::Act::gelu:
+      case ir::Act::gelu:
         for (std::int64_t i = b; i < e; ++i) dx[i] = dy[i] * gelu_grad(s[i]);
         return;
-      case graph::Act::silu:  // d/dx x*sig(x) = sig(x) * (1 + x * (1 - sig(x)))
+      case ir::Act::silu:  // d/dx x*sig(x) = sig(x) * (1 + x * (1 - sig(x)))
         for (std::int64_t i = b; i < e; ++i) {
           const T sg = sigmoid(s[i]);
           dx[i] = dy[i] * sg * (T(1) + s[i] * (T(1) - sg));
@@ -262,7 +262,7 @@ void add(const T* a, const T* b, T* y, std::int64_t n) {
 }
 
 template <class T>
-void adam_update(T* p, const T* g, T* m, T* v, std::int64_t n, const graph::AdamConfig& cfg, std::int64_t iteration) {
+void adam_update(T* p, const T* g, T* m, T* v, std::int64_t n, const ir::AdamConfig& cfg, std::int64_t iteration) {
   const double t = static_cast<double>(iteration + 1);
   const double alpha_d =
       cfg.learning_rate * std::sqrt(1.0 - std::pow(cfg.beta_2, t)) / (1.0 - std::pow(cfg.beta_1, t));
@@ -282,9 +282,9 @@ void adam_update(T* p, const T* g, T* m, T* v, std::int64_t n, const graph::Adam
 }
 
 #define GPUVS_INSTANTIATE(T)                                                                                      \
-  template void bias_act_epilogue<T>(T*, const T*, std::int64_t, std::int64_t, graph::Act);                      \
-  template void activation_forward<T>(const T*, T*, std::int64_t, graph::Act);                                   \
-  template void activation_backward<T>(const T*, const T*, T*, std::int64_t, graph::Act);                        \
+  template void bias_act_epilogue<T>(T*, const T*, std::int64_t, std::int64_t, ir::Act);                      \
+  template void activation_forward<T>(const T*, T*, std::int64_t, ir::Act);                                   \
+  template void activation_backward<T>(const T*, const T*, T*, std::int64_t, ir::Act);                        \
   template void dropout_forward<T>(const T*, T*, std::uint8_t*, std::int64_t, double, std::uint64_t,             \
                                    std::uint64_t, std::int64_t);                                                 \
   template void dropout_backward<T>(const T*, const std::uint8_t*, T*, std::int64_t, double);                    \
@@ -294,7 +294,7 @@ void adam_update(T* p, const T* g, T* m, T* v, std::int64_t n, const graph::Adam
   template double accuracy<T>(const T*, const std::int32_t*, std::int64_t, std::int64_t);                        \
   template void reduce_rows<T>(const T*, T*, std::int64_t, std::int64_t);                                        \
   template void add<T>(const T*, const T*, T*, std::int64_t);                                                    \
-  template void adam_update<T>(T*, const T*, T*, T*, std::int64_t, const graph::AdamConfig&, std::int64_t);
+  template void adam_update<T>(T*, const T*, T*, T*, std::int64_t, const ir::AdamConfig&, std::int64_t);
 GPUVS_INSTANTIATE(float)
 GPUVS_INSTANTIATE(double)
 #undef GPUVS_INSTANTIATE

@@ -3,18 +3,18 @@
 #pragma once
 #include <cstdint>
 
-#include "graph/ir.hpp"
+#include "ir/ir.hpp"
 
 namespace gpuvs::engine::cpu {
 
 /// C[m,n] = act(C + bias) in place; bias may be null.
 template <class T>
-void bias_act_epilogue(T* c, const T* bias, std::int64_t m, std::int64_t n, graph::Act act);
+void bias_act_epilogue(T* c, const T* bias, std::int64_t m, std::int64_t n, ir::Act act);
 template <class T>
-void activation_forward(const T* x, T* y, std::int64_t n, graph::Act act);
+void activation_forward(const T* x, T* y, std::int64_t n, ir::Act act);
 /// dx = dy * act'(.), `saved` is the output y (relu/tanh/sigmoid) or the input x (gelu).
 template <class T>
-void activation_backward(const T* dy, const T* saved, T* dx, std::int64_t n, graph::Act act);
+void activation_backward(const T* dy, const T* saved, T* dx, std::int64_t n, ir::Act act);
 
 /// Inverted dropout. The keep decision for element i is a pure function of (seed, stream, i): a 16-bit
 /// draw from Philox-4x32-10 (group g = i / 128 uses blocks 16g..16g+15; element e = i % 128 takes block
@@ -46,6 +46,6 @@ void add(const T* a, const T* b, T* y, std::int64_t n);
 /// Keras Adam step number iteration+1: m += (g-m)(1-b1); v += (g^2-v)(1-b2);
 /// p -= alpha m / (sqrt(v) + eps), alpha = lr sqrt(1-b2^t) / (1-b1^t).
 template <class T>
-void adam_update(T* p, const T* g, T* m, T* v, std::int64_t n, const graph::AdamConfig& cfg, std::int64_t iteration);
+void adam_update(T* p, const T* g, T* m, T* v, std::int64_t n, const ir::AdamConfig& cfg, std::int64_t iteration);
 
 }  // namespace gpuvs::engine::cpu

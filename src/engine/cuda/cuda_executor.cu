@@ -29,10 +29,10 @@ namespace gpuvs::engine::cuda {
 
 namespace {
 
-using graph::DType;
-using graph::Node;
-using graph::NodeId;
-using graph::OpKind;
+using ir::DType;
+using ir::Node;
+using ir::NodeId;
+using ir::OpKind;
 
 void lt(cublasStatus_t s, const char* what) {
   if (s != CUBLAS_STATUS_SUCCESS) throw RuntimeFailure(fmt::format("{}: cuBLAS status {}", what, static_cast<int>(s)));
@@ -64,13 +64,13 @@ class CudaRaw final : public RawAllocator {
   std::size_t total_ = 0;
 };
 
-math::Act to_act(graph::Act a) {
+math::Act to_act(ir::Act a) {
   switch (a) {
-    case graph::Act::none: return math::Act::none;
-    case graph::Act::relu: return math::Act::relu;
-    case graph::Act::tanh: return math::Act::tanh;
-    case graph::Act::sigmoid: return math::Act::sigmoid;
-    case graph::Act::gelu: return math::Act::gelu;
+    case ir::Act::none: return math::Act::none;
+    case ir::Act::relu: return math::Act::relu;
+    case ir::Act::tanh: return math::Act::tanh;
+    case ir::Act::sigmoid: return math::Act::sigmoid;
+    case ir::Act::gelu: return math::Act::gelu;
     default: throw InputError("the CUDA engine has no kernel for this activation yet (relu, tanh, sigmoid, gelu)");
   }
 }
@@ -79,7 +79,7 @@ class Device;
 
 class CudaExecutor final : public Executor {
  public:
-  CudaExecutor(Device& dev, const graph::Graph& g, ParamStore& store, const ExecutorOptions& opt);
+  CudaExecutor(Device& dev, const ir::Graph& g, ParamStore& store, const ExecutorOptions& opt);
   ~CudaExecutor() override;
   void* input(std::string_view name) override;
   void run(const StepContext& ctx) override;
@@ -88,7 +88,7 @@ class CudaExecutor final : public Executor {
   std::size_t workspace_bytes() const override { return workspace_; }
   const std::vector<double>& node_seconds() const override { return seconds_; }
   std::string describe() const override;
-  const graph::Graph& graph() const override { return g_; }
+  const ir::Graph& graph() const override { return g_; }
   bool gather_rows(const Dataset& data, const std::int64_t* rows, std::int64_t count) override;
   bool bind_epoch(const Dataset& data, const std::int64_t* order, std::int64_t count, std::int64_t offset, std::int64_t stride,
                   const StepContext& first) override;
@@ -119,7 +119,7 @@ class CudaExecutor final : public Executor {
   void exec(const Node& n, Mode m);
 
   Device& dev_;
-  const graph::Graph g_;
+  const ir::Graph g_;
   ExecutorOptions opt_;
   std::vector<void*> value_, aux_;
   std::vector<void*> owned_;
@@ -144,7 +144,7 @@ class CudaExecutor final : public Executor {
   AdamTensor* adam_dev_ = nullptr;
   int adam_count_ = 0;
   std::int64_t adam_total_ = 0;
-  graph::AdamConfig adam_cfg_;
+  ir::AdamConfig adam_cfg_;
   bool adam_done_ = false;
   std::size_t workspace_ = 0;
   cudaGraphExec_t graph_exec_ = nullptr;
@@ -235,11 +235,11 @@ class Device final : public gpu::TrainDevice {
     cudaStreamDestroy(stream_);
   }
 
-  std::unique_ptr<Executor> executor(const graph::Graph& g, ParamStore& store, const ExecutorOptions& opt) override {
+  std::unique_ptr<Executor> executor(const ir::Graph& g, ParamStore& store, const ExecutorOptions& opt) override {
     ck(cudaSetDevice(opt_.device), "cudaSetDevice");
     if (scaled() && !scale_restored_ && store.has(kLossScaleTensor)) {  // a resumed amp-fp16 run
       const HostTensor& t = store.get(kLossScaleTensor);
-      if (t.shape != graph::Shape{3} || t.dtype != DType::f32)
+      if (t.shape != ir::Shape{3} || t.dtype != DType::f32)
         throw InputError(fmt::format("checkpoint tensor {} is misshapen", kLossScaleTensor));
       const float* v = t.as<float>();
       if (!(v[0] >= 1.0f) || !std::isfinite(v[0]) || !(v[1] >= 0) || !(v[2] >= 0))
@@ -284,7 +284,7 @@ class Device final : public gpu::TrainDevice {
   math::LossScale* scale() const { return scale_; }
 
   /// The device copy of a store tensor, uploaded on first use.
-  void* tensor(ParamStore& store, const std::string& name, const graph::Shape& shape, DType dtype) {
+  void* tensor(ParamStore& store, const std::string& name, const ir::Shape& shape, DType dtype) {
     auto it = tensors_.find(name);
     if (it != tensors_.end()) return it->second.ptr;
     HostTensor& h = store.ensure(name, shape, dtype);
@@ -374,10 +374,10 @@ class Device final : public gpu::TrainDevice {
   std::int32_t* data_y_ = nullptr;
 };
 
-std::size_t bytes_of(const Node& n) { return static_cast<std::size_t>(graph::numel(n.shape)) * graph::dtype_size(n.dtype); }
+std::size_t bytes_of(const Node& n) { return static_cast<std::size_t>(ir::numel(n.shape)) * ir::dtype_size(n.dtype); }
 std::size_t probs_bytes(const Node& logits) { return (bytes_of(logits) + 255) / 256 * 256; }
 
-CudaExecutor::CudaExecutor(Device& dev, const graph::Graph& g, ParamStore& store, const ExecutorOptions& opt)
+CudaExecutor::CudaExecutor(Device& dev, const ir::Graph& g, ParamStore& store, const ExecutorOptions& opt)
     : dev_(dev), g_(g), opt_(opt) {
   static const OpKind supported[] = {OpKind::input, OpKind::param, OpKind::fill, OpKind::matmul, OpKind::activation,
                                      OpKind::activation_grad, OpKind::dropout, OpKind::dropout_grad, OpKind::softmax,
@@ -385,9 +385,9 @@ CudaExecutor::CudaExecutor(Device& dev, const graph::Graph& g, ParamStore& store
                                      OpKind::accuracy, OpKind::adam_update};
   for (const Node& n : g_.nodes()) {
     if (std::find(std::begin(supported), std::end(supported), n.op) == std::end(supported))
-      throw InputError(fmt::format("the CUDA engine cannot run op '{}' (node {}) yet", graph::op_name(n.op), n.name));
+      throw InputError(fmt::format("the CUDA engine cannot run op '{}' (node {}) yet", ir::op_name(n.op), n.name));
     if (n.dtype != DType::f32 && n.dtype != DType::i32)
-      throw InputError(fmt::format("the CUDA engine runs f32 graphs (node {} is {})", n.name, graph::dtype_name(n.dtype)));
+      throw InputError(fmt::format("the CUDA engine runs f32 graphs (node {} is {})", n.name, ir::dtype_name(n.dtype)));
   }
   const std::size_t count = g_.size();
   value_.assign(count, nullptr);
@@ -427,7 +427,7 @@ CudaExecutor::CudaExecutor(Device& dev, const graph::Graph& g, ParamStore& store
       case OpKind::adam_update: {
         const Node& p = g_.node(n.inputs[0]);
         value_[i] = value_[static_cast<std::size_t>(p.id)];
-        const auto numel = graph::numel(p.shape);
+        const auto numel = ir::numel(p.shape);
         adam.push_back({static_cast<float*>(value_[i]), static_cast<const float*>(value_[static_cast<std::size_t>(n.inputs[1])]),
                         static_cast<float*>(dev_.tensor(store, p.name + "/m", p.shape, p.dtype)),
                         static_cast<float*>(dev_.tensor(store, p.name + "/v", p.shape, p.dtype)), numel, adam_total_});
@@ -443,14 +443,14 @@ CudaExecutor::CudaExecutor(Device& dev, const graph::Graph& g, ParamStore& store
           ck(cudaMallocHost(&h, bytes_of(n)), "cudaMallocHost");
           staging_[n.id] = h;
         }
-        if (n.op == OpKind::dropout) aux_[i] = alloc(static_cast<std::size_t>(graph::numel(n.shape)));
+        if (n.op == OpKind::dropout) aux_[i] = alloc(static_cast<std::size_t>(ir::numel(n.shape)));
         if (n.op == OpKind::softmax_xent) {
           const Node& z = g_.node(n.inputs[0]);
           // probs, then the per-row losses (doubles: the probs part is rounded up so they stay aligned)
           aux_[i] = alloc(probs_bytes(z) + static_cast<std::size_t>(z.shape[0]) * sizeof(double));
         }
         if (n.op == OpKind::accuracy) aux_[i] = alloc(static_cast<std::size_t>(g_.node(n.inputs[0]).shape[0]) * sizeof(double));
-        if (n.op == OpKind::fill) launch_fill(static_cast<float*>(value_[i]), graph::numel(n.shape), static_cast<float>(n.value), dev_.stream());
+        if (n.op == OpKind::fill) launch_fill(static_cast<float*>(value_[i]), ir::numel(n.shape), static_cast<float>(n.value), dev_.stream());
         if (n.op == OpKind::matmul) plan_gemm(n);
         if (n.op == OpKind::activation || n.op == OpKind::activation_grad) (void)to_act(n.act);
     }
@@ -469,7 +469,7 @@ CudaExecutor::CudaExecutor(Device& dev, const graph::Graph& g, ParamStore& store
   // Scalar outputs (loss, accuracy) come back to pinned host memory at the end of each step.
   std::vector<NodeId> outs;
   for (const Node& n : g_.nodes())
-    if (graph::numel(n.shape) == 1 && (n.op == OpKind::softmax_xent || n.op == OpKind::accuracy)) outs.push_back(n.id);
+    if (ir::numel(n.shape) == 1 && (n.op == OpKind::softmax_xent || n.op == OpKind::accuracy)) outs.push_back(n.id);
   if (!outs.empty()) ck(cudaMallocHost(reinterpret_cast<void**>(&scalar_host_), outs.size() * sizeof(float)), "cudaMallocHost");
   for (std::size_t k = 0; k < outs.size(); ++k) scalars_.emplace_back(outs[k], scalar_host_ + k);
   if (opt_.profile) {
@@ -527,9 +527,9 @@ void CudaExecutor::plan_gemm(const Node& n) {
   lt(cublasLtMatmulDescSetAttribute(gm.desc, CUBLASLT_MATMUL_DESC_TRANSA, &opl, sizeof opl), "TRANSA");
   lt(cublasLtMatmulDescSetAttribute(gm.desc, CUBLASLT_MATMUL_DESC_TRANSB, &opr, sizeof opr), "TRANSB");
   cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
-  if (n.has_bias) epi = n.act == graph::Act::relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
-  else if (n.act == graph::Act::relu) epi = CUBLASLT_EPILOGUE_RELU;
-  gm.post_act = n.act != graph::Act::none && n.act != graph::Act::relu;
+  if (n.has_bias) epi = n.act == ir::Act::relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+  else if (n.act == ir::Act::relu) epi = CUBLASLT_EPILOGUE_RELU;
+  gm.post_act = n.act != ir::Act::none && n.act != ir::Act::relu;
   if (gm.post_act) (void)to_act(n.act);
   lt(cublasLtMatmulDescSetAttribute(gm.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi), "EPILOGUE");
   if (n.has_bias) {
@@ -562,7 +562,7 @@ void CudaExecutor::plan_gemm(const Node& n) {
 
 void* CudaExecutor::input(std::string_view name) {
   const NodeId id = g_.find(name);
-  if (id == graph::kNone || g_.node(id).op != OpKind::input) throw std::invalid_argument(fmt::format("executor: no input named '{}'", name));
+  if (id == ir::kNone || g_.node(id).op != OpKind::input) throw std::invalid_argument(fmt::format("executor: no input named '{}'", name));
   return staging_.at(id);
 }
 
@@ -571,7 +571,7 @@ void CudaExecutor::exec(const Node& n, Mode m) {
   const auto i = static_cast<std::size_t>(n.id);
   auto f = [&](NodeId id) { return static_cast<float*>(value_[static_cast<std::size_t>(id)]); };
   auto lab = [&](NodeId id) { return static_cast<const std::int32_t*>(value_[static_cast<std::size_t>(id)]); };
-  const std::int64_t count = graph::numel(n.shape);
+  const std::int64_t count = ir::numel(n.shape);
   switch (n.op) {
     case OpKind::input:
       if (m == Mode::queued && (n.name == "x" || n.name == "labels")) {
@@ -601,8 +601,8 @@ void CudaExecutor::exec(const Node& n, Mode m) {
       const void* right = value_[static_cast<std::size_t>(n.inputs[0])];
       if (gm.left16) {
         const bool bf16 = dev_.options().precision == gpu::GpuPrecision::amp_bf16;
-        launch_cast16(static_cast<const float*>(left), gm.left16, graph::numel(g_.node(n.inputs[1]).shape), bf16, s);
-        launch_cast16(static_cast<const float*>(right), gm.right16, graph::numel(g_.node(n.inputs[0]).shape), bf16, s);
+        launch_cast16(static_cast<const float*>(left), gm.left16, ir::numel(g_.node(n.inputs[1]).shape), bf16, s);
+        launch_cast16(static_cast<const float*>(right), gm.right16, ir::numel(g_.node(n.inputs[0]).shape), bf16, s);
         left = gm.left16;
         right = gm.right16;
       }
@@ -690,7 +690,7 @@ void CudaExecutor::launch_all(Mode m) {
   } else {
     const NodeId loss = g_.output("loss"), acc = g_.output("accuracy");
     launch_end_step(dev_.state(), totals_dev_, static_cast<const float*>(value_[static_cast<std::size_t>(loss)]),
-                    acc == graph::kNone ? nullptr : static_cast<const float*>(value_[static_cast<std::size_t>(acc)]),
+                    acc == ir::kNone ? nullptr : static_cast<const float*>(value_[static_cast<std::size_t>(acc)]),
                     bound_rows_, bound_stride_, adam_count_ > 0, s);
   }
   ck(cudaGetLastError(), "launching the step's kernels");  // a bad launch configuration, named here rather than at the next sync
@@ -748,7 +748,7 @@ bool CudaExecutor::bind_epoch(const Dataset& data, const std::int64_t* order, st
   // one at a time.
   if (!Executor::bind_epoch(data, order, count, offset, stride, first)) return false;
   // Profiled steps are timed one by one; a graph without a loss has nothing to total.
-  if (opt_.profile || g_.output("loss") == graph::kNone || !dev_.bind_state(data, first)) return true;
+  if (opt_.profile || g_.output("loss") == ir::kNone || !dev_.bind_state(data, first)) return true;
   if (!order_dev_) {
     order_dev_ = static_cast<std::int64_t*>(alloc(static_cast<std::size_t>(count) * sizeof(std::int64_t)));
     order_count_ = count;
@@ -809,7 +809,7 @@ void CudaExecutor::reset_totals() {
 
 double CudaExecutor::scalar(std::string_view output) const {
   const NodeId id = g_.output(output);
-  if (id == graph::kNone) throw std::invalid_argument(fmt::format("executor: no output named '{}'", output));
+  if (id == ir::kNone) throw std::invalid_argument(fmt::format("executor: no output named '{}'", output));
   for (const auto& [sid, host] : scalars_)
     if (sid == id) return *host;
   return read(id).at(0);
@@ -817,7 +817,7 @@ double CudaExecutor::scalar(std::string_view output) const {
 
 std::vector<double> CudaExecutor::read(NodeId id) const {
   const Node& n = g_.node(id);
-  const auto count = static_cast<std::size_t>(graph::numel(n.shape));
+  const auto count = static_cast<std::size_t>(ir::numel(n.shape));
   std::vector<double> out(count);
   ck(cudaSetDevice(dev_.device()), "cudaSetDevice");
   if (n.dtype == DType::i32) {
@@ -835,7 +835,7 @@ std::vector<double> CudaExecutor::read(NodeId id) const {
 bool CudaExecutor::gather_rows(const Dataset& data, const std::int64_t* rows, std::int64_t count) {
   ck(cudaSetDevice(dev_.device()), "cudaSetDevice");
   const NodeId x = g_.find("x"), y = g_.find("labels");
-  if (x == graph::kNone || y == graph::kNone) return false;
+  if (x == ir::kNone || y == ir::kNone) return false;
   const Node& xn = g_.node(x);
   if (xn.shape.size() != 2 || xn.shape[0] != count || xn.shape[1] != data.features) return false;
   if (!gathered_) {
