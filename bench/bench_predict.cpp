@@ -14,7 +14,7 @@ static void BM_Predict(benchmark::State& state) {
   perf::PredictRequest r;
   r.workload = net.id;
   r.gpu = "h100-sxm";
-  r.batch = net.family == "decoder" ? 1 : 32;
+  r.batch = net.family == models::Family::decoder ? 1 : 32;
   double tput = 0;
   for (auto _ : state) {
     const perf::Prediction p = perf::predict(cat, r);

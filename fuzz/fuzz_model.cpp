@@ -9,7 +9,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   fuzz::expect_clean([&] {
     const std::string path = fuzz::write(std::string("model") + GPUVS_FUZZ_EXT, data, size);
     const models::NetworkInfo net = import::network_from_file(path, {{"sequence", "8"}});
-    if (net.family == "onnx") return;  // resolving an ONNX file builds it, forward and training step, already
+    if (net.family == models::Family::onnx) return;  // resolving an ONNX file builds it, forward and training step, already
     models::NetworkOptions o;
     o.batch = net.fixed_batch > 0 ? net.fixed_batch : 2;
     o.seq_len = 16;

@@ -264,7 +264,7 @@ TEST(KerasModel, WhatCannotBeBuiltIsRefusedByLayerNameAndClass) {
 TEST(KerasGraph, ConvnetsAndTransformersBuildWithKerasParameterCountsAndFlops) {
   const std::string dir = std::string(GPUVS_SOURCE_DIR) + "/tests/data/keras/";
   const NetworkInfo cnn = resolve_network(dir + "mnist_convnet.json");
-  EXPECT_EQ(cnn.family, "keras");
+  EXPECT_EQ(cnn.family, models::Family::keras);
   const Graph g = build_network(cnn, {32, DType::f32, 0, false, false});
   EXPECT_EQ(param_count(g), 34826);
   // Forward FLOPs = 2 x multiply-adds: 26x26x32x9 + 11x11x64x288 + 1600x10 per image.

@@ -184,7 +184,7 @@ TEST(Networks, DecoderParamFormulaMatchesTheBuiltGraph) {
   }
   // Every decoder preset too: tied embeddings, LayerNorm, grouped-query attention.
   for (const auto& net : networks()) {
-    if (net.family != "decoder") continue;
+    if (net.family != models::Family::decoder) continue;
     EXPECT_EQ(decoder_params(decoder_preset(net.id)), param_count(build_network(net, {1, DType::f32, 16, true, false})))
         << net.id;
   }
@@ -231,7 +231,7 @@ TEST(Networks, SizedDecoderIdsResolveEverywhere) {
   // A workload like any other: the registry, the graph, the KV-cache preset.
   const NetworkInfo net = resolve_network("decoder-7b");
   EXPECT_EQ(net.id, "decoder-7b");
-  EXPECT_EQ(net.family, "decoder");
+  EXPECT_EQ(net.family, models::Family::decoder);
   EXPECT_EQ(net.sample_unit, "sequences");
   EXPECT_EQ(net.default_seq_len, 2048);
   EXPECT_EQ(net.layers, 32);
@@ -328,7 +328,7 @@ TEST(Networks, PublishedDecoderPresetsHaveTheirPublishedCounts) {
   EXPECT_FALSE(m70.learned_positions || m70.linear_bias || m70.norm_bias);
   // Every registry entry: the stated published figure and the KV-cache shape the predictor reads.
   for (const auto& net : networks())
-    if (net.family == "decoder") {
+    if (net.family == models::Family::decoder) {
       EXPECT_EQ(net.decoder.layers, net.layers) << net.id;
       EXPECT_EQ(net.decoder.hidden, net.hidden) << net.id;
       EXPECT_EQ(net.decoder.vocab, decoder_preset(net.id).vocab) << net.id;
@@ -366,7 +366,7 @@ TEST(Networks, GptShapeFromOptionsIsMegatronsGpt) {
   EXPECT_EQ(params, decoder_params(net.decoder));
   EXPECT_DOUBLE_EQ(net.published_params, 1652230656.0);
   EXPECT_EQ(net.id, "gpt");
-  EXPECT_EQ(net.family, "decoder");
+  EXPECT_EQ(net.family, models::Family::decoder);
   EXPECT_EQ(net.default_seq_len, 2048);
   EXPECT_EQ(net.layers, 24);
   EXPECT_EQ(net.hidden, 2304);
@@ -783,21 +783,21 @@ TEST(Networks, ParallelOptionsOutOfRangeOrOnOtherBuildersAreInputErrors) {
 // model with its published parameter count, says what it approximated, and refuses what it cannot build.
 TEST(HfConfig, RealConfigsBuildTheirPublishedParameterCounts) {
   const std::string dir = std::string(GPUVS_SOURCE_DIR) + "/tests/data/hf/";
-  for (const auto& [folder, params, family] : std::vector<std::tuple<std::string, std::int64_t, std::string>>{
-           {"llama-2-7b", 6738415616, "decoder"},
-           {"meta-llama-3-8b", 8030261248, "decoder"},
-           {"mistral-7b-v0.1", 7241732096, "decoder"},
-           {"mixtral-8x7b-v0.1", 46702792704, "decoder"},
-           {"qwen2-7b", 7615616512, "decoder"},
-           {"gemma-7b", 8537680896, "decoder"},
-           {"gpt2", 124439808, "decoder"},
-           {"pythia-410m", 405334016, "decoder"},
-           {"bert-base-uncased", 109482240, "encoder"},
-           {"bert-large-uncased-squad", 334094338, "encoder"}}) {
+  for (const auto& [folder, params, family] : std::vector<std::tuple<std::string, std::int64_t, models::Family>>{
+           {"llama-2-7b", 6738415616, models::Family::decoder},
+           {"meta-llama-3-8b", 8030261248, models::Family::decoder},
+           {"mistral-7b-v0.1", 7241732096, models::Family::decoder},
+           {"mixtral-8x7b-v0.1", 46702792704, models::Family::decoder},
+           {"qwen2-7b", 7615616512, models::Family::decoder},
+           {"gemma-7b", 8537680896, models::Family::decoder},
+           {"gpt2", 124439808, models::Family::decoder},
+           {"pythia-410m", 405334016, models::Family::decoder},
+           {"bert-base-uncased", 109482240, models::Family::encoder},
+           {"bert-large-uncased-squad", 334094338, models::Family::encoder}}) {
     const NetworkInfo net = resolve_network(dir + folder + "/config.json");
     EXPECT_EQ(net.family, family) << folder;
     EXPECT_EQ(param_count(build_network(net, {1, DType::bf16, 16, true, false})), params) << folder;
-    if (family == "decoder") {
+    if (family == models::Family::decoder) {
       EXPECT_EQ(decoder_params(net.decoder), params) << folder;
     }
   }
@@ -879,7 +879,7 @@ TEST(HfConfig, BadConfigsNameTheFileAndTheKey) {
     EXPECT_GT(test::fuzz_parser(text, "{}[]\":,.-0123456789eEtruefalsnl _abcdhikmoprsvxy", 600, 41,
                                 [](const std::string& t, const std::string& w) {
                                   const NetworkInfo n = hf_network(t, w);
-                                  if (n.family == "decoder") (void)decoder_params(n.decoder);
+                                  if (n.family == models::Family::decoder) (void)decoder_params(n.decoder);
                                 }),
               0)
         << folder;

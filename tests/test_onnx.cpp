@@ -149,7 +149,7 @@ TEST(Onnx, ExportedModelsHaveTheExportersParameterCounts) {
     std::map<std::string, std::string> options;
     if (shape.size() == 2) options["sequence"] = std::to_string(shape[1]);
     const NetworkInfo net = resolve_network(kDir + fx["file"].get<std::string>(), options);
-    EXPECT_EQ(net.family, "onnx");
+    EXPECT_EQ(net.family, models::Family::onnx);
     const Graph g = build_network(net, opts(shape[0]));
     EXPECT_EQ(param_count(g), fx["params"].get<std::int64_t>()) << fx["file"];
     EXPECT_LT(fx["bytes"].get<int>(), 1 << 20) << "fixtures stay well under 1 MB";

@@ -843,6 +843,34 @@ TEST(Clocks, EveryValidatedCardHasASourcedBaseClockAndThePowerLimitPricesDenseMa
   EXPECT_LT(slow, fast * 0.75);
 }
 
+// The stage graphs of a parallel plan are priced once per card and remembered; the memo's key lacked the
+// active constants' clock headroom, so the fitter's next candidate got the previous one's price (the LOSO
+// figures depended on when the memo was emptied). Each set now prices afresh, as a new workload would.
+TEST(Clocks, APriceRememberedUnderOneSetOfConstantsIsNotReusedUnderAnother) {
+  PredictRequest r;
+  r.workload = "gpt";
+  r.gpu = "a100-80gb-sxm";
+  r.gpus = 16;
+  r.batch = 1;
+  r.options = {{"layers", "8"}, {"hidden", "1024"}, {"heads", "16"}, {"tp", "2"}, {"seq_len", "512"}};
+  const workload::Workload w(r.workload, r.options);
+  FittedConstants hot = builtin_constants(), cold = builtin_constants();
+  hot.clock_headroom = 1.0;
+  cold.clock_headroom = 0.05;
+  double slow = 0, fast = 0, fresh = 0;
+  {
+    const ScopedConstants scope(cold);
+    slow = predict(cat(), w, r).throughput;
+  }
+  {
+    const ScopedConstants scope(hot);
+    fast = predict(cat(), w, r).throughput;
+    fresh = predict(cat(), workload::Workload(r.workload, r.options), r).throughput;
+  }
+  EXPECT_GT(fast, slow);  // this small model's step is mostly its gradient all-reduce: the clock moves it a little
+  EXPECT_EQ(fast, fresh);
+}
+
 TEST(Clocks, FileErrorsNameTheLineAndFuzzedFilesFailCleanly) {
   const std::string good = "[[gpu]]\nid = \"rtx-4090\"\nbase_mhz = 2235\nsource = \"s\"\n";
   EXPECT_EQ(parse_clocks(good, "k.toml", cat()).clocks.size(), 1u);

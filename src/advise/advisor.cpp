@@ -17,7 +17,7 @@
 #include "perf/predict.hpp"
 #include "perf/serving.hpp"
 #include "perf/serving_engine.hpp"
-#include "workload/resolve.hpp"
+#include "workload/workload.hpp"
 
 namespace gpuvs::advise {
 
@@ -25,9 +25,10 @@ namespace {
 
 constexpr double kGiB = 1073741824.0;
 
-std::optional<perf::Prediction> try_predict(const catalog::Catalog& cat, const perf::PredictRequest& req, std::string& err) {
+std::optional<perf::Prediction> try_predict(const catalog::Catalog& cat, const workload::Workload& w, const perf::PredictRequest& req,
+                                            std::string& err) {
   try {
-    return perf::predict(cat, req);
+    return perf::predict(cat, w, req);
   } catch (const InputError& e) {
     err = e.what();
     return std::nullopt;
@@ -112,14 +113,14 @@ struct Fit {
 };
 
 /// The largest batch (from the workload's default down to 1) that fits, without recompute if possible.
-Fit find_fit(const catalog::Catalog& cat, perf::PredictRequest req, bool transformer) {
+Fit find_fit(const catalog::Catalog& cat, const workload::Workload& w, perf::PredictRequest req, bool transformer) {
   Fit best;
   for (const char* rc : {"none", "full"}) {
     if (std::string(rc) == "full" && !transformer) break;
     req.options["recompute"] = rc;
     req.batch = 0;
     std::string err;
-    auto p = try_predict(cat, req, err);
+    auto p = try_predict(cat, w, req, err);
     if (!p) {
       best.err = err;
       return best;  // an impossible request (precision, options): no batch helps
@@ -127,7 +128,7 @@ Fit find_fit(const catalog::Catalog& cat, perf::PredictRequest req, bool transfo
     for (std::int64_t b = p->batch; b >= 1; b /= 2) {
       if (b != p->batch) {
         req.batch = b;
-        p = try_predict(cat, req, err);
+        p = try_predict(cat, w, req, err);
         if (!p) break;
       }
       if (p->memory.fits) {
@@ -215,7 +216,7 @@ void price_training_run(Option& o, const perf::Prediction& pred, double model_pa
   choose_basis(o, s, o.rent_usd.value_or(0), o.buy_upfront_usd.value_or(0));
 }
 
-Option training_option(const catalog::Catalog& cat, const catalog::Gpu& gpu, const Scenario& s, const Assumptions& a,
+Option training_option(const catalog::Catalog& cat, const workload::Workload& w, const catalog::Gpu& gpu, const Scenario& s, const Assumptions& a,
                        int count, const std::string& strategy, perf::Precision precision, const std::string& precision_note,
                        bool transformer, std::map<std::string, Fit>& fit_cache) {
   Option o = new_option(gpu, count, strategy, precision, precision_note);
@@ -231,7 +232,7 @@ Option training_option(const catalog::Catalog& cat, const catalog::Gpu& gpu, con
   if (it == fit_cache.end()) {
     perf::PredictRequest one = req;
     if (!sharded) one.gpus = 1;
-    it = fit_cache.emplace(key, find_fit(cat, one, transformer)).first;
+    it = fit_cache.emplace(key, find_fit(cat, w, one, transformer)).first;
   }
   const Fit& fit = it->second;
   if (!fit.p) {
@@ -243,7 +244,7 @@ Option training_option(const catalog::Catalog& cat, const catalog::Gpu& gpu, con
     req.batch = fit.batch;
     req.options["recompute"] = fit.recompute;
     std::string err;
-    p = try_predict(cat, req, err);
+    p = try_predict(cat, w, req, err);
     if (!p) {
       o.why_not.push_back(err);
       return o;
@@ -268,8 +269,9 @@ Option training_option(const catalog::Catalog& cat, const catalog::Gpu& gpu, con
 /// A decoder trained past one server: for each tensor-parallel size (1, 2, 4, 8 inside a node) the fewest
 /// pipeline stages that make a rank fit (full recompute when nothing else does), data parallel over the
 /// rest, the global batch from the `global_batch_tokens` assumption; the fastest of those plans.
-Option multinode_option(const catalog::Catalog& cat, const catalog::Gpu& gpu, const Scenario& s, const Assumptions& a, int count,
-                        perf::Precision precision, const std::string& precision_note, const models::NetworkInfo& net) {
+Option multinode_option(const catalog::Catalog& cat, const workload::Workload& w, const catalog::Gpu& gpu, const Scenario& s,
+                        const Assumptions& a, int count, perf::Precision precision, const std::string& precision_note) {
+  const models::NetworkInfo& net = w.network();
   Option o = new_option(gpu, count, "3d", precision, precision_note);
   const auto& dec = net.decoder;
   const std::int64_t seq = s.seq_len > 0 ? s.seq_len : net.default_seq_len;
@@ -289,7 +291,7 @@ Option multinode_option(const catalog::Catalog& cat, const catalog::Gpu& gpu, co
                        {"sharding", "zero1"}, {"recompute", recompute}, {"seq_len", std::to_string(seq)}};
         req.options.insert(s.workload_options.begin(), s.workload_options.end());
         std::string err;
-        const auto p = try_predict(cat, req, err);
+        const auto p = try_predict(cat, w, req, err);
         if (!p) {
           last_err = err;
           continue;
@@ -332,7 +334,7 @@ struct ServeFit {
 
 /// The batch with the most capacity whose p99 meets the SLA (service time scaled by `slowdown`, for a
 /// MIG slice) and whose memory fits in `capacity_bytes`.
-ServeFit best_serving_batch(const catalog::Catalog& cat, const catalog::Gpu& gpu, const Scenario& s, const Assumptions& a,
+ServeFit best_serving_batch(const catalog::Catalog& cat, const workload::Workload& w, const catalog::Gpu& gpu, const Scenario& s, const Assumptions& a,
                             perf::Precision precision, double slowdown, double capacity_bytes) {
   ServeFit best;
   perf::PredictRequest req;
@@ -347,7 +349,7 @@ ServeFit best_serving_batch(const catalog::Catalog& cat, const catalog::Gpu& gpu
   for (std::int64_t b = 1; b <= 1024; b *= 2) {
     req.batch = b;
     std::string err;
-    const auto p = try_predict(cat, req, err);
+    const auto p = try_predict(cat, w, req, err);
     if (!p) {
       if (best.batch == 0) best.why_not = err;
       break;
@@ -387,7 +389,7 @@ void price_serving_month(Option& o, const catalog::Gpu& gpu, const Scenario& s, 
   choose_basis(o, s, o.rent_usd.value_or(0), o.buy_upfront_usd.value_or(0));
 }
 
-Option serving_option(const catalog::Catalog& cat, const catalog::Gpu& gpu, const Scenario& s, const Assumptions& a,
+Option serving_option(const catalog::Catalog& cat, const workload::Workload& w, const catalog::Gpu& gpu, const Scenario& s, const Assumptions& a,
                       perf::Precision precision, const std::string& precision_note, const std::string& mode) {
   Option o = new_option(gpu, 1, mode, precision, precision_note);
   const bool mig = mode == "serve-mig";
@@ -406,7 +408,7 @@ Option serving_option(const catalog::Catalog& cat, const catalog::Gpu& gpu, cons
     for (const auto& [k, eighths] : profiles) {
       if (k > gpu.mig_max) break;
       const double bytes = gpu.memory_bytes() * eighths / 8.0 * 0.98;
-      ServeFit t = best_serving_batch(cat, gpu, s, a, precision, static_cast<double>(gpu.mig_max) / k, bytes);
+      ServeFit t = best_serving_batch(cat, w, gpu, s, a, precision, static_cast<double>(gpu.mig_max) / k, bytes);
       if (t.batch == 0) {
         why = t.why_not + fmt::format(" (MIG {}g instance)", k);
         continue;
@@ -431,7 +433,7 @@ Option serving_option(const catalog::Catalog& cat, const catalog::Gpu& gpu, cons
     }
   } else {
     const double capacity_bytes = gpu.memory_bytes() * 0.98;
-    f = best_serving_batch(cat, gpu, s, a, precision, 1.0, capacity_bytes);
+    f = best_serving_batch(cat, w, gpu, s, a, precision, 1.0, capacity_bytes);
     o.capacity_gib = capacity_bytes / kGiB;
     if (f.batch == 0) {
       o.why_not.push_back(f.why_not);
@@ -465,7 +467,7 @@ Option serving_option(const catalog::Catalog& cat, const catalog::Gpu& gpu, cons
 /// many requests in flight as its KV cache and engine allow, fewer when that breaks a latency target (time
 /// to first token at p99, time per output token, or the whole request at p99: perf/serving.hpp's latency
 /// under load); replicas are added for the peak request rate at the serving headroom.
-Option llm_serving_option(const catalog::Catalog& cat, const catalog::Gpu& gpu, const Scenario& s, const Assumptions& a,
+Option llm_serving_option(const catalog::Catalog& cat, const workload::Workload& w, const catalog::Gpu& gpu, const Scenario& s, const Assumptions& a,
                           perf::Precision precision, const std::string& precision_note, int tp) {
   Option o = new_option(gpu, tp, "serve-llm", precision, precision_note);
   o.tp = tp;
@@ -475,6 +477,7 @@ Option llm_serving_option(const catalog::Catalog& cat, const catalog::Gpu& gpu, 
   r.gpus = tp;
   r.mode = "infer";
   r.format = perf::serving_format_for(std::string(perf::precision_name(precision)));
+  r.options = w.shape();  // gpt's shape keys: the decoder the scenario names
   r.options["tp"] = std::to_string(tp);
   if (!s.engine.empty()) r.options["framework"] = s.engine;
   if (s.seq_len > 0) r.options["prompt_len"] = std::to_string(s.seq_len);
@@ -482,7 +485,7 @@ Option llm_serving_option(const catalog::Catalog& cat, const catalog::Gpu& gpu, 
   std::optional<perf::ServingPrediction> best;
   std::string why;
   try {
-    perf::ServingPrediction p = perf::predict_serving(cat, r);
+    perf::ServingPrediction p = perf::predict_serving(cat, w, r);
     const auto breaks = [&](const perf::ServingPrediction& q) -> std::string {
       const double p99 = q.request_p99_s * 1e3;
       if (s.sla_ttft_ms && q.ttft_p99_s * 1e3 > *s.sla_ttft_ms)
@@ -497,7 +500,7 @@ Option llm_serving_option(const catalog::Catalog& cat, const catalog::Gpu& gpu, 
     for (std::int64_t c = p.batch; c >= 1; c /= 2) {
       if (c != p.batch) {
         r.batch = c;
-        p = perf::predict_serving(cat, r);
+        p = perf::predict_serving(cat, w, r);
       }
       const std::string broken = breaks(p);
       if (broken.empty()) {
@@ -601,7 +604,7 @@ double optimal_checkpoint_interval(double checkpoint_hours, double mtbf_hours) {
   return std::sqrt(2.0 * checkpoint_hours * mtbf_hours);
 }
 
-void validate(const Scenario& s, const catalog::Catalog& cat) {
+workload::Workload validated_workload(const Scenario& s, const catalog::Catalog& cat, const workload::Workload* resolved) {
   if (s.task != "train" && s.task != "finetune" && s.task != "infer")
     throw InputError(fmt::format("task '{}' is not a task (expected train, finetune or infer)", strings::printable(s.task)));
   if (s.finetune != "full" && s.finetune != "lora" && s.finetune != "qlora")
@@ -620,10 +623,12 @@ void validate(const Scenario& s, const catalog::Catalog& cat) {
     throw InputError("--sla-p99-ms, --sla-ttft-ms, --sla-tpot-ms, --engine, --requests-per-s and --tenants describe serving; use --task infer");
   if (s.sla_ttft_ms && *s.sla_ttft_ms <= 0) throw InputError(fmt::format("--sla-ttft-ms must be positive, got {}", *s.sla_ttft_ms));
   if (s.sla_tpot_ms && *s.sla_tpot_ms <= 0) throw InputError(fmt::format("--sla-tpot-ms must be positive, got {}", *s.sla_tpot_ms));
-  if ((s.sla_ttft_ms || s.sla_tpot_ms || !s.engine.empty()) && workload::resolve_network(s.workload, s.workload_options).family != "decoder")
+  // unknown workload: the closest ids
+  workload::Workload w = resolved && resolved->is(s.workload, s.workload_options) ? *resolved : workload::Workload(s.workload, s.workload_options);
+  if ((s.sla_ttft_ms || s.sla_tpot_ms || !s.engine.empty()) && w.family() != models::Family::decoder)
     throw InputError("--sla-ttft-ms, --sla-tpot-ms and --engine describe LLM serving; the workload is not a decoder");
   if (!s.engine.empty()) perf::serving_engine(s.engine);  // unknown engine: InputError listing them
-  const models::NetworkInfo net = workload::resolve_network(s.workload, s.workload_options);  // unknown workload: the closest ids
+  const models::NetworkInfo& net = w.network();
   for (const auto& [key, value] : s.workload_options) {
     const bool gpt_key = s.workload == models::kGptWorkload &&
                          (key == "seq_len" || std::find(models::gpt_shape_keys().begin(), models::gpt_shape_keys().end(), key) != models::gpt_shape_keys().end());
@@ -636,17 +641,25 @@ void validate(const Scenario& s, const catalog::Catalog& cat) {
   }
   perf::parse_precision(s.precision);
   for (const auto& g : s.gpus) cat.find(g);
+  return w;
 }
 
+void validate(const Scenario& s, const catalog::Catalog& cat) { validated_workload(s, cat); }
+
 Advice advise(const catalog::Catalog& cat, const Scenario& s, const Assumptions& a, const MeasuredMachine* here) {
-  validate(s, cat);
+  return advise(cat, validated_workload(s, cat), s, a, here);
+}
+
+Advice advise(const catalog::Catalog& cat, const workload::Workload& resolved, const Scenario& s, const Assumptions& a,
+              const MeasuredMachine* here) {
+  const workload::Workload w = validated_workload(s, cat, &resolved);
   Advice adv;
   adv.scenario = s;
   adv.assumptions = a.list();
-  const models::NetworkInfo net = workload::resolve_network(s.workload, s.workload_options);
+  const models::NetworkInfo& net = w.network();
   const bool transformer = net.layers > 0;
   const bool serving = s.task == "infer";
-  adv.work_unit = serving ? "requests/s" : net.family == "decoder" ? "tokens" : net.family == "cnn" || net.family == "unet" ? "images" : "samples";
+  adv.work_unit = serving ? "requests/s" : net.family == models::Family::decoder ? "tokens" : net.family == models::Family::cnn || net.family == models::Family::unet ? "images" : "samples";
   adv.cost_what = serving ? "per month" : s.work > 0 ? "to finish the job" : "per million " + adv.work_unit;
   std::vector<const catalog::Gpu*> gpus;
   if (s.gpus.empty())
@@ -670,25 +683,25 @@ Advice advise(const catalog::Catalog& cat, const Scenario& s, const Assumptions&
       out.push_back(o);
       return out;
     }
-    if (serving && net.family == "decoder" && s.tenants == 1) {
+    if (serving && net.family == models::Family::decoder && s.tenants == 1) {
       // LLMs: in-flight batching on 1, 2, 4 or 8 GPUs per replica (the heads split evenly).
       for (int tp = 1; tp <= max_gpus; tp *= 2)
-        if (net.decoder.heads % tp == 0) out.push_back(llm_serving_option(cat, gpu, s, a, *precision, note, tp));
+        if (net.decoder.heads % tp == 0) out.push_back(llm_serving_option(cat, w, gpu, s, a, *precision, note, tp));
       return out;
     }
     if (serving) {
       std::vector<std::string> modes = {"serve-dedicated"};
       if (s.tenants > 1) modes.push_back(gpu.mig_max >= 2 ? "serve-mig" : "serve-shared");
-      for (const auto& m : modes) out.push_back(serving_option(cat, gpu, s, a, *precision, note, m));
+      for (const auto& m : modes) out.push_back(serving_option(cat, w, gpu, s, a, *precision, note, m));
       return out;
     }
     for (int count = 1; count <= max_gpus; count *= 2)
       for (const auto& strategy : strategies(s, count))
-        out.push_back(training_option(cat, gpu, s, a, count, strategy, *precision, note, transformer, fit_cache));
+        out.push_back(training_option(cat, w, gpu, s, a, count, strategy, *precision, note, transformer, fit_cache));
     // Past one server: decoders, full training, clusters up to max_gpus.
-    if (net.family == "decoder" && (s.task == "train" || s.finetune == "full"))
+    if (net.family == models::Family::decoder && (s.task == "train" || s.finetune == "full"))
       for (int count = 2 * max_gpus; count <= static_cast<int>(a.get("max_gpus")); count *= 2)
-        out.push_back(multinode_option(cat, gpu, s, a, count, *precision, note, net));
+        out.push_back(multinode_option(cat, w, gpu, s, a, count, *precision, note));
     return out;
   };
   std::vector<std::vector<Option>> per_gpu(gpus.size());
@@ -696,7 +709,7 @@ Advice advise(const catalog::Catalog& cat, const Scenario& s, const Assumptions&
   std::atomic<std::size_t> next{0};
   const unsigned workers = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), static_cast<unsigned>(gpus.size())));
   std::vector<std::thread> pool;
-  for (unsigned w = 0; w < workers; ++w)
+  for (unsigned worker = 0; worker < workers; ++worker)
     pool.emplace_back([&] {
       for (std::size_t i = next++; i < gpus.size(); i = next++) {
         try {

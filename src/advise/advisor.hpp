@@ -13,6 +13,7 @@
 
 #include "advise/assumptions.hpp"
 #include "catalog/catalog.hpp"
+#include "workload/workload.hpp"
 
 namespace gpuvs::advise {
 
@@ -43,6 +44,10 @@ struct Scenario {
 Scenario read_scenario(const std::string& path, Assumptions& assumptions, const catalog::Catalog& cat);
 /// Checks a scenario (flags or file): InputError naming the bad field.
 void validate(const Scenario& s, const catalog::Catalog& cat);
+/// The same, returning the scenario's workload: `resolved` when it is the one the scenario names
+/// (Workload::is), else the scenario's own, resolved here. A command that has resolved its workload already
+/// hands it in, so the advice prices what the command's predictions priced.
+workload::Workload validated_workload(const Scenario& s, const catalog::Catalog& cat, const workload::Workload* resolved = nullptr);
 
 struct Option {
   std::string gpu_id, gpu_name;
@@ -104,6 +109,9 @@ struct MeasuredMachine {
 inline constexpr const char* kThisMachine = "this-machine";
 
 Advice advise(const catalog::Catalog& cat, const Scenario& s, const Assumptions& a, const MeasuredMachine* here = nullptr);
+/// The same with the scenario's workload resolved by the caller (validated_workload).
+Advice advise(const catalog::Catalog& cat, const workload::Workload& w, const Scenario& s, const Assumptions& a,
+              const MeasuredMachine* here = nullptr);
 
 /// Young/Daly: the checkpoint interval that minimises expected waste, sqrt(2 C M), hours.
 double optimal_checkpoint_interval(double checkpoint_hours, double mtbf_hours);

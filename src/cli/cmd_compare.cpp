@@ -14,7 +14,7 @@
 #include "models/networks.hpp"
 #include "perf/compare.hpp"
 #include "perf/serving.hpp"
-#include "workload/resolve.hpp"
+#include "workload/workload.hpp"
 
 namespace gpuvs::cli {
 
@@ -59,7 +59,7 @@ void print_table(const std::vector<std::pair<std::string, std::vector<std::strin
 }
 
 /// LLM serving side by side (decoders with --mode prefill, decode or infer).
-int run_compare_serving(const CompareArgs& a, const catalog::Catalog& cat) {
+int run_compare_serving(const CompareArgs& a, const catalog::Catalog& cat, const workload::Workload& w) {
   perf::ServingRequest r;
   r.workload = a.workload;
   r.mode = a.mode;
@@ -67,7 +67,7 @@ int run_compare_serving(const CompareArgs& a, const catalog::Catalog& cat) {
   r.gpus = a.gpus_each;
   r.format = perf::serving_format_for(a.precision);
   r.options = perf::parse_option_pairs(a.options);
-  const auto entries = perf::compare_serving(cat, a.gpus, r);
+  const auto entries = perf::compare_serving(cat, a.gpus, w, r);
   const auto usd = [](const std::optional<double>& v) { return v ? units::format_usd(*v) : std::string("-"); };
   if (a.json) {
     nlohmann::json arr = nlohmann::json::array();
@@ -144,12 +144,12 @@ int run_compare(CompareArgs a) {
   if (a.mode != "train" && !perf::is_serving_mode(a.mode))
     throw InputError(fmt::format("--mode '{}' is not a mode (expected train, infer, prefill or decode)", strings::printable(a.mode)));
   if (a.gpus_each < 1 || a.gpus_each > 64) throw InputError(fmt::format("--gpus-each must be in [1, 64], got {}", a.gpus_each));
-  if (a.mode == "prefill" || a.mode == "decode" ||
-      (a.mode == "infer" && workload::resolve_network(a.workload, perf::parse_option_pairs(a.options)).family == "decoder"))
-    return run_compare_serving(a, cat);
+  for (const auto& id : a.gpus) cat.find(id);  // an unknown card is named before the workload is read
+  const workload::Workload w(a.workload, perf::parse_option_pairs(a.options));
+  if (workload::pricer_for(a.mode, w.family()) == workload::Pricer::serving) return run_compare_serving(a, cat, w);
   if (a.gpus_each != 1) throw InputError("--gpus-each applies to LLM serving (tensor-parallel replicas)");
-  const perf::Comparison c = perf::compare(cat, a.gpus, a.workload, perf::parse_precision(a.precision), a.batch,
-                                           a.mode == "train", perf::parse_options(a.options, a.workload));
+  const perf::Comparison c = perf::compare(cat, a.gpus, w, perf::parse_precision(a.precision), a.batch, a.mode == "train",
+                                           perf::parse_options(a.options, w));
   const std::string unit = c.entries.front().single.unit;
   const std::string per_million = unit == "tokens/s" ? "tokens" : unit.substr(0, unit.size() - 2);
   if (a.json) {

@@ -47,6 +47,7 @@
 #include "report/report.hpp"
 #include "store/store.hpp"
 #include "workload/resolve.hpp"
+#include "workload/workload.hpp"
 
 namespace gpuvs::cli {
 
@@ -152,7 +153,8 @@ int run_evaluate(const EvaluateArgs& a) {
   if (!a.no_report && lead) files::check_output(a.report, report::html_output("--report", a.force));
   catalog::Catalog cat = catalog::Catalog::builtin();
   const auto workload_options = perf::parse_option_pairs(a.options);
-  const models::NetworkInfo net = workload::resolve_network(a.workload, workload_options);
+  const workload::Workload w(a.workload, workload_options);  // resolved once: predictions and serving curves price it
+  const models::NetworkInfo& net = w.network();
   const perf::Precision precision = perf::parse_precision(a.precision);
   advise::Assumptions assumptions = advise::Assumptions::defaults();
   advise::Scenario scenario;
@@ -163,12 +165,12 @@ int run_evaluate(const EvaluateArgs& a) {
     scenario.workload_options = workload_options;
   }
   assumptions.set_all(a.assume, cat);
-  advise::validate(scenario, cat);
+  const workload::Workload scenario_workload = advise::validated_workload(scenario, cat, &w);
   if (a.epochs < 1 || a.rows < 100) throw InputError("--epochs must be at least 1 and --rows at least 100");
   // What to train here: the workload itself when the engine can run it (dense Sequential models: seed-mlp,
   // a gpuvs model file, a Keras file), else the seed model, said in one line. Its synthetic rows are refused
   // with the figures now, not after the benchmarks.
-  const bool trains_workload = net.family == "mlp";
+  const bool trains_workload = net.family == models::Family::mlp;
   const models::ModelSpec spec = trains_workload ? workload::resolve_sequential(a.workload) : models::sequential_preset("seed-mlp");
   engine::check_synthetic_fits(a.rows, spec.input_dim, spec.num_classes());
   std::optional<store::Store> db;
@@ -194,7 +196,7 @@ int run_evaluate(const EvaluateArgs& a) {
   const std::string measured_name = trains_workload ? spec.name : "seed-mlp";
   const std::string measured_instead =
       trains_workload ? "" : fmt::format("Measured seed-mlp instead of {}: the CPU engine trains dense models only, and {} is {}.",
-                                         a.workload, net.id, net.family == "onnx" ? "an ONNX graph" : "a " + net.family + " network");
+                                         a.workload, net.id, net.family == models::Family::onnx ? "an ONNX graph" : fmt::format("a {} network", models::family_name(net.family)));
   if (!measured_instead.empty() && lead) fmt::print(stderr, "{}\n", strings::escape_control(measured_instead));
   steps.begin(fmt::format("training {} on {}", measured_name, place.device));
   const engine::Dataset data = engine::make_synthetic(a.rows, spec.input_dim, spec.num_classes(), 1);
@@ -211,7 +213,7 @@ int run_evaluate(const EvaluateArgs& a) {
   if (world.size > 1) {
     if (const auto m = bench::measured_network(cluster)) {
       perf::register_network({m->id, m->name, m->source, m->gbs_per_gpu, m->latency_s, 0});
-      if (net.family == "decoder" && !scenario.workload_options.count("network")) scenario.workload_options["network"] = m->id;
+      if (net.family == models::Family::decoder && !scenario.workload_options.count("network")) scenario.workload_options["network"] = m->id;
       network = {{"id", m->id}, {"name", m->name}, {"gbs_per_gpu", m->gbs_per_gpu}, {"latency_us", m->latency_s * 1e6}, {"source", m->source}};
     } else {
       network = {{"note", "one node: no inter-node link to measure; multi-node predictions keep the catalog's network figures"}};
@@ -264,13 +266,13 @@ int run_evaluate(const EvaluateArgs& a) {
     std::optional<perf::Prediction> p;
     std::string used = std::string(perf::precision_name(precision));
     try {
-      p = perf::predict(cat, req);
+      p = perf::predict(cat, w, req);
     } catch (const InputError&) {
       if (precision == perf::Precision::amp_bf16) {  // pre-Ampere cards: the fp16 policy they run
         req.precision = perf::Precision::amp_fp16;
         used = "amp-fp16";
         try {
-          p = perf::predict(cat, req);
+          p = perf::predict(cat, w, req);
         } catch (const InputError&) {
         }
       }
@@ -294,7 +296,7 @@ int run_evaluate(const EvaluateArgs& a) {
       perf::PredictRequest rn = req;
       rn.gpus = n;
       try {
-        const auto pn = perf::predict(cat, rn);
+        const auto pn = perf::predict(cat, w, rn);
         scaling.push_back({{"gpus", n}, {"efficiency", pn.throughput / p->throughput}});
         if (n == 2) e["link"] = pn.link.kind;
       } catch (const InputError&) {
@@ -351,12 +353,13 @@ int run_evaluate(const EvaluateArgs& a) {
   // LLM serving (decoders): each card's latency against load under in-flight batching, for the report's
   // serving charts — the scenario's lengths, the serving default engine, the precision's serving format.
   json serving = json();
-  if (net.family == "decoder") {
+  if (net.family == models::Family::decoder) {
     json curves = json::array();
     perf::ServingRequest sr;
     sr.workload = a.workload;
     sr.mode = "infer";
     sr.format = perf::serving_format_for(std::string(perf::precision_name(precision)));
+    sr.options = w.shape();  // gpt's shape keys: the curves price the decoder the predictions did
     if (scenario.seq_len > 0) sr.options["prompt_len"] = std::to_string(scenario.seq_len);
     if (scenario.gen_len > 0) sr.options["gen_len"] = std::to_string(scenario.gen_len);
     std::string engine, format;
@@ -365,7 +368,7 @@ int run_evaluate(const EvaluateArgs& a) {
       sr.gpu = g.id;
       std::vector<perf::ServingPrediction> curve;
       try {
-        curve = perf::serving_load_curve(cat, sr);
+        curve = perf::serving_load_curve(cat, w, sr);
       } catch (const InputError&) {
         continue;  // the card cannot serve it on one GPU (its math, its memory)
       }
@@ -386,7 +389,7 @@ int run_evaluate(const EvaluateArgs& a) {
   }
 
   steps.begin("advising");
-  const advise::Advice advice = advise::advise(cat, scenario, assumptions, here_comparable ? &here : nullptr);
+  const advise::Advice advice = advise::advise(cat, scenario_workload, scenario, assumptions, here_comparable ? &here : nullptr);
 
   steps.begin("writing the report and the history");
   json summary = json::array();

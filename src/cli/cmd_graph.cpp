@@ -19,6 +19,7 @@
 #include "models/sequential_presets.hpp"
 #include "perf/predict.hpp"
 #include "workload/resolve.hpp"
+#include "workload/workload.hpp"
 
 namespace gpuvs::cli {
 
@@ -43,45 +44,36 @@ ir::DType parse_dtype(const std::string& s) {
   throw InputError(fmt::format("--dtype '{}' is not a dtype (expected f32, f16, bf16 or fp8)", strings::printable(s)));
 }
 
-bool is_builtin(const std::string& id) {
-  for (const auto& n : models::networks())
-    if (n.id == id) return true;
-  return false;
-}
 
-ir::Graph build(const GraphArgs& a, bool training, std::string& name, double& published, std::string& understood) {
+/// The workload `gpuvs graph` shows, resolved once (it builds the forward graph and, for train, the step).
+workload::Workload resolve(const GraphArgs& a) {
   const auto shape = perf::parse_option_pairs(a.options);
-  if (import::is_onnx_path(a.workload)) {  // --options sizes the file's symbolic dimensions
-    const models::NetworkInfo net = workload::resolve_network(a.workload, shape);
-    for (const auto& [key, value] : shape)
-      if (std::find(net.shape_options.begin(), net.shape_options.end(), key) == net.shape_options.end())
-        throw InputError(fmt::format("--options: '{}' names no symbolic dimension of {}", strings::printable(key), strings::printable(a.workload)));
-    name = net.id;
-    published = net.published_params;
-    understood = net.description;
-    return models::build_network(net, {a.batch, parse_dtype(a.dtype), a.seq_len, a.flash != 0, training});
-  }
-  if (!shape.empty() && a.workload != "gpt")
+  if (!shape.empty() && a.workload != "gpt" && !import::is_onnx_path(a.workload))
     throw InputError(fmt::format("--options gives a shape to the gpt workload and an ONNX file's dimensions only, not to '{}'",
                                  strings::printable(a.workload)));
-  if (!import::is_model_file(a.workload) &&
-      (is_builtin(a.workload) || models::is_sized_decoder_id(a.workload) || a.workload == "gpt")) {  // decoder-<size>, gpt too
-    const models::NetworkInfo net = workload::resolve_network(a.workload, shape);
-    name = net.id;
-    published = net.published_params;
-    return models::build_network(net, {a.batch, parse_dtype(a.dtype), a.seq_len, a.flash != 0, training});
+  workload::Workload w(a.workload, shape);
+  if (import::is_onnx_path(a.workload))  // --options sizes the file's symbolic dimensions
+    for (const auto& [key, value] : shape)
+      if (std::find(w.network().shape_options.begin(), w.network().shape_options.end(), key) == w.network().shape_options.end())
+        throw InputError(fmt::format("--options: '{}' names no symbolic dimension of {}", strings::printable(key), strings::printable(a.workload)));
+  return w;
+}
+
+ir::Graph build(const GraphArgs& a, const workload::Workload& w, bool training, std::string& name, double& published,
+                std::string& understood) {
+  const models::NetworkInfo& net = w.network();
+  // A Sequential model from a file (gpuvs's TOML/JSON, Keras's dense models): the graph the engine trains.
+  if (net.family == models::Family::mlp && import::is_model_file(a.workload)) {
+    const models::ModelSpec spec = workload::resolve_sequential(a.workload);
+    name = spec.name;
+    published = 0;
+    return models::build_graph(spec, {a.batch, ir::DType::f32, training ? models::Mode::train : models::Mode::eval});
   }
-  // A Hugging Face config.json: the network it describes, and what was read from it.
-  if (const models::NetworkInfo net = workload::resolve_network(a.workload); net.family != "mlp") {
-    name = net.id;
-    published = net.published_params;
-    understood = net.description;
-    return models::build_network(net, {a.batch, parse_dtype(a.dtype), a.seq_len, a.flash != 0, training});
-  }
-  const models::ModelSpec spec = workload::resolve_sequential(a.workload);
-  name = spec.name;
-  published = 0;
-  return models::build_graph(spec, {a.batch, ir::DType::f32, training ? models::Mode::train : models::Mode::eval});
+  name = net.id;
+  published = net.published_params;
+  // What was read from a file (a Hugging Face config, an ONNX graph); a built-in name says nothing more.
+  if (import::is_model_file(a.workload)) understood = net.description;
+  return models::build_network(net, {a.batch, parse_dtype(a.dtype), a.seq_len, a.flash != 0, training});
 }
 
 int run_graph(const GraphArgs& a) {
@@ -92,9 +84,10 @@ int run_graph(const GraphArgs& a) {
   std::string name, understood;
   double published = 0;
   const auto t0 = std::chrono::steady_clock::now();
-  const ir::Graph g = build(a, a.mode == "train", name, published, understood);
+  const workload::Workload w = resolve(a);
+  const ir::Graph g = build(a, w, a.mode == "train", name, published, understood);
   const double build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const ir::Graph fwd = a.mode == "train" ? build(a, false, name, published, understood) : ir::Graph{};
+  const ir::Graph fwd = a.mode == "train" ? build(a, w, false, name, published, understood) : ir::Graph{};
   const ir::OpCost total = ir::graph_cost(g);
   const ir::OpCost forward = ir::graph_cost(a.mode == "train" ? fwd : g);
   const std::int64_t params = models::param_count(g);

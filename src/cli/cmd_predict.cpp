@@ -13,7 +13,7 @@
 #include "models/networks.hpp"
 #include "perf/predict.hpp"
 #include "perf/serving.hpp"
-#include "workload/resolve.hpp"
+#include "workload/workload.hpp"
 
 namespace gpuvs::cli {
 
@@ -27,7 +27,7 @@ struct PredictArgs {
   bool json = false;
 };
 
-int run_serving(const PredictArgs& a, const catalog::Catalog& cat) {
+int run_serving(const PredictArgs& a, const catalog::Catalog& cat, const workload::Workload& w) {
   perf::ServingRequest req;
   req.workload = a.workload;
   req.gpu = a.gpu;
@@ -41,7 +41,7 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat) {
     cal = load_calibration(a.calibration, cat);
     req.calibration = &*cal;
   }
-  const perf::ServingPrediction p = perf::predict_serving(cat, req);
+  const perf::ServingPrediction p = perf::predict_serving(cat, w, req);
   const auto& c = p.step;
   if (a.json) {
     nlohmann::json j{
@@ -78,7 +78,7 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat) {
     };
     if (p.mode == "infer") {
       nlohmann::json curve = nlohmann::json::array();
-      for (const auto& q : perf::serving_load_curve(cat, req))
+      for (const auto& q : perf::serving_load_curve(cat, w, req))
         curve.push_back({{"in_flight", q.batch}, {"output_tokens_per_s", q.throughput}, {"requests_per_s", q.throughput / static_cast<double>(q.gen_len)},
                          {"time_to_first_token_s", q.ttft_s}, {"time_to_first_token_p99_s", q.ttft_p99_s},
                          {"per_output_token_s", q.tpot_s}, {"request_p99_s", q.request_p99_s}});
@@ -118,7 +118,7 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat) {
   if (p.mode == "infer" && req.batch == 0) {
     fmt::print("  latency against load (per system):\n    {:>9} {:>14} {:>10} {:>12} {:>12} {:>11} {:>12}\n", "in flight", "output tok/s",
                "requests/s", "first token", "p99", "per token", "request p99");
-    for (const auto& q : perf::serving_load_curve(cat, req))
+    for (const auto& q : perf::serving_load_curve(cat, w, req))
       fmt::print("    {:>9} {:>14} {:>10} {:>12} {:>12} {:>11} {:>12}\n", q.batch, units::format_si(q.throughput),
                  units::format_si(q.throughput / static_cast<double>(q.gen_len)), units::format_seconds(q.ttft_s), units::format_seconds(q.ttft_p99_s),
                  units::format_seconds(q.tpot_s), units::format_seconds(q.request_p99_s));
@@ -132,10 +132,9 @@ int run_predict(const PredictArgs& a) {
   if (a.mode != "train" && !perf::is_serving_mode(a.mode))
     throw InputError(fmt::format("--mode '{}' is not a mode (expected train, prefill, decode or infer)", strings::printable(a.mode)));
   if (a.gpus < 1) throw InputError(fmt::format("--gpus must be at least 1, got {}", a.gpus));
-  // LLM serving: prefill and decode always; infer for decoders (whole requests under the engine's batching).
-  if (a.mode == "prefill" || a.mode == "decode" ||
-      (a.mode == "infer" && workload::resolve_network(a.workload, perf::parse_option_pairs(a.options)).family == "decoder"))
-    return run_serving(a, cat);
+  cat.find(a.gpu);  // an unknown card is named before the workload is read
+  const workload::Workload w(a.workload, perf::parse_option_pairs(a.options));
+  if (workload::pricer_for(a.mode, w.family()) == workload::Pricer::serving) return run_serving(a, cat, w);
   perf::PredictRequest req;
   req.workload = a.workload;
   req.gpu = a.gpu;
@@ -143,13 +142,13 @@ int run_predict(const PredictArgs& a) {
   req.batch = a.batch;
   req.precision = perf::parse_precision(a.precision);
   req.training = a.mode == "train";
-  req.options = perf::parse_options(a.options, a.workload);
+  req.options = perf::parse_options(a.options, w);
   std::optional<perf::Calibration> cal;
   if (!a.calibration.empty()) {
     cal = load_calibration(a.calibration, cat);
     req.calibration = &*cal;
   }
-  const perf::Prediction p = perf::predict(cat, req);
+  const perf::Prediction p = perf::predict(cat, w, req);
   const auto& d = p.detail;
   const auto& m = p.memory;
   constexpr double kGiB = 1073741824.0;

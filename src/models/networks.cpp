@@ -40,7 +40,7 @@ NetworkInfo sized_decoder_info(const std::string& id) {
   return {id,
           fmt::format("LLaMA-style decoder built to {:g} parameters by the rule {}: {}; {} parameters", d.requested,
                       kSizedRule, describe_shape(cfg), with_commas(d.params)),
-          "decoder", "sequences", cfg.seq_len, static_cast<double>(d.params),
+          Family::decoder, "sequences", cfg.seq_len, static_cast<double>(d.params),
           fmt::format("built to size by the rule width = 128 x layers (the aspect ratio of LLaMA 7B/13B and GPT-3 "
                       "175B), layers nearest the request: exact count {}",
                       with_commas(d.params)),
@@ -49,7 +49,7 @@ NetworkInfo sized_decoder_info(const std::string& id) {
 
 NetworkInfo decoder_info(const std::string& id, const std::string& desc, double published, const std::string& source) {
   const DecoderConfig cfg = decoder_preset(id);
-  return {id, desc, "decoder", "sequences", cfg.seq_len, published, source, cfg.layers, cfg.hidden,
+  return {id, desc, Family::decoder, "sequences", cfg.seq_len, published, source, cfg.layers, cfg.hidden,
           [cfg](const NetworkOptions& o) { return build_decoder(o, cfg); }, cfg};
 }
 
@@ -77,7 +77,7 @@ NetworkInfo gpt_info(const DecoderConfig& cfg) {
           fmt::format("Megatron-LM GPT (Narayanan et al. 2021: GELU MLP, LayerNorm and linear biases, learned positions, "
                       "tied embeddings) from its shape options: {}, {} positions; {} parameters",
                       describe_shape(cfg), cfg.seq_len, with_commas(n)),
-          "decoder", "sequences", cfg.seq_len, static_cast<double>(n),
+          Family::decoder, "sequences", cfg.seq_len, static_cast<double>(n),
           fmt::format("built from the shape options: exact count {} (Megatron's 12lh^2(1 + 13/12h + (V+s)/12lh) plus "
                       "the final LayerNorm's 2h)",
                       with_commas(n)),
@@ -86,27 +86,27 @@ NetworkInfo gpt_info(const DecoderConfig& cfg) {
 
 std::vector<NetworkInfo> make_networks() {
   std::vector<NetworkInfo> v;
-  v.push_back({"seed-mlp", "Keras Dense(128, relu, input 780) -> Dropout(0.2) -> Dense(10, softmax)", "mlp", "samples",
+  v.push_back({"seed-mlp", "Keras Dense(128, relu, input 780) -> Dropout(0.2) -> Dense(10, softmax)", Family::mlp, "samples",
                0, 101258, "Keras model.summary() of the seed model (780 inputs)", 0, 0, [](const NetworkOptions& o) {
                  BuildOptions b{o.batch, o.dtype, o.training ? Mode::train : Mode::eval, false};
                  return build_graph(sequential_preset("seed-mlp"), b);
                }});
-  v.push_back({"resnet50", "ResNet-50 v1.5, ImageNet 224x224, 1000 classes", "cnn", "images", 0, 25557032,
+  v.push_back({"resnet50", "ResNet-50 v1.5, ImageNet 224x224, 1000 classes", Family::cnn, "images", 0, 25557032,
                "torchvision resnet50 (25,557,032 parameters)", 0, 0,
                [](const NetworkOptions& o) { return build_resnet(o, {3, 4, 6, 3}); }});
-  v.push_back({"resnet152", "ResNet-152 v1.5, ImageNet 224x224, 1000 classes", "cnn", "images", 0, 60192808,
+  v.push_back({"resnet152", "ResNet-152 v1.5, ImageNet 224x224, 1000 classes", Family::cnn, "images", 0, 60192808,
                "torchvision resnet152 (60,192,808 parameters)", 0, 0,
                [](const NetworkOptions& o) { return build_resnet(o, {3, 8, 36, 3}); }});
-  v.push_back({"vgg16", "VGG-16, ImageNet 224x224, 1000 classes", "cnn", "images", 0, 138357544,
+  v.push_back({"vgg16", "VGG-16, ImageNet 224x224, 1000 classes", Family::cnn, "images", 0, 138357544,
                "torchvision vgg16 (138,357,544 parameters)", 0, 0, [](const NetworkOptions& o) { return build_vgg16(o); }});
-  v.push_back({"bert-base", "BERT-base (12 layers, 768 hidden) with a SQuAD span head", "encoder", "sequences", 384,
+  v.push_back({"bert-base", "BERT-base (12 layers, 768 hidden) with a SQuAD span head", Family::encoder, "sequences", 384,
                110e6, "Devlin et al. 2018: BERT-base 110M", 12, 768,
                [](const NetworkOptions& o) { return build_bert(o, 12, 768, 12); }});
-  v.push_back({"bert-large", "BERT-large (24 layers, 1024 hidden) with a SQuAD span head", "encoder", "sequences", 384,
+  v.push_back({"bert-large", "BERT-large (24 layers, 1024 hidden) with a SQuAD span head", Family::encoder, "sequences", 384,
                335141888, "bert-large-uncased with pooler, 335,141,888 (Hugging Face); Devlin et al.: 340M", 24, 1024,
                [](const NetworkOptions& o) { return build_bert(o, 24, 1024, 16); }});
   v.push_back({"sd15-unet", "Stable Diffusion 1.5 denoiser (UNet, 512x512 images as 64x64x4 latents, 77 text tokens)",
-               "unet", "latents", 0, 859520964, "diffusers UNet2DConditionModel for SD 1.5: 859,520,964", 0, 0,
+               Family::unet, "latents", 0, 859520964, "diffusers UNet2DConditionModel for SD 1.5: 859,520,964", 0, 0,
                [](const NetworkOptions& o) { return build_sd15_unet(o); }});
   v.push_back(decoder_info("mpt-125m", "MPT 125M (llm-foundry: 12 layers, d 768)", 125e6,
                            "llm-foundry mpt-125m.yaml: nominal 125M (its benchmarking README's NumParams, 125,311,488 "
@@ -168,6 +168,19 @@ std::vector<NetworkInfo> make_networks() {
 
 }  // namespace
 
+std::string_view family_name(Family f) {
+  switch (f) {
+    case Family::mlp: return "mlp";
+    case Family::cnn: return "cnn";
+    case Family::encoder: return "encoder";
+    case Family::decoder: return "decoder";
+    case Family::unet: return "unet";
+    case Family::keras: return "keras";
+    case Family::onnx: return "onnx";
+  }
+  return "?";
+}
+
 const std::vector<NetworkInfo>& networks() {
   static const std::vector<NetworkInfo> v = make_networks();
   return v;
@@ -220,7 +233,7 @@ DecoderConfig gpt_config(const std::map<std::string, std::string>& options) {
 }
 
 NetworkInfo sequential_network(const ModelSpec& spec, const std::string& description) {
-  return {spec.name, description, "mlp", "samples", 0, static_cast<double>(spec.param_count()),
+  return {spec.name, description, Family::mlp, "samples", 0, static_cast<double>(spec.param_count()),
           "the model file", 0, 0, [spec](const NetworkOptions& o) {
             return build_graph(spec, {o.batch, o.dtype, o.training ? Mode::train : Mode::eval, false});
           }};
@@ -259,7 +272,7 @@ Graph build_network(const NetworkInfo& net, const NetworkOptions& opt) {
   if (opt.batch < 1) throw InputError(fmt::format("batch must be at least 1, got {}", opt.batch));
   if (opt.seq_len < 0) throw InputError(fmt::format("seq_len must be positive, got {}", opt.seq_len));
   // Decoders check their own parallel layout (build_decoder); the other builders have none.
-  if (net.family != "decoder") require_whole_model(opt, net.id);
+  if (net.family != Family::decoder) require_whole_model(opt, net.id);
   // The IR's own checks, in the forward pass or the training step (a packed attention gradient past 2^56
   // elements), are the file's sizes or the options' (a decoder whose width the heads do not split).
   Graph g;

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ir/ir.hpp"
@@ -100,10 +101,17 @@ struct DecoderConfig {
   std::int64_t head_size() const { return head_dim > 0 ? head_dim : hidden / heads; }
 };
 
+/// What kind of model a network is: it picks the defaults (batch, attention kernel), the pricer that serves it
+/// (decoders' inference: the LLM serving model) and what one sample is. keras and onnx: graphs read from a file
+/// whose kind gpuvs does not tell apart further.
+enum class Family { mlp, cnn, encoder, decoder, unet, keras, onnx };
+/// "mlp", "cnn", "encoder", "decoder", "unet", "keras", "onnx": as printed.
+std::string_view family_name(Family f);
+
 struct NetworkInfo {
   std::string id;
   std::string description;
-  std::string family;           // mlp | cnn | encoder | decoder | unet
+  Family family = Family::mlp;
   std::string sample_unit;      // what one batch element is: images, sequences, samples
   std::int64_t default_seq_len = 0;
   double published_params = 0;  // the figure the source gives, for tests and `gpuvs graph`
@@ -111,7 +119,7 @@ struct NetworkInfo {
   int layers = 0;              // transformer blocks (recompute, LoRA); 0 for others
   std::int64_t hidden = 0;     // width of the residual stream
   std::function<ir::Graph(const NetworkOptions&)> forward;
-  DecoderConfig decoder{};     // family "decoder": the shape built (KV cache, ...); layers == 0 for others
+  DecoderConfig decoder{};     // Family::decoder: the shape built (KV cache, ...); layers == 0 for others
   /// Option keys this workload reads beyond the prediction options (an ONNX file's symbolic dims).
   std::vector<std::string> shape_options{};
   /// > 0: the model's batch is fixed at this size (an ONNX file exported without a dynamic batch axis); its
@@ -127,7 +135,7 @@ const NetworkInfo& network(const std::string& id);
 /// shape keys are the caller's and ignored here. An unknown id is an InputError naming the closest ids. Model
 /// files are the importers' (import/model_files.hpp); workload/resolve.hpp takes either.
 NetworkInfo builtin_network(const std::string& id, const std::map<std::string, std::string>& options = {});
-/// A Sequential model (the engine trains it) as a network of the "mlp" family, `description` saying where it
+/// A Sequential model (the engine trains it) as a network of the mlp family, `description` saying where it
 /// came from.
 NetworkInfo sequential_network(const ModelSpec& spec, const std::string& description);
 /// Forward graph, plus backward and Adam when opt.training.

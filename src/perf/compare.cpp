@@ -7,17 +7,21 @@
 #include "core/error.hpp"
 #include "core/units.hpp"
 #include "models/networks.hpp"
-#include "workload/resolve.hpp"
+#include "workload/workload.hpp"
 
 namespace gpuvs::perf {
 
 std::int64_t largest_batch_that_fits(const catalog::Catalog& cat, PredictRequest req, std::int64_t limit) {
+  return largest_batch_that_fits(cat, workload::Workload(req.workload, req.options), req, limit);
+}
+
+std::int64_t largest_batch_that_fits(const catalog::Catalog& cat, const workload::Workload& w, PredictRequest req, std::int64_t limit) {
   auto fits = [&](std::int64_t b) {
     req.batch = b;
-    return predict(cat, req).memory.fits;
+    return predict(cat, w, req).memory.fits;
   };
   // A model whose batch is fixed (an ONNX file without a dynamic batch axis) has that batch or none.
-  if (const std::int64_t fixed = workload::resolve_network(req.workload, req.options).fixed_batch; fixed > 0) return fits(fixed) ? fixed : 0;
+  if (const std::int64_t fixed = w.network().fixed_batch; fixed > 0) return fits(fixed) ? fixed : 0;
   if (!fits(1)) return 0;
   std::int64_t lo = 1, hi = 2;
   while (hi <= limit && fits(hi)) {
@@ -43,6 +47,14 @@ Comparison compare(const catalog::Catalog& cat, const std::vector<std::string>& 
                    Precision precision, std::int64_t batch, bool training,
                    const std::map<std::string, std::string>& options) {
   if (gpus.size() < 2) throw InputError("compare needs at least two GPUs");
+  for (const auto& id : gpus) cat.find(id);  // an unknown card is named before the workload is read
+  return compare(cat, gpus, workload::Workload(workload, options), precision, batch, training, options);
+}
+
+Comparison compare(const catalog::Catalog& cat, const std::vector<std::string>& gpus, const workload::Workload& w, Precision precision,
+                   std::int64_t batch, bool training, const std::map<std::string, std::string>& options) {
+  if (gpus.size() < 2) throw InputError("compare needs at least two GPUs");
+  const std::string& workload = w.name();
   Comparison c;
   c.workload = workload;
   c.precision = precision;
@@ -57,14 +69,14 @@ Comparison compare(const catalog::Catalog& cat, const std::vector<std::string>& 
     req.precision = precision;
     req.training = training;
     req.options = options;
-    e.single = predict(cat, req);
+    e.single = predict(cat, w, req);
     c.batch = e.single.batch;
     const double units_per_hour = e.single.throughput * 3600.0;
     e.hours_per_million = 1e6 / units_per_hour;
     if (e.gpu->cloud_usd_per_hr) e.usd_per_million = e.hours_per_million * *e.gpu->cloud_usd_per_hr;
     if (const auto owned = owned_usd_per_hour(*e.gpu)) e.owned_usd_per_million = e.hours_per_million * *owned;
     const std::int64_t limit = e.single.unit == "tokens/s" ? 1024 : 65536;
-    e.max_batch = largest_batch_that_fits(cat, req, limit);
+    e.max_batch = largest_batch_that_fits(cat, w, req, limit);
     e.max_batch_capped = e.max_batch >= limit;
     for (Precision p : {Precision::fp32, Precision::tf32, Precision::amp_fp16, Precision::amp_bf16, Precision::amp_fp8}) {
       try {
@@ -76,7 +88,7 @@ Comparison compare(const catalog::Catalog& cat, const std::vector<std::string>& 
     if (training) {
       for (int n : {2, 4, 8}) {
         req.gpus = n;
-        const Prediction m = predict(cat, req);
+        const Prediction m = predict(cat, w, req);
         e.scaling.emplace_back(n, m.single_gpu_step_s / m.step_s);
         if (n == 2) e.link_2gpu = m.link.description;
       }
@@ -133,6 +145,12 @@ Comparison compare(const catalog::Catalog& cat, const std::vector<std::string>& 
 
 std::vector<ServingCompareEntry> compare_serving(const catalog::Catalog& cat, const std::vector<std::string>& gpus,
                                                  const ServingRequest& base) {
+  for (const auto& id : gpus) cat.find(id);  // an unknown card is named before the workload is read
+  return compare_serving(cat, gpus, workload::Workload(base.workload, base.options), base);
+}
+
+std::vector<ServingCompareEntry> compare_serving(const catalog::Catalog& cat, const std::vector<std::string>& gpus,
+                                                 const workload::Workload& w, const ServingRequest& base) {
   std::vector<ServingCompareEntry> out;
   for (const auto& id : gpus) {
     ServingCompareEntry e;
@@ -140,7 +158,7 @@ std::vector<ServingCompareEntry> compare_serving(const catalog::Catalog& cat, co
     ServingRequest r = base;
     r.gpu = e.gpu->id;
     try {
-      e.prediction = predict_serving(cat, r);
+      e.prediction = predict_serving(cat, w, r);
     } catch (const InputError& err) {
       // What the card cannot do (a format it lacks, a model that leaves no room) is a finding, not a failure;
       // a request no card could run fails for the first and is reported as such.

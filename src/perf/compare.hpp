@@ -51,6 +51,9 @@ struct Comparison {
 Comparison compare(const catalog::Catalog& cat, const std::vector<std::string>& gpus, const std::string& workload,
                    Precision precision, std::int64_t batch, bool training,
                    const std::map<std::string, std::string>& options = {});
+/// The same with the workload resolved by the caller from w.name() under `options`.
+Comparison compare(const catalog::Catalog& cat, const std::vector<std::string>& gpus, const workload::Workload& w, Precision precision,
+                   std::int64_t batch, bool training, const std::map<std::string, std::string>& options = {});
 
 /// LLM serving side by side: each GPU's prediction for the same request (perf/serving.hpp), its ratio to
 /// the first, and what a million output tokens cost at that rate (cloud $/h, or owning the card).
@@ -65,8 +68,13 @@ struct ServingCompareEntry {
 /// its reason instead; unknown GPUs, formats or engines are InputErrors.
 std::vector<ServingCompareEntry> compare_serving(const catalog::Catalog& cat, const std::vector<std::string>& gpus,
                                                  const ServingRequest& base);
+/// The same with the workload resolved by the caller from base.workload under base.options.
+std::vector<ServingCompareEntry> compare_serving(const catalog::Catalog& cat, const std::vector<std::string>& gpus,
+                                                 const workload::Workload& w, const ServingRequest& base);
 
 /// The largest per-GPU batch (up to `limit`) whose predicted memory fits; 0 if batch 1 does not.
 std::int64_t largest_batch_that_fits(const catalog::Catalog& cat, PredictRequest req, std::int64_t limit);
+/// The same with the workload resolved by the caller (predict's overload).
+std::int64_t largest_batch_that_fits(const catalog::Catalog& cat, const workload::Workload& w, PredictRequest req, std::int64_t limit);
 
 }  // namespace gpuvs::perf

@@ -14,9 +14,9 @@ namespace {
 constexpr double kPriorWeight = 0.01;
 
 double objective(const catalog::Catalog& cat, const std::vector<PublishedRow>& rows, const std::set<std::string>& held_out,
-                 const FittedConstants& c) {
+                 const FittedConstants& c, workload::Workloads& workloads) {
   const ScopedConstants scope(c);
-  const ValidationReport rep = validate(cat, rows, held_out);
+  const ValidationReport rep = validate(cat, rows, held_out, workloads);
   double sum = 0;
   int n = 0;
   for (const auto& v : rep.rows)
@@ -34,11 +34,17 @@ double objective(const catalog::Catalog& cat, const std::vector<PublishedRow>& r
 }  // namespace
 
 FitResult fit_constants(const catalog::Catalog& cat, const std::vector<PublishedRow>& rows, const std::set<std::string>& held_out) {
+  workload::Workloads workloads;
+  return fit_constants(cat, rows, held_out, workloads);
+}
+
+FitResult fit_constants(const catalog::Catalog& cat, const std::vector<PublishedRow>& rows, const std::set<std::string>& held_out,
+                        workload::Workloads& workloads) {
   FitResult r;
   // The rows the constants move: priced training and inference rows with a measured value.
   std::vector<PublishedRow> fit_rows;
   {
-    const ValidationReport rep = validate(cat, rows, held_out);
+    const ValidationReport rep = validate(cat, rows, held_out, workloads);
     for (const auto& v : rep.rows)
       if (v.ape && v.row.mode != "micro" && !v.serving) {
         fit_rows.push_back(v.row);
@@ -55,7 +61,7 @@ FitResult fit_constants(const catalog::Catalog& cat, const std::vector<Published
   for (int k = 0; k < 2; ++k)
     if (r.classes_fitted[k])
       for (double* f : {&c.cls[k].gemm, &c.cls[k].conv, &c.cls[k].mem}) params.push_back(f);
-  double best = objective(cat, fit_rows, held_out, c);
+  double best = objective(cat, fit_rows, held_out, c, workloads);
   r.evaluations = 1;
   // Coordinate descent on log(fraction): try a step up and down for each constant, keep what helps, halve
   // the step when nothing does. Fractions stay in (0.05, 1].
@@ -66,7 +72,7 @@ FitResult fit_constants(const catalog::Catalog& cat, const std::vector<Published
         const double old = *p;
         *p = std::clamp(old * std::exp(dir * step), 0.05, 1.0);
         if (*p == old) continue;
-        const double obj = objective(cat, fit_rows, held_out, c);
+        const double obj = objective(cat, fit_rows, held_out, c, workloads);
         ++r.evaluations;
         if (obj < best - 1e-12) {
           best = obj;
@@ -97,13 +103,14 @@ std::vector<HeldOutSource> leave_one_source_out(const catalog::Catalog& cat, con
   for (const auto& row : rows)
     if (std::find(files.begin(), files.end(), row.file) == files.end()) files.push_back(row.file);
   std::vector<HeldOutSource> out;
+  workload::Workloads workloads;  // every fold prices the same rows' workloads
   for (const auto& f : files) {
     std::vector<PublishedRow> train, test;
     for (const auto& row : rows) (row.file == f ? test : train).push_back(row);
     HeldOutSource h;
-    h.fit = fit_constants(cat, train, {f});
+    h.fit = fit_constants(cat, train, {f}, workloads);
     const ScopedConstants scope(h.fit.constants);
-    h.summary = validate(cat, test, {f}).sources.front();
+    h.summary = validate(cat, test, {f}, workloads).sources.front();
     out.push_back(h);
   }
   return out;

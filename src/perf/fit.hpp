@@ -29,6 +29,9 @@ struct FitResult {
 /// inputs while fitting.
 FitResult fit_constants(const catalog::Catalog& cat, const std::vector<PublishedRow>& rows,
                         const std::set<std::string>& held_out = {});
+/// The same, the rows' workloads taken from `workloads` (validate's overload).
+FitResult fit_constants(const catalog::Catalog& cat, const std::vector<PublishedRow>& rows, const std::set<std::string>& held_out,
+                        workload::Workloads& workloads);
 
 struct HeldOutSource {
   SourceSummary summary;     // the source predicted by constants fitted without it

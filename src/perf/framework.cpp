@@ -86,11 +86,11 @@ const FrameworkProfile& framework(const std::string& id) {
 }
 
 std::map<std::string, std::string> with_framework_defaults(const FrameworkProfile& f, std::map<std::string, std::string> options,
-                                                           const std::string& family, int gpus, bool training) {
+                                                           models::Family family, int gpus, bool training) {
   for (const auto& [k, v] : f.defaults) {
-    if (k == "memory_format" && family != "cnn" && family != "unet") continue;
+    if (k == "memory_format" && family != models::Family::cnn && family != models::Family::unet) continue;
     if (k == "sharding" && (gpus < 2 || !training)) continue;
-    if ((k == "sequence_parallel" || k == "tp_overlap") && (family != "decoder" || gpus < 2 || !training)) continue;
+    if ((k == "sequence_parallel" || k == "tp_overlap") && (family != models::Family::decoder || gpus < 2 || !training)) continue;
     options.emplace(k, v);
   }
   return options;

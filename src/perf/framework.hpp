@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "models/networks.hpp"
+
 namespace gpuvs::perf {
 
 struct FrameworkProfile {
@@ -27,6 +29,6 @@ const FrameworkProfile& framework(const std::string& id);
 /// family's own default in place): the convolution layout for convolutional families only, optimizer
 /// sharding only when several GPUs train.
 std::map<std::string, std::string> with_framework_defaults(const FrameworkProfile& f, std::map<std::string, std::string> options,
-                                                           const std::string& family, int gpus, bool training);
+                                                           models::Family family, int gpus, bool training);
 
 }  // namespace gpuvs::perf

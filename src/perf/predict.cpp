@@ -1,13 +1,12 @@
 #include "perf/predict.hpp"
 
-#include "import/onnx/onnx_model.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <memory>
-#include <optional>
 #include <charconv>
+#include <memory>
+#include <mutex>
+#include <optional>
 
 #include "core/error.hpp"
 #include "core/strings.hpp"
@@ -18,7 +17,7 @@
 #include "perf/parallel.hpp"
 #include "perf/serving.hpp"
 #include "perf/serving_engine.hpp"
-#include "workload/resolve.hpp"
+#include "workload/workload.hpp"
 
 namespace gpuvs::perf {
 
@@ -53,11 +52,16 @@ bool attention_core(const ir::Graph& g, const ir::Node& n) {
 constexpr double kBucketBytes = 25e6;
 
 
-std::int64_t default_batch(const std::string& family) {
-  if (family == "cnn") return 256;
-  if (family == "unet") return 8;
-  if (family == "encoder") return 32;
-  if (family == "decoder") return 8;
+std::int64_t default_batch(models::Family family) {
+  switch (family) {
+    case models::Family::cnn: return 256;
+    case models::Family::unet: return 8;
+    case models::Family::encoder: return 32;
+    case models::Family::decoder: return 8;
+    case models::Family::mlp:
+    case models::Family::keras:
+    case models::Family::onnx: return 128;
+  }
   return 128;
 }
 
@@ -86,41 +90,11 @@ void apply_recompute(Prediction& p, const ir::Graph& g, const models::NetworkInf
   p.detail.compute_s += p.recompute_s;
 }
 
-/// The graph of `net` under `opt`, built once per thread and reused: the fitter and the advisor price the
-/// same graphs many times, and building dominates pricing. Keyed by everything that shapes the graph.
-thread_local std::uint64_t t_graph_generation = 0;  // bumped when the graph cache is emptied
-
-const ir::Graph& built(const models::NetworkInfo& net, const models::NetworkOptions& opt) {
-  thread_local std::map<std::string, std::unique_ptr<const ir::Graph>> cache;
-  const auto& d = net.decoder;
-  const std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", net.id, net.description,
-                                      net.layers, net.hidden, d.layers, d.hidden, d.heads, d.kv_heads, d.ffn, d.vocab, d.seq_len,
-                                      opt.batch, static_cast<int>(opt.dtype), opt.seq_len, opt.flash_attention, opt.training,
-                                      opt.decode_context, opt.lora_rank, opt.tensor_parallel, opt.stage_layers, opt.first_stage,
-                                      opt.last_stage);
-  // Bounded by nodes held (a few hundred bytes each), not by graphs: a 2 T-parameter decoder is 100 x the
-  // nodes of ResNet-50. 600 k nodes is ~350 MB per thread (advise over Llama-2-70B peaks at 740 MB RSS).
-  thread_local std::size_t nodes_held = 0;
-  constexpr std::size_t kMaxNodesHeld = 600'000;
-  auto it = cache.find(key);
-  if (it == cache.end()) {
-    auto g = std::make_unique<const ir::Graph>(models::build_network(net, opt));
-    if (nodes_held + g->size() > kMaxNodesHeld || cache.size() >= 256) {
-      cache.clear();
-      nodes_held = 0;
-      ++t_graph_generation;
-    }
-    nodes_held += g->size();
-    it = cache.emplace(key, std::move(g)).first;
-  }
-  return *it->second;
-}
-
 // Serving a decoder: priced by the serving model (perf/serving.hpp) at this batch — the prompt (seq_len)
 // prefilled, then one decode step per generated token over a context growing from the prompt — so
 // predict, compare and advise agree with `predict --mode prefill|decode`. 32-bit precisions have no
 // serving format and keep the graph's price.
-bool apply_serving(Prediction& p, const catalog::Catalog& cat, const PredictRequest& req, std::int64_t gen_len) {
+bool apply_serving(Prediction& p, const catalog::Catalog& cat, const workload::Workload& w, const PredictRequest& req, std::int64_t gen_len) {
   if (p.plan.precision == Precision::fp32 || p.plan.precision == Precision::tf32) return false;
   ServingRequest s;
   s.workload = req.workload;
@@ -139,10 +113,10 @@ bool apply_serving(Prediction& p, const catalog::Catalog& cat, const PredictRequ
   }
   s.options["prompt_len"] = std::to_string(p.seq_len);
   s.mode = "prefill";
-  const ServingPrediction prefill = predict_serving(cat, s);
+  const ServingPrediction prefill = predict_serving(cat, w, s);
   s.mode = "decode";
   s.options["gen_len"] = std::to_string(gen_len);
-  const ServingPrediction decode = predict_serving(cat, s);
+  const ServingPrediction decode = predict_serving(cat, w, s);
   p.decode = true;
   p.prompt_len = p.seq_len;
   p.gen_len = gen_len;
@@ -196,30 +170,38 @@ double frozen_bytes_per_param(const Prediction& p) {
   return p.finetune == "qlora" ? 0.516 : static_cast<double>(ir::dtype_size(p.plan.activations));
 }
 
-/// predict_graph of a cached graph, remembered per thread: the advisor prices the same stage graphs on the
-/// same card for every cluster size it tries. Keyed by the graph (its cache slot and generation), the card,
-/// the precision plan, every efficiency parameter and the layout.
-const StepPrediction& priced(const ir::Graph& g, const catalog::Gpu& gpu, const PrecisionPlan& plan, const EfficiencyParams& e,
-                             ConvLayout layout) {
-  thread_local std::map<std::string, StepPrediction> memo;
-  thread_local std::uint64_t generation = 0;
-  if (generation != t_graph_generation || memo.size() >= 1024) {
-    memo.clear();
-    generation = t_graph_generation;
+/// predict_graph of a workload's graph, remembered: the advisor prices the same stage graphs on the same card
+/// for every cluster size it tries, and the fitter every validation row under every candidate constant. Keyed by
+/// the graph's serial (never reused) and everything else predict_graph reads: the card's figures, the precision
+/// plan, every efficiency parameter, the layout and the active constants' clock headroom (the fitter moves it
+/// between calls: a key without it returned the previous candidate's price). Shared by the advisor's threads;
+/// emptied when full.
+StepPrediction priced(const workload::BuiltGraph& g, const catalog::Gpu& gpu, const PrecisionPlan& plan, const EfficiencyParams& e,
+                      ConvLayout layout) {
+  static std::mutex mutex;
+  static std::map<std::string, StepPrediction> memo;
+  const std::string key =
+      fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", g.serial, gpu.id, static_cast<int>(plan.precision),
+                  plan.matrix_tflops, plan.vector_tflops, plan.tensor_cores, plan.fp32_master, static_cast<int>(plan.activations),
+                  e.gemm_max, e.conv_max, e.attention_max, e.vector_max, e.mem_max, e.mem_half_bytes, e.launch_s, e.k_half, e.tile_m,
+                  e.tile_n, static_cast<int>(layout), gpu.memory_bandwidth_gbs, gpu.sm_count, active_constants().clock_headroom,
+                  gpu.boost_mhz);
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = memo.find(key); it != memo.end()) return it->second;
   }
-  const std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", static_cast<const void*>(&g), gpu.id,
-                                      static_cast<int>(plan.precision), plan.matrix_tflops, e.gemm_max, e.conv_max, e.attention_max,
-                                      e.vector_max, e.mem_max, e.mem_half_bytes, e.launch_s, e.k_half, e.tile_m, e.tile_n,
-                                      static_cast<int>(layout), gpu.memory_bandwidth_gbs, gpu.sm_count);
-  auto it = memo.find(key);
-  if (it == memo.end()) it = memo.emplace(key, predict_graph(g, gpu, plan, e, layout)).first;
-  return it->second;
+  StepPrediction p = predict_graph(g.graph, gpu, plan, e, layout);
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (memo.size() >= 1024) memo.clear();
+  memo.emplace(key, p);
+  return p;
 }
 
 /// Decoder training over tp x pp x cp x dp GPUs (perf/parallel.hpp): one rank's first and last stage graphs
 /// priced per micro-batch, the slower setting the pace, then the collectives, bubble and DP reduction.
-void predict_parallel(Prediction& p, const PredictRequest& req, const models::NetworkInfo& net, const catalog::Gpu& gpu, bool flash) {
-  if (net.family != "decoder" || !req.training)
+void predict_parallel(Prediction& p, const PredictRequest& req, const workload::Workload& w, const catalog::Gpu& gpu, bool flash) {
+  const models::NetworkInfo& net = w.network();
+  if (net.family != models::Family::decoder || !req.training)
     throw InputError("tp, pp, cp, vp, global_batch, network and more than 8 GPUs apply to decoder training");
   const bool adapters = p.finetune != "full";
   p.sharding = option_choice(req.options, "sharding", "none", {"none", "zero1"});
@@ -256,13 +238,14 @@ void predict_parallel(Prediction& p, const PredictRequest& req, const models::Ne
     o.first_stage = first;
     o.last_stage = last;
     o.lora_rank = p.lora_rank;
-    const ir::Graph& g = built(net, o);
+    const auto built = w.graph(o);
+    const ir::Graph& g = built->graph;
     Stage s;
     s.pred = p;
     s.pred.seq_len = p.seq_len / l.cp;
     s.pred.params = models::param_count(g);
     s.pred.frozen_params = models::param_count(g, false) - s.pred.params;
-    s.pred.detail = priced(g, gpu, p.plan, eff, ConvLayout::nhwc);
+    s.pred.detail = priced(*built, gpu, p.plan, eff, ConvLayout::nhwc);
     s.pred.memory = estimate_memory(g, s.pred.params, p.plan, true, gpu, s.pred.frozen_params, frozen_bytes_per_param(p));
     if (p.recompute != "none") apply_recompute(s.pred, g, stage_net);
     const ir::NodeId loss = g.output("loss");
@@ -373,30 +356,42 @@ std::int64_t option_int(const std::map<std::string, std::string>& o, const std::
 
 const std::vector<std::string>& prediction_option_keys() { return kOptionKeys; }
 
-std::map<std::string, std::string> parse_options(const std::string& text) { return parse_options(text, std::string()); }
+namespace {
 
-std::map<std::string, std::string> parse_options(const std::string& text, const std::string& workload) {
+/// "k=v;..." with every key one of the prediction options or of `more`.
+std::map<std::string, std::string> options_with_keys(const std::string& text, const std::vector<std::string>& more) {
   auto out = parse_option_pairs(text);
   std::vector<std::string> keys = kOptionKeys;
-  if (import::is_onnx_path(workload)) {  // the file's symbolic dims are options too
-    const auto dims = workload::resolve_network(workload, out).shape_options;
-    keys.insert(keys.end(), dims.begin(), dims.end());
-  }
+  keys.insert(keys.end(), more.begin(), more.end());
   for (const auto& [key, value] : out)
     if (std::find(keys.begin(), keys.end(), key) == keys.end())
       throw InputError(fmt::format("--options: unknown key '{}' (known: {})", strings::printable(key), strings::join(keys, ", ")));
   return out;
 }
 
+}  // namespace
+
+std::map<std::string, std::string> parse_options(const std::string& text) { return options_with_keys(text, {}); }
+
+std::map<std::string, std::string> parse_options(const std::string& text, const workload::Workload& w) {
+  return options_with_keys(text, w.network().shape_options);  // an ONNX file's symbolic dims are options too
+}
+
 Prediction predict(const catalog::Catalog& cat, const PredictRequest& request) {
+  cat.find(request.gpu);  // an unknown card is named before the workload is read
+  return predict(cat, workload::Workload(request.workload, request.options), request);  // `gpt`: its shape from options
+}
+
+Prediction predict(const catalog::Catalog& cat, const workload::Workload& w, const PredictRequest& request) {
+  w.check_is(request.workload, request.options);
   const catalog::Gpu& gpu = cat.find(request.gpu);
-  const models::NetworkInfo net = workload::resolve_network(request.workload, request.options);  // `gpt`: its shape from options
+  const models::NetworkInfo& net = w.network();
   // The framework profile fills in the options the caller left to it.
   // A serving engine (vllm, trt-llm, ...) names the software of decoder inference; the training profiles
   // (pytorch, ...) everything else.
   const auto fw_it = request.options.find("framework");
   const bool serving_engine_named =
-      fw_it != request.options.end() && !request.training && net.family == "decoder" && is_serving_engine(fw_it->second);
+      fw_it != request.options.end() && !request.training && net.family == models::Family::decoder && is_serving_engine(fw_it->second);
   const FrameworkProfile& fw = framework(fw_it == request.options.end() || serving_engine_named ? "pytorch" : fw_it->second);
   PredictRequest req = request;
   req.options = with_framework_defaults(fw, request.options, net.family, request.gpus, request.training);
@@ -411,7 +406,7 @@ Prediction predict(const catalog::Catalog& cat, const PredictRequest& request) {
     const std::int64_t b = req.batch > 0 ? req.batch : net.fixed_batch > 0 ? net.fixed_batch : default_batch(net.family);
     parallel = parallel || option_int(req.options, "global_batch", 1, 1, std::int64_t{1} << 40) != b * req.gpus;
   }
-  if (parallel && (net.family != "decoder" || !req.training))
+  if (parallel && (net.family != models::Family::decoder || !req.training))
     throw InputError("tp, pp, cp, vp, gradient accumulation (global_batch), network and more than 8 GPUs are modelled for decoder training only");
   if (req.batch < 0) throw InputError(fmt::format("--batch must be positive, got {}", req.batch));
   for (const auto& [k, v] : req.options) {
@@ -436,7 +431,7 @@ Prediction predict(const catalog::Catalog& cat, const PredictRequest& request) {
   p.seq_len = net.default_seq_len > 0 ? option_int(req.options, "seq_len", net.default_seq_len, 1, models::kMaxSeqLen) : 0;
   // Frameworks' defaults: the published encoder (BERT) implementations use unfused attention; decoder
   // training stacks (llm-foundry, Megatron) use FlashAttention.
-  const bool flash = option_int(req.options, "flash_attention", net.family == "decoder" ? 1 : 0, 0, 1) == 1;
+  const bool flash = option_int(req.options, "flash_attention", net.family == models::Family::decoder ? 1 : 0, 0, 1) == 1;
   p.finetune = option_choice(req.options, "finetune", "full", {"full", "lora", "qlora"});
   p.recompute = option_choice(req.options, "recompute", "none", {"none", "full", "selective"});
   if (p.finetune != "full") {
@@ -450,7 +445,7 @@ Prediction predict(const catalog::Catalog& cat, const PredictRequest& request) {
     throw InputError(fmt::format("recompute={} applies to training transformer workloads", p.recompute));
   if (parallel) {
     if (req.batch > 0) {
-      predict_parallel(p, req, net, gpu, flash);
+      predict_parallel(p, req, w, gpu, flash);
       return p;
     }
     // No micro-batch given: the one a practitioner would pick, the fastest of 1, 2, 4, 8 that fits (and
@@ -461,7 +456,7 @@ Prediction predict(const catalog::Catalog& cat, const PredictRequest& request) {
       Prediction q = p;
       q.batch = b;
       try {
-        predict_parallel(q, req, net, gpu, flash);
+        predict_parallel(q, req, w, gpu, flash);
       } catch (const InputError& e) {
         if (why.empty()) why = e.what();
         continue;
@@ -473,7 +468,8 @@ Prediction predict(const catalog::Catalog& cat, const PredictRequest& request) {
   }
   models::NetworkOptions nopt{p.batch, p.plan.activations, p.seq_len, flash, req.training};
   nopt.lora_rank = p.lora_rank;
-  const ir::Graph& g = built(net, nopt);
+  const auto built = w.graph(nopt);
+  const ir::Graph& g = built->graph;
   p.params = models::param_count(g);
   p.frozen_params = models::param_count(g, false) - p.params;
   EfficiencyParams eff = calibrated_params(gpu, p.plan, req.calibration);
@@ -486,15 +482,15 @@ Prediction predict(const catalog::Catalog& cat, const PredictRequest& request) {
   // Convolution layout: channels-last (the model's default, what NVIDIA's reference implementations train
   // with on tensor cores) or channels-first, which adds cuDNN's transposes around tensor-core convolutions.
   const std::string layout = option_choice(req.options, "memory_format", "nhwc", {"nhwc", "nchw"});
-  if (request.options.count("memory_format") && net.family != "cnn" && net.family != "unet")
+  if (request.options.count("memory_format") && net.family != models::Family::cnn && net.family != models::Family::unet)
     throw InputError(fmt::format("option memory_format applies to convolutional workloads, not {}", net.id));
   p.memory_format = layout;
   p.detail = predict_graph(g, gpu, p.plan, eff, layout == "nchw" ? ConvLayout::nchw : ConvLayout::nhwc);
   p.memory = estimate_memory(g, p.params, p.plan, req.training, gpu, p.frozen_params, frozen_bytes_per_param(p));
   if (p.recompute != "none") apply_recompute(p, g, net);
-  if (!req.training && net.family == "decoder") {
+  if (!req.training && net.family == models::Family::decoder) {
     const std::int64_t gen_len = option_int(req.options, "gen_len", 128, 1, 1 << 20);
-    if (!apply_serving(p, cat, req, gen_len)) {
+    if (!apply_serving(p, cat, w, req, gen_len)) {
       // FP32/TF32: the graph's prefill, and a decode graph at the generation's mean context.
       p.decode = true;
       p.prompt_len = p.seq_len;
@@ -502,7 +498,7 @@ Prediction predict(const catalog::Catalog& cat, const PredictRequest& request) {
       p.prefill_s = p.detail.step_s;
       models::NetworkOptions d{p.batch, p.plan.activations, p.seq_len, flash, false};
       d.decode_context = p.prompt_len + p.gen_len / 2;
-      p.detail = predict_graph(built(net, d), gpu, p.plan, eff);
+      p.detail = predict_graph(w.graph(d)->graph, gpu, p.plan, eff);
       p.decode_step_s = p.detail.step_s;
       p.kv_cache_bytes = models::kv_cache_bytes(net.decoder, p.prompt_len + p.gen_len, p.batch, p.plan.activations);
       p.memory.activations_bytes = p.kv_cache_bytes;
@@ -524,7 +520,7 @@ Prediction predict(const catalog::Catalog& cat, const PredictRequest& request) {
     p.step_s = p.decode_step_s;
     p.throughput = static_cast<double>(p.batch) / p.step_s;  // generated tokens per second
     p.unit = "tokens/s";
-  } else if (net.family == "decoder") {
+  } else if (net.family == models::Family::decoder) {
     p.throughput = static_cast<double>(p.batch * p.seq_len) / p.step_s;
     p.unit = "tokens/s";
   } else {

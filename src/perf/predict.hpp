@@ -11,6 +11,7 @@
 #include "perf/memory.hpp"
 #include "perf/predictor.hpp"
 #include "perf/precision.hpp"
+#include "workload/workload.hpp"
 
 namespace gpuvs::perf {
 
@@ -79,8 +80,8 @@ struct Prediction {
 
 /// Parses "k=v;k=v" (spaces allowed); InputError on a malformed pair or unknown key.
 std::map<std::string, std::string> parse_options(const std::string& text);
-/// The same, also accepting the keys `workload` reads itself (an ONNX file's symbolic dims).
-std::map<std::string, std::string> parse_options(const std::string& text, const std::string& workload);
+/// The same, also accepting the keys the workload reads itself (an ONNX file's symbolic dims).
+std::map<std::string, std::string> parse_options(const std::string& text, const workload::Workload& w);
 /// The same syntax with any key (validation rows carry keys that document their source); InputError on a
 /// malformed pair.
 std::map<std::string, std::string> parse_option_pairs(const std::string& text);
@@ -91,6 +92,10 @@ std::int64_t option_int(const std::map<std::string, std::string>& o, const std::
 /// The keys `predict` understands.
 const std::vector<std::string>& prediction_option_keys();
 
+/// `req` priced on its GPU, its workload resolved here.
 Prediction predict(const catalog::Catalog& cat, const PredictRequest& req);
+/// The same with the workload resolved by the caller (once, for every request it prices): `w` must be what
+/// req.workload under req.options resolves to (std::logic_error otherwise).
+Prediction predict(const catalog::Catalog& cat, const workload::Workload& w, const PredictRequest& req);
 
 }  // namespace gpuvs::perf

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "core/error.hpp"
 #include "core/strings.hpp"
@@ -17,7 +18,7 @@
 #include "perf/predict.hpp"
 #include "perf/serving_engine.hpp"
 #include "perf/weight_format.hpp"
-#include "workload/resolve.hpp"
+#include "workload/workload.hpp"
 
 namespace gpuvs::perf {
 
@@ -271,13 +272,18 @@ bool is_serving_mode(const std::string& mode) { return mode == "prefill" || mode
 const std::vector<std::string>& serving_option_keys() { return kServingKeys; }
 
 std::vector<ServingPrediction> serving_load_curve(const catalog::Catalog& cat, ServingRequest req) {
+  const workload::Workload w(req.workload, req.options);
+  return serving_load_curve(cat, w, std::move(req));
+}
+
+std::vector<ServingPrediction> serving_load_curve(const catalog::Catalog& cat, const workload::Workload& w, ServingRequest req) {
   if (req.mode != "infer") throw InputError("a load curve is for --mode infer (whole requests)");
   req.batch = 0;
-  const ServingPrediction top = predict_serving(cat, req);
+  const ServingPrediction top = predict_serving(cat, w, req);
   std::vector<ServingPrediction> out;
   for (std::int64_t c = 1; c < top.batch; c *= 2) {
     req.batch = c;
-    out.push_back(predict_serving(cat, req));
+    out.push_back(predict_serving(cat, w, req));
   }
   out.push_back(top);
   return out;
@@ -293,11 +299,19 @@ std::string serving_format_for(const std::string& precision) {
 ServingPrediction predict_serving(const catalog::Catalog& cat, const ServingRequest& req) {
   if (!is_serving_mode(req.mode))
     throw InputError(fmt::format("mode '{}' is not a serving mode (prefill, decode, infer)", strings::printable(req.mode)));
+  cat.find(req.gpu);  // an unknown card is named before the workload is read
+  return predict_serving(cat, workload::Workload(req.workload, req.options), req);
+}
+
+ServingPrediction predict_serving(const catalog::Catalog& cat, const workload::Workload& w, const ServingRequest& req) {
+  if (!is_serving_mode(req.mode))
+    throw InputError(fmt::format("mode '{}' is not a serving mode (prefill, decode, infer)", strings::printable(req.mode)));
+  w.check_is(req.workload, req.options);
   const catalog::Gpu& gpu = cat.find(req.gpu);
-  const models::NetworkInfo net = workload::resolve_network(req.workload, req.options);
-  if (net.family != "decoder")
+  const models::NetworkInfo& net = w.network();
+  if (net.family != models::Family::decoder)
     throw InputError(fmt::format("--mode {} prices decoders (LLMs); {} is a {} (use --mode infer without serving options)", req.mode, net.id,
-                                 net.family));
+                                 models::family_name(net.family)));
   for (const auto& [k, v] : req.options) {
     const auto& shape = models::gpt_shape_keys();
     if (std::find(kServingKeys.begin(), kServingKeys.end(), k) == kServingKeys.end() && std::find(shape.begin(), shape.end(), k) == shape.end())

@@ -18,6 +18,7 @@
 
 #include "catalog/catalog.hpp"
 #include "perf/calibration.hpp"
+#include "workload/workload.hpp"
 
 namespace gpuvs::perf {
 
@@ -75,10 +76,14 @@ struct ServingPrediction {
 /// InputError (one line) for a workload that is not a decoder, an unknown format or engine, a format the
 /// engine or card cannot run, tp that does not divide the GPUs or the heads, or impossible lengths.
 ServingPrediction predict_serving(const catalog::Catalog& cat, const ServingRequest& req);
+/// The same with the workload resolved by the caller: `w` must be what req.workload under req.options resolves
+/// to (std::logic_error otherwise).
+ServingPrediction predict_serving(const catalog::Catalog& cat, const workload::Workload& w, const ServingRequest& req);
 
 /// Latency against load for mode infer: the prediction at 1, 2, 4, ... requests in flight up to the largest
 /// the KV budget and the engine allow (and that largest itself), in order.
 std::vector<ServingPrediction> serving_load_curve(const catalog::Catalog& cat, ServingRequest req);
+std::vector<ServingPrediction> serving_load_curve(const catalog::Catalog& cat, const workload::Workload& w, ServingRequest req);
 
 /// The weight format a training-style precision name stands for when serving (amp-bf16 serves in bf16,
 /// amp-fp16 in fp16, amp-fp8 in fp8); any other name is taken as a format id.

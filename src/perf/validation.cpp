@@ -18,7 +18,7 @@
 #include "perf/parallel.hpp"
 #include "perf/predict.hpp"
 #include "perf/serving.hpp"
-#include "workload/resolve.hpp"
+#include "workload/workload.hpp"
 
 namespace gpuvs::perf {
 
@@ -152,7 +152,7 @@ void price_micro(const catalog::Catalog& cat, const PublishedRow& r, const std::
 
 /// An LLM serving row (prefill, decode, or a decoder's whole requests): perf/serving.hpp, every option
 /// accounted for as for training rows.
-void price_serving(const catalog::Catalog& cat, const PublishedRow& r, ValidatedRow& v) {
+void price_serving(const catalog::Catalog& cat, const workload::Workload& w, const PublishedRow& r, ValidatedRow& v) {
   v.serving = true;
   ServingRequest req;
   std::vector<std::string> reasons;
@@ -172,7 +172,7 @@ void price_serving(const catalog::Catalog& cat, const PublishedRow& r, Validated
   req.batch = r.batch;
   req.mode = r.mode;
   req.format = serving_format_for(r.precision);
-  const ServingPrediction p = predict_serving(cat, req);
+  const ServingPrediction p = predict_serving(cat, w, req);
   // Serving predictions are per system; a per-GPU row is the system's figure over its GPUs.
   const double scale = r.per == "system" ? 1.0 : 1.0 / r.n_gpus;
   v.predicted = p.throughput * scale;
@@ -258,6 +258,12 @@ std::vector<PublishedRow> read_published(const std::string& text, const std::str
 }
 
 ValidationReport validate(const catalog::Catalog& cat, const std::vector<PublishedRow>& rows, const std::set<std::string>& held_out) {
+  workload::Workloads workloads;
+  return validate(cat, rows, held_out, workloads);
+}
+
+ValidationReport validate(const catalog::Catalog& cat, const std::vector<PublishedRow>& rows, const std::set<std::string>& held_out,
+                          workload::Workloads& workloads) {
   ValidationReport rep;
   for (const auto& r : rows) {
     ValidatedRow v;
@@ -271,8 +277,9 @@ ValidationReport validate(const catalog::Catalog& cat, const std::vector<Publish
       }
       if (r.mode != "train" && !is_serving_mode(r.mode))
         throw InputError(fmt::format("mode '{}' is not priced (train, prefill, decode, infer and micro are)", strings::printable(r.mode)));
-      if (r.mode == "prefill" || r.mode == "decode" || (r.mode == "infer" && workload::resolve_network(r.workload, parse_option_pairs(r.options)).family == "decoder")) {
-        price_serving(cat, r, v);
+      const workload::Workload& w = workloads.get(r.workload, parse_option_pairs(r.options));
+      if (workload::pricer_for(r.mode, w.family()) == workload::Pricer::serving) {
+        price_serving(cat, w, r, v);
         rep.rows.push_back(std::move(v));
         continue;
       }
@@ -286,7 +293,7 @@ ValidationReport validate(const catalog::Catalog& cat, const std::vector<Publish
       req.batch = r.batch;
       req.precision = parse_precision(r.precision);
       req.training = r.mode == "train";
-      const Prediction p = predict(cat, req);
+      const Prediction p = predict(cat, w, req);
       const double scale = r.per == "system" ? r.n_gpus : 1.0;
       v.predicted = p.throughput * scale;
       v.band_low = p.band_low * scale;

@@ -11,6 +11,7 @@
 
 #include "catalog/catalog.hpp"
 #include "perf/efficiency.hpp"
+#include "workload/workload.hpp"
 
 namespace gpuvs::perf {
 
@@ -78,5 +79,9 @@ std::vector<PublishedRow> read_published(const std::string& text, const std::str
 /// achievable peaks copied from them), for leave-one-source-out checks.
 ValidationReport validate(const catalog::Catalog& cat, const std::vector<PublishedRow>& rows,
                           const std::set<std::string>& held_out = {});
+/// The same, each row's workload taken from `workloads` (resolved there on its first request): a caller that
+/// validates the same rows many times (the fitter) resolves and builds each workload once.
+ValidationReport validate(const catalog::Catalog& cat, const std::vector<PublishedRow>& rows, const std::set<std::string>& held_out,
+                          workload::Workloads& workloads);
 
 }  // namespace gpuvs::perf

@@ -203,7 +203,7 @@ NetworkInfo hf_network_json(const json& j, const std::string& where) {
   n.params_source = "the config's shape (no published figure in the file)";
   if (arch == "BertModel" || arch == "BertForQuestionAnswering") {
     const BertConfig c = bert(r, arch == "BertForQuestionAnswering");
-    n.family = "encoder";
+    n.family = models::Family::encoder;
     n.sample_unit = "sequences";
     n.default_seq_len = std::min<std::int64_t>(384, c.max_positions);
     n.layers = c.layers;
@@ -228,7 +228,7 @@ NetworkInfo hf_network_json(const json& j, const std::string& where) {
     if (constexpr std::int64_t kMaxExpertMlps = 1 << 14; std::int64_t{c.layers} * c.experts > kMaxExpertMlps)
       throw InputError(fmt::format("{}: $.num_local_experts: {} layers of {} experts are {} expert MLPs, more than {} (each is built)", where,
                                    c.layers, c.experts, std::int64_t{c.layers} * c.experts, kMaxExpertMlps));
-    n.family = "decoder";
+    n.family = models::Family::decoder;
     n.sample_unit = "sequences";
     n.default_seq_len = c.seq_len;
     n.layers = c.layers;

@@ -565,7 +565,7 @@ NetworkInfo keras_network_parsed(const json& j, const std::string& where) {
   (void)build(layers, {2, DType::f32, 0, false, false}, where);
   NetworkInfo n;
   n.id = where;
-  n.family = "keras";
+  n.family = models::Family::keras;
   n.sample_unit = "samples";
   n.description = fmt::format("Keras {} from {} ({} layers)", j.contains("class_name") && j["class_name"].is_string() ? strings::printable(j["class_name"].get<std::string>()) : "model", where, layers.size());
   n.params_source = "the Keras model's shape";

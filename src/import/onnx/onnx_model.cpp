@@ -278,7 +278,7 @@ NetworkInfo make_network(const std::string& path, const Parsed& p, const std::ma
   }
   NetworkInfo n;
   n.id = path;
-  n.family = "onnx";
+  n.family = models::Family::onnx;
   n.sample_unit = "samples";
   n.description = describe(where, *p.model, p.opset, summary, batch_said, *binding);
   n.params_source = "the ONNX file's initializers";
