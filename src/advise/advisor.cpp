@@ -14,6 +14,7 @@
 #include "core/strings.hpp"
 #include "core/units.hpp"
 #include "models/networks.hpp"
+#include "perf/memory.hpp"
 #include "perf/predict.hpp"
 #include "perf/serving.hpp"
 #include "perf/serving_engine.hpp"
@@ -407,7 +408,7 @@ Option serving_option(const catalog::Catalog& cat, const workload::Workload& w, 
     std::string why;
     for (const auto& [k, eighths] : profiles) {
       if (k > gpu.mig_max) break;
-      const double bytes = gpu.memory_bytes() * eighths / 8.0 * 0.98;
+      const double bytes = perf::usable_device_bytes(gpu.memory_bytes() * eighths / 8.0);
       ServeFit t = best_serving_batch(cat, w, gpu, s, a, precision, static_cast<double>(gpu.mig_max) / k, bytes);
       if (t.batch == 0) {
         why = t.why_not + fmt::format(" (MIG {}g instance)", k);
@@ -432,7 +433,7 @@ Option serving_option(const catalog::Catalog& cat, const workload::Workload& w, 
       return o;
     }
   } else {
-    const double capacity_bytes = gpu.memory_bytes() * 0.98;
+    const double capacity_bytes = perf::usable_device_bytes(gpu.memory_bytes());
     f = best_serving_batch(cat, w, gpu, s, a, precision, 1.0, capacity_bytes);
     o.capacity_gib = capacity_bytes / kGiB;
     if (f.batch == 0) {

@@ -80,10 +80,12 @@ MemoryEstimate estimate_memory(const ir::Graph& g, std::int64_t params, const Pr
     m.activations_bytes = 0;
   }
   m.runtime_bytes = kRuntimeBytes;
-  m.capacity_bytes = gpu.memory_bytes() * (1.0 - kDriverReserve);
+  m.capacity_bytes = usable_device_bytes(gpu.memory_bytes());
   update_peak(m);
   return m;
 }
+
+double usable_device_bytes(double bytes) { return bytes * (1.0 - kDriverReserve); }
 
 void update_peak(MemoryEstimate& m) {
   const double dynamic = m.gradients_bytes + m.optimizer_bytes + m.activations_bytes + m.transient_bytes;

@@ -38,6 +38,9 @@ MemoryEstimate estimate_memory(const ir::Graph& g, std::int64_t params, const Pr
 /// Recomputes allocator slack, peak and fit from the parts (after a caller changed a part: sharding,
 /// recompute, a KV cache).
 void update_peak(MemoryEstimate& m);
+/// What a process can allocate of `bytes` of device memory (a card's, or a MIG slice's): the rest the driver
+/// and ECC keep. Every fit check (training, the advisor's serving slices) measures against this.
+double usable_device_bytes(double bytes);
 /// Forward tensors the backward pass reads (views resolved to their storage), in node order.
 std::vector<ir::NodeId> saved_tensors(const ir::Graph& g);
 /// Bytes of a saved tensor, with the 1-byte mask of a dropout node.
