@@ -10,6 +10,7 @@
 
 using gpuvs::test::count_lines;
 using gpuvs::test::run_gpuvs;
+using gpuvs::test::run_gpuvs_json;
 using gpuvs::test::TempDir;
 
 namespace {
@@ -31,9 +32,7 @@ void expect_compare_table_whole_and_aligned(const std::string& args) {
   SCOPED_TRACE(args);
   const auto r = run_gpuvs("compare " + args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto j = run_gpuvs("compare " + args + " --json");
-  ASSERT_EQ(j.exit_code, 0) << j.err;
-  const auto doc = nlohmann::json::parse(j.out);
+  const auto doc = run_gpuvs_json("compare " + args + " --json");
   std::vector<std::string> ids, links, precisions;
   for (const auto& g : doc["gpus"]) {
     ids.push_back(g["gpu"]);
@@ -159,9 +158,7 @@ TEST(Cli, TrainJsonSummaryOnStdoutProgressOnStderr) {
 }
 
 TEST(Cli, ProfileReportsEveryWorkingOpWithGraphCosts) {
-  const auto r = run_gpuvs("train seed-mlp --json --profile --batch-size 64" + kQuick);
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto j = nlohmann::json::parse(r.out);
+  const auto j = run_gpuvs_json("train seed-mlp --json --profile --batch-size 64" + kQuick);
   ASSERT_TRUE(j.contains("op_profile"));
   double matrix = 0;
   bool saw_adam = false;
@@ -259,9 +256,7 @@ TEST(Cli, CatalogListsShowsAndRejects) {
 }
 
 TEST(Cli, PredictJsonAndErrors) {
-  const auto r = run_gpuvs("predict --workload bert-large --gpu a100-80gb-sxm --batch 16 --precision amp-fp16 --json");
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto j = nlohmann::json::parse(r.out);
+  const auto j = run_gpuvs_json("predict --workload bert-large --gpu a100-80gb-sxm --batch 16 --precision amp-fp16 --json");
   EXPECT_EQ(j["throughput"]["unit"], "sequences/s");
   EXPECT_GT(j["throughput"]["value"].get<double>(), 0);
   EXPECT_GT(j["step_time_s"].get<double>(), 0);
@@ -306,9 +301,7 @@ TEST(Cli, PredictServesLlmsAndRefusesBadServingRequests) {
   expect_usage_error(run_gpuvs("predict --workload resnet50 --gpu h100-sxm --mode decode"), "prices decoders");
   expect_usage_error(run_gpuvs("predict --workload llama3-8b --gpu h100-sxm --mode serve"), "not a mode");
   expect_usage_error(run_gpuvs("advise --task infer --workload llama3-8b --engine tgi"), "engine 'tgi'");
-  const auto cmp = run_gpuvs("compare h100-sxm a100-80gb-sxm --workload llama3-8b --mode infer --precision bf16 --json");
-  ASSERT_EQ(cmp.exit_code, 0) << cmp.err;
-  const auto cj = nlohmann::json::parse(cmp.out);
+  const auto cj = run_gpuvs_json("compare h100-sxm a100-80gb-sxm --workload llama3-8b --mode infer --precision bf16 --json");
   EXPECT_EQ(cj["gpus"][0]["throughput"]["unit"], "output tokens/s");
   EXPECT_LT(cj["gpus"][1]["ratio"].get<double>(), 1.0);
   expect_usage_error(run_gpuvs("compare h100-sxm --workload resnet50 --gpus-each 2"), "--gpus-each applies to LLM serving");
@@ -414,9 +407,7 @@ TEST(Cli, CompareAnswersTheSeedQuestion) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("RTX 4090 or A100 80GB SXM"), std::string::npos);
   EXPECT_NE(r.out.find("[refuted]"), std::string::npos);
-  const auto j = run_gpuvs("compare h100-sxm 4090 --workload bert-base --precision amp-fp16 --batch 16 --json");
-  ASSERT_EQ(j.exit_code, 0) << j.err;
-  const auto doc = nlohmann::json::parse(j.out);
+  const auto doc = run_gpuvs_json("compare h100-sxm 4090 --workload bert-base --precision amp-fp16 --batch 16 --json");
   EXPECT_EQ(doc["gpus"].size(), 2u);
   EXPECT_EQ(doc["gpus"][1]["gpu"], "rtx-4090");
   expect_usage_error(run_gpuvs("compare h100-sxm a100-80gb-sxm --precision amp-fp8"), "no FP8");
@@ -433,9 +424,7 @@ TEST(Cli, CompareTableWrapsCellsWholeAndKeepsColumnsAligned) {
 }
 
 TEST(Cli, DevicesListsTheCpuAndSaysWhatOfGpus) {
-  const auto r = run_gpuvs("devices --json");
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto j = nlohmann::json::parse(r.out);
+  const auto j = run_gpuvs_json("devices --json");
   EXPECT_GE(j["cpu"]["cores"].get<int>(), 1);
   EXPECT_FALSE(j["cpu"]["features"].empty());
   const std::string status = j["nvidia"]["status"];
@@ -450,9 +439,7 @@ TEST(Cli, DevicesListsTheCpuAndSaysWhatOfGpus) {
 }
 
 TEST(Cli, BenchFormatsAndBadKeys) {
-  const auto r = run_gpuvs("bench --quick --threads 1 --only cpu.stream.triad -o json");
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto j = nlohmann::json::parse(r.out);
+  const auto j = run_gpuvs_json("bench --quick --threads 1 --only cpu.stream.triad -o json");
   ASSERT_EQ(j["results"].size(), 1u);
   EXPECT_EQ(j["results"][0]["status"], "ok");
   const auto md = run_gpuvs("bench --quick --threads 1 --only cpu.stream.copy -o md");
@@ -493,9 +480,7 @@ TEST(Cli, GraphCommandReportsCosts) {
   EXPECT_EQ(nlohmann::json::parse(gpt.out)["params"], 1652230656);
   expect_usage_error(run_gpuvs("graph gpt"), "layers, hidden, heads missing");
   expect_usage_error(run_gpuvs("graph resnet50 --options 'layers=2'"), "gpt workload and an ONNX file's dimensions only");
-  const auto r = run_gpuvs("graph seed-mlp --batch 1024 --json");
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto j = nlohmann::json::parse(r.out);
+  const auto j = run_gpuvs_json("graph seed-mlp --batch 1024 --json");
   EXPECT_DOUBLE_EQ(j["total"]["matrix_flops"].get<double>(), 1024.0 * (4.0 * 780 * 128 + 6.0 * 128 * 10));
   EXPECT_EQ(j["params"], 101258);
   expect_usage_error(run_gpuvs("graph seed-mlp --mode sideways"), "--mode 'sideways'");
@@ -508,9 +493,7 @@ TEST(Cli, PredictWithCalibrationFromABenchRecord) {
     {"key": "cuda.gemm.bf16", "unit": "TFLOP/s", "status": "ok", "median": 600.0, "device": "cuda:0 NVIDIA H200 (h200-sxm)"},
     {"key": "cuda.mem.copy", "unit": "GB/s", "status": "ok", "median": 4200.0, "device": "cuda:0 NVIDIA H200 (h200-sxm)"},
     {"key": "cpu.stream.triad", "unit": "GB/s", "status": "ok", "median": 60.0, "device": "cpu"}]})J");
-  const auto r = run_gpuvs("predict --workload resnet50 --gpu h200 --json --calibration " + rec.string());
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto j = nlohmann::json::parse(r.out);
+  const auto j = run_gpuvs_json("predict --workload resnet50 --gpu h200 --json --calibration " + rec.string());
   EXPECT_TRUE(j["calibration"]["applied"].get<bool>());
   EXPECT_EQ(j["calibration"]["measured_on"], "h200-sxm");
   ASSERT_EQ(j["calibration"]["classes"].size(), 2u);
@@ -540,9 +523,7 @@ TEST(Cli, PredictWithCalibrationFromABenchRecord) {
 }
 
 TEST(Cli, AdviseRanksAndRefusesContradictions) {
-  const auto r = run_gpuvs("advise --workload llama-7b --task finetune --finetune lora --tokens 1e7 --gpus rtx-4090,h100-sxm --json");
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto j = nlohmann::json::parse(r.out);
+  const auto j = run_gpuvs_json("advise --workload llama-7b --task finetune --finetune lora --tokens 1e7 --gpus rtx-4090,h100-sxm --json");
   ASSERT_EQ(j["ranked"].size(), 2u);
   EXPECT_EQ(j["ranked"][0]["rank"], 1);
   EXPECT_FALSE(j["ranked"][0]["reason"].get<std::string>().empty());
@@ -631,9 +612,7 @@ TEST(Cli, EvaluateStoresTheRunAndHistoryDiffReportReadIt) {
   const auto d = run_gpuvs("diff 1 1 --json --db " + db);
   ASSERT_EQ(d.exit_code, 0) << d.err;
   EXPECT_GT(nlohmann::json::parse(d.out)["figures"].size(), 5u);
-  const auto rep = run_gpuvs("report -o json --db " + db);
-  ASSERT_EQ(rep.exit_code, 0) << rep.err;
-  const auto run = nlohmann::json::parse(rep.out);
+  const auto run = run_gpuvs_json("report -o json --db " + db);
   EXPECT_EQ(run["id"], 1);
   EXPECT_FALSE(run["payload"]["predictions"].empty());
   EXPECT_FALSE(run["payload"]["advice"]["ranked"].empty());
@@ -759,9 +738,7 @@ TEST(Cli, BenchRunsCanBeStoredInTheHistory) {
   const auto h = nlohmann::json::parse(run_gpuvs("history --json --db " + db).out);
   ASSERT_EQ(h["runs"].size(), 1u);
   EXPECT_EQ(h["runs"][0]["kind"], "bench");
-  const auto rep = run_gpuvs("report -o json --db " + db);
-  ASSERT_EQ(rep.exit_code, 0) << rep.err;
-  const auto run = nlohmann::json::parse(rep.out);
+  const auto run = run_gpuvs_json("report -o json --db " + db);
   EXPECT_EQ(run["payload"]["bench"]["results"].size(), 2u);
   EXPECT_FALSE(run["payload"]["devices"]["cpu"]["model"].get<std::string>().empty());
   // A foreign database is refused before anything runs.

@@ -250,7 +250,7 @@ TEST(Serving, BadRequestsAreOneLineErrors) {
 TEST(ServingData, FormatAndEngineFilesFailWithTheirLineAndSurviveFuzzing) {
   const std::string types = "[[type]]\nid = \"q4_0\"\nblock_weights = 32\nblock_bytes = 18\n";
   EXPECT_EQ(parse_formats(types + "[[format]]\nid = \"x\"\nmath = \"fp16\"\nbits = 16\nsource = \"s\"\n", "f.toml").formats.size(), 1u);
-  for (const auto& [text, expect] : std::vector<std::pair<std::string, std::string>>{
+  test::expect_refused({
            {types + "[[format]]\nid = \"x\"\nmath = \"fp4\"\nbits = 4\nsource = \"s\"\n", "f.toml:5: math 'fp4' is not one of"},
            {types + "[[format]]\nid = \"x\"\nmath = \"fp16\"\nsource = \"s\"\n", "needs bits (uniform) or base_type"},
            {types + "[[format]]\nid = \"x\"\nmath = \"fp16\"\nbits = 4\nbase_type = \"q4_0\"\nsource = \"s\"\n", "bits or a base_type, not both"},
@@ -259,32 +259,20 @@ TEST(ServingData, FormatAndEngineFilesFailWithTheirLineAndSurviveFuzzing) {
            {types + "[[format]]\nid = \"x\"\nmath = \"fp16\"\nbits = 99\nsource = \"s\"\n", "bits must be a number in [1, 32]"},
            {types + "[[format]]\nid = \"x\"\nmath = \"fp16\"\nbits = 4\nsource = \"s\"\nspeed = 2\n", "unknown key 'speed'"},
            {"[[type]]\nid = \"q4_0\"\nblock_weights = 32\n", "f.toml:1: a [[type]] needs id, block_weights and block_bytes"},
-           {"[[type]\n", "f.toml:1:"}}) {
-    try {
-      parse_formats(text, "f.toml");
-      ADD_FAILURE() << text;
-    } catch (const InputError& e) {
-      EXPECT_NE(std::string(e.what()).find(expect), std::string::npos) << e.what();
-    }
-  }
+           {"[[type]\n", "f.toml:1:"}},
+                       [](const std::string& text) { parse_formats(text, "f.toml"); });
   const std::string engine =
       "[[engine]]\nid = \"e\"\nname = \"E\"\nsource = \"s\"\nkernels_per_layer = 8\nattention = \"flash\"\nmax_num_tokens = 512\nformats = [\"bf16\"]\n";
   EXPECT_EQ(parse_engines(engine, "e.toml").size(), 1u);
-  for (const auto& [text, expect] : std::vector<std::pair<std::string, std::string>>{
+  test::expect_refused({
            {engine + "memory_utilization = 1.5\n", "e.toml:1: memory_utilization must be a number in [0.05, 1]"},
            {engine + "cuda_graphs = 1\n", "cuda_graphs must be true or false"},
            {engine + "activation_bytes = 3\n", "activation_bytes must be 2 or 4"},
            {engine + "turbo = true\n", "unknown key 'turbo'"},
            {"[[engine]]\nid = \"e\"\n", "needs id, name, source"},
            {engine + engine, "e.toml:9: engine 'e' listed twice"},
-           {engine.substr(0, engine.find("formats")) + "formats = [\"q3\"]\n", "formats: 'q3' is not a weight format"}}) {
-    try {
-      parse_engines(text, "e.toml");
-      ADD_FAILURE() << text;
-    } catch (const InputError& e) {
-      EXPECT_NE(std::string(e.what()).find(expect), std::string::npos) << e.what();
-    }
-  }
+           {engine.substr(0, engine.find("formats")) + "formats = [\"q3\"]\n", "formats: 'q3' is not a weight format"}},
+                       [](const std::string& text) { parse_engines(text, "e.toml"); });
   const std::string formats = files::read_all(std::string(GPUVS_SOURCE_DIR) + "/data/weight-formats.toml", "data");
   EXPECT_GT(test::fuzz_parser(formats, "[]\"=,.#\n -0123456789abcdefikmpqrstuw_", 800, 31, [](const std::string& t, const std::string& w) { parse_formats(t, w); }), 0);
   const std::string engines = files::read_all(std::string(GPUVS_SOURCE_DIR) + "/data/serving-engines.toml", "data");

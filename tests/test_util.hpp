@@ -5,15 +5,19 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <fstream>
 #include <random>
+#include <utility>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
 
@@ -102,6 +106,16 @@ inline CommandResult run_gpuvs_within(int seconds, const std::string& args) {
   return run_gpuvs_with("timeout -k 5 " + std::to_string(seconds) + " ", args);
 }
 
+/// Runs `gpuvs ARGS` and parses what it printed as one JSON document. A non-zero exit is a test failure naming
+/// the command and its stderr (std::runtime_error, which gtest reports with the test's name); so is output that
+/// is not JSON.
+inline nlohmann::json run_gpuvs_json(const std::string& args) {
+  const CommandResult r = run_gpuvs(args);
+  if (r.exit_code != 0)
+    throw std::runtime_error("gpuvs " + args + " exited " + std::to_string(r.exit_code) + ": " + r.err);
+  return nlohmann::json::parse(r.out);
+}
+
 /// `text` with the first `from` replaced by `to`; std::logic_error naming `from` when the text lacks it (an edit
 /// that misses would test the unedited file).
 inline std::string replaced(std::string text, const std::string& from, const std::string& to) {
@@ -119,6 +133,21 @@ inline std::string input_error_of(const std::function<void()>& f) {
     return e.what();
   }
   return "";
+}
+
+/// Each text of `cases` refused by `parse` with one InputError line that contains its expected words; a text
+/// parsed without error, or a message without the words, is a failure naming it.
+inline void expect_refused(const std::vector<std::pair<std::string, std::string>>& cases,
+                           const std::function<void(const std::string&)>& parse) {
+  for (const auto& [text, expect] : cases) {
+    const std::string e = input_error_of([&] { parse(text); });
+    if (e.empty()) {
+      ADD_FAILURE() << "accepted: " << text;
+      continue;
+    }
+    EXPECT_NE(e.find(expect), std::string::npos) << e << "\n(expected: " << expect << ")";
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  }
 }
 
 inline int count_lines(const std::string& s) {
