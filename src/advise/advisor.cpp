@@ -106,7 +106,8 @@ void choose_basis(Option& o, const Scenario& s, double budget_rent_amount, doubl
 
 // ---- training and fine-tuning ----
 
-struct Fit {
+/// The training batch a card holds (find_fit): the largest that fits, the recompute it needs, its prediction.
+struct TrainingBatch {
   std::int64_t batch = 0;
   std::string recompute = "none";
   std::optional<perf::Prediction> p;
@@ -114,8 +115,8 @@ struct Fit {
 };
 
 /// The largest batch (from the workload's default down to 1) that fits, without recompute if possible.
-Fit find_fit(const catalog::Catalog& cat, const workload::Workload& w, perf::PredictRequest req, bool transformer) {
-  Fit best;
+TrainingBatch find_fit(const catalog::Catalog& cat, const workload::Workload& w, perf::PredictRequest req, bool transformer) {
+  TrainingBatch best;
   for (const char* rc : {"none", "full"}) {
     if (std::string(rc) == "full" && !transformer) break;
     req.options["recompute"] = rc;
@@ -219,7 +220,7 @@ void price_training_run(Option& o, const perf::Prediction& pred, double model_pa
 
 Option training_option(const catalog::Catalog& cat, const workload::Workload& w, const catalog::Gpu& gpu, const Scenario& s, const Assumptions& a,
                        int count, const std::string& strategy, perf::Precision precision, const std::string& precision_note,
-                       bool transformer, std::map<std::string, Fit>& fit_cache) {
+                       bool transformer, std::map<std::string, TrainingBatch>& fit_cache) {
   Option o = new_option(gpu, count, strategy, precision, precision_note);
   perf::PredictRequest req = training_request(s, gpu, count, precision);
   if (s.seq_len > 0) req.options["seq_len"] = std::to_string(s.seq_len);
@@ -235,7 +236,7 @@ Option training_option(const catalog::Catalog& cat, const workload::Workload& w,
     if (!sharded) one.gpus = 1;
     it = fit_cache.emplace(key, find_fit(cat, w, one, transformer)).first;
   }
-  const Fit& fit = it->second;
+  const TrainingBatch& fit = it->second;
   if (!fit.p) {
     o.why_not.push_back(fit.err);
     return o;
@@ -326,7 +327,8 @@ Option multinode_option(const catalog::Catalog& cat, const workload::Workload& w
 
 // ---- serving ----
 
-struct ServeFit {
+/// The serving batch a card (or MIG slice) runs (best_serving_batch): its capacity and latency, or why none.
+struct ServingBatch {
   std::int64_t batch = 0;
   double service_s = 0, capacity_rps = 0, p99_ms = 0, peak_bytes = 0, ttft_s = 0, per_token_s = 0;
   std::string unit;
@@ -335,9 +337,9 @@ struct ServeFit {
 
 /// The batch with the most capacity whose p99 meets the SLA (service time scaled by `slowdown`, for a
 /// MIG slice) and whose memory fits in `capacity_bytes`.
-ServeFit best_serving_batch(const catalog::Catalog& cat, const workload::Workload& w, const catalog::Gpu& gpu, const Scenario& s, const Assumptions& a,
+ServingBatch best_serving_batch(const catalog::Catalog& cat, const workload::Workload& w, const catalog::Gpu& gpu, const Scenario& s, const Assumptions& a,
                             perf::Precision precision, double slowdown, double capacity_bytes) {
-  ServeFit best;
+  ServingBatch best;
   perf::PredictRequest req;
   req.workload = s.workload;
   req.gpu = gpu.id;
@@ -398,7 +400,7 @@ Option serving_option(const catalog::Catalog& cat, const workload::Workload& w, 
   const int tenants = std::max(1, s.tenants);
   const double per_tenant = required / tenants;
   const auto units_for = [&](double rps, double capacity) { return std::max(1.0, std::ceil(rps / capacity)); };
-  ServeFit f;
+  ServingBatch f;
   double instances_per_card = 1;
   if (mig) {
     // MIG profiles of a 7-slice part: kg.<memory> with k of 7 compute slices and about k/8 of the memory
@@ -409,7 +411,7 @@ Option serving_option(const catalog::Catalog& cat, const workload::Workload& w, 
     for (const auto& [k, eighths] : profiles) {
       if (k > gpu.mig_max) break;
       const double bytes = perf::usable_device_bytes(gpu.memory_bytes() * eighths / 8.0);
-      ServeFit t = best_serving_batch(cat, w, gpu, s, a, precision, static_cast<double>(gpu.mig_max) / k, bytes);
+      ServingBatch t = best_serving_batch(cat, w, gpu, s, a, precision, static_cast<double>(gpu.mig_max) / k, bytes);
       if (t.batch == 0) {
         why = t.why_not + fmt::format(" (MIG {}g instance)", k);
         continue;
@@ -673,7 +675,7 @@ Advice advise(const catalog::Catalog& cat, const workload::Workload& resolved, c
   // threads, GPUs taken in turn, results kept in catalog order so the ranking is the same every run.
   auto options_for = [&](const catalog::Gpu& gpu) {
     std::vector<Option> out;
-    std::map<std::string, Fit> fit_cache;
+    std::map<std::string, TrainingBatch> fit_cache;
     std::string note;
     const auto precision = precision_for(gpu, s.precision, note);
     if (!precision) {
