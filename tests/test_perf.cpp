@@ -17,6 +17,7 @@
 #include "perf/clocks.hpp"
 #include "perf/collective.hpp"
 #include "perf/constants.hpp"
+#include "perf/device_view.hpp"
 #include "perf/efficiency.hpp"
 #include "perf/memory.hpp"
 #include "perf/predict.hpp"
@@ -1207,4 +1208,34 @@ TEST(Predict, InferenceStreamsAtTheMicrobenchmarkFractionTrainingAtTheFittedOne)
   EXPECT_DOUBLE_EQ(predict(cat(), r).throughput, train);  // training does not use the prior
   r.training = false;
   EXPECT_LT(predict(cat(), r).throughput, infer * 0.9);   // inference does
+}
+
+// One description of a card for both pricers: the peaks at the sustained clock, the bandwidth, the memory a
+// process gets and the fractions (inference streaming at the microbenchmark fraction, training at the fitted one).
+TEST(DeviceView, TheCardBothPricersSeeIsAssembledOnce) {
+  const catalog::Gpu& h100 = cat().find("h100-sxm");
+  const PrecisionPlan plan = plan_precision(Precision::amp_bf16, h100);
+  const DeviceView train = device_view(h100, plan, nullptr, true);
+  const DeviceView infer = device_view(h100, plan, nullptr, false);
+  const double clock = sustained_clock_fraction(h100, builtin_constants().clock_headroom);
+  EXPECT_LT(clock, 1.0);
+  EXPECT_DOUBLE_EQ(train.clock, clock);
+  EXPECT_DOUBLE_EQ(train.matrix_peak, plan.matrix_tflops * 1e12 * clock);
+  EXPECT_DOUBLE_EQ(train.vector_peak, plan.vector_tflops * 1e12 * train.eff.vector_max * clock);
+  EXPECT_DOUBLE_EQ(train.bandwidth, h100.memory_bandwidth_gbs * 1e9);
+  EXPECT_EQ(train.eff.mem_max, efficiency_for(h100, plan).mem_max);
+  EXPECT_GT(infer.eff.mem_max, train.eff.mem_max);  // no training-only traffic to absorb
+  EXPECT_LE(infer.eff.mem_max, 0.98);
+  EXPECT_EQ(infer.eff.gemm_max, train.eff.gemm_max);
+  // The capacity a prediction reports is the view's.
+  PredictRequest r;
+  r.workload = "bert-base";
+  r.gpu = "h100-sxm";
+  r.batch = 32;
+  EXPECT_DOUBLE_EQ(predict(cat(), r).memory.capacity_bytes, train.usable_bytes);
+  // The clock follows the active constants.
+  FittedConstants hot = builtin_constants();
+  hot.clock_headroom = 1.0;
+  const ScopedConstants scope(hot);
+  EXPECT_GT(device_view(h100, plan, nullptr, true).matrix_peak, train.matrix_peak);
 }

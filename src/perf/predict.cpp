@@ -13,6 +13,7 @@
 #include "models/networks.hpp"
 #include "perf/band.hpp"
 #include "perf/constants.hpp"
+#include "perf/device_view.hpp"
 #include "perf/framework.hpp"
 #include "perf/parallel.hpp"
 #include "perf/serving.hpp"
@@ -223,7 +224,7 @@ void predict_parallel(Prediction& p, const PredictRequest& req, const workload::
   p.global_batch = l.global_batch;
   p.micro_batches = l.micro_batches;
   p.network = network.id;
-  const EfficiencyParams eff = calibrated_params(gpu, p.plan, req.calibration);
+  const EfficiencyParams eff = device_view(gpu, p.plan, req.calibration, true).eff;
   p.calibrated = req.calibration && req.calibration->gpu_id == gpu.id;
   models::NetworkInfo stage_net = net;
   stage_net.layers = dec.layers / l.pp;
@@ -472,12 +473,7 @@ Prediction predict(const catalog::Catalog& cat, const workload::Workload& w, con
   const ir::Graph& g = built->graph;
   p.params = models::param_count(g);
   p.frozen_params = models::param_count(g, false) - p.params;
-  EfficiencyParams eff = calibrated_params(gpu, p.plan, req.calibration);
-  // Inference moves what the minimum byte counts say: the traffic the fitted training fraction absorbs
-  // (multi-pass batch statistics, AMP master-weight casts, gradient reads) is not there, so memory-bound
-  // kernels run at the streaming fraction a microbenchmark reaches (the constants' prior), scaled by any
-  // calibration of this card.
-  if (!req.training) eff.mem_max = std::min(0.98, active_constants().prior.mem * eff.mem_max / efficiency_for(gpu, p.plan).mem_max);
+  const EfficiencyParams eff = device_view(gpu, p.plan, req.calibration, req.training).eff;
   p.calibrated = req.calibration && req.calibration->gpu_id == gpu.id;
   // Convolution layout: channels-last (the model's default, what NVIDIA's reference implementations train
   // with on tensor cores) or channels-first, which adds cuDNN's transposes around tensor-core convolutions.

@@ -3,8 +3,7 @@
 #include <algorithm>
 
 #include "ir/cost.hpp"
-#include "perf/clocks.hpp"
-#include "perf/constants.hpp"
+#include "perf/device_view.hpp"
 
 namespace gpuvs::perf {
 
@@ -68,11 +67,10 @@ StepPrediction predict_graph(const ir::Graph& g, const catalog::Gpu& gpu, const 
 StepPrediction predict_graph(const ir::Graph& g, const catalog::Gpu& gpu, const PrecisionPlan& plan,
                              const EfficiencyParams& p, ConvLayout layout) {
   StepPrediction out;
-  // Dense math runs at the clock the power limit sustains, not the rated boost the peaks assume.
-  const double clock = sustained_clock_fraction(gpu, active_constants().clock_headroom);
-  const double matrix_peak = plan.matrix_tflops * 1e12 * clock;
-  const double vector_peak = plan.vector_tflops * 1e12 * p.vector_max * clock;
-  const double bandwidth = gpu.memory_bandwidth_gbs * 1e9;
+  const DeviceView d = device_view(gpu, plan, p);
+  const double matrix_peak = d.matrix_peak;
+  const double vector_peak = d.vector_peak;
+  const double bandwidth = d.bandwidth;
   const double elem = static_cast<double>(ir::dtype_size(plan.activations));
   const ir::NodeId loss = g.output("loss") == ir::kNone ? static_cast<ir::NodeId>(g.size()) : g.output("loss");
   for (const Node& n : g.nodes()) {

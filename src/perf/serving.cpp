@@ -11,9 +11,9 @@
 #include "models/networks.hpp"
 #include "perf/achievable.hpp"
 #include "perf/band.hpp"
-#include "perf/clocks.hpp"
 #include "perf/collective.hpp"
 #include "perf/constants.hpp"
+#include "perf/device_view.hpp"
 #include "perf/efficiency.hpp"
 #include "perf/predict.hpp"
 #include "perf/serving_engine.hpp"
@@ -359,16 +359,15 @@ ServingPrediction predict_serving(const catalog::Catalog& cat, const workload::W
   s.engine = &engine;
   s.tp = p.tp;
   s.kv_elem_bytes = p.kv_dtype == "fp8" ? 1.0 : 2.0;
-  const double clock = sustained_clock_fraction(gpu, active_constants().clock_headroom);
   PrecisionPlan plan;
   plan.tensor_cores = true;
   plan.matrix_tflops = format_matrix_peak(format, gpu, engine.fp16_accumulate);
   plan.vector_tflops = gpu.fp32_tflops;
   plan.activations = format.math == "bf16" ? ir::DType::bf16 : ir::DType::f16;
-  s.eff = calibrated_params(gpu, plan, req.calibration);
-  // Serving moves what the byte counts say: memory-bound kernels at the streaming fraction a
-  // microbenchmark reaches, as in predict's inference (the fitted memory fraction is training's).
-  s.eff.mem_max = std::min(0.98, active_constants().prior.mem * s.eff.mem_max / efficiency_for(gpu, plan).mem_max);
+  // The card as the graph roofline sees it for inference (perf/device_view.hpp): the same clock, bandwidth
+  // and fractions, memory-bound kernels at the streaming fraction.
+  const DeviceView view = device_view(gpu, plan, req.calibration, false);
+  s.eff = view.eff;
   // Serving engines run tuned cuBLASLt/CUTLASS GEMMs: their ceiling is the card's achievable GEMM rate
   // for the format's math (published max-achievable figures, else the stated rule; perf/achievable.hpp),
   // which already includes the clock the card sustains, times the shape's waves and K ramp. Training's
@@ -378,9 +377,9 @@ ServingPrediction predict_serving(const catalog::Catalog& cat, const workload::W
   s.eff.gemm_max = serving_gemm_fraction(cat, gpu, format.math, req.calibration);
   WeightFormat sixteen = format;
   sixteen.math = format.math == "bf16" ? "bf16" : "fp16";
-  s.attention_peak = format_matrix_peak(sixteen, gpu, engine.fp16_accumulate) * 1e12 * clock;
-  s.vector_peak = gpu.fp32_tflops * 1e12 * s.eff.vector_max * clock;
-  s.bandwidth = gpu.memory_bandwidth_gbs * 1e9;
+  s.attention_peak = format_matrix_peak(sixteen, gpu, engine.fp16_accumulate) * 1e12 * view.clock;
+  s.vector_peak = view.vector_peak;
+  s.bandwidth = view.bandwidth;
   if (engine.attention == "unfused") s.eff.attention_max *= 0.5;  // scores through memory: two GEMMs and a softmax apart
   s.link = link_for(gpu, p.tp);
   s.weights = weight_bytes(d, format);
