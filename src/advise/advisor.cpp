@@ -686,7 +686,9 @@ Advice advise(const catalog::Catalog& cat, const workload::Workload& resolved, c
       out.push_back(o);
       return out;
     }
-    if (serving && net.family == models::Family::decoder && s.tenants == 1) {
+    // workload::pricer_for's rule, as predict and compare apply it; several tenants of one decoder share a card
+    // through MIG slices or time-slicing, which the serving model does not price: the graph path below does.
+    if (serving && workload::pricer_for("infer", w.family()) == workload::Pricer::serving && s.tenants == 1) {
       // LLMs: in-flight batching on 1, 2, 4 or 8 GPUs per replica (the heads split evenly).
       for (int tp = 1; tp <= max_gpus; tp *= 2)
         if (net.decoder.heads % tp == 0) out.push_back(llm_serving_option(cat, w, gpu, s, a, *precision, note, tp));

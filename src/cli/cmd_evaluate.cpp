@@ -353,7 +353,7 @@ int run_evaluate(const EvaluateArgs& a) {
   // LLM serving (decoders): each card's latency against load under in-flight batching, for the report's
   // serving charts — the scenario's lengths, the serving default engine, the precision's serving format.
   json serving = json();
-  if (net.family == models::Family::decoder) {
+  if (workload::pricer_for("infer", w.family()) == workload::Pricer::serving) {
     json curves = json::array();
     perf::ServingRequest sr;
     sr.workload = a.workload;

@@ -392,7 +392,8 @@ Prediction predict(const catalog::Catalog& cat, const workload::Workload& w, con
   // (pytorch, ...) everything else.
   const auto fw_it = request.options.find("framework");
   const bool serving_engine_named =
-      fw_it != request.options.end() && !request.training && net.family == models::Family::decoder && is_serving_engine(fw_it->second);
+      fw_it != request.options.end() && workload::pricer_for(request.training ? "train" : "infer", net.family) == workload::Pricer::serving &&
+      is_serving_engine(fw_it->second);
   const FrameworkProfile& fw = framework(fw_it == request.options.end() || serving_engine_named ? "pytorch" : fw_it->second);
   PredictRequest req = request;
   req.options = with_framework_defaults(fw, request.options, net.family, request.gpus, request.training);
@@ -484,7 +485,7 @@ Prediction predict(const catalog::Catalog& cat, const workload::Workload& w, con
   p.detail = predict_graph(g, gpu, p.plan, eff, layout == "nchw" ? ConvLayout::nchw : ConvLayout::nhwc);
   p.memory = estimate_memory(g, p.params, p.plan, req.training, gpu, p.frozen_params, frozen_bytes_per_param(p));
   if (p.recompute != "none") apply_recompute(p, g, net);
-  if (!req.training && net.family == models::Family::decoder) {
+  if (workload::pricer_for(req.training ? "train" : "infer", net.family) == workload::Pricer::serving) {  // one rule: workload.hpp
     const std::int64_t gen_len = option_int(req.options, "gen_len", 128, 1, 1 << 20);
     if (!apply_serving(p, cat, w, req, gen_len)) {
       // FP32/TF32: the graph's prefill, and a decode graph at the generation's mean context.
