@@ -21,7 +21,7 @@
 #include "perf/efficiency.hpp"
 #include "perf/memory.hpp"
 #include "perf/predict.hpp"
-#include "perf/predictor.hpp"
+#include "perf/roofline.hpp"
 #include "perf/validation.hpp"
 #include "workload/resolve.hpp"
 

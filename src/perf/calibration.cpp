@@ -8,7 +8,7 @@
 #include "core/strings.hpp"
 #include "core/units.hpp"
 #include "ir/cost.hpp"
-#include "perf/predictor.hpp"
+#include "perf/roofline.hpp"
 
 namespace gpuvs::perf {
 

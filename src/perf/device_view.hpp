@@ -1,4 +1,4 @@
-// One description of a card for pricing: what the per-op graph roofline (perf/predictor.hpp) and the LLM
+// One description of a card for pricing: what the per-op graph roofline (perf/roofline.hpp) and the LLM
 // serving model (perf/serving.hpp) both read — the sustained clock, the peaks at it, the memory bandwidth and
 // capacity, and the fractions of those peaks kernels reach (fitted per device class, or calibrated from a
 // measurement of this card). Assembled here and nowhere else, so the two pricers cannot disagree about a card.

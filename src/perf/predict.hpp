@@ -9,8 +9,8 @@
 #include "perf/calibration.hpp"
 #include "perf/collective.hpp"
 #include "perf/memory.hpp"
-#include "perf/predictor.hpp"
 #include "perf/precision.hpp"
+#include "perf/roofline.hpp"
 #include "workload/workload.hpp"
 
 namespace gpuvs::perf {

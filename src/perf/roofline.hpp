@@ -1,4 +1,5 @@
-// The per-op roofline predictor: every node of a graph priced on a catalog GPU under a precision policy.
+// One graph priced op by op (a roofline per op): every node on a catalog GPU under a precision policy. Whole workloads
+// (batch, parallelism, serving, memory) are perf/predict.hpp's.
 //   time(op) = max(matrix FLOPs / (matrix peak x GEMM efficiency), vector FLOPs / (vector peak x eff),
 //                  bytes / (DRAM bandwidth x memory efficiency)) + launch cost
 // Efficiencies are size-dependent (wave quantization, K ramp, transfer size), shared per device class.

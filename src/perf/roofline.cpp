@@ -1,4 +1,4 @@
-#include "perf/predictor.hpp"
+#include "perf/roofline.hpp"
 
 #include <algorithm>
 
