@@ -139,7 +139,9 @@ inline std::string input_error_of(const std::function<void()>& f) {
 /// parsed without error, or a message without the words, is a failure naming it.
 inline void expect_refused(const std::vector<std::pair<std::string, std::string>>& cases,
                            const std::function<void(const std::string&)>& parse) {
-  for (const auto& [text, expect] : cases) {
+  for (const auto& c : cases) {
+    const std::string& text = c.first;  // not a structured binding: clang 14 cannot capture one in a lambda
+    const std::string& expect = c.second;
     const std::string e = input_error_of([&] { parse(text); });
     if (e.empty()) {
       ADD_FAILURE() << "accepted: " << text;
