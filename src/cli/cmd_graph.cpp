@@ -16,7 +16,6 @@
 #include "ir/cost.hpp"
 #include "models/builder.hpp"
 #include "models/networks.hpp"
-#include "models/sequential_presets.hpp"
 #include "perf/predict.hpp"
 #include "workload/resolve.hpp"
 #include "workload/workload.hpp"

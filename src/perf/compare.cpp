@@ -6,7 +6,6 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
-#include "models/networks.hpp"
 #include "workload/workload.hpp"
 
 namespace gpuvs::perf {
