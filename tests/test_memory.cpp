@@ -92,6 +92,31 @@ TEST(Memory, GrowthReportsOutOfMemoryWithTheNumbers) {
   EXPECT_THROW(a.deallocate(q), std::logic_error);  // double free is caught
 }
 
+// Memory a caller can do without (the CUDA engine's device copy of the data set): try_allocate says no
+// and leaves the pool as it was, where allocate throws.
+TEST(Memory, TryAllocateSaysNoAndLeavesThePoolAsItWas) {
+  HostRawAllocator raw(16u << 20);
+  CachingAllocator pool(raw, AllocMode::preallocate, 0.5);
+  void* p = pool.allocate(6u << 20);
+  const auto before = pool.stats();
+  EXPECT_EQ(pool.try_allocate(4u << 20), nullptr);
+  EXPECT_EQ(pool.stats().in_use, before.in_use);
+  EXPECT_EQ(pool.stats().allocations, before.allocations);
+  EXPECT_EQ(pool.largest_free_block(), 2u << 20);
+  void* q = pool.try_allocate(2u << 20);  // what fits is served as allocate would
+  EXPECT_NE(q, nullptr);
+  pool.deallocate(q);
+  pool.deallocate(p);
+  HostRawAllocator small(4u << 20);
+  CachingAllocator growth(small, AllocMode::growth);
+  void* r = growth.allocate(3u << 20);
+  EXPECT_EQ(growth.try_allocate(3u << 20), nullptr);  // the device is full
+  EXPECT_EQ(small.outstanding(), 4u << 20);
+  growth.deallocate(r);
+  EXPECT_NE(growth.try_allocate(4u << 20), nullptr);  // the freed block, coalesced, serves it
+  EXPECT_THROW((void)growth.try_allocate(0), std::invalid_argument);
+}
+
 TEST(Memory, RandomWorkloadNeverOverlapsOrLosesBytes) {
   HostRawAllocator raw(256u << 20);
   for (AllocMode mode : {AllocMode::growth, AllocMode::preallocate}) {

@@ -1,11 +1,18 @@
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <thread>
 
 #include "core/error.hpp"
 #include "engine/checkpoint.hpp"
 #include "engine/fit_check.hpp"
+#include "engine/replica_workers.hpp"
 #include "engine/trainer.hpp"
 #include "import/gpuvs/model_file.hpp"
 #include "models/sequential_presets.hpp"
@@ -318,4 +325,57 @@ TEST(FitCheck, WhatCannotFitIsRefusedWithTheFiguresInOneLine) {
     EXPECT_STREQ(e.what(), "model 'm' needs 3.50 GiB to train at batch 64 (parameters 1.00, Adam state 2.00, activations and gradients "
                            "0.50) but cuda:1 has 3.25 GiB free: lower --batch-size or the model's size");
   }
+}
+
+// Data parallel on several GPUs runs every replica's step at once (their NCCL calls wait for each other)
+// on threads that live for the run, not a thread per replica per step.
+TEST(ReplicaWorkers, RunEveryReplicaAtOnceOnTheSameThreadsEveryStep) {
+  constexpr std::size_t n = 4;
+  ReplicaWorkers workers(n);
+  std::mutex m;
+  std::vector<std::set<std::thread::id>> ids(n);
+  for (int step = 0; step < 50; ++step) {
+    // Each job waits until all four are in flight: the step completes only if they run concurrently.
+    std::atomic<int> arrived{0};
+    std::atomic<bool> all_met{true};
+    workers.run([&](std::size_t r) {
+      ++arrived;
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (arrived.load() < static_cast<int>(n))
+        if (std::chrono::steady_clock::now() > deadline) {
+          all_met = false;
+          break;
+        }
+      std::lock_guard lock(m);
+      ids[r].insert(std::this_thread::get_id());
+    });
+    ASSERT_TRUE(all_met) << "step " << step << ": the replicas did not run at once";
+  }
+  std::set<std::thread::id> all;
+  for (const auto& s : ids) {
+    EXPECT_EQ(s.size(), 1u);  // one thread per replica for every step
+    all.insert(s.begin(), s.end());
+  }
+  EXPECT_EQ(all.size(), n);
+  EXPECT_FALSE(all.count(std::this_thread::get_id()));
+}
+
+TEST(ReplicaWorkers, AReplicasErrorReachesTheCallerAfterAllFinishAndTheWorkersCarryOn) {
+  ReplicaWorkers workers(3);
+  std::atomic<int> finished{0};
+  try {
+    workers.run([&](std::size_t r) {
+      if (r == 1) throw RuntimeFailure("replica 1 failed");
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      ++finished;
+    });
+    FAIL() << "the replica's error was lost";
+  } catch (const RuntimeFailure& e) {
+    EXPECT_STREQ(e.what(), "replica 1 failed");
+  }
+  EXPECT_EQ(finished.load(), 2);  // the others ran to the end before the error came back
+  std::atomic<int> ran{0};
+  workers.run([&](std::size_t) { ++ran; });
+  EXPECT_EQ(ran.load(), 3);
+  EXPECT_THROW(ReplicaWorkers(0), std::invalid_argument);
 }

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
-#include <thread>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -22,6 +21,7 @@
 #include "dist/world.hpp"
 #include "engine/checkpoint.hpp"
 #include "engine/fit_check.hpp"
+#include "engine/replica_workers.hpp"
 #include "engine/tfevents.hpp"
 #include "gpu/plugin_loader.hpp"
 #include "ir/cost.hpp"
@@ -444,24 +444,14 @@ TrainResult train(const models::ModelSpec& spec_in, const Dataset& data, const T
   for (const auto& e : replica_ex) workspace += e->workspace_bytes();
   // Each replica draws its own dropout masks.
   auto replica_seed = [&](std::size_t r) { return cfg.seed + 0x9E3779B97F4A7C15ULL * r; };
-  // One global step over the replicas: all run at once on their own threads (each replica's NCCL calls
-  // need the others' to be in flight).
+  // One global step over the replicas: all run at once, each on its own thread for the whole run (each
+  // replica's NCCL calls need the others' to be in flight).
+  std::optional<ReplicaWorkers> workers;
+  if (!replica_ex.empty()) workers.emplace(replica_ex.size());
   auto run_replicas = [&](const std::int64_t* rows_of_step, std::int64_t iteration, const std::vector<char>& bound) {
     for (std::size_t r = 0; r < replica_ex.size(); ++r)
       if (!bound[r]) load_rows(*replica_ex[r], data, rows_of_step + static_cast<std::int64_t>(r) * shard, shard);
-    std::vector<std::exception_ptr> errors(replica_ex.size());
-    std::vector<std::thread> threads;
-    for (std::size_t r = 0; r < replica_ex.size(); ++r)
-      threads.emplace_back([&, r] {
-        try {
-          replica_ex[r]->run_accumulate({replica_seed(r), iteration}, shard);
-        } catch (...) {
-          errors[r] = std::current_exception();
-        }
-      });
-    for (auto& t : threads) t.join();
-    for (auto& e : errors)
-      if (e) std::rethrow_exception(e);
+    workers->run([&](std::size_t r) { replica_ex[r]->run_accumulate({replica_seed(r), iteration}, shard); });
   };
   if (cfg.logdir && writer) {
     tb_train = std::make_unique<EventFileWriter>(*cfg.logdir / "train");

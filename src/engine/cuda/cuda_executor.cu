@@ -295,14 +295,22 @@ class Device final : public gpu::TrainDevice {
   }
 
   /// The data set on the device, uploaded once per run; nullptr when it would take over a quarter of the
-  /// card (then batches go up from the host).
+  /// card or the pool cannot hold it (a preallocated pool, or a card other processes fill): then batches go
+  /// up from the host, which is slower but trains the same.
   std::pair<const float*, const std::int32_t*> dataset(const Dataset& d) {
     if (data_of_ == &d && data_rows_ == d.rows) return {data_x_, data_y_};
-    if (data_of_) return {nullptr, nullptr};  // one data set per run
+    if (data_of_ || data_refused_) return {nullptr, nullptr};  // one data set per run
     const std::size_t xb = d.x.size() * sizeof(float), yb = d.y.size() * sizeof(std::int32_t);
-    if (xb + yb > raw_->capacity() / 4) return {nullptr, nullptr};
-    data_x_ = static_cast<float*>(alloc_->allocate(xb));
-    data_y_ = static_cast<std::int32_t*>(alloc_->allocate(yb));
+    if (xb == 0 || yb == 0 || xb + yb > raw_->capacity() / 4) return {nullptr, nullptr};
+    auto* x = static_cast<float*>(alloc_->try_allocate(xb));
+    auto* y = x ? static_cast<std::int32_t*>(alloc_->try_allocate(yb)) : nullptr;
+    if (!y) {
+      if (x) alloc_->deallocate(x);
+      data_refused_ = true;
+      return {nullptr, nullptr};
+    }
+    data_x_ = x;
+    data_y_ = y;
     upload(data_x_, d.x.data(), xb, "uploading the data set");
     upload(data_y_, d.y.data(), yb, "uploading the data set");
     data_of_ = &d;
@@ -370,6 +378,7 @@ class Device final : public gpu::TrainDevice {
   cudaStream_t comm_stream_ = nullptr;
   const Dataset* data_of_ = nullptr;
   std::int64_t data_rows_ = 0;
+  bool data_refused_ = false;  // the pool could not hold the data set: it streams from the host for the run
   float* data_x_ = nullptr;
   std::int32_t* data_y_ = nullptr;
 };
@@ -715,7 +724,17 @@ void CudaExecutor::launch_step(Mode m) {
   } else if (graphs && mode_runs_ >= 1) {
     cudaGraph_t graph = nullptr;
     ck(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
-    launch_all(m);
+    try {
+      launch_all(m);
+    } catch (...) {
+      // End the capture before the error leaves: a stream left capturing fails every later call on it,
+      // and the first error, the one worth reading, would be buried under theirs.
+      cudaGraph_t partial = nullptr;
+      (void)cudaStreamEndCapture(s, &partial);
+      if (partial) cudaGraphDestroy(partial);
+      (void)cudaGetLastError();
+      throw;
+    }
     ck(cudaStreamEndCapture(s, &graph), "cudaStreamEndCapture");
     const cudaError_t e = cudaGraphInstantiate(&graph_exec_, graph, 0);
     cudaGraphDestroy(graph);

@@ -89,6 +89,13 @@ CachingAllocator::Block* CachingAllocator::make_block(const Block& v) {
 std::size_t CachingAllocator::largest_free_block() const { return free_.empty() ? 0 : free_.rbegin()->first; }
 
 void* CachingAllocator::allocate(std::size_t bytes) {
+  if (void* p = try_allocate(bytes)) return p;
+  const std::size_t size = round_up(bytes, kAlignment);
+  throw RuntimeFailure(fmt::format("out of memory on {} ({} pool): asked {}, reserved {}, in use {}, largest free block {}", raw_.name(),
+                                   alloc_mode_name(mode_), mib(size), mib(stats_.reserved), mib(stats_.in_use), mib(largest_free_block())));
+}
+
+void* CachingAllocator::try_allocate(std::size_t bytes) {
   if (bytes == 0) throw std::invalid_argument("allocator: zero-byte request");
   const std::size_t size = round_up(bytes, kAlignment);
   auto it = free_.lower_bound(size);
@@ -106,9 +113,7 @@ void* CachingAllocator::allocate(std::size_t bytes) {
     }
     if (b) erase_free(b);
   }
-  if (!b)
-    throw RuntimeFailure(fmt::format("out of memory on {} ({} pool): asked {}, reserved {}, in use {}, largest free block {}", raw_.name(),
-                                     alloc_mode_name(mode_), mib(size), mib(stats_.reserved), mib(stats_.in_use), mib(largest_free_block())));
+  if (!b) return nullptr;
   b->free = false;
   if (b->size - size >= kAlignment) {  // split: the tail stays free, next to its neighbours
     Block* tail = make_block({b->ptr + size, b->size - size, true, b, b->next, b->segment});

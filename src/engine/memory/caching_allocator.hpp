@@ -64,6 +64,9 @@ class CachingAllocator {
   /// `bytes` (> 0) rounded up to kAlignment. RuntimeFailure naming the request, what is reserved and in use,
   /// and the largest free block when it cannot be met.
   void* allocate(std::size_t bytes);
+  /// As allocate, but nullptr (the pool and the device left as they were) when the request cannot be met:
+  /// for memory the caller can do without, such as a data set that can stream from the host instead.
+  void* try_allocate(std::size_t bytes);
   /// A pointer from allocate(); anything else is a logic error.
   void deallocate(void* p);
   /// growth: returns wholly free segments to the device. preallocate: no-op.

@@ -133,10 +133,12 @@ BenchResult run_gemm(const BenchRequest& r, const Precision& p, const std::strin
     GPUVS_CUDA(cudaEventRecord(e1));
     res.samples.push_back(flop / (elapsed_ms(e0, e1) * 1e-3) / 1e12);
   }
-  if (r.while_busy) {
-    for (int i = 0; i < 8; ++i) matmul();
-    r.while_busy();
-  }
+  read_while_queued(
+      r,
+      [&] {
+        for (int i = 0; i < 8; ++i) matmul();
+      },
+      [] {});
   GPUVS_CUDA(cudaDeviceSynchronize());
 
   // Self-check on 64 elements: column i of A and column j of B are contiguous, so only they are copied.

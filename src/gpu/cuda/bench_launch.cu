@@ -23,7 +23,6 @@ double now_us() {
 BenchResult launch(const BenchRequest& r) {
   GPUVS_CUDA(cudaSetDevice(r.device));
   DeviceBuffer counter(sizeof(unsigned long long));
-  GPUVS_CUDA(cudaMemset(counter.get(), 0, sizeof(unsigned long long)));
   auto* c = counter.get<unsigned long long>();
   cudaStream_t stream = nullptr;
   GPUVS_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -31,6 +30,9 @@ BenchResult launch(const BenchRequest& r) {
     cudaStream_t s;
     ~StreamGuard() { cudaStreamDestroy(s); }
   } guard{stream};
+  // Zeroed on the benchmark's own stream: a non-blocking stream does not wait for the legacy stream, so a
+  // plain cudaMemset could land after the first ticks and the count would come up short.
+  GPUVS_CUDA(cudaMemsetAsync(counter.get(), 0, sizeof(unsigned long long), stream));
   const Reps reps = reps_for(r);
   const int batch = r.quick ? 200 : 1000;
   unsigned long long expected = 0;
@@ -79,7 +81,14 @@ BenchResult launch(const BenchRequest& r) {
     }
     res.note = "a CUDA graph of " + std::to_string(batch) + " kernels, launched and synchronised; microseconds per kernel";
   }
-  if (r.while_busy) r.while_busy();
+  // Read under load: a long queue of launches in flight (each counted like the timed ones).
+  read_while_queued(
+      r,
+      [&] {
+        for (int i = 0; i < 20 * batch; ++i, ++expected) tick<<<1, 32, 0, stream>>>(c);
+        GPUVS_CUDA(cudaGetLastError());
+      },
+      [&] { GPUVS_CUDA(cudaStreamSynchronize(stream)); });
   unsigned long long got = 0;
   GPUVS_CUDA(cudaMemcpy(&got, c, sizeof got, cudaMemcpyDeviceToHost));
   if (got != expected)

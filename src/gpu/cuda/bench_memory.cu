@@ -8,7 +8,10 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <exception>
+#include <future>
 #include <string>
+#include <thread>
 
 #include "gpu/counting.hpp"
 #include "gpu/cuda/common.hpp"
@@ -16,6 +19,28 @@
 namespace gpuvs::gpu::cuda {
 
 std::string mib(std::size_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+
+void read_while_blocking(const BenchRequest& r, int device, const std::function<void()>& work) {
+  if (!r.while_busy) return;
+  std::promise<void> started;
+  std::exception_ptr error;
+  std::thread worker([&] {
+    try {
+      GPUVS_CUDA(cudaSetDevice(device));
+      started.set_value();
+      work();
+    } catch (...) {
+      error = std::current_exception();
+    }
+  });
+  // If cudaSetDevice failed the promise was never set: the join below reports that error instead.
+  if (started.get_future().wait_for(std::chrono::seconds(10)) == std::future_status::ready) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // the first copy is under way
+    r.while_busy();
+  }
+  worker.join();
+  if (error) std::rethrow_exception(error);
+}
 
 namespace {
 
@@ -98,10 +123,12 @@ std::vector<double> time_gbs(const BenchRequest& r, double bytes, F&& body) {
     GPUVS_CUDA(cudaEventRecord(b));
     out.push_back(bytes / (elapsed_ms(a, b) * 1e-3) / 1e9);
   }
-  if (r.while_busy) {  // keep the GPU busy while the host reads clocks, power and throttle reasons
-    for (int i = 0; i < 8; ++i) body();
-    r.while_busy();
-  }
+  read_while_queued(
+      r,
+      [&] {
+        for (int i = 0; i < 8; ++i) body();
+      },
+      [] {});
   GPUVS_CUDA(cudaDeviceSynchronize());
   return out;
 }
@@ -206,7 +233,9 @@ BenchResult memcpy_host(const BenchRequest& r) {
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     res.samples.push_back(bytes_counted(r.key, static_cast<double>(bytes)) / s / 1e9);
   }
-  if (r.while_busy) r.while_busy();
+  read_while_blocking(r, r.device, [&] {
+    for (int i = 0; i < 8; ++i) once();
+  });
   // Check: the data survived the trip (device -> host copies bring back what was uploaded).
   std::vector<float> back(n);
   GPUVS_CUDA(cudaMemcpy(back.data(), dev.get(), bytes, cudaMemcpyDeviceToHost));
@@ -271,7 +300,14 @@ BenchResult p2p_copy(const BenchRequest& r) {
     }
     res.detail += row + "\n";
   }
-  if (r.while_busy) r.while_busy();
+  // Read under load: copies from GPU0 to GPU1 queued (GPU1's data is not checked after this).
+  read_while_queued(
+      r,
+      [&] {
+        GPUVS_CUDA(cudaSetDevice(0));
+        for (int i = 0; i < 8; ++i) GPUVS_CUDA(cudaMemcpyPeerAsync(buf[1]->get(), 1, buf[0]->get(), 0, bytes));
+      },
+      [&] { GPUVS_CUDA(cudaDeviceSynchronize()); });
   res.note = "cudaMemcpyPeerAsync of " + mib(bytes) + " for every ordered pair; the figure is the median over pairs";
   return res;
 }

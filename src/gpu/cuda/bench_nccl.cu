@@ -58,17 +58,23 @@ BenchResult nccl_allreduce(const BenchRequest& r) {
       for (auto x : s) cudaStreamDestroy(x);
     }
   } sg{streams};
-  auto all_reduce = [&](std::size_t bytes) {
+  auto queue_all_reduce = [&](std::size_t bytes) {
     nccl_check(lib.group_start(), "ncclGroupStart");
     for (int i = 0; i < count; ++i) {
       const auto u = static_cast<std::size_t>(i);
       nccl_check(lib.all_reduce(send[u]->get(), recv[u]->get(), bytes / 4, ncclFloat, ncclSum, comms[u], streams[u]), "ncclAllReduce");
     }
     nccl_check(lib.group_end(), "ncclGroupEnd");
+  };
+  auto drain = [&] {
     for (int i = 0; i < count; ++i) {
       GPUVS_CUDA(cudaSetDevice(i));
       GPUVS_CUDA(cudaStreamSynchronize(streams[static_cast<std::size_t>(i)]));
     }
+  };
+  auto all_reduce = [&](std::size_t bytes) {
+    queue_all_reduce(bytes);
+    drain();
   };
   const Reps reps = reps_for(r);
   const double factor = allreduce_bus_factor(count);
@@ -103,7 +109,13 @@ BenchResult nccl_allreduce(const BenchRequest& r) {
       }
     }
   }
-  if (r.while_busy) r.while_busy();
+  // Read under load: the largest all-reduce queued eight times (the same sums into the same buffers).
+  read_while_queued(
+      r,
+      [&] {
+        for (int i = 0; i < 8; ++i) queue_all_reduce(max_bytes);
+      },
+      drain);
   res.note = "busbw (nccl-tests formula, " + std::to_string(count) + " GPUs) at " + mib(max_bytes) + ", float sum, out of place; " +
              nccl_version() + "; sweep in detail";
   return res;

@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -105,6 +106,22 @@ inline BenchResult waived(const std::string& why) {
   r.note = why;
   return r;
 }
+
+/// Reads clocks, power and throttle reasons (r.while_busy) while the GPU works, not after it went idle:
+/// `queue` enqueues asynchronous work (kernels, async copies, collectives) and returns; the reading is
+/// taken with that work in flight, then `drain` waits for it.
+template <class Queue, class Drain>
+void read_while_queued(const BenchRequest& r, Queue&& queue, Drain&& drain) {
+  if (!r.while_busy) return;
+  queue();
+  r.while_busy();
+  drain();
+}
+
+/// As read_while_queued for work the host thread waits on (pageable copies are synchronous): `work` runs
+/// on a worker thread bound to `device`, and the reading is taken once it has started. The worker's error,
+/// if any, is rethrown here.
+void read_while_blocking(const BenchRequest& r, int device, const std::function<void()>& work);
 
 /// GB (1e9 bytes) formatting helper for notes.
 std::string mib(std::size_t bytes);
