@@ -261,6 +261,22 @@ TEST(Advise, AssumptionsAreListedAndOverridable) {
   bad("pue=abc", "not a number");
 }
 
+// compare prices a card-hour with the advisor's rule and figures (one question, one answer): a bought card
+// over its service life at the assumed utilization, plus its power; rented at the quote or the override.
+TEST(Advise, CompareAndTheAdvisorPriceACardHourAlike) {
+  advise::Assumptions a = advise::Assumptions::defaults();
+  const auto& g = cat().find("rtx-4090");  // MSRP 1599 USD, 450 W
+  const double at_half = 1599.0 / (3 * 8760.0 * 0.5) + 0.450 * 1.3 * 0.15;
+  EXPECT_NEAR(*a.hour_prices().own(g), at_half, 1e-12);
+  EXPECT_NEAR(*a.hour_prices().own(g), *a.own_per_hour(g, a.get("utilization")), 1e-15);
+  EXPECT_FALSE(a.hour_prices().own(cat().find("b200")).has_value());  // no price known
+  const auto before = a.hour_prices();
+  a.set_all("utilization=1; rent.rtx-4090=0.5", cat());
+  EXPECT_NEAR(*a.hour_prices().own(g), 1599.0 / (3 * 8760.0) + 0.450 * 1.3 * 0.15, 1e-12);
+  EXPECT_DOUBLE_EQ(*a.hour_prices().rent(g), 0.5);
+  EXPECT_NEAR(*before.own(g), at_half, 1e-12);  // prices taken earlier keep the assumptions they were taken at
+}
+
 TEST(Advise, ScenarioFilesAndBadScenarios) {
   gpuvs::test::TempDir dir;
   const auto f = dir / "s.toml";

@@ -414,6 +414,25 @@ TEST(Cli, CompareAnswersTheSeedQuestion) {
   expect_usage_error(run_gpuvs("compare h100-sxm"), "at least two GPUs");
 }
 
+// compare's costs are priced at the advisor's assumptions, overridden by the same flags.
+TEST(Cli, CompareCostsFollowTheAdvisorsAssumptionsAndFlags) {
+  const auto def = run_gpuvs_json("compare rtx-4090 a100-80gb-sxm --json");
+  EXPECT_DOUBLE_EQ(def["cost_assumptions"]["utilization"].get<double>(), 0.5);
+  const auto own = [](const nlohmann::json& doc) { return doc["gpus"][0]["owned_usd_per_million"].get<double>(); };
+  const double hours = def["gpus"][0]["hours_per_million"].get<double>();
+  EXPECT_NEAR(own(def), hours * (1599.0 / (3 * 8760.0 * 0.5) + 0.450 * 1.3 * 0.15), 1e-9 * own(def));
+  const auto full = run_gpuvs_json("compare rtx-4090 a100-80gb-sxm --utilization 1 --electricity 0.3 --assume rent.rtx-4090=0.5 --json");
+  EXPECT_NEAR(own(full), hours * (1599.0 / (3 * 8760.0) + 0.450 * 1.3 * 0.3), 1e-9 * own(full));
+  EXPECT_NEAR(full["gpus"][0]["usd_per_million"].get<double>(), hours * 0.5, 1e-9 * hours);
+  const auto text = run_gpuvs("compare rtx-4090 a100-80gb-sxm --utilization 0.25");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("at 25% utilization"), std::string::npos) << text.out;
+  expect_usage_error(run_gpuvs("compare rtx-4090 a100-80gb-sxm --assume electricty_usd_per_kwh=0.2"), "did you mean 'electricity_usd_per_kwh'");
+  expect_usage_error(run_gpuvs("compare rtx-4090 a100-80gb-sxm --utilization 0"), "--utilization");
+  const auto serving = run_gpuvs_json("compare h100-sxm a100-80gb-sxm --workload llama3-8b --mode infer --precision bf16 --utilization 1 --json");
+  EXPECT_DOUBLE_EQ(serving["cost_assumptions"]["utilization"].get<double>(), 1.0);
+}
+
 TEST(Cli, CompareTableWrapsCellsWholeAndKeepsColumnsAligned) {
   expect_compare_table_whole_and_aligned("");
   expect_compare_table_whole_and_aligned("h100-sxm l40s rtx-4090 a100-40gb-pcie --workload bert-large --precision amp-bf16 --batch 16");

@@ -22,6 +22,7 @@
 #include "perf/memory.hpp"
 #include "perf/predict.hpp"
 #include "perf/roofline.hpp"
+#include "perf/system_facts.hpp"
 #include "perf/validation.hpp"
 #include "workload/resolve.hpp"
 
@@ -304,8 +305,18 @@ TEST(Predict, DataParallelScalingAndSharding) {
 
 #include "perf/compare.hpp"
 
+namespace {
+// Cloud quotes from the catalog and a fixed owned rate: compare multiplies whatever hour prices it is given
+// (advise::Assumptions supplies the real ones; test_advise checks those).
+const GpuHourPrices& test_prices() {
+  static const GpuHourPrices p{[](const catalog::Gpu& g) { return g.cloud_usd_per_hr; },
+                               [](const catalog::Gpu& g) { return g.msrp_usd ? std::optional<double>(0.25) : std::nullopt; }};
+  return p;
+}
+}  // namespace
+
 TEST(Compare, SeedQuestionClaimsFollowTheNumbers) {
-  const Comparison c = compare(cat(), {"rtx-4090", "a100-80gb-sxm"}, "seed-mlp", Precision::tf32, 32, true);
+  const Comparison c = compare(cat(), {"rtx-4090", "a100-80gb-sxm"}, "seed-mlp", Precision::tf32, 32, true, test_prices());
   ASSERT_EQ(c.entries.size(), 2u);
   EXPECT_DOUBLE_EQ(c.entries[0].ratio, 1.0);
   EXPECT_GT(c.entries[1].ratio, 1.0);  // the A100 is faster, but not by its peak ratio
@@ -335,10 +346,10 @@ TEST(Compare, LargestBatchThatFitsAndCost) {
   EXPECT_TRUE(predict(cat(), r).memory.fits);
   r.batch = b + 1;
   EXPECT_FALSE(predict(cat(), r).memory.fits);
-  const Comparison c = compare(cat(), {"h100-sxm", "l40s"}, "resnet50", Precision::amp_bf16, 128, true);
+  const Comparison c = compare(cat(), {"h100-sxm", "l40s"}, "resnet50", Precision::amp_bf16, 128, true, test_prices());
   ASSERT_TRUE(c.entries[0].usd_per_million.has_value());
   EXPECT_NEAR(*c.entries[0].usd_per_million, c.entries[0].hours_per_million * 4.916, 1e-9);
-  EXPECT_THROW(compare(cat(), {"h100-sxm"}, "resnet50", Precision::amp_bf16, 128, true), InputError);
+  EXPECT_THROW(compare(cat(), {"h100-sxm"}, "resnet50", Precision::amp_bf16, 128, true, test_prices()), InputError);
 }
 
 #include "perf/band.hpp"
@@ -459,13 +470,11 @@ TEST(Predict, LoraAndQloraMemory) {
   EXPECT_THROW(predict(cat(), r), InputError);
 }
 
-TEST(Compare, OwnershipCostFollowsItsAssumptions) {
-  const auto& g = cat().find("rtx-4090");  // MSRP 1599 USD, 450 W
-  const double expected = 1599.0 / (3 * 365 * 24.0) + 0.450 * 1.3 * 0.15;
-  EXPECT_NEAR(*owned_usd_per_hour(g), expected, 1e-12);
-  EXPECT_FALSE(owned_usd_per_hour(cat().find("b200")).has_value());  // no price in the catalog
-  const Comparison c = compare(cat(), {"rtx-4090", "a100-80gb-sxm"}, "seed-mlp", Precision::tf32, 32, true);
-  EXPECT_NEAR(*c.entries[0].owned_usd_per_million, c.entries[0].hours_per_million * expected, 1e-12);
+TEST(Compare, CostPerMillionIsTheGivenHourPriceTimesTheHours) {
+  const Comparison c = compare(cat(), {"rtx-4090", "b200"}, "seed-mlp", Precision::tf32, 32, true, test_prices());
+  ASSERT_TRUE(c.entries[0].owned_usd_per_million.has_value());
+  EXPECT_NEAR(*c.entries[0].owned_usd_per_million, c.entries[0].hours_per_million * 0.25, 1e-12);
+  EXPECT_FALSE(c.entries[1].owned_usd_per_million.has_value());  // no price known: no figure, not zero
 }
 
 TEST(Memory, ZeroStagesShardWhatTheySay) {
@@ -878,6 +887,55 @@ TEST(Clocks, FileErrorsNameTheLineAndFuzzedFilesFailCleanly) {
   EXPECT_GT(test::fuzz_parser(builtin, "[]\"=,.#\n -0123456789abdeghikmpqrsuz_", 800, 21, [](const std::string& t, const std::string& w) { parse_clocks(t, w, cat()); }), 0);
 }
 
+TEST(SystemFacts, EveryFactIsSourcedWithItsUnitAndBadFilesAreRefusedByLine) {
+  const std::string builtin = files::read_all(std::string(GPUVS_SOURCE_DIR) + "/data/system.toml", "data");
+  const SystemFacts f = parse_system_facts(builtin, "system.toml");
+  EXPECT_EQ(f.gpus_per_server, system_facts().gpus_per_server);
+  EXPECT_GT(f.runtime_bytes, 0);
+  for (models::Family fam : {models::Family::mlp, models::Family::cnn, models::Family::encoder, models::Family::decoder,
+                             models::Family::unet, models::Family::keras, models::Family::onnx})
+    EXPECT_GT(f.batch_for(fam), 0) << models::family_name(fam);
+  // The model reads the file's figures, not numbers of its own: usable memory follows driver_reserve.
+  EXPECT_DOUBLE_EQ(usable_device_bytes(100.0), 100.0 * (1 - system_facts().driver_reserve));
+  ASSERT_FALSE(f.mig_profiles.empty());
+  EXPECT_EQ(f.mig_profiles.back().compute_slices, 7);  // the whole card is a profile too
+  EXPECT_EQ(f.mig_profiles.back().memory_eighths, 8);
+  const auto with = [&](const std::string& from, const std::string& to) {
+    std::string t = builtin;
+    const auto at = t.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return t.replace(at, from.size(), to);
+  };
+  test::expect_refused(
+      {{with("[server.gpus]\nvalue = 8\nunit = \"GPUs\"", "[server.gpus]\nvalue = 8\nunit = \"GPU\""), "[server.gpus] is in GPUs, not 'GPU'"},
+       {with("[server.gpus]\nvalue = 8", "[server.gpus]\nvalue = 8.5"), "[server.gpus] = 8.5 is outside (0, 1024] or not whole"},
+       {with("[links.pcie_busbw]\nvalue = 0.80", "[links.pcie_busbw]\nvalue = 1.2"), "[links.pcie_busbw] = 1.2 is outside (0, 1]"},
+       {with("[links.pcie_busbw]\nvalue = 0.80", "[links.pcie_busbw]\nvalue = nan"), "[links.pcie_busbw] needs a finite number"},
+       {with("[links.pcie_busbw]", "[links.pcie_bw]"), "unknown fact 'links.pcie_bw'"},
+       {with("[kernels.gap]", "[kernel.gap]"), "unknown section [kernel]"},
+       {with("[memory.runtime]\nvalue = 0.75", "[memory.runtime]\nvalue = 0.75\nvalu = 1"), "[memory.runtime]: unknown key 'valu'"},
+       {builtin.substr(0, builtin.find("[default_batch.onnx]")) + builtin.substr(builtin.find("# MIG profiles")), "no [default_batch.onnx]"},
+       {builtin.substr(0, builtin.find("# MIG profiles")), "no [[mig_profile]] entries"},
+       {with("compute_slices = 3\n", "compute_slices = 8\n"), "compute_slices must be a whole number from 1 to 7"},
+       {with("compute_slices = 3\n", "compute_slices = 2\n"), "ascending, once each"},
+       {with("memory_eighths = 4\nsource = \"NVIDIA MIG user guide: 3g.40gb\"", "memory_eighths = 4"), "needs compute_slices, memory_eighths and its source"},
+       {with("memory_eighths = 1\n", "memory_eigths = 1\n"), "unknown key 'memory_eigths'"}},
+      [](const std::string& text) { parse_system_facts(text, "system.toml"); });
+  std::string unsourced = builtin;
+  const auto src = unsourced.find("source = ", unsourced.find("[host.stream_fraction]"));
+  unsourced.replace(src, unsourced.find('\n', src) - src, "source = \"\"");
+  try {
+    parse_system_facts(unsourced, "system.toml");
+    ADD_FAILURE() << "a fact without its source was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("system.toml:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("[host.stream_fraction] needs its source"), std::string::npos) << e.what();
+  }
+  EXPECT_GT(test::fuzz_parser(builtin, "[]\"=.#\n -0123456789abcdefgilmnorstuvw_", 600, 23,
+                              [](const std::string& t, const std::string& w) { parse_system_facts(t, w); }),
+            0);
+}
+
 TEST(Fit, LeaveOneSourceOutRefitsWithoutTheHeldOutFile) {
   // Two small sources: each fold fits on the other only, and the held-out source's rows never enter it.
   const std::string head = "id,gpu,n_gpus,workload,mode,precision,batch_per_gpu,options,value,unit,per,source\n";
@@ -993,11 +1051,11 @@ TEST(Parallel, GroupsStayOnNvlinkInsideANodeAndCrossTheNetworkBeyond) {
   const ParallelLayout rack = make_layout(64, 8, 1, 1, 1, 1, 0, 96, 96, 2048, "nvl72");
   EXPECT_EQ(group_link(cat().find("b200"), rack, rack.dp, rack.tp).kind, "nvlink");
   EXPECT_EQ(group_link(cat().find("rtx-4090"), small, 2, 1).kind, "pcie-via-host");
-  EXPECT_THROW(network_by_id("ib-xdr"), InputError);
+  EXPECT_THROW(fabric_by_id("ib-xdr"), InputError);
   std::string why;
-  EXPECT_EQ(default_network(cat().find("a100-80gb-sxm"), &why).id, "ib-hdr-8x200");
+  EXPECT_EQ(default_fabric(cat().find("a100-80gb-sxm"), &why).id, "ib-hdr-8x200");
   EXPECT_NE(why.find("network=ID"), std::string::npos);
-  EXPECT_EQ(default_network(cat().find("l40s")).id, "eth-100");
+  EXPECT_EQ(default_fabric(cat().find("l40s")).id, "eth-100");
 }
 
 TEST(Parallel, StepArithmeticBubbleAccumulationAndDataParallelOverlap) {
@@ -1054,12 +1112,12 @@ TEST(Parallel, PublishedScaleRunsArePricedPerRank) {
 }
 
 TEST(Parallel, NetworkFileErrorsNameTheLine) {
-  EXPECT_EQ(parse_networks("[[network]]\nid = \"a\"\nname = \"A\"\ngbs_per_gpu = 50\nlatency_us = 5\nsource = \"s\"\n", "n.toml").size(), 1u);
+  EXPECT_EQ(parse_fabrics("[[network]]\nid = \"a\"\nname = \"A\"\ngbs_per_gpu = 50\nlatency_us = 5\nsource = \"s\"\n", "n.toml").size(), 1u);
   for (const std::string bad : {"[[network]]\nid = \"a\"\nname = \"A\"\ngbs_per_gpu = -5\nlatency_us = 5\nsource = \"s\"\n",
                                 "[[network]]\nname = \"A\"\ngbs_per_gpu = 5\nlatency_us = 5\nsource = \"s\"\n", "x = 1\n",
                                 "[[network\n"}) {
     try {
-      parse_networks(bad, "n.toml");
+      parse_fabrics(bad, "n.toml");
       ADD_FAILURE() << bad;
     } catch (const InputError& e) {
       EXPECT_EQ(std::string(e.what()).rfind("n.toml", 0), 0u) << e.what();
@@ -1067,7 +1125,7 @@ TEST(Parallel, NetworkFileErrorsNameTheLine) {
   }
   const std::string builtin = files::read_all(std::string(GPUVS_SOURCE_DIR) + "/data/networks.toml", "data");
   EXPECT_GT(test::fuzz_parser(builtin, "[]\"=,.#\n -0123456789abdeilnrstuw_", 800, 13,
-                        [](const std::string& t, const std::string& w) { parse_networks(t, w); }),
+                        [](const std::string& t, const std::string& w) { parse_fabrics(t, w); }),
             0);
 }
 

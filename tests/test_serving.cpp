@@ -170,12 +170,13 @@ TEST(Serving, TooBigForTheCardOffloadsLayersToSystemRam) {
 }
 
 TEST(Serving, CompareServingRanksCardsAndSaysWhatACardCannotServe) {
+  const GpuHourPrices cloud{[](const catalog::Gpu& g) { return g.cloud_usd_per_hr; }, [](const catalog::Gpu&) { return std::optional<double>(); }};
   ServingRequest r;
   r.workload = "llama3-8b";
   r.mode = "infer";
   r.format = "fp8";
   r.options = {{"framework", "vllm"}};
-  const auto e = compare_serving(cat(), {"h100-sxm", "a100-80gb-sxm", "l40s"}, r);
+  const auto e = compare_serving(cat(), {"h100-sxm", "a100-80gb-sxm", "l40s"}, r, cloud);
   ASSERT_EQ(e.size(), 3u);
   ASSERT_TRUE(e[0].prediction);
   EXPECT_DOUBLE_EQ(e[0].ratio, 1.0);
@@ -187,7 +188,7 @@ TEST(Serving, CompareServingRanksCardsAndSaysWhatACardCannotServe) {
   ASSERT_TRUE(e[0].usd_per_million);
   EXPECT_NEAR(*e[0].usd_per_million, 1e6 / (e[0].prediction->throughput * 3600.0) * *cat().find("h100-sxm").cloud_usd_per_hr, 1e-12);
   r.format = "q4_0";  // no card can make vllm run GGUF: the request is wrong, not the cards
-  EXPECT_THROW(compare_serving(cat(), {"h100-sxm"}, r), InputError);
+  EXPECT_THROW(compare_serving(cat(), {"h100-sxm"}, r, cloud), InputError);
 }
 
 TEST(Serving, LatencyRisesWithLoadAndTheCurveEndsAtCapacity) {

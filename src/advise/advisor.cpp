@@ -18,6 +18,7 @@
 #include "perf/predict.hpp"
 #include "perf/serving.hpp"
 #include "perf/serving_engine.hpp"
+#include "perf/system_facts.hpp"
 #include "workload/workload.hpp"
 
 namespace gpuvs::advise {
@@ -403,14 +404,13 @@ Option serving_option(const catalog::Catalog& cat, const workload::Workload& w, 
   ServingBatch f;
   double instances_per_card = 1;
   if (mig) {
-    // MIG profiles of a 7-slice part: kg.<memory> with k of 7 compute slices and about k/8 of the memory
-    // (3g gets half: A100 80 GB offers 1g.10gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb). The smallest
-    // profile that holds the model and meets the SLA packs the most isolated tenants per card.
-    static const std::pair<int, int> profiles[] = {{1, 1}, {2, 2}, {3, 4}, {4, 4}, {7, 8}};
+    // MIG profiles of a 7-slice part (data/system.toml): k of 7 compute slices with eighths of the memory.
+    // The smallest profile that holds the model and meets the SLA packs the most isolated tenants per card.
     std::string why;
-    for (const auto& [k, eighths] : profiles) {
+    for (const perf::MigProfile& profile : perf::system_facts().mig_profiles) {
+      const int k = profile.compute_slices;
       if (k > gpu.mig_max) break;
-      const double bytes = perf::usable_device_bytes(gpu.memory_bytes() * eighths / 8.0);
+      const double bytes = perf::usable_device_bytes(gpu.memory_bytes() * profile.memory_eighths / 8.0);
       ServingBatch t = best_serving_batch(cat, w, gpu, s, a, precision, static_cast<double>(gpu.mig_max) / k, bytes);
       if (t.batch == 0) {
         why = t.why_not + fmt::format(" (MIG {}g instance)", k);
@@ -653,62 +653,56 @@ Advice advise(const catalog::Catalog& cat, const Scenario& s, const Assumptions&
   return advise(cat, validated_workload(s, cat), s, a, here);
 }
 
-Advice advise(const catalog::Catalog& cat, const workload::Workload& resolved, const Scenario& s, const Assumptions& a,
-              const MeasuredMachine* here) {
-  const workload::Workload w = validated_workload(s, cat, &resolved);
-  Advice adv;
-  adv.scenario = s;
-  adv.assumptions = a.list();
-  const models::NetworkInfo& net = w.network();
-  const bool transformer = net.layers > 0;
-  const bool serving = s.task == "infer";
-  adv.work_unit = serving ? "requests/s" : net.family == models::Family::decoder ? "tokens" : net.family == models::Family::cnn || net.family == models::Family::unet ? "images" : "samples";
-  adv.cost_what = serving ? "per month" : s.work > 0 ? "to finish the job" : "per million " + adv.work_unit;
-  std::vector<const catalog::Gpu*> gpus;
-  if (s.gpus.empty())
-    for (const auto& g : cat.gpus()) gpus.push_back(&g);
-  else
-    for (const auto& id : s.gpus) gpus.push_back(&cat.find(id));
+namespace {
 
+/// Every option on one GPU: training counts and strategies (and multi-node plans for decoders), or
+/// serving modes; one infeasible option saying why when the card runs no precision the scenario allows.
+std::vector<Option> options_for(const catalog::Catalog& cat, const workload::Workload& w, const catalog::Gpu& gpu, const Scenario& s,
+                                const Assumptions& a) {
+  const models::NetworkInfo& net = w.network();
+  const bool serving = s.task == "infer";
   const int max_gpus = static_cast<int>(a.get("max_gpus_per_server"));
-  // Every GPU's options are independent (the model is pure and the catalog read-only): priced on worker
-  // threads, GPUs taken in turn, results kept in catalog order so the ranking is the same every run.
-  auto options_for = [&](const catalog::Gpu& gpu) {
-    std::vector<Option> out;
-    std::map<std::string, TrainingBatch> fit_cache;
-    std::string note;
-    const auto precision = precision_for(gpu, s.precision, note);
-    if (!precision) {
-      Option o;
-      o.gpu_id = gpu.id;
-      o.gpu_name = gpu.name;
-      o.why_not.push_back(fmt::format("runs neither {} nor a 16-bit fallback", s.precision));
-      out.push_back(o);
-      return out;
-    }
-    // workload::pricer_for's rule, as predict and compare apply it; several tenants of one decoder share a card
-    // through MIG slices or time-slicing, which the serving model does not price: the graph path below does.
-    if (serving && workload::pricer_for("infer", w.family()) == workload::Pricer::serving && s.tenants == 1) {
-      // LLMs: in-flight batching on 1, 2, 4 or 8 GPUs per replica (the heads split evenly).
-      for (int tp = 1; tp <= max_gpus; tp *= 2)
-        if (net.decoder.heads % tp == 0) out.push_back(llm_serving_option(cat, w, gpu, s, a, *precision, note, tp));
-      return out;
-    }
-    if (serving) {
-      std::vector<std::string> modes = {"serve-dedicated"};
-      if (s.tenants > 1) modes.push_back(gpu.mig_max >= 2 ? "serve-mig" : "serve-shared");
-      for (const auto& m : modes) out.push_back(serving_option(cat, w, gpu, s, a, *precision, note, m));
-      return out;
-    }
-    for (int count = 1; count <= max_gpus; count *= 2)
-      for (const auto& strategy : strategies(s, count))
-        out.push_back(training_option(cat, w, gpu, s, a, count, strategy, *precision, note, transformer, fit_cache));
-    // Past one server: decoders, full training, clusters up to max_gpus.
-    if (net.family == models::Family::decoder && (s.task == "train" || s.finetune == "full"))
-      for (int count = 2 * max_gpus; count <= static_cast<int>(a.get("max_gpus")); count *= 2)
-        out.push_back(multinode_option(cat, w, gpu, s, a, count, *precision, note));
+  std::vector<Option> out;
+  std::map<std::string, TrainingBatch> fit_cache;
+  std::string note;
+  const auto precision = precision_for(gpu, s.precision, note);
+  if (!precision) {
+    Option o;
+    o.gpu_id = gpu.id;
+    o.gpu_name = gpu.name;
+    o.why_not.push_back(fmt::format("runs neither {} nor a 16-bit fallback", s.precision));
+    out.push_back(o);
     return out;
-  };
+  }
+  // workload::pricer_for's rule, as predict and compare apply it; several tenants of one decoder share a card
+  // through MIG slices or time-slicing, which the serving model does not price: the graph path below does.
+  if (serving && workload::pricer_for("infer", w.family()) == workload::Pricer::serving && s.tenants == 1) {
+    // LLMs: in-flight batching on 1, 2, 4 ... GPUs per replica, up to a server (the heads split evenly).
+    for (int tp = 1; tp <= max_gpus; tp *= 2)
+      if (net.decoder.heads % tp == 0) out.push_back(llm_serving_option(cat, w, gpu, s, a, *precision, note, tp));
+    return out;
+  }
+  if (serving) {
+    std::vector<std::string> modes = {"serve-dedicated"};
+    if (s.tenants > 1) modes.push_back(gpu.mig_max >= 2 ? "serve-mig" : "serve-shared");
+    for (const auto& m : modes) out.push_back(serving_option(cat, w, gpu, s, a, *precision, note, m));
+    return out;
+  }
+  const bool transformer = net.layers > 0;
+  for (int count = 1; count <= max_gpus; count *= 2)
+    for (const auto& strategy : strategies(s, count))
+      out.push_back(training_option(cat, w, gpu, s, a, count, strategy, *precision, note, transformer, fit_cache));
+  // Past one server: decoders, full training, clusters up to max_gpus.
+  if (net.family == models::Family::decoder && (s.task == "train" || s.finetune == "full"))
+    for (int count = 2 * max_gpus; count <= static_cast<int>(a.get("max_gpus")); count *= 2)
+      out.push_back(multinode_option(cat, w, gpu, s, a, count, *precision, note));
+  return out;
+}
+
+/// Every GPU's options. They are independent (the model is pure and the catalog read-only): priced on
+/// worker threads, GPUs taken in turn, results kept in catalog order so the ranking is the same every run.
+std::vector<Option> all_options(const catalog::Catalog& cat, const workload::Workload& w, const std::vector<const catalog::Gpu*>& gpus,
+                                const Scenario& s, const Assumptions& a) {
   std::vector<std::vector<Option>> per_gpu(gpus.size());
   std::vector<std::exception_ptr> errors(gpus.size());
   std::atomic<std::size_t> next{0};
@@ -718,7 +712,7 @@ Advice advise(const catalog::Catalog& cat, const workload::Workload& resolved, c
     pool.emplace_back([&] {
       for (std::size_t i = next++; i < gpus.size(); i = next++) {
         try {
-          per_gpu[i] = options_for(*gpus[i]);
+          per_gpu[i] = options_for(cat, w, *gpus[i], s, a);
         } catch (...) {
           errors[i] = std::current_exception();
         }
@@ -730,19 +724,13 @@ Advice advise(const catalog::Catalog& cat, const workload::Workload& resolved, c
   std::vector<Option> all;
   for (auto& v : per_gpu)
     for (auto& o : v) all.push_back(std::move(o));
-  if (here && !serving && here->workload == s.workload && here->throughput > 0 && s.task == "train") {
-    std::string unit = all.empty() || all.front().unit.empty() ? adv.work_unit + "/s" : all.front().unit;
-    for (const auto& o : all)
-      if (!o.unit.empty()) unit = o.unit;
-    all.push_back(measured_option(*here, net, s, a, unit));
-  } else if (here) {
-    adv.notes.push_back(fmt::format("this machine was measured training {}, so it is not ranked for this {} scenario on {}", here->workload,
-                                    s.task, s.workload));
-  }
-  for (auto& o : all) o.feasible = o.fits && o.why_not.empty();
+  return all;
+}
 
-  // One row per GPU: its best option (the cheapest feasible count and strategy, ties to the faster).
-  // Every feasible option stays in adv.options for the JSON record and the report.
+/// One row per GPU: its best option (the cheapest feasible count and strategy, ties to the faster), ranked;
+/// the GPUs with none feasible ruled out with their nearest miss. Every feasible option stays in
+/// adv.options for the JSON record and the report.
+void pick_best_per_gpu(const std::vector<Option>& all, const Scenario& s, Advice& adv) {
   std::map<std::string, Option> best;
   for (const auto& o : all) {
     if (o.feasible) adv.options.push_back(o);
@@ -766,8 +754,11 @@ Advice advise(const catalog::Catalog& cat, const workload::Workload& resolved, c
   std::sort(adv.options.begin(), adv.options.end(), better);
   std::sort(adv.ranked.begin(), adv.ranked.end(), better);
   std::sort(adv.ruled_out.begin(), adv.ruled_out.end(), [](const Option& x, const Option& y) { return x.gpu_id < y.gpu_id; });
+}
 
-  // Reasons: what puts each option where it is.
+/// Reasons: what puts each ranked option where it is, and what rules each other GPU out.
+void explain(const Scenario& s, const Assumptions& a, Advice& adv) {
+  const bool serving = s.task == "infer";
   for (std::size_t i = 0; i < adv.ranked.size(); ++i) {
     Option& o = adv.ranked[i];
     o.rank = static_cast<int>(i + 1);
@@ -802,7 +793,40 @@ Advice advise(const catalog::Catalog& cat, const workload::Workload& resolved, c
   if (!serving && s.work == 0) adv.notes.push_back("no --tokens/--samples given: costs are per million " + adv.work_unit + ", not for a job");
   if (!serving && !adv.ruled_out.empty())
     adv.notes.push_back(fmt::format("options run up to {} GPUs (max_gpus; {} per server, multi-node plans for decoders)",
-                                    static_cast<int>(a.get("max_gpus")), max_gpus));
+                                    static_cast<int>(a.get("max_gpus")), static_cast<int>(a.get("max_gpus_per_server"))));
+}
+
+}  // namespace
+
+Advice advise(const catalog::Catalog& cat, const workload::Workload& resolved, const Scenario& s, const Assumptions& a,
+              const MeasuredMachine* here) {
+  const workload::Workload w = validated_workload(s, cat, &resolved);
+  Advice adv;
+  adv.scenario = s;
+  adv.assumptions = a.list();
+  const models::NetworkInfo& net = w.network();
+  const bool serving = s.task == "infer";
+  adv.work_unit = serving ? "requests/s" : net.family == models::Family::decoder ? "tokens" : net.family == models::Family::cnn || net.family == models::Family::unet ? "images" : "samples";
+  adv.cost_what = serving ? "per month" : s.work > 0 ? "to finish the job" : "per million " + adv.work_unit;
+  std::vector<const catalog::Gpu*> gpus;
+  if (s.gpus.empty())
+    for (const auto& g : cat.gpus()) gpus.push_back(&g);
+  else
+    for (const auto& id : s.gpus) gpus.push_back(&cat.find(id));
+  std::vector<Option> all = all_options(cat, w, gpus, s, a);
+  // The machine an evaluate run measured, ranked beside the catalog where it trained this workload.
+  if (here && !serving && here->workload == s.workload && here->throughput > 0 && s.task == "train") {
+    std::string unit = all.empty() || all.front().unit.empty() ? adv.work_unit + "/s" : all.front().unit;
+    for (const auto& o : all)
+      if (!o.unit.empty()) unit = o.unit;
+    all.push_back(measured_option(*here, net, s, a, unit));
+  } else if (here) {
+    adv.notes.push_back(fmt::format("this machine was measured training {}, so it is not ranked for this {} scenario on {}", here->workload,
+                                    s.task, s.workload));
+  }
+  for (auto& o : all) o.feasible = o.fits && o.why_not.empty();
+  pick_best_per_gpu(all, s, adv);
+  explain(s, a, adv);
   return adv;
 }
 

@@ -41,7 +41,10 @@ struct Scenario {
 
 /// Reads a scenario from TOML (the same keys as the fields above, plus an [assume] table). InputError
 /// with file:line for unknown keys, wrong types and impossible values.
-Scenario read_scenario(const std::string& path, Assumptions& assumptions, const catalog::Catalog& cat);
+/// The scenario is validated, which resolves its workload: that workload goes to `resolved` when given, so
+/// a command hands it on (advise's overload taking a Workload) instead of resolving the file's model again.
+Scenario read_scenario(const std::string& path, Assumptions& assumptions, const catalog::Catalog& cat,
+                       std::optional<workload::Workload>* resolved = nullptr);
 /// Checks a scenario (flags or file): InputError naming the bad field.
 void validate(const Scenario& s, const catalog::Catalog& cat);
 /// The same, returning the scenario's workload: `resolved` when it is the one the scenario names

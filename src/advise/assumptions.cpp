@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <set>
 #include <sstream>
 
@@ -115,6 +116,12 @@ std::optional<double> Assumptions::own_per_hour(const catalog::Gpu& gpu, double 
   const auto p = price(gpu);
   if (!p) return std::nullopt;
   return *p / (get("amortization_years") * 8760.0 * utilization) + power_per_hour(gpu);
+}
+
+perf::GpuHourPrices Assumptions::hour_prices() const {
+  auto self = std::make_shared<const Assumptions>(*this);
+  return {[self](const catalog::Gpu& gpu) { return self->rent(gpu); },
+          [self](const catalog::Gpu& gpu) { return self->own_per_hour(gpu, self->get("utilization")); }};
 }
 
 std::vector<Assumption> Assumptions::list() const {

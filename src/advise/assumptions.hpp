@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "catalog/catalog.hpp"
+#include "perf/compare.hpp"
 
 namespace gpuvs::advise {
 
@@ -33,6 +34,9 @@ class Assumptions {
   double power_per_hour(const catalog::Gpu& gpu) const;
   /// Owning the card: its price over amortization_years at `utilization`, plus power; nullopt without a price.
   std::optional<double> own_per_hour(const catalog::Gpu& gpu, double utilization) const;
+  /// A GPU-hour rented (rent) and owned (own_per_hour at the assumed utilization), as compare prices it:
+  /// the same figures advise and evaluate use. Holds a copy of these assumptions.
+  perf::GpuHourPrices hour_prices() const;
   std::vector<Assumption> list() const;
 
  private:

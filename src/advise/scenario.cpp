@@ -56,7 +56,8 @@ std::string text(const std::string& path, const std::string& key, const toml::no
 
 }  // namespace
 
-Scenario read_scenario(const std::string& path, Assumptions& assumptions, const catalog::Catalog& cat) {
+Scenario read_scenario(const std::string& path, Assumptions& assumptions, const catalog::Catalog& cat,
+                       std::optional<workload::Workload>* resolved) {
   const toml::table t = parse_toml(files::read_all(path, "--scenario"), path);
   Scenario s;
   static const std::vector<std::string> keys = {"name", "workload", "task", "finetune", "precision", "tokens", "samples",
@@ -114,7 +115,8 @@ Scenario read_scenario(const std::string& path, Assumptions& assumptions, const 
     }
   }
   try {
-    validate(s, cat);
+    workload::Workload w = validated_workload(s, cat);
+    if (resolved) resolved->emplace(std::move(w));
   } catch (const InputError& e) {
     throw InputError(fmt::format("{}: {}", path, e.what()));
   }

@@ -10,6 +10,7 @@
 
 #include "advise/advice_json.hpp"
 #include "advise/advisor.hpp"
+#include "cli/assumption_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/validators.hpp"
 #include "core/error.hpp"
@@ -25,13 +26,13 @@ namespace {
 constexpr double kUnset = std::numeric_limits<double>::quiet_NaN();
 
 struct AdviseArgs {
-  std::string scenario_file, workload, task, finetune, precision, purchase, assume, gpus;
+  std::string scenario_file, workload, task, finetune, precision, purchase, gpus;
   std::string params;  // a size as decoder-<size> ids take it: 7e9, 13b, 500m
   bool params_given = false;
   double tokens = kUnset, samples = kUnset, hours = kUnset, sla = kUnset, rps = kUnset, budget = kUnset;
   double sla_ttft = kUnset, sla_tpot = kUnset;
   std::string engine, options;
-  double utilization = kUnset, electricity = kUnset;
+  AssumptionArgs costs;
   int tenants = -1;  // unset
   std::int64_t seq_len = 0, gen_len = 0;
   std::size_t top = 12;
@@ -77,7 +78,8 @@ int run_advise(const AdviseArgs& a) {
   for (const auto& f : a.catalogs) cat.add_file(f);
   advise::Assumptions assumptions = advise::Assumptions::defaults();
   advise::Scenario s;
-  if (!a.scenario_file.empty()) s = advise::read_scenario(a.scenario_file, assumptions, cat);
+  std::optional<workload::Workload> from_file;  // the scenario file's workload, resolved once
+  if (!a.scenario_file.empty()) s = advise::read_scenario(a.scenario_file, assumptions, cat, &from_file);
   // Flags override the file.
   if (!a.workload.empty()) s.workload = a.workload;
   if (!a.options.empty()) s.workload_options = perf::parse_option_pairs(a.options);
@@ -111,12 +113,12 @@ int run_advise(const AdviseArgs& a) {
       if (!g.empty()) s.gpus.push_back(g);
   }
   if (a.top == 0) throw InputError("--top must be at least 1");
-  assumptions.set_all(a.assume, cat);
-  if (!std::isnan(a.utilization)) assumptions.set("utilization", a.utilization, cat);
-  if (!std::isnan(a.electricity)) assumptions.set("electricity_usd_per_kwh", a.electricity, cat);
+  apply_assumption_options(a.costs, assumptions, cat);
   std::optional<advise::MeasuredMachine> here;
   if (a.measured_run != 0) here = measured_machine(a);
-  advise::Advice adv = advise::advise(cat, s, assumptions, here ? &*here : nullptr);
+  // Flags may have named another workload than the file's: advise resolves that one (validated_workload).
+  advise::Advice adv = from_file ? advise::advise(cat, *from_file, s, assumptions, here ? &*here : nullptr)
+                                 : advise::advise(cat, s, assumptions, here ? &*here : nullptr);
   if (!std::isnan(params))
     adv.notes.insert(adv.notes.begin(), params_note(params, models::sized_decoder_for_id(s.workload)));
   if (a.json) fmt::print("{}\n", advise::advice_json(adv).dump(2));
@@ -153,9 +155,7 @@ Runner add_advise_command(CLI::App& app) {
   sub->add_option("--gpus", a->gpus, "Comma-separated catalog ids to consider (default: all)");
   sub->add_option("--seq-len", a->seq_len, "Sequence length (transformers)")->check(whole_in(1, models::kMaxSeqLen));
   sub->add_option("--gen-len", a->gen_len, "Generated tokens per request (decoder serving)")->check(whole_in(1, models::kMaxSeqLen));
-  sub->add_option("--utilization", a->utilization, "Share of hours an owned card does useful work (0-1]")->check(fraction());
-  sub->add_option("--electricity", a->electricity, "Electricity price, USD/kWh")->check(non_negative());
-  sub->add_option("--assume", a->assume, "Override assumptions: 'key=value;key=value' (price.ID, rent.ID too)");
+  add_assumption_options(sub, a->costs);
   sub->add_option("--top", a->top, "Ranked rows to show")->check(whole_in(1, 1000000))->capture_default_str();
   sub->add_option("--catalog", a->catalogs, "Add devices from a TOML file (repeatable)");
   sub->add_option("--measured-run", a->measured_run,

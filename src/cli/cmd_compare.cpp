@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "advise/assumptions.hpp"
 #include "catalog/catalog.hpp"
+#include "cli/assumption_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/validators.hpp"
 #include "core/error.hpp"
@@ -27,7 +29,23 @@ struct CompareArgs {
   std::int64_t batch = 0;
   int gpus_each = 1;  // serving: GPUs per system (tp x replicas)
   bool json = false;
+  AssumptionArgs costs;
 };
+
+/// The basis of the cost rows, in words, from the assumptions they were priced at (advise's).
+std::string cost_basis(const advise::Assumptions& a) {
+  return fmt::format("owned: purchase price (MSRP, else the benchmark price basis) over {:g} years at {:g}% utilization, plus TDP at "
+                     "${:.2f}/kWh with PUE {:g}; cloud: the catalog's dated $/GPU-hour quotes (--assume price.ID=, rent.ID= to set "
+                     "yours)",
+                     a.get("amortization_years"), 100 * a.get("utilization"), a.get("electricity_usd_per_kwh"), a.get("pue"));
+}
+
+nlohmann::json cost_assumptions_json(const advise::Assumptions& a) {
+  return {{"amortization_years", a.get("amortization_years")},
+          {"utilization", a.get("utilization")},
+          {"electricity_usd_per_kwh", a.get("electricity_usd_per_kwh")},
+          {"pue", a.get("pue")}};
+}
 
 /// Rows of (label, cells): labels left-aligned in a column as wide as the longest (at least label_width),
 /// cells right-aligned in columns of cell_width, wrapped at spaces onto continuation lines; a word longer
@@ -59,7 +77,7 @@ void print_table(const std::vector<std::pair<std::string, std::vector<std::strin
 }
 
 /// LLM serving side by side (decoders with --mode prefill, decode or infer).
-int run_compare_serving(const CompareArgs& a, const catalog::Catalog& cat, const workload::Workload& w) {
+int run_compare_serving(const CompareArgs& a, const catalog::Catalog& cat, const workload::Workload& w, const advise::Assumptions& costs) {
   perf::ServingRequest r;
   r.workload = a.workload;
   r.mode = a.mode;
@@ -67,7 +85,7 @@ int run_compare_serving(const CompareArgs& a, const catalog::Catalog& cat, const
   r.gpus = a.gpus_each;
   r.format = perf::serving_format_for(a.precision);
   r.options = perf::parse_option_pairs(a.options);
-  const auto entries = perf::compare_serving(cat, a.gpus, w, r);
+  const auto entries = perf::compare_serving(cat, a.gpus, w, r, costs.hour_prices());
   const auto usd = [](const std::optional<double>& v) { return v ? units::format_usd(*v) : std::string("-"); };
   if (a.json) {
     nlohmann::json arr = nlohmann::json::array();
@@ -92,7 +110,9 @@ int run_compare_serving(const CompareArgs& a, const catalog::Catalog& cat, const
       }
       arr.push_back(j);
     }
-    fmt::print("{}\n", nlohmann::json{{"schema_version", 1}, {"workload", a.workload}, {"mode", a.mode}, {"gpus", arr}}.dump(2));
+    fmt::print("{}\n", nlohmann::json{{"schema_version", 1}, {"workload", a.workload}, {"mode", a.mode}, {"cost_assumptions", cost_assumptions_json(costs)},
+                                      {"gpus", arr}}
+                           .dump(2));
     return 0;
   }
   const perf::ServingPrediction* any = nullptr;
@@ -128,8 +148,7 @@ int run_compare_serving(const CompareArgs& a, const catalog::Catalog& cat, const
   print_table(rows, 16, 12);
   for (const auto& e : entries)
     if (!e.prediction) fmt::print("  {} cannot serve it: {}\n", e.gpu->id, e.why);
-  fmt::print("Cost per million output tokens at full load: the card's cloud $/h, or owning it (3 years at full use, TDP at "
-             "$0.15/kWh, PUE 1.3).\n");
+  fmt::print("Cost per million output tokens at full load; {}.\n", cost_basis(costs));
   return 0;
 }
 
@@ -145,11 +164,13 @@ int run_compare(CompareArgs a) {
     throw InputError(fmt::format("--mode '{}' is not a mode (expected train, infer, prefill or decode)", strings::printable(a.mode)));
   if (a.gpus_each < 1 || a.gpus_each > 64) throw InputError(fmt::format("--gpus-each must be in [1, 64], got {}", a.gpus_each));
   for (const auto& id : a.gpus) cat.find(id);  // an unknown card is named before the workload is read
+  advise::Assumptions costs = advise::Assumptions::defaults();
+  apply_assumption_options(a.costs, costs, cat);
   const workload::Workload w(a.workload, perf::parse_option_pairs(a.options));
-  if (workload::pricer_for(a.mode, w.family()) == workload::Pricer::serving) return run_compare_serving(a, cat, w);
+  if (workload::pricer_for(a.mode, w.family()) == workload::Pricer::serving) return run_compare_serving(a, cat, w, costs);
   if (a.gpus_each != 1) throw InputError("--gpus-each applies to LLM serving (tensor-parallel replicas)");
   const perf::Comparison c = perf::compare(cat, a.gpus, w, perf::parse_precision(a.precision), a.batch, a.mode == "train",
-                                           perf::parse_options(a.options, w));
+                                           costs.hour_prices(), perf::parse_options(a.options, w));
   const std::string unit = c.entries.front().single.unit;
   const std::string per_million = unit == "tokens/s" ? "tokens" : unit.substr(0, unit.size() - 2);
   if (a.json) {
@@ -174,7 +195,7 @@ int run_compare(CompareArgs a) {
     for (const auto& cl : c.claims) claims.push_back({{"claim", cl.claim}, {"verdict", cl.verdict}, {"evidence", cl.evidence}});
     fmt::print("{}\n", nlohmann::json{{"schema_version", 1}, {"workload", c.workload}, {"batch", c.batch},
                                       {"precision", perf::precision_name(c.precision)}, {"mode", a.mode},
-                                      {"ownership_assumptions", {{"years", 3.0}, {"usd_per_kwh", 0.15}, {"pue", 1.3}}},
+                                      {"cost_assumptions", cost_assumptions_json(costs)},
                                       {"gpus", arr}, {"claims", claims}}
                            .dump(2));
     return 0;
@@ -203,7 +224,7 @@ int run_compare(CompareArgs a) {
   });
   row("hours per million " + per_million, [](const perf::CompareEntry& e) { return fmt::format("{:.4g}", e.hours_per_million); });
   row("cloud $ per million", [](const perf::CompareEntry& e) {
-    return e.usd_per_million ? fmt::format("{:.4g} (at {:.2f}/h)", *e.usd_per_million, *e.gpu->cloud_usd_per_hr)
+    return e.usd_per_million ? fmt::format("{:.4g} (at {:.2f}/h)", *e.usd_per_million, *e.usd_per_million / e.hours_per_million)
                              : std::string("no price in catalog");
   });
   row("owned $ per million", [](const perf::CompareEntry& e) {
@@ -223,10 +244,7 @@ int run_compare(CompareArgs a) {
   row("ECC", [](const perf::CompareEntry& e) { return e.gpu->ecc; });
   row("MIG", [](const perf::CompareEntry& e) { return e.gpu->mig_max > 0 ? fmt::format("{} instances", e.gpu->mig_max) : "none"; });
   print_table(rows, 26, 24);
-  const perf::OwnershipAssumptions own;
-  fmt::print("\n  owned: purchase price (MSRP, else the benchmark price basis) over {:g} years of full use, plus TDP at "
-             "${:.2f}/kWh with PUE {:g}; cloud: the catalog's dated $/GPU-hour quotes\n",
-             own.years, own.usd_per_kwh, own.pue);
+  fmt::print("\n  {}\n", cost_basis(costs));
   if (!c.claims.empty()) {
     fmt::print("\nClaims, judged by these numbers:\n");
     for (const auto& cl : c.claims) fmt::print("  [{}] {}: {}\n", cl.verdict, cl.claim, cl.evidence);
@@ -247,6 +265,7 @@ Runner add_compare_command(CLI::App& app) {
   sub->add_option("--options", a->options, "k=v;k=v: seq_len, flash_attention; serving: prompt_len, gen_len, tp, framework, kv_dtype");
   sub->add_option("--gpus-each", a->gpus_each, "LLM serving: GPUs per system (with tp=N in --options)")->capture_default_str()->check(whole_in(1, 64));
   sub->add_option("--catalog", a->catalogs, "Add devices from a TOML file (repeatable)");
+  add_assumption_options(sub, a->costs);
   sub->add_flag("--json", a->json, "JSON output");
   return [a] { return run_compare(*a); };
 }

@@ -20,6 +20,7 @@
 #include "bench/results_json.hpp"
 #include "catalog/catalog.hpp"
 #include "cli/calibration_file.hpp"
+#include "cli/assumption_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/devices_json.hpp"
 #include "cli/validators.hpp"
@@ -44,6 +45,7 @@
 #include "perf/parallel.hpp"
 #include "perf/predict.hpp"
 #include "perf/serving.hpp"
+#include "perf/system_facts.hpp"
 #include "report/report.hpp"
 #include "store/store.hpp"
 #include "workload/resolve.hpp"
@@ -56,7 +58,8 @@ namespace {
 using json = nlohmann::json;
 
 struct EvaluateArgs {
-  std::string workload = "seed-mlp", precision = "amp-bf16", report = "gpuvs-report.html", db, scenario, assume, options;
+  std::string workload = "seed-mlp", precision = "amp-bf16", report = "gpuvs-report.html", db, scenario, options;
+  AssumptionArgs costs;
   std::int64_t epochs = 2, rows = 20000;
   int threads = 0;
   bool no_report = false, json_out = false, force = false;
@@ -158,14 +161,17 @@ int run_evaluate(const EvaluateArgs& a) {
   const perf::Precision precision = perf::parse_precision(a.precision);
   advise::Assumptions assumptions = advise::Assumptions::defaults();
   advise::Scenario scenario;
-  if (!a.scenario.empty()) scenario = advise::read_scenario(a.scenario, assumptions, cat);
+  std::optional<workload::Workload> from_file;  // the scenario file's workload, resolved once
+  if (!a.scenario.empty()) scenario = advise::read_scenario(a.scenario, assumptions, cat, &from_file);
   else {
     scenario.workload = a.workload;
     scenario.precision = a.precision;
     scenario.workload_options = workload_options;
   }
-  assumptions.set_all(a.assume, cat);
-  const workload::Workload scenario_workload = advise::validated_workload(scenario, cat, &w);
+  apply_assumption_options(a.costs, assumptions, cat);
+  // The advice prices the predictions' workload where the scenario names it (one graph store), else the file's.
+  const workload::Workload* known = w.is(scenario.workload, scenario.workload_options) || !from_file ? &w : &*from_file;
+  const workload::Workload scenario_workload = advise::validated_workload(scenario, cat, known);
   if (a.epochs < 1 || a.rows < 100) throw InputError("--epochs must be at least 1 and --rows at least 100");
   // What to train here: the workload itself when the engine can run it (dense Sequential models: seed-mlp,
   // a gpuvs model file, a Keras file), else the seed model, said in one line. Its synthetic rows are refused
@@ -212,7 +218,7 @@ int run_evaluate(const EvaluateArgs& a) {
   json network = nullptr;
   if (world.size > 1) {
     if (const auto m = bench::measured_network(cluster)) {
-      perf::register_network({m->id, m->name, m->source, m->gbs_per_gpu, m->latency_s, 0});
+      perf::register_fabric({m->id, m->name, m->source, m->gbs_per_gpu, m->latency_s, 0});
       if (net.family == models::Family::decoder && !scenario.workload_options.count("network")) scenario.workload_options["network"] = m->id;
       network = {{"id", m->id}, {"name", m->name}, {"gbs_per_gpu", m->gbs_per_gpu}, {"latency_us", m->latency_s * 1e6}, {"source", m->source}};
     } else {
@@ -255,6 +261,7 @@ int run_evaluate(const EvaluateArgs& a) {
 
   steps.begin(fmt::format("predicting {} on {} catalog GPUs", a.workload, cat.gpus().size()));
   json predictions = json::array();
+  const perf::GpuHourPrices hour_prices = assumptions.hour_prices();
   std::string local_gpu = nv.gpus.empty() ? "" : nv.gpus.front().catalog_id;
   for (const auto& g : cat.gpus()) {
     perf::PredictRequest req;
@@ -283,16 +290,17 @@ int run_evaluate(const EvaluateArgs& a) {
               {"peak_gib", p->memory.peak_bytes / 1073741824.0}, {"capacity_gib", p->memory.capacity_bytes / 1073741824.0},
               {"fits", p->memory.fits}, {"calibrated", p->calibrated}, {"local", g.id == local_gpu}, {"framework", p->framework}};
     const double hours_per_million = 1e6 / p->throughput / 3600.0;
-    if (const auto rent = assumptions.rent(g)) {
+    // A GPU-hour priced as compare and advise price it: the rent where the card can be rented, else owning it.
+    if (const auto rent = hour_prices.rent(g)) {
       e["usd_per_million"] = hours_per_million * *rent;
       e["cost_basis"] = "cloud rent";
-    } else if (const auto price = assumptions.price(g)) {
-      e["usd_per_million"] = hours_per_million * *assumptions.own_per_hour(g, assumptions.get("utilization"));
+    } else if (const auto own = hour_prices.own(g)) {
+      e["usd_per_million"] = hours_per_million * *own;
       e["cost_basis"] = "owned";
     }
     json scaling = json::array();
     scaling.push_back({{"gpus", 1}, {"efficiency", 1.0}});
-    for (int n : {2, 4, 8}) {
+    for (int n = 2; n <= perf::system_facts().gpus_per_server; n *= 2) {  // within one server
       perf::PredictRequest rn = req;
       rn.gpus = n;
       try {
@@ -481,7 +489,7 @@ Runner add_evaluate_command(CLI::App& app) {
   sub->add_option("--options", a->options, "The workload's shape: an ONNX file's symbolic dims ('sequence=128'), the gpt workload's");
   sub->add_option("--precision", a->precision, "Precision policy for the predictions")->capture_default_str();
   sub->add_option("--scenario", a->scenario, "Advisor scenario file (TOML); default: train the workload");
-  sub->add_option("--assume", a->assume, "Override advisor assumptions: 'key=value;...'");
+  add_assumption_options(sub, a->costs);
   sub->add_option("--report", a->report, "HTML report to write")->capture_default_str();
   sub->add_flag("--no-report", a->no_report, "Do not write the HTML report");
   sub->add_flag("--force", a->force, "Replace a --report file that gpuvs did not write (or that has other hard links)");

@@ -2,13 +2,9 @@
 
 #include <fmt/format.h>
 
-namespace gpuvs::perf {
+#include "perf/system_facts.hpp"
 
-namespace {
-// Fractions of link peak that NCCL ring collectives reach (nccl-tests busbw on large messages).
-constexpr double kNvlinkEfficiency = 0.80;
-constexpr double kPcieEfficiency = 0.80;
-}  // namespace
+namespace gpuvs::perf {
 
 double pcie_x16_gbs(int gen) {
   switch (gen) {
@@ -23,7 +19,7 @@ double pcie_x16_gbs(int gen) {
 Link link_for(const catalog::Gpu& gpu, int n) {
   Link l;
   const bool bridge = gpu.nvlink.find("bridge") != std::string::npos;
-  const int domain = bridge ? 2 : 8;
+  const int domain = bridge ? 2 : system_facts().gpus_per_server;
   if (n <= 1) {
     l.kind = "none";
     l.description = "single GPU";
@@ -31,12 +27,12 @@ Link link_for(const catalog::Gpu& gpu, int n) {
   }
   if (gpu.has_nvlink() && n <= domain) {
     l.kind = "nvlink";
-    l.bus_gbs = gpu.nvlink_gbs / 2.0 * kNvlinkEfficiency;  // catalog figure is bidirectional
+    l.bus_gbs = gpu.nvlink_gbs / 2.0 * system_facts().nvlink_busbw;  // catalog figure is bidirectional
     l.latency_s = 5e-6;
     l.description = fmt::format("{} ({:g} GB/s per direction)", gpu.nvlink, gpu.nvlink_gbs / 2.0);
     return l;
   }
-  const double pcie = pcie_x16_gbs(gpu.pcie_gen) * kPcieEfficiency;
+  const double pcie = pcie_x16_gbs(gpu.pcie_gen) * system_facts().pcie_busbw;
   // GeForce cards do peer-to-peer only over an NVLink bridge (when they have one), never over PCIe.
   if (gpu.p2p && gpu.segment != "geforce") {
     l.kind = "pcie";

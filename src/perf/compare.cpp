@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "core/units.hpp"
+#include "perf/system_facts.hpp"
 #include "workload/workload.hpp"
 
 namespace gpuvs::perf {
@@ -35,23 +36,16 @@ std::int64_t largest_batch_that_fits(const catalog::Catalog& cat, const workload
   return lo;
 }
 
-std::optional<double> owned_usd_per_hour(const catalog::Gpu& gpu, const OwnershipAssumptions& a) {
-  const std::optional<double> price = gpu.msrp_usd ? gpu.msrp_usd : gpu.price_basis_usd;
-  if (!price) return std::nullopt;
-  const double hours = a.years * 365.0 * 24.0;
-  return *price / hours + gpu.tdp_w / 1000.0 * a.pue * a.usd_per_kwh;
-}
-
 Comparison compare(const catalog::Catalog& cat, const std::vector<std::string>& gpus, const std::string& workload,
-                   Precision precision, std::int64_t batch, bool training,
+                   Precision precision, std::int64_t batch, bool training, const GpuHourPrices& prices,
                    const std::map<std::string, std::string>& options) {
   if (gpus.size() < 2) throw InputError("compare needs at least two GPUs");
   for (const auto& id : gpus) cat.find(id);  // an unknown card is named before the workload is read
-  return compare(cat, gpus, workload::Workload(workload, options), precision, batch, training, options);
+  return compare(cat, gpus, workload::Workload(workload, options), precision, batch, training, prices, options);
 }
 
 Comparison compare(const catalog::Catalog& cat, const std::vector<std::string>& gpus, const workload::Workload& w, Precision precision,
-                   std::int64_t batch, bool training, const std::map<std::string, std::string>& options) {
+                   std::int64_t batch, bool training, const GpuHourPrices& prices, const std::map<std::string, std::string>& options) {
   if (gpus.size() < 2) throw InputError("compare needs at least two GPUs");
   const std::string& workload = w.name();
   Comparison c;
@@ -72,8 +66,8 @@ Comparison compare(const catalog::Catalog& cat, const std::vector<std::string>& 
     c.batch = e.single.batch;
     const double units_per_hour = e.single.throughput * 3600.0;
     e.hours_per_million = 1e6 / units_per_hour;
-    if (e.gpu->cloud_usd_per_hr) e.usd_per_million = e.hours_per_million * *e.gpu->cloud_usd_per_hr;
-    if (const auto owned = owned_usd_per_hour(*e.gpu)) e.owned_usd_per_million = e.hours_per_million * *owned;
+    if (const auto rent = prices.rent(*e.gpu)) e.usd_per_million = e.hours_per_million * *rent;
+    if (const auto owned = prices.own(*e.gpu)) e.owned_usd_per_million = e.hours_per_million * *owned;
     const std::int64_t limit = e.single.unit == "tokens/s" ? 1024 : 65536;
     e.max_batch = largest_batch_that_fits(cat, w, req, limit);
     e.max_batch_capped = e.max_batch >= limit;
@@ -85,7 +79,7 @@ Comparison compare(const catalog::Catalog& cat, const std::vector<std::string>& 
       }
     }
     if (training) {
-      for (int n : {2, 4, 8}) {
+      for (int n = 2; n <= system_facts().gpus_per_server; n *= 2) {  // within one server
         req.gpus = n;
         const Prediction m = predict(cat, w, req);
         e.scaling.emplace_back(n, m.single_gpu_step_s / m.step_s);
@@ -129,7 +123,7 @@ Comparison compare(const catalog::Catalog& cat, const std::vector<std::string>& 
       c.claims.push_back(
           {fmt::format("several {}s scale like several {}s", gf.gpu->name, dc.gpu->name),
            std::fabs(gf.scaling.back().second - dc.scaling.back().second) < 0.05 ? "confirmed" : "refuted",
-           fmt::format("scaling efficiency at 8 GPUs: {:.0f}% ({}) vs {:.0f}% ({}); the {} has {}", 100 * gf.scaling.back().second,
+           fmt::format("scaling efficiency at {} GPUs: {:.0f}% ({}) vs {:.0f}% ({}); the {} has {}", gf.scaling.back().first, 100 * gf.scaling.back().second,
                        gf.gpu->name, 100 * dc.scaling.back().second, dc.gpu->name, gf.gpu->name,
                        gf.gpu->p2p && gf.gpu->has_nvlink() ? "an NVLink bridge for two cards" : "no peer-to-peer")});
     c.claims.push_back(
@@ -143,13 +137,13 @@ Comparison compare(const catalog::Catalog& cat, const std::vector<std::string>& 
 }
 
 std::vector<ServingCompareEntry> compare_serving(const catalog::Catalog& cat, const std::vector<std::string>& gpus,
-                                                 const ServingRequest& base) {
+                                                 const ServingRequest& base, const GpuHourPrices& prices) {
   for (const auto& id : gpus) cat.find(id);  // an unknown card is named before the workload is read
-  return compare_serving(cat, gpus, workload::Workload(base.workload, base.options), base);
+  return compare_serving(cat, gpus, workload::Workload(base.workload, base.options), base, prices);
 }
 
 std::vector<ServingCompareEntry> compare_serving(const catalog::Catalog& cat, const std::vector<std::string>& gpus,
-                                                 const workload::Workload& w, const ServingRequest& base) {
+                                                 const workload::Workload& w, const ServingRequest& base, const GpuHourPrices& prices) {
   std::vector<ServingCompareEntry> out;
   for (const auto& id : gpus) {
     ServingCompareEntry e;
@@ -169,8 +163,8 @@ std::vector<ServingCompareEntry> compare_serving(const catalog::Catalog& cat, co
     }
     if (e.prediction) {
       const double gpu_hours_per_million = 1e6 / (e.prediction->throughput * 3600.0) * e.prediction->gpus;
-      if (e.gpu->cloud_usd_per_hr) e.usd_per_million = gpu_hours_per_million * *e.gpu->cloud_usd_per_hr;
-      if (const auto owned = owned_usd_per_hour(*e.gpu)) e.owned_usd_per_million = gpu_hours_per_million * *owned;
+      if (const auto rent = prices.rent(*e.gpu)) e.usd_per_million = gpu_hours_per_million * *rent;
+      if (const auto owned = prices.own(*e.gpu)) e.owned_usd_per_million = gpu_hours_per_million * *owned;
     }
     out.push_back(std::move(e));
   }

@@ -2,6 +2,7 @@
 // memory fit and the largest batch that fits, precisions, interconnect and scaling, ECC, MIG, and for the
 // seed document's question the claims the numbers confirm or refute.
 #pragma once
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,8 +17,8 @@ struct CompareEntry {
   const catalog::Gpu* gpu = nullptr;
   Prediction single;
   double ratio = 1;  // throughput relative to the first GPU
-  std::optional<double> usd_per_million;  // cloud $/h x hours per million units
-  std::optional<double> owned_usd_per_million;  // purchase amortised + power, at the assumptions below
+  std::optional<double> usd_per_million;  // rented GPU-hour x hours per million units (GpuHourPrices)
+  std::optional<double> owned_usd_per_million;  // owned GPU-hour x hours per million units (GpuHourPrices)
   double hours_per_million = 0;
   std::int64_t max_batch = 0;             // largest batch per GPU that fits (0: not even 1)
   bool max_batch_capped = false;          // the search stopped at its limit: at least max_batch
@@ -26,14 +27,13 @@ struct CompareEntry {
   std::string link_2gpu;
 };
 
-/// Owning a card: purchase price (MSRP, else the benchmark price basis) spread over its service life at
-/// full use, plus its TDP at the electricity price and data-centre overhead.
-struct OwnershipAssumptions {
-  double years = 3.0;
-  double usd_per_kwh = 0.15;
-  double pue = 1.3;
+/// What one GPU-hour of a card costs, rented (a cloud quote) and owned (its purchase spread over its
+/// service life at the assumed utilization, plus its power); nullopt where no price is known. The rule and
+/// its figures are the advisor's (advise::Assumptions::hour_prices), so compare, advise and evaluate price
+/// a card the same way under the same assumptions.
+struct GpuHourPrices {
+  std::function<std::optional<double>(const catalog::Gpu&)> rent, own;
 };
-std::optional<double> owned_usd_per_hour(const catalog::Gpu& gpu, const OwnershipAssumptions& a = {});
 
 struct Claim {
   std::string claim, verdict, evidence;  // verdict: confirmed | refuted | partly
@@ -49,11 +49,11 @@ struct Comparison {
 };
 
 Comparison compare(const catalog::Catalog& cat, const std::vector<std::string>& gpus, const std::string& workload,
-                   Precision precision, std::int64_t batch, bool training,
+                   Precision precision, std::int64_t batch, bool training, const GpuHourPrices& prices,
                    const std::map<std::string, std::string>& options = {});
 /// The same with the workload resolved by the caller from w.name() under `options`.
 Comparison compare(const catalog::Catalog& cat, const std::vector<std::string>& gpus, const workload::Workload& w, Precision precision,
-                   std::int64_t batch, bool training, const std::map<std::string, std::string>& options = {});
+                   std::int64_t batch, bool training, const GpuHourPrices& prices, const std::map<std::string, std::string>& options = {});
 
 /// LLM serving side by side: each GPU's prediction for the same request (perf/serving.hpp), its ratio to
 /// the first, and what a million output tokens cost at that rate (cloud $/h, or owning the card).
@@ -67,10 +67,10 @@ struct ServingCompareEntry {
 /// `base.gpu` is ignored; every GPU gets `base`'s request. A card that cannot run it (format, memory) gets
 /// its reason instead; unknown GPUs, formats or engines are InputErrors.
 std::vector<ServingCompareEntry> compare_serving(const catalog::Catalog& cat, const std::vector<std::string>& gpus,
-                                                 const ServingRequest& base);
+                                                 const ServingRequest& base, const GpuHourPrices& prices);
 /// The same with the workload resolved by the caller from base.workload under base.options.
 std::vector<ServingCompareEntry> compare_serving(const catalog::Catalog& cat, const std::vector<std::string>& gpus,
-                                                 const workload::Workload& w, const ServingRequest& base);
+                                                 const workload::Workload& w, const ServingRequest& base, const GpuHourPrices& prices);
 
 /// The largest per-GPU batch (up to `limit`) whose predicted memory fits; 0 if batch 1 does not.
 std::int64_t largest_batch_that_fits(const catalog::Catalog& cat, PredictRequest req, std::int64_t limit);

@@ -3,16 +3,14 @@
 #include <algorithm>
 #include <set>
 
+#include "perf/system_facts.hpp"
+
 namespace gpuvs::perf {
 
 using ir::Node;
 using ir::OpKind;
 
 namespace {
-constexpr double kGiB = 1073741824.0;
-constexpr double kRuntimeBytes = 0.75 * kGiB;  // CUDA context + cuBLAS/cuDNN workspaces, measured ~0.5-1 GiB
-constexpr double kFragmentation = 0.08;        // caching-allocator slack on dynamic memory
-constexpr double kDriverReserve = 0.02;        // capacity the driver and ECC keep
 
 bool is_view(const Node& n) { return n.op == OpKind::slice || (n.op == OpKind::reshape && !n.copy); }
 
@@ -79,17 +77,17 @@ MemoryEstimate estimate_memory(const ir::Graph& g, std::int64_t params, const Pr
     // Inference keeps no activations beyond the live ones: two of the largest.
     m.activations_bytes = 0;
   }
-  m.runtime_bytes = kRuntimeBytes;
+  m.runtime_bytes = system_facts().runtime_bytes;
   m.capacity_bytes = usable_device_bytes(gpu.memory_bytes());
   update_peak(m);
   return m;
 }
 
-double usable_device_bytes(double bytes) { return bytes * (1.0 - kDriverReserve); }
+double usable_device_bytes(double bytes) { return bytes * (1.0 - system_facts().driver_reserve); }
 
 void update_peak(MemoryEstimate& m) {
   const double dynamic = m.gradients_bytes + m.optimizer_bytes + m.activations_bytes + m.transient_bytes;
-  m.fragmentation_bytes = kFragmentation * dynamic;
+  m.fragmentation_bytes = system_facts().allocator_slack * dynamic;
   m.peak_bytes = m.weights_bytes + dynamic + m.fragmentation_bytes + m.runtime_bytes;
   m.fits = m.peak_bytes <= m.capacity_bytes;
 }

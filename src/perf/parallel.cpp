@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "core/toml_input.hpp"
 #include "core/strings.hpp"
+#include "perf/system_facts.hpp"
 
 namespace gpuvs::embedded {
 extern const char* const kNetworks;
@@ -16,25 +17,16 @@ extern const char* const kNetworks;
 
 namespace gpuvs::perf {
 
-namespace {
-
-// NCCL busbw on large messages over InfiniBand/RoCE/EFA: the same 80% of line rate as NVLink and PCIe.
-constexpr double kNetworkEfficiency = 0.80;
-// Megatron's DDP bucket: the last one cannot overlap with the backward pass.
-constexpr double kBucketBytes = 40e6;
-
-}  // namespace
-
-std::vector<Network> parse_networks(const std::string& text, const std::string& where) {
+std::vector<Fabric> parse_fabrics(const std::string& text, const std::string& where) {
   const toml::table t = parse_toml(text, where);
-  std::vector<Network> out;
+  std::vector<Fabric> out;
   const auto* arr = t["network"].as_array();
   if (!arr) throw InputError(fmt::format("{}: no [[network]] tables", where));
   for (const auto& node : *arr) {
     const auto* n = node.as_table();
     const int line = static_cast<int>(node.source().begin.line);
     if (!n) throw InputError(fmt::format("{}:{}: a network must be a table", where, line));
-    Network w;
+    Fabric w;
     w.id = (*n)["id"].value_or(std::string());
     w.name = (*n)["name"].value_or(std::string());
     w.source = (*n)["source"].value_or(std::string());
@@ -49,48 +41,48 @@ std::vector<Network> parse_networks(const std::string& text, const std::string& 
 }
 
 namespace {
-std::vector<Network>& network_table() {
-  static std::vector<Network> n = parse_networks(embedded::kNetworks, "built-in data/networks.toml");
+std::vector<Fabric>& fabric_table() {
+  static std::vector<Fabric> n = parse_fabrics(embedded::kNetworks, "built-in data/networks.toml");
   return n;
 }
 }  // namespace
 
-const std::vector<Network>& networks() { return network_table(); }
+const std::vector<Fabric>& fabrics() { return fabric_table(); }
 
-void register_network(const Network& net) {
-  auto& t = network_table();
+void register_fabric(const Fabric& fabric) {
+  auto& t = fabric_table();
   for (auto& n : t)
-    if (n.id == net.id) {
-      n = net;
+    if (n.id == fabric.id) {
+      n = fabric;
       return;
     }
-  t.push_back(net);
+  t.push_back(fabric);
 }
 
-const Network& network_by_id(const std::string& id) {
+const Fabric& fabric_by_id(const std::string& id) {
   std::vector<std::string> ids;
-  for (const auto& n : networks()) {
+  for (const auto& n : fabrics()) {
     if (n.id == id) return n;
     ids.push_back(n.id);
   }
   throw InputError(fmt::format("network '{}' is unknown (known: {})", strings::printable(id), strings::join(ids, ", ")));
 }
 
-const Network& default_network(const catalog::Gpu& gpu, std::string* why) {
+const Fabric& default_fabric(const catalog::Gpu& gpu, std::string* why) {
   auto say = [&](const std::string& s) {
     if (why) *why = s;
   };
   const bool sxm = gpu.segment == "datacenter" && gpu.has_nvlink() && gpu.nvlink.find("bridge") == std::string::npos;
   if (sxm && gpu.arch == "Ampere") {
     say("DGX A100-class nodes: InfiniBand HDR, 8 x 200 Gb/s (network=ID to change)");
-    return network_by_id("ib-hdr-8x200");
+    return fabric_by_id("ib-hdr-8x200");
   }
   if (sxm && (gpu.arch == "Hopper" || gpu.arch.rfind("Blackwell", 0) == 0)) {
     say("DGX H100/B200-class nodes: InfiniBand NDR, 8 x 400 Gb/s (network=ID to change)");
-    return network_by_id("ib-ndr-8x400");
+    return fabric_by_id("ib-ndr-8x400");
   }
   say("no GPU fabric is typical for this card: one 100 GbE NIC per node (network=ID to change)");
-  return network_by_id("eth-100");
+  return fabric_by_id("eth-100");
 }
 
 ParallelLayout make_layout(int gpus, int tp, int pp, int cp, int vp, std::int64_t micro_batch, std::int64_t global_batch,
@@ -123,20 +115,20 @@ ParallelLayout make_layout(int gpus, int tp, int pp, int cp, int vp, std::int64_
 
 Link group_link(const catalog::Gpu& gpu, const ParallelLayout& l, int size, int stride) {
   if (size <= 1) return Link{"none", 0, 0, "none"};
-  const Network& net = network_by_id(l.network);
+  const Fabric& fabric = fabric_by_id(l.network);
   const int span = size * stride;  // ranks from the group's first to past its last
   // Inside one node: NVLink, PCIe peer-to-peer or staged through host memory, as for one server.
   if (span <= l.gpus_per_node) return link_for(gpu, size);
-  if (net.nvlink_domain > 0 && span <= net.nvlink_domain && gpu.has_nvlink()) {
+  if (fabric.nvlink_domain > 0 && span <= fabric.nvlink_domain && gpu.has_nvlink()) {
     Link k = link_for(gpu, std::min(size, l.gpus_per_node));
-    k.description = fmt::format("{} (NVLink domain of {})", k.description, net.nvlink_domain);
+    k.description = fmt::format("{} (NVLink domain of {})", k.description, fabric.nvlink_domain);
     return k;
   }
   Link k;
   k.kind = "network";
-  k.bus_gbs = net.gbs_per_gpu * kNetworkEfficiency;
-  k.latency_s = net.latency_s;
-  k.description = net.name;
+  k.bus_gbs = fabric.gbs_per_gpu * system_facts().network_busbw;
+  k.latency_s = fabric.latency_s;
+  k.description = fabric.name;
   return k;
 }
 
@@ -175,7 +167,7 @@ ParallelStep parallel_step(const catalog::Gpu& gpu, const ParallelLayout& l, con
   const double grads = stage.params * t.grad_bytes_per_param;
   if (l.dp > 1) {
     s.dp_s = allreduce_seconds(grads, l.dp, s.dp_link);
-    const double last = allreduce_seconds(std::min(kBucketBytes, grads), l.dp, s.dp_link);
+    const double last = allreduce_seconds(std::min(system_facts().megatron_bucket_bytes, grads), l.dp, s.dp_link);
     s.dp_exposed_s = std::max(0.0, s.dp_s - stage.backward_s) + std::min(last, s.dp_s);
   }
   s.optimizer_s = stage.optimizer_s;

@@ -22,7 +22,9 @@
 
 namespace gpuvs::perf {
 
-struct Network {
+/// The network between servers (InfiniBand, RoCE, Ethernet, an NVL72 rack's NVLink): a "fabric" in code,
+/// so it is never confused with a model network (models::NetworkInfo); users name it with network=ID.
+struct Fabric {
   std::string id, name, source;
   double gbs_per_gpu = 0;  // line rate per GPU, one direction, GB/s
   double latency_s = 0;
@@ -30,17 +32,17 @@ struct Network {
 };
 
 /// data/networks.toml (compiled in).
-const std::vector<Network>& networks();
+const std::vector<Fabric>& fabrics();
 /// Parses network TOML; InputError "WHERE:LINE: ..." for missing or impossible fields.
-std::vector<Network> parse_networks(const std::string& text, const std::string& where);
+std::vector<Fabric> parse_fabrics(const std::string& text, const std::string& where);
 /// Adds (or replaces, by id) a network for the rest of this process: a cluster's measured one ("measured",
 /// from `gpuvs evaluate` under MPI). Call before predicting on other threads.
-void register_network(const Network& net);
+void register_fabric(const Fabric& fabric);
 /// By id; InputError naming the ids when unknown.
-const Network& network_by_id(const std::string& id);
+const Fabric& fabric_by_id(const std::string& id);
 /// What a cluster of `gpu` usually has (DGX A100: HDR; DGX H100/B200: NDR; anything else: 100 GbE), with
 /// the reason, so the output can say what it assumed.
-const Network& default_network(const catalog::Gpu& gpu, std::string* why = nullptr);
+const Fabric& default_fabric(const catalog::Gpu& gpu, std::string* why = nullptr);
 
 struct ParallelLayout {
   int tp = 1, pp = 1, cp = 1, vp = 1, dp = 1;

@@ -18,6 +18,7 @@
 #include "perf/parallel.hpp"
 #include "perf/serving.hpp"
 #include "perf/serving_engine.hpp"
+#include "perf/system_facts.hpp"
 #include "workload/workload.hpp"
 
 namespace gpuvs::perf {
@@ -49,22 +50,7 @@ bool attention_core(const ir::Graph& g, const ir::Node& n) {
   if (n.op == OpKind::dropout && g.node(n.inputs[0]).op == OpKind::softmax) return true;
   return n.op == OpKind::batch_matmul && n.trans_b;  // Q.K^T
 }
-// PyTorch DDP's default gradient bucket: the last one cannot overlap with backward.
-constexpr double kBucketBytes = 25e6;
-
-
-std::int64_t default_batch(models::Family family) {
-  switch (family) {
-    case models::Family::cnn: return 256;
-    case models::Family::unet: return 8;
-    case models::Family::encoder: return 32;
-    case models::Family::decoder: return 8;
-    case models::Family::mlp:
-    case models::Family::keras:
-    case models::Family::onnx: return 128;
-  }
-  return 128;
-}
+std::int64_t default_batch(models::Family family) { return system_facts().batch_for(family); }
 
 // Full: keep each block's input and repeat the forward pass in backward. Selective: drop and recompute
 // the attention core only.
@@ -155,7 +141,7 @@ void apply_data_parallel(Prediction& p, const ir::Graph& g, const catalog::Gpu& 
     p.comm_bytes = 2.0 * grad_bytes;
     p.comm_s = allreduce_seconds(grad_bytes, p.gpus, p.link);
   }
-  const double last_bucket = allreduce_seconds(std::min(kBucketBytes, grad_bytes), p.gpus, p.link);
+  const double last_bucket = allreduce_seconds(std::min(system_facts().ddp_bucket_bytes, grad_bytes), p.gpus, p.link);
   p.comm_exposed_s = std::max(0.0, p.comm_s - overlap_window) + std::min(last_bucket, p.comm_s);
   p.step_s += p.comm_exposed_s;
   const double n = p.gpus;
@@ -166,9 +152,9 @@ void apply_data_parallel(Prediction& p, const ir::Graph& g, const catalog::Gpu& 
 }
 
 /// LoRA's frozen base: 16-bit weights (or 32-bit in fp32/tf32); QLoRA: 4-bit NF4 plus double-quantised
-/// block scales, 0.516 bytes per parameter (Dettmers et al. 2023).
+/// block scales (data/system.toml's training.qlora_bytes_per_param).
 double frozen_bytes_per_param(const Prediction& p) {
-  return p.finetune == "qlora" ? 0.516 : static_cast<double>(ir::dtype_size(p.plan.activations));
+  return p.finetune == "qlora" ? system_facts().qlora_bytes_per_param : static_cast<double>(ir::dtype_size(p.plan.activations));
 }
 
 /// predict_graph of a workload's graph, remembered: the advisor prices the same stage graphs on the same card
@@ -203,7 +189,8 @@ StepPrediction priced(const workload::BuiltGraph& g, const catalog::Gpu& gpu, co
 void predict_parallel(Prediction& p, const PredictRequest& req, const workload::Workload& w, const catalog::Gpu& gpu, bool flash) {
   const models::NetworkInfo& net = w.network();
   if (net.family != models::Family::decoder || !req.training)
-    throw InputError("tp, pp, cp, vp, global_batch, network and more than 8 GPUs apply to decoder training");
+    throw InputError(fmt::format("tp, pp, cp, vp, global_batch, network and more than {} GPUs apply to decoder training",
+                                 system_facts().gpus_per_server));
   const bool adapters = p.finetune != "full";
   p.sharding = option_choice(req.options, "sharding", "none", {"none", "zero1"});
   const int tp = static_cast<int>(option_int(req.options, "tp", 1, 1, 512));
@@ -211,9 +198,9 @@ void predict_parallel(Prediction& p, const PredictRequest& req, const workload::
   const int cp = static_cast<int>(option_int(req.options, "cp", 1, 1, 4096));
   const int vp = static_cast<int>(option_int(req.options, "vp", 1, 1, 4096));
   const std::int64_t global = option_int(req.options, "global_batch", 0, 1, std::int64_t{1} << 40);
-  const Network& network = req.options.count("network") ? network_by_id(req.options.at("network")) : default_network(gpu, &p.network_note);
+  const Fabric& fabric = req.options.count("network") ? fabric_by_id(req.options.at("network")) : default_fabric(gpu, &p.network_note);
   const auto& dec = net.decoder;
-  const ParallelLayout l = make_layout(req.gpus, tp, pp, cp, vp, p.batch, global, dec.layers, dec.heads, p.seq_len, network.id);
+  const ParallelLayout l = make_layout(req.gpus, tp, pp, cp, vp, p.batch, global, dec.layers, dec.heads, p.seq_len, fabric.id);
   // LoRA/QLoRA adapters over data parallelism with accumulation are priced; inside tensor or pipeline
   // splits the stage graphs lack the adapters' input gradients at stage boundaries, so not yet.
   if (adapters && (l.tp > 1 || l.pp > 1 || l.cp > 1))
@@ -223,7 +210,7 @@ void predict_parallel(Prediction& p, const PredictRequest& req, const workload::
   p.tp = l.tp, p.pp = l.pp, p.cp = l.cp, p.vp = l.vp, p.dp = l.dp;
   p.global_batch = l.global_batch;
   p.micro_batches = l.micro_batches;
-  p.network = network.id;
+  p.network = fabric.id;
   const EfficiencyParams eff = device_view(gpu, p.plan, req.calibration, true).eff;
   p.calibrated = req.calibration && req.calibration->gpu_id == gpu.id;
   models::NetworkInfo stage_net = net;
@@ -401,7 +388,7 @@ Prediction predict(const catalog::Catalog& cat, const workload::Workload& w, con
   // A plan beyond plain data parallelism inside one server: model splits, gradient accumulation, a named
   // network, or more GPUs than a server holds. tp = pp = cp = vp = 1 and a global batch of batch x GPUs
   // say nothing beyond the plain path.
-  bool parallel = req.gpus > 8 || req.options.count("network") > 0;
+  bool parallel = req.gpus > system_facts().gpus_per_server || req.options.count("network") > 0;
   for (const char* k : {"tp", "pp", "cp", "vp"})
     parallel = parallel || option_int(req.options, k, 1, 1, 4096) != 1;
   if (req.options.count("global_batch")) {
@@ -409,7 +396,9 @@ Prediction predict(const catalog::Catalog& cat, const workload::Workload& w, con
     parallel = parallel || option_int(req.options, "global_batch", 1, 1, std::int64_t{1} << 40) != b * req.gpus;
   }
   if (parallel && (net.family != models::Family::decoder || !req.training))
-    throw InputError("tp, pp, cp, vp, gradient accumulation (global_batch), network and more than 8 GPUs are modelled for decoder training only");
+    throw InputError(fmt::format("tp, pp, cp, vp, gradient accumulation (global_batch), network and more than {} GPUs are modelled for "
+                                 "decoder training only",
+                                 system_facts().gpus_per_server));
   if (req.batch < 0) throw InputError(fmt::format("--batch must be positive, got {}", req.batch));
   for (const auto& [k, v] : req.options) {
     bool known = false;

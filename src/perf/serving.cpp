@@ -17,6 +17,7 @@
 #include "perf/efficiency.hpp"
 #include "perf/predict.hpp"
 #include "perf/serving_engine.hpp"
+#include "perf/system_facts.hpp"
 #include "perf/weight_format.hpp"
 #include "workload/workload.hpp"
 
@@ -26,17 +27,8 @@ namespace {
 
 const std::vector<std::string> kServingKeys = {"prompt_len", "gen_len", "tp", "framework", "kv_dtype", "ngl", "host_gbs"};
 
-// llama.cpp and the fused W4A16/W8A16 kernels read quantized weights directly for a few rows at a time
-// (matrix-vector kernels up to 8 rows: llama.cpp's MMVQ_MAX_BATCH_SIZE); beyond that a dequantize-pass
-// format writes a 16-bit copy for cuBLAS.
-constexpr double kVectorKernelRows = 8;
-// Idle time between back-to-back kernels on the GPU (launch latency already queued): about a microsecond.
-constexpr double kKernelGapSeconds = 1e-6;
-// llama.cpp runs an offloaded block's matrix products on the GPU, copying the weights over, from 32 rows
-// (ggml's batch-size threshold for offloading operations); below, on the CPU.
-constexpr double kOffloadBatchRows = 32;
-// A desktop CPU's STREAM bandwidth over the DDR theoretical rate.
-constexpr double kHostStreamFraction = 0.80;
+// The thresholds and fractions below are data/system.toml's (perf/system_facts.hpp): llama.cpp's
+// matrix-vector row limit and ggml's offload threshold, the gap between queued kernels, host STREAM.
 
 
 /// What one iteration processes on every rank.
@@ -65,6 +57,11 @@ struct Setup {
   double host_bandwidth = 0, host_link = 0;
 };
 
+/// Tokens rounded up to the engine's whole KV-cache blocks.
+std::int64_t cache_blocks(const ServingEngine& engine, std::int64_t tokens) {
+  return (tokens + engine.kv_block_tokens - 1) / engine.kv_block_tokens * engine.kv_block_tokens;
+}
+
 /// One projection: m tokens through a k x n weight stored at `bits`.
 void price_linear(const Setup& s, double m, double k, double n, double bits, IterationCost& c) {
   if (m <= 0) return;
@@ -75,7 +72,7 @@ void price_linear(const Setup& s, double m, double k, double n, double bits, Ite
   double compute = flops / (s.matrix_peak * eff);
   double weight_read = elems * bits / 8.0;
   if (s.format->weight_only) {
-    if (s.format->dequant_pass && m > kVectorKernelRows) {
+    if (s.format->dequant_pass && m > system_facts().vector_kernel_rows) {
       // A dequantize kernel reads the packed weights and writes a 16-bit copy; the GEMM reads the copy.
       const double pass = elems * (bits / 8.0 + 2.0);
       const double t = pass / (s.bandwidth * memory_efficiency(pass, s.eff));
@@ -88,7 +85,7 @@ void price_linear(const Setup& s, double m, double k, double n, double bits, Ite
     }
   }
   double bytes = weight_read + m * (k + n) * act;
-  if (act > 2.0 && m > kVectorKernelRows) {
+  if (act > 2.0 && m > system_facts().vector_kernel_rows) {
     // FP32 activations around a 16-bit batched GEMM: the input converted to FP16 and the result back, each
     // a read and a write by its own kernel.
     const double convert = m * (k + n) * (act + 2.0);
@@ -207,10 +204,10 @@ IterationCost iteration(const Setup& s, const TokenMix& mix) {
       const double before = c.seconds;
       Setup host = s;
       host.bandwidth = s.host_bandwidth;
-      host.eff.mem_max = kHostStreamFraction;
+      host.eff.mem_max = system_facts().host_stream_fraction;
       host.eff.mem_half_bytes = 0;
       host.matrix_peak = host.attention_peak = host.vector_peak = 1e30;
-      if (m > kOffloadBatchRows) {
+      if (m > system_facts().offload_batch_rows) {
         const double copy = s.weights.per_layer[static_cast<std::size_t>(l)] / s.host_link;
         c.seconds += copy;
         price_block(s, l, mix, c, &host);
@@ -236,10 +233,10 @@ IterationCost iteration(const Setup& s, const TokenMix& mix) {
       head.matrix_peak = s.attention_peak;  // 16-bit math
     }
     head.format = &f;
-    if (s.gpu_layers < d.layers && mix.logits <= kOffloadBatchRows) {
+    if (s.gpu_layers < d.layers && mix.logits <= system_facts().offload_batch_rows) {
       // Offloaded: the LM head stays in system RAM with the CPU (llama.cpp moves it last).
       head.bandwidth = s.host_bandwidth;
-      head.eff.mem_max = kHostStreamFraction;
+      head.eff.mem_max = system_facts().host_stream_fraction;
       head.eff.mem_half_bytes = 0;
       head.matrix_peak = head.vector_peak = 1e30;
     }
@@ -257,7 +254,7 @@ IterationCost iteration(const Setup& s, const TokenMix& mix) {
   // gap on the GPU. Under CUDA graphs a step is one launch. Host work per iteration (scheduling,
   // sampling) is serial with the step.
   const double kernels = d.layers * s.engine->kernels_per_layer + 4;
-  c.launch_s = kernels * kKernelGapSeconds;
+  c.launch_s = kernels * system_facts().kernel_gap_s;
   const double gpu = c.seconds + c.launch_s;
   const double host = (s.engine->cuda_graphs ? 1.0 : kernels) * s.engine->host_launch_s;
   c.host_s = s.engine->step_overhead_s + std::max(0.0, host - gpu);
@@ -303,12 +300,10 @@ ServingPrediction predict_serving(const catalog::Catalog& cat, const ServingRequ
   return predict_serving(cat, workload::Workload(req.workload, req.options), req);
 }
 
-ServingPrediction predict_serving(const catalog::Catalog& cat, const workload::Workload& w, const ServingRequest& req) {
-  if (!is_serving_mode(req.mode))
-    throw InputError(fmt::format("mode '{}' is not a serving mode (prefill, decode, infer)", strings::printable(req.mode)));
-  w.check_is(req.workload, req.options);
-  const catalog::Gpu& gpu = cat.find(req.gpu);
-  const models::NetworkInfo& net = w.network();
+namespace {
+
+/// The request checked against the workload, the engine and the format: the engine and format it runs.
+std::pair<const ServingEngine*, const WeightFormat*> check_request(const models::NetworkInfo& net, const ServingRequest& req) {
   if (net.family != models::Family::decoder)
     throw InputError(fmt::format("--mode {} prices decoders (LLMs); {} is a {} (use --mode infer without serving options)", req.mode, net.id,
                                  models::family_name(net.family)));
@@ -325,22 +320,19 @@ ServingPrediction predict_serving(const catalog::Catalog& cat, const workload::W
     throw InputError(fmt::format("{} does not run the {} format (it runs {})", engine.id, format.id, strings::join(engine.formats, ", ")));
   if (req.gpus < 1 || req.gpus > 4096) throw InputError(fmt::format("--gpus must be in [1, 4096], got {}", req.gpus));
   if (req.batch < 0 || req.batch > (1 << 20)) throw InputError(fmt::format("--batch must be in [0, 1048576], got {}", req.batch));
-  const auto& d = net.decoder;
+  return {&engine, &format};
+}
 
-  ServingPrediction p;
-  p.workload = net.id;
-  p.gpu_id = gpu.id;
-  p.gpu_name = gpu.name;
-  p.format = format.id;
-  p.format_name = format.name;
-  p.engine = engine.id;
-  p.engine_name = engine.name;
-  p.mode = req.mode;
-  p.gpus = req.gpus;
+/// What the request asks for, resolved into the prediction: tensor parallelism and replicas, prompt and
+/// generation lengths, the KV cache's element type.
+void resolve_shape(const catalog::Gpu& gpu, const models::NetworkInfo& net, const ServingEngine& engine, const WeightFormat& format,
+                   const ServingRequest& req, ServingPrediction& p) {
+  const auto& d = net.decoder;
   p.tp = static_cast<int>(option_int(req.options, "tp", 1, 1, 64));
   if (req.gpus % p.tp != 0) throw InputError(fmt::format("tp={} does not divide --gpus {}", p.tp, req.gpus));
   if (d.heads % p.tp != 0) throw InputError(fmt::format("tp={} does not divide {}'s {} attention heads", p.tp, net.id, d.heads));
-  if (p.tp > 8 && !gpu.has_nvlink()) throw InputError(fmt::format("tp={} spans more than one server; serving is priced inside one node", p.tp));
+  if (p.tp > system_facts().gpus_per_server && !gpu.has_nvlink())
+    throw InputError(fmt::format("tp={} spans more than one server; serving is priced inside one node", p.tp));
   p.replicas = req.gpus / p.tp;
   const std::int64_t max_len = std::int64_t{1} << 22;
   p.prompt_len = option_int(req.options, "prompt_len", req.mode == "decode" ? 0 : req.mode == "prefill" ? 512 : 128, req.mode == "decode" ? 0 : 1, max_len);
@@ -351,7 +343,11 @@ ServingPrediction predict_serving(const catalog::Catalog& cat, const workload::W
     throw InputError(fmt::format("option kv_dtype={}: expected fp16, bf16 or fp8", strings::printable(p.kv_dtype)));
   if (p.kv_dtype == "fp8" && !gpu.fp8_fp32acc.present())
     throw InputError(fmt::format("{} ({}) has no FP8 support for an fp8 KV cache", gpu.id, gpu.arch));
+}
 
+/// One rank's view of the card and the model for the iteration pricer.
+Setup rank_setup(const catalog::Catalog& cat, const catalog::Gpu& gpu, const models::DecoderConfig& d, const ServingEngine& engine,
+                 const WeightFormat& format, const ServingRequest& req, const ServingPrediction& p) {
   Setup s;
   s.d = d;
   s.gpu = &gpu;
@@ -383,22 +379,23 @@ ServingPrediction predict_serving(const catalog::Catalog& cat, const workload::W
   if (engine.attention == "unfused") s.eff.attention_max *= 0.5;  // scores through memory: two GEMMs and a softmax apart
   s.link = link_for(gpu, p.tp);
   s.weights = weight_bytes(d, format);
+  return s;
+}
 
-  // Memory on one rank: its share of the weights (projections and vocabulary split over tp, norms
-  // replicated), the runtime, and what is left for the KV cache.
+/// Memory on one rank: its share of the weights (projections and vocabulary split over tp, norms
+/// replicated), the runtime, and what is left for the KV cache. Blocks on the GPU: all, or (an engine that
+/// offloads) those asked for with ngl, or the most that fit with the KV cache of the batch asked for; the
+/// rest, the embedding table and the LM head stay in system RAM.
+void place_weights_and_cache(const catalog::Catalog& cat, const catalog::Gpu& gpu, const ServingEngine& engine, const ServingRequest& req,
+                             Setup& s, ServingPrediction& p) {
+  const auto& d = s.d;
   p.layers = d.layers;
   p.runtime_bytes = engine.runtime_bytes;
   p.capacity_bytes = gpu.memory_bytes();
   const double usable = p.capacity_bytes * engine.memory_utilization;
   const double kv_heads = std::max(1.0, static_cast<double>(d.kv_heads) / p.tp);
   const double kv_per_layer_token = 2.0 * kv_heads * static_cast<double>(d.head_size()) * s.kv_elem_bytes;
-  const auto blocks = [&](std::int64_t tokens) {
-    return (tokens + engine.kv_block_tokens - 1) / engine.kv_block_tokens * engine.kv_block_tokens;
-  };
-  const std::int64_t request_tokens = blocks(p.prompt_len + (req.mode == "prefill" ? 0 : p.gen_len));
-  // Blocks on the GPU: all, or (an engine that offloads) those asked for with ngl, or the most that fit
-  // with the KV cache of the batch asked for; the rest, the embedding table and the LM head stay in
-  // system RAM.
+  const std::int64_t request_tokens = cache_blocks(engine, p.prompt_len + (req.mode == "prefill" ? 0 : p.gen_len));
   const auto gpu_weight_bytes = [&](int n) {
     if (n >= d.layers) return s.weights.total() / p.tp;
     double b = 0;
@@ -441,115 +438,145 @@ ServingPrediction predict_serving(const catalog::Catalog& cat, const workload::W
   const double per_token = p.gpu_layers > 0 ? p.kv_bytes_per_token : kv_per_token_all;
   p.max_concurrency = static_cast<std::int64_t>(p.kv_budget_bytes / (per_token * static_cast<double>(request_tokens)));
   p.max_context = static_cast<std::int64_t>(p.kv_budget_bytes / per_token) / engine.kv_block_tokens * engine.kv_block_tokens;
+}
 
-  const double P = static_cast<double>(p.prompt_len), G = static_cast<double>(p.gen_len);
-  if (req.mode == "prefill" || req.mode == "decode") {
-    p.batch = req.batch > 0 ? req.batch : 1;
-    const double b = static_cast<double>(p.batch);
-    if (req.mode == "prefill") {
-      // Chunks of at most max_num_tokens (llama.cpp's micro-batch); each re-reads the weights. The mean causal
-      // span over the prompt is half of it, whatever the chunking.
-      const double tokens = b * P;
-      const double chunks = std::ceil(tokens / engine.max_num_tokens);
-      TokenMix mix;
-      mix.prefill_tokens = tokens / chunks;
-      mix.prefill_span = P / 2.0;
-      mix.logits = b / chunks;
-      p.step = iteration(s, mix);
-      p.ttft_s = p.ttft_p99_s = p.step.seconds * chunks;
-      p.throughput = tokens / p.ttft_s * p.replicas;
-      p.unit = "tokens/s";
-      p.request_s = p.request_p99_s = p.ttft_s;
-    } else {
-      // Decode: every step generates one token per sequence; attention over the cache is linear in the
-      // context, so the mean step is the step at the mean context.
-      TokenMix mix;
-      mix.decode_seqs = b;
-      mix.decode_context = P + G / 2.0;
-      mix.logits = b;
-      p.step = iteration(s, mix);
-      p.tpot_s = p.step.seconds;
-      p.throughput = b / p.tpot_s * p.replicas;
-      p.unit = "tokens/s";
-      p.request_s = p.request_p99_s = p.tpot_s * G;
-    }
-    p.kv_bytes = p.kv_bytes_per_token * static_cast<double>(blocks(p.prompt_len + (req.mode == "prefill" ? 0 : p.gen_len))) * b;
-    p.fits = p.weight_bytes + p.runtime_bytes + p.kv_bytes <= p.capacity_bytes * engine.memory_utilization;
+/// --mode prefill or decode: a fixed batch of sequences, one prefill or the mean decode step.
+void price_fixed_batch(const Setup& s, const ServingEngine& engine, const ServingRequest& req, ServingPrediction& p) {
+  p.batch = req.batch > 0 ? req.batch : 1;
+  const double sequences = static_cast<double>(p.batch);
+  const double prompt = static_cast<double>(p.prompt_len), generated = static_cast<double>(p.gen_len);
+  if (req.mode == "prefill") {
+    // Chunks of at most max_num_tokens (llama.cpp's micro-batch); each re-reads the weights. The mean causal
+    // span over the prompt is half of it, whatever the chunking.
+    const double tokens = sequences * prompt;
+    const double chunks = std::ceil(tokens / engine.max_num_tokens);
+    TokenMix mix;
+    mix.prefill_tokens = tokens / chunks;
+    mix.prefill_span = prompt / 2.0;
+    mix.logits = sequences / chunks;
+    p.step = iteration(s, mix);
+    p.ttft_s = p.ttft_p99_s = p.step.seconds * chunks;
+    p.throughput = tokens / p.ttft_s * p.replicas;
+    p.unit = "tokens/s";
+    p.request_s = p.request_p99_s = p.ttft_s;
   } else {
-    // Whole requests. In-flight batching keeps `C` requests in flight: every iteration each generates a
-    // token, and C/G of them finish, so C x P / G prompt tokens join (chunked context); requests enter
-    // and leave between iterations. Without it (static batches) a batch is prefilled, then decoded to
-    // the end, then the next starts.
-    std::int64_t C = req.batch;
-    if (C == 0) {
-      C = std::min<std::int64_t>(p.max_concurrency, engine.max_batch);
-      p.batch_limit = C == engine.max_batch ? fmt::format("the engine's max batch ({})", engine.max_batch) : "the KV-cache budget";
-      if (engine.inflight_batching) {
-        const auto by_tokens = static_cast<std::int64_t>(engine.max_num_tokens / (1.0 + P / G));
-        if (by_tokens < C) {
-          C = by_tokens;
-          p.batch_limit = fmt::format("the engine's tokens per iteration ({})", engine.max_num_tokens);
-        }
-      }
-      p.batch_chosen = true;
-      if (C < 1)
-        throw InputError(fmt::format("{} in {} leaves no room for one request of {} tokens on {} (weights {:.1f} GB per GPU, KV budget {:.2f} GB)", net.id,
-                                     format.id, p.prompt_len + p.gen_len, gpu.id, p.weight_bytes / 1e9, p.kv_budget_bytes / 1e9));
-    }
-    p.batch = C;
-    const double c = static_cast<double>(C);
-    if (engine.inflight_batching) {
-      TokenMix mix;
-      mix.decode_seqs = c;
-      mix.decode_context = P + G / 2.0;
-      mix.prefill_tokens = c * P / G;
-      mix.prefill_span = P / 2.0;
-      mix.logits = c + c / G;
-      p.step = iteration(s, mix);
-      p.tpot_s = p.step.seconds;
-      p.throughput = c / p.step.seconds * p.replicas;
-      // Latency under this load: a request arrives at a uniformly random moment of an iteration, waits for
-      // the next one, and its prompt is prefilled in the room the decodes leave in the token budget, shared
-      // with the C/G prompts that join every iteration.
-      // The iterations that carry it hold a whole prompt's tokens (or all the room), dearer than the average
-      // one when requests are few.
-      const double room = std::max(1.0, engine.max_num_tokens - c);
-      const double joining = std::max(P, c * P / G);
-      const double prefill_iterations = std::ceil(joining / room);
-      TokenMix join = mix;
-      join.prefill_tokens = std::min(joining, room);
-      const double join_s = iteration(s, join).seconds;
-      p.ttft_s = 0.5 * p.step.seconds + prefill_iterations * join_s;
-      p.ttft_p99_s = 0.99 * p.step.seconds + prefill_iterations * join_s;
-    } else {
-      TokenMix pre;
-      pre.prefill_tokens = c * P;
-      pre.prefill_span = P / 2.0;
-      pre.logits = c;
-      const IterationCost prefill = iteration(s, pre);
-      TokenMix dec;
-      dec.decode_seqs = c;
-      dec.decode_context = P + G / 2.0;
-      dec.logits = c;
-      p.step = iteration(s, dec);
-      // Static batches: a request waits for the batch in flight to finish (uniformly, up to a whole batch's
-      // time), then its own batch's prefill.
-      const double batch_s = prefill.seconds + G * p.step.seconds;
-      p.ttft_s = 0.5 * batch_s + prefill.seconds;
-      p.ttft_p99_s = 0.99 * batch_s + prefill.seconds;
-      p.tpot_s = p.step.seconds;
-      p.throughput = c * G / batch_s * p.replicas;
-    }
-    p.request_s = p.ttft_s + G * p.tpot_s;
-    p.request_p99_s = p.ttft_p99_s + G * p.tpot_s;
-    p.unit = "output tokens/s";
-    p.kv_bytes = p.kv_bytes_per_token * static_cast<double>(request_tokens) * c;
-    p.fits = p.weight_bytes + p.runtime_bytes <= p.capacity_bytes * engine.memory_utilization && C <= p.max_concurrency;
+    // Decode: every step generates one token per sequence; attention over the cache is linear in the
+    // context, so the mean step is the step at the mean context.
+    TokenMix mix;
+    mix.decode_seqs = sequences;
+    mix.decode_context = prompt + generated / 2.0;
+    mix.logits = sequences;
+    p.step = iteration(s, mix);
+    p.tpot_s = p.step.seconds;
+    p.throughput = sequences / p.tpot_s * p.replicas;
+    p.unit = "tokens/s";
+    p.request_s = p.request_p99_s = p.tpot_s * generated;
   }
+  p.kv_bytes = p.kv_bytes_per_token * static_cast<double>(cache_blocks(engine, p.prompt_len + (req.mode == "prefill" ? 0 : p.gen_len))) * sequences;
+  p.fits = p.weight_bytes + p.runtime_bytes + p.kv_bytes <= p.capacity_bytes * engine.memory_utilization;
+}
+
+/// --mode infer: whole requests. In-flight batching keeps `in_flight` requests going: every iteration each
+/// generates a token and in_flight / gen_len of them finish, so as many prompts join (chunked context);
+/// requests enter and leave between iterations. Without it (static batches) a batch is prefilled, then
+/// decoded to the end, then the next starts. With no batch asked for, the most the cache and the engine allow.
+void price_requests(const Setup& s, const models::NetworkInfo& net, const catalog::Gpu& gpu, const WeightFormat& format,
+                    const ServingEngine& engine, const ServingRequest& req, ServingPrediction& p) {
+  const double prompt = static_cast<double>(p.prompt_len), generated = static_cast<double>(p.gen_len);
+  std::int64_t in_flight = req.batch;
+  if (in_flight == 0) {
+    in_flight = std::min<std::int64_t>(p.max_concurrency, engine.max_batch);
+    p.batch_limit = in_flight == engine.max_batch ? fmt::format("the engine's max batch ({})", engine.max_batch) : "the KV-cache budget";
+    if (engine.inflight_batching) {
+      const auto by_tokens = static_cast<std::int64_t>(engine.max_num_tokens / (1.0 + prompt / generated));
+      if (by_tokens < in_flight) {
+        in_flight = by_tokens;
+        p.batch_limit = fmt::format("the engine's tokens per iteration ({})", engine.max_num_tokens);
+      }
+    }
+    p.batch_chosen = true;
+    if (in_flight < 1)
+      throw InputError(fmt::format("{} in {} leaves no room for one request of {} tokens on {} (weights {:.1f} GB per GPU, KV budget {:.2f} GB)",
+                                   net.id, format.id, p.prompt_len + p.gen_len, gpu.id, p.weight_bytes / 1e9, p.kv_budget_bytes / 1e9));
+  }
+  p.batch = in_flight;
+  const double requests = static_cast<double>(in_flight);
+  if (engine.inflight_batching) {
+    TokenMix mix;
+    mix.decode_seqs = requests;
+    mix.decode_context = prompt + generated / 2.0;
+    mix.prefill_tokens = requests * prompt / generated;
+    mix.prefill_span = prompt / 2.0;
+    mix.logits = requests + requests / generated;
+    p.step = iteration(s, mix);
+    p.tpot_s = p.step.seconds;
+    p.throughput = requests / p.step.seconds * p.replicas;
+    // Latency under this load: a request arrives at a uniformly random moment of an iteration, waits for
+    // the next one, and its prompt is prefilled in the room the decodes leave in the token budget, shared
+    // with the prompts that join every iteration. The iterations that carry it hold a whole prompt's tokens
+    // (or all the room), dearer than the average one when requests are few.
+    const double room = std::max(1.0, engine.max_num_tokens - requests);
+    const double joining = std::max(prompt, requests * prompt / generated);
+    const double prefill_iterations = std::ceil(joining / room);
+    TokenMix join = mix;
+    join.prefill_tokens = std::min(joining, room);
+    const double join_s = iteration(s, join).seconds;
+    p.ttft_s = 0.5 * p.step.seconds + prefill_iterations * join_s;
+    p.ttft_p99_s = 0.99 * p.step.seconds + prefill_iterations * join_s;
+  } else {
+    TokenMix pre;
+    pre.prefill_tokens = requests * prompt;
+    pre.prefill_span = prompt / 2.0;
+    pre.logits = requests;
+    const IterationCost prefill = iteration(s, pre);
+    TokenMix dec;
+    dec.decode_seqs = requests;
+    dec.decode_context = prompt + generated / 2.0;
+    dec.logits = requests;
+    p.step = iteration(s, dec);
+    // Static batches: a request waits for the batch in flight to finish (uniformly, up to a whole batch's
+    // time), then its own batch's prefill.
+    const double batch_s = prefill.seconds + generated * p.step.seconds;
+    p.ttft_s = 0.5 * batch_s + prefill.seconds;
+    p.ttft_p99_s = 0.99 * batch_s + prefill.seconds;
+    p.tpot_s = p.step.seconds;
+    p.throughput = requests * generated / batch_s * p.replicas;
+  }
+  p.request_s = p.ttft_s + generated * p.tpot_s;
+  p.request_p99_s = p.ttft_p99_s + generated * p.tpot_s;
+  p.unit = "output tokens/s";
+  p.kv_bytes = p.kv_bytes_per_token * static_cast<double>(cache_blocks(engine, p.prompt_len + p.gen_len)) * requests;
+  p.fits = p.weight_bytes + p.runtime_bytes <= p.capacity_bytes * engine.memory_utilization && in_flight <= p.max_concurrency;
+}
+
+}  // namespace
+
+ServingPrediction predict_serving(const catalog::Catalog& cat, const workload::Workload& w, const ServingRequest& req) {
+  if (!is_serving_mode(req.mode))
+    throw InputError(fmt::format("mode '{}' is not a serving mode (prefill, decode, infer)", strings::printable(req.mode)));
+  w.check_is(req.workload, req.options);
+  const catalog::Gpu& gpu = cat.find(req.gpu);
+  const models::NetworkInfo& net = w.network();
+  const auto [engine, format] = check_request(net, req);
+  ServingPrediction p;
+  p.workload = net.id;
+  p.gpu_id = gpu.id;
+  p.gpu_name = gpu.name;
+  p.format = format->id;
+  p.format_name = format->name;
+  p.engine = engine->id;
+  p.engine_name = engine->name;
+  p.mode = req.mode;
+  p.gpus = req.gpus;
+  resolve_shape(gpu, net, *engine, *format, req, p);
+  Setup s = rank_setup(cat, gpu, net.decoder, *engine, *format, req, p);
+  place_weights_and_cache(cat, gpu, *engine, req, s, p);
+  if (req.mode == "prefill" || req.mode == "decode") price_fixed_batch(s, *engine, req, p);
+  else price_requests(s, net, gpu, *format, *engine, req, p);
   if (!p.fits)
     p.notes.push_back(fmt::format("does not fit: weights {:.1f} GB + runtime {:.1f} GB + KV cache {:.1f} GB per GPU against {:.1f} GB usable",
                                   p.weight_bytes / 1e9, p.runtime_bytes / 1e9, p.kv_bytes / 1e9,
-                                  p.capacity_bytes * engine.memory_utilization / 1e9));
+                                  p.capacity_bytes * engine->memory_utilization / 1e9));
   p.band_low = serving_band().low(p.throughput);
   p.band_high = serving_band().high(p.throughput);
   return p;

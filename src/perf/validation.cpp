@@ -103,7 +103,7 @@ double collective_busbw(const catalog::Catalog& cat, const PublishedRow& r, cons
   ParallelLayout l;
   l.dp = r.n_gpus;
   std::string why;
-  l.network = o.count("network") ? network_by_id(o.at("network")).id : default_network(gpu, &why).id;
+  l.network = o.count("network") ? fabric_by_id(o.at("network")).id : default_fabric(gpu, &why).id;
   const Link link = group_link(gpu, l, r.n_gpus, 1);
   const double n = r.n_gpus;
   const double seconds = r.workload == "allreduce" ? allreduce_seconds(bytes, r.n_gpus, link) : allgather_seconds(bytes, r.n_gpus, link);

@@ -1,0 +1,49 @@
+// Facts about the software and systems around the math that the model prices (data/system.toml, compiled
+// in): what the CUDA runtime and the caching allocator keep, the share of a link's rate NCCL reaches, GPUs
+// per server, framework and engine thresholds, default batches per model family. Each is sourced in the
+// file with its unit; the parser requires every fact the model reads, with the unit it expects, and
+// refuses unknown ones, so a fact cannot silently fall back to a number written in code.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/networks.hpp"
+
+namespace gpuvs::perf {
+
+/// A MIG instance profile of a 7-slice part: k of 7 compute slices with memory_eighths / 8 of the memory.
+struct MigProfile {
+  int compute_slices = 0;
+  int memory_eighths = 0;
+};
+
+struct SystemFacts {
+  double runtime_bytes = 0;        // CUDA context and library workspaces per process
+  double allocator_slack = 0;      // share of dynamic memory the caching allocator cannot reuse
+  double driver_reserve = 0;       // share of capacity the driver and ECC keep
+  double nvlink_busbw = 0;         // NCCL busbw over the link rate, large messages
+  double pcie_busbw = 0;
+  double network_busbw = 0;
+  int gpus_per_server = 0;         // one NVLink domain
+  double host_stream_fraction = 0; // STREAM over the DDR theoretical rate
+  double kernel_gap_s = 0;         // idle time between queued kernels
+  double ddp_bucket_bytes = 0;     // PyTorch DDP's gradient bucket
+  double megatron_bucket_bytes = 0;
+  double qlora_bytes_per_param = 0;
+  double vector_kernel_rows = 0;   // llama.cpp: quantized matrix-vector kernels up to this many rows
+  double offload_batch_rows = 0;   // ggml: offloaded matrix products run on the GPU from this many rows
+  std::int64_t default_batch[7] = {};  // per models::Family, in enum order
+  std::vector<MigProfile> mig_profiles;  // by compute slices, ascending
+
+  std::int64_t batch_for(models::Family f) const { return default_batch[static_cast<int>(f)]; }
+};
+
+/// The compiled-in data/system.toml.
+const SystemFacts& system_facts();
+/// Parses a system-facts file; InputError "WHERE:LINE: ..." for a missing or unknown fact, a unit other
+/// than the expected one, a value out of its range, or a fact without a source; MIG profiles must be
+/// whole slices (1-7 compute, 1-8 memory eighths), sourced, listed once each, in ascending order.
+SystemFacts parse_system_facts(const std::string& text, const std::string& where);
+
+}  // namespace gpuvs::perf
