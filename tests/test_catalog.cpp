@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include "catalog/catalog.hpp"
+#include "catalog/featured.hpp"
+#include "core/files.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "test_util.hpp"
@@ -173,4 +175,26 @@ TEST(Catalog, FuzzedFilesFailCleanly) {
     }
   }
   EXPECT_GT(ok, 0);
+}
+
+// The cards gpuvs names on its own come from data/featured-gpus.toml, checked against the catalog.
+TEST(Catalog, FeaturedCardsAreCatalogIdsFromData) {
+  const Catalog cat = Catalog::builtin();
+  const Featured& f = featured();
+  ASSERT_EQ(f.seed_question.size(), 2u);
+  for (const auto* l : {&f.seed_question, &f.scaling_chart, &f.serving_chart})
+    for (const auto& id : *l) EXPECT_EQ(cat.find(id).id, id);
+  const std::string good = "seed_question = [\"4090\", \"a100-80gb-sxm\"]\nscaling_chart = [\"l40s\"]\nserving_chart = [\"h100-sxm\"]\n";
+  EXPECT_EQ(parse_featured(good, "f.toml", cat).seed_question.front(), "rtx-4090");  // an alias becomes its id
+  test::expect_refused({{good + "chart = [\"l4\"]\n", "f.toml:4: unknown key 'chart'"},
+                        {"seed_question = [\"rtx-4099\", \"l4\"]\nscaling_chart = [\"l4\"]\nserving_chart = [\"l4\"]\n", "f.toml:1: seed_question: "},
+                        {"seed_question = [\"l4\"]\nscaling_chart = [\"l4\"]\nserving_chart = [\"l4\"]\n", "seed_question must name two cards"},
+                        {"seed_question = [\"l4\", \"l40s\"]\nscaling_chart = []\nserving_chart = [\"l4\"]\n", "one to eight cards"},
+                        {"seed_question = \"l4\"\n", "f.toml:1: seed_question must be a list of catalog ids"},
+                        {"seed_question = [1, 2]\n", "must hold catalog ids (strings)"}},
+                       [&](const std::string& text) { parse_featured(text, "f.toml", cat); });
+  const std::string builtin = files::read_all(std::string(GPUVS_SOURCE_DIR) + "/data/featured-gpus.toml", "data");
+  EXPECT_GT(test::fuzz_parser(builtin, "[]\",=#\n -0123456789abdehlmoprstx_", 400, 5,
+                              [&](const std::string& t, const std::string& w) { parse_featured(t, w, cat); }),
+            0);
 }

@@ -4,8 +4,10 @@
 #include <cblas.h>
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <tuple>
 #include <vector>
 
 #include <algorithm>
@@ -21,6 +23,7 @@
 #include "engine/data.hpp"
 #include "engine/trainer.hpp"
 #include "gpu/plugin_loader.hpp"
+#include "model_cases.hpp"
 #include "models/builder.hpp"
 #include "models/sequential_presets.hpp"
 #include "test_util.hpp"
@@ -194,19 +197,22 @@ engine::TrainResult train_on(const std::string& device, const std::string& preci
 
 }  // namespace
 
-// Batch 64 takes the one-launch loss and accuracy kernels, 5,000 the per-row kernels and a second
-// launch for the mean.
-class OneStep : public ::testing::TestWithParam<std::int64_t> {};
+// Every case of the model case list (model_cases.hpp: each activation, dropout rates, no bias, depth, two
+// classes, logits, the seed model), one training step node by node against the CPU oracle, at batch 1, 64
+// (the one-launch loss and accuracy kernels) and 5,000 (the per-row kernels and a second launch for the mean).
+class OneStep : public ::testing::TestWithParam<std::tuple<std::size_t, std::int64_t>> {};
 
 TEST_P(OneStep, MatchesTheCpuOracleNodeByNode) {
   if (const auto why = no_gpu_reason(); !why.empty()) GTEST_SKIP() << "no GPU: " << why;
-  const std::int64_t batch = GetParam();
+  const auto [which, batch] = GetParam();
+  const test::ModelCase mc = test::model_cases().at(which);
+  SCOPED_TRACE(mc.name + " at batch " + std::to_string(batch));
   std::string why;
   gpu::TrainDeviceOptions o;
   o.precision = gpu::GpuPrecision::fp32;
   o.cuda_graphs = false;
   auto dev = gpu::plugin(why)->open_train_device(o);
-  const auto spec = models::sequential_preset("seed-mlp");
+  const models::ModelSpec& spec = mc.spec;
   const ir::Graph g = models::build_graph(spec, {batch, ir::DType::f32, models::Mode::train});
   engine::ParamStore cpu_store, gpu_store;
   cpu_store.initialize(models::param_inits(spec), ir::DType::f32, 5);
@@ -233,7 +239,15 @@ TEST_P(OneStep, MatchesTheCpuOracleNodeByNode) {
     for (std::size_t i = 0; i < t.bytes() / 4; ++i) ASSERT_NEAR(gpu_store.get(name).at(i), t.at(i), 1e-5) << name;
 }
 
-INSTANTIATE_TEST_SUITE_P(CudaEngine, OneStep, ::testing::Values(64, 5000));
+INSTANTIATE_TEST_SUITE_P(CudaEngine, OneStep,
+                         ::testing::Combine(::testing::Range<std::size_t>(0, test::model_cases().size()), ::testing::Values(1, 64, 5000)),
+                         [](const ::testing::TestParamInfo<OneStep::ParamType>& p) {
+                           std::string name = test::model_cases().at(std::get<0>(p.param)).name + "_batch" +
+                                              std::to_string(std::get<1>(p.param));
+                           for (char& ch : name)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return name;
+                         });
 
 TEST(CudaEngine, Fp32TrainingFollowsTheCpuLossCurve) {
   if (const auto why = no_gpu_reason(); !why.empty()) GTEST_SKIP() << "no GPU: " << why;

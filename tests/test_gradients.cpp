@@ -11,6 +11,8 @@
 #include "core/rng.hpp"
 #include "engine/executor.hpp"
 #include "ir/autodiff.hpp"
+#include "model_cases.hpp"
+#include "models/builder.hpp"
 
 using namespace gpuvs;
 using namespace gpuvs::ir;
@@ -24,6 +26,7 @@ struct Case {
   std::vector<NodeId> params;   // trainable: gradients checked
   std::vector<NodeId> frozen;   // non-trainable params: random values, no gradient expected
   std::vector<std::pair<NodeId, std::vector<std::int32_t>>> int_inputs;
+  std::vector<std::pair<NodeId, std::vector<double>>> double_inputs;
 };
 
 void check_gradients(Case& c, const std::string& label) {
@@ -46,6 +49,10 @@ void check_gradients(Case& c, const std::string& label) {
   for (std::size_t i = 0; i < seed_n; ++i) s[i] = srng.normal(i);
   for (auto& [id, values] : c.int_inputs) {
     auto* dst = static_cast<std::int32_t*>(ex->input(c.g.node(id).name));
+    std::copy(values.begin(), values.end(), dst);
+  }
+  for (auto& [id, values] : c.double_inputs) {
+    auto* dst = static_cast<double*>(ex->input(c.g.node(id).name));
     std::copy(values.begin(), values.end(), dst);
   }
   const StepContext ctx{11, 3};
@@ -158,4 +165,26 @@ TEST(Gradients, WholeSeedShapedModel) {
   c.params = {w1, b1, w2, b2};
   c.int_inputs = {{labels, {2, 0, 1, 2}}};
   check_gradients(c, "seed-shaped model");
+}
+
+// The model case list every backend runs (model_cases.hpp), as the builder makes it: the forward pass with
+// dropout and the loss, differentiated by autodiff, against finite differences of the loss.
+TEST(Gradients, EveryModelCaseAgainstFiniteDifferences) {
+  for (const auto& mc : test::model_cases()) {
+    const std::int64_t batch = 5;
+    Case c;
+    c.g = models::build_graph(mc.spec, {batch, DType::f64, models::Mode::train, /*append_step=*/false});
+    c.out = c.g.output("loss");
+    ASSERT_NE(c.out, kNone) << mc.name;
+    for (const auto& n : c.g.nodes())
+      if (n.op == OpKind::param && n.trainable) c.params.push_back(n.id);
+    const CounterRng rng(31, 7);
+    std::vector<double> x(static_cast<std::size_t>(batch * mc.spec.input_dim));
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = rng.normal(i);
+    std::vector<std::int32_t> labels;
+    for (std::int64_t r = 0; r < batch; ++r) labels.push_back(static_cast<std::int32_t>((r * 7 + 1) % mc.spec.num_classes()));
+    c.double_inputs = {{c.g.find("x"), x}};
+    c.int_inputs = {{c.g.find("labels"), labels}};
+    check_gradients(c, "model case " + mc.name);
+  }
 }

@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "core/strings.hpp"
+#include "perf/system_facts.hpp"
 
 namespace gpuvs::advise {
 
@@ -30,7 +31,8 @@ Assumptions Assumptions::defaults() {
       {"serving_headroom", 0.7, "fraction", "serving: highest sustained load per replica, leaving room for bursts"},
       {"p99_over_service", 2.0, "ratio",
        "serving: p99 latency over one batch's service time (a request waits for the batch in flight, then its own)"},
-      {"max_gpus_per_server", 8, "GPUs", "data parallel training within one server"},
+      {"max_gpus_per_server", static_cast<double>(perf::system_facts().gpus_per_server), "GPUs",
+       "data parallel training within one server (data/system.toml's server.gpus)"},
       {"max_gpus", 1024, "GPUs", "largest cluster the advisor plans for (decoders past one server: tensor x pipeline x data parallel)"},
       {"global_batch_tokens", 4e6, "tokens", "global batch of a multi-node pretraining plan (Llama 2 and 3: 4M tokens per step)"},
       {"isolation_required", 1, "0/1", "tenants need memory and fault isolation (MIG or their own card)"},

@@ -7,6 +7,7 @@
 
 #include "advise/assumptions.hpp"
 #include "catalog/catalog.hpp"
+#include "catalog/featured.hpp"
 #include "cli/assumption_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/validators.hpp"
@@ -157,7 +158,7 @@ int run_compare(CompareArgs a) {
   for (const auto& f : a.catalogs) cat.add_file(f);
   const bool seed_question = a.gpus.empty();
   if (seed_question) {
-    a.gpus = {"rtx-4090", "a100-80gb-sxm"};
+    a.gpus = catalog::featured().seed_question;
     if (a.batch == 0 && a.workload == "seed-mlp") a.batch = 32;  // Keras's default batch size
   }
   if (a.mode != "train" && !perf::is_serving_mode(a.mode))
@@ -256,7 +257,7 @@ int run_compare(CompareArgs a) {
 
 Runner add_compare_command(CLI::App& app) {
   auto a = std::make_shared<CompareArgs>();
-  auto* sub = app.add_subcommand("compare", "Compare GPUs side by side on a workload (no GPUs: RTX 4090 vs A100 on seed-mlp)");
+  auto* sub = app.add_subcommand("compare", "Compare GPUs side by side on a workload (no GPUs: the seed question, RTX 4090 vs A100 on seed-mlp)");
   sub->add_option("gpus", a->gpus, "Catalog GPU ids or aliases");
   sub->add_option("--workload", a->workload, "Workload id")->capture_default_str();
   sub->add_option("--precision", a->precision, "fp32, tf32, amp-fp16, amp-bf16, amp-fp8, fp16, bf16")->capture_default_str();

@@ -19,6 +19,7 @@
 #include "bench/registry.hpp"
 #include "bench/results_json.hpp"
 #include "catalog/catalog.hpp"
+#include "catalog/featured.hpp"
 #include "cli/calibration_file.hpp"
 #include "cli/assumption_options.hpp"
 #include "cli/commands.hpp"
@@ -336,7 +337,9 @@ int run_evaluate(const EvaluateArgs& a) {
       if (e["throughput"].get<double>() <= here.throughput) slower.push_back(e["gpu"].get<std::string>());
       if (!fastest || e["throughput"].get<double>() > (*fastest)["throughput"].get<double>()) fastest = &e;
     }
-    const auto it = std::find_if(predictions.begin(), predictions.end(), [](const json& e) { return e["gpu"] == "rtx-4090"; });
+    // The seed question's consumer card, named when this machine beats it (data/featured-gpus.toml).
+    const catalog::Gpu& consumer = cat.find(catalog::featured().seed_question.front());
+    const auto it = std::find_if(predictions.begin(), predictions.end(), [&](const json& e) { return e["gpu"] == consumer.id; });
     if (slower.empty() && fastest)
       verdict = fmt::format("Every catalog GPU is predicted faster; the fastest, {}, by {:.1f}x.", (*fastest)["gpu"].get<std::string>(),
                             (*fastest)["throughput"].get<double>() / here.throughput);
@@ -346,7 +349,7 @@ int run_evaluate(const EvaluateArgs& a) {
                             slower.size(), predictions.size(), strings::join(std::vector<std::string>(slower.begin(), slower.begin() + std::min<std::size_t>(slower.size(), 6)), ", "),
                             slower.size() > 6 ? ", …" : "",
                             it != predictions.end() && (*it)["throughput"].get<double>() <= here.throughput
-                                ? fmt::format(", the RTX 4090 among them at {} {}", units::format_si((*it)["throughput"].get<double>()), (*it)["unit"].get<std::string>())
+                                ? fmt::format(", the {} among them at {} {}", consumer.name, units::format_si((*it)["throughput"].get<double>()), (*it)["unit"].get<std::string>())
                                 : "",
                             (*fastest)["gpu"].get<std::string>(), (*fastest)["throughput"].get<double>() / here.throughput);
     const double hours_per_million = 1e6 / here.throughput / 3600.0;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "catalog/featured.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "core/units.hpp"
@@ -255,7 +256,7 @@ std::string section_predictions(const json& p) {
   std::vector<Series> scaling;
   int k = 0;
   // A few cards that show each kind of link: NVLink generations, PCIe with P2P, GeForce staged via host.
-  static const std::vector<std::string> pick = {"rtx-4090", "rtx-3090", "l40s", "rtx-6000-ada", "a100-80gb-sxm", "h100-sxm", "h200-sxm", "mi300x"};
+  const std::vector<std::string>& pick = catalog::featured().scaling_chart;
   for (const auto& e : preds) {
     if (arr(e, "scaling").empty()) continue;
     if (std::find(pick.begin(), pick.end(), str(e, "gpu")) == pick.end() && preds.size() > pick.size()) continue;
@@ -370,7 +371,7 @@ std::string section_serving(const json& p) {
                               escape(str(p, "workload")), escape(str(sv, "format")), escape(str(sv, "engine")),
                               whole(dbl(sv, "prompt_len")), whole(dbl(sv, "gen_len")));
   // The cards people weigh against each other, then the fastest others, at most eight lines per chart.
-  static const std::vector<std::string> pick = {"rtx-4090", "l40s", "a100-80gb-sxm", "h100-sxm", "h200-sxm", "b200", "mi300x", "rtx-5090"};
+  const std::vector<std::string>& pick = catalog::featured().serving_chart;
   if (!sv.contains("curves") || !sv["curves"].is_array()) return "";
   const json& all = arr(sv, "curves");
   std::vector<const json*> curves;

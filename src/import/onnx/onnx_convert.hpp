@@ -63,6 +63,7 @@ class Converter {
  private:
   friend struct Ops;
   friend struct Fusions;
+  friend struct Folds;  // onnx_fold.cpp
   // Errors: "WHERE: node 'NAME' (OP): what".
   [[noreturn]] void refuse(const onnx::NodeProto& n, const std::string& what) const;
   std::string node_label(const onnx::NodeProto& n) const;
@@ -108,7 +109,7 @@ class Converter {
 
   void convert(int index);
   bool fold(const onnx::NodeProto& n);              // values known: evaluate (or keep a weight view), memoised
-  bool fold_values(const onnx::NodeProto& n);       // the evaluation itself
+  bool fold_values(const onnx::NodeProto& n);       // the evaluation itself (onnx_fold.cpp)
   void build_op(const onnx::NodeProto& n);          // onnx_ops.cpp
   bool fuse(const onnx::NodeProto& n);              // onnx_fusion.cpp
   void check_value_info(const std::string& name, const Value& v) const;
@@ -152,6 +153,8 @@ class Converter {
 };
 
 // Shape rules shared by folding and building (InputError naming `where` when the file's values are impossible).
+/// The ops whose result on an initializer is the same weights seen differently (no kernel runs each step).
+bool is_weight_view_op(const std::string& op);
 ir::Shape reshape_shape(const ir::Shape& in, const std::vector<std::int64_t>& target, bool allowzero, const std::string& where);
 ir::Shape squeeze_shape(const ir::Shape& in, const std::vector<std::int64_t>& axes, const std::string& where);
 ir::Shape unsqueeze_shape(const ir::Shape& in, const std::vector<std::int64_t>& axes, const std::string& where);
