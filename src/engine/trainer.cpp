@@ -314,13 +314,13 @@ void refuse_what_cannot_fit(const models::ModelSpec& spec, const TrainConfig& cf
 /// checkpoint after checking it is this run's. Returns the first epoch to train.
 std::int64_t resume_or_start(const models::ModelSpec& spec, const Dataset& data, const TrainConfig& cfg, const RunShape& r,
                              CheckpointMeta& meta, ParamStore& store) {
-  meta.model_fingerprint = spec.fingerprint();
-  meta.model_name = spec.name;
-  meta.seed = cfg.seed;
-  meta.batch = cfg.batch;
-  meta.train_rows = r.n_train;
-  meta.val_rows = r.n_val;
-  meta.data_source = data.source;
+  meta = {.model_fingerprint = spec.fingerprint(),
+          .model_name = spec.name,
+          .seed = cfg.seed,
+          .batch = cfg.batch,
+          .train_rows = r.n_train,
+          .val_rows = r.n_val,
+          .data_source = data.source};
   if (cfg.checkpoint_dir) check_checkpoint_target(*cfg.checkpoint_dir, cfg.resume, cfg.replace_checkpoint);
   if (!cfg.resume) return 1;
   ParamStore loaded;

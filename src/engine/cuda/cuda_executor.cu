@@ -807,14 +807,12 @@ StepTotals CudaExecutor::totals() {
   if (d.steps != queued_steps_)
     throw RuntimeFailure(fmt::format("the GPU counted {} of the {} training steps queued", d.steps, queued_steps_));
   dev_.check_iteration();
-  StepTotals q;
-  q.loss = d.loss;
-  q.accuracy = d.accuracy;
-  q.rows = d.rows;
-  q.steps = d.steps;
-  q.first_nonfinite_iteration = d.first_nonfinite_iteration;
-  q.nonfinite_loss = d.nonfinite_loss;
-  t += q;
+  t += StepTotals{.loss = d.loss,
+                  .accuracy = d.accuracy,
+                  .rows = d.rows,
+                  .steps = d.steps,
+                  .first_nonfinite_iteration = d.first_nonfinite_iteration,
+                  .nonfinite_loss = d.nonfinite_loss};
   return t;
 }
 
