@@ -27,6 +27,12 @@ struct PredictArgs {
   bool json = false;
 };
 
+/// --calibration FILE, read once for the request; nullopt without the flag.
+std::optional<perf::Calibration> calibration_of(const PredictArgs& a, const catalog::Catalog& cat) {
+  if (a.calibration.empty()) return std::nullopt;
+  return load_calibration(a.calibration, cat);
+}
+
 int run_serving(const PredictArgs& a, const catalog::Catalog& cat, const workload::Workload& w) {
   perf::ServingRequest req;
   req.workload = a.workload;
@@ -36,11 +42,8 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat, const workloa
   req.format = perf::serving_format_for(a.precision);
   req.mode = a.mode;
   req.options = perf::parse_option_pairs(a.options);
-  std::optional<perf::Calibration> cal;
-  if (!a.calibration.empty()) {
-    cal = load_calibration(a.calibration, cat);
-    req.calibration = &*cal;
-  }
+  const std::optional<perf::Calibration> cal = calibration_of(a, cat);
+  req.calibration = cal ? &*cal : nullptr;
   const perf::ServingPrediction p = perf::predict_serving(cat, w, req);
   const auto& c = p.step;
   if (a.json) {
@@ -143,11 +146,8 @@ int run_predict(const PredictArgs& a) {
   req.precision = perf::parse_precision(a.precision);
   req.training = a.mode == "train";
   req.options = perf::parse_options(a.options, w);
-  std::optional<perf::Calibration> cal;
-  if (!a.calibration.empty()) {
-    cal = load_calibration(a.calibration, cat);
-    req.calibration = &*cal;
-  }
+  const std::optional<perf::Calibration> cal = calibration_of(a, cat);
+  req.calibration = cal ? &*cal : nullptr;
   const perf::Prediction p = perf::predict(cat, w, req);
   const auto& d = p.detail;
   const auto& m = p.memory;

@@ -301,6 +301,21 @@ std::vector<std::int64_t> Converter::known_ints(const onnx::NodeProto& n, int k,
   return v.known->ints(here);
 }
 
+Converter::SliceArgs Converter::slice_args(const onnx::NodeProto& n, const std::function<std::vector<std::int64_t>(int)>& ints_of) const {
+  SliceArgs s;
+  if (opset_ < 10) {
+    s.starts = attr_ints(n, "starts").value_or(s.starts);
+    s.ends = attr_ints(n, "ends").value_or(s.ends);
+    s.axes = attr_ints(n, "axes").value_or(s.axes);
+  } else {
+    s.starts = ints_of(1);
+    s.ends = ints_of(2);
+    if (has(n, 3)) s.axes = ints_of(3);
+    if (has(n, 4)) s.steps = ints_of(4);
+  }
+  return s;
+}
+
 std::optional<std::vector<std::int64_t>> Converter::axes_of(const onnx::NodeProto& n, int k) const {
   if (auto a = attr_ints(n, "axes")) return a;
   if (has(n, k)) return known_ints(n, k, "axes");

@@ -10,6 +10,7 @@
 // params. Known tensors that compute ops read become frozen params named "const:..." (scalars: fills).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -82,6 +83,12 @@ class Converter {
   std::vector<std::int64_t> known_ints(const onnx::NodeProto& n, int k, const char* what) const;
   /// Axes from the attribute (older opsets) or input k (newer); nullopt when neither is given.
   std::optional<std::vector<std::int64_t>> axes_of(const onnx::NodeProto& n, int k) const;
+  /// A Slice's starts, ends, axes and steps: attributes before opset 10, inputs 1-4 from then on, read by
+  /// `ints_of(k)` (the folder's known values, or known_ints when building).
+  struct SliceArgs {
+    std::vector<std::int64_t> starts, ends, axes, steps;
+  };
+  SliceArgs slice_args(const onnx::NodeProto& n, const std::function<std::vector<std::int64_t>(int)>& ints_of) const;
   int norm_axis(const onnx::NodeProto& n, std::int64_t axis, std::size_t rank) const;
   /// The scalar value of input k when it is a known one-element tensor.
   std::optional<double> scalar(const onnx::NodeProto& n, int k) const;

@@ -157,19 +157,8 @@ struct Folds {
 
   /// Slice: starts, ends, axes and steps from attributes (opset < 10) or inputs.
   bool slice(Value& out) {
-    const auto K = [this](int k) -> const Known& { return need(k); };
-    std::vector<std::int64_t> starts, ends, axes, steps;
-    if (conv.opset_ < 10) {
-      starts = conv.attr_ints(n, "starts").value_or(starts);
-      ends = conv.attr_ints(n, "ends").value_or(ends);
-      axes = conv.attr_ints(n, "axes").value_or(axes);
-    } else {
-      starts = K(1).ints(here);
-      ends = K(2).ints(here);
-      if (conv.has(n, 3)) axes = K(3).ints(here);
-      if (conv.has(n, 4)) steps = K(4).ints(here);
-    }
-    const SliceSpec s = slice_spec(x.shape, starts, ends, axes, steps, here);
+    const Converter::SliceArgs a = conv.slice_args(n, [this](int k) { return need(k).ints(here); });
+    const SliceSpec s = slice_spec(x.shape, a.starts, a.ends, a.axes, a.steps, here);
     out.shape = s.out;
     if (xk) out.known = slice_known(*xk, s.starts, s.steps, s.axes, s.out);
     return true;

@@ -533,18 +533,9 @@ struct Ops {
   void slice(const Node& n) {
     const Value& x = c.in(n, 0);
     const std::string here = fmt::format("{}: {}", c.where_, c.node_label(n));
-    std::vector<std::int64_t> starts, ends, axes, steps;
-    if (c.opset_ < 10) {
-      starts = c.attr_ints(n, "starts").value_or(starts);
-      ends = c.attr_ints(n, "ends").value_or(ends);
-      axes = c.attr_ints(n, "axes").value_or(axes);
-    } else {
-      starts = c.known_ints(n, 1, "starts");
-      ends = c.known_ints(n, 2, "ends");
-      if (c.has(n, 3)) axes = c.known_ints(n, 3, "axes");
-      if (c.has(n, 4)) steps = c.known_ints(n, 4, "steps");
-    }
-    const SliceSpec s = slice_spec(x.shape, starts, ends, axes, steps, here);
+    static const char* const kWhat[] = {"data", "starts", "ends", "axes", "steps"};
+    const Converter::SliceArgs a = c.slice_args(n, [&](int k) { return c.known_ints(n, k, kWhat[k]); });
+    const SliceSpec s = slice_spec(x.shape, a.starts, a.ends, a.axes, a.steps, here);
     NodeId y = c.tensor(n, 0);
     for (std::size_t j = 0; j < s.axes.size(); ++j) {
       if (s.steps[j] != 1) c.refuse(n, fmt::format("a slice with step {} is not built", s.steps[j]));
