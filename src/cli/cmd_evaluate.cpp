@@ -142,6 +142,240 @@ json roofline(const std::vector<bench::Measurement>& results, const engine::Trai
   return r;
 }
 
+/// Under MPI, the cluster's measured network replaces the catalog's for multi-node decoder plans (the
+/// scenario prices on it unless it names one); its record, or why there is none.
+json use_measured_fabric(const json& cluster, const models::NetworkInfo& net, advise::Scenario& scenario) {
+  const auto m = bench::measured_network(cluster);
+  if (!m) return {{"note", "one node: no inter-node link to measure; multi-node predictions keep the catalog's network figures"}};
+  perf::register_fabric({m->id, m->name, m->source, m->gbs_per_gpu, m->latency_s, 0});
+  if (net.family == models::Family::decoder && !scenario.workload_options.count("network")) scenario.workload_options["network"] = m->id;
+  return {{"id", m->id}, {"name", m->name}, {"gbs_per_gpu", m->gbs_per_gpu}, {"latency_us", m->latency_s * 1e6}, {"source", m->source}};
+}
+
+json training_record(const engine::TrainResult& tr, const std::string& measured_name, std::int64_t batch) {
+  json history = json::array();
+  for (const auto& e : tr.history)
+    history.push_back({{"epoch", e.epoch}, {"loss", e.loss}, {"accuracy", e.accuracy}, {"val_loss", e.val_loss},
+                       {"val_accuracy", e.val_accuracy}, {"samples_per_s", e.samples_per_s}});
+  return {{"workload", measured_name}, {"device", tr.device}, {"threads", tr.threads}, {"gemm", tr.gemm},
+          {"samples_per_s", tr.samples_per_s}, {"step_time_median_s", tr.step_time_median_s}, {"batch", batch}, {"history", history}};
+}
+
+/// The model calibrated by this run: the engine's own per-op CUDA-event timings of the training step
+/// against the model for the same GPU (engine_ops), and the quick benchmarks' classes where a catalog GPU
+/// was measured. The calibration, and its record (null when there is neither).
+std::pair<std::optional<perf::Calibration>, json> calibrate(const std::vector<bench::Measurement>& results, const engine::TrainResult& tr,
+                                                             const models::ModelSpec& spec, std::int64_t batch, const hw::NvidiaReport& nv,
+                                                             const catalog::Catalog& cat) {
+  json calibration = nullptr;
+  json engine_ops = json::array();
+  if (tr.device != "cpu" && !tr.op_profile.empty() && !nv.gpus.empty() && !nv.gpus.front().catalog_id.empty()) {
+    const ir::Graph g = models::build_graph(spec, {batch, ir::DType::f32, models::Mode::train});
+    std::vector<double> measured(g.size(), 0.0);
+    for (const auto& op : tr.op_profile)
+      if (const ir::NodeId id = g.find(op.name); id != ir::kNone) measured[static_cast<std::size_t>(id)] = op.seconds_per_step;
+    const catalog::Gpu& local = cat.find(nv.gpus.front().catalog_id);
+    for (const auto& c : perf::engine_op_ratios(g, measured, local, perf::plan_precision(perf::Precision::tf32, local)))
+      engine_ops.push_back({{"class", c.op_class}, {"measured_us", c.measured}, {"predicted_us", c.predicted}, {"ratio", c.ratio}});
+  }
+  if (!engine_ops.empty()) calibration = {{"engine_ops", engine_ops}};
+  std::optional<perf::Calibration> cal = calibration_from(results, true, cat, "this run's quick benchmarks");
+  if (cal) {
+    json classes = json::array();
+    for (const auto& c : cal->classes)
+      classes.push_back({{"class", c.op_class}, {"measured", c.measured}, {"predicted", c.predicted}, {"ratio", c.ratio}, {"applied", c.applied}});
+    calibration["measured_on"] = cal->gpu_id;
+    calibration["classes"] = classes;
+  }
+  return {std::move(cal), std::move(calibration)};
+}
+
+/// Every catalog GPU's prediction of the workload (amp-fp16 where a card lacks bf16), with its cost per
+/// million units at the hour prices (rented where the card can be, else owned), and 2/4/... GPU scaling
+/// within a server; cards that cannot run it are left out.
+json predict_catalog(const catalog::Catalog& cat, const workload::Workload& w, const std::map<std::string, std::string>& workload_options,
+                     perf::Precision precision, const perf::Calibration* cal, const perf::GpuHourPrices& hour_prices,
+                     const std::string& local_gpu) {
+  json predictions = json::array();
+  for (const auto& g : cat.gpus()) {
+    perf::PredictRequest req;
+    req.workload = w.name();
+    req.gpu = g.id;
+    req.precision = precision;
+    req.options = workload_options;
+    req.calibration = cal;
+    std::optional<perf::Prediction> p;
+    std::string used = std::string(perf::precision_name(precision));
+    try {
+      p = perf::predict(cat, w, req);
+    } catch (const InputError&) {
+      if (precision == perf::Precision::amp_bf16) {  // pre-Ampere cards: the fp16 policy they run
+        req.precision = perf::Precision::amp_fp16;
+        used = "amp-fp16";
+        try {
+          p = perf::predict(cat, w, req);
+        } catch (const InputError&) {
+        }
+      }
+    }
+    if (!p) continue;
+    json e = {{"gpu", g.id}, {"name", g.name}, {"precision", used}, {"throughput", p->throughput}, {"unit", p->unit},
+              {"band_low", p->band_low}, {"band_high", p->band_high}, {"step_time_s", p->step_s}, {"batch", p->batch},
+              {"peak_gib", p->memory.peak_bytes / 1073741824.0}, {"capacity_gib", p->memory.capacity_bytes / 1073741824.0},
+              {"fits", p->memory.fits}, {"calibrated", p->calibrated}, {"local", g.id == local_gpu}, {"framework", p->framework}};
+    const double hours_per_million = 1e6 / p->throughput / 3600.0;
+    // A GPU-hour priced as compare and advise price it: the rent where the card can be rented, else owning it.
+    if (const auto rent = hour_prices.rent(g)) {
+      e["usd_per_million"] = hours_per_million * *rent;
+      e["cost_basis"] = "cloud rent";
+    } else if (const auto own = hour_prices.own(g)) {
+      e["usd_per_million"] = hours_per_million * *own;
+      e["cost_basis"] = "owned";
+    }
+    json scaling = json::array();
+    scaling.push_back({{"gpus", 1}, {"efficiency", 1.0}});
+    for (int n = 2; n <= perf::system_facts().gpus_per_server; n *= 2) {  // within one server
+      perf::PredictRequest rn = req;
+      rn.gpus = n;
+      try {
+        const auto pn = perf::predict(cat, w, rn);
+        scaling.push_back({{"gpus", n}, {"efficiency", pn.throughput / p->throughput}});
+        if (n == 2) e["link"] = pn.link.kind;
+      } catch (const InputError&) {
+        break;
+      }
+    }
+    e["scaling"] = scaling;
+    predictions.push_back(e);
+  }
+
+  return predictions;
+}
+
+/// This machine, measured, against the predictions: which catalog GPUs are predicted slower, the fastest,
+/// and the seed question's consumer card when it is among the slower (data/featured-gpus.toml); its own
+/// cost per million samples is electricity alone. The record and the verdict in words.
+std::pair<json, std::string> measured_here(const advise::MeasuredMachine& here, const json& predictions, const catalog::Catalog& cat,
+                                           const advise::Assumptions& assumptions, double step_time_s) {
+  std::string verdict;
+  std::vector<std::string> slower;  // catalog GPUs predicted slower than this machine measured
+  const json* fastest = nullptr;
+  for (const auto& e : predictions) {
+    if (e["throughput"].get<double>() <= here.throughput) slower.push_back(e["gpu"].get<std::string>());
+    if (!fastest || e["throughput"].get<double>() > (*fastest)["throughput"].get<double>()) fastest = &e;
+  }
+  // The seed question's consumer card, named when this machine beats it (data/featured-gpus.toml).
+  const catalog::Gpu& consumer = cat.find(catalog::featured().seed_question.front());
+  const auto it = std::find_if(predictions.begin(), predictions.end(), [&](const json& e) { return e["gpu"] == consumer.id; });
+  if (slower.empty() && fastest)
+    verdict = fmt::format("Every catalog GPU is predicted faster; the fastest, {}, by {:.1f}x.", (*fastest)["gpu"].get<std::string>(),
+                          (*fastest)["throughput"].get<double>() / here.throughput);
+  else if (fastest)
+    verdict = fmt::format("It is as fast as or faster than the predicted {} of {} catalog GPUs ({}{}){}: for this model, buying one of those "
+                          "would not speed training up. The fastest, {}, is predicted {:.1f}x faster.",
+                          slower.size(), predictions.size(), strings::join(std::vector<std::string>(slower.begin(), slower.begin() + std::min<std::size_t>(slower.size(), 6)), ", "),
+                          slower.size() > 6 ? ", …" : "",
+                          it != predictions.end() && (*it)["throughput"].get<double>() <= here.throughput
+                              ? fmt::format(", the {} among them at {} {}", consumer.name, units::format_si((*it)["throughput"].get<double>()), (*it)["unit"].get<std::string>())
+                              : "",
+                          (*fastest)["gpu"].get<std::string>(), (*fastest)["throughput"].get<double>() / here.throughput);
+  const double hours_per_million = 1e6 / here.throughput / 3600.0;
+  const json measured = {{"label", "this machine (measured)"}, {"device", here.name}, {"workload", here.workload}, {"precision", here.precision},
+              {"throughput", here.throughput}, {"unit", "samples/s"}, {"batch", here.batch}, {"step_time_s", step_time_s},
+              {"peak_gib", here.peak_gib}, {"capacity_gib", here.capacity_gib},
+              {"usd_per_million", hours_per_million * assumptions.get("this_machine_watts") / 1000.0 * assumptions.get("electricity_usd_per_kwh")},
+              {"cost_basis", fmt::format("owned, electricity only at {:g} W", assumptions.get("this_machine_watts"))},
+              {"predicted_slower", slower}, {"verdict", verdict}};
+  return {measured, verdict};
+}
+
+/// LLM serving (decoders): each card's latency against load under in-flight batching, for the report's
+/// serving charts — the scenario's lengths, the serving default engine, the precision's serving format.
+json serving_curves(const catalog::Catalog& cat, const workload::Workload& w, perf::Precision precision, const advise::Scenario& scenario) {
+  if (workload::pricer_for("infer", w.family()) != workload::Pricer::serving) return json();
+  json curves = json::array();
+  perf::ServingRequest sr;
+  sr.workload = w.name();
+  sr.mode = "infer";
+  sr.format = perf::serving_format_for(std::string(perf::precision_name(precision)));
+  sr.options = w.shape();  // gpt's shape keys: the curves price the decoder the predictions did
+  if (scenario.seq_len > 0) sr.options["prompt_len"] = std::to_string(scenario.seq_len);
+  if (scenario.gen_len > 0) sr.options["gen_len"] = std::to_string(scenario.gen_len);
+  std::string engine, format;
+  std::int64_t prompt = 0, gen = 0;
+  for (const auto& g : cat.gpus()) {
+    sr.gpu = g.id;
+    std::vector<perf::ServingPrediction> curve;
+    try {
+      curve = perf::serving_load_curve(cat, w, sr);
+    } catch (const InputError&) {
+      continue;  // the card cannot serve it on one GPU (its math, its memory)
+    }
+    if (curve.empty() || !curve.back().fits) continue;
+    json points = json::array();
+    for (const auto& q : curve)
+      points.push_back({{"in_flight", q.batch}, {"output_tokens_per_s", q.throughput},
+                        {"requests_per_s", q.throughput / static_cast<double>(q.gen_len)}, {"ttft_p99_s", q.ttft_p99_s},
+                        {"tpot_s", q.tpot_s}, {"request_p99_s", q.request_p99_s}});
+    curves.push_back({{"gpu", g.id}, {"points", points}});
+    engine = curve.back().engine;
+    format = curve.back().format;
+    prompt = curve.back().prompt_len;
+    gen = curve.back().gen_len;
+  }
+  if (curves.empty()) return json();
+  return {{"engine", engine}, {"format", format}, {"prompt_len", prompt}, {"gen_len", gen}, {"curves", curves}};
+}
+
+/// This machine as the advisor ranks it: what the training run measured, on the CPU or its GPU.
+advise::MeasuredMachine machine_measured(const engine::TrainResult& tr, const std::string& workload, std::int64_t batch, const hw::CpuInfo& cpu,
+                                         const hw::NvidiaReport& nv) {
+  advise::MeasuredMachine here;
+  here.name = tr.device == "cpu" ? fmt::format("{} ({} cores), CPU, {} threads", cpu.model, cpu.cores, tr.threads) : tr.device;
+  here.workload = workload;
+  here.precision = tr.device == "cpu" ? "fp32" : "the GPU engine's default (tf32)";
+  here.throughput = tr.samples_per_s;
+  here.batch = batch;
+  here.peak_gib = static_cast<double>(tr.peak_memory_bytes) / units::kGiB;
+  here.capacity_gib = tr.device == "cpu" ? static_cast<double>(cpu.memory_bytes) / units::kGiB
+                                         : (nv.gpus.empty() ? 0.0 : static_cast<double>(nv.gpus.front().memory_total_bytes) / units::kGiB);
+  return here;
+}
+
+/// The summary's line on a run across MPI ranks: its nodes, the all-reduce bus bandwidth at the largest
+/// size, the slowest link, and the network multi-node plans were priced on.
+std::string cluster_line(const json& cluster, const json& network, const dist::World& world, std::int64_t batch) {
+  double busbw = 0;
+  for (const auto& c : cluster["collectives"])
+    if (c["op"] == "allreduce") busbw = c["busbw_gbs"].get<double>();  // the largest size, swept last
+  return fmt::format("Cluster: {} ranks on {} node{} trained data parallel (global batch {}); all-reduce bus bandwidth {:.2f} GB/s at "
+                     "the largest size{}; {}",
+                     world.size, world.nodes, world.nodes == 1 ? "" : "s", batch * world.size, busbw,
+                     cluster.contains("slowest_link") ? fmt::format(", slowest link rank {} <-> rank {} at {:.2f} GB/s",
+                                                                    cluster["slowest_link"]["a"].get<int>(), cluster["slowest_link"]["b"].get<int>(),
+                                                                    cluster["slowest_link"]["bandwidth_gbs"].get<double>())
+                                                      : "",
+                     network.contains("name") ? "multi-node plans priced on " + network["name"].get<std::string>()
+                                              : network["note"].get<std::string>());
+}
+
+/// The summary's line on the predictions: the fastest card, and the cheapest per billion units with its
+/// cost basis.
+std::string predictions_line(const json& predictions, const std::string& workload, const std::string& sample_unit) {
+  const auto fastest = std::max_element(predictions.begin(), predictions.end(),
+                             [](const json& x, const json& y) { return x["throughput"].get<double>() < y["throughput"].get<double>(); });
+  const json* cheapest = nullptr;
+  for (const auto& e : predictions)
+    if (e.contains("usd_per_million") && (!cheapest || e["usd_per_million"].get<double>() < (*cheapest)["usd_per_million"].get<double>()))
+      cheapest = &e;
+  return fmt::format("Predicted {}: fastest {} at {} {} per GPU{}", workload, (*fastest)["gpu"].get<std::string>(),
+                     units::format_si((*fastest)["throughput"].get<double>()), (*fastest)["unit"].get<std::string>(),
+                     cheapest ? fmt::format("; cheapest: {} ({} per billion {}, {})", (*cheapest)["gpu"].get<std::string>(),
+                                            units::format_usd(1e3 * (*cheapest)["usd_per_million"].get<double>()),
+                                            sample_unit, (*cheapest)["cost_basis"].get<std::string>())
+                              : "");
+}
+
 int run_evaluate(const EvaluateArgs& a) {
   // Under MPI every rank measures the cluster and trains its shard; rank 0 alone predicts, advises, writes.
   const dist::World& world = dist::world();
@@ -215,189 +449,25 @@ int run_evaluate(const EvaluateArgs& a) {
   engine::ParamStore params;
   const engine::TrainResult tr = engine::train(spec, data, cfg, obs, params);
   if (!lead) return 0;  // the other ranks' part is done
-  // The cluster's measured network replaces the catalog's for multi-node decoder plans.
-  json network = nullptr;
-  if (world.size > 1) {
-    if (const auto m = bench::measured_network(cluster)) {
-      perf::register_fabric({m->id, m->name, m->source, m->gbs_per_gpu, m->latency_s, 0});
-      if (net.family == models::Family::decoder && !scenario.workload_options.count("network")) scenario.workload_options["network"] = m->id;
-      network = {{"id", m->id}, {"name", m->name}, {"gbs_per_gpu", m->gbs_per_gpu}, {"latency_us", m->latency_s * 1e6}, {"source", m->source}};
-    } else {
-      network = {{"note", "one node: no inter-node link to measure; multi-node predictions keep the catalog's network figures"}};
-    }
-  }
-  json history = json::array();
-  for (const auto& e : tr.history)
-    history.push_back({{"epoch", e.epoch}, {"loss", e.loss}, {"accuracy", e.accuracy}, {"val_loss", e.val_loss},
-                       {"val_accuracy", e.val_accuracy}, {"samples_per_s", e.samples_per_s}});
-  json training = {{"workload", measured_name}, {"device", tr.device}, {"threads", tr.threads}, {"gemm", tr.gemm},
-                   {"samples_per_s", tr.samples_per_s}, {"step_time_median_s", tr.step_time_median_s}, {"batch", cfg.batch},
-                   {"history", history}};
+  const json network = world.size > 1 ? use_measured_fabric(cluster, net, scenario) : json(nullptr);
+  const json training = training_record(tr, measured_name, cfg.batch);
 
   steps.begin("calibrating the model");
-  std::optional<perf::Calibration> cal;
-  json calibration = nullptr;
-  {
-    // The engine's own per-op CUDA-event timings of the seed step, against the model for the same GPU.
-    json engine_ops = json::array();
-    if (tr.device != "cpu" && !tr.op_profile.empty() && !nv.gpus.empty() && !nv.gpus.front().catalog_id.empty()) {
-      const ir::Graph g = models::build_graph(spec, {cfg.batch, ir::DType::f32, models::Mode::train});
-      std::vector<double> measured(g.size(), 0.0);
-      for (const auto& op : tr.op_profile)
-        if (const ir::NodeId id = g.find(op.name); id != ir::kNone) measured[static_cast<std::size_t>(id)] = op.seconds_per_step;
-      const catalog::Gpu& local = cat.find(nv.gpus.front().catalog_id);
-      for (const auto& c : perf::engine_op_ratios(g, measured, local, perf::plan_precision(perf::Precision::tf32, local)))
-        engine_ops.push_back({{"class", c.op_class}, {"measured_us", c.measured}, {"predicted_us", c.predicted}, {"ratio", c.ratio}});
-    }
-    if (!engine_ops.empty()) calibration = {{"engine_ops", engine_ops}};
-    cal = calibration_from(results, true, cat, "this run's quick benchmarks");
-    if (cal) {
-      json classes = json::array();
-      for (const auto& c : cal->classes)
-        classes.push_back({{"class", c.op_class}, {"measured", c.measured}, {"predicted", c.predicted}, {"ratio", c.ratio}, {"applied", c.applied}});
-      calibration["measured_on"] = cal->gpu_id;
-      calibration["classes"] = classes;
-    }
-  }
+  const auto [cal, calibration] = calibrate(results, tr, spec, cfg.batch, nv, cat);
 
   steps.begin(fmt::format("predicting {} on {} catalog GPUs", a.workload, cat.gpus().size()));
-  json predictions = json::array();
-  const perf::GpuHourPrices hour_prices = assumptions.hour_prices();
-  std::string local_gpu = nv.gpus.empty() ? "" : nv.gpus.front().catalog_id;
-  for (const auto& g : cat.gpus()) {
-    perf::PredictRequest req;
-    req.workload = a.workload;
-    req.gpu = g.id;
-    req.precision = precision;
-    req.options = workload_options;
-    req.calibration = cal ? &*cal : nullptr;
-    std::optional<perf::Prediction> p;
-    std::string used = std::string(perf::precision_name(precision));
-    try {
-      p = perf::predict(cat, w, req);
-    } catch (const InputError&) {
-      if (precision == perf::Precision::amp_bf16) {  // pre-Ampere cards: the fp16 policy they run
-        req.precision = perf::Precision::amp_fp16;
-        used = "amp-fp16";
-        try {
-          p = perf::predict(cat, w, req);
-        } catch (const InputError&) {
-        }
-      }
-    }
-    if (!p) continue;
-    json e = {{"gpu", g.id}, {"name", g.name}, {"precision", used}, {"throughput", p->throughput}, {"unit", p->unit},
-              {"band_low", p->band_low}, {"band_high", p->band_high}, {"step_time_s", p->step_s}, {"batch", p->batch},
-              {"peak_gib", p->memory.peak_bytes / 1073741824.0}, {"capacity_gib", p->memory.capacity_bytes / 1073741824.0},
-              {"fits", p->memory.fits}, {"calibrated", p->calibrated}, {"local", g.id == local_gpu}, {"framework", p->framework}};
-    const double hours_per_million = 1e6 / p->throughput / 3600.0;
-    // A GPU-hour priced as compare and advise price it: the rent where the card can be rented, else owning it.
-    if (const auto rent = hour_prices.rent(g)) {
-      e["usd_per_million"] = hours_per_million * *rent;
-      e["cost_basis"] = "cloud rent";
-    } else if (const auto own = hour_prices.own(g)) {
-      e["usd_per_million"] = hours_per_million * *own;
-      e["cost_basis"] = "owned";
-    }
-    json scaling = json::array();
-    scaling.push_back({{"gpus", 1}, {"efficiency", 1.0}});
-    for (int n = 2; n <= perf::system_facts().gpus_per_server; n *= 2) {  // within one server
-      perf::PredictRequest rn = req;
-      rn.gpus = n;
-      try {
-        const auto pn = perf::predict(cat, w, rn);
-        scaling.push_back({{"gpus", n}, {"efficiency", pn.throughput / p->throughput}});
-        if (n == 2) e["link"] = pn.link.kind;
-      } catch (const InputError&) {
-        break;
-      }
-    }
-    e["scaling"] = scaling;
-    predictions.push_back(e);
-  }
+  const std::string local_gpu = nv.gpus.empty() ? "" : nv.gpus.front().catalog_id;
+  const json predictions = predict_catalog(cat, w, workload_options, precision, cal ? &*cal : nullptr, assumptions.hour_prices(), local_gpu);
 
   // This machine, measured, beside the predictions and among the advisor's options, when what it trained
   // is the workload being predicted.
   const bool here_comparable = trains_workload;
-  advise::MeasuredMachine here;
-  here.name = tr.device == "cpu" ? fmt::format("{} ({} cores), CPU, {} threads", cpu.model, cpu.cores, tr.threads) : tr.device;
-  here.workload = a.workload;
-  here.precision = tr.device == "cpu" ? "fp32" : "the GPU engine's default (tf32)";
-  here.throughput = tr.samples_per_s;
-  here.batch = cfg.batch;
-  here.peak_gib = static_cast<double>(tr.peak_memory_bytes) / units::kGiB;
-  here.capacity_gib = tr.device == "cpu" ? static_cast<double>(cpu.memory_bytes) / units::kGiB
-                                         : (nv.gpus.empty() ? 0.0 : static_cast<double>(nv.gpus.front().memory_total_bytes) / units::kGiB);
+  const advise::MeasuredMachine here = machine_measured(tr, a.workload, cfg.batch, cpu, nv);
   json measured = nullptr;
   std::string verdict;
-  if (here_comparable) {
-    std::vector<std::string> slower;  // catalog GPUs predicted slower than this machine measured
-    const json* fastest = nullptr;
-    for (const auto& e : predictions) {
-      if (e["throughput"].get<double>() <= here.throughput) slower.push_back(e["gpu"].get<std::string>());
-      if (!fastest || e["throughput"].get<double>() > (*fastest)["throughput"].get<double>()) fastest = &e;
-    }
-    // The seed question's consumer card, named when this machine beats it (data/featured-gpus.toml).
-    const catalog::Gpu& consumer = cat.find(catalog::featured().seed_question.front());
-    const auto it = std::find_if(predictions.begin(), predictions.end(), [&](const json& e) { return e["gpu"] == consumer.id; });
-    if (slower.empty() && fastest)
-      verdict = fmt::format("Every catalog GPU is predicted faster; the fastest, {}, by {:.1f}x.", (*fastest)["gpu"].get<std::string>(),
-                            (*fastest)["throughput"].get<double>() / here.throughput);
-    else if (fastest)
-      verdict = fmt::format("It is as fast as or faster than the predicted {} of {} catalog GPUs ({}{}){}: for this model, buying one of those "
-                            "would not speed training up. The fastest, {}, is predicted {:.1f}x faster.",
-                            slower.size(), predictions.size(), strings::join(std::vector<std::string>(slower.begin(), slower.begin() + std::min<std::size_t>(slower.size(), 6)), ", "),
-                            slower.size() > 6 ? ", …" : "",
-                            it != predictions.end() && (*it)["throughput"].get<double>() <= here.throughput
-                                ? fmt::format(", the {} among them at {} {}", consumer.name, units::format_si((*it)["throughput"].get<double>()), (*it)["unit"].get<std::string>())
-                                : "",
-                            (*fastest)["gpu"].get<std::string>(), (*fastest)["throughput"].get<double>() / here.throughput);
-    const double hours_per_million = 1e6 / here.throughput / 3600.0;
-    measured = {{"label", "this machine (measured)"}, {"device", here.name}, {"workload", here.workload}, {"precision", here.precision},
-                {"throughput", here.throughput}, {"unit", "samples/s"}, {"batch", here.batch}, {"step_time_s", tr.step_time_median_s},
-                {"peak_gib", here.peak_gib}, {"capacity_gib", here.capacity_gib},
-                {"usd_per_million", hours_per_million * assumptions.get("this_machine_watts") / 1000.0 * assumptions.get("electricity_usd_per_kwh")},
-                {"cost_basis", fmt::format("owned, electricity only at {:g} W", assumptions.get("this_machine_watts"))},
-                {"predicted_slower", slower}, {"verdict", verdict}};
-  }
+  if (here_comparable) std::tie(measured, verdict) = measured_here(here, predictions, cat, assumptions, tr.step_time_median_s);
 
-  // LLM serving (decoders): each card's latency against load under in-flight batching, for the report's
-  // serving charts — the scenario's lengths, the serving default engine, the precision's serving format.
-  json serving = json();
-  if (workload::pricer_for("infer", w.family()) == workload::Pricer::serving) {
-    json curves = json::array();
-    perf::ServingRequest sr;
-    sr.workload = a.workload;
-    sr.mode = "infer";
-    sr.format = perf::serving_format_for(std::string(perf::precision_name(precision)));
-    sr.options = w.shape();  // gpt's shape keys: the curves price the decoder the predictions did
-    if (scenario.seq_len > 0) sr.options["prompt_len"] = std::to_string(scenario.seq_len);
-    if (scenario.gen_len > 0) sr.options["gen_len"] = std::to_string(scenario.gen_len);
-    std::string engine, format;
-    std::int64_t prompt = 0, gen = 0;
-    for (const auto& g : cat.gpus()) {
-      sr.gpu = g.id;
-      std::vector<perf::ServingPrediction> curve;
-      try {
-        curve = perf::serving_load_curve(cat, w, sr);
-      } catch (const InputError&) {
-        continue;  // the card cannot serve it on one GPU (its math, its memory)
-      }
-      if (curve.empty() || !curve.back().fits) continue;
-      json points = json::array();
-      for (const auto& q : curve)
-        points.push_back({{"in_flight", q.batch}, {"output_tokens_per_s", q.throughput},
-                          {"requests_per_s", q.throughput / static_cast<double>(q.gen_len)}, {"ttft_p99_s", q.ttft_p99_s},
-                          {"tpot_s", q.tpot_s}, {"request_p99_s", q.request_p99_s}});
-      curves.push_back({{"gpu", g.id}, {"points", points}});
-      engine = curve.back().engine;
-      format = curve.back().format;
-      prompt = curve.back().prompt_len;
-      gen = curve.back().gen_len;
-    }
-    if (!curves.empty())
-      serving = {{"engine", engine}, {"format", format}, {"prompt_len", prompt}, {"gen_len", gen}, {"curves", curves}};
-  }
+  const json serving = serving_curves(cat, w, precision, scenario);
 
   steps.begin("advising");
   const advise::Advice advice = advise::advise(cat, scenario_workload, scenario, assumptions, here_comparable ? &here : nullptr);
@@ -412,34 +482,8 @@ int run_evaluate(const EvaluateArgs& a) {
                                 std::count_if(results.begin(), results.end(), [](const auto& m) { return m.status == "ok"; }),
                                 std::count_if(results.begin(), results.end(), [](const auto& m) { return m.status == "waived"; }),
                                 std::count_if(results.begin(), results.end(), [](const auto& m) { return m.status == "FAILED"; })));
-  if (!cluster.is_null()) {
-    double busbw = 0;
-    for (const auto& c : cluster["collectives"])
-      if (c["op"] == "allreduce") busbw = c["busbw_gbs"].get<double>();  // the largest size, swept last
-    summary.push_back(fmt::format("Cluster: {} ranks on {} node{} trained data parallel (global batch {}); all-reduce bus bandwidth {:.2f} GB/s at "
-                                  "the largest size{}; {}",
-                                  world.size, world.nodes, world.nodes == 1 ? "" : "s", cfg.batch * world.size, busbw,
-                                  cluster.contains("slowest_link") ? fmt::format(", slowest link rank {} <-> rank {} at {:.2f} GB/s",
-                                                                                 cluster["slowest_link"]["a"].get<int>(), cluster["slowest_link"]["b"].get<int>(),
-                                                                                 cluster["slowest_link"]["bandwidth_gbs"].get<double>())
-                                                                   : "",
-                                  network.contains("name") ? "multi-node plans priced on " + network["name"].get<std::string>()
-                                                           : network["note"].get<std::string>()));
-  }
-  if (!predictions.empty()) {
-    const auto fastest = std::max_element(predictions.begin(), predictions.end(),
-                                          [](const json& x, const json& y) { return x["throughput"].get<double>() < y["throughput"].get<double>(); });
-    const json* cheapest = nullptr;
-    for (const auto& e : predictions)
-      if (e.contains("usd_per_million") && (!cheapest || e["usd_per_million"].get<double>() < (*cheapest)["usd_per_million"].get<double>()))
-        cheapest = &e;
-    summary.push_back(fmt::format("Predicted {}: fastest {} at {} {} per GPU{}", a.workload, (*fastest)["gpu"].get<std::string>(),
-                                  units::format_si((*fastest)["throughput"].get<double>()), (*fastest)["unit"].get<std::string>(),
-                                  cheapest ? fmt::format("; cheapest: {} ({} per billion {}, {})", (*cheapest)["gpu"].get<std::string>(),
-                                                         units::format_usd(1e3 * (*cheapest)["usd_per_million"].get<double>()),
-                                                         net.sample_unit, (*cheapest)["cost_basis"].get<std::string>())
-                                           : ""));
-  }
+  if (!cluster.is_null()) summary.push_back(cluster_line(cluster, network, world, cfg.batch));
+  if (!predictions.empty()) summary.push_back(predictions_line(predictions, a.workload, net.sample_unit));
   if (here_comparable)
     summary.push_back(fmt::format("This machine (measured): {} samples/s at batch {}. {}", units::format_si(here.throughput), here.batch, verdict));
   summary.push_back(cal ? fmt::format("Calibrated on the measured {}", cal->gpu_id)
