@@ -9,6 +9,7 @@
 #include <regex>
 
 #include "core/error.hpp"
+#include "report/evaluate_record.hpp"
 #include "report/report.hpp"
 #include "report/svg.hpp"
 #include "test_util.hpp"
@@ -86,6 +87,41 @@ json seed_like_run() {
 }
 
 }  // namespace
+
+TEST(Report, TheEvaluateRecordRoundTripsAndReadsAnyJson) {
+  report::EvaluateRecord r;
+  r.gpuvs = "0.1 (git abc)";
+  r.workload = "seed-mlp";
+  r.precision = "amp-bf16";
+  r.devices = {{"cpu", {{"model", "x"}}}};
+  r.predictions = json::array({{{"gpu", "rtx-4090"}, {"throughput", 1.5e5}}});
+  r.advice = {{"ranked", json::array()}};
+  r.prediction_note = "note";
+  r.summary = {"line one", "line two"};
+  const json j = report::to_json(r);
+  EXPECT_EQ(j["kind"], "evaluate");
+  EXPECT_EQ(j["schema_version"], report::EvaluateRecord::kSchemaVersion);
+  EXPECT_TRUE(j.contains("serving") && j["serving"].is_null());  // every section is written, null when absent
+  const report::EvaluateRecord back = report::evaluate_record_from(j);
+  EXPECT_EQ(back.gpuvs, r.gpuvs);
+  EXPECT_EQ(back.workload, r.workload);
+  EXPECT_EQ(back.precision, r.precision);
+  EXPECT_EQ(back.devices, r.devices);
+  EXPECT_EQ(back.predictions, r.predictions);
+  EXPECT_EQ(back.advice, r.advice);
+  EXPECT_EQ(back.prediction_note, r.prediction_note);
+  EXPECT_EQ(back.summary, r.summary);
+  EXPECT_EQ(report::to_json(back), j);
+  // Another writer's record: text of another kind reads as "", a summary line that is not text as its JSON,
+  // missing sections as null, and a section of another kind is kept for the report to skip.
+  const report::EvaluateRecord odd = report::evaluate_record_from(
+      json{{"workload", 7}, {"summary", json::array({"a", json{{"k", 1}}, 2})}, {"bench", "not an object"}});
+  EXPECT_EQ(odd.workload, "");
+  EXPECT_EQ(odd.summary, (std::vector<std::string>{"a", "{\"k\":1}", "2"}));
+  EXPECT_TRUE(odd.devices.is_null());
+  EXPECT_EQ(odd.bench, "not an object");
+  EXPECT_TRUE(report::evaluate_record_from(json::array({1, 2})).summary.empty());
+}
 
 TEST(Report, PredictionsInHumanUnitsWithThisMachineBesideThem) {
   const std::string html = report::render_html(seed_like_run());

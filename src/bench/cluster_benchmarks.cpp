@@ -132,6 +132,41 @@ double busbw_factor(const std::string& op, int ranks) {
   return 1.0;
 }
 
+/// Rank 0's record of the sweep: the ranks and nodes with their probes, every row, and the slowest link.
+json cluster_record(const dist::World& w, const std::vector<std::string>& gathered, const json& nccl_status, const json& collectives, const json& pairs) {
+  json per_rank = json::array();
+  for (const auto& g : gathered) per_rank.push_back(json::parse(g));
+  json per_node = json::array();
+  for (int node = 0; node < w.nodes; ++node) {
+    json ranks = json::array();
+    json first;
+    for (const auto& r : per_rank)
+      if (r["node"] == node) {
+        ranks.push_back(r["rank"]);
+        if (first.is_null()) first = r;
+      }
+    per_node.push_back({{"node", node}, {"host", first["host"]}, {"ranks", ranks}, {"devices", first["devices"]}});
+  }
+  const bool on_gpus = nccl_status.is_object() && nccl_status["status"] == "ok";
+  json record = {{"ranks", w.size},
+                 {"nodes", w.nodes},
+                 {"transport", on_gpus ? "MPI on host memory; NCCL between GPUs (" + nccl_status["library"].get<std::string>() + ")" : "MPI on host memory"},
+                 {"per_rank", per_rank},
+                 {"per_node", per_node},
+                 {"collectives", collectives},
+                 {"pairs", pairs}};
+  if (!nccl_status.is_null()) record["nccl"] = nccl_status;
+  // The slowest link is the GPUs' where NCCL measured them (what training uses), else the hosts'.
+  const json* slow = nullptr;
+  for (const auto& p : pairs) {
+    const bool better_transport = slow && p["transport"] == "nccl" && (*slow)["transport"] != "nccl";
+    const bool same_transport = slow && p["transport"] == (*slow)["transport"];
+    if (!slow || better_transport || (same_transport && p["bandwidth_gbs"].get<double>() < (*slow)["bandwidth_gbs"].get<double>())) slow = &p;
+  }
+  if (slow) record["slowest_link"] = *slow;
+  return record;
+}
+
 json run_cluster_benchmarks(const ClusterOptions& opt, const json& this_rank_probe) {
   const dist::World& w = dist::world();
   for (const auto& p : opt.parts)
@@ -220,38 +255,7 @@ json run_cluster_benchmarks(const ClusterOptions& opt, const json& this_rank_pro
     }
   }
   if (w.rank != 0) return nullptr;
-
-  json per_rank = json::array();
-  for (const auto& g : gathered) per_rank.push_back(json::parse(g));
-  json per_node = json::array();
-  for (int node = 0; node < w.nodes; ++node) {
-    json ranks = json::array();
-    json first;
-    for (const auto& r : per_rank)
-      if (r["node"] == node) {
-        ranks.push_back(r["rank"]);
-        if (first.is_null()) first = r;
-      }
-    per_node.push_back({{"node", node}, {"host", first["host"]}, {"ranks", ranks}, {"devices", first["devices"]}});
-  }
-  const bool on_gpus = nccl_status.is_object() && nccl_status["status"] == "ok";
-  json record = {{"ranks", w.size},
-                 {"nodes", w.nodes},
-                 {"transport", on_gpus ? "MPI on host memory; NCCL between GPUs (" + nccl_status["library"].get<std::string>() + ")" : "MPI on host memory"},
-                 {"per_rank", per_rank},
-                 {"per_node", per_node},
-                 {"collectives", collectives},
-                 {"pairs", pairs}};
-  if (!nccl_status.is_null()) record["nccl"] = nccl_status;
-  // The slowest link is the GPUs' where NCCL measured them (what training uses), else the hosts'.
-  const json* slow = nullptr;
-  for (const auto& p : pairs) {
-    const bool better_transport = slow && p["transport"] == "nccl" && (*slow)["transport"] != "nccl";
-    const bool same_transport = slow && p["transport"] == (*slow)["transport"];
-    if (!slow || better_transport || (same_transport && p["bandwidth_gbs"].get<double>() < (*slow)["bandwidth_gbs"].get<double>())) slow = &p;
-  }
-  if (slow) record["slowest_link"] = *slow;
-  return record;
+  return cluster_record(w, gathered, nccl_status, collectives, pairs);
 }
 
 std::optional<MeasuredNetwork> measured_network(const json& c) {

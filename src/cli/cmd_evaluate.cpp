@@ -47,6 +47,7 @@
 #include "perf/predict.hpp"
 #include "perf/serving.hpp"
 #include "perf/system_facts.hpp"
+#include "report/evaluate_record.hpp"
 #include "report/report.hpp"
 #include "store/store.hpp"
 #include "workload/resolve.hpp"
@@ -376,6 +377,66 @@ std::string predictions_line(const json& predictions, const std::string& workloa
                               : "");
 }
 
+/// What this machine measured in the run, and what it stands for.
+struct LocalRun {
+  hw::CpuInfo cpu;
+  hw::NvidiaReport nv;
+  std::vector<bench::Measurement> results;
+  engine::TrainResult tr;
+  std::int64_t batch = 128;
+  std::string measured_name;     // what trained: the workload, or the seed model in its place
+  std::string measured_instead;  // why the seed model trained instead, or ""
+  std::string local_gpu;         // the catalog id of the first local GPU, or ""
+};
+
+std::vector<std::string> summary_lines(const LocalRun& m, const json& cluster, const json& network, const json& predictions, const std::string& workload,
+                                       const models::NetworkInfo& net, const advise::MeasuredMachine* here, const std::string& verdict,
+                                       const std::optional<perf::Calibration>& cal, const advise::Advice& advice) {
+  std::vector<std::string> summary;
+  summary.push_back(fmt::format("This machine: {} ({} cores); GPU: {}", m.cpu.model, m.cpu.cores,
+                                m.nv.status == "ok" ? fmt::format("{} x {}", m.nv.gpus.size(), m.nv.gpus.front().name) : "none (" + m.nv.detail + ")"));
+  if (!m.measured_instead.empty()) summary.push_back(m.measured_instead);
+  auto count = [&](const char* status) { return std::count_if(m.results.begin(), m.results.end(), [&](const auto& r) { return r.status == status; }); };
+  summary.push_back(fmt::format("Measured: {} trains at {} samples/s on {}; {} benchmarks ran, {} waived, {} failed", m.measured_name,
+                                units::format_si(m.tr.samples_per_s), m.tr.device == "cpu" ? fmt::format("the CPU ({} threads)", m.tr.threads) : m.tr.device,
+                                count("ok"), count("waived"), count("FAILED")));
+  if (!cluster.is_null()) summary.push_back(cluster_line(cluster, network, dist::world(), m.batch));
+  if (!predictions.empty()) summary.push_back(predictions_line(predictions, workload, net.sample_unit));
+  if (here) summary.push_back(fmt::format("This machine (measured): {} samples/s at batch {}. {}", units::format_si(here->throughput), here->batch, verdict));
+  summary.push_back(cal ? fmt::format("Calibrated on the measured {}", cal->gpu_id)
+                        : "Not calibrated: no catalog GPU was measured here (predictions use the class defaults)");
+  summary.push_back(advice.ranked.empty() ? "Advice: no option meets every requirement (see the ruled-out list)" : "Advice: #1 " + advice.ranked.front().reason);
+  return summary;
+}
+
+/// Stores the run in the history, writes its report, and prints where both went.
+void store_and_report(const EvaluateArgs& a, store::Store& db, const std::filesystem::path& db_path, const report::EvaluateRecord& record,
+                      const LocalRun& m, const advise::Advice& advice, double seconds) {
+  store::Run run;
+  run.created_utc = clock::utc_now();
+  run.kind = "evaluate";
+  run.gpuvs_version = record.gpuvs;
+  run.host = m.cpu.model;
+  run.gpu = m.nv.status == "ok" ? m.nv.gpus.front().name + (m.local_gpu.empty() ? "" : " (" + m.local_gpu + ")") : "none";
+  run.summary = fmt::format("{}: {} samples/s {} on {}; {}", a.workload, units::format_si(m.tr.samples_per_s), m.measured_name, m.tr.device == "cpu" ? "CPU" : "GPU",
+                            advice.ranked.empty() ? "no option" : "#1 " + advice.ranked.front().gpu_id);
+  run.payload = report::to_json(record);
+  for (const auto& r : m.results) run.figures.push_back({r.key, r.device, r.unit, r.status, r.median, r.spec});
+  const std::int64_t id = db.add(run);
+  if (!a.no_report) {
+    const json stored = {{"id", id}, {"created_utc", run.created_utc}, {"payload", run.payload}};
+    files::write_output(a.report, report::html_output("--report", a.force), report::render_html(stored));
+  }
+  if (a.json_out) {
+    fmt::print("{}\n", json{{"run", id}, {"db", db_path.string()}, {"report", a.no_report ? json(nullptr) : json(a.report)},
+                            {"summary", record.summary}, {"seconds", seconds}}.dump(2));
+  } else {
+    for (const auto& line : record.summary) fmt::print("{}\n", strings::escape_control(line));
+    fmt::print("Stored as run {} in {}{}\n", id, strings::escape_control(db_path.string()), a.no_report ? "" : "; report: " + strings::escape_control(a.report));
+    fmt::print("Done in {:.0f} s\n", seconds);
+  }
+}
+
 int run_evaluate(const EvaluateArgs& a) {
   // Under MPI every rank measures the cluster and trains its shard; rank 0 alone predicts, advises, writes.
   const dist::World& world = dist::world();
@@ -417,113 +478,70 @@ int run_evaluate(const EvaluateArgs& a) {
   std::optional<store::Store> db;
   if (lead) db.emplace(store::Store::open(db_path, true));  // last: a refused run creates no database
 
+  LocalRun m;
   steps.begin("probing devices");
-  const hw::CpuInfo cpu = hw::probe_cpu();
-  const hw::NvidiaReport nv = hw::probe_nvidia_matched(cat);
-  json devices = devices_record(cpu, nv);
+  m.cpu = hw::probe_cpu();
+  m.nv = hw::probe_nvidia_matched(cat);
+  m.local_gpu = m.nv.gpus.empty() ? "" : m.nv.gpus.front().catalog_id;
+  report::EvaluateRecord record;
+  record.devices = devices_record(m.cpu, m.nv);
 
   steps.begin(world.size > 1 ? fmt::format("quick benchmarks (and the cluster's {} ranks)", world.size) : std::string("quick benchmarks"));
-  json cluster = nullptr;
-  if (world.size > 1) cluster = bench::run_cluster_benchmarks({true, {}}, devices);
-  const auto results = lead ? bench::run_benchmarks({}, {true, a.threads, std::nullopt}) : std::vector<bench::Measurement>{};
-  bool failed = false;
-  for (const auto& m : results) failed = failed || m.status == "FAILED";
-  const std::string version = fmt::format("{} (git {})", GPUVS_VERSION, GPUVS_GIT_REVISION);
-  json bench_record = bench::results_json(results, true, version);
+  if (world.size > 1) record.cluster = bench::run_cluster_benchmarks({true, {}}, record.devices);
+  if (lead) m.results = bench::run_benchmarks({}, {true, a.threads, std::nullopt});
+  const bool failed = std::any_of(m.results.begin(), m.results.end(), [](const auto& r) { return r.status == "FAILED"; });
+  record.gpuvs = fmt::format("{} (git {})", GPUVS_VERSION, GPUVS_GIT_REVISION);
+  record.bench = bench::results_json(m.results, true, record.gpuvs);
 
   engine::TrainConfig cfg;
   cfg.device = world.size > 1 ? "cpu" : "auto";  // the best local device (across ranks the CPU: gradients over MPI)
   const engine::Placement place = engine::resolve_placement(cfg);
-  const std::string measured_name = trains_workload ? spec.name : "seed-mlp";
-  const std::string measured_instead =
+  m.measured_name = trains_workload ? spec.name : "seed-mlp";
+  m.measured_instead =
       trains_workload ? "" : fmt::format("Measured seed-mlp instead of {}: the CPU engine trains dense models only, and {} is {}.",
                                          a.workload, net.id, net.family == models::Family::onnx ? "an ONNX graph" : fmt::format("a {} network", models::family_name(net.family)));
-  if (!measured_instead.empty() && lead) fmt::print(stderr, "{}\n", strings::escape_control(measured_instead));
-  steps.begin(fmt::format("training {} on {}", measured_name, place.device));
+  if (!m.measured_instead.empty() && lead) fmt::print(stderr, "{}\n", strings::escape_control(m.measured_instead));
+  steps.begin(fmt::format("training {} on {}", m.measured_name, place.device));
   const engine::Dataset data = engine::make_synthetic(a.rows, spec.input_dim, spec.num_classes(), 1);
   cfg.epochs = a.epochs;
-  cfg.batch = 128;
+  cfg.batch = m.batch;
   cfg.threads = a.threads;
   cfg.profile = true;
   QuietObserver obs(lead);
   engine::ParamStore params;
-  const engine::TrainResult tr = engine::train(spec, data, cfg, obs, params);
+  m.tr = engine::train(spec, data, cfg, obs, params);
   if (!lead) return 0;  // the other ranks' part is done
-  const json network = world.size > 1 ? use_measured_fabric(cluster, net, scenario) : json(nullptr);
-  const json training = training_record(tr, measured_name, cfg.batch);
+  if (world.size > 1) record.network = use_measured_fabric(record.cluster, net, scenario);
+  record.training = training_record(m.tr, m.measured_name, m.batch);
 
   steps.begin("calibrating the model");
-  const auto [cal, calibration] = calibrate(results, tr, spec, cfg.batch, nv, cat);
+  std::optional<perf::Calibration> cal;
+  std::tie(cal, record.calibration) = calibrate(m.results, m.tr, spec, m.batch, m.nv, cat);
 
   steps.begin(fmt::format("predicting {} on {} catalog GPUs", a.workload, cat.gpus().size()));
-  const std::string local_gpu = nv.gpus.empty() ? "" : nv.gpus.front().catalog_id;
-  const json predictions = predict_catalog(cat, w, workload_options, precision, cal ? &*cal : nullptr, assumptions.hour_prices(), local_gpu);
+  record.predictions = predict_catalog(cat, w, workload_options, precision, cal ? &*cal : nullptr, assumptions.hour_prices(), m.local_gpu);
 
   // This machine, measured, beside the predictions and among the advisor's options, when what it trained
   // is the workload being predicted.
-  const bool here_comparable = trains_workload;
-  const advise::MeasuredMachine here = machine_measured(tr, a.workload, cfg.batch, cpu, nv);
-  json measured = nullptr;
+  const advise::MeasuredMachine here = machine_measured(m.tr, a.workload, m.batch, m.cpu, m.nv);
   std::string verdict;
-  if (here_comparable) std::tie(measured, verdict) = measured_here(here, predictions, cat, assumptions, tr.step_time_median_s);
-
-  const json serving = serving_curves(cat, w, precision, scenario);
+  if (trains_workload) std::tie(record.measured_here, verdict) = measured_here(here, record.predictions, cat, assumptions, m.tr.step_time_median_s);
+  record.serving = serving_curves(cat, w, precision, scenario);
 
   steps.begin("advising");
-  const advise::Advice advice = advise::advise(cat, scenario_workload, scenario, assumptions, here_comparable ? &here : nullptr);
+  const advise::Advice advice = advise::advise(cat, scenario_workload, scenario, assumptions, trains_workload ? &here : nullptr);
+  record.advice = advise::advice_json(advice);
 
   steps.begin("writing the report and the history");
-  json summary = json::array();
-  summary.push_back(fmt::format("This machine: {} ({} cores); GPU: {}", cpu.model, cpu.cores,
-                                nv.status == "ok" ? fmt::format("{} x {}", nv.gpus.size(), nv.gpus.front().name) : "none (" + nv.detail + ")"));
-  if (!measured_instead.empty()) summary.push_back(measured_instead);
-  summary.push_back(fmt::format("Measured: {} trains at {} samples/s on {}; {} benchmarks ran, {} waived, {} failed",
-                                measured_name, units::format_si(tr.samples_per_s), tr.device == "cpu" ? fmt::format("the CPU ({} threads)", tr.threads) : tr.device,
-                                std::count_if(results.begin(), results.end(), [](const auto& m) { return m.status == "ok"; }),
-                                std::count_if(results.begin(), results.end(), [](const auto& m) { return m.status == "waived"; }),
-                                std::count_if(results.begin(), results.end(), [](const auto& m) { return m.status == "FAILED"; })));
-  if (!cluster.is_null()) summary.push_back(cluster_line(cluster, network, world, cfg.batch));
-  if (!predictions.empty()) summary.push_back(predictions_line(predictions, a.workload, net.sample_unit));
-  if (here_comparable)
-    summary.push_back(fmt::format("This machine (measured): {} samples/s at batch {}. {}", units::format_si(here.throughput), here.batch, verdict));
-  summary.push_back(cal ? fmt::format("Calibrated on the measured {}", cal->gpu_id)
-                        : "Not calibrated: no catalog GPU was measured here (predictions use the class defaults)");
-  if (!advice.ranked.empty()) summary.push_back("Advice: #1 " + advice.ranked.front().reason);
-  else summary.push_back("Advice: no option meets every requirement (see the ruled-out list)");
-
-  json payload = {{"schema_version", 1}, {"kind", "evaluate"}, {"gpuvs", version}, {"workload", a.workload},
-                  {"precision", a.precision}, {"devices", devices}, {"bench", bench_record}, {"training", training},
-                  {"calibration", calibration}, {"predictions", predictions}, {"measured_here", measured}, {"cluster", cluster},
-                  {"network", network},
-                  {"measured_here_note", here_comparable ? "" : measured_instead + " No measured bar beside the predictions."},
-                  {"prediction_note", fmt::format("{} training, default batch per GPU, {} (amp-fp16 where a card lacks bf16), priced with the {} "
-                                                  "framework profile; band = the model's validation error spread",
-                                                  a.workload, a.precision, predictions.empty() ? "pytorch" : predictions[0].value("framework", "pytorch"))},
-                  {"roofline", roofline(results, tr, measured_name, cpu)}, {"advice", advise::advice_json(advice)}, {"summary", summary},
-                  {"serving", serving}};
-  store::Run run;
-  run.created_utc = clock::utc_now();
-  run.kind = "evaluate";
-  run.gpuvs_version = version;
-  run.host = cpu.model;
-  run.gpu = nv.status == "ok" ? nv.gpus.front().name + (local_gpu.empty() ? "" : " (" + local_gpu + ")") : "none";
-  run.summary = fmt::format("{}: {} samples/s {} on {}; {}", a.workload, units::format_si(tr.samples_per_s), measured_name, tr.device == "cpu" ? "CPU" : "GPU",
-                            advice.ranked.empty() ? "no option" : "#1 " + advice.ranked.front().gpu_id);
-  run.payload = payload;
-  for (const auto& m : results) run.figures.push_back({m.key, m.device, m.unit, m.status, m.median, m.spec});
-  const std::int64_t id = db->add(run);
-  if (!a.no_report) {
-    const json stored = {{"id", id}, {"created_utc", run.created_utc}, {"payload", payload}};
-    files::write_output(a.report, report::html_output("--report", a.force), report::render_html(stored));
-  }
-  if (a.json_out) {
-    fmt::print("{}\n", json{{"run", id}, {"db", db_path.string()}, {"report", a.no_report ? json(nullptr) : json(a.report)},
-                            {"summary", summary}, {"seconds", steps.seconds()}}.dump(2));
-  } else {
-    for (const auto& line : summary) fmt::print("{}\n", strings::escape_control(line.get<std::string>()));
-    fmt::print("Stored as run {} in {}{}\n", id, strings::escape_control(db_path.string()), a.no_report ? "" : "; report: " + strings::escape_control(a.report));
-    fmt::print("Done in {:.0f} s\n", steps.seconds());
-  }
+  record.workload = a.workload;
+  record.precision = a.precision;
+  record.measured_here_note = trains_workload ? "" : m.measured_instead + " No measured bar beside the predictions.";
+  record.prediction_note = fmt::format("{} training, default batch per GPU, {} (amp-fp16 where a card lacks bf16), priced with the {} "
+                                       "framework profile; band = the model's validation error spread",
+                                       a.workload, a.precision, record.predictions.empty() ? "pytorch" : record.predictions[0].value("framework", "pytorch"));
+  record.roofline = roofline(m.results, m.tr, m.measured_name, m.cpu);
+  record.summary = summary_lines(m, record.cluster, record.network, record.predictions, a.workload, net, trains_workload ? &here : nullptr, verdict, cal, advice);
+  store_and_report(a, *db, db_path, record, m, advice, steps.seconds());
   return failed ? 1 : 0;
 }
 

@@ -129,80 +129,65 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat, const workloa
   return 0;
 }
 
-int run_predict(const PredictArgs& a) {
-  catalog::Catalog cat = catalog::Catalog::builtin();
-  for (const auto& f : a.catalogs) cat.add_file(f);
-  if (a.mode != "train" && !perf::is_serving_mode(a.mode))
-    throw InputError(fmt::format("--mode '{}' is not a mode (expected train, prefill, decode or infer)", strings::printable(a.mode)));
-  if (a.gpus < 1) throw InputError(fmt::format("--gpus must be at least 1, got {}", a.gpus));
-  cat.find(a.gpu);  // an unknown card is named before the workload is read
-  const workload::Workload w(a.workload, perf::parse_option_pairs(a.options));
-  if (workload::pricer_for(a.mode, w.family()) == workload::Pricer::serving) return run_serving(a, cat, w);
-  perf::PredictRequest req;
-  req.workload = a.workload;
-  req.gpu = a.gpu;
-  req.gpus = a.gpus;
-  req.batch = a.batch;
-  req.precision = perf::parse_precision(a.precision);
-  req.training = a.mode == "train";
-  req.options = perf::parse_options(a.options, w);
-  const std::optional<perf::Calibration> cal = calibration_of(a, cat);
-  req.calibration = cal ? &*cal : nullptr;
-  const perf::Prediction p = perf::predict(cat, w, req);
+constexpr double kGiB = 1073741824.0;
+
+/// predict --json for a graph-priced workload: one object, GiB and seconds as named.
+nlohmann::json prediction_json(const perf::Prediction& p, const std::string& mode, const perf::Calibration* cal) {
   const auto& d = p.detail;
   const auto& m = p.memory;
-  constexpr double kGiB = 1073741824.0;
-  if (a.json) {
-    nlohmann::json j{
-        {"schema_version", 1},
-        {"workload", p.workload},
-        {"gpu", p.gpu_id},
-        {"gpus", p.gpus},
-        {"mode", a.mode},
-        {"precision", perf::precision_name(p.plan.precision)},
-        {"matrix_unit", p.plan.matrix_unit},
-        {"batch", p.batch},
-        {"params", p.params},
-        {"throughput", {{"value", p.throughput}, {"unit", p.unit}, {"per", "gpu"}}},
-        {"step_time_s", p.step_s},
-        {"band", {{"low", p.band_low}, {"high", p.band_high}, {"basis", "10th-90th percentile of validation errors"}}},
-        {"time_by_bound_s", {{"compute", d.compute_s}, {"memory", d.memory_s}, {"launch", d.launch_s}, {"communication", p.comm_exposed_s}}},
-        {"kernels", d.kernels},
-        {"framework", {{"profile", p.framework}, {"not_modelled", p.framework_unmodelled}}},
-        {"memory",
-         {{"peak_gib", m.peak_bytes / kGiB}, {"capacity_gib", m.capacity_bytes / kGiB}, {"fits", m.fits},
-          {"weights_gib", m.weights_bytes / kGiB}, {"gradients_gib", m.gradients_bytes / kGiB},
-          {"optimizer_gib", m.optimizer_bytes / kGiB}, {"activations_gib", m.activations_bytes / kGiB},
-          {"transient_gib", m.transient_bytes / kGiB}, {"runtime_gib", m.runtime_bytes / kGiB}}}};
-    if (p.seq_len > 0) j["seq_len"] = p.seq_len;
-    if (p.decode)
-      j["decode"] = {{"prompt_len", p.prompt_len}, {"gen_len", p.gen_len}, {"time_to_first_token_s", p.prefill_s},
-                     {"per_token_latency_s", p.decode_step_s}, {"kv_cache_gib", p.kv_cache_bytes / kGiB},
-                     {"request_latency_s", p.prefill_s + static_cast<double>(p.gen_len) * p.decode_step_s}};
-    if (p.parallel)
-      j["parallel"] = {{"gpus", p.gpus}, {"tp", p.tp}, {"pp", p.pp}, {"vp", p.vp}, {"cp", p.cp}, {"dp", p.dp},
-                       {"global_batch", p.global_batch}, {"micro_batches", p.micro_batches}, {"micro_batch_s", p.microbatch_s},
-                       {"tp_allreduce_s_per_micro_batch", p.tp_comm_s}, {"cp_exposed_s_per_micro_batch", p.cp_exposed_s},
-                       {"pp_send_s_per_micro_batch", p.pp_comm_s}, {"bubble_s", p.bubble_s}, {"dp_reduce_s", p.dp_comm_s},
-                       {"dp_exposed_s", p.dp_exposed_s}, {"optimizer_s", p.optimizer_s}, {"network", p.network},
-                       {"network_note", p.network_note}, {"tp_link", p.tp_link}, {"pp_link", p.pp_link}, {"dp_link", p.dp_link}};
-    else if (p.gpus > 1)
-      j["scaling"] = {{"link", p.link.kind}, {"link_description", p.link.description}, {"bus_gbps", p.link.bus_gbs},
-                      {"sharding", p.sharding}, {"comm_bytes_per_step", p.comm_bytes}, {"comm_s", p.comm_s},
-                      {"comm_exposed_s", p.comm_exposed_s}, {"single_gpu_step_s", p.single_gpu_step_s},
-                      {"efficiency", p.single_gpu_step_s / p.step_s}};
-    if (cal) {
-      nlohmann::json classes = nlohmann::json::array();
-      for (const auto& c : cal->classes)
-        classes.push_back({{"class", c.op_class}, {"benchmark", c.key}, {"unit", c.unit}, {"measured", c.measured},
-                           {"predicted", c.predicted}, {"measured_over_predicted", c.ratio}, {"applied", c.applied && p.calibrated},
-                           {"note", c.note}});
-      j["calibration"] = {{"source", cal->source}, {"measured_on", cal->gpu_id}, {"applied", p.calibrated}, {"classes", classes}};
-    }
-    fmt::print("{}\n", j.dump(2));
-    return 0;
+  nlohmann::json j{
+      {"schema_version", 1},
+      {"workload", p.workload},
+      {"gpu", p.gpu_id},
+      {"gpus", p.gpus},
+      {"mode", mode},
+      {"precision", perf::precision_name(p.plan.precision)},
+      {"matrix_unit", p.plan.matrix_unit},
+      {"batch", p.batch},
+      {"params", p.params},
+      {"throughput", {{"value", p.throughput}, {"unit", p.unit}, {"per", "gpu"}}},
+      {"step_time_s", p.step_s},
+      {"band", {{"low", p.band_low}, {"high", p.band_high}, {"basis", "10th-90th percentile of validation errors"}}},
+      {"time_by_bound_s", {{"compute", d.compute_s}, {"memory", d.memory_s}, {"launch", d.launch_s}, {"communication", p.comm_exposed_s}}},
+      {"kernels", d.kernels},
+      {"framework", {{"profile", p.framework}, {"not_modelled", p.framework_unmodelled}}},
+      {"memory",
+       {{"peak_gib", m.peak_bytes / kGiB}, {"capacity_gib", m.capacity_bytes / kGiB}, {"fits", m.fits},
+        {"weights_gib", m.weights_bytes / kGiB}, {"gradients_gib", m.gradients_bytes / kGiB},
+        {"optimizer_gib", m.optimizer_bytes / kGiB}, {"activations_gib", m.activations_bytes / kGiB},
+        {"transient_gib", m.transient_bytes / kGiB}, {"runtime_gib", m.runtime_bytes / kGiB}}}};
+  if (p.seq_len > 0) j["seq_len"] = p.seq_len;
+  if (p.decode)
+    j["decode"] = {{"prompt_len", p.prompt_len}, {"gen_len", p.gen_len}, {"time_to_first_token_s", p.prefill_s},
+                   {"per_token_latency_s", p.decode_step_s}, {"kv_cache_gib", p.kv_cache_bytes / kGiB},
+                   {"request_latency_s", p.prefill_s + static_cast<double>(p.gen_len) * p.decode_step_s}};
+  if (p.parallel)
+    j["parallel"] = {{"gpus", p.gpus}, {"tp", p.tp}, {"pp", p.pp}, {"vp", p.vp}, {"cp", p.cp}, {"dp", p.dp},
+                     {"global_batch", p.global_batch}, {"micro_batches", p.micro_batches}, {"micro_batch_s", p.microbatch_s},
+                     {"tp_allreduce_s_per_micro_batch", p.tp_comm_s}, {"cp_exposed_s_per_micro_batch", p.cp_exposed_s},
+                     {"pp_send_s_per_micro_batch", p.pp_comm_s}, {"bubble_s", p.bubble_s}, {"dp_reduce_s", p.dp_comm_s},
+                     {"dp_exposed_s", p.dp_exposed_s}, {"optimizer_s", p.optimizer_s}, {"network", p.network},
+                     {"network_note", p.network_note}, {"tp_link", p.tp_link}, {"pp_link", p.pp_link}, {"dp_link", p.dp_link}};
+  else if (p.gpus > 1)
+    j["scaling"] = {{"link", p.link.kind}, {"link_description", p.link.description}, {"bus_gbps", p.link.bus_gbs},
+                    {"sharding", p.sharding}, {"comm_bytes_per_step", p.comm_bytes}, {"comm_s", p.comm_s},
+                    {"comm_exposed_s", p.comm_exposed_s}, {"single_gpu_step_s", p.single_gpu_step_s},
+                    {"efficiency", p.single_gpu_step_s / p.step_s}};
+  if (cal) {
+    nlohmann::json classes = nlohmann::json::array();
+    for (const auto& c : cal->classes)
+      classes.push_back({{"class", c.op_class}, {"benchmark", c.key}, {"unit", c.unit}, {"measured", c.measured},
+                         {"predicted", c.predicted}, {"measured_over_predicted", c.ratio}, {"applied", c.applied && p.calibrated},
+                         {"note", c.note}});
+    j["calibration"] = {{"source", cal->source}, {"measured_on", cal->gpu_id}, {"applied", p.calibrated}, {"classes", classes}};
   }
-  fmt::print("{} {} on {} ({}), batch {}{}, {}\n", strings::escape_control(p.workload), a.mode, strings::escape_control(p.gpu_name),
+  return j;
+}
+
+void print_prediction(const perf::Prediction& p, const std::string& mode, const perf::Calibration* cal) {
+  const auto& d = p.detail;
+  const auto& m = p.memory;
+  fmt::print("{} {} on {} ({}), batch {}{}, {}\n", strings::escape_control(p.workload), mode, strings::escape_control(p.gpu_name),
              strings::escape_control(p.gpu_id), p.batch,
              p.seq_len > 0 ? fmt::format(" x {} tokens", p.seq_len) : "", p.plan.matrix_unit);
   fmt::print("  throughput   {} {} per GPU (likely {} to {})\n", units::format_si(p.throughput), p.unit,
@@ -251,6 +236,30 @@ int run_predict(const PredictArgs& a) {
       fmt::print("    {:<12} measured {:.4g} {} vs model {:.4g}: x{:.3f}{}\n", c.op_class, c.measured, c.unit, c.predicted,
                  c.ratio, c.applied && p.calibrated ? "" : " (reported only)");
   }
+}
+
+int run_predict(const PredictArgs& a) {
+  catalog::Catalog cat = catalog::Catalog::builtin();
+  for (const auto& f : a.catalogs) cat.add_file(f);
+  if (a.mode != "train" && !perf::is_serving_mode(a.mode))
+    throw InputError(fmt::format("--mode '{}' is not a mode (expected train, prefill, decode or infer)", strings::printable(a.mode)));
+  if (a.gpus < 1) throw InputError(fmt::format("--gpus must be at least 1, got {}", a.gpus));
+  cat.find(a.gpu);  // an unknown card is named before the workload is read
+  const workload::Workload w(a.workload, perf::parse_option_pairs(a.options));
+  if (workload::pricer_for(a.mode, w.family()) == workload::Pricer::serving) return run_serving(a, cat, w);
+  perf::PredictRequest req;
+  req.workload = a.workload;
+  req.gpu = a.gpu;
+  req.gpus = a.gpus;
+  req.batch = a.batch;
+  req.precision = perf::parse_precision(a.precision);
+  req.training = a.mode == "train";
+  req.options = perf::parse_options(a.options, w);
+  const std::optional<perf::Calibration> cal = calibration_of(a, cat);
+  req.calibration = cal ? &*cal : nullptr;
+  const perf::Prediction p = perf::predict(cat, w, req);
+  if (a.json) fmt::print("{}\n", prediction_json(p, a.mode, cal ? &*cal : nullptr).dump(2));
+  else print_prediction(p, a.mode, cal ? &*cal : nullptr);
   return 0;
 }
 

@@ -29,12 +29,10 @@ struct ValidateArgs {
   bool json = false, held_out = false, force = false;
 };
 
-int run_validate(const ValidateArgs& a) {
-  catalog::Catalog cat = catalog::Catalog::builtin();
-  for (const auto& f : a.catalogs) cat.add_file(f);
-  // Files, or folders of *.csv files (sorted); every file is read before anything is predicted.
+/// Files, or folders of *.csv files (sorted).
+std::vector<std::string> data_paths(const std::vector<std::string>& data) {
   std::vector<std::string> paths;
-  for (const auto& d : a.data) {
+  for (const auto& d : data) {
     if (std::filesystem::is_directory(d)) {
       std::vector<std::string> found;
       for (const auto& e : std::filesystem::directory_iterator(d))
@@ -46,6 +44,115 @@ int run_validate(const ValidateArgs& a) {
       paths.push_back(d);
     }
   }
+  return paths;
+}
+
+nlohmann::json summary_json(const perf::SourceSummary& f) {
+  return nlohmann::json{{"file", f.file}, {"rows", f.rows}, {"scored", f.scored}, {"coverage", f.coverage},
+                        {"median_abs_error", f.scored ? nlohmann::json(f.median_ape) : nlohmann::json(nullptr)}, {"ratio_pairs", f.ratio_pairs},
+                        {"ratio_median_abs_error", f.ratio_median_ape}, {"in_band", f.in_band}};
+}
+
+/// --json: every row, every source, the totals; held-out folds where they were run (null otherwise).
+void print_json(const perf::ValidationReport& rep, std::size_t scored, const std::vector<perf::SourceSummary>* held) {
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& v : rep.rows) {
+    nlohmann::json j{{"id", v.row.id}, {"file", v.row.file}, {"status", v.status}, {"unit", v.row.unit.empty() ? v.predicted_unit : v.row.unit},
+                     {"per", v.row.per}, {"batch_per_gpu", v.batch}, {"batch_chosen_by_gpuvs", v.batch_chosen}};
+    j["predicted"] = v.status == "ok" ? nlohmann::json(v.predicted) : nlohmann::json(nullptr);
+    j["measured"] = v.row.value ? nlohmann::json(*v.row.value) : nlohmann::json(nullptr);
+    j["reason"] = v.reason;
+    arr.push_back(j);
+  }
+  nlohmann::json sources = nlohmann::json::array(), held_json = nlohmann::json::array();
+  for (const auto& f : rep.sources) sources.push_back(summary_json(f));
+  if (held)
+    for (const auto& f : *held) held_json.push_back(summary_json(f));
+  fmt::print("{}\n", nlohmann::json{{"schema_version", 2}, {"rows", arr}, {"sources", sources},
+                                    {"coverage", rep.coverage}, {"median_abs_error", scored ? nlohmann::json(rep.median_ape) : nlohmann::json(nullptr)},
+                                    {"ratio_median_abs_error", rep.ratio_median_ape}, {"in_band", rep.in_band},
+                                    {"held_out_sources", held ? held_json : nlohmann::json(nullptr)}}
+                         .dump(2));
+}
+
+void print_rows(const perf::ValidationReport& rep) {
+  fmt::print("{:<10} {:<16} {:>5} {:<11} {:<9} {:>7} {:>12} {:>12} {:>8}  {}\n", "id", "gpu", "gpus", "workload", "precision",
+             "batch", "measured", "predicted", "error", "unit");
+  for (const auto& v : rep.rows) {
+    if (v.status != "ok") {
+      fmt::print("{:<10} {:<16} {:>5} {:<11} {:<9} {:>7}  not predicted: {}\n", v.row.id, v.row.gpu, v.row.n_gpus, v.row.workload,
+                 v.row.precision, v.row.batch ? std::to_string(v.row.batch) : "-", v.reason);
+      continue;
+    }
+    fmt::print("{:<10} {:<16} {:>5} {:<11} {:<9} {:>7} {:>12} {:>12} {:>8}  {}{}\n", v.row.id, v.row.gpu, v.row.n_gpus, v.row.workload,
+               v.row.precision, v.batch == 0 ? std::string("-") : std::to_string(v.batch) + (v.batch_chosen ? "*" : ""),
+               v.row.value ? units::format_plain(*v.row.value, 4) : "-", units::format_plain(v.predicted, 4),
+               v.ape ? fmt::format("{:+.1f}%", 100.0 * (v.predicted / *v.row.value - 1)) : "-", v.predicted_unit,
+               v.row.per == "system" ? " per system" : "");
+  }
+  fmt::print("(* batch not published: gpuvs chose the workload's default)\n\n");
+}
+
+void print_sources(const std::vector<perf::SourceSummary>& list) {
+  fmt::print("{:<26} {:>5} {:>7} {:>9} {:>13} {:>12} {:>8}\n", "source file", "rows", "scored", "coverage", "median |err|",
+             "ratio |err|", "in band");
+  for (const auto& f : list)
+    fmt::print("{:<26} {:>5} {:>7} {:>8.0f}% {:>13} {:>12} {:>8}\n", f.file, f.rows, f.scored, 100 * f.coverage,
+               f.scored ? fmt::format("{:.1f}%", 100 * f.median_ape) : "-",
+               f.ratio_pairs ? fmt::format("{:.1f}%", 100 * f.ratio_median_ape) : "-",
+               f.scored ? fmt::format("{:.0f}%", 100 * f.in_band) : "-");
+}
+
+/// Leave-one-source-out: each file's errors under constants fitted without it, and the constants each fold fitted.
+void print_held_out(const std::vector<perf::SourceSummary>& held, const std::vector<perf::HeldOutSource>& folds) {
+  fmt::print("\nleave-one-source-out (each file predicted by constants fitted on the other files only, with its own\n"
+             "achievable figures withheld; a device class with no rows left borrows the other class's fractions):\n");
+  print_sources(held);
+  for (const auto& f : folds) {
+    const auto& dc = f.fit.constants.of(perf::DeviceClass::datacenter);
+    const auto& gf = f.fit.constants.of(perf::DeviceClass::geforce);
+    fmt::print("  without {:<24} fitted on {:>3} rows: datacenter gemm {:.2f} conv {:.2f} mem {:.2f}{}; geforce gemm {:.2f} conv {:.2f} mem {:.2f}{}\n",
+               f.summary.file, f.fit.rows, dc.gemm, dc.conv, dc.mem, f.fit.classes_fitted[0] ? "" : " (borrowed)", gf.gemm, gf.conv,
+               gf.mem, f.fit.classes_fitted[1] ? "" : " (borrowed)");
+  }
+}
+
+void print_totals(const perf::ValidationReport& rep, std::size_t scored) {
+  // LLM serving by mode: each has its own target.
+  std::vector<std::string> by_mode;
+  for (const char* mode : {"prefill", "decode", "infer"}) {
+    std::vector<double> apes;
+    for (const auto& v : rep.rows)
+      if (v.serving && v.ape && v.row.mode == mode) apes.push_back(*v.ape);
+    if (!apes.empty()) by_mode.push_back(fmt::format("{} {} rows {:.1f}%", mode, apes.size(), 100 * stats::quantile(apes, 0.5)));
+  }
+  if (!by_mode.empty()) fmt::print("\nLLM serving, median |error| by mode: {}\n", strings::join(by_mode, "; "));
+  if (scored == 0)
+    fmt::print("\nthroughput: no row scored of {} (none has a measured value the model priced)\n", rep.rows.size());
+  else
+    fmt::print("\nthroughput: {} rows scored of {} ({:.0f}% coverage); median absolute error {:.1f}%, mean {:.1f}%; {:.0f}% inside their band\n",
+               scored, rep.rows.size(), 100 * rep.coverage, 100 * rep.median_ape, 100 * rep.mean_ape, 100 * rep.in_band);
+  // No pair or no row scored is said so, not printed as an error of 0.0%.
+  if (rep.ratios.empty())
+    fmt::print("cross-GPU ratios: no pair (two scored rows of one source and workload on different GPUs make one)\n");
+  else
+    fmt::print("cross-GPU ratios: {} pairs; median absolute error {:.1f}%, mean {:.1f}%\n", rep.ratios.size(), 100 * rep.ratio_median_ape,
+               100 * rep.ratio_mean_ape);
+  if (rep.band_rows == 0)
+    fmt::print("band: none (no training or batch-inference row scored)");
+  else
+    fmt::print("band (10th-90th percentile of predicted/measured): {:.2f}x to {:.2f}x over {} training and batch-inference rows",
+               std::exp(rep.log_err_p10), std::exp(rep.log_err_p90), rep.band_rows);
+  if (rep.serving_band_rows > 0)
+    fmt::print("; {:.2f}x to {:.2f}x over {} LLM serving rows", std::exp(rep.serving_log_err_p10), std::exp(rep.serving_log_err_p90),
+               rep.serving_band_rows);
+  fmt::print("\n");
+}
+
+int run_validate(const ValidateArgs& a) {
+  catalog::Catalog cat = catalog::Catalog::builtin();
+  for (const auto& f : a.catalogs) cat.add_file(f);
+  const std::vector<std::string> paths = data_paths(a.data);
   // Every input is noted before the outputs are checked: no output may land on one.
   for (const auto& path : paths) files::note_input(path);
   if (!a.constants.empty()) files::note_input(a.constants);
@@ -79,96 +186,13 @@ int run_validate(const ValidateArgs& a) {
     fmt::print(stderr, "fitted on {} rows: mean |log error| {:.4f}; written to {}\n", fit.rows, fit.objective, a.fit);
   }
   if (a.json) {
-    nlohmann::json arr = nlohmann::json::array();
-    for (const auto& v : rep.rows) {
-      nlohmann::json j{{"id", v.row.id}, {"file", v.row.file}, {"status", v.status}, {"unit", v.row.unit.empty() ? v.predicted_unit : v.row.unit},
-                       {"per", v.row.per}, {"batch_per_gpu", v.batch}, {"batch_chosen_by_gpuvs", v.batch_chosen}};
-      j["predicted"] = v.status == "ok" ? nlohmann::json(v.predicted) : nlohmann::json(nullptr);
-      j["measured"] = v.row.value ? nlohmann::json(*v.row.value) : nlohmann::json(nullptr);
-      j["reason"] = v.reason;
-      arr.push_back(j);
-    }
-    auto summary = [](const perf::SourceSummary& f) {
-      return nlohmann::json{{"file", f.file}, {"rows", f.rows}, {"scored", f.scored}, {"coverage", f.coverage},
-                            {"median_abs_error", f.scored ? nlohmann::json(f.median_ape) : nlohmann::json(nullptr)}, {"ratio_pairs", f.ratio_pairs},
-                            {"ratio_median_abs_error", f.ratio_median_ape}, {"in_band", f.in_band}};
-    };
-    nlohmann::json sources = nlohmann::json::array(), held_json = nlohmann::json::array();
-    for (const auto& f : rep.sources) sources.push_back(summary(f));
-    for (const auto& f : held) held_json.push_back(summary(f));
-    fmt::print("{}\n", nlohmann::json{{"schema_version", 2}, {"rows", arr}, {"sources", sources},
-                                      {"coverage", rep.coverage}, {"median_abs_error", scored ? nlohmann::json(rep.median_ape) : nlohmann::json(nullptr)},
-                                      {"ratio_median_abs_error", rep.ratio_median_ape}, {"in_band", rep.in_band},
-                                      {"held_out_sources", a.held_out ? held_json : nlohmann::json(nullptr)}}
-                           .dump(2));
+    print_json(rep, scored, a.held_out ? &held : nullptr);
     return 0;
   }
-  fmt::print("{:<10} {:<16} {:>5} {:<11} {:<9} {:>7} {:>12} {:>12} {:>8}  {}\n", "id", "gpu", "gpus", "workload", "precision",
-             "batch", "measured", "predicted", "error", "unit");
-  for (const auto& v : rep.rows) {
-    if (v.status != "ok") {
-      fmt::print("{:<10} {:<16} {:>5} {:<11} {:<9} {:>7}  not predicted: {}\n", v.row.id, v.row.gpu, v.row.n_gpus, v.row.workload,
-                 v.row.precision, v.row.batch ? std::to_string(v.row.batch) : "-", v.reason);
-      continue;
-    }
-    fmt::print("{:<10} {:<16} {:>5} {:<11} {:<9} {:>7} {:>12} {:>12} {:>8}  {}{}\n", v.row.id, v.row.gpu, v.row.n_gpus, v.row.workload,
-               v.row.precision, v.batch == 0 ? std::string("-") : std::to_string(v.batch) + (v.batch_chosen ? "*" : ""),
-               v.row.value ? units::format_plain(*v.row.value, 4) : "-", units::format_plain(v.predicted, 4),
-               v.ape ? fmt::format("{:+.1f}%", 100.0 * (v.predicted / *v.row.value - 1)) : "-", v.predicted_unit,
-               v.row.per == "system" ? " per system" : "");
-  }
-  fmt::print("(* batch not published: gpuvs chose the workload's default)\n\n");
-  auto table = [](const std::vector<perf::SourceSummary>& list) {
-  fmt::print("{:<26} {:>5} {:>7} {:>9} {:>13} {:>12} {:>8}\n", "source file", "rows", "scored", "coverage", "median |err|",
-             "ratio |err|", "in band");
-  for (const auto& f : list)
-    fmt::print("{:<26} {:>5} {:>7} {:>8.0f}% {:>13} {:>12} {:>8}\n", f.file, f.rows, f.scored, 100 * f.coverage,
-               f.scored ? fmt::format("{:.1f}%", 100 * f.median_ape) : "-",
-               f.ratio_pairs ? fmt::format("{:.1f}%", 100 * f.ratio_median_ape) : "-",
-               f.scored ? fmt::format("{:.0f}%", 100 * f.in_band) : "-");
-  };
-  table(rep.sources);
-  if (a.held_out) {
-    fmt::print("\nleave-one-source-out (each file predicted by constants fitted on the other files only, with its own\n"
-               "achievable figures withheld; a device class with no rows left borrows the other class's fractions):\n");
-    table(held);
-    for (const auto& f : folds) {
-      const auto& dc = f.fit.constants.of(perf::DeviceClass::datacenter);
-      const auto& gf = f.fit.constants.of(perf::DeviceClass::geforce);
-      fmt::print("  without {:<24} fitted on {:>3} rows: datacenter gemm {:.2f} conv {:.2f} mem {:.2f}{}; geforce gemm {:.2f} conv {:.2f} mem {:.2f}{}\n",
-                 f.summary.file, f.fit.rows, dc.gemm, dc.conv, dc.mem, f.fit.classes_fitted[0] ? "" : " (borrowed)", gf.gemm, gf.conv,
-                 gf.mem, f.fit.classes_fitted[1] ? "" : " (borrowed)");
-    }
-  }
-  // LLM serving by mode: each has its own target.
-  std::vector<std::string> by_mode;
-  for (const char* mode : {"prefill", "decode", "infer"}) {
-    std::vector<double> apes;
-    for (const auto& v : rep.rows)
-      if (v.serving && v.ape && v.row.mode == mode) apes.push_back(*v.ape);
-    if (!apes.empty()) by_mode.push_back(fmt::format("{} {} rows {:.1f}%", mode, apes.size(), 100 * stats::quantile(apes, 0.5)));
-  }
-  if (!by_mode.empty()) fmt::print("\nLLM serving, median |error| by mode: {}\n", strings::join(by_mode, "; "));
-  if (scored == 0)
-    fmt::print("\nthroughput: no row scored of {} (none has a measured value the model priced)\n", rep.rows.size());
-  else
-    fmt::print("\nthroughput: {} rows scored of {} ({:.0f}% coverage); median absolute error {:.1f}%, mean {:.1f}%; {:.0f}% inside their band\n",
-               scored, rep.rows.size(), 100 * rep.coverage, 100 * rep.median_ape, 100 * rep.mean_ape, 100 * rep.in_band);
-  // No pair or no row scored is said so, not printed as an error of 0.0%.
-  if (rep.ratios.empty())
-    fmt::print("cross-GPU ratios: no pair (two scored rows of one source and workload on different GPUs make one)\n");
-  else
-    fmt::print("cross-GPU ratios: {} pairs; median absolute error {:.1f}%, mean {:.1f}%\n", rep.ratios.size(), 100 * rep.ratio_median_ape,
-               100 * rep.ratio_mean_ape);
-  if (rep.band_rows == 0)
-    fmt::print("band: none (no training or batch-inference row scored)");
-  else
-    fmt::print("band (10th-90th percentile of predicted/measured): {:.2f}x to {:.2f}x over {} training and batch-inference rows",
-               std::exp(rep.log_err_p10), std::exp(rep.log_err_p90), rep.band_rows);
-  if (rep.serving_band_rows > 0)
-    fmt::print("; {:.2f}x to {:.2f}x over {} LLM serving rows", std::exp(rep.serving_log_err_p10), std::exp(rep.serving_log_err_p90),
-               rep.serving_band_rows);
-  fmt::print("\n");
+  print_rows(rep);
+  print_sources(rep.sources);
+  if (a.held_out) print_held_out(held, folds);
+  print_totals(rep, scored);
   return 0;
 }
 

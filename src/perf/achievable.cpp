@@ -1,5 +1,7 @@
 #include "perf/achievable.hpp"
 
+#include "perf/system_facts.hpp"
+
 #include <fmt/format.h>
 
 
@@ -37,10 +39,11 @@ std::string group_of(const std::string& key) {
 /// What gpuvs's own microbenchmarks expect of a healthy card (perf/efficiency.hpp's bench references):
 /// the last resort when no card has a published figure of the kind.
 double prior(const std::string& key) {
-  if (key == "gemm-fp32") return 0.85;
-  if (key.rfind("gemm-", 0) == 0) return 0.80;
-  if (key.rfind("mem-", 0) == 0) return 0.88;
-  return 0.80;  // host link and peer copies: ~80% of the PCIe/NVLink rate after protocol overheads
+  const SystemFacts& facts = system_facts();
+  if (key == "gemm-fp32") return facts.bench_gemm_cuda_cores;
+  if (key.rfind("gemm-", 0) == 0) return facts.bench_gemm_tensor_datacenter;
+  if (key.rfind("mem-", 0) == 0) return facts.bench_memory;
+  return facts.copy_engine;  // host link and peer copies
 }
 
 std::string segment_class(const catalog::Gpu& g) { return g.segment == "datacenter" ? "data-centre" : "GeForce/workstation"; }

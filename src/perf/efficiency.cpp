@@ -1,5 +1,7 @@
 #include "perf/efficiency.hpp"
 
+#include "perf/system_facts.hpp"
+
 #include "perf/constants.hpp"
 
 #include <algorithm>
@@ -18,12 +20,10 @@ EfficiencyParams efficiency_for(const catalog::Gpu& gpu, const PrecisionPlan& pl
   const bool gddr = gpu.segment != "datacenter";
   const ClassFractions& fitted = active_constants().of(device_class(gpu));
   p.mem_max = fitted.mem;
-  // Microbenchmark references (see the header): an H200 ran a bf16 8192^3 GEMM at 788 TFLOP/s (0.80 of
-  // its 989 peak) and a device copy at 4.3 TB/s (0.90 of 4.8) through PyTorch on the project's device
-  // machine (.library/device/KINDS.md, 2026-10-28); GeForce boards boost past their rated clock and
-  // get nearer their (half-rate FP32-accumulate) peak; CUDA-core SGEMM reaches about 85%.
-  p.bench_mem_ref = 0.88;
-  p.bench_gemm_ref = !plan.tensor_cores ? 0.85 : gddr ? 0.90 : 0.80;
+  // Microbenchmark references (see the header), sourced in data/system.toml.
+  const SystemFacts& facts = system_facts();
+  p.bench_mem_ref = facts.bench_memory;
+  p.bench_gemm_ref = !plan.tensor_cores ? facts.bench_gemm_cuda_cores : gddr ? facts.bench_gemm_tensor_geforce : facts.bench_gemm_tensor_datacenter;
   if (plan.tensor_cores) {
     p.gemm_max = fitted.gemm;
     p.conv_max = fitted.conv;

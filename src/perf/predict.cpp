@@ -370,10 +370,17 @@ Prediction predict(const catalog::Catalog& cat, const PredictRequest& request) {
   return predict(cat, workload::Workload(request.workload, request.options), request);  // `gpt`: its shape from options
 }
 
-Prediction predict(const catalog::Catalog& cat, const workload::Workload& w, const PredictRequest& request) {
-  w.check_is(request.workload, request.options);
-  const catalog::Gpu& gpu = cat.find(request.gpu);
-  const models::NetworkInfo& net = w.network();
+namespace {
+
+/// The request as priced: the framework profile's defaults filled in, every option known, and whether the plan
+/// goes beyond plain data parallelism inside one server.
+struct ResolvedRequest {
+  PredictRequest req;
+  const FrameworkProfile* fw = nullptr;
+  bool parallel = false;
+};
+
+ResolvedRequest resolve_request(const models::NetworkInfo& net, const PredictRequest& request) {
   // The framework profile fills in the options the caller left to it.
   // A serving engine (vllm, trt-llm, ...) names the software of decoder inference; the training profiles
   // (pytorch, ...) everything else.
@@ -381,21 +388,23 @@ Prediction predict(const catalog::Catalog& cat, const workload::Workload& w, con
   const bool serving_engine_named =
       fw_it != request.options.end() && workload::pricer_for(request.training ? "train" : "infer", net.family) == workload::Pricer::serving &&
       is_serving_engine(fw_it->second);
-  const FrameworkProfile& fw = framework(fw_it == request.options.end() || serving_engine_named ? "pytorch" : fw_it->second);
-  PredictRequest req = request;
-  req.options = with_framework_defaults(fw, request.options, net.family, request.gpus, request.training);
+  ResolvedRequest r;
+  r.fw = &framework(fw_it == request.options.end() || serving_engine_named ? "pytorch" : fw_it->second);
+  r.req = request;
+  PredictRequest& req = r.req;
+  req.options = with_framework_defaults(*r.fw, request.options, net.family, request.gpus, request.training);
   if (req.gpus < 1 || req.gpus > 65536) throw InputError(fmt::format("--gpus must be in [1, 65536], got {}", req.gpus));
   // A plan beyond plain data parallelism inside one server: model splits, gradient accumulation, a named
   // network, or more GPUs than a server holds. tp = pp = cp = vp = 1 and a global batch of batch x GPUs
   // say nothing beyond the plain path.
-  bool parallel = req.gpus > system_facts().gpus_per_server || req.options.count("network") > 0;
+  r.parallel = req.gpus > system_facts().gpus_per_server || req.options.count("network") > 0;
   for (const char* k : {"tp", "pp", "cp", "vp"})
-    parallel = parallel || option_int(req.options, k, 1, 1, 4096) != 1;
+    r.parallel = r.parallel || option_int(req.options, k, 1, 1, 4096) != 1;
   if (req.options.count("global_batch")) {
     const std::int64_t b = req.batch > 0 ? req.batch : net.fixed_batch > 0 ? net.fixed_batch : default_batch(net.family);
-    parallel = parallel || option_int(req.options, "global_batch", 1, 1, std::int64_t{1} << 40) != b * req.gpus;
+    r.parallel = r.parallel || option_int(req.options, "global_batch", 1, 1, std::int64_t{1} << 40) != b * req.gpus;
   }
-  if (parallel && (net.family != models::Family::decoder || !req.training))
+  if (r.parallel && (net.family != models::Family::decoder || !req.training))
     throw InputError(fmt::format("tp, pp, cp, vp, gradient accumulation (global_batch), network and more than {} GPUs are modelled for "
                                  "decoder training only",
                                  system_facts().gpus_per_server));
@@ -410,9 +419,15 @@ Prediction predict(const catalog::Catalog& cat, const workload::Workload& w, con
       throw InputError(fmt::format("option '{}' is unknown (known: {})", strings::printable(k), strings::join(keys, ", ")));
     }
   }
+  return r;
+}
+
+/// What every path shares: the plan, batch, sequence and the fine-tuning and recompute choices.
+Prediction plan_of(const ResolvedRequest& r, const models::NetworkInfo& net, const catalog::Gpu& gpu) {
+  const PredictRequest& req = r.req;
   Prediction p;
-  p.framework = fw.id;
-  p.framework_unmodelled = fw.unmodelled;
+  p.framework = r.fw->id;
+  p.framework_unmodelled = r.fw->unmodelled;
   p.plan = plan_precision(req.precision, gpu);
   p.workload = net.id;
   p.gpu_id = gpu.id;
@@ -420,9 +435,6 @@ Prediction predict(const catalog::Catalog& cat, const workload::Workload& w, con
   p.training = req.training;
   p.batch = req.batch > 0 ? req.batch : net.fixed_batch > 0 ? net.fixed_batch : default_batch(net.family);
   p.seq_len = net.default_seq_len > 0 ? option_int(req.options, "seq_len", net.default_seq_len, 1, models::kMaxSeqLen) : 0;
-  // Frameworks' defaults: the published encoder (BERT) implementations use unfused attention; decoder
-  // training stacks (llm-foundry, Megatron) use FlashAttention.
-  const bool flash = option_int(req.options, "flash_attention", net.family == models::Family::decoder ? 1 : 0, 0, 1) == 1;
   p.finetune = option_choice(req.options, "finetune", "full", {"full", "lora", "qlora"});
   p.recompute = option_choice(req.options, "recompute", "none", {"none", "full", "selective"});
   if (p.finetune != "full") {
@@ -434,29 +446,80 @@ Prediction predict(const catalog::Catalog& cat, const workload::Workload& w, con
   }
   if (p.recompute != "none" && (!req.training || net.layers == 0))
     throw InputError(fmt::format("recompute={} applies to training transformer workloads", p.recompute));
-  if (parallel) {
-    if (req.batch > 0) {
-      predict_parallel(p, req, w, gpu, flash);
-      return p;
-    }
-    // No micro-batch given: the one a practitioner would pick, the fastest of 1, 2, 4, 8 that fits (and
-    // divides the global batch), else the smallest that can be laid out.
-    std::optional<Prediction> best;
-    std::string why;
-    for (const std::int64_t b : {1, 2, 4, 8}) {
-      Prediction q = p;
-      q.batch = b;
-      try {
-        predict_parallel(q, req, w, gpu, flash);
-      } catch (const InputError& e) {
-        if (why.empty()) why = e.what();
-        continue;
-      }
-      if (!best || (q.memory.fits && (!best->memory.fits || q.throughput > best->throughput))) best = q;
-    }
-    if (!best) throw InputError(why);
-    return *best;
+  return p;
+}
+
+/// Beyond one server's plain data parallelism. With no micro-batch given: the one a practitioner would pick, the
+/// fastest of 1, 2, 4, 8 that fits (and divides the global batch), else the smallest that can be laid out.
+Prediction predict_beyond_one_server(const Prediction& p, const PredictRequest& req, const workload::Workload& w, const catalog::Gpu& gpu, bool flash) {
+  if (req.batch > 0) {
+    Prediction q = p;
+    predict_parallel(q, req, w, gpu, flash);
+    return q;
   }
+  std::optional<Prediction> best;
+  std::string why;
+  for (const std::int64_t b : {1, 2, 4, 8}) {
+    Prediction q = p;
+    q.batch = b;
+    try {
+      predict_parallel(q, req, w, gpu, flash);
+    } catch (const InputError& e) {
+      if (why.empty()) why = e.what();
+      continue;
+    }
+    if (!best || (q.memory.fits && (!best->memory.fits || q.throughput > best->throughput))) best = q;
+  }
+  if (!best) throw InputError(why);
+  return *best;
+}
+
+/// A decoder served in FP32/TF32, which no serving engine runs: the graph's prefill, and a decode graph at the
+/// generation's mean context.
+void price_decode_as_graph(Prediction& p, const workload::Workload& w, const catalog::Gpu& gpu, const EfficiencyParams& eff, bool flash,
+                           std::int64_t gen_len) {
+  p.decode = true;
+  p.prompt_len = p.seq_len;
+  p.gen_len = gen_len;
+  p.prefill_s = p.detail.step_s;
+  models::NetworkOptions d{p.batch, p.plan.activations, p.seq_len, flash, false};
+  d.decode_context = p.prompt_len + p.gen_len / 2;
+  p.detail = predict_graph(w.graph(d)->graph, gpu, p.plan, eff);
+  p.decode_step_s = p.detail.step_s;
+  p.kv_cache_bytes = models::kv_cache_bytes(w.network().decoder, p.prompt_len + p.gen_len, p.batch, p.plan.activations);
+  p.memory.activations_bytes = p.kv_cache_bytes;
+  update_peak(p.memory);
+}
+
+void set_throughput(Prediction& p, const models::NetworkInfo& net) {
+  if (p.decode) {
+    p.step_s = p.decode_step_s;
+    p.throughput = static_cast<double>(p.batch) / p.step_s;  // generated tokens per second
+    p.unit = "tokens/s";
+  } else if (net.family == models::Family::decoder) {
+    p.throughput = static_cast<double>(p.batch * p.seq_len) / p.step_s;
+    p.unit = "tokens/s";
+  } else {
+    p.throughput = static_cast<double>(p.batch) / p.step_s;
+    p.unit = net.sample_unit + "/s";
+  }
+  p.band_low = model_band().low(p.throughput);
+  p.band_high = model_band().high(p.throughput);
+}
+
+}  // namespace
+
+Prediction predict(const catalog::Catalog& cat, const workload::Workload& w, const PredictRequest& request) {
+  w.check_is(request.workload, request.options);
+  const catalog::Gpu& gpu = cat.find(request.gpu);
+  const models::NetworkInfo& net = w.network();
+  const ResolvedRequest resolved = resolve_request(net, request);
+  const PredictRequest& req = resolved.req;
+  Prediction p = plan_of(resolved, net, gpu);
+  // Frameworks' defaults: the published encoder (BERT) implementations use unfused attention; decoder
+  // training stacks (llm-foundry, Megatron) use FlashAttention.
+  const bool flash = option_int(req.options, "flash_attention", net.family == models::Family::decoder ? 1 : 0, 0, 1) == 1;
+  if (resolved.parallel) return predict_beyond_one_server(p, req, w, gpu, flash);
   models::NetworkOptions nopt{p.batch, p.plan.activations, p.seq_len, flash, req.training};
   nopt.lora_rank = p.lora_rank;
   const auto built = w.graph(nopt);
@@ -476,20 +539,7 @@ Prediction predict(const catalog::Catalog& cat, const workload::Workload& w, con
   if (p.recompute != "none") apply_recompute(p, g, net);
   if (workload::pricer_for(req.training ? "train" : "infer", net.family) == workload::Pricer::serving) {  // one rule: workload.hpp
     const std::int64_t gen_len = option_int(req.options, "gen_len", 128, 1, 1 << 20);
-    if (!apply_serving(p, cat, w, req, gen_len)) {
-      // FP32/TF32: the graph's prefill, and a decode graph at the generation's mean context.
-      p.decode = true;
-      p.prompt_len = p.seq_len;
-      p.gen_len = gen_len;
-      p.prefill_s = p.detail.step_s;
-      models::NetworkOptions d{p.batch, p.plan.activations, p.seq_len, flash, false};
-      d.decode_context = p.prompt_len + p.gen_len / 2;
-      p.detail = predict_graph(w.graph(d)->graph, gpu, p.plan, eff);
-      p.decode_step_s = p.detail.step_s;
-      p.kv_cache_bytes = models::kv_cache_bytes(net.decoder, p.prompt_len + p.gen_len, p.batch, p.plan.activations);
-      p.memory.activations_bytes = p.kv_cache_bytes;
-      update_peak(p.memory);
-    }
+    if (!apply_serving(p, cat, w, req, gen_len)) price_decode_as_graph(p, w, gpu, eff, flash, gen_len);
   } else if (req.options.count("gen_len")) {
     throw InputError("option gen_len applies to decoder inference (--mode infer)");
   }
@@ -502,19 +552,7 @@ Prediction predict(const catalog::Catalog& cat, const workload::Workload& w, con
   } else if (p.sharding != "none") {
     throw InputError("option sharding needs --gpus > 1 and training");
   }
-  if (p.decode) {
-    p.step_s = p.decode_step_s;
-    p.throughput = static_cast<double>(p.batch) / p.step_s;  // generated tokens per second
-    p.unit = "tokens/s";
-  } else if (net.family == models::Family::decoder) {
-    p.throughput = static_cast<double>(p.batch * p.seq_len) / p.step_s;
-    p.unit = "tokens/s";
-  } else {
-    p.throughput = static_cast<double>(p.batch) / p.step_s;
-    p.unit = net.sample_unit + "/s";
-  }
-  p.band_low = model_band().low(p.throughput);
-  p.band_high = model_band().high(p.throughput);
+  set_throughput(p, net);
   return p;
 }
 

@@ -105,7 +105,7 @@ void price_linear(const Setup& s, double m, double k, double n, double bits, Ite
 /// the calibration's GEMM ratio when it measured this card.
 double serving_gemm_fraction(const catalog::Catalog& cat, const catalog::Gpu& gpu, const std::string& math, const Calibration* cal) {
   const auto a = achievable(cat, gpu, "gemm-" + math);
-  double f = a ? a->fraction : 0.80;
+  double f = a ? a->fraction : system_facts().bench_gemm_tensor_datacenter;
   if (cal && cal->gpu_id == gpu.id) {
     const Precision p = math == "bf16" ? Precision::bf16 : math == "fp8" ? Precision::amp_fp8 : Precision::fp16;
     if (const auto it = cal->gemm_ratio.find(p); it != cal->gemm_ratio.end()) f *= it->second;
@@ -423,7 +423,7 @@ void place_weights_and_cache(const catalog::Catalog& cat, const catalog::Gpu& gp
     s.gpu_layers = p.gpu_layers;
     s.host_bandwidth = p.host_gbs * 1e9;
     const auto h2d = achievable(cat, gpu, "h2d");
-    s.host_link = (h2d ? h2d->value : pcie_x16_gbs(gpu.pcie_gen) * 0.8) * 1e9;
+    s.host_link = (h2d ? h2d->value : pcie_x16_gbs(gpu.pcie_gen) * system_facts().copy_engine) * 1e9;
     p.notes.push_back(fmt::format(
         "{} of {} blocks on the GPU (ngl {}); the other {:.1f} GB of weights and their KV cache run from system RAM at {:g} GB/s "
         "(host_gbs; 90 is dual-channel DDR5-5600, 89.6 GB/s), crossing the host link at {:.0f} GB/s for batched GEMMs",

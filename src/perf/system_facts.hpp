@@ -25,6 +25,13 @@ struct SystemFacts {
   double nvlink_busbw = 0;         // NCCL busbw over the link rate, large messages
   double pcie_busbw = 0;
   double network_busbw = 0;
+  double copy_engine = 0;          // a copy engine's transfer over the link rate, where no card figure is published
+  // What gpuvs's own microbenchmarks reach on a healthy card, as fractions of the catalog's peaks:
+  // calibration compares a measured card with these, and they stand in where no card has a published figure.
+  double bench_gemm_tensor_datacenter = 0;
+  double bench_gemm_tensor_geforce = 0;
+  double bench_gemm_cuda_cores = 0;
+  double bench_memory = 0;
   int gpus_per_server = 0;         // one NVLink domain
   double host_stream_fraction = 0; // STREAM over the DDR theoretical rate
   double kernel_gap_s = 0;         // idle time between queued kernels

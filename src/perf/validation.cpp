@@ -262,56 +262,57 @@ ValidationReport validate(const catalog::Catalog& cat, const std::vector<Publish
   return validate(cat, rows, held_out, workloads);
 }
 
-ValidationReport validate(const catalog::Catalog& cat, const std::vector<PublishedRow>& rows, const std::set<std::string>& held_out,
-                          workload::Workloads& workloads) {
-  ValidationReport rep;
-  for (const auto& r : rows) {
-    ValidatedRow v;
-    v.row = r;
-    v.status = "unsupported";
-    try {
-      if (r.mode == "micro") {
-        price_micro(cat, r, held_out, v);
-        rep.rows.push_back(std::move(v));
-        continue;
-      }
-      if (r.mode != "train" && !is_serving_mode(r.mode))
-        throw InputError(fmt::format("mode '{}' is not priced (train, prefill, decode, infer and micro are)", strings::printable(r.mode)));
-      const workload::Workload& w = workloads.get(r.workload, parse_option_pairs(r.options));
-      if (workload::pricer_for(r.mode, w.family()) == workload::Pricer::serving) {
-        price_serving(cat, w, r, v);
-        rep.rows.push_back(std::move(v));
-        continue;
-      }
-      std::string why;
-      PredictRequest req;
-      req.options = model_options(r, why);
-      if (!why.empty()) throw InputError(why);
-      req.workload = r.workload;
-      req.gpu = r.gpu;
-      req.gpus = r.n_gpus;
-      req.batch = r.batch;
-      req.precision = parse_precision(r.precision);
-      req.training = r.mode == "train";
-      const Prediction p = predict(cat, w, req);
-      const double scale = r.per == "system" ? r.n_gpus : 1.0;
-      v.predicted = p.throughput * scale;
-      v.band_low = p.band_low * scale;
-      v.band_high = p.band_high * scale;
-      v.predicted_unit = p.unit;
-      v.batch = p.batch;
-      v.batch_chosen = r.batch == 0;
-      if (!r.unit.empty() && r.unit != p.unit) {
-        v.reason = fmt::format("row unit {} differs from the prediction's {}", r.unit, p.unit);
-      } else {
-        v.status = "ok";
-        if (r.value && *r.value > 0) v.ape = std::fabs(v.predicted - *r.value) / *r.value;
-      }
-    } catch (const InputError& e) {
-      v.reason = e.what();
+namespace {
+
+/// One published row priced: by its microbenchmark, the serving model or the graph, whichever the row is.
+ValidatedRow validate_row(const catalog::Catalog& cat, const PublishedRow& r, const std::set<std::string>& held_out, workload::Workloads& workloads) {
+  ValidatedRow v;
+  v.row = r;
+  v.status = "unsupported";
+  try {
+    if (r.mode == "micro") {
+      price_micro(cat, r, held_out, v);
+      return v;
     }
-    rep.rows.push_back(std::move(v));
+    if (r.mode != "train" && !is_serving_mode(r.mode))
+      throw InputError(fmt::format("mode '{}' is not priced (train, prefill, decode, infer and micro are)", strings::printable(r.mode)));
+    const workload::Workload& w = workloads.get(r.workload, parse_option_pairs(r.options));
+    if (workload::pricer_for(r.mode, w.family()) == workload::Pricer::serving) {
+      price_serving(cat, w, r, v);
+      return v;
+    }
+    std::string why;
+    PredictRequest req;
+    req.options = model_options(r, why);
+    if (!why.empty()) throw InputError(why);
+    req.workload = r.workload;
+    req.gpu = r.gpu;
+    req.gpus = r.n_gpus;
+    req.batch = r.batch;
+    req.precision = parse_precision(r.precision);
+    req.training = r.mode == "train";
+    const Prediction p = predict(cat, w, req);
+    const double scale = r.per == "system" ? r.n_gpus : 1.0;
+    v.predicted = p.throughput * scale;
+    v.band_low = p.band_low * scale;
+    v.band_high = p.band_high * scale;
+    v.predicted_unit = p.unit;
+    v.batch = p.batch;
+    v.batch_chosen = r.batch == 0;
+    if (!r.unit.empty() && r.unit != p.unit) {
+      v.reason = fmt::format("row unit {} differs from the prediction's {}", r.unit, p.unit);
+    } else {
+      v.status = "ok";
+      if (r.value && *r.value > 0) v.ape = std::fabs(v.predicted - *r.value) / *r.value;
+    }
+  } catch (const InputError& e) {
+    v.reason = e.what();
   }
+  return v;
+}
+
+/// The errors over every scored row: median and mean, coverage, the band and how many rows it holds.
+void summarize_errors(ValidationReport& rep) {
   std::vector<double> apes, logs, serving_logs;
   std::size_t inside = 0;
   for (const auto& v : rep.rows)
@@ -336,6 +337,10 @@ ValidationReport validate(const catalog::Catalog& cat, const std::vector<Publish
     rep.serving_log_err_p10 = stats::quantile(serving_logs, 0.1);
     rep.serving_log_err_p90 = stats::quantile(serving_logs, 0.9);
   }
+}
+
+/// Cross-GPU ratios, the answer to "how much faster is X than Y".
+void pair_ratios(ValidationReport& rep) {
   // Cross-GPU ratios: rows of one source with the same workload, precision, mode, options and GPU count
   // on different GPUs.
   std::vector<double> ratio_apes;
@@ -360,6 +365,9 @@ ValidationReport validate(const catalog::Catalog& cat, const std::vector<Publish
   const auto rs = stats::summarize(ratio_apes);
   rep.ratio_median_ape = rs.median;
   rep.ratio_mean_ape = rs.mean;
+}
+
+void summarize_sources(ValidationReport& rep) {
   // Per source file.
   std::vector<std::string> files;
   for (const auto& v : rep.rows)
@@ -388,6 +396,17 @@ ValidationReport validate(const catalog::Catalog& cat, const std::vector<Publish
     sum.in_band = fa.empty() ? 0 : static_cast<double>(in) / static_cast<double>(fa.size());
     rep.sources.push_back(sum);
   }
+}
+
+}  // namespace
+
+ValidationReport validate(const catalog::Catalog& cat, const std::vector<PublishedRow>& rows, const std::set<std::string>& held_out,
+                          workload::Workloads& workloads) {
+  ValidationReport rep;
+  for (const auto& r : rows) rep.rows.push_back(validate_row(cat, r, held_out, workloads));
+  summarize_errors(rep);
+  pair_ratios(rep);
+  summarize_sources(rep);
   return rep;
 }
 

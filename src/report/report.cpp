@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "core/units.hpp"
+#include "report/evaluate_record.hpp"
 #include "report/svg.hpp"
 
 namespace gpuvs::report {
@@ -53,6 +54,17 @@ struct ListTooLong {
   std::string key;
   std::size_t size;
 };
+/// A section of the record as the kind expected, else an empty one.
+const json& as_obj(const json& j) {
+  static const json empty = json::object();
+  return j.is_object() ? j : empty;
+}
+const json& as_list(const json& j, const char* key) {
+  static const json empty = json::array();
+  if (!j.is_array()) return empty;
+  if (j.size() > kMostListed) throw ListTooLong{key, j.size()};
+  return j;
+}
 const json& arr(const json& j, const char* key) {
   static const json empty = json::array();
   if (!(j.is_object() && j.contains(key) && j[key].is_array())) return empty;
@@ -113,9 +125,9 @@ std::string features(const json& cpu) {
   return strings::join(names, " ");
 }
 
-std::string section_machine(const json& p) {
+std::string section_machine(const EvaluateRecord& r) {
   std::string s = "<h2>This machine</h2>";
-  const json& d = obj(p, "devices");
+  const json& d = as_obj(r.devices);
   const json& cpu = obj(d, "cpu");
   s += fmt::format("<p>CPU: {} — {} cores, {} threads; memory {:.1f} GiB. ISA: {}.</p>", escape(str(cpu, "model", "?")),
                    whole(dbl(cpu, "cores")), whole(dbl(cpu, "threads")), dbl(cpu, "memory_bytes") / 1073741824.0,
@@ -133,10 +145,10 @@ std::string section_machine(const json& p) {
   return s;
 }
 
-std::string section_bench(const json& p) {
-  if (!has(p, "bench")) return "";
+std::string section_bench(const EvaluateRecord& r) {
+  if (r.bench.is_null()) return "";
   std::string s = "<h2>Measured: benchmarks</h2>";
-  const json& rl = obj(p, "roofline");
+  const json& rl = as_obj(r.roofline);
   if (has(rl, "peak_gflops") && has(rl, "bandwidth_gbs")) {
     const double peak = dbl(rl, "peak_gflops"), bw = dbl(rl, "bandwidth_gbs");
     std::vector<Series> series;
@@ -165,20 +177,20 @@ std::string section_bench(const json& p) {
          "last-level cache, so main-memory bandwidth does not bound them.</p>";
   }
   s += "<table><tr><th>benchmark</th><th>device</th><th>median</th><th>unit</th><th>spread %</th><th>spec</th><th>% of spec</th><th>status / note</th></tr>";
-  for (const auto& r : arr(obj(p, "bench"), "results")) {
-    const bool ok = str(r, "status") == "ok";
+  for (const auto& row : arr(as_obj(r.bench), "results")) {
+    const bool ok = str(row, "status") == "ok";
     s += fmt::format("<tr><td>{}</td><td>{}</td><td class=n>{}</td><td>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class={}>{}</td></tr>",
-                     escape(str(r, "key")), escape(str(r, "device")), ok ? human(dbl(r, "median"), 4) : "N/A", escape(str(r, "unit")),
-                     ok ? fmt_num(100 * dbl(r, "spread"), "{:.1f}") : "N/A", has(r, "spec") ? human(dbl(r, "spec"), 4) : "N/A",
-                     has(r, "pct_of_spec") ? fmt_num(dbl(r, "pct_of_spec"), "{:.1f}") : "N/A", ok ? "muted" : (str(r, "status") == "FAILED" ? "bad" : "muted"),
-                     escape((ok ? "" : str(r, "status") + ": ") + str(r, "note")));
+                     escape(str(row, "key")), escape(str(row, "device")), ok ? human(dbl(row, "median"), 4) : "N/A", escape(str(row, "unit")),
+                     ok ? fmt_num(100 * dbl(row, "spread"), "{:.1f}") : "N/A", has(row, "spec") ? human(dbl(row, "spec"), 4) : "N/A",
+                     has(row, "pct_of_spec") ? fmt_num(dbl(row, "pct_of_spec"), "{:.1f}") : "N/A", ok ? "muted" : (str(row, "status") == "FAILED" ? "bad" : "muted"),
+                     escape((ok ? "" : str(row, "status") + ": ") + str(row, "note")));
   }
   return s + "</table>";
 }
 
-std::string section_training(const json& p) {
-  if (!has(p, "training")) return "";
-  const json& t = p["training"];
+std::string section_training(const EvaluateRecord& r) {
+  if (r.training.is_null()) return "";
+  const json& t = r.training;
   std::string s = "<h2>Measured: training the seed workload</h2>";
   s += fmt::format("<p>{} on {} ({} threads, GEMM {}): <b>{} samples/s</b>, step median {}.</p>", escape(str(t, "workload")),
                    escape(str(t, "device")), whole(dbl(t, "threads")), escape(str(t, "gemm")), units::format_si(dbl(t, "samples_per_s")),
@@ -193,24 +205,24 @@ std::string section_training(const json& p) {
 
 /// "this machine (measured)" beside the predictions: the payload's measured_here entry (evaluate writes it
 /// when the machine trained the predicted workload itself), or null.
-const json* measured_here(const json& p) {
-  return p.contains("measured_here") && p["measured_here"].is_object() ? &p["measured_here"] : nullptr;
+const json* measured_here(const EvaluateRecord& r) {
+  return r.measured_here.is_object() ? &r.measured_here : nullptr;
 }
 
-std::string section_predictions(const json& p) {
-  const json& preds = arr(p, "predictions");
+std::string section_predictions(const EvaluateRecord& r) {
+  const json& preds = as_list(r.predictions, "predictions");
   if (preds.empty()) return "";
-  const json* here = measured_here(p);
+  const json* here = measured_here(r);
   const std::string unit = shortened(str(preds[0], "unit", "samples/s"));
   const std::string what = unit.substr(0, unit.find('/'));
-  std::string s = fmt::format("<h2>Predicted: {} on the catalog GPUs</h2>", escape(str(p, "workload")));
-  s += fmt::format("<p class=\"muted\">{}</p>", escape(str(p, "prediction_note")));
+  std::string s = fmt::format("<h2>Predicted: {} on the catalog GPUs</h2>", escape(r.workload));
+  s += fmt::format("<p class=\"muted\">{}</p>", escape(r.prediction_note));
   if (here)
     s += fmt::format("<p><b>This machine (measured)</b>: {} trains {} at <b>{} {}</b> (batch {}, {}). {}</p>",
                      escape(str(*here, "device")), escape(str(*here, "workload")), escape(units::format_si(dbl(*here, "throughput"))),
                      escape(unit), whole(dbl(*here, "batch")), escape(str(*here, "precision")), escape(str(*here, "verdict")));
-  else if (has(p, "measured_here_note"))
-    s += fmt::format("<p class=\"muted\">{}</p>", escape(str(p, "measured_here_note")));
+  else if (!r.measured_here_note.empty())
+    s += fmt::format("<p class=\"muted\">{}</p>", escape(r.measured_here_note));
   std::vector<Bar> speed, cost, mem;
   // Costs per million units can be tiny for small models: show them per billion then.
   double max_cost = here ? dbl(*here, "usd_per_million") : 0;
@@ -292,10 +304,10 @@ std::string section_predictions(const json& p) {
 
 /// The cluster an MPI run measured (evaluate's or bench's record): its nodes, the collectives' bus bandwidth
 /// against size, the point-to-point pairs with the slowest named, and the network the predictions took from it.
-std::string section_cluster(const json& p) {
-  const json* cp = p.contains("cluster") && p["cluster"].is_object() ? &p["cluster"]
-                   : p.contains("bench") && p["bench"].is_object() && p["bench"].contains("cluster") && p["bench"]["cluster"].is_object()
-                       ? &p["bench"]["cluster"]
+std::string section_cluster(const EvaluateRecord& rec) {
+  const json* cp = rec.cluster.is_object() ? &rec.cluster
+                   : rec.bench.is_object() && rec.bench.contains("cluster") && rec.bench["cluster"].is_object()
+                       ? &rec.bench["cluster"]
                        : nullptr;
   if (!cp) return "";
   const json& c = *cp;
@@ -354,8 +366,8 @@ std::string section_cluster(const json& p) {
   }
   if (c.contains("nccl") && c["nccl"].is_object() && str(c["nccl"], "status") == "waived")
     s += fmt::format("<p>NCCL between GPUs: not measured ({}).</p>", escape(str(c["nccl"], "why")));
-  if (p.contains("network") && p["network"].is_object()) {
-    const json& nw = p["network"];
+  if (rec.network.is_object()) {
+    const json& nw = rec.network;
     s += fmt::format("<p>{}</p>", escape(nw.contains("name") ? "Multi-node predictions priced on " + str(nw, "name") : str(nw, "note")));
   }
   return s;
@@ -363,12 +375,12 @@ std::string section_cluster(const json& p) {
 
 /// LLM serving (decoders): throughput against requests in flight and latency against load, per card, under
 /// in-flight batching (evaluate's "serving" record).
-std::string section_serving(const json& p) {
-  if (!p.contains("serving") || !p["serving"].is_object()) return "";
-  const json& sv = p["serving"];
+std::string section_serving(const EvaluateRecord& r) {
+  if (!r.serving.is_object()) return "";
+  const json& sv = r.serving;
   std::string s = fmt::format("<h2>Serving {}: latency against load</h2><p>In-flight batching, {} weights, {} engine profile, "
                               "requests of {} prompt + {} generated tokens, one GPU per replica.</p>",
-                              escape(str(p, "workload")), escape(str(sv, "format")), escape(str(sv, "engine")),
+                              escape(r.workload), escape(str(sv, "format")), escape(str(sv, "engine")),
                               whole(dbl(sv, "prompt_len")), whole(dbl(sv, "gen_len")));
   // The cards people weigh against each other, then the fastest others, at most eight lines per chart.
   const std::vector<std::string>& pick = catalog::featured().serving_chart;
@@ -417,8 +429,8 @@ std::string section_serving(const json& p) {
   return s + "</table>";
 }
 
-std::string section_calibration(const json& p) {
-  const json& c = obj(p, "calibration");
+std::string section_calibration(const EvaluateRecord& r) {
+  const json& c = as_obj(r.calibration);
   if (c.empty()) return "";
   if (!c.is_object()) return "";
   std::string s = "<h2>Calibration: measured ÷ predicted</h2><table><tr><th>class</th><th>measured</th><th>model</th><th>ratio</th><th>applied</th></tr>";
@@ -431,9 +443,9 @@ std::string section_calibration(const json& p) {
   return s + "</table>";
 }
 
-std::string section_advice(const json& p) {
-  if (!has(p, "advice")) return "";
-  const json& a = p["advice"];
+std::string section_advice(const EvaluateRecord& r) {
+  if (r.advice.is_null()) return "";
+  const json& a = r.advice;
   std::string s = "<h2>Advice</h2>";
   const json& sc = obj(a, "scenario");
   s += fmt::format("<p>{} <b>{}</b> ({}), cost {}.</p>", escape(str(sc, "task")), escape(str(sc, "workload")), escape(str(sc, "precision")),
@@ -480,18 +492,25 @@ std::string guarded(const json& run, F&& render) {
   }
 }
 
+/// The run's payload as the evaluate record; its summary held to the lists' limit like every list.
+EvaluateRecord record_of(const json& run) {
+  EvaluateRecord r = evaluate_record_from(obj(run, "payload"));
+  if (r.summary.size() > kMostListed) throw ListTooLong{"summary", r.summary.size()};
+  return r;
+}
+
 std::string render_html_unguarded(const json& run) {
-  const json& p = obj(run, "payload");
+  const EvaluateRecord r = record_of(run);
   std::string h = "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
   h += fmt::format("{} — run {}</title><style>{}</style></head><body><main>", kHtmlSignature, whole(dbl(run, "id")), kStyle);
-  h += fmt::format("<h1>gpuvs: which accelerator for {}?</h1><p class=\"meta\">run {} · {} · {}</p>", escape(str(p, "workload", "the workload")),
-                   whole(dbl(run, "id")), escape(str(run, "created_utc")), escape(str(p, "gpuvs")));
-  if (!arr(p, "summary").empty()) {
+  h += fmt::format("<h1>gpuvs: which accelerator for {}?</h1><p class=\"meta\">run {} · {} · {}</p>", escape(r.workload.empty() ? "the workload" : r.workload),
+                   whole(dbl(run, "id")), escape(str(run, "created_utc")), escape(r.gpuvs));
+  if (!r.summary.empty()) {
     h += "<ul class=\"summary\">";
-    for (const auto& line : arr(p, "summary")) h += "<li>" + escape(line.is_string() ? line.get<std::string>() : line.dump()) + "</li>";
+    for (const auto& line : r.summary) h += "<li>" + escape(line) + "</li>";
     h += "</ul>";
   }
-  h += section_machine(p) + section_bench(p) + section_training(p) + section_calibration(p) + section_predictions(p) + section_serving(p) + section_cluster(p) + section_advice(p);
+  h += section_machine(r) + section_bench(r) + section_training(r) + section_calibration(r) + section_predictions(r) + section_serving(r) + section_cluster(r) + section_advice(r);
   h += "<p class=\"muted\">Predicted figures come from gpuvs's calibrated per-op model (docs/VALIDATION.md gives its errors); measured figures from this machine.</p>";
   h += fmt::format("</main><script>{}</script></body></html>\n", kScript);
   return h;
@@ -523,31 +542,31 @@ std::string md(std::string_view text) {
 }
 
 std::string render_markdown_unguarded(const json& run) {
-  const json& p = obj(run, "payload");
-  std::string m = fmt::format("# gpuvs report — run {}\n\nRecorded {} · {}\n\n", whole(dbl(run, "id")), md(str(run, "created_utc")), md(str(p, "gpuvs")));
-  for (const auto& line : arr(p, "summary")) m += "- " + md(line.is_string() ? line.get<std::string>() : line.dump()) + "\n";
-  if (has(p, "bench")) {
+  const EvaluateRecord r = record_of(run);
+  std::string m = fmt::format("# gpuvs report — run {}\n\nRecorded {} · {}\n\n", whole(dbl(run, "id")), md(str(run, "created_utc")), md(r.gpuvs));
+  for (const auto& line : r.summary) m += "- " + md(line) + "\n";
+  if (!r.bench.is_null()) {
     m += "\n## Benchmarks\n\n| benchmark | median | unit | % of spec | status |\n|---|---|---|---|---|\n";
-    for (const auto& r : arr(obj(p, "bench"), "results"))
-      m += fmt::format("| {} | {} | {} | {} | {} |\n", md(str(r, "key")), str(r, "status") == "ok" ? human(dbl(r, "median"), 4) : "N/A",
-                       md(str(r, "unit")), has(r, "pct_of_spec") ? fmt_num(dbl(r, "pct_of_spec"), "{:.1f}") : "N/A", md(str(r, "status")));
+    for (const auto& row : arr(as_obj(r.bench), "results"))
+      m += fmt::format("| {} | {} | {} | {} | {} |\n", md(str(row, "key")), str(row, "status") == "ok" ? human(dbl(row, "median"), 4) : "N/A",
+                       md(str(row, "unit")), has(row, "pct_of_spec") ? fmt_num(dbl(row, "pct_of_spec"), "{:.1f}") : "N/A", md(str(row, "status")));
   }
-  if (has(p, "predictions")) {
+  if (!r.predictions.is_null()) {
     m += fmt::format("\n## Predicted: {}\n\n| GPU | throughput | unit | memory GiB | fits | USD per million |\n|---|---|---|---|---|---|\n",
-                     md(str(p, "workload")));
-    if (const json* here = measured_here(p))
+                     md(r.workload));
+    if (const json* here = measured_here(r))
       m += fmt::format("| {} | {} | {} | {:.1f} / {:.1f} | yes | {} |\n", md(str(*here, "label", "this machine (measured)")),
                        units::format_si(dbl(*here, "throughput")), md(str(*here, "unit")), dbl(*here, "peak_gib"), dbl(*here, "capacity_gib"),
                        has(*here, "usd_per_million") ? units::format_usd(dbl(*here, "usd_per_million")) : "N/A");
-    for (const auto& e : arr(p, "predictions"))
+    for (const auto& e : as_list(r.predictions, "predictions"))
       if (e.is_object())
         m += fmt::format("| {} | {} | {} | {:.1f} / {:.1f} | {} | {} |\n", md(str(e, "gpu")), units::format_si(dbl(e, "throughput")), md(str(e, "unit")),
                          dbl(e, "peak_gib"), dbl(e, "capacity_gib"), flag(e, "fits") ? "yes" : "no",
                          has(e, "usd_per_million") ? units::format_usd(dbl(e, "usd_per_million")) : "N/A");
   }
-  if (has(p, "advice")) {
+  if (!r.advice.is_null()) {
     m += "\n## Advice\n\n| rank | GPU | n | strategy | cost USD | reason |\n|---|---|---|---|---|---|\n";
-    for (const auto& o : arr(obj(p, "advice"), "ranked"))
+    for (const auto& o : arr(as_obj(r.advice), "ranked"))
       m += fmt::format("| {} | {} | {} | {} | {} | {} |\n", whole(dbl(o, "rank")), md(str(o, "gpu")), whole(dbl(o, "count")),
                        md(str(o, "strategy")), has(o, "cost_usd") ? units::format_usd(dbl(o, "cost_usd")) : "N/A", md(str(o, "reason")));
   }
