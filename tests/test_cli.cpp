@@ -913,3 +913,29 @@ TEST(Cli, ModelsOfMoreLayersThanAnyRealOneAreRefused) {
   gpuvs::test::write_text(dir / "deep.toml", text);
   expect_usage_error(gpuvs::test::run_gpuvs_within(30, "graph " + (dir / "deep.toml").string()), "10001 layers, more than the 10000");
 }
+
+TEST(Cli, FactsFromAFileChangeThePredictionAndSaySo) {
+  TempDir dir;
+  const auto facts = dir / "facts.toml";
+  gpuvs::test::write_text(facts, "[memory.runtime]\nvalue = 2.5\nunit = \"GiB\"\nsource = \"measured: our framework process\"\n");
+  const auto base = run_gpuvs_json("predict --workload resnet50 --gpu a100-80gb-sxm --json");
+  const auto r = run_gpuvs("predict --workload resnet50 --gpu a100-80gb-sxm --json --facts " + facts.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("facts from " + facts.string() + ": memory.runtime = 2.5 GiB"), std::string::npos) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_NEAR(j["memory"]["runtime_gib"].get<double>(), 2.5, 1e-9);
+  EXPECT_LT(base["memory"]["runtime_gib"].get<double>(), 2.5);
+  // A bad facts file or a missing one: one line naming it, exit 2, nothing priced.
+  gpuvs::test::write_text(dir / "bad.toml", "[memory.runtime]\nvalue = 2.5\nunit = \"GB\"\nsource = \"s\"\n");
+  for (const std::string& cmd : std::vector<std::string>{"predict --workload resnet50 --gpu a100-80gb-sxm", "compare", "advise --workload llama3-8b --task infer",
+                                                         "validate --data " + std::string(GPUVS_SOURCE_DIR) + "/data/validation/micro.csv"}) {
+    const auto bad = run_gpuvs(cmd + " --facts " + (dir / "bad.toml").string());
+    EXPECT_EQ(bad.exit_code, 2) << cmd;
+    EXPECT_NE(bad.err.find("bad.toml:1: [memory.runtime] is in GiB, not 'GB'"), std::string::npos) << cmd << ": " << bad.err;
+    EXPECT_EQ(count_lines(bad.err), 1) << bad.err;
+    EXPECT_TRUE(bad.out.empty()) << cmd;
+  }
+  const auto missing = run_gpuvs("compare --facts " + (dir / "none.toml").string());
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("none.toml"), std::string::npos) << missing.err;
+}

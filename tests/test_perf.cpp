@@ -925,6 +925,31 @@ TEST(SystemFacts, EveryFactIsSourcedWithItsUnitAndBadFilesAreRefusedByLine) {
             0);
 }
 
+TEST(SystemFacts, AUsersFileChangesOnlyTheFactsItHoldsForTheRun) {
+  const SystemFacts& base = builtin_system_facts();
+  std::vector<std::string> changed;
+  const SystemFacts f = parse_system_facts_over("[links.pcie_busbw]\nvalue = 0.6\nunit = \"fraction\"\nsource = \"our nccl-tests\"\n"
+                                                "[server.gpus]\nvalue = 4\nunit = \"GPUs\"\nsource = \"our servers\"\n",
+                                                "mine.toml", base, &changed);
+  EXPECT_DOUBLE_EQ(f.pcie_busbw, 0.6);
+  EXPECT_EQ(f.gpus_per_server, 4);
+  EXPECT_DOUBLE_EQ(f.nvlink_busbw, base.nvlink_busbw);  // the rest kept
+  EXPECT_EQ(f.mig_profiles.size(), base.mig_profiles.size());
+  EXPECT_EQ(changed, (std::vector<std::string>{"links.pcie_busbw = 0.6 fraction", "server.gpus = 4 GPUs"}));
+  EXPECT_EQ(parse_system_facts_over("", "empty.toml", base).gpus_per_server, base.gpus_per_server);
+  test::expect_refused({{"[links.pcie_busbw]\nvalue = 0.6\nunit = \"fraction\"\n", "mine.toml:1: [links.pcie_busbw] needs its source"},
+                        {"[links.pcie_busbw]\nvalue = 60\nunit = \"%\"\nsource = \"s\"\n", "[links.pcie_busbw] is in fraction, not '%'"},
+                        {"[links.pci]\nvalue = 0.6\nunit = \"fraction\"\nsource = \"s\"\n", "mine.toml:1: unknown fact 'links.pci'"},
+                        {"[server.gpus]\nvalue = 0\nunit = \"GPUs\"\nsource = \"s\"\n", "[server.gpus] = 0 is outside (0, 1024]"}},
+                       [&](const std::string& text) { parse_system_facts_over(text, "mine.toml", base); });
+  // Installed, every pricer reads them; the scope's end restores the built-in facts.
+  {
+    const ScopedSystemFacts scope(f);
+    EXPECT_EQ(system_facts().gpus_per_server, 4);
+  }
+  EXPECT_EQ(system_facts().gpus_per_server, base.gpus_per_server);
+}
+
 TEST(Fit, LeaveOneSourceOutRefitsWithoutTheHeldOutFile) {
   // Two small sources: each fold fits on the other only, and the held-out source's rows never enter it.
   const std::string head = "id,gpu,n_gpus,workload,mode,precision,batch_per_gpu,options,value,unit,per,source\n";

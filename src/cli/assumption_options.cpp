@@ -5,6 +5,8 @@
 #include <cmath>
 
 #include "cli/validators.hpp"
+#include "core/files.hpp"
+#include "core/strings.hpp"
 
 namespace gpuvs::cli {
 
@@ -22,6 +24,19 @@ void apply_assumption_options(const AssumptionArgs& a, advise::Assumptions& assu
   assumptions.set_all(a.assume, cat);
   if (!std::isnan(a.utilization)) assumptions.set("utilization", a.utilization, cat);
   if (!std::isnan(a.electricity)) assumptions.set("electricity_usd_per_kwh", a.electricity, cat);
+}
+
+void add_facts_option(CLI::App* sub, std::string& path) {
+  sub->add_option("--facts", path, "A TOML file of the facts in data/system.toml to change for this run (each with value, unit and source)");
+}
+
+std::unique_ptr<perf::ScopedSystemFacts> install_facts(const std::string& path) {
+  if (path.empty()) return nullptr;
+  files::note_input(path);
+  std::vector<std::string> changed;
+  const perf::SystemFacts facts = perf::parse_system_facts_over(files::read_all(path, "--facts"), path, perf::builtin_system_facts(), &changed);
+  fmt::print(stderr, "facts from {}: {}\n", strings::escape_control(path), changed.empty() ? "none changed" : strings::join(changed, "; "));
+  return std::make_unique<perf::ScopedSystemFacts>(facts);
 }
 
 }  // namespace gpuvs::cli

@@ -5,10 +5,12 @@
 #pragma once
 #include <CLI/CLI.hpp>
 #include <limits>
+#include <memory>
 #include <string>
 
 #include "advise/assumptions.hpp"
 #include "catalog/catalog.hpp"
+#include "perf/system_facts.hpp"
 
 namespace gpuvs::cli {
 
@@ -23,5 +25,12 @@ void add_assumption_options(CLI::App* sub, AssumptionArgs& a);
 /// Applies the flags over `assumptions` (already holding the defaults and any scenario file's).
 /// InputError for unknown keys and impossible values.
 void apply_assumption_options(const AssumptionArgs& a, advise::Assumptions& assumptions, const catalog::Catalog& cat);
+
+/// Adds --facts FILE: data/system.toml's facts (runtime memory, link fractions, GPUs per server, default
+/// batches, ...) changed for this run; the file holds only the facts to change, each with value, unit and source.
+void add_facts_option(CLI::App* sub, std::string& path);
+/// Reads --facts (an input: no output of the run may land on it) and installs it for the run, saying on stderr
+/// what it changed; null when no file was named. Call it before anything is priced.
+std::unique_ptr<perf::ScopedSystemFacts> install_facts(const std::string& path);
 
 }  // namespace gpuvs::cli

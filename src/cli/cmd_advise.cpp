@@ -27,6 +27,7 @@ constexpr double kUnset = std::numeric_limits<double>::quiet_NaN();
 
 struct AdviseArgs {
   std::string scenario_file, workload, task, finetune, precision, purchase, gpus;
+  std::string facts;  // --facts FILE
   std::string params;  // a size as decoder-<size> ids take it: 7e9, 13b, 500m
   bool params_given = false;
   double tokens = kUnset, samples = kUnset, hours = kUnset, sla = kUnset, rps = kUnset, budget = kUnset;
@@ -74,6 +75,7 @@ std::string params_note(double requested, const models::SizedDecoder& d) {
 }
 
 int run_advise(const AdviseArgs& a) {
+  const auto facts = install_facts(a.facts);  // first: everything after prices with them
   catalog::Catalog cat = catalog::Catalog::builtin();
   for (const auto& f : a.catalogs) cat.add_file(f);
   advise::Assumptions assumptions = advise::Assumptions::defaults();
@@ -131,6 +133,7 @@ int run_advise(const AdviseArgs& a) {
 Runner add_advise_command(CLI::App& app) {
   auto a = std::make_shared<AdviseArgs>();
   auto* sub = app.add_subcommand("advise", "Rank GPU options for a training, fine-tuning or serving scenario");
+  add_facts_option(sub, a->facts);
   sub->add_option("--scenario", a->scenario_file, "A TOML scenario file (flags override it)");
   sub->add_option("--workload", a->workload, "Workload id or model file");
   sub->add_option("--options", a->options,

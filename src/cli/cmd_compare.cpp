@@ -26,6 +26,7 @@ namespace {
 struct CompareArgs {
   std::vector<std::string> gpus;
   std::string workload = "seed-mlp", precision = "tf32", mode = "train", options;
+  std::string facts;  // --facts FILE
   std::vector<std::string> catalogs;
   std::int64_t batch = 0;
   int gpus_each = 1;  // serving: GPUs per system (tp x replicas)
@@ -154,6 +155,7 @@ int run_compare_serving(const CompareArgs& a, const catalog::Catalog& cat, const
 }
 
 int run_compare(CompareArgs a) {
+  const auto facts = install_facts(a.facts);  // first: everything after prices with them
   catalog::Catalog cat = catalog::Catalog::builtin();
   for (const auto& f : a.catalogs) cat.add_file(f);
   const bool seed_question = a.gpus.empty();
@@ -258,6 +260,7 @@ int run_compare(CompareArgs a) {
 Runner add_compare_command(CLI::App& app) {
   auto a = std::make_shared<CompareArgs>();
   auto* sub = app.add_subcommand("compare", "Compare GPUs side by side on a workload (no GPUs: the seed question, RTX 4090 vs A100 on seed-mlp)");
+  add_facts_option(sub, a->facts);
   sub->add_option("gpus", a->gpus, "Catalog GPU ids or aliases");
   sub->add_option("--workload", a->workload, "Workload id")->capture_default_str();
   sub->add_option("--precision", a->precision, "fp32, tf32, amp-fp16, amp-bf16, amp-fp8, fp16, bf16")->capture_default_str();

@@ -61,6 +61,7 @@ using json = nlohmann::json;
 
 struct EvaluateArgs {
   std::string workload = "seed-mlp", precision = "amp-bf16", report = "gpuvs-report.html", db, scenario, options;
+  std::string facts;  // --facts FILE
   AssumptionArgs costs;
   std::int64_t epochs = 2, rows = 20000;
   int threads = 0;
@@ -438,6 +439,7 @@ void store_and_report(const EvaluateArgs& a, store::Store& db, const std::filesy
 }
 
 int run_evaluate(const EvaluateArgs& a) {
+  const auto facts = install_facts(a.facts);  // first: everything after prices with them
   // Under MPI every rank measures the cluster and trains its shard; rank 0 alone predicts, advises, writes.
   const dist::World& world = dist::world();
   const bool lead = world.rank == 0;
@@ -550,6 +552,7 @@ int run_evaluate(const EvaluateArgs& a) {
 Runner add_evaluate_command(CLI::App& app) {
   auto a = std::make_shared<EvaluateArgs>();
   auto* sub = app.add_subcommand("evaluate", "Measure this machine, predict the catalog GPUs, advise, report and store the run");
+  add_facts_option(sub, a->facts);
   sub->add_option("--workload", a->workload, "Workload to predict and advise on")->capture_default_str();
   sub->add_option("--options", a->options, "The workload's shape: an ONNX file's symbolic dims ('sequence=128'), the gpt workload's");
   sub->add_option("--precision", a->precision, "Precision policy for the predictions")->capture_default_str();

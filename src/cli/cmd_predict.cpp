@@ -5,6 +5,7 @@
 
 #include "catalog/catalog.hpp"
 #include "cli/calibration_file.hpp"
+#include "cli/assumption_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/validators.hpp"
 #include "core/error.hpp"
@@ -21,6 +22,7 @@ namespace {
 
 struct PredictArgs {
   std::string workload = "seed-mlp", gpu, precision = "amp-bf16", mode = "train", options, calibration;
+  std::string facts;  // --facts FILE
   std::vector<std::string> catalogs;
   int gpus = 1;
   std::int64_t batch = 0;
@@ -239,6 +241,7 @@ void print_prediction(const perf::Prediction& p, const std::string& mode, const 
 }
 
 int run_predict(const PredictArgs& a) {
+  const auto facts = install_facts(a.facts);  // first: everything after prices with them
   catalog::Catalog cat = catalog::Catalog::builtin();
   for (const auto& f : a.catalogs) cat.add_file(f);
   if (a.mode != "train" && !perf::is_serving_mode(a.mode))
@@ -268,6 +271,7 @@ int run_predict(const PredictArgs& a) {
 Runner add_predict_command(CLI::App& app) {
   auto a = std::make_shared<PredictArgs>();
   auto* sub = app.add_subcommand("predict", "Predict a workload's throughput and memory on a catalog GPU");
+  add_facts_option(sub, a->facts);
   sub->add_option("--workload", a->workload, "Workload id (gpuvs graph lists the graphs)")->capture_default_str();
   sub->add_option("--gpu", a->gpu, "Catalog GPU id or alias")->required();
   sub->add_option("--gpus", a->gpus, "GPUs (data parallel)")->capture_default_str()->check(whole_in(1, 1 << 20));

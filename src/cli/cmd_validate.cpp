@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "catalog/catalog.hpp"
+#include "cli/assumption_options.hpp"
 #include "cli/commands.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
@@ -25,6 +26,7 @@ namespace {
 struct ValidateArgs {
   std::vector<std::string> data;
   std::string write_band, fit, constants;
+  std::string facts;  // --facts FILE
   std::vector<std::string> catalogs;
   bool json = false, held_out = false, force = false;
 };
@@ -150,6 +152,7 @@ void print_totals(const perf::ValidationReport& rep, std::size_t scored) {
 }
 
 int run_validate(const ValidateArgs& a) {
+  const auto facts = install_facts(a.facts);  // first: everything after prices with them
   catalog::Catalog cat = catalog::Catalog::builtin();
   for (const auto& f : a.catalogs) cat.add_file(f);
   const std::vector<std::string> paths = data_paths(a.data);
@@ -201,6 +204,7 @@ int run_validate(const ValidateArgs& a) {
 Runner add_validate_command(CLI::App& app) {
   auto a = std::make_shared<ValidateArgs>();
   auto* sub = app.add_subcommand("validate", "Compare predictions with published measurements (CSV)");
+  add_facts_option(sub, a->facts);
   sub->add_option("--data", a->data, "CSV files in the format of data/validation/*.csv, or folders of them (repeatable)")->required();
   sub->add_option("--catalog", a->catalogs, "Add devices from a TOML file (repeatable)");
   sub->add_flag("--json", a->json, "JSON: rows, per-source summaries (schema 2)");

@@ -98,17 +98,22 @@ std::vector<MigProfile> parse_mig_profiles(const toml::node& v, const std::strin
 
 }  // namespace
 
-SystemFacts parse_system_facts(const std::string& text, const std::string& where) {
+namespace {
+
+/// The whole file (`base` null: every fact required) or an override of `base` (only the facts it holds change).
+SystemFacts parse_facts(const std::string& text, const std::string& where, const SystemFacts* base, std::vector<std::string>* changed) {
   const toml::table t = parse_toml(text, where);
   const auto& specs = fact_specs();
   std::set<std::string> sections;
   for (const auto& s : specs) sections.insert(s.section);
-  SystemFacts out;
+  SystemFacts out = base ? *base : SystemFacts{};
+  bool mig_given = false;
   for (const auto& [k, v] : t) {
     const std::string section(k.str());
     const int line = static_cast<int>(v.source().begin.line);
     if (section == "mig_profile") {
       out.mig_profiles = parse_mig_profiles(v, where);
+      mig_given = true;
       continue;
     }
     if (!sections.count(section))
@@ -125,9 +130,11 @@ SystemFacts parse_system_facts(const std::string& text, const std::string& where
     }
   }
   if (out.mig_profiles.empty()) throw InputError(fmt::format("{}: no [[mig_profile]] entries", where));
+  if (mig_given && changed) changed->push_back(fmt::format("{} MIG profiles", out.mig_profiles.size()));
   for (const auto& s : specs) {
     const std::string key = s.section + "." + s.name;
     const toml::node* node = t[s.section][s.name].node();
+    if (!node && base) continue;
     if (!node) throw InputError(fmt::format("{}: no [{}] (value, unit and source)", where, key));
     const int line = static_cast<int>(node->source().begin.line);
     const auto* fact = node->as_table();
@@ -146,13 +153,29 @@ SystemFacts parse_system_facts(const std::string& text, const std::string& where
       throw InputError(fmt::format("{}:{}: [{}] = {} is outside {}0, {}]{}", where, line, key, *value, s.zero_ok ? "[" : "(", s.hi,
                                    s.whole ? " or not whole" : ""));
     s.set(out, *value);
+    if (changed) changed->push_back(fmt::format("{} = {:g} {}", key, *value, s.unit));
   }
   return out;
 }
 
-const SystemFacts& system_facts() {
+const SystemFacts* g_installed = nullptr;
+
+}  // namespace
+
+SystemFacts parse_system_facts(const std::string& text, const std::string& where) { return parse_facts(text, where, nullptr, nullptr); }
+
+SystemFacts parse_system_facts_over(const std::string& text, const std::string& where, const SystemFacts& base, std::vector<std::string>* changed) {
+  return parse_facts(text, where, &base, changed);
+}
+
+ScopedSystemFacts::ScopedSystemFacts(const SystemFacts& f) : previous_(g_installed), mine_(f) { g_installed = &mine_; }
+ScopedSystemFacts::~ScopedSystemFacts() { g_installed = previous_; }
+
+const SystemFacts& builtin_system_facts() {
   static const SystemFacts f = parse_system_facts(embedded::kSystemFacts, "built-in data/system.toml");
   return f;
 }
+
+const SystemFacts& system_facts() { return g_installed ? *g_installed : builtin_system_facts(); }
 
 }  // namespace gpuvs::perf

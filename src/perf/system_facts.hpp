@@ -46,11 +46,31 @@ struct SystemFacts {
   std::int64_t batch_for(models::Family f) const { return default_batch[static_cast<int>(f)]; }
 };
 
-/// The compiled-in data/system.toml.
+/// The facts every pricer reads: the compiled-in data/system.toml, or what a ScopedSystemFacts installed.
 const SystemFacts& system_facts();
+const SystemFacts& builtin_system_facts();
+
+/// Installs `f` as the facts every pricer reads, for the scope's life. Process-wide, not per thread: the CLI's
+/// --facts installs it once, before any work starts or any thread is made.
+class ScopedSystemFacts {
+ public:
+  explicit ScopedSystemFacts(const SystemFacts& f);
+  ~ScopedSystemFacts();
+  ScopedSystemFacts(const ScopedSystemFacts&) = delete;
+  ScopedSystemFacts& operator=(const ScopedSystemFacts&) = delete;
+
+ private:
+  const SystemFacts* previous_;
+  SystemFacts mine_;
+};
 /// Parses a system-facts file; InputError "WHERE:LINE: ..." for a missing or unknown fact, a unit other
 /// than the expected one, a value out of its range, or a fact without a source; MIG profiles must be
 /// whole slices (1-7 compute, 1-8 memory eighths), sourced, listed once each, in ascending order.
 SystemFacts parse_system_facts(const std::string& text, const std::string& where);
+/// A user's changes over `base`: the same form as data/system.toml, holding only the facts to change (each with
+/// its value, unit and source, checked as in the full file) and, optionally, [[mig_profile]] entries that replace
+/// the list. `changed`, when given, receives one "section.name = value unit" line per fact the file sets.
+SystemFacts parse_system_facts_over(const std::string& text, const std::string& where, const SystemFacts& base,
+                                    std::vector<std::string>* changed = nullptr);
 
 }  // namespace gpuvs::perf
