@@ -2,7 +2,8 @@
 // CUDA kernels have, dropout at two rates, a layer without bias, depth, two classes, logits without a
 // softmax layer, and the seed model itself. Every backend's tests run the same list (as ggml's
 // test-backend-ops lists its cases once): gradients against finite differences on the CPU
-// (test_gradients), node by node against the CPU oracle on a GPU at several batch shapes (test_cuda_engine).
+// (test_gradients), node by node against the CPU oracle on a GPU at several batch shapes (test_cuda_engine),
+// and in perf mode, one step timed on every backend (bench/bench_model_cases).
 #pragma once
 #include <string>
 #include <vector>
