@@ -24,15 +24,15 @@ EfficiencyParams efficiency_for(const catalog::Gpu& gpu, const PrecisionPlan& pl
   const SystemFacts& facts = system_facts();
   p.bench_mem_ref = facts.bench_memory;
   p.bench_gemm_ref = !plan.tensor_cores ? facts.bench_gemm_cuda_cores : gddr ? facts.bench_gemm_tensor_geforce : facts.bench_gemm_tensor_datacenter;
+  // Fused attention and CUDA-core math are not fitted: their fractions are data/system.toml's [kernels.*].
   if (plan.tensor_cores) {
     p.gemm_max = fitted.gemm;
     p.conv_max = fitted.conv;
-    p.attention_max = gddr ? 0.55 : 0.50;
+    p.attention_max = gddr ? facts.attention_geforce : facts.attention_datacenter;
   } else {
-    // CUDA-core SGEMM: no tensor-core pipeline to fill; cuBLAS/cuDNN reach ~80% of FP32 peak.
-    p.gemm_max = 0.80;
-    p.conv_max = 0.70;
-    p.attention_max = 0.50;
+    p.gemm_max = facts.cuda_core_gemm;
+    p.conv_max = facts.cuda_core_conv;
+    p.attention_max = facts.cuda_core_attention;
   }
   return p;
 }

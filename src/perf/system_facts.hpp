@@ -32,6 +32,12 @@ struct SystemFacts {
   double bench_gemm_tensor_geforce = 0;
   double bench_gemm_cuda_cores = 0;
   double bench_memory = 0;
+  // What training kernels reach that the fit leaves alone, as fractions of the matrix peak they run on.
+  double attention_datacenter = 0;  // fused attention on tensor cores (softmax between two GEMMs)
+  double attention_geforce = 0;
+  double cuda_core_gemm = 0;        // FP32 math on CUDA cores: no tensor-core pipeline to fill
+  double cuda_core_conv = 0;
+  double cuda_core_attention = 0;
   int gpus_per_server = 0;         // one NVLink domain
   double host_stream_fraction = 0; // STREAM over the DDR theoretical rate
   double kernel_gap_s = 0;         // idle time between queued kernels
