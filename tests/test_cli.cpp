@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
+#include <filesystem>
+#include <set>
 #include <sstream>
 
 #include "store/store.hpp"
@@ -939,3 +941,131 @@ TEST(Cli, FactsFromAFileChangeThePredictionAndSaySo) {
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("none.toml"), std::string::npos) << missing.err;
 }
+
+// Issue 33 item 1: "how fast is the seed model on an RTX 4090?" got 175.7 k (compare, batch 32, tf32), 658.7 k
+// (compare with GPUs, batch 128, tf32) and 696.0 k (predict, amp-bf16). Every command now resolves a request with
+// the same defaults and says what it assumed; the same question gets the same figure everywhere.
+TEST(Cli, OneQuestionGetsOneAnswerFromEveryCommand) {
+  const auto value = [](const nlohmann::json& t) { return t.is_object() ? t["value"].get<double>() : t.get<double>(); };
+  // The seed question.
+  const auto p = run_gpuvs_json("predict --gpu rtx-4090 --json");
+  const double seed = value(p["throughput"]);
+  EXPECT_EQ(p["batch"], 128);
+  EXPECT_EQ(p["precision"], "amp-bf16");
+  ASSERT_EQ(p["assumed"].size(), 2u) << p["assumed"];
+  EXPECT_NE(p["assumed"][0].get<std::string>().find("batch 128"), std::string::npos);
+  for (const std::string args : {"compare --json", "compare rtx-4090 a100-80gb-sxm --json"}) {
+    const auto c = run_gpuvs_json(args);
+    EXPECT_EQ(c["gpus"][0]["gpu"], "rtx-4090") << args;
+    EXPECT_DOUBLE_EQ(value(c["gpus"][0]["throughput"]), seed) << args;
+    EXPECT_EQ(c["batch"], 128) << args;
+    EXPECT_EQ(c["precision"], "amp-bf16") << args;
+  }
+  const auto adv = run_gpuvs_json("advise --workload seed-mlp --samples 1e9 --gpus rtx-4090 --json");
+  ASSERT_FALSE(adv["ranked"].empty());
+  EXPECT_EQ(adv["ranked"][0]["count"], 1);
+  EXPECT_DOUBLE_EQ(adv["ranked"][0]["throughput"].get<double>(), seed);
+  // A card without BF16 gets the default rule's fp16, not an error the user never asked for.
+  const auto v100 = run_gpuvs_json("predict --gpu v100-sxm2-16gb --json");
+  EXPECT_EQ(v100["precision"], "amp-fp16");
+  // The Llama question, and evaluate's table for both (one run, the Llama workload's predictions).
+  const auto lp = run_gpuvs_json("predict --workload llama3-8b --gpu h100-sxm --json");
+  const double llama = value(lp["throughput"]);
+  EXPECT_EQ(lp["assumed"].size(), 3u) << lp["assumed"];  // batch, precision and the sequence length
+  const auto lc = run_gpuvs_json("compare h100-sxm a100-80gb-sxm --workload llama3-8b --json");
+  EXPECT_DOUBLE_EQ(value(lc["gpus"][0]["throughput"]), llama);
+  TempDir dir;
+  const std::string db = (dir / "h.db").string();
+  const auto ev = run_gpuvs("evaluate --workload llama3-8b --rows 2000 --epochs 1 --threads 1 --no-report --db " + db);
+  ASSERT_EQ(ev.exit_code, 0) << ev.err;
+  const auto run = run_gpuvs_json("report -o json --db " + db);
+  bool seen = false;
+  for (const auto& e : run["payload"]["predictions"])
+    if (e["gpu"] == "h100-sxm") {
+      seen = true;
+      EXPECT_DOUBLE_EQ(e["throughput"].get<double>(), llama);
+      EXPECT_EQ(e["precision"], "amp-bf16");
+    }
+  EXPECT_TRUE(seen);
+  // Serving: predict and compare price the same request.
+  const auto sp = run_gpuvs_json("predict --workload llama3-8b --gpu h100-sxm --mode decode --json");
+  const auto sc = run_gpuvs_json("compare h100-sxm a100-80gb-sxm --workload llama3-8b --mode decode --json");
+  ASSERT_TRUE(sp.contains("throughput")) << sp.dump();
+  EXPECT_NEAR(value(sp["throughput"]), value(sc["gpus"][0]["throughput"]), 1e-9 * value(sp["throughput"])) << sc.dump();
+}
+
+// Issue 33 item 8: the names users type. A device name as nvidia-smi prints it, PyTorch's dtype names, and a
+// mistyped command named with the nearest ones.
+TEST(Cli, TheNamesUsersTypeAreRead) {
+  const auto byid = run_gpuvs_json("predict --gpu rtx-4090 --json");
+  const auto r = run_gpuvs("predict --gpu 'NVIDIA GeForce RTX 4090' --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("read 'NVIDIA GeForce RTX 4090' as rtx-4090"), std::string::npos) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["throughput"], byid["throughput"]);
+  const auto c = run_gpuvs("compare 'NVIDIA H100 80GB HBM3' 'NVIDIA A100-SXM4-80GB' --json");
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_EQ(nlohmann::json::parse(c.out)["gpus"][1]["gpu"], "a100-80gb-sxm");
+  const auto a = run_gpuvs("advise --workload seed-mlp --gpus 'NVIDIA GeForce RTX 4090' --json");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(nlohmann::json::parse(a.out)["ranked"][0]["gpu"], "rtx-4090");
+  expect_usage_error(run_gpuvs("predict --gpu 'NVIDIA A100'"), "'NVIDIA A100' could be a100-40gb-sxm, a100-80gb-sxm: name one");  // nvidia-smi names PCIe cards so
+  // PyTorch's dtype names for the same precisions.
+  EXPECT_EQ(run_gpuvs_json("predict --gpu rtx-4090 --precision bfloat16 --json")["precision"], "bf16");
+  EXPECT_EQ(run_gpuvs_json("predict --gpu rtx-4090 --precision half --json")["precision"], "fp16");
+  EXPECT_EQ(run_gpuvs_json("predict --gpu rtx-4090 --precision float32 --json")["precision"], "fp32");
+  // "did you mean".
+  const auto typo = run_gpuvs("comapre rtx-4090 a100-80gb-sxm");
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_NE(typo.err.find("'comapre' is not a gpuvs command; did you mean compare"), std::string::npos) << typo.err;
+  EXPECT_EQ(count_lines(typo.err), 1);
+}
+
+// Issue 33 item 7: the README's code fences balance (the command list rendered as prose and the options as code),
+// every file its commands read is shipped or made by a command before it, and the commands that answer at once
+// run as written from the source folder and exit 0. Those that measure this machine, write files or need a
+// history, MPI or a GPU (evaluate, bench, train, history, diff, report, validate, mpirun) have tests of their own.
+TEST(Readme, FencesBalanceAndItsCommandsRunAsWritten) {
+  const std::filesystem::path src = GPUVS_SOURCE_DIR;
+  std::istringstream in(gpuvs::test::slurp(src / "README.md"));
+  int fences = 0;
+  bool in_sh = false;
+  std::vector<std::string> commands;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("```", 0) == 0) {
+      ++fences;
+      in_sh = !in_sh && line == "```sh";
+      if (fences % 2 == 0) in_sh = false;
+      continue;
+    }
+    if (in_sh && line.rfind("gpuvs ", 0) == 0) commands.push_back(line.substr(6));
+  }
+  EXPECT_EQ(fences % 2, 0) << "unbalanced code fences";
+  ASSERT_GT(commands.size(), 40u);
+  std::set<std::string> made;  // files a README command writes, which later ones may read
+  const std::set<std::string> writes = {"--html", "--report", "--save", "--checkpoint", "--logdir", "--fit", "--write-band"};
+  const std::set<std::string> runs_here = {"predict", "compare", "graph", "catalog", "advise", "workloads", "--version"};
+  int ran = 0;
+  for (const auto& c : commands) {
+    std::istringstream words(c.substr(0, c.find("  #")));
+    std::vector<std::string> w;
+    for (std::string x; words >> x;) w.push_back(x);
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      const bool output = i > 0 && writes.count(w[i - 1]);
+      const std::string& x = w[i];
+      const bool file = x.find('/') != std::string::npos || x.ends_with(".toml") || x.ends_with(".keras") || x.ends_with(".onnx") ||
+                        x.ends_with(".gz") || (x.ends_with(".json") && x.find('=') == std::string::npos);
+      if (output) {
+        made.insert(x);
+      } else if (file && x.find('\'') == std::string::npos) {
+        EXPECT_TRUE(std::filesystem::exists(src / x) || made.count(x)) << "gpuvs " << c << ": " << x << " is not shipped";
+      }
+    }
+    const bool quick = runs_here.count(w.at(0)) && c.find("--measured-run") == std::string::npos && c.find("--calibration") == std::string::npos;
+    if (!quick) continue;
+    const auto r = gpuvs::test::run_gpuvs_with("cd '" + src.string() + "' && ", c);
+    EXPECT_EQ(r.exit_code, 0) << "gpuvs " << c << "\n" << r.err.substr(0, 500);
+    ++ran;
+  }
+  EXPECT_GT(ran, 30);
+}
+

@@ -84,6 +84,25 @@ TEST(Nvidia, CatalogMatchByNameSmsAndMemory) {
   EXPECT_EQ(match("NVIDIA GeForce GTX 1080", 20, 8.0), "");
 }
 
+// The names users type (issue 33): what nvidia-smi and torch.cuda.get_device_name() print, with no SM count
+// or memory reading to go on.
+TEST(Nvidia, TypedDeviceNamesNameTheirCatalogCard) {
+  const catalog::Catalog cat = catalog::Catalog::builtin();
+  EXPECT_EQ(hw::match_catalog_name("NVIDIA GeForce RTX 4090", cat), "rtx-4090");
+  EXPECT_EQ(hw::match_catalog_name("NVIDIA H100 80GB HBM3", cat), "h100-sxm");
+  EXPECT_EQ(hw::match_catalog_name("NVIDIA H100 PCIe", cat), "h100-pcie");
+  EXPECT_EQ(hw::match_catalog_name("NVIDIA A100-SXM4-40GB", cat), "a100-40gb-sxm");
+  EXPECT_EQ(hw::match_catalog_name("NVIDIA A100 80GB PCIe", cat), "a100-80gb-pcie");
+  EXPECT_EQ(hw::match_catalog_name("Tesla V100-SXM2-16GB", cat), "v100-sxm2-16gb");
+  EXPECT_EQ(hw::match_catalog_name("NVIDIA RTX 6000 Ada Generation", cat), "rtx-6000-ada");
+  EXPECT_EQ(hw::match_catalog_name("NVIDIA RTX A6000", cat), "rtx-a6000");
+  EXPECT_EQ(hw::match_catalog_name("NVIDIA A10", cat), "a10");  // a word, not the start of "a100"
+  EXPECT_EQ(hw::match_catalog_name("NVIDIA A100", cat), "");   // two SXM A100s fit equally: not guessed
+  EXPECT_EQ(hw::catalog_names_matching("NVIDIA A100", cat), (std::vector<std::string>{"a100-40gb-sxm", "a100-80gb-sxm"}));
+  EXPECT_EQ(hw::match_catalog_name("NVIDIA GeForce GTX 1080", cat), "");
+  EXPECT_EQ(hw::match_catalog_name("", cat), "");
+}
+
 TEST(Hw, ThrottleReasonsAreNamed) {
   EXPECT_TRUE(hw::throttle_reasons(0).empty());
   EXPECT_EQ(hw::throttle_reasons(0x4), std::vector<std::string>{"sw_power_cap"});

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/strings.hpp"
 #include "core/units.hpp"
 
 namespace gpuvs::advise {
@@ -75,6 +76,7 @@ nlohmann::json advice_json(const Advice& a) {
           {"ruled_out", out},
           {"options", all},
           {"assumptions", assumptions},
+          {"assumed", a.assumed},
           {"notes", a.notes}};
 }
 
@@ -84,6 +86,7 @@ std::string advice_text(const Advice& a, std::size_t limit) {
   t += fmt::format("{}{} {} ({}{}){}\n", s.name.empty() ? "" : s.name + ": ", s.task, s.workload,
                    s.task == "finetune" ? s.finetune + ", " : "", s.precision,
                    s.work > 0 ? fmt::format(", {:.3g} {}", s.work, a.work_unit) : "");
+  if (!a.assumed.empty()) t += "assumed: " + strings::join(a.assumed, "; ") + "\n";
   const bool serving = s.task == "infer";
   t += fmt::format("{:>4}  {:<16} {:>3}  {:<16} {:>6} {:>9} {:>12} {:>12}  {}\n", "rank", "gpu", "n", "strategy", "batch",
                    serving ? "p99 ms" : "hours", serving ? "capacity/s" : "mem GiB/GPU", fmt::format("cost"), "reason");

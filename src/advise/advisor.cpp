@@ -808,6 +808,9 @@ Advice advise(const catalog::Catalog& cat, const workload::Workload& resolved, c
   const bool serving = s.task == "infer";
   adv.work_unit = serving ? "requests/s" : net.family == models::Family::decoder ? "tokens" : net.family == models::Family::cnn || net.family == models::Family::unet ? "images" : "samples";
   adv.cost_what = serving ? "per month" : s.work > 0 ? "to finish the job" : "per million " + adv.work_unit;
+  // A length the scenario leaves to the model rules options out as surely as one the user chose: say it.
+  if (!serving && s.seq_len == 0 && net.default_seq_len > 0)
+    adv.assumed.push_back(fmt::format("sequence {} tokens (the model's default; --seq-len changes it)", net.default_seq_len));
   std::vector<const catalog::Gpu*> gpus;
   if (s.gpus.empty())
     for (const auto& g : cat.gpus()) gpus.push_back(&g);

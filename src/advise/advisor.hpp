@@ -93,6 +93,7 @@ struct Advice {
   std::vector<Option> ruled_out;  // the nearest attempt per GPU that has no feasible option, with why
   std::vector<Option> options;    // every feasible option (GPU x count x strategy), best first
   std::vector<Assumption> assumptions;
+  std::vector<std::string> assumed;  // what the scenario left to gpuvs and what it took (the sequence length, ...)
   std::vector<std::string> notes;
 };
 

@@ -26,6 +26,13 @@ void apply_assumption_options(const AssumptionArgs& a, advise::Assumptions& assu
   if (!std::isnan(a.electricity)) assumptions.set("electricity_usd_per_kwh", a.electricity, cat);
 }
 
+std::optional<perf::Precision> named_precision(const std::string& flag) {
+  if (flag.empty()) return std::nullopt;
+  return perf::parse_precision(flag);
+}
+
+std::string precision_help(const std::string& what) { return fmt::format("{} (default: {})", what, perf::kDefaultPrecisionRule); }
+
 void add_facts_option(CLI::App* sub, std::string& path) {
   sub->add_option("--facts", path, "A TOML file of the facts in data/system.toml to change for this run (each with value, unit and source)");
 }

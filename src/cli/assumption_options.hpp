@@ -10,6 +10,7 @@
 
 #include "advise/assumptions.hpp"
 #include "catalog/catalog.hpp"
+#include "perf/precision.hpp"
 #include "perf/system_facts.hpp"
 
 namespace gpuvs::cli {
@@ -25,6 +26,12 @@ void add_assumption_options(CLI::App* sub, AssumptionArgs& a);
 /// Applies the flags over `assumptions` (already holding the defaults and any scenario file's).
 /// InputError for unknown keys and impossible values.
 void apply_assumption_options(const AssumptionArgs& a, advise::Assumptions& assumptions, const catalog::Catalog& cat);
+
+/// A --precision flag's value: none ("") leaves the precision to the rule every command shares
+/// (perf::default_precision: amp-bf16, amp-fp16 on a card without BF16); a name is parsed (InputError if unknown).
+std::optional<perf::Precision> named_precision(const std::string& flag);
+/// The --precision flag's help, with that default.
+std::string precision_help(const std::string& what);
 
 /// Adds --facts FILE: data/system.toml's facts (runtime memory, link fractions, GPUs per server, default
 /// batches, ...) changed for this run; the file holds only the facts to change, each with value, unit and source.

@@ -12,6 +12,7 @@
 #include "advise/advisor.hpp"
 #include "cli/assumption_options.hpp"
 #include "cli/commands.hpp"
+#include "cli/gpu_names.hpp"
 #include "cli/validators.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
@@ -112,7 +113,7 @@ int run_advise(const AdviseArgs& a) {
     s.gpus.clear();
     std::stringstream ss(a.gpus);
     for (std::string g; std::getline(ss, g, ',');)
-      if (!g.empty()) s.gpus.push_back(g);
+      if (!g.empty()) s.gpus.push_back(gpu_id(cat, g));  // ids, aliases, or the names nvidia-smi prints
   }
   if (a.top == 0) throw InputError("--top must be at least 1");
   apply_assumption_options(a.costs, assumptions, cat);

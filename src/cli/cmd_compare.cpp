@@ -10,6 +10,7 @@
 #include "catalog/featured.hpp"
 #include "cli/assumption_options.hpp"
 #include "cli/commands.hpp"
+#include "cli/gpu_names.hpp"
 #include "cli/validators.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
@@ -25,7 +26,7 @@ namespace {
 
 struct CompareArgs {
   std::vector<std::string> gpus;
-  std::string workload = "seed-mlp", precision = "tf32", mode = "train", options;
+  std::string workload = "seed-mlp", precision, mode = "train", options;  // precision "": the default rule
   std::string facts;  // --facts FILE
   std::vector<std::string> catalogs;
   std::int64_t batch = 0;
@@ -154,6 +155,29 @@ int run_compare_serving(const CompareArgs& a, const catalog::Catalog& cat, const
   return 0;
 }
 
+/// The precision as named, or the one every card ran under the default rule, or the rule when they differ.
+std::string precision_said(const perf::Comparison& c) {
+  if (c.precision) return std::string(perf::precision_name(*c.precision));
+  const auto first = c.entries.front().single.plan.precision;
+  for (const auto& e : c.entries)
+    if (e.single.plan.precision != first) return perf::kDefaultPrecisionRule;
+  return std::string(perf::precision_name(first));
+}
+
+/// What the request left to gpuvs, said as every command says it (perf::assumed), the precision by the rule
+/// when the cards ran different ones.
+std::vector<std::string> assumed(const CompareArgs& a, const perf::Comparison& c, const workload::Workload& w) {
+  perf::PredictRequest req;
+  req.batch = a.batch;
+  req.precision = c.precision;
+  req.options = perf::parse_options(a.options, w);
+  std::vector<std::string> out = perf::assumed(req, c.entries.front().single);
+  if (!c.precision && precision_said(c) == perf::kDefaultPrecisionRule)
+    for (auto& line : out)
+      if (line.rfind("precision ", 0) == 0) line = fmt::format("precision by card (the default rule: {})", perf::kDefaultPrecisionRule);
+  return out;
+}
+
 int run_compare(CompareArgs a) {
   const auto facts = install_facts(a.facts);  // first: everything after prices with them
   catalog::Catalog cat = catalog::Catalog::builtin();
@@ -161,18 +185,17 @@ int run_compare(CompareArgs a) {
   const bool seed_question = a.gpus.empty();
   if (seed_question) {
     a.gpus = catalog::featured().seed_question;
-    if (a.batch == 0 && a.workload == "seed-mlp") a.batch = 32;  // Keras's default batch size
   }
   if (a.mode != "train" && !perf::is_serving_mode(a.mode))
     throw InputError(fmt::format("--mode '{}' is not a mode (expected train, infer, prefill or decode)", strings::printable(a.mode)));
   if (a.gpus_each < 1 || a.gpus_each > 64) throw InputError(fmt::format("--gpus-each must be in [1, 64], got {}", a.gpus_each));
-  for (const auto& id : a.gpus) cat.find(id);  // an unknown card is named before the workload is read
+  a.gpus = gpu_ids(cat, a.gpus);  // an unknown card is named before the workload is read; nvidia-smi names read too
   advise::Assumptions costs = advise::Assumptions::defaults();
   apply_assumption_options(a.costs, costs, cat);
   const workload::Workload w(a.workload, perf::parse_option_pairs(a.options));
   if (workload::pricer_for(a.mode, w.family()) == workload::Pricer::serving) return run_compare_serving(a, cat, w, costs);
   if (a.gpus_each != 1) throw InputError("--gpus-each applies to LLM serving (tensor-parallel replicas)");
-  const perf::Comparison c = perf::compare(cat, a.gpus, w, perf::parse_precision(a.precision), a.batch, a.mode == "train",
+  const perf::Comparison c = perf::compare(cat, a.gpus, w, named_precision(a.precision), a.batch, a.mode == "train",
                                            costs.hour_prices(), perf::parse_options(a.options, w));
   const std::string unit = c.entries.front().single.unit;
   const std::string per_million = unit == "tokens/s" ? "tokens" : unit.substr(0, unit.size() - 2);
@@ -191,13 +214,14 @@ int run_compare(CompareArgs a) {
                                  {"capacity_gib", e.single.memory.capacity_bytes / units::kGiB},
                                  {"fits", e.single.memory.fits}, {"max_batch", e.max_batch},
                                  {"max_batch_is_lower_bound", e.max_batch_capped}}},
+                     {"precision", perf::precision_name(e.single.plan.precision)}, {"batch", e.single.batch},
                      {"precisions", e.precisions}, {"scaling_efficiency", s}, {"link_2gpu", e.link_2gpu},
                      {"ecc", e.gpu->ecc}, {"mig_max", e.gpu->mig_max}});
     }
     nlohmann::json claims = nlohmann::json::array();
     for (const auto& cl : c.claims) claims.push_back({{"claim", cl.claim}, {"verdict", cl.verdict}, {"evidence", cl.evidence}});
     fmt::print("{}\n", nlohmann::json{{"schema_version", 1}, {"workload", c.workload}, {"batch", c.batch},
-                                      {"precision", perf::precision_name(c.precision)}, {"mode", a.mode},
+                                      {"precision", precision_said(c)}, {"mode", a.mode}, {"assumed", assumed(a, c, w)},
                                       {"cost_assumptions", cost_assumptions_json(costs)},
                                       {"gpus", arr}, {"claims", claims}}
                            .dump(2));
@@ -206,7 +230,9 @@ int run_compare(CompareArgs a) {
   if (seed_question)
     fmt::print("The seed document's question: {} or {} for {}?\n\n", c.entries[0].gpu->name, c.entries[1].gpu->name,
                c.workload);
-  fmt::print("{} {}, batch {} per GPU, {}\n\n", strings::escape_control(c.workload), a.mode, c.batch, perf::precision_name(c.precision));
+  fmt::print("{} {}, batch {} per GPU, {}\n", strings::escape_control(c.workload), a.mode, c.batch, precision_said(c));
+  if (const auto said = assumed(a, c, w); !said.empty()) fmt::print("assumed: {}\n", strings::join(said, "; "));
+  fmt::print("\n");
   // The table: rows collected first, then laid out. A GPU's column is 24 characters, right-aligned; a cell
   // wider than that wraps onto continuation lines at spaces, and a single word longer than its column widens
   // that column. The label column fits the longest label. Nothing is cut.
@@ -239,6 +265,7 @@ int run_compare(CompareArgs a) {
   });
   row("largest batch that fits",
       [](const perf::CompareEntry& e) { return std::to_string(e.max_batch) + (e.max_batch_capped ? "+" : ""); });
+  row("precision run", [](const perf::CompareEntry& e) { return std::string(perf::precision_name(e.single.plan.precision)); });
   row("precisions", [](const perf::CompareEntry& e) { return strings::join(e.precisions, ", "); });
   for (std::size_t i = 0; !c.entries.front().scaling.empty() && i < c.entries.front().scaling.size(); ++i)
     row(fmt::format("scaling to {} GPUs", c.entries.front().scaling[i].first),
@@ -263,7 +290,7 @@ Runner add_compare_command(CLI::App& app) {
   add_facts_option(sub, a->facts);
   sub->add_option("gpus", a->gpus, "Catalog GPU ids or aliases");
   sub->add_option("--workload", a->workload, "Workload id")->capture_default_str();
-  sub->add_option("--precision", a->precision, "fp32, tf32, amp-fp16, amp-bf16, amp-fp8, fp16, bf16")->capture_default_str();
+  sub->add_option("--precision", a->precision, precision_help("fp32, tf32, amp-fp16, amp-bf16, amp-fp8, fp16, bf16"));
   sub->add_option("--batch", a->batch, "Batch per GPU (default: the workload family's; 32 for the seed question)")->check(whole_in(1, models::kMaxBatch));
   sub->add_option("--mode", a->mode, "train or infer; decoders also prefill and decode (LLM serving)")->capture_default_str();
   sub->add_option("--options", a->options, "k=v;k=v: seq_len, flash_attention; serving: prompt_len, gen_len, tp, framework, kv_dtype");

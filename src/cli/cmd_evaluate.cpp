@@ -60,7 +60,7 @@ namespace {
 using json = nlohmann::json;
 
 struct EvaluateArgs {
-  std::string workload = "seed-mlp", precision = "amp-bf16", report = "gpuvs-report.html", db, scenario, options;
+  std::string workload = "seed-mlp", precision, report = "gpuvs-report.html", db, scenario, options;  // precision "": the default rule
   std::string facts;  // --facts FILE
   AssumptionArgs costs;
   std::int64_t epochs = 2, rows = 20000;
@@ -192,11 +192,11 @@ std::pair<std::optional<perf::Calibration>, json> calibrate(const std::vector<be
   return {std::move(cal), std::move(calibration)};
 }
 
-/// Every catalog GPU's prediction of the workload (amp-fp16 where a card lacks bf16), with its cost per
+/// Every catalog GPU's prediction of the workload (at the named precision, else each card's default), with its cost per
 /// million units at the hour prices (rented where the card can be, else owned), and 2/4/... GPU scaling
 /// within a server; cards that cannot run it are left out.
 json predict_catalog(const catalog::Catalog& cat, const workload::Workload& w, const std::map<std::string, std::string>& workload_options,
-                     perf::Precision precision, const perf::Calibration* cal, const perf::GpuHourPrices& hour_prices,
+                     std::optional<perf::Precision> precision, const perf::Calibration* cal, const perf::GpuHourPrices& hour_prices,
                      const std::string& local_gpu) {
   json predictions = json::array();
   for (const auto& g : cat.gpus()) {
@@ -207,21 +207,12 @@ json predict_catalog(const catalog::Catalog& cat, const workload::Workload& w, c
     req.options = workload_options;
     req.calibration = cal;
     std::optional<perf::Prediction> p;
-    std::string used = std::string(perf::precision_name(precision));
     try {
       p = perf::predict(cat, w, req);
     } catch (const InputError&) {
-      if (precision == perf::Precision::amp_bf16) {  // pre-Ampere cards: the fp16 policy they run
-        req.precision = perf::Precision::amp_fp16;
-        used = "amp-fp16";
-        try {
-          p = perf::predict(cat, w, req);
-        } catch (const InputError&) {
-        }
-      }
+      continue;  // a card that cannot run it (the named precision, the workload's memory plan)
     }
-    if (!p) continue;
-    json e = {{"gpu", g.id}, {"name", g.name}, {"precision", used}, {"throughput", p->throughput}, {"unit", p->unit},
+    json e = {{"gpu", g.id}, {"name", g.name}, {"precision", perf::precision_name(p->plan.precision)}, {"throughput", p->throughput}, {"unit", p->unit},
               {"band_low", p->band_low}, {"band_high", p->band_high}, {"step_time_s", p->step_s}, {"batch", p->batch},
               {"peak_gib", p->memory.peak_bytes / 1073741824.0}, {"capacity_gib", p->memory.capacity_bytes / 1073741824.0},
               {"fits", p->memory.fits}, {"calibrated", p->calibrated}, {"local", g.id == local_gpu}, {"framework", p->framework}};
@@ -293,13 +284,13 @@ std::pair<json, std::string> measured_here(const advise::MeasuredMachine& here, 
 
 /// LLM serving (decoders): each card's latency against load under in-flight batching, for the report's
 /// serving charts — the scenario's lengths, the serving default engine, the precision's serving format.
-json serving_curves(const catalog::Catalog& cat, const workload::Workload& w, perf::Precision precision, const advise::Scenario& scenario) {
+json serving_curves(const catalog::Catalog& cat, const workload::Workload& w, const std::string& precision, const advise::Scenario& scenario) {
   if (workload::pricer_for("infer", w.family()) != workload::Pricer::serving) return json();
   json curves = json::array();
   perf::ServingRequest sr;
   sr.workload = w.name();
   sr.mode = "infer";
-  sr.format = perf::serving_format_for(std::string(perf::precision_name(precision)));
+  sr.format = perf::serving_format_for(precision);
   sr.options = w.shape();  // gpt's shape keys: the curves price the decoder the predictions did
   if (scenario.seq_len > 0) sr.options["prompt_len"] = std::to_string(scenario.seq_len);
   if (scenario.gen_len > 0) sr.options["gen_len"] = std::to_string(scenario.gen_len);
@@ -384,7 +375,7 @@ struct LocalRun {
   hw::NvidiaReport nv;
   std::vector<bench::Measurement> results;
   engine::TrainResult tr;
-  std::int64_t batch = 128;
+  std::int64_t batch = perf::system_facts().batch_for(models::Family::mlp);  // the dense family's default: what predictions assume
   std::string measured_name;     // what trained: the workload, or the seed model in its place
   std::string measured_instead;  // why the seed model trained instead, or ""
   std::string local_gpu;         // the catalog id of the first local GPU, or ""
@@ -456,14 +447,14 @@ int run_evaluate(const EvaluateArgs& a) {
   const auto workload_options = perf::parse_option_pairs(a.options);
   const workload::Workload w(a.workload, workload_options);  // resolved once: predictions and serving curves price it
   const models::NetworkInfo& net = w.network();
-  const perf::Precision precision = perf::parse_precision(a.precision);
+  const std::optional<perf::Precision> precision = named_precision(a.precision);
   advise::Assumptions assumptions = advise::Assumptions::defaults();
   advise::Scenario scenario;
   std::optional<workload::Workload> from_file;  // the scenario file's workload, resolved once
   if (!a.scenario.empty()) scenario = advise::read_scenario(a.scenario, assumptions, cat, &from_file);
   else {
     scenario.workload = a.workload;
-    scenario.precision = a.precision;
+    if (!a.precision.empty()) scenario.precision = a.precision;
     scenario.workload_options = workload_options;
   }
   apply_assumption_options(a.costs, assumptions, cat);
@@ -528,7 +519,7 @@ int run_evaluate(const EvaluateArgs& a) {
   const advise::MeasuredMachine here = machine_measured(m.tr, a.workload, m.batch, m.cpu, m.nv);
   std::string verdict;
   if (trains_workload) std::tie(record.measured_here, verdict) = measured_here(here, record.predictions, cat, assumptions, m.tr.step_time_median_s);
-  record.serving = serving_curves(cat, w, precision, scenario);
+  record.serving = serving_curves(cat, w, a.precision, scenario);
 
   steps.begin("advising");
   const advise::Advice advice = advise::advise(cat, scenario_workload, scenario, assumptions, trains_workload ? &here : nullptr);
@@ -536,11 +527,11 @@ int run_evaluate(const EvaluateArgs& a) {
 
   steps.begin("writing the report and the history");
   record.workload = a.workload;
-  record.precision = a.precision;
+  record.precision = a.precision.empty() ? perf::kDefaultPrecisionRule : a.precision;
   record.measured_here_note = trains_workload ? "" : m.measured_instead + " No measured bar beside the predictions.";
-  record.prediction_note = fmt::format("{} training, default batch per GPU, {} (amp-fp16 where a card lacks bf16), priced with the {} "
+  record.prediction_note = fmt::format("{} training, default batch per GPU, {}, priced with the {} "
                                        "framework profile; band = the model's validation error spread",
-                                       a.workload, a.precision, record.predictions.empty() ? "pytorch" : record.predictions[0].value("framework", "pytorch"));
+                                       a.workload, record.precision, record.predictions.empty() ? "pytorch" : record.predictions[0].value("framework", "pytorch"));
   record.roofline = roofline(m.results, m.tr, m.measured_name, m.cpu);
   record.summary = summary_lines(m, record.cluster, record.network, record.predictions, a.workload, net, trains_workload ? &here : nullptr, verdict, cal, advice);
   store_and_report(a, *db, db_path, record, m, advice, steps.seconds());
@@ -555,7 +546,7 @@ Runner add_evaluate_command(CLI::App& app) {
   add_facts_option(sub, a->facts);
   sub->add_option("--workload", a->workload, "Workload to predict and advise on")->capture_default_str();
   sub->add_option("--options", a->options, "The workload's shape: an ONNX file's symbolic dims ('sequence=128'), the gpt workload's");
-  sub->add_option("--precision", a->precision, "Precision policy for the predictions")->capture_default_str();
+  sub->add_option("--precision", a->precision, precision_help("Precision policy for the predictions"));
   sub->add_option("--scenario", a->scenario, "Advisor scenario file (TOML); default: train the workload");
   add_assumption_options(sub, a->costs);
   sub->add_option("--report", a->report, "HTML report to write")->capture_default_str();

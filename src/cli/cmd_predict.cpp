@@ -7,6 +7,7 @@
 #include "cli/calibration_file.hpp"
 #include "cli/assumption_options.hpp"
 #include "cli/commands.hpp"
+#include "cli/gpu_names.hpp"
 #include "cli/validators.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
@@ -21,7 +22,7 @@ namespace gpuvs::cli {
 namespace {
 
 struct PredictArgs {
-  std::string workload = "seed-mlp", gpu, precision = "amp-bf16", mode = "train", options, calibration;
+  std::string workload = "seed-mlp", gpu, precision, mode = "train", options, calibration;  // precision "": the default rule
   std::string facts;  // --facts FILE
   std::vector<std::string> catalogs;
   int gpus = 1;
@@ -48,6 +49,7 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat, const workloa
   req.calibration = cal ? &*cal : nullptr;
   const perf::ServingPrediction p = perf::predict_serving(cat, w, req);
   const auto& c = p.step;
+  const bool decode_only = p.mode == "decode";
   if (a.json) {
     nlohmann::json j{
         {"schema_version", 1},
@@ -66,7 +68,8 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat, const workloa
         {"batch_limit", p.batch_limit},
         {"throughput", {{"value", p.throughput}, {"unit", p.unit}, {"per", "system"}, {"low", p.band_low}, {"high", p.band_high}}},
         {"latency_s",
-         {{"time_to_first_token", p.ttft_s}, {"time_to_first_token_p99", p.ttft_p99_s}, {"per_output_token", p.tpot_s},
+         {{"time_to_first_token", decode_only ? nlohmann::json(nullptr) : nlohmann::json(p.ttft_s)},  // decode prices no prompt
+          {"time_to_first_token_p99", decode_only ? nlohmann::json(nullptr) : nlohmann::json(p.ttft_p99_s)}, {"per_output_token", p.tpot_s},
           {"request", p.request_s}, {"request_p99", p.request_p99_s}}},
         {"iteration_s",
          {{"total", c.seconds}, {"gemm", c.gemm_s}, {"dequant", c.dequant_s}, {"attention", c.attention_s}, {"elementwise", c.elementwise_s},
@@ -110,7 +113,11 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat, const workloa
              c.offload_s > 0 ? fmt::format(" (of which {} in the {} blocks run from system RAM)", units::format_seconds(c.offload_s),
                                            p.layers - p.gpu_layers)
                              : "");
-  if (p.mode != "prefill")
+  if (p.mode == "decode")  // decode steps alone: no prompt is processed, so no first-token time is priced
+    fmt::print("  latency      {} per token over {} generated tokens (decode only: first-token time is --mode prefill's, whole "
+               "requests --mode infer's)\n",
+               units::format_seconds(p.tpot_s), p.gen_len);
+  else if (p.mode != "prefill")
     fmt::print("  latency      first token {} (p99 {}), then {} per token; whole request {} (p99 {})\n", units::format_seconds(p.ttft_s),
                units::format_seconds(p.ttft_p99_s), units::format_seconds(p.tpot_s), units::format_seconds(p.request_s),
                units::format_seconds(p.request_p99_s));
@@ -240,14 +247,14 @@ void print_prediction(const perf::Prediction& p, const std::string& mode, const 
   }
 }
 
-int run_predict(const PredictArgs& a) {
+int run_predict(PredictArgs a) {
   const auto facts = install_facts(a.facts);  // first: everything after prices with them
   catalog::Catalog cat = catalog::Catalog::builtin();
   for (const auto& f : a.catalogs) cat.add_file(f);
   if (a.mode != "train" && !perf::is_serving_mode(a.mode))
     throw InputError(fmt::format("--mode '{}' is not a mode (expected train, prefill, decode or infer)", strings::printable(a.mode)));
   if (a.gpus < 1) throw InputError(fmt::format("--gpus must be at least 1, got {}", a.gpus));
-  cat.find(a.gpu);  // an unknown card is named before the workload is read
+  a.gpu = gpu_id(cat, a.gpu);  // an unknown card is named before the workload is read; nvidia-smi names read too
   const workload::Workload w(a.workload, perf::parse_option_pairs(a.options));
   if (workload::pricer_for(a.mode, w.family()) == workload::Pricer::serving) return run_serving(a, cat, w);
   perf::PredictRequest req;
@@ -255,14 +262,21 @@ int run_predict(const PredictArgs& a) {
   req.gpu = a.gpu;
   req.gpus = a.gpus;
   req.batch = a.batch;
-  req.precision = perf::parse_precision(a.precision);
+  req.precision = named_precision(a.precision);
   req.training = a.mode == "train";
   req.options = perf::parse_options(a.options, w);
   const std::optional<perf::Calibration> cal = calibration_of(a, cat);
   req.calibration = cal ? &*cal : nullptr;
   const perf::Prediction p = perf::predict(cat, w, req);
-  if (a.json) fmt::print("{}\n", prediction_json(p, a.mode, cal ? &*cal : nullptr).dump(2));
-  else print_prediction(p, a.mode, cal ? &*cal : nullptr);
+  const std::vector<std::string> said = perf::assumed(req, p);
+  if (a.json) {
+    nlohmann::json j = prediction_json(p, a.mode, cal ? &*cal : nullptr);
+    j["assumed"] = said;
+    fmt::print("{}\n", j.dump(2));
+  } else {
+    print_prediction(p, a.mode, cal ? &*cal : nullptr);
+    if (!said.empty()) fmt::print("  assumed      {}\n", strings::join(said, "; "));
+  }
   return 0;
 }
 
@@ -272,14 +286,13 @@ Runner add_predict_command(CLI::App& app) {
   auto a = std::make_shared<PredictArgs>();
   auto* sub = app.add_subcommand("predict", "Predict a workload's throughput and memory on a catalog GPU");
   add_facts_option(sub, a->facts);
-  sub->add_option("--workload", a->workload, "Workload id (gpuvs graph lists the graphs)")->capture_default_str();
+  sub->add_option("--workload", a->workload, "Workload id or model file (gpuvs workloads lists the built-in ones)")->capture_default_str();
   sub->add_option("--gpu", a->gpu, "Catalog GPU id or alias")->required();
   sub->add_option("--gpus", a->gpus, "GPUs (data parallel)")->capture_default_str()->check(whole_in(1, 1 << 20));
   sub->add_option("--batch", a->batch, "Batch per GPU (default: the workload family's)")->check(whole_in(1, models::kMaxBatch));
   sub->add_option("--precision", a->precision,
-                  "fp32, tf32, fp16, bf16, amp-fp16, amp-bf16, amp-fp8; serving a decoder: a weight format (fp16, bf16, fp8, int8, "
-                  "int8-w8a16, int4-awq, int4-gptq, q8_0, q6_k, q5_k_m, q4_k_m, q4_0)")
-      ->capture_default_str();
+                  precision_help("fp32, tf32, fp16, bf16, amp-fp16, amp-bf16, amp-fp8; serving a decoder: a weight format (fp16, bf16, fp8, int8, "
+                                 "int8-w8a16, int4-awq, int4-gptq, q8_0, q6_k, q5_k_m, q4_k_m, q4_0)"));
   sub->add_option("--mode", a->mode, "train, infer; for decoders also prefill and decode (infer = whole requests under the engine's batching)")
       ->capture_default_str();
   sub->add_option("--options", a->options,

@@ -2,11 +2,15 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <map>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "cli/commands.hpp"
 #include "core/error.hpp"
+#include "core/strings.hpp"
 #include "dist/world.hpp"
 #include "engine/cuda/cuda_build.hpp"
 #include "gpuvs_revision.hpp"
@@ -51,6 +55,18 @@ int run(int argc, char** argv) {
   add(gpuvs::cli::add_history_command);
   add(gpuvs::cli::add_diff_command);
   add(gpuvs::cli::add_report_command);
+  add(gpuvs::cli::add_workloads_command);
+  // A mistyped command ("comapre") is named with the nearest ones, not only "a subcommand is required".
+  if (argc > 1 && argv[1][0] != '-') {
+    std::vector<std::string> names;
+    for (const auto* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+    if (std::find(names.begin(), names.end(), argv[1]) == names.end()) {
+      if (!quiet)
+        fmt::print(stderr, "gpuvs: error: '{}' is not a gpuvs command; did you mean {}? (see gpuvs --help)\n", gpuvs::strings::printable(argv[1]),
+                   gpuvs::strings::join(gpuvs::strings::closest(argv[1], names, 2), " or "));
+      return static_cast<int>(gpuvs::ExitCode::bad_input);
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,5 +1,7 @@
 #include "hw/match.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 
 #include "core/strings.hpp"
@@ -37,6 +39,35 @@ std::string match_catalog(const GpuDevice& d, const catalog::Catalog& cat) {
     }
   }
   return best_score >= 6 ? best : std::string();  // the name and at least SMs or memory must agree
+}
+
+std::vector<std::string> catalog_names_matching(const std::string& typed, const catalog::Catalog& cat) {
+  std::string name = strings::lower(typed);
+  for (char& c : name)
+    if (c == '-' || c == '_') c = ' ';  // "A100-SXM4-40GB"
+  std::vector<std::string> best;
+  int best_score = 0;
+  for (const auto& g : cat.gpus()) {
+    const std::string token = model_token(g.name);
+    if (token.empty() || !contains(" " + name + " ", " " + token + " ")) continue;  // the model as a word: "a10" is not in "a100"
+    const std::string cname = strings::lower(g.name);
+    int score = 4;
+    if (contains(name, "pcie") == contains(cname, "pcie")) score += 2;  // nvidia-smi names PCIe cards so; SXM ones by memory
+    if (contains(cname, "ada") == contains(name, "ada")) score += 1;
+    if (contains(name, fmt::format("{}gb", static_cast<int>(std::lround(g.memory_gb))))) score += 1;
+    if (score > best_score) {
+      best_score = score;
+      best = {g.id};
+    } else if (score == best_score) {
+      best.push_back(g.id);
+    }
+  }
+  return best;
+}
+
+std::string match_catalog_name(const std::string& typed, const catalog::Catalog& cat) {
+  const auto ids = catalog_names_matching(typed, cat);
+  return ids.size() == 1 ? ids.front() : std::string();
 }
 
 NvidiaReport probe_nvidia_matched(const catalog::Catalog& cat) {

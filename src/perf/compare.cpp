@@ -37,14 +37,14 @@ std::int64_t largest_batch_that_fits(const catalog::Catalog& cat, const workload
 }
 
 Comparison compare(const catalog::Catalog& cat, const std::vector<std::string>& gpus, const std::string& workload,
-                   Precision precision, std::int64_t batch, bool training, const GpuHourPrices& prices,
+                   std::optional<Precision> precision, std::int64_t batch, bool training, const GpuHourPrices& prices,
                    const std::map<std::string, std::string>& options) {
   if (gpus.size() < 2) throw InputError("compare needs at least two GPUs");
   for (const auto& id : gpus) cat.find(id);  // an unknown card is named before the workload is read
   return compare(cat, gpus, workload::Workload(workload, options), precision, batch, training, prices, options);
 }
 
-Comparison compare(const catalog::Catalog& cat, const std::vector<std::string>& gpus, const workload::Workload& w, Precision precision,
+Comparison compare(const catalog::Catalog& cat, const std::vector<std::string>& gpus, const workload::Workload& w, std::optional<Precision> precision,
                    std::int64_t batch, bool training, const GpuHourPrices& prices, const std::map<std::string, std::string>& options) {
   if (gpus.size() < 2) throw InputError("compare needs at least two GPUs");
   const std::string& workload = w.name();

@@ -41,7 +41,7 @@ struct Claim {
 
 struct Comparison {
   std::string workload;
-  Precision precision;
+  std::optional<Precision> precision;  // as named; none: each card's default_precision (its entry's plan says which)
   std::int64_t batch = 0;
   bool training = true;
   std::vector<CompareEntry> entries;
@@ -49,10 +49,10 @@ struct Comparison {
 };
 
 Comparison compare(const catalog::Catalog& cat, const std::vector<std::string>& gpus, const std::string& workload,
-                   Precision precision, std::int64_t batch, bool training, const GpuHourPrices& prices,
+                   std::optional<Precision> precision, std::int64_t batch, bool training, const GpuHourPrices& prices,
                    const std::map<std::string, std::string>& options = {});
 /// The same with the workload resolved by the caller from w.name() under `options`.
-Comparison compare(const catalog::Catalog& cat, const std::vector<std::string>& gpus, const workload::Workload& w, Precision precision,
+Comparison compare(const catalog::Catalog& cat, const std::vector<std::string>& gpus, const workload::Workload& w, std::optional<Precision> precision,
                    std::int64_t batch, bool training, const GpuHourPrices& prices, const std::map<std::string, std::string>& options = {});
 
 /// LLM serving side by side: each GPU's prediction for the same request (perf/serving.hpp), its ratio to

@@ -7,8 +7,20 @@
 
 namespace gpuvs::perf {
 
-Precision parse_precision(std::string_view s) {
+std::string canonical_precision_name(std::string_view s) {
   const std::string v = strings::lower(s);
+  if (v == "float32") return "fp32";
+  if (v == "float16" || v == "half") return "fp16";
+  if (v == "bfloat16") return "bf16";
+  return std::string(s);
+}
+
+Precision default_precision(const catalog::Gpu& gpu) { return gpu.bf16.present() ? Precision::amp_bf16 : Precision::amp_fp16; }
+
+Precision precision_on(const std::optional<Precision>& named, const catalog::Gpu& gpu) { return named ? *named : default_precision(gpu); }
+
+Precision parse_precision(std::string_view s) {
+  const std::string v = strings::lower(canonical_precision_name(s));
   if (v == "fp32") return Precision::fp32;
   if (v == "tf32") return Precision::tf32;
   if (v == "fp16") return Precision::fp16;
@@ -16,7 +28,8 @@ Precision parse_precision(std::string_view s) {
   if (v == "amp-fp16" || v == "amp") return Precision::amp_fp16;
   if (v == "amp-bf16") return Precision::amp_bf16;
   if (v == "amp-fp8" || v == "fp8") return Precision::amp_fp8;
-  throw InputError(fmt::format("unknown precision '{}' (expected fp32, tf32, fp16, bf16, amp-fp16, amp-bf16, amp-fp8)",
+  throw InputError(fmt::format("unknown precision '{}' (expected fp32, tf32, fp16, bf16, amp-fp16, amp-bf16, amp-fp8; "
+                               "float32, float16, half, bfloat16 are read as fp32, fp16, fp16, bf16)",
                                strings::printable(s)));
 }
 

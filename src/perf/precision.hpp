@@ -1,6 +1,7 @@
 // Precision policies: which element type activations and weights have, and which tensor-core rate the
 // matrix work runs at, for each policy on a given device. A policy the device cannot run is an InputError.
 #pragma once
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -11,8 +12,20 @@ namespace gpuvs::perf {
 
 enum class Precision { fp32, tf32, fp16, bf16, amp_fp16, amp_bf16, amp_fp8 };
 
-Precision parse_precision(std::string_view s);  // InputError listing the valid names
+/// gpuvs's names, and the names users type for the same thing: PyTorch's dtypes (float32, float16 and half,
+/// bfloat16) for the pure types, `amp` for amp-fp16, `fp8` for amp-fp8. InputError listing the valid names.
+Precision parse_precision(std::string_view s);
+/// A name as parse_precision reads it, in gpuvs's spelling ("bfloat16" -> "bf16"); text it does not know unchanged.
+std::string canonical_precision_name(std::string_view s);
 std::string_view precision_name(Precision p);
+
+/// The precision gpuvs assumes when a request names none, on every command: bf16 mixed precision (FP32 master
+/// weights), or fp16 mixed precision on a card without BF16 tensor math (before Ampere), as frameworks' AMP does.
+Precision default_precision(const catalog::Gpu& gpu);
+/// The rule above in words, for the headers and JSON that say what a command assumed.
+inline constexpr const char* kDefaultPrecisionRule = "amp-bf16; amp-fp16 on a card without BF16";
+/// `named` when the request named one (a card that lacks it is the caller's error), else default_precision.
+Precision precision_on(const std::optional<Precision>& named, const catalog::Gpu& gpu);
 
 struct PrecisionPlan {
   Precision precision;

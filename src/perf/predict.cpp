@@ -365,6 +365,14 @@ std::map<std::string, std::string> parse_options(const std::string& text, const 
   return options_with_keys(text, w.network().shape_options);  // an ONNX file's symbolic dims are options too
 }
 
+std::vector<std::string> assumed(const PredictRequest& req, const Prediction& p) {
+  std::vector<std::string> out;
+  if (req.batch == 0) out.push_back(fmt::format("batch {} per GPU (the workload's default)", p.batch));
+  if (!req.precision) out.push_back(fmt::format("precision {} (the default rule: {})", precision_name(p.plan.precision), kDefaultPrecisionRule));
+  if (p.seq_len > 0 && !req.options.count("seq_len")) out.push_back(fmt::format("sequence {} tokens (the model's default)", p.seq_len));
+  return out;
+}
+
 Prediction predict(const catalog::Catalog& cat, const PredictRequest& request) {
   cat.find(request.gpu);  // an unknown card is named before the workload is read
   return predict(cat, workload::Workload(request.workload, request.options), request);  // `gpt`: its shape from options
@@ -428,7 +436,7 @@ Prediction plan_of(const ResolvedRequest& r, const models::NetworkInfo& net, con
   Prediction p;
   p.framework = r.fw->id;
   p.framework_unmodelled = r.fw->unmodelled;
-  p.plan = plan_precision(req.precision, gpu);
+  p.plan = plan_precision(precision_on(req.precision, gpu), gpu);
   p.workload = net.id;
   p.gpu_id = gpu.id;
   p.gpu_name = gpu.name;

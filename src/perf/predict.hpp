@@ -20,7 +20,7 @@ struct PredictRequest {
   std::string gpu;
   int gpus = 1;
   std::int64_t batch = 0;  // per GPU; 0 = the workload family's default
-  Precision precision = Precision::amp_bf16;
+  std::optional<Precision> precision;  // none named: default_precision(the card), the rule every command shares
   bool training = true;
   std::map<std::string, std::string> options;  // seq_len, flash_attention, sharding, gen_len, recompute,
                                                // finetune, lora_rank, memory_format, framework; decoder training
@@ -91,6 +91,10 @@ std::int64_t option_int(const std::map<std::string, std::string>& o, const std::
                         std::int64_t lo, std::int64_t hi);
 /// The keys `predict` understands.
 const std::vector<std::string>& prediction_option_keys();
+
+/// What `req` left to gpuvs and what gpuvs took for it, one line each ("batch 128 per GPU (the workload's
+/// default)", ...): batch, precision and sequence length, said the same way by every command that prices it.
+std::vector<std::string> assumed(const PredictRequest& req, const Prediction& p);
 
 /// `req` priced on its GPU, its workload resolved here.
 Prediction predict(const catalog::Catalog& cat, const PredictRequest& req);

@@ -286,7 +286,9 @@ std::vector<ServingPrediction> serving_load_curve(const catalog::Catalog& cat, c
   return out;
 }
 
-std::string serving_format_for(const std::string& precision) {
+std::string serving_format_for(const std::string& named) {
+  // None named: the default precision's format (amp-bf16's weights are bf16), as every command assumes.
+  const std::string precision = named.empty() ? "bf16" : canonical_precision_name(named);
   if (precision == "amp-bf16") return "bf16";
   if (precision == "amp-fp16" || precision == "amp") return "fp16";
   if (precision == "amp-fp8") return "fp8";
