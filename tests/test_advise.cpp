@@ -65,6 +65,42 @@ TEST(Advise, LoraFineTuneOf7BFitsOnA24GBCard) {
   EXPECT_EQ(a.ranked.front().gpu_id, "rtx-4090") << a.ranked.front().reason;
 }
 
+// Issue 33 item 3: a card ruled out for memory says the nearest change that makes it fit, priced, and the
+// change is real: asking again with it ranks the card.
+TEST(Advise, ARuledOutCardSaysWhatWouldMakeItFit) {
+  advise::Scenario s;
+  s.workload = "llama3-8b";  // 8,192 tokens by default: the length the user never chose
+  s.task = "finetune";
+  s.finetune = "lora";
+  s.work = 50e6;
+  s.gpus = {"rtx-4090"};
+  const auto a = run(s);
+  ASSERT_EQ(a.assumed.size(), 1u);
+  EXPECT_NE(a.assumed[0].find("sequence 8192 tokens"), std::string::npos);
+  const auto* out = find(a.ruled_out, "rtx-4090");
+  ASSERT_NE(out, nullptr);
+  ASSERT_EQ(out->would_fit_with.size(), 2u) << out->reason;
+  EXPECT_EQ(out->would_fit_with[0].rfind("--seq-len 4096 (from 8192), lora on 1 card: fits at", 0), 0u) << out->would_fit_with[0];
+  EXPECT_NE(out->would_fit_with[0].find("$"), std::string::npos);  // priced
+  EXPECT_EQ(out->would_fit_with[1].rfind("--finetune qlora on 1 card: fits at", 0), 0u) << out->would_fit_with[1];
+  EXPECT_NE(out->reason.find("would fit with --seq-len 4096"), std::string::npos) << out->reason;
+  s.seq_len = 4096;
+  const auto shorter = run(s);
+  EXPECT_NE(find(shorter.ranked, "rtx-4090"), nullptr);
+  EXPECT_TRUE(shorter.assumed.empty());
+  s.seq_len = 0;
+  s.finetune = "qlora";
+  EXPECT_NE(find(run(s).ranked, "rtx-4090"), nullptr);
+  // A card that fits nothing near says nothing.
+  s.finetune = "lora";
+  s.gpus = {"rtx-2080-ti"};
+  s.workload = "llama2-70b";
+  const auto big = run(s);
+  const auto* small = find(big.ruled_out, "rtx-2080-ti");
+  ASSERT_NE(small, nullptr);
+  EXPECT_TRUE(small->would_fit_with.empty());
+}
+
 // 2. Full training of a 13 B model: mixed-precision Adam needs ~16 B/parameter (208 GB), more than any
 // one card here, so only sharded training across several cards fits.
 TEST(Advise, FullTrainingOf13BNeedsShardingAcrossCards) {

@@ -51,7 +51,8 @@ nlohmann::json option_json(const Option& o) {
           {"cost_basis", o.cost_basis},
           {"feasible", o.feasible},
           {"why_not", o.why_not},
-          {"reason", o.reason}};
+          {"reason", o.reason},
+          {"would_fit_with", o.would_fit_with}};
 }
 
 }  // namespace

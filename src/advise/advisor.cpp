@@ -699,6 +699,49 @@ std::vector<Option> options_for(const catalog::Catalog& cat, const workload::Wor
   return out;
 }
 
+/// "fits at 21.3 GiB, 12.4 h, $41 (rent)" for an option that fits, with what it still misses.
+std::string fit_summary(const Option& o) {
+  std::string s = fmt::format("fits at {:.1f} GiB per GPU, batch {}", o.peak_gib, o.batch);
+  if (o.total_hours > 0) s += fmt::format(", {:.3g} h", o.total_hours);
+  if (o.cost_usd) s += fmt::format(", {} ({})", units::format_usd(*o.cost_usd), o.cost_basis);
+  if (!o.why_not.empty()) s += "; but " + o.why_not.front();
+  return s;
+}
+
+/// For a GPU ruled out because nothing fits its memory: the nearest changes that make it fit, each priced on
+/// the nearest attempt's cards and strategy — the longest shorter sequence (halving, down to 512 tokens), and
+/// QLoRA where the scenario fine-tunes another way. Empty where nothing is near or the miss is not memory.
+std::vector<std::string> fit_hints(const catalog::Catalog& cat, const workload::Workload& w, const catalog::Gpu& gpu, const Scenario& s,
+                                   const Assumptions& a, const Option& nearest) {
+  const models::NetworkInfo& net = w.network();
+  std::vector<std::string> hints;
+  if (s.task == "infer" || nearest.fits || net.layers == 0 || nearest.strategy == "3d" || nearest.count == 0) return hints;
+  std::string note;
+  const auto precision = precision_for(gpu, s.precision, note);
+  if (!precision) return hints;
+  // Sharded states need the cards they are sharded over; a replicated strategy fits on one card or none.
+  const bool sharded = nearest.strategy == "fsdp" || nearest.strategy == "zero2";
+  const int cards = sharded ? nearest.count : 1;
+  const std::string strategy = !sharded && nearest.strategy == "ddp" ? "single" : nearest.strategy;
+  const std::int64_t seq = s.seq_len > 0 ? s.seq_len : net.default_seq_len;
+  for (std::int64_t len = seq / 2; len >= 512; len /= 2) {
+    Scenario shorter = s;
+    shorter.seq_len = len;
+    std::map<std::string, TrainingBatch> cache;
+    const Option o = training_option(cat, w, gpu, shorter, a, cards, strategy, *precision, note, true, cache);
+    if (o.fits) {
+      hints.push_back(fmt::format("--seq-len {} (from {}), {} on {} card{}: {}", len, seq, strategy, cards, cards == 1 ? "" : "s", fit_summary(o)));
+      break;
+    }
+  }
+  if (s.task == "finetune" && s.finetune != "qlora") {
+    std::map<std::string, TrainingBatch> cache;
+    const Option o = training_option(cat, w, gpu, s, a, 1, "qlora", *precision, note, true, cache);
+    if (o.fits) hints.push_back(fmt::format("--finetune qlora on 1 card: {}", fit_summary(o)));
+  }
+  return hints;
+}
+
 /// Every GPU's options. They are independent (the model is pure and the catalog read-only): priced on
 /// worker threads, GPUs taken in turn, results kept in catalog order so the ranking is the same every run.
 std::vector<Option> all_options(const catalog::Catalog& cat, const workload::Workload& w, const std::vector<const catalog::Gpu*>& gpus,
@@ -830,6 +873,12 @@ Advice advise(const catalog::Catalog& cat, const workload::Workload& resolved, c
   for (auto& o : all) o.feasible = o.fits && o.why_not.empty();
   pick_best_per_gpu(all, s, adv);
   explain(s, a, adv);
+  // What would make a card that does not fit fit: said beside why it is ruled out.
+  for (auto& o : adv.ruled_out) {
+    if (o.gpu_id == "this-machine") continue;
+    o.would_fit_with = fit_hints(cat, w, cat.find(o.gpu_id), s, a, o);
+    if (!o.would_fit_with.empty()) o.reason += "; would fit with " + strings::join(o.would_fit_with, "; or ");
+  }
   return adv;
 }
 

@@ -82,6 +82,7 @@ struct Option {
   bool feasible = false;
   std::vector<std::string> why_not;
   std::string reason;
+  std::vector<std::string> would_fit_with;  // ruled out for memory: the nearest changes that make it fit, priced
   int rank = 0;
 };
 
