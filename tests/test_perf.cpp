@@ -121,6 +121,35 @@ TEST(Predictor, RooflineTermsForOneGemmAndOneStream) {
   EXPECT_EQ(t.ops[0].bound, Bound::memory);
 }
 
+// Issue 33 item 5: a kernel of a few bytes is latency-bound, not memory-bound: the seed model's step moves
+// 5.4 MB on a 1 TB/s card (about 5 us of traffic), and its ~100 us of memory time is the ramp and tail of
+// kernels smaller than mem_half_bytes. The step is the sum of the four terms.
+TEST(Predictor, SmallKernelsAreLatencyBoundNotMemoryBound) {
+  const auto& gpu = cat().find("h100-sxm");
+  const PrecisionPlan plan = plan_precision(Precision::bf16, gpu);
+  const EfficiencyParams p = efficiency_for(gpu, plan);
+  ir::Graph m;
+  const auto x = m.input("x", {1 << 10}, ir::DType::bf16);  // 2 KiB read, 2 KiB written
+  m.activation("y", x, ir::Act::relu);
+  const StepPrediction t = predict_graph(m, gpu, plan, p);
+  EXPECT_EQ(t.ops[0].bound, Bound::latency);
+  EXPECT_EQ(bound_name(t.ops[0].bound), "latency");
+  EXPECT_GT(t.latency_s, 0);
+  EXPECT_EQ(t.memory_s, 0);
+  // At mem_half_bytes the ramp equals the traffic: from there up the kernel streams (memory-bound).
+  ir::Graph big;
+  const auto z = big.input("z", {static_cast<std::int64_t>(p.mem_half_bytes)}, ir::DType::bf16);
+  big.activation("y", z, ir::Act::relu);
+  EXPECT_EQ(predict_graph(big, gpu, plan, p).ops[0].bound, Bound::memory);
+  PredictRequest req;
+  req.workload = "seed-mlp";
+  req.gpu = "rtx-4090";
+  const auto seed = predict(cat(), req);
+  const auto& d = seed.detail;
+  EXPECT_GT(d.latency_s, 10 * d.memory_s);
+  EXPECT_NEAR(d.step_s, d.compute_s + d.memory_s + d.latency_s + d.launch_s, 1e-12);
+}
+
 TEST(Predictor, FasterCardsPredictFaster) {
   PredictRequest r;
   r.workload = "bert-large";

@@ -246,10 +246,10 @@ int run_compare(CompareArgs a) {
   row(unit + " per GPU", [](const perf::CompareEntry& e) { return units::format_si(e.single.throughput); });
   row("relative", [](const perf::CompareEntry& e) { return fmt::format("{:.2f}x", e.ratio); });
   row("step time", [](const perf::CompareEntry& e) { return units::format_seconds(e.single.step_s); });
-  row("bound (compute/mem/launch)", [](const perf::CompareEntry& e) {
+  row("bound (compute/mem/latency/launch)", [](const perf::CompareEntry& e) {
     const auto& d = e.single.detail;
-    return fmt::format("{:.0f}/{:.0f}/{:.0f}%", 100 * d.compute_s / d.step_s, 100 * d.memory_s / d.step_s,
-                       100 * d.launch_s / d.step_s);
+    return fmt::format("{:.0f}/{:.0f}/{:.0f}/{:.0f}%", 100 * d.compute_s / d.step_s, 100 * d.memory_s / d.step_s,
+                       100 * d.latency_s / d.step_s, 100 * d.launch_s / d.step_s);
   });
   row("hours per million " + per_million, [](const perf::CompareEntry& e) { return fmt::format("{:.4g}", e.hours_per_million); });
   row("cloud $ per million", [](const perf::CompareEntry& e) {

@@ -157,7 +157,8 @@ nlohmann::json prediction_json(const perf::Prediction& p, const std::string& mod
       {"throughput", {{"value", p.throughput}, {"unit", p.unit}, {"per", "gpu"}}},
       {"step_time_s", p.step_s},
       {"band", {{"low", p.band_low}, {"high", p.band_high}, {"basis", "10th-90th percentile of validation errors"}}},
-      {"time_by_bound_s", {{"compute", d.compute_s}, {"memory", d.memory_s}, {"launch", d.launch_s}, {"communication", p.comm_exposed_s}}},
+      {"time_by_bound_s",
+         {{"compute", d.compute_s}, {"memory", d.memory_s}, {"latency", d.latency_s}, {"launch", d.launch_s}, {"communication", p.comm_exposed_s}}},
       {"kernels", d.kernels},
       {"framework", {{"profile", p.framework}, {"not_modelled", p.framework_unmodelled}}},
       {"memory",
@@ -209,17 +210,18 @@ void print_prediction(const perf::Prediction& p, const std::string& mode, const 
     fmt::print("  step time    {}: {} micro-batches x {} + bubble {} + data-parallel reduction {} (of {}) + optimizer {}\n",
                units::format_seconds(p.step_s), p.micro_batches, units::format_seconds(p.microbatch_s), units::format_seconds(p.bubble_s),
                units::format_seconds(p.dp_exposed_s), units::format_seconds(p.dp_comm_s), units::format_seconds(p.optimizer_s));
-    fmt::print("  micro-batch  {} on the slowest stage ({} kernels: compute-bound {}, memory-bound {}, launch {}{}), TP all-reduces {}, "
-               "CP exchange not hidden {}, pipeline sends {}\n",
+    fmt::print("  micro-batch  {} on the slowest stage ({} kernels: compute-bound {}, memory-bound {}, latency-bound {}, launch {}{}), "
+               "TP all-reduces {}, CP exchange not hidden {}, pipeline sends {}\n",
                units::format_seconds(p.microbatch_s), d.kernels, units::format_seconds(d.compute_s), units::format_seconds(d.memory_s),
-               units::format_seconds(d.launch_s), p.recompute_s > 0 ? ", recompute " + units::format_seconds(p.recompute_s) : "",
+               units::format_seconds(d.latency_s), units::format_seconds(d.launch_s), p.recompute_s > 0 ? ", recompute " + units::format_seconds(p.recompute_s) : "",
                units::format_seconds(p.tp_comm_s), units::format_seconds(p.cp_exposed_s), units::format_seconds(p.pp_comm_s));
     fmt::print("  links        TP: {}; PP: {}; DP: {}{}\n", p.tp_link, p.pp_link, p.dp_link,
                p.network_note.empty() ? "" : "; network assumed: " + p.network_note);
   } else {
-    fmt::print("  step time    {} ({} kernels): compute-bound {}, memory-bound {}, launch {}\n",
-               units::format_seconds(p.step_s), d.kernels, units::format_seconds(d.compute_s),
-               units::format_seconds(d.memory_s), units::format_seconds(d.launch_s));
+    fmt::print("  step time    {} ({} kernels): compute-bound {}, memory-bound {}, latency-bound {} (kernels too small to stream), "
+               "launch {}\n",
+               units::format_seconds(p.step_s), d.kernels, units::format_seconds(d.compute_s), units::format_seconds(d.memory_s),
+               units::format_seconds(d.latency_s), units::format_seconds(d.launch_s));
   }
   if (p.decode)
     fmt::print("  serving      prompt {} + {} generated tokens: first token after {}, then {} per token; request {}; "

@@ -14,6 +14,7 @@ std::string_view bound_name(Bound b) {
   switch (b) {
     case Bound::compute: return "compute";
     case Bound::memory: return "memory";
+    case Bound::latency: return "latency";
     case Bound::launch: return "launch";
   }
   return "?";
@@ -97,7 +98,10 @@ StepPrediction predict_graph(const ir::Graph& g, const catalog::Gpu& gpu, const 
     t.compute_s += c.vector_flops / vector_peak;
     const double mem_eff = memory_efficiency(c.bytes, p);
     t.memory_s = c.bytes > 0 ? c.bytes / (bandwidth * mem_eff) : 0.0;
-    t.bound = t.compute_s >= t.memory_s ? Bound::compute : Bound::memory;
+    // Memory time is the traffic at the kernel class's rate plus the ramp and tail of a small transfer; where
+    // the ramp is the larger part (under mem_half_bytes), the kernel is latency-bound, not bandwidth-bound.
+    const double traffic_s = c.bytes > 0 ? c.bytes / (bandwidth * p.mem_max) : 0.0;
+    t.bound = t.compute_s >= t.memory_s ? Bound::compute : t.memory_s - traffic_s > traffic_s ? Bound::latency : Bound::memory;
     t.efficiency = t.bound == Bound::compute ? mat_eff : mem_eff;
     t.seconds = std::max(t.compute_s, t.memory_s) + p.launch_s;
     // Memory-bound kernels a library runs around the op (casts, transposes): `bytes` streamed by `kernels` launches.
@@ -136,6 +140,7 @@ StepPrediction predict_graph(const ir::Graph& g, const catalog::Gpu& gpu, const 
       side_kernels(2.0 * activations * elem, 2);
     }
     if (t.bound == Bound::compute) out.compute_s += std::max(t.compute_s, t.memory_s);
+    else if (t.bound == Bound::latency) out.latency_s += t.memory_s;
     else out.memory_s += std::max(t.compute_s, t.memory_s);
     out.launch_s += p.launch_s;
     out.step_s += t.seconds;

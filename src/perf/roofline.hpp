@@ -14,7 +14,10 @@
 
 namespace gpuvs::perf {
 
-enum class Bound { compute, memory, launch };
+/// What limits an op. `latency`: a memory-bound kernel too small to stream at the card's rate, whose time is
+/// the ramp and tail of its few bytes (mem_half_bytes) more than the bytes themselves: more bandwidth barely
+/// helps it, fewer or fused kernels do.
+enum class Bound { compute, memory, latency, launch };
 std::string_view bound_name(Bound b);
 
 struct OpTime {
@@ -27,7 +30,7 @@ struct OpTime {
 
 struct StepPrediction {
   double step_s = 0;
-  double compute_s = 0, memory_s = 0, launch_s = 0;  // time by what bounds each op
+  double compute_s = 0, memory_s = 0, latency_s = 0, launch_s = 0;  // time by what bounds each op (step_s is their sum)
   double matrix_flops = 0, vector_flops = 0, bytes = 0;
   int kernels = 0;
   std::vector<OpTime> ops;  // one per node that does work
