@@ -1069,3 +1069,32 @@ TEST(Readme, FencesBalanceAndItsCommandsRunAsWritten) {
   EXPECT_GT(ran, 30);
 }
 
+
+// Issue 33 item 2: evaluate with a LoRA scenario priced full training in its tables (23 of 24 cards "did not
+// fit"), showed a serving section, called a card that does not fit "cheapest" and counted cost per billion
+// sequences where the figure was per billion tokens. The scenario's question now governs all of it.
+TEST(Cli, EvaluateWithAScenarioAnswersTheScenariosQuestion) {
+  TempDir dir;
+  const std::string db = (dir / "h.db").string();
+  const std::string scenario = std::string(GPUVS_SOURCE_DIR) + "/examples/lora.toml";  // llama3-8b, LoRA, 2,048 tokens
+  const auto ev = run_gpuvs("evaluate --workload llama3-8b --scenario " + scenario + " --rows 2000 --epochs 1 --threads 1 --no-report --db " + db);
+  ASSERT_EQ(ev.exit_code, 0) << ev.err;
+  const auto p = run_gpuvs_json("report -o json --db " + db)["payload"];
+  EXPECT_TRUE(p["serving"].is_null()) << "a fine-tuning question has no serving section";
+  EXPECT_NE(p["prediction_note"].get<std::string>().find("lora fine-tuning"), std::string::npos) << p["prediction_note"];
+  const auto lora = run_gpuvs_json("predict --workload llama3-8b --gpu h100-sxm --options 'finetune=lora;seq_len=2048' --json");
+  std::string cheapest_line;
+  for (const auto& line : p["summary"])
+    if (line.get<std::string>().rfind("Predicted", 0) == 0) cheapest_line = line.get<std::string>();
+  EXPECT_NE(cheapest_line.find("per billion tokens"), std::string::npos) << cheapest_line;
+  for (const auto& e : p["predictions"]) {
+    if (e["gpu"] == "h100-sxm") {
+      EXPECT_DOUBLE_EQ(e["throughput"].get<double>(), lora["throughput"]["value"].get<double>());
+    }
+    // The headline's cheapest and fastest are cards the task fits on.
+    const std::string id = e["gpu"];
+    if (cheapest_line.find("cheapest: " + id + " ") != std::string::npos || cheapest_line.find("fastest " + id + " ") != std::string::npos) {
+      EXPECT_TRUE(e["fits"].get<bool>()) << id << ": " << cheapest_line;
+    }
+  }
+}

@@ -192,10 +192,29 @@ std::pair<std::optional<perf::Calibration>, json> calibrate(const std::vector<be
   return {std::move(cal), std::move(calibration)};
 }
 
-/// Every catalog GPU's prediction of the workload (at the named precision, else each card's default), with its cost per
-/// million units at the hour prices (rented where the card can be, else owned), and 2/4/... GPU scaling
-/// within a server; cards that cannot run it are left out.
-json predict_catalog(const catalog::Catalog& cat, const workload::Workload& w, const std::map<std::string, std::string>& workload_options,
+/// What the predictions price: the scenario's task (training, fine-tuning by its method, serving) and its
+/// sequence over the workload's own options, so that the tables, the charts, the headline and the advice all
+/// answer the scenario's question.
+struct PricedTask {
+  std::map<std::string, std::string> options;
+  bool training = true;
+  std::string words;  // "training", "LoRA fine-tuning", "inference"
+};
+
+PricedTask priced_task(const advise::Scenario& s, const std::map<std::string, std::string>& workload_options, const models::NetworkInfo& net) {
+  PricedTask t;
+  t.options = workload_options;
+  t.training = s.task != "infer";
+  t.words = s.task == "infer" ? "inference" : s.task == "finetune" ? (s.finetune == "full" ? "full fine-tuning" : s.finetune + " fine-tuning") : "training";
+  if (s.task == "finetune" && s.finetune != "full" && net.layers > 0) t.options["finetune"] = s.finetune;
+  if (s.seq_len > 0 && net.default_seq_len > 0) t.options["seq_len"] = std::to_string(s.seq_len);
+  return t;
+}
+
+/// Every catalog GPU's prediction of the task (at the named precision, else each card's default), with its cost
+/// per million units at the hour prices (rented where the card can be, else owned), and, for training, 2/4/...
+/// GPU scaling within a server; cards that cannot run it are left out.
+json predict_catalog(const catalog::Catalog& cat, const workload::Workload& w, const PricedTask& task,
                      std::optional<perf::Precision> precision, const perf::Calibration* cal, const perf::GpuHourPrices& hour_prices,
                      const std::string& local_gpu) {
   json predictions = json::array();
@@ -204,7 +223,8 @@ json predict_catalog(const catalog::Catalog& cat, const workload::Workload& w, c
     req.workload = w.name();
     req.gpu = g.id;
     req.precision = precision;
-    req.options = workload_options;
+    req.options = task.options;
+    req.training = task.training;
     req.calibration = cal;
     std::optional<perf::Prediction> p;
     try {
@@ -227,7 +247,7 @@ json predict_catalog(const catalog::Catalog& cat, const workload::Workload& w, c
     }
     json scaling = json::array();
     scaling.push_back({{"gpus", 1}, {"efficiency", 1.0}});
-    for (int n = 2; n <= perf::system_facts().gpus_per_server; n *= 2) {  // within one server
+    for (int n = 2; task.training && n <= perf::system_facts().gpus_per_server; n *= 2) {  // data parallel within one server
       perf::PredictRequest rn = req;
       rn.gpus = n;
       try {
@@ -354,18 +374,31 @@ std::string cluster_line(const json& cluster, const json& network, const dist::W
 
 /// The summary's line on the predictions: the fastest card, and the cheapest per billion units with its
 /// cost basis.
-std::string predictions_line(const json& predictions, const std::string& workload, const std::string& sample_unit) {
-  const auto fastest = std::max_element(predictions.begin(), predictions.end(),
-                             [](const json& x, const json& y) { return x["throughput"].get<double>() < y["throughput"].get<double>(); });
+/// The headline: the fastest and the cheapest among the cards the workload fits on (a card that does not fit
+/// is neither), costs per billion of the unit the throughput counts (tokens for a decoder, not sequences).
+std::string predictions_line(const json& predictions, const std::string& workload) {
+  const json* fastest = nullptr;
   const json* cheapest = nullptr;
-  for (const auto& e : predictions)
+  std::size_t fitting = 0;
+  for (const auto& e : predictions) {
+    if (!e.contains("fits") || e["fits"] != true) continue;
+    ++fitting;
+    if (!fastest || e["throughput"].get<double>() > (*fastest)["throughput"].get<double>()) fastest = &e;
     if (e.contains("usd_per_million") && (!cheapest || e["usd_per_million"].get<double>() < (*cheapest)["usd_per_million"].get<double>()))
       cheapest = &e;
-  return fmt::format("Predicted {}: fastest {} at {} {} per GPU{}", workload, (*fastest)["gpu"].get<std::string>(),
-                     units::format_si((*fastest)["throughput"].get<double>()), (*fastest)["unit"].get<std::string>(),
+  }
+  const auto batch = [](const json& e) { return e.contains("batch") && e["batch"].is_number_integer() ? e["batch"].get<std::int64_t>() : 0; };
+  if (!fastest)
+    return fmt::format("Predicted {} at batch {} per GPU: it fits on none of the {} catalog GPUs (the advice searches batch and recompute per card)",
+                       workload, predictions.empty() ? 0 : batch(predictions[0]), predictions.size());
+  const std::string unit = (*fastest)["unit"].get<std::string>();
+  const std::string per = unit.size() > 2 && unit.ends_with("/s") ? unit.substr(0, unit.size() - 2) : unit;
+  return fmt::format("Predicted {} at batch {} per GPU (fits on {} of {} GPUs{}): fastest {} at {} {} per GPU{}", workload, batch(*fastest),
+                     fitting, predictions.size(), fitting < predictions.size() ? "; the advice searches batch and recompute per card" : "",
+                     (*fastest)["gpu"].get<std::string>(), units::format_si((*fastest)["throughput"].get<double>()), unit,
                      cheapest ? fmt::format("; cheapest: {} ({} per billion {}, {})", (*cheapest)["gpu"].get<std::string>(),
-                                            units::format_usd(1e3 * (*cheapest)["usd_per_million"].get<double>()),
-                                            sample_unit, (*cheapest)["cost_basis"].get<std::string>())
+                                            units::format_usd(1e3 * (*cheapest)["usd_per_million"].get<double>()), per,
+                                            (*cheapest)["cost_basis"].get<std::string>())
                               : "");
 }
 
@@ -382,7 +415,7 @@ struct LocalRun {
 };
 
 std::vector<std::string> summary_lines(const LocalRun& m, const json& cluster, const json& network, const json& predictions, const std::string& workload,
-                                       const models::NetworkInfo& net, const advise::MeasuredMachine* here, const std::string& verdict,
+                                       const advise::MeasuredMachine* here, const std::string& verdict,
                                        const std::optional<perf::Calibration>& cal, const advise::Advice& advice) {
   std::vector<std::string> summary;
   summary.push_back(fmt::format("This machine: {} ({} cores); GPU: {}", m.cpu.model, m.cpu.cores,
@@ -393,7 +426,7 @@ std::vector<std::string> summary_lines(const LocalRun& m, const json& cluster, c
                                 units::format_si(m.tr.samples_per_s), m.tr.device == "cpu" ? fmt::format("the CPU ({} threads)", m.tr.threads) : m.tr.device,
                                 count("ok"), count("waived"), count("FAILED")));
   if (!cluster.is_null()) summary.push_back(cluster_line(cluster, network, dist::world(), m.batch));
-  if (!predictions.empty()) summary.push_back(predictions_line(predictions, workload, net.sample_unit));
+  if (!predictions.empty()) summary.push_back(predictions_line(predictions, workload));
   if (here) summary.push_back(fmt::format("This machine (measured): {} samples/s at batch {}. {}", units::format_si(here->throughput), here->batch, verdict));
   summary.push_back(cal ? fmt::format("Calibrated on the measured {}", cal->gpu_id)
                         : "Not calibrated: no catalog GPU was measured here (predictions use the class defaults)");
@@ -512,14 +545,16 @@ int run_evaluate(const EvaluateArgs& a) {
   std::tie(cal, record.calibration) = calibrate(m.results, m.tr, spec, m.batch, m.nv, cat);
 
   steps.begin(fmt::format("predicting {} on {} catalog GPUs", a.workload, cat.gpus().size()));
-  record.predictions = predict_catalog(cat, w, workload_options, precision, cal ? &*cal : nullptr, assumptions.hour_prices(), m.local_gpu);
+  const PricedTask task = priced_task(scenario, workload_options, net);
+  record.predictions = predict_catalog(cat, w, task, precision, cal ? &*cal : nullptr, assumptions.hour_prices(), m.local_gpu);
 
   // This machine, measured, beside the predictions and among the advisor's options, when what it trained
   // is the workload being predicted.
   const advise::MeasuredMachine here = machine_measured(m.tr, a.workload, m.batch, m.cpu, m.nv);
   std::string verdict;
   if (trains_workload) std::tie(record.measured_here, verdict) = measured_here(here, record.predictions, cat, assumptions, m.tr.step_time_median_s);
-  record.serving = serving_curves(cat, w, a.precision, scenario);
+  // Serving curves answer a serving question: shown for a decoder unless a scenario asks about training it.
+  if (a.scenario.empty() || scenario.task == "infer") record.serving = serving_curves(cat, w, a.precision, scenario);
 
   steps.begin("advising");
   const advise::Advice advice = advise::advise(cat, scenario_workload, scenario, assumptions, trains_workload ? &here : nullptr);
@@ -529,11 +564,11 @@ int run_evaluate(const EvaluateArgs& a) {
   record.workload = a.workload;
   record.precision = a.precision.empty() ? perf::kDefaultPrecisionRule : a.precision;
   record.measured_here_note = trains_workload ? "" : m.measured_instead + " No measured bar beside the predictions.";
-  record.prediction_note = fmt::format("{} training, default batch per GPU, {}, priced with the {} "
+  record.prediction_note = fmt::format("{} {}, default batch per GPU, {}, priced with the {} "
                                        "framework profile; band = the model's validation error spread",
-                                       a.workload, record.precision, record.predictions.empty() ? "pytorch" : record.predictions[0].value("framework", "pytorch"));
+                                       a.workload, task.words, record.precision, record.predictions.empty() ? "pytorch" : record.predictions[0].value("framework", "pytorch"));
   record.roofline = roofline(m.results, m.tr, m.measured_name, m.cpu);
-  record.summary = summary_lines(m, record.cluster, record.network, record.predictions, a.workload, net, trains_workload ? &here : nullptr, verdict, cal, advice);
+  record.summary = summary_lines(m, record.cluster, record.network, record.predictions, a.workload, trains_workload ? &here : nullptr, verdict, cal, advice);
   store_and_report(a, *db, db_path, record, m, advice, steps.seconds());
   return failed ? 1 : 0;
 }
