@@ -116,7 +116,9 @@ TEST(Advise, FullTrainingOf13BNeedsShardingAcrossCards) {
     if (o.count <= 8) {
       EXPECT_TRUE(o.strategy == "fsdp" || o.strategy == "zero2") << o.strategy << " on " << o.count << " x " << o.gpu_id;
     } else {
-      EXPECT_EQ(o.strategy, "3d") << o.count << " x " << o.gpu_id;
+      // The name says the plan's dimensions: "3d" only where both tensor and pipeline parallelism are in it.
+      const bool tp = o.plan.rfind("tp 1 ", 0) != 0, pp = o.plan.find(" x pp 1 x") == std::string::npos;
+      EXPECT_EQ(o.strategy, tp && pp ? "3d" : tp ? "tp x dp" : pp ? "pp x dp" : "dp (zero1)") << o.plan;
     }
   }
   for (const char* g : {"a100-80gb-sxm", "h100-sxm"}) EXPECT_GT(rank_of(a, g), 0) << g;
@@ -512,6 +514,26 @@ TEST(Advise, TheMeasuredMachineIsRankedLikeAnyGpu) {
   EXPECT_TRUE(noted);
 }
 
+// Issue 33 item 6: a plan names the link each dimension runs over. A 16-GPU H100 plan of two pipeline stages
+// keeps its data-parallel groups on NVLink inside a server and sends between the stages over the network; it
+// was called "over NVLink 4" alone, and "3d" though it had no tensor parallelism.
+TEST(Advise, APlanNamesTheLinkEachDimensionRunsOver) {
+  advise::Scenario s;
+  s.workload = "llama3-8b";
+  s.work = 2e10;
+  s.gpus = {"h100-sxm"};
+  const auto a = run(s);
+  bool seen = false;
+  for (const auto& o : a.options) {
+    if (o.count != 16 || o.plan.find("x pp 2 x") == std::string::npos) continue;
+    seen = true;
+    EXPECT_NE(o.plan.find("PP over InfiniBand"), std::string::npos) << o.plan;
+    EXPECT_NE(o.plan.find("DP over NVLink"), std::string::npos) << o.plan;
+    EXPECT_NE(o.strategy, "3d") << o.plan;
+  }
+  if (!seen) GTEST_SKIP() << "no 16-GPU two-stage plan among the options";
+}
+
 // 9. Past one server: a 70 B pretraining run that no server finishes in a month is planned over many nodes,
 // with tensor parallelism inside a node, pipelines and data parallelism across them.
 TEST(Advise, PretrainingPastOneServerPicksTensorPipelineAndDataParallelPlans) {
@@ -524,7 +546,7 @@ TEST(Advise, PretrainingPastOneServerPicksTensorPipelineAndDataParallelPlans) {
   const auto a = run(s);
   ASSERT_FALSE(a.ranked.empty());
   const auto& best = a.ranked.front();
-  EXPECT_EQ(best.strategy, "3d");
+  EXPECT_EQ(best.strategy, "3d") << best.plan;
   EXPECT_GT(best.count, 8);
   EXPECT_LE(best.total_hours, 720);
   EXPECT_NE(best.plan.find("tp "), std::string::npos) << best.plan;

@@ -279,7 +279,7 @@ Option multinode_option(const catalog::Catalog& cat, const workload::Workload& w
   const auto& dec = net.decoder;
   const std::int64_t seq = s.seq_len > 0 ? s.seq_len : net.default_seq_len;
   std::optional<perf::Prediction> best;
-  std::string best_plan, last_err;
+  std::string best_plan, best_strategy, last_err;
   for (int tp : {1, 2, 4, 8}) {
     if (dec.heads % tp != 0 || count % tp != 0) continue;
     bool placed = false;
@@ -303,8 +303,15 @@ Option multinode_option(const catalog::Catalog& cat, const workload::Workload& w
         placed = true;
         if (!best || p->throughput > best->throughput) {
           best = p;
-          best_plan = fmt::format("tp {} x pp {} x dp {}, micro-batch {}, {} micro-batches{}", tp, pp, dp, p->batch, p->micro_batches,
-                                  std::string(recompute) == "full" ? ", full recompute" : "");
+          // Each dimension named with the link it runs over: a pipeline may cross servers while its data
+          // parallel groups stay on NVLink inside one.
+          std::string links;
+          if (tp > 1) links += ", TP over " + p->tp_link;
+          if (pp > 1) links += ", PP over " + p->pp_link;
+          if (dp > 1) links += ", DP over " + p->dp_link;
+          best_plan = fmt::format("tp {} x pp {} x dp {}, micro-batch {}, {} micro-batches{}{}", tp, pp, dp, p->batch, p->micro_batches,
+                                  std::string(recompute) == "full" ? ", full recompute" : "", links);
+          best_strategy = tp > 1 && pp > 1 ? "3d" : tp > 1 ? "tp x dp" : pp > 1 ? "pp x dp" : "dp (zero1)";
         }
       }
       if (placed) break;
@@ -321,7 +328,8 @@ Option multinode_option(const catalog::Catalog& cat, const workload::Workload& w
   o.capacity_gib = best->memory.capacity_bytes / kGiB;
   o.unit = best->unit;
   o.throughput = best->throughput * count;
-  o.plan = best_plan + ", over " + best->dp_link;
+  o.plan = best_plan;
+  o.strategy = best_strategy;
   price_training_run(o, *best, static_cast<double>(models::decoder_params(net.decoder)), s, a, gpu, count);
   return o;
 }
@@ -715,7 +723,7 @@ std::vector<std::string> fit_hints(const catalog::Catalog& cat, const workload::
                                    const Assumptions& a, const Option& nearest) {
   const models::NetworkInfo& net = w.network();
   std::vector<std::string> hints;
-  if (s.task == "infer" || nearest.fits || net.layers == 0 || nearest.strategy == "3d" || nearest.count == 0) return hints;
+  if (s.task == "infer" || nearest.fits || net.layers == 0 || !nearest.plan.empty() || nearest.count == 0) return hints;
   std::string note;
   const auto precision = precision_for(gpu, s.precision, note);
   if (!precision) return hints;

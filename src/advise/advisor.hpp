@@ -55,11 +55,12 @@ workload::Workload validated_workload(const Scenario& s, const catalog::Catalog&
 struct Option {
   std::string gpu_id, gpu_name;
   int count = 1;
-  std::string strategy;           // single | ddp | zero2 | fsdp | 3d | lora | qlora | serve-mig | serve-dedicated | serve-shared
+  std::string strategy;           // single | ddp | zero2 | fsdp | lora | qlora | serve-mig | serve-dedicated | serve-shared; past one
+                                  // server: 3d | tp x dp | pp x dp | dp (zero1), the plan's dimensions
   std::string precision;
   std::int64_t batch = 0;
   std::string recompute = "none";
-  std::string plan;               // multi-node (strategy "3d"): tp x pp x dp, micro-batches, the network
+  std::string plan;               // past one server: tp x pp x dp, micro-batches, the link each dimension runs over
   bool fits = false;
   double peak_gib = 0, capacity_gib = 0;  // per GPU (per MIG slice when serving on MIG)
   double throughput = 0;          // all cards together, in `unit`
