@@ -123,6 +123,31 @@ TEST(Report, TheEvaluateRecordRoundTripsAndReadsAnyJson) {
   EXPECT_TRUE(report::evaluate_record_from(json::array({1, 2})).summary.empty());
 }
 
+// Issue 33 item 9: the answer first (advice, then the predictions), the evidence after; waived benchmarks one
+// line per reason; a figure whose repetitions spread past 20% says so.
+TEST(Report, TheAnswerComesFirstAndTheEvidenceIsCondensed) {
+  report::EvaluateRecord r;
+  r.workload = "seed-mlp";
+  r.devices = {{"cpu", {{"model", "cpu"}, {"cores", 2}}}, {"nvidia", {{"status", "no-driver"}, {"detail", "none"}}}};
+  json results = json::array();
+  for (const char* key : {"cuda.gemm.bf16", "cuda.gemm.fp16", "cuda.memcpy.d2d"})
+    results.push_back({{"key", key}, {"device", "cuda:0"}, {"status", "waived"}, {"note", "no NVIDIA driver"}, {"unit", "TFLOP/s"}});
+  results.push_back({{"key", "cpu.gemm.sgemm"}, {"device", "cpu"}, {"status", "ok"}, {"median", 150.0}, {"spread", 0.5}, {"unit", "GFLOP/s"}});
+  r.bench = {{"results", results}};
+  r.predictions = json::array({{{"gpu", "rtx-4090"}, {"throughput", 1e5}, {"unit", "samples/s"}, {"fits", true}}});
+  r.advice = {{"ranked", json::array({{{"rank", 1}, {"gpu", "rtx-4090"}, {"count", 1}, {"reason", "cheapest"}}})}, {"scenario", {{"task", "train"}}}};
+  const std::string html = report::render_html(json{{"id", 1}, {"payload", report::to_json(r)}});
+  const auto advice = html.find("<h2>Advice"), predicted = html.find("<h2>Predicted"), machine = html.find("<h2>This machine");
+  ASSERT_NE(advice, std::string::npos);
+  ASSERT_NE(predicted, std::string::npos);
+  ASSERT_NE(machine, std::string::npos);
+  EXPECT_LT(advice, predicted);
+  EXPECT_LT(predicted, machine);
+  EXPECT_NE(html.find("3 waived: cuda.gemm.bf16, cuda.gemm.fp16, cuda.memcpy.d2d"), std::string::npos);
+  EXPECT_EQ(html.find("waived: no NVIDIA driver"), std::string::npos);  // no row per waived benchmark
+  EXPECT_NE(html.find("spread 50% between repetitions"), std::string::npos);
+}
+
 TEST(Report, PredictionsInHumanUnitsWithThisMachineBesideThem) {
   const std::string html = report::render_html(seed_like_run());
   // 5.08e+05 samples/s and its band as people read them, money without exponents.

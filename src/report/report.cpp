@@ -177,14 +177,31 @@ std::string section_bench(const EvaluateRecord& r) {
          "last-level cache, so main-memory bandwidth does not bound them.</p>";
   }
   s += "<table><tr><th>benchmark</th><th>device</th><th>median</th><th>unit</th><th>spread %</th><th>spec</th><th>% of spec</th><th>status / note</th></tr>";
+  // Waived benchmarks, one line per reason (19 GPU rows repeating one driver message told nothing 19 times);
+  // a spread past 20% is said beside the figure: a loaded machine measures in ranges.
+  std::vector<std::pair<std::string, std::vector<std::string>>> waived;
   for (const auto& row : arr(as_obj(r.bench), "results")) {
+    if (str(row, "status") != "waived") continue;
+    const std::string why = shortened(str(row, "note"));
+    auto it = std::find_if(waived.begin(), waived.end(), [&](const auto& w) { return w.first == why; });
+    if (it == waived.end()) waived.push_back({why, {shortened(str(row, "key"))}});
+    else it->second.push_back(shortened(str(row, "key")));
+  }
+  for (const auto& row : arr(as_obj(r.bench), "results")) {
+    if (str(row, "status") == "waived") continue;
     const bool ok = str(row, "status") == "ok";
+    const bool noisy = ok && dbl(row, "spread") > 0.2;
     s += fmt::format("<tr><td>{}</td><td>{}</td><td class=n>{}</td><td>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{}</td><td class={}>{}</td></tr>",
                      escape(str(row, "key")), escape(str(row, "device")), ok ? human(dbl(row, "median"), 4) : "N/A", escape(str(row, "unit")),
                      ok ? fmt_num(100 * dbl(row, "spread"), "{:.1f}") : "N/A", has(row, "spec") ? human(dbl(row, "spec"), 4) : "N/A",
-                     has(row, "pct_of_spec") ? fmt_num(dbl(row, "pct_of_spec"), "{:.1f}") : "N/A", ok ? "muted" : (str(row, "status") == "FAILED" ? "bad" : "muted"),
-                     escape((ok ? "" : str(row, "status") + ": ") + str(row, "note")));
+                     has(row, "pct_of_spec") ? fmt_num(dbl(row, "pct_of_spec"), "{:.1f}") : "N/A",
+                     noisy ? "bad" : ok ? "muted" : (str(row, "status") == "FAILED" ? "bad" : "muted"),
+                     escape((noisy ? fmt::format("spread {:.0f}% between repetitions: a loaded machine? ", 100 * dbl(row, "spread")) : "") +
+                            (ok ? "" : str(row, "status") + ": ") + str(row, "note")));
   }
+  for (const auto& [why, keys] : waived)
+    s += fmt::format("<tr><td colspan=7>{} waived: {}</td><td class=muted>{}</td></tr>", keys.size(), escape(strings::join(keys, ", ")),
+                     escape(why));
   return s + "</table>";
 }
 
@@ -510,7 +527,11 @@ std::string render_html_unguarded(const json& run) {
     for (const auto& line : r.summary) h += "<li>" + escape(line) + "</li>";
     h += "</ul>";
   }
-  h += section_machine(r) + section_bench(r) + section_training(r) + section_calibration(r) + section_predictions(r) + section_serving(r) + section_cluster(r) + section_advice(r);
+  // The answer first (which GPU, why, what it costs, how the others compare), then the evidence: what this
+  // machine measured and how the model was calibrated.
+  h += section_advice(r) + section_predictions(r) + section_serving(r);
+  h += "<h2 class=\"evidence\">The evidence: this machine, measured</h2>";
+  h += section_machine(r) + section_bench(r) + section_training(r) + section_calibration(r) + section_cluster(r);
   h += "<p class=\"muted\">Predicted figures come from gpuvs's calibrated per-op model (docs/VALIDATION.md gives its errors); measured figures from this machine.</p>";
   h += fmt::format("</main><script>{}</script></body></html>\n", kScript);
   return h;
@@ -545,11 +566,11 @@ std::string render_markdown_unguarded(const json& run) {
   const EvaluateRecord r = record_of(run);
   std::string m = fmt::format("# gpuvs report — run {}\n\nRecorded {} · {}\n\n", whole(dbl(run, "id")), md(str(run, "created_utc")), md(r.gpuvs));
   for (const auto& line : r.summary) m += "- " + md(line) + "\n";
-  if (!r.bench.is_null()) {
-    m += "\n## Benchmarks\n\n| benchmark | median | unit | % of spec | status |\n|---|---|---|---|---|\n";
-    for (const auto& row : arr(as_obj(r.bench), "results"))
-      m += fmt::format("| {} | {} | {} | {} | {} |\n", md(str(row, "key")), str(row, "status") == "ok" ? human(dbl(row, "median"), 4) : "N/A",
-                       md(str(row, "unit")), has(row, "pct_of_spec") ? fmt_num(dbl(row, "pct_of_spec"), "{:.1f}") : "N/A", md(str(row, "status")));
+  if (!r.advice.is_null()) {
+    m += "\n## Advice\n\n| rank | GPU | n | strategy | cost USD | reason |\n|---|---|---|---|---|---|\n";
+    for (const auto& o : arr(as_obj(r.advice), "ranked"))
+      m += fmt::format("| {} | {} | {} | {} | {} | {} |\n", whole(dbl(o, "rank")), md(str(o, "gpu")), whole(dbl(o, "count")),
+                       md(str(o, "strategy")), has(o, "cost_usd") ? units::format_usd(dbl(o, "cost_usd")) : "N/A", md(str(o, "reason")));
   }
   if (!r.predictions.is_null()) {
     m += fmt::format("\n## Predicted: {}\n\n| GPU | throughput | unit | memory GiB | fits | USD per million |\n|---|---|---|---|---|---|\n",
@@ -564,11 +585,11 @@ std::string render_markdown_unguarded(const json& run) {
                          dbl(e, "peak_gib"), dbl(e, "capacity_gib"), flag(e, "fits") ? "yes" : "no",
                          has(e, "usd_per_million") ? units::format_usd(dbl(e, "usd_per_million")) : "N/A");
   }
-  if (!r.advice.is_null()) {
-    m += "\n## Advice\n\n| rank | GPU | n | strategy | cost USD | reason |\n|---|---|---|---|---|---|\n";
-    for (const auto& o : arr(as_obj(r.advice), "ranked"))
-      m += fmt::format("| {} | {} | {} | {} | {} | {} |\n", whole(dbl(o, "rank")), md(str(o, "gpu")), whole(dbl(o, "count")),
-                       md(str(o, "strategy")), has(o, "cost_usd") ? units::format_usd(dbl(o, "cost_usd")) : "N/A", md(str(o, "reason")));
+  if (!r.bench.is_null()) {
+    m += "\n## Benchmarks\n\n| benchmark | median | unit | % of spec | status |\n|---|---|---|---|---|\n";
+    for (const auto& row : arr(as_obj(r.bench), "results"))
+      m += fmt::format("| {} | {} | {} | {} | {} |\n", md(str(row, "key")), str(row, "status") == "ok" ? human(dbl(row, "median"), 4) : "N/A",
+                       md(str(row, "unit")), has(row, "pct_of_spec") ? fmt_num(dbl(row, "pct_of_spec"), "{:.1f}") : "N/A", md(str(row, "status")));
   }
   return m;
 }
