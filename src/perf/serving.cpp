@@ -316,9 +316,19 @@ std::pair<const ServingEngine*, const WeightFormat*> check_request(const models:
                                    k == "seq_len" ? ": a prompt is prompt_len" : "", strings::join(kServingKeys, ", ")));
   }
   const auto fw = req.options.find("framework");
-  const ServingEngine& engine = serving_engine(fw == req.options.end() ? default_serving_engine() : fw->second);
   const WeightFormat& format = weight_format(req.format);
-  if (std::find(engine.formats.begin(), engine.formats.end(), format.id) == engine.formats.end())
+  const auto runs = [&](const ServingEngine& e) { return std::find(e.formats.begin(), e.formats.end(), format.id) != e.formats.end(); };
+  const ServingEngine* chosen = &serving_engine(fw == req.options.end() ? default_serving_engine() : fw->second);
+  // No engine named and the default does not run the format (a GGUF quantization): the engine that does, said
+  // in the prediction's notes; a named engine that does not run it is the request's error.
+  if (fw == req.options.end() && !runs(*chosen))
+    for (const auto& e : builtin_engines())
+      if (runs(e)) {
+        chosen = &e;
+        break;
+      }
+  const ServingEngine& engine = *chosen;
+  if (!runs(engine))
     throw InputError(fmt::format("{} does not run the {} format (it runs {})", engine.id, format.id, strings::join(engine.formats, ", ")));
   if (req.gpus < 1 || req.gpus > 4096) throw InputError(fmt::format("--gpus must be in [1, 4096], got {}", req.gpus));
   if (req.batch < 0 || req.batch > (1 << 20)) throw InputError(fmt::format("--batch must be in [0, 1048576], got {}", req.batch));
@@ -568,6 +578,9 @@ ServingPrediction predict_serving(const catalog::Catalog& cat, const workload::W
   p.format_name = format->name;
   p.engine = engine->id;
   p.engine_name = engine->name;
+  if (!req.options.count("framework") && engine->id != default_serving_engine())
+    p.notes.push_back(fmt::format("engine {}: {} (the default engine) does not run the {} format, {} does (framework=... names another)",
+                                  engine->id, default_serving_engine(), format->id, engine->id));
   p.mode = req.mode;
   p.gpus = req.gpus;
   resolve_shape(gpu, net, *engine, *format, req, p);
