@@ -1098,3 +1098,22 @@ TEST(Cli, EvaluateWithAScenarioAnswersTheScenariosQuestion) {
     }
   }
 }
+
+// Issue 33 item 8: one spelling of a flag across commands. -o/--output table|json beside --json (as bench and
+// llama-bench spell it), --batch for train as for predict and compare, --dtype in --precision's and PyTorch's
+// spellings.
+TEST(Cli, FlagsAreSpelledAlikeAcrossCommands) {
+  const auto a = run_gpuvs_json("predict --gpu rtx-4090 -o json");
+  EXPECT_EQ(a, run_gpuvs_json("predict --gpu rtx-4090 --json"));
+  for (const std::string cmd : {"compare --output json", "advise --workload seed-mlp -o json", "workloads -o json", "devices -o json"})
+    EXPECT_NO_THROW(run_gpuvs_json(cmd)) << cmd;
+  EXPECT_EQ(run_gpuvs("predict --gpu rtx-4090 -o table").out.find('{'), std::string::npos);
+  expect_usage_error(run_gpuvs("predict --gpu rtx-4090 -o xml"), "--output: xml not in {table,json}");
+  const auto t = run_gpuvs("train seed-mlp --batch 64 --epochs 1 --rows 1000 --json --threads 1");
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_EQ(nlohmann::json::parse(t.out)["batch_size"], 64);
+  const auto g = run_gpuvs_json("graph seed-mlp --dtype float32 --json"), f = run_gpuvs_json("graph seed-mlp --dtype f32 --json");
+  EXPECT_EQ(g["total"], f["total"]);
+  EXPECT_EQ(g["params"], f["params"]);
+}
+

@@ -166,7 +166,7 @@ Runner add_advise_command(CLI::App& app) {
                   "Rank the machine an evaluate run measured too (gpuvs history lists runs): measured speed, no purchase")
       ->check(whole_in(1, std::numeric_limits<std::int64_t>::max()));
   sub->add_option("--db", a->db, "Results database for --measured-run (default $XDG_DATA_HOME/gpuvs/history.db)");
-  sub->add_flag("--json", a->json, "JSON output");
+  add_output_option(sub, a->json);
   return [a, params] {
     a->params_given = params->count() > 0;
     return run_advise(*a);

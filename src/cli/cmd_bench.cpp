@@ -159,7 +159,7 @@ Runner add_bench_command(CLI::App& app) {
   auto* sub = app.add_subcommand("bench", "Run self-checked microbenchmarks of this machine (CPU, and CUDA GPUs when present)");
   sub->add_flag("--quick", a->quick, "Smaller sizes and fewer repetitions");
   sub->add_option("--only", a->only, "Comma-separated benchmark keys");
-  sub->add_option("-o", a->format, "table, json, csv or md")->capture_default_str();
+  sub->add_option("-o,--output", a->format, "table, json, csv or md")->capture_default_str();
   sub->add_option("--threads", a->threads, "CPU threads (default: every core)")->check(threads());
   sub->add_option("--device", a->device, "CUDA ordinal for the GPU benchmarks (default 0)")->check(whole_in(0, 1023));
   sub->add_flag("--store", a->store, "Also store the run in the results history (gpuvs history / report / diff)");

@@ -297,7 +297,7 @@ Runner add_compare_command(CLI::App& app) {
   sub->add_option("--gpus-each", a->gpus_each, "LLM serving: GPUs per system (with tp=N in --options)")->capture_default_str()->check(whole_in(1, 64));
   sub->add_option("--catalog", a->catalogs, "Add devices from a TOML file (repeatable)");
   add_assumption_options(sub, a->costs);
-  sub->add_flag("--json", a->json, "JSON output");
+  add_output_option(sub, a->json);
   return [a] { return run_compare(*a); };
 }
 

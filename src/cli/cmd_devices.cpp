@@ -6,6 +6,7 @@
 
 #include "catalog/catalog.hpp"
 #include "bench/gpu_benchmarks.hpp"
+#include "cli/assumption_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/devices_json.hpp"
 #include "core/strings.hpp"
@@ -99,7 +100,7 @@ int run_devices(const DevicesArgs& a) {
 Runner add_devices_command(CLI::App& app) {
   auto a = std::make_shared<DevicesArgs>();
   auto* sub = app.add_subcommand("devices", "List this machine's CPU and NVIDIA GPUs (driver and NVML loaded at run time)");
-  sub->add_flag("--json", a->json, "JSON output");
+  add_output_option(sub, a->json);
   return [a] { return run_devices(*a); };
 }
 

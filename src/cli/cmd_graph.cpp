@@ -6,6 +6,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "cli/assumption_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/validators.hpp"
 #include "core/error.hpp"
@@ -35,9 +36,11 @@ struct GraphArgs {
   std::string options;  // the gpt workload's shape: layers=..;hidden=..;heads=..
 };
 
-ir::DType parse_dtype(const std::string& s) {
-  if (s == "f32") return ir::DType::f32;
-  if (s == "f16") return ir::DType::f16;
+ir::DType parse_dtype(const std::string& typed) {
+  // The spellings --precision and PyTorch use too: fp32/float32, fp16/float16/half, bfloat16.
+  const std::string s = strings::lower(perf::canonical_precision_name(typed));
+  if (s == "f32" || s == "fp32") return ir::DType::f32;
+  if (s == "f16" || s == "fp16") return ir::DType::f16;
   if (s == "bf16") return ir::DType::bf16;
   if (s == "fp8") return ir::DType::fp8;
   throw InputError(fmt::format("--dtype '{}' is not a dtype (expected f32, f16, bf16 or fp8)", strings::printable(s)));
@@ -163,7 +166,7 @@ Runner add_graph_command(CLI::App& app) {
   sub->add_option("--dtype", args->dtype, "Element type of activations and weights: f32, f16, bf16, fp8")
       ->capture_default_str();
   sub->add_flag("--ops", args->ops, "List every node with its cost");
-  sub->add_flag("--json", args->json, "JSON output");
+  add_output_option(sub, args->json);
   return [args] { return run_graph(*args); };
 }
 

@@ -302,7 +302,7 @@ Runner add_predict_command(CLI::App& app) {
                   "framework=vllm|trt-llm|llama.cpp|hf-transformers, kv_dtype=fp16|fp8");
   sub->add_option("--catalog", a->catalogs, "Add devices from a TOML file (repeatable)");
   sub->add_option("--calibration", a->calibration, "A gpuvs bench --save record: correct the model for the GPU it measured");
-  sub->add_flag("--json", a->json, "JSON output");
+  add_output_option(sub, a->json);
   return [a] { return run_predict(*a); };
 }
 

@@ -264,7 +264,7 @@ Runner add_train_command(CLI::App& app) {
   sub->add_option("workload", args->workload, "Built-in workload id (seed-mlp) or a .toml/.json model file")
       ->required();
   sub->add_option("--epochs", args->cfg.epochs, "Epochs to train (total, counting resumed ones)")->capture_default_str()->check(whole_in(1, 1000000));
-  sub->add_option("--batch-size", args->cfg.batch, "Samples per step")->capture_default_str()->check(whole_in(1, models::kMaxBatch));
+  sub->add_option("--batch-size,--batch", args->cfg.batch, "Samples per step (--batch as predict and compare spell it)")->capture_default_str()->check(whole_in(1, models::kMaxBatch));
   sub->add_option("--steps", args->cfg.steps_per_epoch, "Steps per epoch (default: the whole training split)")->check(whole_in(1, std::numeric_limits<std::int64_t>::max()));
   sub->add_option("--lr", args->lr, "Learning rate (default: the model's, Keras Adam 1e-3)")->check(positive());
   sub->add_option("--seed", args->cfg.seed, "Seed for data, initial weights, shuffling and dropout")

@@ -207,7 +207,7 @@ Runner add_validate_command(CLI::App& app) {
   add_facts_option(sub, a->facts);
   sub->add_option("--data", a->data, "CSV files in the format of data/validation/*.csv, or folders of them (repeatable)")->required();
   sub->add_option("--catalog", a->catalogs, "Add devices from a TOML file (repeatable)");
-  sub->add_flag("--json", a->json, "JSON: rows, per-source summaries (schema 2)");
+  add_output_option(sub, a->json);  // JSON: rows, per-source summaries (schema 2)
   sub->add_flag("--held-out", a->held_out,
                 "Leave-one-source-out: predict each file with the constants refitted on the others (and its figures withheld)");
   sub->add_option("--constants", a->constants, "Price with these fitted constants (a --fit file) instead of the built-in ones");

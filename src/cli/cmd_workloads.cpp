@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/assumption_options.hpp"
 #include "cli/commands.hpp"
 #include "core/strings.hpp"
 #include "core/units.hpp"
@@ -44,7 +45,7 @@ int run_workloads(bool json) {
 Runner add_workloads_command(CLI::App& app) {
   auto json = std::make_shared<bool>(false);
   auto* sub = app.add_subcommand("workloads", "List the built-in workloads (networks) with their family, size and sequence length");
-  sub->add_flag("--json", *json, "JSON output");
+  add_output_option(sub, *json);
   return [json] { return run_workloads(*json); };
 }
 
