@@ -632,6 +632,9 @@ TEST(Cli, EvaluateStoresTheRunAndHistoryDiffReportReadIt) {
   EXPECT_EQ(h["runs"][0]["kind"], "evaluate");
   const auto d = run_gpuvs("diff 1 1 --json --db " + db);
   ASSERT_EQ(d.exit_code, 0) << d.err;
+  const auto text_diff = run_gpuvs("diff 1 1 --db " + db);
+  ASSERT_EQ(text_diff.exit_code, 0) << text_diff.err;
+  EXPECT_EQ(text_diff.out.find("e+"), std::string::npos) << text_diff.out;  // human numbers (was 1.688e+04)
   EXPECT_GT(nlohmann::json::parse(d.out)["figures"].size(), 5u);
   const auto run = run_gpuvs_json("report -o json --db " + db);
   EXPECT_EQ(run["id"], 1);

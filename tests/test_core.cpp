@@ -399,6 +399,9 @@ TEST(Errors, InputErrorsAreOneLineWhateverTheyQuote) {
 
 TEST(Units, MoneyAndPlainNumbersNeverUseExponents) {
   EXPECT_EQ(units::format_usd(1234.4), "$1234");
+  EXPECT_EQ(units::format_usd(3380761.2), "$3,380,761");  // issue 33: grouped from ten thousand
+  EXPECT_EQ(units::format_usd(-12345), "-$12,345");
+  EXPECT_EQ(units::format_usd(100000), "$100,000");
   EXPECT_EQ(units::format_usd(12.345), "$12.35");  // two decimals from $1
   EXPECT_EQ(units::format_usd(0.0683), "$0.0683");
   EXPECT_EQ(units::format_usd(6.83e-05), "$0.0000683");

@@ -9,6 +9,7 @@
 #include "cli/validators.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
+#include "core/units.hpp"
 #include "core/files.hpp"
 #include "report/report.hpp"
 #include "store/store.hpp"
@@ -92,13 +93,15 @@ int run_diff(const std::string& db, std::int64_t a, std::int64_t b, bool as_json
   fmt::print("run {}: {} · {} · {} · {}\n", a, e(ra.created_utc), e(ra.host), e(ra.gpu), e(ra.gpuvs_version));
   fmt::print("run {}: {} · {} · {} · {}\n", b, e(rb.created_utc), e(rb.host), e(rb.gpu), e(rb.gpuvs_version));
   fmt::print("{:<44} {:>12} {:>12} {:>9}  {}\n", "figure", fmt::format("run {}", a), fmt::format("run {}", b), "change", "unit");
-  auto cell = [&](const std::optional<double>& v, const std::string& status) { return v ? fmt::format("{:.4g}", *v) : e(status); };
+  // Human numbers, as every table prints them (16.88 k, never 1.688e+04).
+  auto cell = [&](const std::optional<double>& v, const std::string& status) { return v ? units::format_plain(*v, 4) : e(status); };
   for (const auto& [k, r] : rows)
     fmt::print("{:<44} {:>12} {:>12} {:>9}  {}\n", e(k), cell(r.x, r.sx), cell(r.y, r.sy),
                r.x && r.y && *r.x != 0 ? fmt::format("{:+.1f}%", 100 * (*r.y / *r.x - 1)) : "", e(r.unit));
   const double ta = training(ra), tb = training(rb);
   if (ta > 0 && tb > 0)
-    fmt::print("{:<44} {:>12.4g} {:>12.4g} {:>9}  samples/s\n", "seed-mlp training (CPU)", ta, tb, fmt::format("{:+.1f}%", 100 * (tb / ta - 1)));
+    fmt::print("{:<44} {:>12} {:>12} {:>9}  samples/s\n", "seed-mlp training (CPU)", units::format_plain(ta, 4), units::format_plain(tb, 4),
+               fmt::format("{:+.1f}%", 100 * (tb / ta - 1)));
   return 0;
 }
 

@@ -56,6 +56,14 @@ std::string format_usd(double v) {
   if (!std::isfinite(v)) return fmt::format("${}", v);
   const double a = std::fabs(v);
   if (a >= 1e21) return fmt::format("${:.3g}", v);  // past 1e21 dollars: exponent notation, not 300 digits
+  if (a >= 10000) {  // thousands grouped: $3,380,761, not $3380761
+    std::string digits = fmt::format("{:.0f}", a), grouped;
+    for (std::size_t i = 0; i < digits.size(); ++i) {
+      if (i > 0 && (digits.size() - i) % 3 == 0) grouped += ',';
+      grouped += digits[i];
+    }
+    return (v < 0 ? "-$" : "$") + grouped;
+  }
   if (a >= 100) return fmt::format("${:.0f}", v);
   if (a >= 1) return fmt::format("${:.2f}", v);
   if (a == 0) return "$0";
