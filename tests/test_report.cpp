@@ -134,7 +134,11 @@ TEST(Report, TheAnswerComesFirstAndTheEvidenceIsCondensed) {
     results.push_back({{"key", key}, {"device", "cuda:0"}, {"status", "waived"}, {"note", "no NVIDIA driver"}, {"unit", "TFLOP/s"}});
   results.push_back({{"key", "cpu.gemm.sgemm"}, {"device", "cpu"}, {"status", "ok"}, {"median", 150.0}, {"spread", 0.5}, {"unit", "GFLOP/s"}});
   r.bench = {{"results", results}};
-  r.predictions = json::array({{{"gpu", "rtx-4090"}, {"throughput", 1e5}, {"unit", "samples/s"}, {"fits", true}}});
+  // One card rented and owned, one owned only: the cost chart compares them on the basis both have.
+  r.predictions = json::array({{{"gpu", "rtx-4090"}, {"throughput", 1e5}, {"unit", "samples/s"}, {"fits", true}, {"usd_per_million", 0.4},
+                                {"cost_basis", "cloud rent"}, {"owned_usd_per_million", 0.2}},
+                               {{"gpu", "rtx-3090"}, {"throughput", 6e4}, {"unit", "samples/s"}, {"fits", true}, {"usd_per_million", 0.3},
+                                {"cost_basis", "owned"}, {"owned_usd_per_million", 0.3}}});
   r.advice = {{"ranked", json::array({{{"rank", 1}, {"gpu", "rtx-4090"}, {"count", 1}, {"reason", "cheapest"}}})}, {"scenario", {{"task", "train"}}}};
   const std::string html = report::render_html(json{{"id", 1}, {"payload", report::to_json(r)}});
   const auto advice = html.find("<h2>Advice"), predicted = html.find("<h2>Predicted"), machine = html.find("<h2>This machine");
@@ -146,6 +150,8 @@ TEST(Report, TheAnswerComesFirstAndTheEvidenceIsCondensed) {
   EXPECT_NE(html.find("3 waived: cuda.gemm.bf16, cuda.gemm.fp16, cuda.memcpy.d2d"), std::string::npos);
   EXPECT_EQ(html.find("waived: no NVIDIA driver"), std::string::npos);  // no row per waived benchmark
   EXPECT_NE(html.find("spread 50% between repetitions"), std::string::npos);
+  EXPECT_NE(html.find("owning each card: its price over its service life"), std::string::npos);
+  EXPECT_EQ(html.find("cloud rent where listed"), std::string::npos);
 }
 
 TEST(Report, PredictionsInHumanUnitsWithThisMachineBesideThem) {

@@ -245,6 +245,8 @@ json predict_catalog(const catalog::Catalog& cat, const workload::Workload& w, c
       e["usd_per_million"] = hours_per_million * *own;
       e["cost_basis"] = "owned";
     }
+    // Owning is priced for every card with a list price: the one basis the report's cost chart compares on.
+    if (const auto own = hour_prices.own(g)) e["owned_usd_per_million"] = hours_per_million * *own;
     json scaling = json::array();
     scaling.push_back({{"gpus", 1}, {"efficiency", 1.0}});
     for (int n = 2; task.training && n <= perf::system_facts().gpus_per_server; n *= 2) {  // data parallel within one server

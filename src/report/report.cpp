@@ -241,9 +241,14 @@ std::string section_predictions(const EvaluateRecord& r) {
   else if (!r.measured_here_note.empty())
     s += fmt::format("<p class=\"muted\">{}</p>", escape(r.measured_here_note));
   std::vector<Bar> speed, cost, mem;
+  // The cost chart compares on one basis: owning each card where the record prices it for every card (rent
+  // exists for some cards only, and bars of two bases side by side compare nothing), else the record's basis.
+  bool owned_basis = false;
+  for (const auto& e : preds) owned_basis = owned_basis || has(e, "owned_usd_per_million");
+  const char* cost_key = owned_basis ? "owned_usd_per_million" : "usd_per_million";
   // Costs per million units can be tiny for small models: show them per billion then.
   double max_cost = here ? dbl(*here, "usd_per_million") : 0;
-  for (const auto& e : preds) max_cost = std::max(max_cost, dbl(e, "usd_per_million"));
+  for (const auto& e : preds) max_cost = std::max(max_cost, dbl(e, cost_key));
   const double cost_scale = max_cost > 0 && max_cost < 0.01 ? 1000 : 1;
   const std::string per = cost_scale > 1 ? "billion" : "million";
   auto band = [&](const json& e) {
@@ -255,9 +260,9 @@ std::string section_predictions(const EvaluateRecord& r) {
     const bool local = flag(e, "local");
     speed.push_back({id, dbl(e, "throughput"), std::nullopt,
                      fmt::format("band {} {}{}", band(e), unit, flag(e, "calibrated") ? ", calibrated" : ""), local, false, ""});
-    if (has(e, "usd_per_million"))
-      cost.push_back({id, dbl(e, "usd_per_million") * cost_scale, std::nullopt, str(e, "cost_basis"), local, false,
-                      units::format_usd(dbl(e, "usd_per_million") * cost_scale)});
+    if (has(e, cost_key))
+      cost.push_back({id, dbl(e, cost_key) * cost_scale, std::nullopt, owned_basis ? "owned" : str(e, "cost_basis"), local, false,
+                      units::format_usd(dbl(e, cost_key) * cost_scale)});
     mem.push_back({id, dbl(e, "peak_gib"), dbl(e, "capacity_gib"), flag(e, "fits") ? "fits" : "does NOT fit", !flag(e, "fits"),
                    false, fmt::format("{} of {}", human(dbl(e, "peak_gib")), human(dbl(e, "capacity_gib")))});
   }
@@ -277,7 +282,9 @@ std::string section_predictions(const EvaluateRecord& r) {
   std::sort(cost.begin(), cost.end(), [&](const Bar& a, const Bar& b) { return nan_as(a.value, inf) < nan_as(b.value, inf); });
   s += bar_chart("throughput", fmt::format("Throughput per GPU ({}){}", unit, here ? "; green: this machine, measured" : ""), speed, unit);
   if (!cost.empty())
-    s += bar_chart("cost", fmt::format("Cost per {} {} (cloud rent where listed, else owning at the advisor's assumptions{})", per, what,
+    s += bar_chart("cost", fmt::format("Cost per {} {} ({}{})", per, what,
+                                       owned_basis ? "owning each card: its price over its service life at the advisor's utilization, with power"
+                                                   : "cloud rent where listed, else owning at the advisor's assumptions",
                                        here ? "; this machine: electricity only" : ""),
                    cost, "USD");
   s += bar_chart("memory", fmt::format("Memory: predicted peak per GPU vs usable capacity (tick){}", here ? "; this machine: measured" : ""),
