@@ -1120,3 +1120,18 @@ TEST(Cli, FlagsAreSpelledAlikeAcrossCommands) {
   EXPECT_EQ(g["params"], f["params"]);
 }
 
+// Issue 33 item 4: compare --gpus-each 2 priced two replicas of the whole model (one GPU's weights each) and, the
+// first card unable to serve it, showed "ratio 0.00x" for the rest. N GPUs each now hold one copy split N ways
+// unless tp= says otherwise, and ratios are to the first card that serves it.
+TEST(Cli, CompareGpusEachSplitsTheModelAndRatiosSkipCardsThatCannotServe) {
+  const auto r = run_gpuvs("compare rtx-4090 h100-sxm --workload llama3-70b --mode infer --gpus-each 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("2 GPU(s) each: 1 replica(s) of tensor parallel 2"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("0.00x"), std::string::npos) << r.out;
+  const auto j = run_gpuvs_json("compare rtx-4090 h100-sxm --workload llama3-70b --mode infer --gpus-each 2 --json");
+  EXPECT_TRUE(j["gpus"][0].contains("cannot_serve"));
+  EXPECT_DOUBLE_EQ(j["gpus"][1]["ratio"].get<double>(), 1.0);
+  const auto replicas = run_gpuvs("compare h100-sxm a100-80gb-sxm --workload llama3-8b --mode infer --gpus-each 2 --options tp=1");
+  EXPECT_NE(replicas.out.find("2 replica(s) of tensor parallel 1"), std::string::npos) << replicas.out;
+}
+

@@ -88,6 +88,9 @@ int run_compare_serving(const CompareArgs& a, const catalog::Catalog& cat, const
   r.gpus = a.gpus_each;
   r.format = perf::serving_format_for(a.precision);
   r.options = perf::parse_option_pairs(a.options);
+  // N GPUs each serve one copy of the model split over them (tensor parallel N) unless tp= says otherwise: N
+  // replicas of the whole model each, which --gpus-each read as before, priced one GPU's weights per GPU.
+  if (a.gpus_each > 1 && !r.options.count("tp")) r.options["tp"] = std::to_string(a.gpus_each);
   const auto entries = perf::compare_serving(cat, a.gpus, w, r, costs.hour_prices());
   const auto usd = [](const std::optional<double>& v) { return v ? units::format_usd(*v) : std::string("-"); };
   if (a.json) {
@@ -121,9 +124,10 @@ int run_compare_serving(const CompareArgs& a, const catalog::Catalog& cat, const
   const perf::ServingPrediction* any = nullptr;
   for (const auto& e : entries)
     if (e.prediction && !any) any = &*e.prediction;
-  fmt::print("{} {} ({} weights, {} engine{}), {} GPU(s) each\n", strings::escape_control(a.workload), a.mode, any ? any->format : r.format,
+  const int tp = static_cast<int>(perf::option_int(r.options, "tp", 1, 1, 64));
+  fmt::print("{} {} ({} weights, {} engine{}), {} GPU(s) each{}\n", strings::escape_control(a.workload), a.mode, any ? any->format : r.format,
              any ? any->engine : "-", any && any->mode != "prefill" ? fmt::format(", {} + {} tokens", any->prompt_len, any->gen_len) : "",
-             a.gpus_each);
+             a.gpus_each, a.gpus_each > 1 ? fmt::format(": {} replica(s) of tensor parallel {}", a.gpus_each / tp, tp) : "");
   std::vector<std::pair<std::string, std::vector<std::string>>> rows;
   std::vector<std::string> head;
   for (const auto& e : entries) head.push_back(e.gpu->id);

@@ -168,7 +168,10 @@ std::vector<ServingCompareEntry> compare_serving(const catalog::Catalog& cat, co
     }
     out.push_back(std::move(e));
   }
-  const double first = !out.empty() && out.front().prediction ? out.front().prediction->throughput : 0;
+  // Relative to the first card that serves it: a first card that cannot gave every other a ratio of 0.00x.
+  double first = 0;
+  for (const auto& e : out)
+    if (e.prediction && first == 0) first = e.prediction->throughput;
   for (auto& e : out)
     if (e.prediction && first > 0) e.ratio = e.prediction->throughput / first;
   return out;

@@ -61,7 +61,7 @@ struct ServingCompareEntry {
   const catalog::Gpu* gpu = nullptr;
   std::optional<ServingPrediction> prediction;  // empty when the card cannot serve it (`why`)
   std::string why;
-  double ratio = 0;
+  double ratio = 0;  // throughput relative to the first card that serves it
   std::optional<double> usd_per_million, owned_usd_per_million;
 };
 /// `base.gpu` is ignored; every GPU gets `base`'s request. A card that cannot run it (format, memory) gets
