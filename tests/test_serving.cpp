@@ -299,20 +299,13 @@ TEST(ServingValidation, EveryPublishedServingRowIsPriced) {
 // Issue 33 item 8: a GGUF quantization with no engine named chose vLLM and failed ("vllm does not run the q4_k_m
 // format"); the engine that runs the format is chosen and said. A named engine that does not run it is refused.
 TEST(Serving, AFormatOnlyOneEngineRunsChoosesThatEngineAndSaysSo) {
-  ServingRequest req;
-  req.workload = "llama3-8b";
-  req.gpu = "rtx-4090";
-  req.mode = "decode";
-  req.format = "q4_k_m";
-  const ServingPrediction p = predict_serving(catalog::Catalog::builtin(), req);
+  const ServingPrediction p = serve("llama3-8b", "rtx-4090", "decode", "q4_k_m", "");
   EXPECT_EQ(p.engine, "llama.cpp");
   bool said = false;
   for (const auto& n : p.notes) said = said || n.find("vllm (the default engine) does not run the q4_k_m format, llama.cpp does") != std::string::npos;
   EXPECT_TRUE(said);
-  req.options["framework"] = "llama.cpp";
-  EXPECT_DOUBLE_EQ(predict_serving(catalog::Catalog::builtin(), req).throughput, p.throughput);
-  req.options["framework"] = "vllm";
-  EXPECT_NE(test::input_error_of([&] { predict_serving(catalog::Catalog::builtin(), req); }).find("vllm does not run the q4_k_m format"),
+  EXPECT_DOUBLE_EQ(serve("llama3-8b", "rtx-4090", "decode", "q4_k_m", "framework=llama.cpp").throughput, p.throughput);
+  EXPECT_NE(test::input_error_of([&] { serve("llama3-8b", "rtx-4090", "decode", "q4_k_m", "framework=vllm"); }).find("vllm does not run the q4_k_m format"),
             std::string::npos);
 }
 
