@@ -534,6 +534,20 @@ TEST(Advise, APlanNamesTheLinkEachDimensionRunsOver) {
   if (!seen) GTEST_SKIP() << "no 16-GPU two-stage plan among the options";
 }
 
+// Issue 33 item 6: 64 RTX 2080 Ti over 100 GbE were offered for an 8 B model without a word on why; the
+// reason now says one server of them cannot hold it.
+TEST(Advise, APlanPastOneServerSaysWhyOneServerWillNotDo) {
+  advise::Scenario s;
+  s.workload = "llama3-8b";
+  s.work = 2e10;
+  s.gpus = {"rtx-2080-ti"};
+  const auto a = run(s);
+  ASSERT_FALSE(a.ranked.empty());
+  const auto& o = a.ranked.front();
+  EXPECT_GT(o.count, 8);
+  EXPECT_NE(o.reason.find("past one server because the model does not fit 8 x rtx-2080-ti in one"), std::string::npos) << o.reason;
+}
+
 // 9. Past one server: a 70 B pretraining run that no server finishes in a month is planned over many nodes,
 // with tensor parallelism inside a node, pipelines and data parallelism across them.
 TEST(Advise, PretrainingPastOneServerPicksTensorPipelineAndDataParallelPlans) {
@@ -551,6 +565,8 @@ TEST(Advise, PretrainingPastOneServerPicksTensorPipelineAndDataParallelPlans) {
   EXPECT_LE(best.total_hours, 720);
   EXPECT_NE(best.plan.find("tp "), std::string::npos) << best.plan;
   EXPECT_NE(best.plan.find("InfiniBand"), std::string::npos) << best.plan;
+  // Issue 33 item 6: a plan past one server says why one server will not do.
+  EXPECT_NE(best.reason.find("past one server because"), std::string::npos) << best.reason;
   EXPECT_TRUE(best.fits);
   EXPECT_LE(best.peak_gib, best.capacity_gib);
   // Every one-server option misses the month: 8 H100s take years for a trillion tokens of a 70 B model.

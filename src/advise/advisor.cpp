@@ -881,6 +881,20 @@ Advice advise(const catalog::Catalog& cat, const workload::Workload& resolved, c
   for (auto& o : all) o.feasible = o.fits && o.why_not.empty();
   pick_best_per_gpu(all, s, adv);
   explain(s, a, adv);
+  // A plan past one server says why one server will not do: nothing of the card fits in one, or what fits misses
+  // a requirement (the nearest miss inside a server, as the ruled-out list says it).
+  const int per_server = static_cast<int>(a.get("max_gpus_per_server"));
+  for (auto& o : adv.ranked) {
+    if (o.count <= per_server || o.plan.empty()) continue;
+    const Option* inside = nullptr;
+    for (const auto& x : all)
+      if (x.gpu_id == o.gpu_id && x.count <= per_server && (!inside || (x.fits && !inside->fits) || (x.fits == inside->fits && x.count > inside->count)))
+        inside = &x;
+    if (!inside) continue;
+    o.reason += inside->fits ? fmt::format("; past one server because {} x {} in one {}", inside->count, o.gpu_id,
+                                           inside->why_not.empty() ? "costs more" : inside->why_not.front())
+                             : fmt::format("; past one server because the model does not fit {} x {} in one", inside->count, o.gpu_id);
+  }
   // What would make a card that does not fit fit: said beside why it is ruled out.
   for (auto& o : adv.ruled_out) {
     if (o.gpu_id == "this-machine") continue;
