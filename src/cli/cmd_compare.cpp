@@ -160,12 +160,15 @@ int run_compare_serving(const CompareArgs& a, const catalog::Catalog& cat, const
 }
 
 /// The precision as named, or the one every card ran under the default rule, or the rule when they differ.
+bool precisions_differ(const perf::Comparison& c) {
+  for (const auto& e : c.entries)
+    if (e.single.plan.precision != c.entries.front().single.plan.precision) return true;
+  return false;
+}
+
 std::string precision_said(const perf::Comparison& c) {
   if (c.precision) return std::string(perf::precision_name(*c.precision));
-  const auto first = c.entries.front().single.plan.precision;
-  for (const auto& e : c.entries)
-    if (e.single.plan.precision != first) return perf::kDefaultPrecisionRule;
-  return std::string(perf::precision_name(first));
+  return precisions_differ(c) ? perf::kDefaultPrecisionRule : std::string(perf::precision_name(c.entries.front().single.plan.precision));
 }
 
 /// What the request left to gpuvs, said as every command says it (perf::assumed), the precision by the rule
@@ -176,7 +179,7 @@ std::vector<std::string> assumed(const CompareArgs& a, const perf::Comparison& c
   req.precision = c.precision;
   req.options = perf::parse_options(a.options, w);
   std::vector<std::string> out = perf::assumed(req, c.entries.front().single);
-  if (!c.precision && precision_said(c) == perf::kDefaultPrecisionRule)
+  if (!c.precision && precisions_differ(c))
     for (auto& line : out)
       if (line.rfind("precision ", 0) == 0) line = fmt::format("precision by card (the default rule: {})", perf::kDefaultPrecisionRule);
   return out;

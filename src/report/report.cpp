@@ -66,10 +66,8 @@ const json& as_list(const json& j, const char* key) {
   return j;
 }
 const json& arr(const json& j, const char* key) {
-  static const json empty = json::array();
-  if (!(j.is_object() && j.contains(key) && j[key].is_array())) return empty;
-  if (j[key].size() > kMostListed) throw ListTooLong{key, j[key].size()};
-  return j[key];
+  static const json none = nullptr;
+  return as_list(j.is_object() && j.contains(key) ? j[key] : none, key);
 }
 
 std::string fmt_num(double v, const char* spec) { return fmt::format(fmt::runtime(spec), v); }
