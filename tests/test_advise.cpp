@@ -319,7 +319,7 @@ TEST(Advise, ScenarioFilesAndBadScenarios) {
   gpuvs::test::TempDir dir;
   const auto f = dir / "s.toml";
   gpuvs::test::write_text(f, "name = \"lora\"\nworkload = \"llama-7b\"\ntask = \"finetune\"\nfinetune = \"qlora\"\ntokens = 1e7\n"
-                             "gpus = [\"rtx-4090\"]\n[assume]\nelectricity_usd_per_kwh = 0.25\nprice.rtx-4090 = 1700\n");
+                             "gpu = [\"rtx-4090\"]\n[assume]\nelectricity_usd_per_kwh = 0.25\nprice.rtx-4090 = 1700\n");
   advise::Assumptions a = advise::Assumptions::defaults();
   const auto s = advise::read_scenario(f.string(), a, cat());
   EXPECT_EQ(s.finetune, "qlora");
@@ -360,6 +360,13 @@ TEST(Advise, ScenarioFilesAndBadScenarios) {
   bad_file("workload = \"llama-8b\"\n", "llama-8b");
   bad_file("[assume]\npue = 0.2\n", "s.toml:2");
   bad_file("tokens = [1,\n", "s.toml");
+  // Issue 33: `gpus` is a count here as on the command line; the cards are `gpu`.
+  bad_file("gpus = [\"rtx-4090\"]\n", "s.toml:1: 'gpus' is the most GPUs a plan may use (a count, as --gpus); name the cards with gpu = [...]");
+  bad_file("gpus = 0\n", "s.toml:1: 'gpus'");
+  gpuvs::test::write_text(f, "gpus = 4\n[assume]\nmax_gpus = 64\n");
+  advise::Assumptions counted = advise::Assumptions::defaults();
+  advise::read_scenario(f.string(), counted, cat());
+  EXPECT_DOUBLE_EQ(counted.get("max_gpus"), 4);
   // Serving options on a training task, and the reverse, are contradictions.
   advise::Scenario t;
   t.sla_p99_ms = 10;
@@ -430,7 +437,7 @@ TEST(Advise, LlmServingMeetsLatencyTargetsWithInflightBatching) {
 TEST(Advise, ScenarioAndAssumptionParsersSurviveMutatedInput) {
   // Fuzz-style: flip characters of valid inputs; every outcome is a scenario or an InputError.
   const std::string good = "name = \"x\"\nworkload = \"llama-7b\"\ntask = \"finetune\"\nfinetune = \"lora\"\ntokens = 1e7\n"
-                           "hours = 24\ngpus = [\"rtx-4090\", \"l40s\"]\n[assume]\npue = 1.2\nprice.rtx-4090 = 1700\n";
+                           "hours = 24\ngpu = [\"rtx-4090\", \"l40s\"]\n[assume]\npue = 1.2\nprice.rtx-4090 = 1700\n";
   const std::string assume = "electricity_usd_per_kwh=0.2; pue=1.4; price.l40s=8000; rent.l4=0.7";
   gpuvs::test::TempDir dir;
   const auto f = dir / "s.toml";

@@ -544,12 +544,12 @@ TEST(Cli, PredictWithCalibrationFromABenchRecord) {
 }
 
 TEST(Cli, AdviseRanksAndRefusesContradictions) {
-  const auto j = run_gpuvs_json("advise --workload llama-7b --task finetune --finetune lora --tokens 1e7 --gpus rtx-4090,h100-sxm --json");
+  const auto j = run_gpuvs_json("advise --workload llama-7b --task finetune --finetune lora --tokens 1e7 --gpu rtx-4090,h100-sxm --json");
   ASSERT_EQ(j["ranked"].size(), 2u);
   EXPECT_EQ(j["ranked"][0]["rank"], 1);
   EXPECT_FALSE(j["ranked"][0]["reason"].get<std::string>().empty());
   EXPECT_GT(j["assumptions"].size(), 10u);
-  const auto text = run_gpuvs("advise --params 7e9 --task finetune --tokens 1e7 --gpus rtx-4090 --assume electricity_usd_per_kwh=0.3");
+  const auto text = run_gpuvs("advise --params 7e9 --task finetune --tokens 1e7 --gpu rtx-4090 --assume electricity_usd_per_kwh=0.3");
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("decoder-7b"), std::string::npos);
   EXPECT_NE(text.out.find("[set]"), std::string::npos);
@@ -557,7 +557,7 @@ TEST(Cli, AdviseRanksAndRefusesContradictions) {
   expect_usage_error(run_gpuvs("advise --task infer --tenants 0"), "--tenants");
   expect_usage_error(run_gpuvs("advise --assume nothing=1"), "unknown assumption");
   expect_usage_error(run_gpuvs("advise --workload llama-7b --params 7e9"), "--params");
-  expect_usage_error(run_gpuvs("advise --gpus rtx-9090"), "rtx-9090");
+  expect_usage_error(run_gpuvs("advise --gpu rtx-9090"), "rtx-9090");
   expect_usage_error(run_gpuvs("advise --sla-p99-ms 5"), "--task infer");
   expect_usage_error(run_gpuvs("advise --scenario /nonexistent.toml"), "/nonexistent.toml");
 }
@@ -570,7 +570,7 @@ TEST(Cli, AdviseParamsBuildsADecoderToSizeAndSaysSo) {
   EXPECT_EQ(huge.out, "");
   for (const char* bad : {"5e6", "abc", "nan", "-7e9", "inf", "''"}) expect_usage_error(run_gpuvs(std::string("advise --params ") + bad), "1e7 to 2e12");
   // In range: the note says which model was priced, by which rule, and how far from the request.
-  const auto text = run_gpuvs("advise --params 7e9 --tokens 1e9 --gpus h100-sxm,rtx-4090");
+  const auto text = run_gpuvs("advise --params 7e9 --tokens 1e9 --gpu h100-sxm,rtx-4090");
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("train decoder-7b "), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("note: model: a LLaMA-style decoder built to --params 7e+09 by the rule width = 128 x layers (a multiple of 4 from 8 up): "
@@ -578,7 +578,7 @@ TEST(Cli, AdviseParamsBuildsADecoderToSizeAndSaysSo) {
                           "from the request)"),
             std::string::npos)
       << text.out;
-  const auto json = run_gpuvs("advise --params 13b --tokens 1e9 --gpus h100-sxm --json");
+  const auto json = run_gpuvs("advise --params 13b --tokens 1e9 --gpu h100-sxm --json");
   ASSERT_EQ(json.exit_code, 0) << json.err;
   const auto j = nlohmann::json::parse(json.out);
   EXPECT_EQ(j["scenario"]["workload"], "decoder-13b");
@@ -587,7 +587,7 @@ TEST(Cli, AdviseParamsBuildsADecoderToSizeAndSaysSo) {
   EXPECT_NE(note.find("--params 1.3e+10"), std::string::npos) << note;
   EXPECT_NE(note.find("40 layers, width 5120"), std::string::npos) << note;
   EXPECT_NE(note.find("+0.1% from the request"), std::string::npos) << note;
-  const auto j7 = nlohmann::json::parse(run_gpuvs("advise --params 7e9 --tokens 1e9 --gpus h100-sxm --json").out);
+  const auto j7 = nlohmann::json::parse(run_gpuvs("advise --params 7e9 --tokens 1e9 --gpu h100-sxm --json").out);
   EXPECT_NE(j7["notes"][0].get<std::string>().find("32 layers, width 4096"), std::string::npos) << j7["notes"];
   // The id it sets is a workload like any other.
   const auto g = run_gpuvs("graph decoder-7b --batch 1 --json");
@@ -691,7 +691,7 @@ TEST(Cli, AdviseRanksTheMachineAnEvaluateRunMeasured) {
   const auto ev = run_gpuvs("evaluate --rows 2000 --epochs 1 --threads 1 --no-report --db " + db);
   ASSERT_EQ(ev.exit_code, 0) << ev.err;
   EXPECT_NE(ev.out.find("This machine (measured): "), std::string::npos) << ev.out;
-  const auto r = run_gpuvs("advise --workload seed-mlp --samples 1e9 --gpus rtx-4090 --measured-run 1 --json --db " + db);
+  const auto r = run_gpuvs("advise --workload seed-mlp --samples 1e9 --gpu rtx-4090 --measured-run 1 --json --db " + db);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   bool found = false;
@@ -705,7 +705,7 @@ TEST(Cli, AdviseRanksTheMachineAnEvaluateRunMeasured) {
   // A run that does not exist, a database that does not exist, a workload the machine did not train.
   expect_usage_error(run_gpuvs("advise --workload seed-mlp --measured-run 5 --db " + db), "run 5");
   expect_usage_error(run_gpuvs("advise --workload seed-mlp --measured-run 1 --db " + (dir / "none.db").string()), "no such database");
-  const auto other = run_gpuvs("advise --workload resnet50 --gpus rtx-4090 --measured-run 1 --db " + db);
+  const auto other = run_gpuvs("advise --workload resnet50 --gpu rtx-4090 --measured-run 1 --db " + db);
   ASSERT_EQ(other.exit_code, 0) << other.err;
   EXPECT_NE(other.out.find("this machine was measured training seed-mlp"), std::string::npos) << other.out;
 }
@@ -964,7 +964,7 @@ TEST(Cli, OneQuestionGetsOneAnswerFromEveryCommand) {
     EXPECT_EQ(c["batch"], 128) << args;
     EXPECT_EQ(c["precision"], "amp-bf16") << args;
   }
-  const auto adv = run_gpuvs_json("advise --workload seed-mlp --samples 1e9 --gpus rtx-4090 --json");
+  const auto adv = run_gpuvs_json("advise --workload seed-mlp --samples 1e9 --gpu rtx-4090 --json");
   ASSERT_FALSE(adv["ranked"].empty());
   EXPECT_EQ(adv["ranked"][0]["count"], 1);
   EXPECT_DOUBLE_EQ(adv["ranked"][0]["throughput"].get<double>(), seed);
@@ -1008,7 +1008,7 @@ TEST(Cli, TheNamesUsersTypeAreRead) {
   const auto c = run_gpuvs("compare 'NVIDIA H100 80GB HBM3' 'NVIDIA A100-SXM4-80GB' --json");
   ASSERT_EQ(c.exit_code, 0) << c.err;
   EXPECT_EQ(nlohmann::json::parse(c.out)["gpus"][1]["gpu"], "a100-80gb-sxm");
-  const auto a = run_gpuvs("advise --workload seed-mlp --gpus 'NVIDIA GeForce RTX 4090' --json");
+  const auto a = run_gpuvs("advise --workload seed-mlp --gpu 'NVIDIA GeForce RTX 4090' --json");
   ASSERT_EQ(a.exit_code, 0) << a.err;
   EXPECT_EQ(nlohmann::json::parse(a.out)["ranked"][0]["gpu"], "rtx-4090");
   expect_usage_error(run_gpuvs("predict --gpu 'NVIDIA A100'"), "'NVIDIA A100' could be a100-40gb-sxm, a100-80gb-sxm: name one");  // nvidia-smi names PCIe cards so
@@ -1118,6 +1118,19 @@ TEST(Cli, FlagsAreSpelledAlikeAcrossCommands) {
   const auto g = run_gpuvs_json("graph seed-mlp --dtype float32 --json"), f = run_gpuvs_json("graph seed-mlp --dtype f32 --json");
   EXPECT_EQ(g["total"], f["total"]);
   EXPECT_EQ(g["params"], f["params"]);
+  // --gpus is a count in advise as in predict and train: no plan uses more; cards are named with --gpu.
+  const auto capped = run_gpuvs_json("advise --params 7e9 --tokens 1e10 --gpu h100-sxm --gpus 8 --json");
+  const auto open = run_gpuvs_json("advise --params 7e9 --tokens 1e10 --gpu h100-sxm --json");
+  ASSERT_FALSE(capped["options"].empty());
+  int most_capped = 0, most_open = 0;
+  for (const auto& o : capped["options"]) most_capped = std::max(most_capped, o["count"].get<int>());
+  for (const auto& o : open["options"]) most_open = std::max(most_open, o["count"].get<int>());
+  EXPECT_LE(most_capped, 8) << capped["options"].size();
+  EXPECT_GT(most_open, 8);
+  const auto ids = run_gpuvs("advise --gpus rtx-4090,h100-sxm");
+  expect_usage_error(ids, "--gpus rtx-4090,h100-sxm: the most GPUs a plan may use");
+  EXPECT_NE(ids.err.find("--gpu rtx-4090,h100-sxm"), std::string::npos) << ids.err;
+  expect_usage_error(run_gpuvs("advise --gpus 0"), "--gpus 0");
 }
 
 // Issue 33 item 4: compare --gpus-each 2 priced two replicas of the whole model (one GPU's weights each) and, the

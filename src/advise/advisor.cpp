@@ -669,7 +669,8 @@ std::vector<Option> options_for(const catalog::Catalog& cat, const workload::Wor
                                 const Assumptions& a) {
   const models::NetworkInfo& net = w.network();
   const bool serving = s.task == "infer";
-  const int max_gpus = static_cast<int>(a.get("max_gpus_per_server"));
+  const int per_server = static_cast<int>(a.get("max_gpus_per_server"));
+  const int max_gpus = std::min(per_server, static_cast<int>(a.get("max_gpus")));  // within one server
   std::vector<Option> out;
   std::map<std::string, TrainingBatch> fit_cache;
   std::string note;
@@ -702,7 +703,7 @@ std::vector<Option> options_for(const catalog::Catalog& cat, const workload::Wor
       out.push_back(training_option(cat, w, gpu, s, a, count, strategy, *precision, note, transformer, fit_cache));
   // Past one server: decoders, full training, clusters up to max_gpus.
   if (net.family == models::Family::decoder && (s.task == "train" || s.finetune == "full"))
-    for (int count = 2 * max_gpus; count <= static_cast<int>(a.get("max_gpus")); count *= 2)
+    for (int count = 2 * per_server; count <= static_cast<int>(a.get("max_gpus")); count *= 2)
       out.push_back(multinode_option(cat, w, gpu, s, a, count, *precision, note));
   return out;
 }
@@ -843,7 +844,7 @@ void explain(const Scenario& s, const Assumptions& a, Advice& adv) {
   if (adv.ranked.empty()) adv.notes.push_back("no option meets every requirement; the ruled-out list says what each GPU lacks");
   if (!serving && s.work == 0) adv.notes.push_back("no --tokens/--samples given: costs are per million " + adv.work_unit + ", not for a job");
   if (!serving && !adv.ruled_out.empty())
-    adv.notes.push_back(fmt::format("options run up to {} GPUs (max_gpus; {} per server, multi-node plans for decoders)",
+    adv.notes.push_back(fmt::format("options run up to {} GPUs (--gpus, max_gpus; {} per server, multi-node plans for decoders)",
                                     static_cast<int>(a.get("max_gpus")), static_cast<int>(a.get("max_gpus_per_server"))));
 }
 
@@ -878,6 +879,10 @@ Advice advise(const catalog::Catalog& cat, const workload::Workload& resolved, c
     adv.notes.push_back(fmt::format("this machine was measured training {}, so it is not ranked for this {} scenario on {}", here->workload,
                                     s.task, s.workload));
   }
+  // Serving replicas are counted from the request rate: a fleet past the cap (max_gpus, --gpus) is not an option.
+  const int cap = static_cast<int>(a.get("max_gpus"));
+  for (auto& o : all)
+    if (o.count > cap) o.why_not.push_back(fmt::format("needs {} GPUs; plans use at most {} (--gpus, max_gpus)", o.count, cap));
   for (auto& o : all) o.feasible = o.fits && o.why_not.empty();
   pick_best_per_gpu(all, s, adv);
   explain(s, a, adv);

@@ -62,7 +62,7 @@ Scenario read_scenario(const std::string& path, Assumptions& assumptions, const 
   Scenario s;
   static const std::vector<std::string> keys = {"name", "workload", "task", "finetune", "precision", "tokens", "samples",
                                                 "hours", "tenants", "sla_p99_ms", "requests_per_s", "budget_usd",
-                                                "purchase", "gpus", "seq_len", "gen_len", "assume", "sla_ttft_ms",
+                                                "purchase", "gpu", "gpus", "seq_len", "gen_len", "assume", "sla_ttft_ms",
                                                 "sla_tpot_ms", "engine", "options"};
   for (const auto& [k, node] : t) {
     const std::string key(k.str());
@@ -85,10 +85,15 @@ Scenario read_scenario(const std::string& path, Assumptions& assumptions, const 
     else if (key == "purchase") s.purchase = text(path, key, node);
     else if (key == "seq_len") s.seq_len = whole(path, key, node, 1, models::kMaxSeqLen);
     else if (key == "gen_len") s.gen_len = whole(path, key, node, 1, models::kMaxSeqLen);
-    else if (key == "gpus") {
+    else if (key == "gpu") {
       const auto* arr = node.as_array();
-      if (!arr) throw InputError(fmt::format("{}: 'gpus' must be an array of catalog ids", at));
-      for (const auto& g : *arr) s.gpus.push_back(text(path, "gpus", g));
+      if (!arr) throw InputError(fmt::format("{}: 'gpu' must be an array of catalog ids (the cards to consider)", at));
+      for (const auto& g : *arr) s.gpus.push_back(text(path, "gpu", g));
+    } else if (key == "gpus") {
+      // A count, as the flag is; the cards are `gpu`. A list here is the key's old meaning: said, not guessed.
+      if (node.is_array())
+        throw InputError(fmt::format("{}: 'gpus' is the most GPUs a plan may use (a count, as --gpus); name the cards with gpu = [...]", at));
+      assumptions.set("max_gpus", static_cast<double>(whole(path, key, node, 1, 65536)), cat);
     } else if (key == "assume") {
       const auto* tab = node.as_table();
       if (!tab) throw InputError(fmt::format("{}: 'assume' must be a table", at));

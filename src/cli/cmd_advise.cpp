@@ -2,6 +2,7 @@
 // with time, cost, risk and the reason for each rank; every assumption printed and overridable.
 #include <fmt/format.h>
 
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <optional>
@@ -27,7 +28,9 @@ namespace {
 constexpr double kUnset = std::numeric_limits<double>::quiet_NaN();
 
 struct AdviseArgs {
-  std::string scenario_file, workload, task, finetune, precision, purchase, gpus;
+  std::string scenario_file, workload, task, finetune, precision, purchase;
+  std::vector<std::string> gpu;  // --gpu ID[,ID...]: candidate cards
+  std::string gpus;              // --gpus N: the most GPUs a plan may use
   std::string facts;  // --facts FILE
   std::string params;  // a size as decoder-<size> ids take it: 7e9, 13b, 500m
   bool params_given = false;
@@ -75,6 +78,17 @@ std::string params_note(double requested, const models::SizedDecoder& d) {
                      requested, models::describe_shape(d.config), count, 100 * (n / requested - 1));
 }
 
+/// --gpus N: a count, as predict and train take it. Ids there (the flag's old meaning) are told where they go.
+double gpu_count(const std::string& text) {
+  std::int64_t n = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc() || end != text.data() + text.size() || n < 1 || n > 65536)
+    throw InputError(fmt::format("--gpus {}: the most GPUs a plan may use, a count in [1, 65536] as in predict and train; "
+                                 "name the cards to consider with --gpu (e.g. --gpu rtx-4090,h100-sxm)",
+                                 strings::printable(text)));
+  return static_cast<double>(n);
+}
+
 int run_advise(const AdviseArgs& a) {
   const auto facts = install_facts(a.facts);  // first: everything after prices with them
   catalog::Catalog cat = catalog::Catalog::builtin();
@@ -109,14 +123,17 @@ int run_advise(const AdviseArgs& a) {
   if (a.tenants != -1) s.tenants = a.tenants;
   if (a.seq_len != 0) s.seq_len = a.seq_len;
   if (a.gen_len != 0) s.gen_len = a.gen_len;
-  if (!a.gpus.empty()) {
+  if (!a.gpu.empty()) {
     s.gpus.clear();
-    std::stringstream ss(a.gpus);
-    for (std::string g; std::getline(ss, g, ',');)
-      if (!g.empty()) s.gpus.push_back(gpu_id(cat, g));  // ids, aliases, or the names nvidia-smi prints
+    for (const auto& item : a.gpu) {
+      std::stringstream ss(item);
+      for (std::string g; std::getline(ss, g, ',');)
+        if (!g.empty()) s.gpus.push_back(gpu_id(cat, g));  // ids, aliases, or the names nvidia-smi prints
+    }
   }
   if (a.top == 0) throw InputError("--top must be at least 1");
   apply_assumption_options(a.costs, assumptions, cat);
+  if (!a.gpus.empty()) assumptions.set("max_gpus", gpu_count(a.gpus), cat);  // over --assume max_gpus: the flag is the narrower
   std::optional<advise::MeasuredMachine> here;
   if (a.measured_run != 0) here = measured_machine(a);
   // Flags may have named another workload than the file's: advise resolves that one (validated_workload).
@@ -156,7 +173,8 @@ Runner add_advise_command(CLI::App& app) {
   sub->add_option("--requests-per-s", a->rps, "Serving: mean requests per second (all tenants)")->check(positive());
   sub->add_option("--budget", a->budget, "Budget in USD (buying: up front; renting: the job or a month of serving)")->check(positive());
   sub->add_option("--purchase", a->purchase, "buy, rent or either (default either)");
-  sub->add_option("--gpus", a->gpus, "Comma-separated catalog ids to consider (default: all)");
+  sub->add_option("--gpu", a->gpu, "Candidate cards: catalog ids, aliases or nvidia-smi names, comma-separated or repeated (default: all)");
+  sub->add_option("--gpus", a->gpus, "The most GPUs a plan may use, a count as in predict and train (default: max_gpus, 1024)");
   sub->add_option("--seq-len", a->seq_len, "Sequence length (transformers)")->check(whole_in(1, models::kMaxSeqLen));
   sub->add_option("--gen-len", a->gen_len, "Generated tokens per request (decoder serving)")->check(whole_in(1, models::kMaxSeqLen));
   add_assumption_options(sub, a->costs);
