@@ -293,7 +293,7 @@ TEST(Cli, PredictServesLlmsAndRefusesBadServingRequests) {
   EXPECT_EQ(j["engine"], "trt-llm");
   EXPECT_EQ(j["tp"], 8);
   EXPECT_TRUE(j["batch_chosen"].get<bool>());
-  EXPECT_TRUE(j["memory_per_gpu_gb"]["fits"].get<bool>());
+  EXPECT_TRUE(j["memory_per_gpu_gib"]["fits"].get<bool>());
   const auto off = run_gpuvs("predict --workload llama3-70b --gpu rtx-4090 --mode decode --precision q4_k_m --options 'framework=llama.cpp'");
   ASSERT_EQ(off.exit_code, 0) << off.err;
   EXPECT_NE(off.out.find("blocks on the GPU"), std::string::npos) << off.out;
@@ -995,6 +995,15 @@ TEST(Cli, OneQuestionGetsOneAnswerFromEveryCommand) {
   const auto sc = run_gpuvs_json("compare h100-sxm a100-80gb-sxm --workload llama3-8b --mode decode --json");
   ASSERT_TRUE(sp.contains("throughput")) << sp.dump();
   EXPECT_NEAR(value(sp["throughput"]), value(sc["gpus"][0]["throughput"]), 1e-9 * value(sp["throughput"])) << sc.dump();
+  // One card, one unit of memory: serving's capacity is training's, in GiB (the serving text printed GB).
+  const auto st = run_gpuvs("predict --workload llama3-8b --gpu rtx-4090 --mode infer");
+  ASSERT_EQ(st.exit_code, 0) << st.err;
+  EXPECT_NE(st.out.find("card 24.00 GiB"), std::string::npos) << st.out;
+  EXPECT_EQ(st.out.find(" GB,"), std::string::npos) << st.out;
+  const auto sj = run_gpuvs_json("predict --workload llama3-8b --gpu rtx-4090 --mode infer --json");
+  const auto tj = run_gpuvs_json("predict --workload llama3-8b --gpu rtx-4090 --json");
+  EXPECT_NEAR(sj["memory_per_gpu_gib"]["capacity"].get<double>(), 24.0, 0.005);
+  EXPECT_GT(tj["memory"]["capacity_gib"].get<double>(), 20);  // the same unit; training's usable share of it
 }
 
 // Issue 33 item 8: the names users type. A device name as nvidia-smi prints it, PyTorch's dtype names, and a

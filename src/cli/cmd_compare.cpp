@@ -106,7 +106,7 @@ int run_compare_serving(const CompareArgs& a, const catalog::Catalog& cat, const
                   {"batch", p.batch},
                   {"time_to_first_token_s", p.ttft_s},
                   {"per_output_token_s", p.tpot_s},
-                  {"weights_gb_per_gpu", p.weight_bytes / 1e9},
+                  {"weights_gib_per_gpu", p.weight_bytes / units::kGiB},
                   {"max_concurrency", p.max_concurrency},
                   {"fits", p.fits},
                   {"engine", p.engine},
@@ -144,7 +144,7 @@ int run_compare_serving(const CompareArgs& a, const catalog::Catalog& cat, const
     row("first token", [](const perf::ServingPrediction& p, const perf::ServingCompareEntry&) { return units::format_seconds(p.ttft_s); });
     row("per token", [](const perf::ServingPrediction& p, const perf::ServingCompareEntry&) { return units::format_seconds(p.tpot_s); });
   }
-  row("weights/GPU", [](const perf::ServingPrediction& p, const perf::ServingCompareEntry&) { return fmt::format("{:.1f} GB", p.weight_bytes / 1e9); });
+  row("weights/GPU", [](const perf::ServingPrediction& p, const perf::ServingCompareEntry&) { return fmt::format("{:.1f} GiB", p.weight_bytes / units::kGiB); });
   row("max in flight", [](const perf::ServingPrediction& p, const perf::ServingCompareEntry&) { return std::to_string(p.max_concurrency); });
   row("fits", [](const perf::ServingPrediction& p, const perf::ServingCompareEntry&) {
     return p.fits ? (p.gpu_layers < p.layers ? fmt::format("offloads {} of {} blocks", p.layers - p.gpu_layers, p.layers) : std::string("yes"))

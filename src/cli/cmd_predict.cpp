@@ -74,9 +74,9 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat, const workloa
         {"iteration_s",
          {{"total", c.seconds}, {"gemm", c.gemm_s}, {"dequant", c.dequant_s}, {"attention", c.attention_s}, {"elementwise", c.elementwise_s},
           {"lm_head", c.lm_head_s}, {"communication", c.comm_s}, {"launch", c.launch_s}, {"host", c.host_s}}},
-        {"memory_per_gpu_gb",
-         {{"weights", p.weight_bytes / 1e9}, {"kv_cache", p.kv_bytes / 1e9}, {"kv_budget", p.kv_budget_bytes / 1e9},
-          {"runtime", p.runtime_bytes / 1e9}, {"capacity", p.capacity_bytes / 1e9}, {"fits", p.fits}}},
+        {"memory_per_gpu_gib",  // GiB, as training's memory and the catalog's capacities
+         {{"weights", p.weight_bytes / units::kGiB}, {"kv_cache", p.kv_bytes / units::kGiB}, {"kv_budget", p.kv_budget_bytes / units::kGiB},
+          {"runtime", p.runtime_bytes / units::kGiB}, {"capacity", p.capacity_bytes / units::kGiB}, {"fits", p.fits}}},
         {"kv_dtype", p.kv_dtype},
         {"layers", {{"total", p.layers}, {"on_gpu", p.gpu_layers}, {"host_gbs", p.host_gbs}, {"offloaded_s", c.offload_s}}},
         {"kv_bytes_per_token", p.kv_bytes_per_token},
@@ -121,9 +121,9 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat, const workloa
     fmt::print("  latency      first token {} (p99 {}), then {} per token; whole request {} (p99 {})\n", units::format_seconds(p.ttft_s),
                units::format_seconds(p.ttft_p99_s), units::format_seconds(p.tpot_s), units::format_seconds(p.request_s),
                units::format_seconds(p.request_p99_s));
-  fmt::print("  memory/GPU   weights {:.2f} GB, KV cache {:.2f} GB ({:.0f} KB per token) of a {:.2f} GB budget, runtime {:.2f} GB, card {:.2f} GB: {}\n",
-             p.weight_bytes / 1e9, p.kv_bytes / 1e9, p.kv_bytes_per_token / 1e3, p.kv_budget_bytes / 1e9, p.runtime_bytes / 1e9,
-             p.capacity_bytes / 1e9, p.fits ? "fits" : "DOES NOT FIT");
+  fmt::print("  memory/GPU   weights {:.2f} GiB, KV cache {:.2f} GiB ({} per token) of a {:.2f} GiB budget, runtime {:.2f} GiB, card {:.2f} GiB: {}\n",
+             p.weight_bytes / units::kGiB, p.kv_bytes / units::kGiB, units::format_bytes_binary(p.kv_bytes_per_token), p.kv_budget_bytes / units::kGiB,
+             p.runtime_bytes / units::kGiB, p.capacity_bytes / units::kGiB, p.fits ? "fits" : "DOES NOT FIT");
   fmt::print("  capacity     {} concurrent requests of {} tokens; one sequence up to {} tokens\n", p.max_concurrency,
              p.prompt_len + (p.mode == "prefill" ? 0 : p.gen_len), p.max_context);
   for (const auto& n : p.notes) fmt::print("  note         {}\n", n);

@@ -108,7 +108,7 @@ Comparison compare(const catalog::Catalog& cat, const std::vector<std::string>& 
                      gf.single.unit, 100 * launch_share, dc.gpu->name)});
     const double need = gf.single.memory.peak_bytes / units::kGiB;
     c.claims.push_back(
-        {fmt::format("{} needs the {}'s {:g} GB", workload, dc.gpu->name, dc.gpu->memory_gb),
+        {fmt::format("{} needs the {}'s {:g} GiB", workload, dc.gpu->name, dc.gpu->memory_gb),
          need < gf.single.memory.capacity_bytes / units::kGiB ? "refuted" : "confirmed",
          fmt::format("it needs {:.2f} GiB; the {} holds {:.1f} GiB usable, up to batch {} per card", need, gf.gpu->name,
                      gf.single.memory.capacity_bytes / units::kGiB, gf.max_batch)});

@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "core/strings.hpp"
+#include "core/units.hpp"
 #include "models/networks.hpp"
 #include "perf/achievable.hpp"
 #include "perf/band.hpp"
@@ -437,9 +438,9 @@ void place_weights_and_cache(const catalog::Catalog& cat, const catalog::Gpu& gp
     const auto h2d = achievable(cat, gpu, "h2d");
     s.host_link = (h2d ? h2d->value : pcie_x16_gbs(gpu.pcie_gen) * system_facts().copy_engine) * 1e9;
     p.notes.push_back(fmt::format(
-        "{} of {} blocks on the GPU (ngl {}); the other {:.1f} GB of weights and their KV cache run from system RAM at {:g} GB/s "
+        "{} of {} blocks on the GPU (ngl {}); the other {:.1f} GiB of weights and their KV cache run from system RAM at {:g} GB/s "
         "(host_gbs; 90 is dual-channel DDR5-5600, 89.6 GB/s), crossing the host link at {:.0f} GB/s for batched GEMMs",
-        p.gpu_layers, d.layers, p.gpu_layers, (s.weights.total() - gpu_weight_bytes(p.gpu_layers)) / 1e9, p.host_gbs, s.host_link / 1e9));
+        p.gpu_layers, d.layers, p.gpu_layers, (s.weights.total() - gpu_weight_bytes(p.gpu_layers)) / units::kGiB, p.host_gbs, s.host_link / 1e9));
   } else {
     s.gpu_layers = d.layers;
   }
@@ -508,8 +509,9 @@ void price_requests(const Setup& s, const models::NetworkInfo& net, const catalo
     }
     p.batch_chosen = true;
     if (in_flight < 1)
-      throw InputError(fmt::format("{} in {} leaves no room for one request of {} tokens on {} (weights {:.1f} GB per GPU, KV budget {:.2f} GB)",
-                                   net.id, format.id, p.prompt_len + p.gen_len, gpu.id, p.weight_bytes / 1e9, p.kv_budget_bytes / 1e9));
+      throw InputError(fmt::format("{} in {} leaves no room for one request of {} tokens on {} (weights {:.1f} GiB per GPU, KV budget {:.2f} GiB)",
+                                   net.id, format.id, p.prompt_len + p.gen_len, gpu.id, p.weight_bytes / units::kGiB,
+                                   p.kv_budget_bytes / units::kGiB));
   }
   p.batch = in_flight;
   const double requests = static_cast<double>(in_flight);
@@ -589,9 +591,9 @@ ServingPrediction predict_serving(const catalog::Catalog& cat, const workload::W
   if (req.mode == "prefill" || req.mode == "decode") price_fixed_batch(s, *engine, req, p);
   else price_requests(s, net, gpu, *format, *engine, req, p);
   if (!p.fits)
-    p.notes.push_back(fmt::format("does not fit: weights {:.1f} GB + runtime {:.1f} GB + KV cache {:.1f} GB per GPU against {:.1f} GB usable",
-                                  p.weight_bytes / 1e9, p.runtime_bytes / 1e9, p.kv_bytes / 1e9,
-                                  p.capacity_bytes * engine->memory_utilization / 1e9));
+    p.notes.push_back(fmt::format("does not fit: weights {:.1f} GiB + runtime {:.1f} GiB + KV cache {:.1f} GiB per GPU against {:.1f} GiB usable",
+                                  p.weight_bytes / units::kGiB, p.runtime_bytes / units::kGiB, p.kv_bytes / units::kGiB,
+                                  p.capacity_bytes * engine->memory_utilization / units::kGiB));
   p.band_low = serving_band().low(p.throughput);
   p.band_high = serving_band().high(p.throughput);
   return p;
