@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -640,6 +641,14 @@ TEST(Cli, EvaluateStoresTheRunAndHistoryDiffReportReadIt) {
   EXPECT_EQ(run["id"], 1);
   EXPECT_FALSE(run["payload"]["predictions"].empty());
   EXPECT_FALSE(run["payload"]["advice"]["ranked"].empty());
+  // Issue 33 item 5: the scaling curves price each card's link; host-staged PCIe is not linear, and the chart
+  // is not one flat 100% line for every card.
+  std::map<std::string, std::vector<double>> curve;
+  for (const auto& e : run["payload"]["predictions"])
+    for (const auto& pt : e["scaling"]) curve[e["gpu"].get<std::string>()].push_back(pt["efficiency"].get<double>());
+  ASSERT_EQ(curve["rtx-4090"].size(), 4u);
+  EXPECT_LT(curve["rtx-4090"].back(), 0.9);
+  EXPECT_GT(curve["h100-sxm"].back(), curve["rtx-4090"].back());  // NVLink beats staging through the host
   const auto md = run_gpuvs("report -o md --run 1 --db " + db);
   EXPECT_NE(md.out.find("## Benchmarks"), std::string::npos);
   const auto html2 = run_gpuvs("report --html " + (dir / "again.html").string() + " --db " + db);
