@@ -807,6 +807,16 @@ TEST(HfConfig, RealConfigsBuildTheirPublishedParameterCounts) {
   // Gemma's heads are 256 wide over a 3072 residual stream; Qwen2 has Q/K/V biases only.
   EXPECT_EQ(resolve_network(dir + "gemma-7b/config.json").decoder.head_size(), 256);
   EXPECT_TRUE(resolve_network(dir + "qwen2-7b/config.json").decoder.qkv_bias);
+  // The window a served request may fill: the config's positions, and the presets' agree with the configs.
+  EXPECT_EQ(resolve_network(dir + "qwen2-7b/config.json").decoder.max_positions, 131072);
+  EXPECT_EQ(resolve_network(dir + "gpt2/config.json").decoder.max_positions, 1024);
+  EXPECT_EQ(resolve_network(dir + "pythia-410m/config.json").decoder.max_positions, 2048);
+  for (const auto& [folder, preset] : std::vector<std::pair<std::string, std::string>>{
+           {"llama-2-7b", "llama2-7b"}, {"meta-llama-3-8b", "llama3-8b"}, {"mistral-7b-v0.1", "mistral-7b"},
+           {"mixtral-8x7b-v0.1", "mixtral-8x7b"}, {"gpt2", "gpt2-124m"}})
+    EXPECT_EQ(resolve_network(dir + folder + "/config.json").decoder.max_positions, decoder_preset(preset).max_positions) << folder;
+  EXPECT_EQ(decoder_preset("llama3.1-405b").max_positions, 131072);
+  EXPECT_EQ(decoder_preset("decoder-7b").max_positions, 0);  // built to size: no window is known
 }
 
 TEST(HfConfig, BadConfigsNameTheFileAndTheKey) {

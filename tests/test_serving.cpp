@@ -219,6 +219,20 @@ TEST(Serving, LatencyRisesWithLoadAndTheCurveEndsAtCapacity) {
   EXPECT_THROW(serving_load_curve(cat(), r), InputError);
 }
 
+// Issue 33 item 4: one sequence was offered 509,088 tokens of a model with 8,192 positions. The cache's room is
+// capped at the model's window and says so; a model with a longer window (Llama 3.1) takes the longer request.
+TEST(Serving, OneSequenceIsCappedAtTheModelsPositions) {
+  const auto p = serve("llama3-8b", "h100-sxm", "infer", "bf16", "");
+  EXPECT_EQ(p.max_context, 8192);
+  EXPECT_TRUE(p.context_limited_by_model);
+  const auto longer = serve("llama3.1-8b", "h100-sxm", "infer", "bf16", "prompt_len=8000;gen_len=500");
+  EXPECT_GT(longer.max_context, 8192);
+  EXPECT_LE(longer.max_context, 131072);
+  const auto small_card = serve("llama3.1-8b", "rtx-4090", "infer", "bf16", "");
+  EXPECT_FALSE(small_card.context_limited_by_model);  // there the cache is the limit
+  EXPECT_LT(small_card.max_context, 131072);
+}
+
 TEST(Serving, BadRequestsAreOneLineErrors) {
   for (const auto& [call, expect] : std::vector<std::pair<std::function<void()>, std::string>>{
            {[] { serve("resnet50", "h100-sxm", "decode", "bf16", ""); }, "prices decoders"},
@@ -237,7 +251,11 @@ TEST(Serving, BadRequestsAreOneLineErrors) {
            {[] { serve("llama3-8b", "h100-sxm", "serve", "bf16", ""); }, "not a serving mode"},
            {[] { serve("llama3-8b", "h100-sxm", "decode", "bf16", "ngl=10"); }, "vllm does not run layers from system RAM"},
            {[] { serve("llama3-8b", "rtx-4090", "decode", "q4_0", "framework=llama.cpp;host_gbs=0"); }, "option host_gbs=0"},
-           {[] { serve("llama3.1-405b", "rtx-4090", "infer", "bf16", ""); }, "leaves no room for one request"}}) {
+           {[] { serve("llama3.1-405b", "rtx-4090", "infer", "bf16", ""); }, "leaves no room for one request"},
+           // Issue 33: a request longer than the model's positions (Llama 3's config says 8192).
+           {[] { serve("llama3-8b", "h100-sxm", "infer", "bf16", "prompt_len=8000;gen_len=500"); },
+            "a request of 8500 tokens (prompt_len 8000 + gen_len 500) is past llama3-8b's 8192 positions"},
+           {[] { serve("gpt2-124m", "h100-sxm", "prefill", "bf16", "prompt_len=1025"); }, "past gpt2-124m's 1024 positions"}}) {
     try {
       call();
       ADD_FAILURE() << expect;

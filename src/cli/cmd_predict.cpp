@@ -124,8 +124,9 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat, const workloa
   fmt::print("  memory/GPU   weights {:.2f} GiB, KV cache {:.2f} GiB ({} per token) of a {:.2f} GiB budget, runtime {:.2f} GiB, card {:.2f} GiB: {}\n",
              p.weight_bytes / units::kGiB, p.kv_bytes / units::kGiB, units::format_bytes_binary(p.kv_bytes_per_token), p.kv_budget_bytes / units::kGiB,
              p.runtime_bytes / units::kGiB, p.capacity_bytes / units::kGiB, p.fits ? "fits" : "DOES NOT FIT");
-  fmt::print("  capacity     {} concurrent requests of {} tokens; one sequence up to {} tokens\n", p.max_concurrency,
-             p.prompt_len + (p.mode == "prefill" ? 0 : p.gen_len), p.max_context);
+  fmt::print("  capacity     {} concurrent requests of {} tokens; one sequence up to {} tokens{}\n", p.max_concurrency,
+             p.prompt_len + (p.mode == "prefill" ? 0 : p.gen_len), p.max_context,
+             p.context_limited_by_model ? " (the model's positions; the cache holds more)" : "");
   for (const auto& n : p.notes) fmt::print("  note         {}\n", n);
   if (p.mode == "infer" && req.batch == 0) {
     fmt::print("  latency against load (per system):\n    {:>9} {:>14} {:>10} {:>12} {:>12} {:>11} {:>12}\n", "in flight", "output tok/s",

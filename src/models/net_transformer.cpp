@@ -165,7 +165,7 @@ DecoderConfig decoder_preset(const std::string& id) {
     c.heads = c.kv_heads = heads;
     c.ffn = 4 * d;
     c.vocab = 50368;
-    c.seq_len = 2048;
+    c.seq_len = c.max_positions = 2048;  // config max_seq_len (MPT's forward refuses longer input)
     c.tied_embeddings = true;
   };
   auto llama = [&](int layers, std::int64_t d, int heads, int kv, std::int64_t ffn, std::int64_t vocab, std::int64_t seq) {
@@ -176,7 +176,7 @@ DecoderConfig decoder_preset(const std::string& id) {
     c.ffn = ffn;
     c.swiglu = true;
     c.vocab = vocab;
-    c.seq_len = seq;
+    c.seq_len = c.max_positions = seq;  // max_position_embeddings; later releases' longer windows are set below
     c.rms_norm = true;
     c.rope = true;
   };
@@ -188,7 +188,7 @@ DecoderConfig decoder_preset(const std::string& id) {
     c.heads = c.kv_heads = heads;
     c.ffn = 4 * d;
     c.vocab = vocab;
-    c.seq_len = positions;
+    c.seq_len = c.max_positions = positions;  // n_positions: the learned table's rows
     c.norm_bias = true;
     c.linear_bias = true;
     c.learned_positions = true;
@@ -221,6 +221,11 @@ DecoderConfig decoder_preset(const std::string& id) {
   else if (id == "gpt2-1558m") gpt(48, 1600, 25, 50257, 1024);
   else if (id == "gpt3-175b") gpt(96, 12288, 96, 50257, 2048);
   else throw InputError(fmt::format("unknown decoder preset '{}'", id));
+  // Windows longer than the length priced by default (the models' config.json, max_position_embeddings):
+  // mpt-30b 8192 (max_seq_len); Llama 3.1 and 3.3 131072 (RoPE scaled); Mistral 7B v0.1 and Mixtral 8x7B 32768.
+  if (id == "mpt-30b") c.max_positions = 8192;
+  else if (id.rfind("llama3.1-", 0) == 0 || id.rfind("llama3.3-", 0) == 0) c.max_positions = 131072;
+  else if (id == "mistral-7b" || id == "mixtral-8x7b") c.max_positions = 32768;
   return c;
 }
 

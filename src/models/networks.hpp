@@ -84,7 +84,10 @@ struct DecoderConfig {
   std::int64_t ffn = 0;        // inner size of the MLP
   bool swiglu = false;         // SwiGLU MLP (LLaMA) or GELU MLP (GPT/MPT)
   std::int64_t vocab = 0;
-  std::int64_t seq_len = 2048;
+  std::int64_t seq_len = 2048;  // the length priced by default (a training run's usual sequence)
+  /// The longest sequence the model takes: its config's max_position_embeddings (n_positions, max_seq_len);
+  /// a served request past it is refused. 0: no limit is known (a decoder built to size).
+  std::int64_t max_positions = 0;
   bool rms_norm = false;       // RMSNorm (LLaMA) or LayerNorm
   bool norm_bias = false;      // LayerNorm with a shift
   bool linear_bias = false;    // biases on the projections

@@ -351,6 +351,10 @@ void resolve_shape(const catalog::Gpu& gpu, const models::NetworkInfo& net, cons
   p.prompt_len = option_int(req.options, "prompt_len", req.mode == "decode" ? 0 : req.mode == "prefill" ? 512 : 128, req.mode == "decode" ? 0 : 1, max_len);
   p.gen_len = option_int(req.options, "gen_len", 128, 1, max_len);
   if (req.mode == "prefill" && req.options.count("gen_len")) throw InputError("option gen_len does not apply to --mode prefill");
+  const std::int64_t request_len = p.prompt_len + (req.mode == "prefill" ? 0 : p.gen_len);
+  if (d.max_positions > 0 && request_len > d.max_positions)
+    throw InputError(fmt::format("a request of {} tokens (prompt_len {} + gen_len {}) is past {}'s {} positions", request_len, p.prompt_len,
+                                 req.mode == "prefill" ? 0 : p.gen_len, net.id, d.max_positions));
   p.kv_dtype = req.options.count("kv_dtype") ? req.options.at("kv_dtype") : engine.fp8_kv_cache && format.math == "fp8" ? "fp8" : "fp16";
   if (p.kv_dtype != "fp16" && p.kv_dtype != "bf16" && p.kv_dtype != "fp8")
     throw InputError(fmt::format("option kv_dtype={}: expected fp16, bf16 or fp8", strings::printable(p.kv_dtype)));
@@ -451,6 +455,8 @@ void place_weights_and_cache(const catalog::Catalog& cat, const catalog::Gpu& gp
   const double per_token = p.gpu_layers > 0 ? p.kv_bytes_per_token : kv_per_token_all;
   p.max_concurrency = static_cast<std::int64_t>(p.kv_budget_bytes / (per_token * static_cast<double>(request_tokens)));
   p.max_context = static_cast<std::int64_t>(p.kv_budget_bytes / per_token) / engine.kv_block_tokens * engine.kv_block_tokens;
+  p.context_limited_by_model = d.max_positions > 0 && p.max_context > d.max_positions;
+  if (p.context_limited_by_model) p.max_context = d.max_positions;  // the cache could hold more than the model attends to
 }
 
 /// --mode prefill or decode: a fixed batch of sequences, one prefill or the mean decode step.

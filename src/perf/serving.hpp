@@ -65,7 +65,8 @@ struct ServingPrediction {
   double weight_bytes = 0, kv_bytes_per_token = 0, kv_budget_bytes = 0, kv_bytes = 0, runtime_bytes = 0, capacity_bytes = 0;
   bool fits = false;
   std::int64_t max_concurrency = 0;  // requests of prompt_len + gen_len the KV budget holds
-  std::int64_t max_context = 0;      // tokens one sequence can hold, alone
+  std::int64_t max_context = 0;      // tokens one sequence can hold, alone: the cache's room, capped at the model's positions
+  bool context_limited_by_model = false;  // max_context is the model's positions, not the cache's room
   std::string kv_dtype = "fp16";
   int layers = 0, gpu_layers = 0;  // blocks in the model; on the GPU (the rest offloaded to system RAM)
   double host_gbs = 0;             // system-RAM bandwidth assumed for offloaded blocks

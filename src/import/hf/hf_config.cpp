@@ -96,6 +96,7 @@ DecoderConfig llama_family(const Reader& r, const std::string& arch, std::vector
     r.fail("num_local_experts", fmt::format("experts in a {} config are not built", arch));
   }
   const std::int64_t positions = r.integer_or("max_position_embeddings", 4096, 1, kMaxPositions);
+  c.max_positions = positions;
   c.seq_len = std::min(positions, kDefaultSeq);
   if (positions > kDefaultSeq)
     notes.push_back(fmt::format("{} positions: priced at {} tokens unless --options seq_len=N", positions, kDefaultSeq));
@@ -113,7 +114,7 @@ DecoderConfig gpt2(const Reader& r) {
   c.kv_heads = c.heads;
   c.ffn = r.integer_or("n_inner", 4 * c.hidden, 1, kMaxWidth);
   c.vocab = r.integer("vocab_size", 1, kMaxVocab);
-  c.seq_len = r.integer("n_positions", 1, kMaxPositions);  // also the learned position table's rows
+  c.seq_len = c.max_positions = r.integer("n_positions", 1, kMaxPositions);  // also the learned position table's rows
   const std::string act = r.text_or("activation_function", "gelu_new");
   if (act.rfind("gelu", 0) != 0) r.fail("activation_function", fmt::format("'{}' is not built (GPT-2 uses gelu_new)", strings::printable(act)));
   c.norm_bias = true;
@@ -140,6 +141,7 @@ DecoderConfig gpt_neox(const Reader& r, std::vector<std::string>& notes) {
   c.rope = true;
   c.tied_embeddings = r.boolean_or("tie_word_embeddings", false);
   const std::int64_t positions = r.integer_or("max_position_embeddings", 2048, 1, kMaxPositions);
+  c.max_positions = positions;
   c.seq_len = std::min(positions, kDefaultSeq);
   if (r.boolean_or("use_parallel_residual", true))
     notes.push_back("parallel residual (attention and MLP from the same input): the same parameters and FLOPs as sequential blocks");
