@@ -3,10 +3,12 @@
 #include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "store/store.hpp"
 #include "test_util.hpp"
@@ -649,6 +651,8 @@ TEST(Cli, EvaluateStoresTheRunAndHistoryDiffReportReadIt) {
   ASSERT_EQ(curve["rtx-4090"].size(), 4u);
   EXPECT_LT(curve["rtx-4090"].back(), 0.9);
   EXPECT_GT(curve["h100-sxm"].back(), curve["rtx-4090"].back());  // NVLink beats staging through the host
+  EXPECT_EQ(run_gpuvs("history -o csv --db " + db).out.substr(0, 3), "id,");
+  EXPECT_NE(run_gpuvs("diff 1 1 -o md --db " + db).out.find("| figure |"), std::string::npos);
   const auto md = run_gpuvs("report -o md --run 1 --db " + db);
   EXPECT_NE(md.out.find("## Benchmarks"), std::string::npos);
   const auto html2 = run_gpuvs("report --html " + (dir / "again.html").string() + " --db " + db);
@@ -1129,7 +1133,7 @@ TEST(Cli, FlagsAreSpelledAlikeAcrossCommands) {
   for (const std::string cmd : {"compare --output json", "advise --workload seed-mlp -o json", "workloads -o json", "devices -o json"})
     EXPECT_NO_THROW(run_gpuvs_json(cmd)) << cmd;
   EXPECT_EQ(run_gpuvs("predict --gpu rtx-4090 -o table").out.find('{'), std::string::npos);
-  expect_usage_error(run_gpuvs("predict --gpu rtx-4090 -o xml"), "--output: xml not in {table,json}");
+  expect_usage_error(run_gpuvs("predict --gpu rtx-4090 -o xml"), "--output: xml not in {table,json,csv,md}");
   const auto t = run_gpuvs("train seed-mlp --batch 64 --epochs 1 --rows 1000 --json --threads 1");
   ASSERT_EQ(t.exit_code, 0) << t.err;
   EXPECT_EQ(nlohmann::json::parse(t.out)["batch_size"], 64);
@@ -1149,6 +1153,66 @@ TEST(Cli, FlagsAreSpelledAlikeAcrossCommands) {
   expect_usage_error(ids, "--gpus rtx-4090,h100-sxm: the most GPUs a plan may use");
   EXPECT_NE(ids.err.find("--gpu rtx-4090,h100-sxm"), std::string::npos) << ids.err;
   expect_usage_error(run_gpuvs("advise --gpus 0"), "--gpus 0");
+}
+
+/// RFC 4180 lines split into cells (quotes stripped, doubled quotes undone): enough to read gpuvs's CSV back.
+std::vector<std::vector<std::string>> read_csv(const std::string& text) {
+  std::vector<std::vector<std::string>> rows(1);
+  std::string cell;
+  bool quoted = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted && c == '"' && i + 1 < text.size() && text[i + 1] == '"') cell += text[++i];
+    else if (c == '"') quoted = !quoted;
+    else if (!quoted && c == ',') rows.back().push_back(std::exchange(cell, {}));
+    else if (!quoted && c == '\n') {
+      rows.back().push_back(std::exchange(cell, {}));
+      rows.emplace_back();
+    } else cell += c;
+  }
+  rows.pop_back();  // after the last line break
+  return rows;
+}
+
+// Issue 33 item 8: -o/--output table|json|csv|md on every command that prints results, as llama-bench has it. csv
+// and md hold the JSON's figures, a row per record, every row as wide as the header; text that a spreadsheet
+// would run as a formula is defused, and a Markdown cell's "|" escaped.
+TEST(Cli, EveryCommandPrintsCsvAndMarkdown) {
+  TempDir dir;
+  const std::string db = (dir / "h.db").string();
+  ASSERT_EQ(run_gpuvs("train seed-mlp --epochs 1 --rows 500 --threads 1 --logdir " + (dir / "logs").string() + " -o csv").exit_code, 0);
+  for (const std::string cmd : {"predict --gpu rtx-4090", "predict --workload llama3-8b --gpu h100-sxm --mode infer", "compare",
+                                "advise --workload seed-mlp", "workloads", "devices", "catalog", "catalog show rtx-4090",
+                                "graph seed-mlp --ops", "validate --data " GPUVS_SOURCE_DIR "/data/validation/micro.csv"})
+    for (const std::string format : {"csv", "md"}) {
+      const auto r = run_gpuvs(cmd + " -o " + format);
+      ASSERT_EQ(r.exit_code, 0) << cmd << ": " << r.err;
+      if (format == "md") {
+        EXPECT_EQ(r.out.substr(0, 2), "| ") << cmd;
+        continue;
+      }
+      const auto rows = read_csv(r.out);
+      ASSERT_GE(rows.size(), 2u) << cmd << ": " << r.out;
+      for (const auto& row : rows) EXPECT_EQ(row.size(), rows[0].size()) << cmd;
+    }
+  // The same figures as the JSON: a row per workload, compare's throughput cell by cell.
+  const auto wj = run_gpuvs_json("workloads -o json");
+  EXPECT_EQ(read_csv(run_gpuvs("workloads -o csv").out).size(), wj["workloads"].size() + 1);
+  const auto cj = run_gpuvs_json("compare -o json");
+  const auto cc = read_csv(run_gpuvs("compare -o csv").out);
+  const auto col = std::find(cc[0].begin(), cc[0].end(), "throughput.value") - cc[0].begin();
+  ASSERT_LT(col, static_cast<long>(cc[0].size()));
+  EXPECT_EQ(cc[0][0], "gpu");
+  EXPECT_DOUBLE_EQ(std::stod(cc[1][col]), cj["gpus"][0]["throughput"]["value"].get<double>());
+  // A name from a file: a formula defused in CSV, a pipe escaped in Markdown.
+  const auto model = dir / "m.toml";
+  gpuvs::test::write_text(model, "name = \"=HYPERLINK(1)|x\"\ninput_shape = [4]\n[[layers]]\ntype = \"dense\"\nunits = 2\nactivation = \"softmax\"\n");
+  const auto g = read_csv(run_gpuvs("graph " + model.string() + " -o csv").out);
+  const auto wcol = std::find(g[0].begin(), g[0].end(), "workload") - g[0].begin();
+  ASSERT_LT(wcol, static_cast<long>(g[0].size()));
+  EXPECT_EQ(g[1][wcol], "'=HYPERLINK(1)|x");
+  EXPECT_NE(run_gpuvs("graph " + model.string() + " -o md").out.find("=HYPERLINK(1)\\|x"), std::string::npos);
+  expect_usage_error(run_gpuvs("compare -o xml"), "--output: xml not in {table,json,csv,md}");
 }
 
 // Issue 33 item 4: compare --gpus-each 2 priced two replicas of the whole model (one GPU's weights each) and, the

@@ -33,13 +33,6 @@ std::optional<perf::Precision> named_precision(const std::string& flag) {
 
 std::string precision_help(const std::string& what) { return fmt::format("{} (default: {})", what, perf::kDefaultPrecisionRule); }
 
-void add_output_option(CLI::App* sub, bool& json) {
-  sub->add_flag("--json", json, "JSON output (the same as -o json)");
-  sub->add_option_function<std::string>(
-         "-o,--output", [&json](const std::string& v) { json = v == "json"; }, "table or json")
-      ->check(CLI::IsMember({"table", "json"}));
-}
-
 void add_facts_option(CLI::App* sub, std::string& path) {
   sub->add_option("--facts", path, "A TOML file of the facts in data/system.toml to change for this run (each with value, unit and source)");
 }

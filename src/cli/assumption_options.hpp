@@ -33,10 +33,6 @@ std::optional<perf::Precision> named_precision(const std::string& flag);
 /// The --precision flag's help, with that default.
 std::string precision_help(const std::string& what);
 
-/// Adds --json and -o/--output table|json (as llama-bench and gpuvs bench spell it): one output switch,
-/// spelled both ways on every command that prints a table or JSON.
-void add_output_option(CLI::App* sub, bool& json);
-
 /// Adds --facts FILE: data/system.toml's facts (runtime memory, link fractions, GPUs per server, default
 /// batches, ...) changed for this run; the file holds only the facts to change, each with value, unit and source.
 void add_facts_option(CLI::App* sub, std::string& path);

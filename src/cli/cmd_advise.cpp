@@ -14,6 +14,7 @@
 #include "cli/assumption_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/gpu_names.hpp"
+#include "cli/output.hpp"
 #include "cli/validators.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
@@ -44,7 +45,7 @@ struct AdviseArgs {
   std::int64_t measured_run = 0;  // an evaluate run whose measured machine is ranked too
   std::string db;
   std::vector<std::string> catalogs;
-  bool json = false;
+  Output out = Output::table;
 };
 
 /// --measured-run: the machine an evaluate run measured (its payload's measured_here), as an option.
@@ -141,8 +142,7 @@ int run_advise(const AdviseArgs& a) {
                                  : advise::advise(cat, s, assumptions, here ? &*here : nullptr);
   if (!std::isnan(params))
     adv.notes.insert(adv.notes.begin(), params_note(params, models::sized_decoder_for_id(s.workload)));
-  if (a.json) fmt::print("{}\n", advise::advice_json(adv).dump(2));
-  else fmt::print("{}", advise::advice_text(adv, a.top));
+  if (!print_structured(advise::advice_json(adv), a.out, {"ranked", "ruled_out"})) fmt::print("{}", advise::advice_text(adv, a.top));
   return 0;
 }
 
@@ -184,7 +184,7 @@ Runner add_advise_command(CLI::App& app) {
                   "Rank the machine an evaluate run measured too (gpuvs history lists runs): measured speed, no purchase")
       ->check(whole_in(1, std::numeric_limits<std::int64_t>::max()));
   sub->add_option("--db", a->db, "Results database for --measured-run (default $XDG_DATA_HOME/gpuvs/history.db)");
-  add_output_option(sub, a->json);
+  add_output_option(sub, a->out);
   return [a, params] {
     a->params_given = params->count() > 0;
     return run_advise(*a);

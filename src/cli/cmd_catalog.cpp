@@ -5,6 +5,7 @@
 
 #include "catalog/catalog.hpp"
 #include "cli/commands.hpp"
+#include "cli/output.hpp"
 #include "core/strings.hpp"
 #include "core/units.hpp"
 #include "perf/achievable.hpp"
@@ -17,7 +18,7 @@ namespace {
 
 struct CatalogArgs {
   std::vector<std::string> files;
-  bool json = false;
+  Output out = Output::table;
   std::string show_id;
 };
 
@@ -60,10 +61,10 @@ nlohmann::json gpu_json(const catalog::Gpu& g) {
 
 int run_list(const CatalogArgs& a) {
   const catalog::Catalog c = load(a);
-  if (a.json) {
+  if (a.out != Output::table) {
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& g : c.gpus()) arr.push_back(gpu_json(g));
-    fmt::print("{}\n", nlohmann::json{{"schema_version", 1}, {"gpus", arr}}.dump(2));
+    print_structured(nlohmann::json{{"schema_version", 1}, {"gpus", arr}}, a.out, {"gpus"});  // csv, md: a row per GPU
     return 0;
   }
   fmt::print("{:<15} {:<24} {:<11} {:>6} {:>7} {:>6} {:>6} {:>8} {:>8} {:>7} {:>4} {:>8} {:>4} {:>6}\n", "id", "name",
@@ -86,7 +87,7 @@ int run_list(const CatalogArgs& a) {
 int run_show(const CatalogArgs& a) {
   const catalog::Catalog c = load(a);
   const catalog::Gpu& g = c.find(a.show_id);
-  if (a.json) {
+  if (a.out != Output::table) {
     nlohmann::json j = gpu_json(g);
     nlohmann::json ach = nlohmann::json::array();
     for (const auto& key : perf::achievable_keys())
@@ -103,7 +104,7 @@ int run_show(const CatalogArgs& a) {
                      {"peak_rated_mhz", bc->peak_mhz > 0 ? bc->peak_mhz : g.boost_mhz},
                      {"sustained_dense_fraction", frac}, {"source", bc->source}};
     }
-    fmt::print("{}\n", j.dump(2));
+    print_structured(j, a.out);  // csv, md: one row
     return 0;
   }
   auto opt = [](const std::optional<double>& v, const char* unit) {
@@ -171,11 +172,11 @@ Runner add_catalog_command(CLI::App& app) {
   auto args = std::make_shared<CatalogArgs>();
   auto* sub = app.add_subcommand("catalog", "List the GPU catalog (sourced specs), or show one device");
   sub->add_option("--catalog", args->files, "Add devices from a TOML file (same keys as data/gpus.toml; repeatable)");
-  sub->add_flag("--json", args->json, "JSON output");
+  add_output_option(sub, args->out);
   auto* show = sub->add_subcommand("show", "Show every field of one device, with its sources");
   show->add_option("id", args->show_id, "Device id or alias (e.g. rtx-4090, 4090, h100-sxm)")->required();
   show->add_option("--catalog", args->files, "Add devices from a TOML file (repeatable)");
-  show->add_flag("--json", args->json, "JSON output");
+  add_output_option(show, args->out);
   return [args, show] { return show->parsed() ? run_show(*args) : run_list(*args); };
 }
 

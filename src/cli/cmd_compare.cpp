@@ -11,6 +11,7 @@
 #include "cli/assumption_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/gpu_names.hpp"
+#include "cli/output.hpp"
 #include "cli/validators.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
@@ -31,7 +32,7 @@ struct CompareArgs {
   std::vector<std::string> catalogs;
   std::int64_t batch = 0;
   int gpus_each = 1;  // serving: GPUs per system (tp x replicas)
-  bool json = false;
+  Output out = Output::table;
   AssumptionArgs costs;
 };
 
@@ -93,7 +94,7 @@ int run_compare_serving(const CompareArgs& a, const catalog::Catalog& cat, const
   if (a.gpus_each > 1 && !r.options.count("tp")) r.options["tp"] = std::to_string(a.gpus_each);
   const auto entries = perf::compare_serving(cat, a.gpus, w, r, costs.hour_prices());
   const auto usd = [](const std::optional<double>& v) { return v ? units::format_usd(*v) : std::string("-"); };
-  if (a.json) {
+  if (a.out != Output::table) {
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& e : entries) {
       nlohmann::json j{{"gpu", e.gpu->id}};
@@ -116,9 +117,9 @@ int run_compare_serving(const CompareArgs& a, const catalog::Catalog& cat, const
       }
       arr.push_back(j);
     }
-    fmt::print("{}\n", nlohmann::json{{"schema_version", 1}, {"workload", a.workload}, {"mode", a.mode}, {"cost_assumptions", cost_assumptions_json(costs)},
-                                      {"gpus", arr}}
-                           .dump(2));
+    print_structured(nlohmann::json{{"schema_version", 1}, {"workload", a.workload}, {"mode", a.mode}, {"cost_assumptions", cost_assumptions_json(costs)},
+                                    {"gpus", arr}},
+                     a.out, {"gpus"});
     return 0;
   }
   const perf::ServingPrediction* any = nullptr;
@@ -206,7 +207,7 @@ int run_compare(CompareArgs a) {
                                            costs.hour_prices(), perf::parse_options(a.options, w));
   const std::string unit = c.entries.front().single.unit;
   const std::string per_million = unit == "tokens/s" ? "tokens" : unit.substr(0, unit.size() - 2);
-  if (a.json) {
+  if (a.out != Output::table) {
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& e : c.entries) {
       nlohmann::json s = nlohmann::json::object();
@@ -227,11 +228,10 @@ int run_compare(CompareArgs a) {
     }
     nlohmann::json claims = nlohmann::json::array();
     for (const auto& cl : c.claims) claims.push_back({{"claim", cl.claim}, {"verdict", cl.verdict}, {"evidence", cl.evidence}});
-    fmt::print("{}\n", nlohmann::json{{"schema_version", 1}, {"workload", c.workload}, {"batch", c.batch},
-                                      {"precision", precision_said(c)}, {"mode", a.mode}, {"assumed", assumed(a, c, w)},
-                                      {"cost_assumptions", cost_assumptions_json(costs)},
-                                      {"gpus", arr}, {"claims", claims}}
-                           .dump(2));
+    print_structured(nlohmann::json{{"schema_version", 1}, {"workload", c.workload}, {"batch", c.batch},
+                                    {"precision", precision_said(c)}, {"mode", a.mode}, {"assumed", assumed(a, c, w)},
+                                    {"cost_assumptions", cost_assumptions_json(costs)}, {"gpus", arr}, {"claims", claims}},
+                     a.out, {"gpus"});
     return 0;
   }
   if (seed_question)
@@ -304,7 +304,7 @@ Runner add_compare_command(CLI::App& app) {
   sub->add_option("--gpus-each", a->gpus_each, "LLM serving: GPUs per system (with tp=N in --options)")->capture_default_str()->check(whole_in(1, 64));
   sub->add_option("--catalog", a->catalogs, "Add devices from a TOML file (repeatable)");
   add_assumption_options(sub, a->costs);
-  add_output_option(sub, a->json);
+  add_output_option(sub, a->out);
   return [a] { return run_compare(*a); };
 }
 

@@ -9,6 +9,7 @@
 #include "cli/assumption_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/devices_json.hpp"
+#include "cli/output.hpp"
 #include "core/strings.hpp"
 #include "core/units.hpp"
 #include "hw/cpu.hpp"
@@ -48,16 +49,13 @@ nlohmann::json devices_record(const hw::CpuInfo& cpu, const hw::NvidiaReport& gp
 namespace {
 
 struct DevicesArgs {
-  bool json = false;
+  Output out = Output::table;
 };
 
 int run_devices(const DevicesArgs& a) {
   const hw::CpuInfo cpu = hw::probe_cpu();
   const hw::NvidiaReport gpu = hw::probe_nvidia_matched(catalog::Catalog::builtin());
-  if (a.json) {
-    fmt::print("{}\n", devices_record(cpu, gpu).dump(2));
-    return 0;
-  }
+  if (print_structured(devices_record(cpu, gpu), a.out, {})) return 0;  // csv, md: one row, the GPUs a cell of JSON
   fmt::print("CPU  {} ({} socket{}, {} cores, {} threads, {} NUMA node{})\n", cpu.model, cpu.sockets,
              cpu.sockets == 1 ? "" : "s", cpu.cores, cpu.threads, cpu.numa_nodes, cpu.numa_nodes == 1 ? "" : "s");
   fmt::print("     caches L1d {}, L2 {}, L3 {}; memory {}\n", units::format_bytes_binary(static_cast<double>(cpu.l1d_bytes)),
@@ -100,7 +98,7 @@ int run_devices(const DevicesArgs& a) {
 Runner add_devices_command(CLI::App& app) {
   auto a = std::make_shared<DevicesArgs>();
   auto* sub = app.add_subcommand("devices", "List this machine's CPU and NVIDIA GPUs (driver and NVML loaded at run time)");
-  add_output_option(sub, a->json);
+  add_output_option(sub, a->out);
   return [a] { return run_devices(*a); };
 }
 

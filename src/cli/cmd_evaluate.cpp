@@ -23,6 +23,7 @@
 #include "cli/calibration_file.hpp"
 #include "cli/assumption_options.hpp"
 #include "cli/commands.hpp"
+#include "cli/output.hpp"
 #include "cli/devices_json.hpp"
 #include "cli/validators.hpp"
 #include "core/clock.hpp"
@@ -65,7 +66,8 @@ struct EvaluateArgs {
   AssumptionArgs costs;
   std::int64_t epochs = 2, rows = 20000;
   int threads = 0;
-  bool no_report = false, json_out = false, force = false;
+  bool no_report = false, force = false;
+  Output out = Output::table;
 };
 
 class Steps {
@@ -454,9 +456,10 @@ void store_and_report(const EvaluateArgs& a, store::Store& db, const std::filesy
     const json stored = {{"id", id}, {"created_utc", run.created_utc}, {"payload", run.payload}};
     files::write_output(a.report, report::html_output("--report", a.force), report::render_html(stored));
   }
-  if (a.json_out) {
-    fmt::print("{}\n", json{{"run", id}, {"db", db_path.string()}, {"report", a.no_report ? json(nullptr) : json(a.report)},
-                            {"summary", record.summary}, {"seconds", seconds}}.dump(2));
+  if (a.out != Output::table) {  // csv, md: one row, the summary's lines joined
+    print_structured(json{{"run", id}, {"db", db_path.string()}, {"report", a.no_report ? json(nullptr) : json(a.report)},
+                          {"summary", record.summary}, {"seconds", seconds}},
+                     a.out);
   } else {
     for (const auto& line : record.summary) fmt::print("{}\n", strings::escape_control(line));
     fmt::print("Stored as run {} in {}{}\n", id, strings::escape_control(db_path.string()), a.no_report ? "" : "; report: " + strings::escape_control(a.report));
@@ -593,7 +596,7 @@ Runner add_evaluate_command(CLI::App& app) {
   sub->add_option("--epochs", a->epochs, "Epochs of the seed training")->capture_default_str()->check(whole_in(1, 1000));
   sub->add_option("--rows", a->rows, "Rows of the synthetic training data")->capture_default_str()->check(whole_in(100, std::numeric_limits<std::int64_t>::max()));
   sub->add_option("--threads", a->threads, "CPU threads (default: every core)")->check(threads());
-  sub->add_flag("--json", a->json_out, "JSON summary on stdout");
+  add_output_option(sub, a->out);  // the summary; progress goes to stderr
   return [a] { return run_evaluate(*a); };
 }
 

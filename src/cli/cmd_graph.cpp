@@ -8,6 +8,7 @@
 
 #include "cli/assumption_options.hpp"
 #include "cli/commands.hpp"
+#include "cli/output.hpp"
 #include "cli/validators.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
@@ -31,7 +32,7 @@ struct GraphArgs {
   std::string mode = "train";
   int flash = 1;
   std::string dtype = "f32";
-  bool json = false;
+  Output out = Output::table;
   bool ops = false;
   std::string options;  // the gpt workload's shape: layers=..;hidden=..;heads=..
 };
@@ -99,7 +100,7 @@ int run_graph(const GraphArgs& a) {
     ++e.first;
     e.second += ir::op_cost(g, n);
   }
-  if (a.json) {
+  if (a.out != Output::table) {
     nlohmann::json ops = nlohmann::json::object();
     for (const auto& [op, e] : by_op)
       ops[op] = {{"count", e.first}, {"matrix_flops", e.second.matrix_flops}, {"vector_flops", e.second.vector_flops},
@@ -122,7 +123,7 @@ int run_graph(const GraphArgs& a) {
       }
       j["ops"] = list;
     }
-    fmt::print("{}\n", j.dump(2));
+    print_structured(j, a.out, a.ops ? std::vector<std::string>{"ops"} : std::vector<std::string>{});  // csv, md: a row per op with --ops
     return 0;
   }
   // Names come from model files: their control characters are shown as \xNN, never sent to the terminal.
@@ -166,7 +167,7 @@ Runner add_graph_command(CLI::App& app) {
   sub->add_option("--dtype", args->dtype, "Element type of activations and weights: f32, f16, bf16, fp8")
       ->capture_default_str();
   sub->add_flag("--ops", args->ops, "List every node with its cost");
-  add_output_option(sub, args->json);
+  add_output_option(sub, args->out);
   return [args] { return run_graph(*args); };
 }
 

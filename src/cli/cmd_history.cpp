@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "cli/output.hpp"
 #include "cli/validators.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
@@ -22,15 +23,15 @@ using json = nlohmann::json;
 
 std::filesystem::path db_path(const std::string& db) { return db.empty() ? store::default_path() : std::filesystem::path(db); }
 
-int run_history(const std::string& db, bool as_json) {
+int run_history(const std::string& db, Output out) {
   const auto s = store::Store::open(db_path(db), false);
   const auto runs = s.list();
-  if (as_json) {
+  if (out != Output::table) {
     json arr = json::array();
     for (const auto& r : runs)
       arr.push_back({{"id", r.id}, {"created_utc", r.created_utc}, {"kind", r.kind}, {"gpuvs", r.gpuvs_version}, {"host", r.host},
                      {"gpu", r.gpu}, {"summary", r.summary}});
-    fmt::print("{}\n", json{{"db", s.path().string()}, {"runs", arr}}.dump(2));
+    print_structured(json{{"db", s.path().string()}, {"runs", arr}}, out, {"runs"});  // csv, md: a row per run
     return 0;
   }
   fmt::print("{} run{} in {}\n", runs.size(), runs.size() == 1 ? "" : "s", s.path().string());
@@ -47,7 +48,7 @@ void check_id(std::int64_t id, const char* what) {
   if (id < 1) throw InputError(fmt::format("{} {}: run ids are positive integers (gpuvs history lists them)", what, id));
 }
 
-int run_diff(const std::string& db, std::int64_t a, std::int64_t b, bool as_json) {
+int run_diff(const std::string& db, std::int64_t a, std::int64_t b, Output out) {
   check_id(a, "run1");
   check_id(b, "run2");
   const auto s = store::Store::open(db_path(db), false);
@@ -77,16 +78,16 @@ int run_diff(const std::string& db, std::int64_t a, std::int64_t b, bool as_json
     const json& t = p["training"];
     return t.contains("samples_per_s") && t["samples_per_s"].is_number() ? t["samples_per_s"].get<double>() : 0.0;
   };
-  if (as_json) {
+  if (out != Output::table) {
     json arr = json::array();
     for (const auto& [k, r] : rows)
       arr.push_back({{"figure", k}, {"unit", r.unit}, {"a", r.x ? json(*r.x) : json(r.sx)}, {"b", r.y ? json(*r.y) : json(r.sy)},
                      {"change_pct", r.x && r.y && *r.x != 0 ? json(100 * (*r.y / *r.x - 1)) : json(nullptr)}});
-    fmt::print("{}\n", json{{"a", {{"id", a}, {"created_utc", ra.created_utc}, {"host", ra.host}, {"gpu", ra.gpu}, {"gpuvs", ra.gpuvs_version}}},
-                            {"b", {{"id", b}, {"created_utc", rb.created_utc}, {"host", rb.host}, {"gpu", rb.gpu}, {"gpuvs", rb.gpuvs_version}}},
-                            {"training_samples_per_s", {training(ra), training(rb)}},
-                            {"figures", arr}}
-                           .dump(2));
+    print_structured(json{{"a", {{"id", a}, {"created_utc", ra.created_utc}, {"host", ra.host}, {"gpu", ra.gpu}, {"gpuvs", ra.gpuvs_version}}},
+                          {"b", {{"id", b}, {"created_utc", rb.created_utc}, {"host", rb.host}, {"gpu", rb.gpu}, {"gpuvs", rb.gpuvs_version}}},
+                          {"training_samples_per_s", {training(ra), training(rb)}},
+                          {"figures", arr}},
+                     out, {"figures"});  // csv, md: a row per figure
     return 0;
   }
   const auto e = strings::escape_control;  // stored text, as in run_history
@@ -129,19 +130,19 @@ int run_report(const std::string& db, std::int64_t id, const std::string& html, 
 Runner add_history_command(CLI::App& app) {
   struct Args {
     std::string db;
-    bool json = false;
+    Output out = Output::table;
   };
   auto a = std::make_shared<Args>();
   auto* h = app.add_subcommand("history", "List the runs stored by gpuvs evaluate");
   h->add_option("--db", a->db, "Results database (default $XDG_DATA_HOME/gpuvs/history.db)");
-  h->add_flag("--json", a->json, "JSON output");
-  return [a] { return run_history(a->db, a->json); };
+  add_output_option(h, a->out);
+  return [a] { return run_history(a->db, a->out); };
 }
 
 Runner add_diff_command(CLI::App& app) {
   struct Args {
     std::string db;
-    bool json = false;
+    Output out = Output::table;
     std::int64_t a = 0, b = 0;
   };
   auto a = std::make_shared<Args>();
@@ -149,8 +150,8 @@ Runner add_diff_command(CLI::App& app) {
   d->add_option("run1", a->a, "First run id")->required()->check(run_id());
   d->add_option("run2", a->b, "Second run id")->required()->check(run_id());
   d->add_option("--db", a->db, "Results database (default $XDG_DATA_HOME/gpuvs/history.db)");
-  d->add_flag("--json", a->json, "JSON output");
-  return [a] { return run_diff(a->db, a->a, a->b, a->json); };
+  add_output_option(d, a->out);
+  return [a] { return run_diff(a->db, a->a, a->b, a->out); };
 }
 
 Runner add_report_command(CLI::App& app) {
@@ -163,7 +164,7 @@ Runner add_report_command(CLI::App& app) {
   auto* r = app.add_subcommand("report", "Write a stored run's report: self-contained HTML, JSON or Markdown");
   r->add_option("--run", a->run, "Run id (default: the newest)")->check(run_id());
   r->add_option("--html", a->html, "Write the HTML report to this file");
-  r->add_option("-o", a->format, "Print the run as json or md");
+  r->add_option("-o,--output", a->format, "Print the run as json or md (a report is a document: --html, or md as text)");
   r->add_option("--db", a->db, "Results database (default $XDG_DATA_HOME/gpuvs/history.db)");
   r->add_flag("--force", a->force, "Replace an --html file that gpuvs did not write (or that has other hard links)");
   return [a] { return run_report(a->db, a->run, a->html, a->format, a->force); };

@@ -8,6 +8,7 @@
 #include "cli/assumption_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/gpu_names.hpp"
+#include "cli/output.hpp"
 #include "cli/validators.hpp"
 #include "core/error.hpp"
 #include "core/strings.hpp"
@@ -27,7 +28,7 @@ struct PredictArgs {
   std::vector<std::string> catalogs;
   int gpus = 1;
   std::int64_t batch = 0;
-  bool json = false;
+  Output out = Output::table;
 };
 
 /// --calibration FILE, read once for the request; nullopt without the flag.
@@ -50,7 +51,7 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat, const workloa
   const perf::ServingPrediction p = perf::predict_serving(cat, w, req);
   const auto& c = p.step;
   const bool decode_only = p.mode == "decode";
-  if (a.json) {
+  if (a.out != Output::table) {
     nlohmann::json j{
         {"schema_version", 1},
         {"workload", p.workload},
@@ -92,7 +93,7 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat, const workloa
                          {"per_output_token_s", q.tpot_s}, {"request_p99_s", q.request_p99_s}});
       j["load_curve"] = curve;
     }
-    fmt::print("{}\n", j.dump(2));
+    print_structured(j, a.out);  // csv, md: one row
     return 0;
   }
   const std::string what = p.mode == "prefill"  ? fmt::format("{} sequence(s) x {}-token prompt", p.batch, p.prompt_len)
@@ -272,10 +273,10 @@ int run_predict(PredictArgs a) {
   req.calibration = cal ? &*cal : nullptr;
   const perf::Prediction p = perf::predict(cat, w, req);
   const std::vector<std::string> said = perf::assumed(req, p);
-  if (a.json) {
+  if (a.out != Output::table) {
     nlohmann::json j = prediction_json(p, a.mode, cal ? &*cal : nullptr);
     j["assumed"] = said;
-    fmt::print("{}\n", j.dump(2));
+    print_structured(j, a.out);  // csv, md: one row
   } else {
     print_prediction(p, a.mode, cal ? &*cal : nullptr);
     if (!said.empty()) fmt::print("  assumed      {}\n", strings::join(said, "; "));
@@ -303,7 +304,7 @@ Runner add_predict_command(CLI::App& app) {
                   "framework=vllm|trt-llm|llama.cpp|hf-transformers, kv_dtype=fp16|fp8");
   sub->add_option("--catalog", a->catalogs, "Add devices from a TOML file (repeatable)");
   sub->add_option("--calibration", a->calibration, "A gpuvs bench --save record: correct the model for the GPU it measured");
-  add_output_option(sub, a->json);
+  add_output_option(sub, a->out);
   return [a] { return run_predict(*a); };
 }
 

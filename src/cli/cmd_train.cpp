@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "cli/commands.hpp"
+#include "cli/output.hpp"
 #include "cli/validators.hpp"
 #include "core/error.hpp"
 #include "core/progress.hpp"
@@ -33,7 +34,7 @@ struct TrainArgs {
   bool eager = false;
   std::optional<double> lr, scale;
   std::int64_t rows = 60000;
-  bool json = false;
+  Output out = Output::table;
   bool shuffle_rows = false;
 };
 
@@ -214,7 +215,7 @@ int run_train(TrainArgs& a) {
     (void)engine::train(spec, data, a.cfg, silent, store);
     return 0;
   }
-  std::FILE* progress = a.json ? stderr : stdout;
+  std::FILE* progress = a.out != Output::table ? stderr : stdout;
   // Names and paths come from files and flags: their control characters are shown as \xNN, never sent to the terminal.
   const auto e = strings::escape_control;
   fmt::print(progress, "Model {} ({} params), data {} ({} rows x {} features)\n", e(spec.name), spec.param_count(),
@@ -225,10 +226,11 @@ int run_train(TrainArgs& a) {
   ConsoleObserver obs(progress);
   engine::ParamStore store;
   const engine::TrainResult r = engine::train(spec, data, a.cfg, obs, store);
-  if (a.json) {
-    fmt::print("{}\n", summary_json(a, spec, data, r).dump());
+  if (a.out == Output::json) {
+    fmt::print("{}\n", summary_json(a, spec, data, r).dump());  // one line: a log line per run
     return 0;
   }
+  if (print_structured(summary_json(a, spec, data, r), a.out)) return 0;  // csv, md: one row
   if (r.history.empty()) return 0;
   const auto& last = r.history.back();
   if (r.device == "cpu")
@@ -295,7 +297,7 @@ Runner add_train_command(CLI::App& app) {
   sub->add_option("--gemm", args->gemm, "CPU GEMM library: onednn or openblas")->capture_default_str();
   sub->add_flag("--profile", args->cfg.profile,
                 "Time every op of the training step and print time, share, GFLOP/s and GB/s per op");
-  sub->add_flag("--json", args->json, "Print the final summary as one JSON object on stdout (progress to stderr)");
+  add_output_option(sub, args->out);  // json: the final summary as one JSON object on stdout (progress to stderr)
   return [args] { return run_train(*args); };
 }
 

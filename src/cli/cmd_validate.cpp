@@ -10,6 +10,7 @@
 #include "catalog/catalog.hpp"
 #include "cli/assumption_options.hpp"
 #include "cli/commands.hpp"
+#include "cli/output.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "core/stats.hpp"
@@ -28,7 +29,8 @@ struct ValidateArgs {
   std::string write_band, fit, constants;
   std::string facts;  // --facts FILE
   std::vector<std::string> catalogs;
-  bool json = false, held_out = false, force = false;
+  Output out = Output::table;
+  bool held_out = false, force = false;
 };
 
 /// Files, or folders of *.csv files (sorted).
@@ -55,8 +57,9 @@ nlohmann::json summary_json(const perf::SourceSummary& f) {
                         {"ratio_median_abs_error", f.ratio_median_ape}, {"in_band", f.in_band}};
 }
 
-/// --json: every row, every source, the totals; held-out folds where they were run (null otherwise).
-void print_json(const perf::ValidationReport& rep, std::size_t scored, const std::vector<perf::SourceSummary>* held) {
+/// -o json: every row, every source, the totals; held-out folds where they were run (null otherwise). csv and md:
+/// a row per measurement, then per source and per held-out fold (the `list` column), the totals on every row.
+void print_structured(const perf::ValidationReport& rep, std::size_t scored, const std::vector<perf::SourceSummary>* held, Output out) {
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& v : rep.rows) {
     nlohmann::json j{{"id", v.row.id}, {"file", v.row.file}, {"status", v.status}, {"unit", v.row.unit.empty() ? v.predicted_unit : v.row.unit},
@@ -70,11 +73,11 @@ void print_json(const perf::ValidationReport& rep, std::size_t scored, const std
   for (const auto& f : rep.sources) sources.push_back(summary_json(f));
   if (held)
     for (const auto& f : *held) held_json.push_back(summary_json(f));
-  fmt::print("{}\n", nlohmann::json{{"schema_version", 2}, {"rows", arr}, {"sources", sources},
-                                    {"coverage", rep.coverage}, {"median_abs_error", scored ? nlohmann::json(rep.median_ape) : nlohmann::json(nullptr)},
-                                    {"ratio_median_abs_error", rep.ratio_median_ape}, {"in_band", rep.in_band},
-                                    {"held_out_sources", held ? held_json : nlohmann::json(nullptr)}}
-                         .dump(2));
+  cli::print_structured(nlohmann::json{{"schema_version", 2}, {"rows", arr}, {"sources", sources},
+                                       {"coverage", rep.coverage}, {"median_abs_error", scored ? nlohmann::json(rep.median_ape) : nlohmann::json(nullptr)},
+                                       {"ratio_median_abs_error", rep.ratio_median_ape}, {"in_band", rep.in_band},
+                                       {"held_out_sources", held ? held_json : nlohmann::json(nullptr)}},
+                        out, {"rows", "sources", "held_out_sources"});
 }
 
 void print_rows(const perf::ValidationReport& rep) {
@@ -188,8 +191,8 @@ int run_validate(const ValidateArgs& a) {
     files::write_output(a.fit, perf::constants_output("--fit", a.force), perf::constants_toml(fit.constants));
     fmt::print(stderr, "fitted on {} rows: mean |log error| {:.4f}; written to {}\n", fit.rows, fit.objective, a.fit);
   }
-  if (a.json) {
-    print_json(rep, scored, a.held_out ? &held : nullptr);
+  if (a.out != Output::table) {
+    print_structured(rep, scored, a.held_out ? &held : nullptr, a.out);
     return 0;
   }
   print_rows(rep);
@@ -207,7 +210,7 @@ Runner add_validate_command(CLI::App& app) {
   add_facts_option(sub, a->facts);
   sub->add_option("--data", a->data, "CSV files in the format of data/validation/*.csv, or folders of them (repeatable)")->required();
   sub->add_option("--catalog", a->catalogs, "Add devices from a TOML file (repeatable)");
-  add_output_option(sub, a->json);  // JSON: rows, per-source summaries (schema 2)
+  add_output_option(sub, a->out);  // JSON: rows, per-source summaries (schema 2)
   sub->add_flag("--held-out", a->held_out,
                 "Leave-one-source-out: predict each file with the constants refitted on the others (and its figures withheld)");
   sub->add_option("--constants", a->constants, "Price with these fitted constants (a --fit file) instead of the built-in ones");

@@ -6,6 +6,7 @@
 
 #include "cli/assumption_options.hpp"
 #include "cli/commands.hpp"
+#include "cli/output.hpp"
 #include "core/strings.hpp"
 #include "core/units.hpp"
 #include "models/networks.hpp"
@@ -19,15 +20,18 @@ constexpr const char* kOtherNames =
     "in --options (layers, hidden, heads, ...), and model files: gpuvs .toml/.json, Keras .keras or model.to_json() "
     ".json, a Hugging Face config.json, ONNX .onnx.";
 
-int run_workloads(bool json) {
+int run_workloads(Output out) {
   const auto& nets = models::networks();
-  if (json) {
+  if (out != Output::table) {
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& n : nets)
       arr.push_back({{"id", n.id}, {"family", models::family_name(n.family)}, {"params", n.published_params},
                      {"params_source", n.params_source}, {"seq_len", n.default_seq_len > 0 ? nlohmann::json(n.default_seq_len) : nlohmann::json(nullptr)},
+                     {"max_positions", n.decoder.max_positions > 0 ? nlohmann::json(n.decoder.max_positions) : nlohmann::json(nullptr)},
                      {"sample_unit", n.sample_unit}, {"description", n.description}});
-    fmt::print("{}\n", nlohmann::json{{"schema_version", 1}, {"workloads", arr}, {"also", kOtherNames}}.dump(2));
+    // csv, md: a row per workload (the `also` note is said on the table only).
+    if (out == Output::json) fmt::print("{}\n", nlohmann::json{{"schema_version", 1}, {"workloads", arr}, {"also", kOtherNames}}.dump(2));
+    else print_structured(nlohmann::json{{"workloads", arr}}, out, {"workloads"});
     return 0;
   }
   fmt::print("{:<18} {:<8} {:>9} {:>8}  {}\n", "workload", "family", "params", "seq len", "description");
@@ -43,10 +47,10 @@ int run_workloads(bool json) {
 }  // namespace
 
 Runner add_workloads_command(CLI::App& app) {
-  auto json = std::make_shared<bool>(false);
+  auto out = std::make_shared<Output>(Output::table);
   auto* sub = app.add_subcommand("workloads", "List the built-in workloads (networks) with their family, size and sequence length");
-  add_output_option(sub, *json);
-  return [json] { return run_workloads(*json); };
+  add_output_option(sub, *out);
+  return [out] { return run_workloads(*out); };
 }
 
 }  // namespace gpuvs::cli
