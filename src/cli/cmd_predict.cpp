@@ -169,6 +169,9 @@ nlohmann::json prediction_json(const perf::Prediction& p, const std::string& mod
         {"optimizer_gib", m.optimizer_bytes / kGiB}, {"activations_gib", m.activations_bytes / kGiB},
         {"transient_gib", m.transient_bytes / kGiB}, {"runtime_gib", m.runtime_bytes / kGiB}}}};
   if (p.seq_len > 0) j["seq_len"] = p.seq_len;
+  if (p.micro_batches > 1 && !p.parallel)
+    j["accumulation"] = {{"micro_batches", p.micro_batches}, {"global_batch", p.global_batch}, {"micro_batch_s", p.microbatch_s},
+                         {"optimizer_s", p.optimizer_s}};
   if (p.decode)
     j["decode"] = {{"prompt_len", p.prompt_len}, {"gen_len", p.gen_len}, {"time_to_first_token_s", p.prefill_s},
                    {"per_token_latency_s", p.decode_step_s}, {"kv_cache_gib", p.kv_cache_bytes / kGiB},
@@ -225,6 +228,10 @@ void print_prediction(const perf::Prediction& p, const std::string& mode, const 
                units::format_seconds(p.step_s), d.kernels, units::format_seconds(d.compute_s), units::format_seconds(d.memory_s),
                units::format_seconds(d.latency_s), units::format_seconds(d.launch_s));
   }
+  if (p.micro_batches > 1 && !p.parallel)
+    fmt::print("  accumulation {} micro-batches of {} per optimizer step (global batch {}): {} each, the optimizer {} once; the kernels "
+               "above are one micro-batch's\n",
+               p.micro_batches, p.batch, p.global_batch, units::format_seconds(p.microbatch_s), units::format_seconds(p.optimizer_s));
   if (p.decode)
     fmt::print("  serving      prompt {} + {} generated tokens: first token after {}, then {} per token; request {}; "
                "KV cache {:.2f} GiB\n",

@@ -218,7 +218,6 @@ DecoderConfig gpt_config(const std::map<std::string, std::string>& options) {
   c.ffn = gpt_int(options, "ffn", 4 * c.hidden, kGptMaxFfn);
   c.vocab = gpt_int(options, "vocab", 51200, kGptMaxVocab);
   c.seq_len = gpt_int(options, "seq_len", 2048, kGptMaxSeq);
-  c.max_positions = c.seq_len;  // learned positions: the table holds seq_len rows
   if (c.hidden % c.heads != 0)
     throw InputError(fmt::format("workload {}: hidden={} does not split into heads={} (hidden must be a multiple of heads)",
                                  kGptWorkload, c.hidden, c.heads));

@@ -121,6 +121,20 @@ bool apply_serving(Prediction& p, const catalog::Catalog& cat, const workload::W
   return true;
 }
 
+/// Gradient accumulation: `k` micro-batches per optimizer step, the gradients reduced once (in the last
+/// micro-batch's backward: DDP's no_sync on the others, as the published BERT and ResNet recipes run it) and the
+/// optimizer run once. The step becomes k forward-backward passes and one update.
+void apply_accumulation(Prediction& p, const ir::Graph& g, std::int64_t k) {
+  double optimizer_s = 0;
+  for (const auto& op : p.detail.ops)
+    if (g.node(op.id).op == ir::OpKind::adam_update) optimizer_s += op.seconds;
+  p.micro_batches = k;
+  p.global_batch = k * p.batch * p.gpus;
+  p.microbatch_s = p.detail.step_s - optimizer_s;
+  p.optimizer_s = optimizer_s;
+  p.step_s = static_cast<double>(k) * p.microbatch_s + optimizer_s;
+}
+
 // Data parallel: gradients reduced every step over the link, hidden behind the backward pass but for the
 // last bucket; sharding splits the states and, fully sharded (FSDP), gathers the weights in forward and
 // backward.
@@ -369,7 +383,9 @@ std::vector<std::string> assumed(const PredictRequest& req, const Prediction& p)
   std::vector<std::string> out;
   if (req.batch == 0) out.push_back(fmt::format("batch {} per GPU (the workload's default)", p.batch));
   if (!req.precision) out.push_back(fmt::format("precision {} (the default rule: {})", precision_name(p.plan.precision), kDefaultPrecisionRule));
-  if (p.seq_len > 0 && !req.options.count("seq_len")) out.push_back(fmt::format("sequence {} tokens (the model's default)", p.seq_len));
+  if (p.seq_len > 0 && !req.options.count("seq_len"))
+    out.push_back(p.prompt_cut_to_positions ? fmt::format("prompt {} tokens (the model's positions less the generated tokens)", p.seq_len)
+                                            : fmt::format("sequence {} tokens (the model's default)", p.seq_len));
   return out;
 }
 
@@ -386,6 +402,7 @@ struct ResolvedRequest {
   PredictRequest req;
   const FrameworkProfile* fw = nullptr;
   bool parallel = false;
+  std::int64_t accumulation = 1;  // micro-batches per optimizer step on the plain data-parallel path
 };
 
 ResolvedRequest resolve_request(const models::NetworkInfo& net, const PredictRequest& request) {
@@ -408,14 +425,23 @@ ResolvedRequest resolve_request(const models::NetworkInfo& net, const PredictReq
   r.parallel = req.gpus > system_facts().gpus_per_server || req.options.count("network") > 0;
   for (const char* k : {"tp", "pp", "cp", "vp"})
     r.parallel = r.parallel || option_int(req.options, k, 1, 1, 4096) != 1;
-  if (req.options.count("global_batch")) {
-    const std::int64_t b = req.batch > 0 ? req.batch : net.fixed_batch > 0 ? net.fixed_batch : default_batch(net.family);
-    r.parallel = r.parallel || option_int(req.options, "global_batch", 1, 1, std::int64_t{1} << 40) != b * req.gpus;
-  }
   if (r.parallel && (net.family != models::Family::decoder || !req.training))
-    throw InputError(fmt::format("tp, pp, cp, vp, gradient accumulation (global_batch), network and more than {} GPUs are modelled for "
-                                 "decoder training only",
+    throw InputError(fmt::format("tp, pp, cp, vp, network and more than {} GPUs are modelled for decoder training only",
                                  system_facts().gpus_per_server));
+  if (req.options.count("global_batch")) {
+    if (!req.training) throw InputError("option global_batch applies to training (--mode train)");
+    const std::int64_t b = req.batch > 0 ? req.batch : net.fixed_batch > 0 ? net.fixed_batch : default_batch(net.family);
+    const std::int64_t global = option_int(req.options, "global_batch", 1, 1, std::int64_t{1} << 40);
+    // Decoders' plans lay accumulation out with their splits (perf/parallel); other workloads accumulate on the
+    // plain data-parallel path: a whole number of batch x GPUs per optimizer step.
+    if (net.family == models::Family::decoder) {
+      r.parallel = r.parallel || global != b * req.gpus;
+    } else {
+      if (global % (b * req.gpus) != 0)
+        throw InputError(fmt::format("global_batch {} is not a whole number of micro-batches of batch {} x {} GPU(s)", global, b, req.gpus));
+      r.accumulation = global / (b * req.gpus);
+    }
+  }
   if (req.batch < 0) throw InputError(fmt::format("--batch must be positive, got {}", req.batch));
   for (const auto& [k, v] : req.options) {
     bool known = false;
@@ -454,6 +480,19 @@ Prediction plan_of(const ResolvedRequest& r, const models::NetworkInfo& net, con
   }
   if (p.recompute != "none" && (!req.training || net.layers == 0))
     throw InputError(fmt::format("recompute={} applies to training transformer workloads", p.recompute));
+  // A served decoder's prompt and generation fit its positions: the default prompt leaves the generation room
+  // (GPT-2's 1024 positions hold a 896-token prompt and 128 generated); a prompt the user named past it is refused.
+  const std::int64_t positions = net.family == models::Family::decoder ? net.decoder.max_positions : 0;
+  if (!req.training && positions > 0) {
+    const std::int64_t gen = option_int(req.options, "gen_len", 128, 1, 1 << 20);
+    if (p.seq_len + gen > positions) {
+      if (req.options.count("seq_len") || gen >= positions)
+        throw InputError(fmt::format("a request of {} tokens (seq_len {} + gen_len {}) is past {}'s {} positions", p.seq_len + gen, p.seq_len,
+                                     gen, net.id, positions));
+      p.seq_len = positions - gen;
+      p.prompt_cut_to_positions = true;
+    }
+  }
   return p;
 }
 
@@ -508,7 +547,7 @@ void set_throughput(Prediction& p, const models::NetworkInfo& net) {
     p.throughput = static_cast<double>(p.batch * p.seq_len) / p.step_s;
     p.unit = "tokens/s";
   } else {
-    p.throughput = static_cast<double>(p.batch) / p.step_s;
+    p.throughput = static_cast<double>(p.batch * p.micro_batches) / p.step_s;  // micro_batches: accumulated per optimizer step
     p.unit = net.sample_unit + "/s";
   }
   p.band_low = model_band().low(p.throughput);
@@ -551,10 +590,11 @@ Prediction predict(const catalog::Catalog& cat, const workload::Workload& w, con
   } else if (req.options.count("gen_len")) {
     throw InputError("option gen_len applies to decoder inference (--mode infer)");
   }
-  p.single_gpu_step_s = p.detail.step_s;
   p.step_s = p.detail.step_s;
   p.sharding = option_choice(req.options, "sharding", "none", {"none", "zero1", "zero2", "full"});
   p.gpus = req.gpus;
+  if (resolved.accumulation > 1) apply_accumulation(p, g, resolved.accumulation);
+  p.single_gpu_step_s = p.step_s;
   if (p.gpus > 1 && req.training) {
     apply_data_parallel(p, g, gpu);
   } else if (p.sharding != "none") {

@@ -55,6 +55,7 @@ struct Prediction {
   // Decoder inference: prefill of the prompt (time to first token), then one decode step per new token
   // over a KV cache (priced at the mean context of the generation).
   bool decode = false;
+  bool prompt_cut_to_positions = false;  // the default prompt shortened so that prompt + generation fit the model's positions
   std::int64_t prompt_len = 0, gen_len = 0;
   double prefill_s = 0, decode_step_s = 0;
   double kv_cache_bytes = 0;
