@@ -120,6 +120,17 @@ void print_held_out(const std::vector<perf::SourceSummary>& held, const std::vec
                f.summary.file, f.fit.rows, dc.gemm, dc.conv, dc.mem, f.fit.classes_fitted[0] ? "" : " (borrowed)", gf.gemm, gf.conv,
                gf.mem, f.fit.classes_fitted[1] ? "" : " (borrowed)");
   }
+  // All folds together: the errors on data the constants never saw, and how many fall inside the printed band.
+  std::vector<perf::ValidatedRow> unseen;
+  for (const auto& f : folds) unseen.insert(unseen.end(), f.rows.begin(), f.rows.end());
+  const perf::ValidationReport rep = perf::report_of(std::move(unseen));
+  std::size_t scored = 0;
+  for (const auto& v : rep.rows) scored += v.ape.has_value();
+  if (scored > 0)
+    fmt::print("  held out, all sources: {} rows scored; median absolute error {:.1f}%, mean {:.1f}%; {:.0f}% inside their band; "
+               "band {:.2f}x to {:.2f}x (serving {:.2f}x to {:.2f}x)\n",
+               scored, 100 * rep.median_ape, 100 * rep.mean_ape, 100 * rep.in_band, std::exp(rep.log_err_p10), std::exp(rep.log_err_p90),
+               std::exp(rep.serving_log_err_p10), std::exp(rep.serving_log_err_p90));
 }
 
 void print_totals(const perf::ValidationReport& rep, std::size_t scored) {
@@ -144,14 +155,17 @@ void print_totals(const perf::ValidationReport& rep, std::size_t scored) {
     fmt::print("cross-GPU ratios: {} pairs; median absolute error {:.1f}%, mean {:.1f}%\n", rep.ratios.size(), 100 * rep.ratio_median_ape,
                100 * rep.ratio_mean_ape);
   if (rep.band_rows == 0)
-    fmt::print("band: none (no training or batch-inference row scored)");
+    fmt::print("in-sample spread: none (no training or batch-inference row scored)");
   else
-    fmt::print("band (10th-90th percentile of predicted/measured): {:.2f}x to {:.2f}x over {} training and batch-inference rows",
+    fmt::print("in-sample spread (10th-90th percentile of predicted/measured): {:.2f}x to {:.2f}x over {} training and batch-inference rows",
                std::exp(rep.log_err_p10), std::exp(rep.log_err_p90), rep.band_rows);
   if (rep.serving_band_rows > 0)
     fmt::print("; {:.2f}x to {:.2f}x over {} LLM serving rows", std::exp(rep.serving_log_err_p10), std::exp(rep.serving_log_err_p90),
                rep.serving_band_rows);
-  fmt::print("\n");
+  // The band printed with every prediction: the held-out spread (data/prediction-band.toml, --write-band).
+  fmt::print("\nband printed with each prediction (held-out errors' 10th-90th percentile, {}): {:.2f}x to {:.2f}x; serving {:.2f}x to {:.2f}x\n",
+             perf::model_band().source, std::exp(perf::model_band().log_err_p10), std::exp(perf::model_band().log_err_p90),
+             std::exp(perf::serving_band().log_err_p10), std::exp(perf::serving_band().log_err_p90));
 }
 
 int run_validate(const ValidateArgs& a) {
@@ -175,15 +189,20 @@ int run_validate(const ValidateArgs& a) {
   const perf::ValidationReport rep = perf::validate(cat, rows);
   std::size_t scored = 0;
   for (const auto& v : rep.rows) scored += v.ape.has_value();
-  if (!a.write_band.empty()) {
-    if (rep.band_rows == 0) throw InputError(fmt::format("--write-band {}: no training or inference row was scored, so there is no band to write", a.write_band));
-    files::write_output(a.write_band, perf::band_output("--write-band", a.force), perf::band_toml(rep, strings::join(a.data, " ")));
-  }
   std::vector<perf::SourceSummary> held;
   std::vector<perf::HeldOutSource> folds;
-  if (a.held_out) {
+  if (a.held_out || !a.write_band.empty()) {
     folds = perf::leave_one_source_out(cat, rows);
     for (const auto& f : folds) held.push_back(f.summary);
+  }
+  if (!a.write_band.empty()) {
+    // The band from the held-out errors: each row as predicted by constants fitted without its source.
+    std::vector<perf::ValidatedRow> unseen;
+    for (const auto& f : folds) unseen.insert(unseen.end(), f.rows.begin(), f.rows.end());
+    const perf::ValidationReport held_rep = perf::report_of(std::move(unseen));
+    if (held_rep.band_rows == 0)
+      throw InputError(fmt::format("--write-band {}: no training or inference row was scored, so there is no band to write", a.write_band));
+    files::write_output(a.write_band, perf::band_output("--write-band", a.force), perf::band_toml(held_rep, strings::join(a.data, " ")));
   }
   if (!a.fit.empty()) {
     const perf::FitResult fit = perf::fit_constants(cat, rows);
@@ -215,7 +234,7 @@ Runner add_validate_command(CLI::App& app) {
                 "Leave-one-source-out: predict each file with the constants refitted on the others (and its figures withheld)");
   sub->add_option("--constants", a->constants, "Price with these fitted constants (a --fit file) instead of the built-in ones");
   sub->add_option("--fit", a->fit, "Fit the model's constants to these files and write them as TOML to FILE");
-  sub->add_option("--write-band", a->write_band, "Write the error band (10th-90th percentile) as TOML to FILE");
+  sub->add_option("--write-band", a->write_band, "Write the error band (10th-90th percentile of the leave-one-source-out errors) as TOML to FILE");
   sub->add_flag("--force", a->force, "Replace an output file that gpuvs did not write (or that has other hard links)");
   return [a] { return run_validate(*a); };
 }

@@ -51,8 +51,9 @@ files::OutputSpec band_output(const std::string& flag, bool force) {
 
 std::string band_toml(const ValidationReport& rep, const std::string& source) {
   return fmt::format(
-      "# The spread of the performance model's own errors, log(predicted / measured), on its validation data:\n"
-      "# training and batch-inference rows, and (serving_) LLM serving rows, each their own band.\n"
+      "# The spread of the performance model's own errors, log(predicted / measured), on its validation data,\n"
+      "# each source predicted by constants fitted without it (leave-one-source-out: a promise about data the\n"
+      "# model never saw): training and batch-inference rows, and (serving_) LLM serving rows, each their own band.\n"
       "# Written by `gpuvs validate --data {0} --write-band data/prediction-band.toml`; test_perf recomputes it.\n"
       "source = \"{0}\"\nrows = {1}\nlog_err_p10 = {2:.17g}\nlog_err_p90 = {3:.17g}\n"
       "serving_rows = {4}\nserving_log_err_p10 = {5:.17g}\nserving_log_err_p90 = {6:.17g}\n",

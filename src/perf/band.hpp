@@ -1,5 +1,6 @@
 // The band every prediction carries: the 10th-90th percentile spread of the model's own errors,
-// log(predicted / measured), on its validation data. Stored in data/prediction-band.toml (compiled in) by
+// log(predicted / measured), on its validation data with each source predicted by constants fitted without it
+// (leave-one-source-out), so that it holds on data the model never saw, not only on the rows it was fitted to. Stored in data/prediction-band.toml (compiled in) by
 // `gpuvs validate --write-band`; a test recomputes it so it cannot go stale.
 #pragma once
 #include <string>

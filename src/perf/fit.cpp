@@ -110,7 +110,9 @@ std::vector<HeldOutSource> leave_one_source_out(const catalog::Catalog& cat, con
     HeldOutSource h;
     h.fit = fit_constants(cat, train, {f}, workloads);
     const ScopedConstants scope(h.fit.constants);
-    h.summary = validate(cat, test, {f}, workloads).sources.front();
+    ValidationReport rep = validate(cat, test, {f}, workloads);
+    h.summary = rep.sources.front();
+    h.rows = std::move(rep.rows);
     out.push_back(h);
   }
   return out;

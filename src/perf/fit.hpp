@@ -34,8 +34,9 @@ FitResult fit_constants(const catalog::Catalog& cat, const std::vector<Published
                         workload::Workloads& workloads);
 
 struct HeldOutSource {
-  SourceSummary summary;     // the source predicted by constants fitted without it
-  FitResult fit;             // those constants
+  SourceSummary summary;            // the source predicted by constants fitted without it
+  FitResult fit;                    // those constants
+  std::vector<ValidatedRow> rows;   // its rows as those constants predicted them
 };
 
 /// Leave-one-source-out over the files the rows come from.

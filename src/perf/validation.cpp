@@ -400,14 +400,20 @@ void summarize_sources(ValidationReport& rep) {
 
 }  // namespace
 
-ValidationReport validate(const catalog::Catalog& cat, const std::vector<PublishedRow>& rows, const std::set<std::string>& held_out,
-                          workload::Workloads& workloads) {
+ValidationReport report_of(std::vector<ValidatedRow> rows) {
   ValidationReport rep;
-  for (const auto& r : rows) rep.rows.push_back(validate_row(cat, r, held_out, workloads));
+  rep.rows = std::move(rows);
   summarize_errors(rep);
   pair_ratios(rep);
   summarize_sources(rep);
   return rep;
+}
+
+ValidationReport validate(const catalog::Catalog& cat, const std::vector<PublishedRow>& rows, const std::set<std::string>& held_out,
+                          workload::Workloads& workloads) {
+  std::vector<ValidatedRow> priced;
+  for (const auto& r : rows) priced.push_back(validate_row(cat, r, held_out, workloads));
+  return report_of(std::move(priced));
 }
 
 }  // namespace gpuvs::perf

@@ -72,6 +72,11 @@ struct ValidationReport {
   int band_rows = 0, serving_band_rows = 0;
 };
 
+/// A report over rows already predicted: the errors, the band's percentiles, the ratios and the per-source
+/// summaries, as validate computes them. What the leave-one-source-out folds' rows, put together, make: the
+/// errors of predictions on data their constants never saw.
+ValidationReport report_of(std::vector<ValidatedRow> rows);
+
 /// Parses the CSV; InputError "FILE:LINE: ..." for malformed rows (a `per` other than gpu or system, a
 /// negative batch or GPU count). Extra columns are ignored; an empty batch_per_gpu is 0 (the tool chooses).
 std::vector<PublishedRow> read_published(const std::string& text, const std::string& where);
