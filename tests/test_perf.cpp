@@ -188,6 +188,32 @@ TEST(Predictor, GradientAccumulationRunsTheOptimizerAndTheReductionOncePerGlobal
   EXPECT_NE(gpuvs::test::input_error_of([&] { predict(cat(), r); }).find("global_batch applies to training"), std::string::npos);
 }
 
+// Issue 34 item 6: encoder pre-training on many nodes (NVIDIA's BERT on 32 DGX A100s): data parallel over the
+// network, which a ring across nodes crosses at its share per GPU; model splits stay decoders'.
+TEST(Predictor, EncodersTrainDataParallelPastOneServerOverTheNetwork) {
+  PredictRequest r;
+  r.workload = "bert-large";
+  r.gpu = "a100-80gb-sxm";
+  r.batch = 32;
+  r.precision = Precision::amp_fp16;
+  r.options = {{"seq_len", "512"}, {"global_batch", "32768"}};
+  r.gpus = 8;
+  const Prediction node = predict(cat(), r);
+  r.gpus = 256;
+  const Prediction pod = predict(cat(), r);
+  EXPECT_EQ(pod.micro_batches, 4);  // 32768 / (32 x 256)
+  EXPECT_EQ(pod.network, "ib-hdr-8x200");
+  EXPECT_EQ(pod.link.kind, "network");
+  EXPECT_LT(pod.link.bus_gbs, node.link.bus_gbs);  // 25 GB/s of InfiniBand per GPU against NVLink 3
+  EXPECT_GT(pod.comm_s, 0);
+  EXPECT_LE(pod.throughput, node.throughput);
+  r.options["network"] = "eth-100";
+  EXPECT_LT(predict(cat(), r).throughput, pod.throughput);
+  r.options["tp"] = "2";
+  EXPECT_NE(gpuvs::test::input_error_of([&] { predict(cat(), r); }).find("tp, pp, cp and vp are modelled for decoder training only"),
+            std::string::npos);
+}
+
 // Issue 33: a served decoder's prompt and generation fit its positions. GPT-2's default prompt (its 1024 positions)
 // leaves room for the 128 generated tokens and says so; a prompt named past them is refused.
 TEST(Predictor, AServedPromptLeavesTheGenerationRoomInTheModelsPositions) {
@@ -252,7 +278,7 @@ TEST(Validation, ParserReportsLinesAndKeepsUnpredictableRows) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("x.csv:2: batch_per_gpu 'abc'"), std::string::npos) << e.what();
   }
-  const auto rows = read_published(head + "a,h100-sxm,16,resnet50,train,tf32,64,,1,images/s,\"s, with comma\",x\n"
+  const auto rows = read_published(head + "a,h100-sxm,16,resnet50,train,tf32,64,tp=2,1,images/s,\"s, with comma\",x\n"
                                           "b,h100-sxm,1,resnet9,train,tf32,64,,,images/s,s,x\n"
                                           "c,a100-80gb-sxm,1,resnet50,train,amp-fp8,64,,,images/s,s,x\n",
                                    "x.csv");

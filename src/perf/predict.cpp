@@ -135,11 +135,25 @@ void apply_accumulation(Prediction& p, const ir::Graph& g, std::int64_t k) {
   p.step_s = static_cast<double>(k) * p.microbatch_s + optimizer_s;
 }
 
+/// The link data parallelism over `gpus` reduces over: the server's own inside one (NVLink, PCIe, host-staged),
+/// else the network (named by the `network` option, else the one a DGX-class system of this card has, said in
+/// p.network_note), as a ring across nodes runs at the network's share per GPU.
+Link data_parallel_link(Prediction& p, const PredictRequest& req, const catalog::Gpu& gpu) {
+  const int per_server = system_facts().gpus_per_server;
+  if (p.gpus <= per_server && !req.options.count("network")) return link_for(gpu, p.gpus);
+  const Fabric& fabric = req.options.count("network") ? fabric_by_id(req.options.at("network")) : default_fabric(gpu, &p.network_note);
+  p.network = fabric.id;
+  ParallelLayout l;
+  l.network = fabric.id;
+  l.gpus_per_node = per_server;
+  return group_link(gpu, l, p.gpus, 1);
+}
+
 // Data parallel: gradients reduced every step over the link, hidden behind the backward pass but for the
 // last bucket; sharding splits the states and, fully sharded (FSDP), gathers the weights in forward and
 // backward.
-void apply_data_parallel(Prediction& p, const ir::Graph& g, const catalog::Gpu& gpu) {
-  p.link = link_for(gpu, p.gpus);
+void apply_data_parallel(Prediction& p, const ir::Graph& g, const Link& link) {
+  p.link = link;
   const double params = static_cast<double>(p.params);
   const double grad_bytes = params * (p.plan.activations == ir::DType::f32 || p.plan.fp32_master ? 4.0 : 2.0);
   const double weight_bytes = params * static_cast<double>(ir::dtype_size(p.plan.activations));
@@ -422,12 +436,16 @@ ResolvedRequest resolve_request(const models::NetworkInfo& net, const PredictReq
   // A plan beyond plain data parallelism inside one server: model splits, gradient accumulation, a named
   // network, or more GPUs than a server holds. tp = pp = cp = vp = 1 and a global batch of batch x GPUs
   // say nothing beyond the plain path.
-  r.parallel = req.gpus > system_facts().gpus_per_server || req.options.count("network") > 0;
-  for (const char* k : {"tp", "pp", "cp", "vp"})
-    r.parallel = r.parallel || option_int(req.options, k, 1, 1, 4096) != 1;
-  if (r.parallel && (net.family != models::Family::decoder || !req.training))
-    throw InputError(fmt::format("tp, pp, cp, vp, network and more than {} GPUs are modelled for decoder training only",
-                                 system_facts().gpus_per_server));
+  // Model splits are decoders' (perf/parallel); past one server, other workloads train data parallel over the
+  // network (apply_data_parallel), decoders through the same plans as with splits.
+  bool splits = false;
+  for (const char* k : {"tp", "pp", "cp", "vp"}) splits = splits || option_int(req.options, k, 1, 1, 4096) != 1;
+  const bool beyond = req.gpus > system_facts().gpus_per_server || req.options.count("network") > 0;
+  const bool decoder_training = net.family == models::Family::decoder && req.training;
+  if (splits && !decoder_training) throw InputError("tp, pp, cp and vp are modelled for decoder training only");
+  if (beyond && !req.training)
+    throw InputError(fmt::format("more than {} GPUs and a network are modelled for training only", system_facts().gpus_per_server));
+  r.parallel = decoder_training && (splits || beyond);
   if (req.options.count("global_batch")) {
     if (!req.training) throw InputError("option global_batch applies to training (--mode train)");
     const std::int64_t b = req.batch > 0 ? req.batch : net.fixed_batch > 0 ? net.fixed_batch : default_batch(net.family);
@@ -596,7 +614,7 @@ Prediction predict(const catalog::Catalog& cat, const workload::Workload& w, con
   if (resolved.accumulation > 1) apply_accumulation(p, g, resolved.accumulation);
   p.single_gpu_step_s = p.step_s;
   if (p.gpus > 1 && req.training) {
-    apply_data_parallel(p, g, gpu);
+    apply_data_parallel(p, g, data_parallel_link(p, req, gpu));
   } else if (p.sharding != "none") {
     throw InputError("option sharding needs --gpus > 1 and training");
   }
