@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "perf/system_facts.hpp"
 
 namespace gpuvs::perf {
@@ -49,16 +51,56 @@ Link link_for(const catalog::Gpu& gpu, int n) {
   return l;
 }
 
+namespace {
+
+struct Priced {
+  double seconds = 0;
+  const char* protocol = "ring";
+};
+
+/// A ring collective of `steps` steps moving `moved` bytes per GPU: NCCL's cheapest protocol where its table
+/// covers the link (NVLink, PCIe peer-to-peer), else one latency per step at the bus bandwidth.
+Priced ring(double moved, double steps, const Link& link, bool gather) {
+  const SystemFacts& f = system_facts();
+  const double bus = link.bus_gbs * 1e9;
+  if (link.kind != "nvlink" && link.kind != "pcie") return {moved / bus + steps * link.latency_s, "ring"};
+  const bool nvlink = link.kind == "nvlink";
+  const double ll_bus = std::min(bus * (gather ? f.nccl_ll_gather_share : f.nccl_ll_allreduce_share), f.nccl_ll_max_busbw_gbs * 1e9);
+  Priced best{f.nccl_simple_base_s + steps * (nvlink ? f.nccl_simple_step_nvlink_s : f.nccl_simple_step_pcie_s) + moved / bus, "Simple"};
+  const double ll = f.nccl_ll_base_s + steps * (nvlink ? f.nccl_ll_step_nvlink_s : f.nccl_ll_step_pcie_s) + moved / ll_bus;
+  if (ll < best.seconds) best = {ll, "LL"};
+  if (nvlink) {  // LL128 is on by default over NVLink only
+    const double ll128 = f.nccl_ll128_base_s + steps * f.nccl_ll128_step_nvlink_s + moved / (bus * f.nccl_ll128_share);
+    if (ll128 < best.seconds) best = {ll128, "LL128"};
+  }
+  return best;
+}
+
+Priced allreduce(double bytes, int n, const Link& link) {
+  const double steps = 2.0 * (n - 1);
+  return ring(steps / n * bytes, steps, link, false);
+}
+
+Priced allgather(double bytes, int n, const Link& link) {
+  const double steps = n - 1.0;
+  return ring(steps / n * bytes, steps, link, true);
+}
+
+}  // namespace
+
 double allreduce_seconds(double bytes, int n, const Link& link) {
   if (n <= 1 || link.bus_gbs <= 0) return 0.0;
-  const double steps = 2.0 * (n - 1);
-  return steps / n * bytes / (link.bus_gbs * 1e9) + steps * link.latency_s;
+  return allreduce(bytes, n, link).seconds;
 }
 
 double allgather_seconds(double bytes, int n, const Link& link) {
   if (n <= 1 || link.bus_gbs <= 0) return 0.0;
-  const double steps = n - 1.0;
-  return steps / n * bytes / (link.bus_gbs * 1e9) + steps * link.latency_s;
+  return allgather(bytes, n, link).seconds;
+}
+
+std::string collective_protocol(double bytes, int n, const Link& link, bool gather) {
+  if (n <= 1 || link.bus_gbs <= 0) return "none";
+  return gather ? allgather(bytes, n, link).protocol : allreduce(bytes, n, link).protocol;
 }
 
 }  // namespace gpuvs::perf

@@ -22,9 +22,15 @@ Link link_for(const catalog::Gpu& gpu, int n);
 /// PCIe x16 unidirectional bandwidth by generation, GB/s (gen3 15.75, gen4 31.5, gen5 63).
 double pcie_x16_gbs(int gen);
 
-/// Ring all-reduce of `bytes` over `n` GPUs: 2 (n-1)/n x bytes / bus bandwidth + 2 (n-1) latencies.
+/// Ring all-reduce of `bytes` over `n` GPUs: 2 (n-1) steps moving 2 (n-1)/n x bytes. Over NVLink and PCIe
+/// peer-to-peer, as NCCL runs it: the fastest of its protocols (LL, LL128 over NVLink, Simple), each a base
+/// latency, a latency per step and a share of the bus bandwidth (data/system.toml's [nccl] facts, NCCL's own cost
+/// model); over a network or staged through host memory, one latency per step at the full bus bandwidth.
 double allreduce_seconds(double bytes, int n, const Link& link);
-/// Ring all-gather (or reduce-scatter) of `bytes` in total: (n-1)/n x bytes / bus bandwidth + (n-1) latencies.
+/// Ring all-gather (or reduce-scatter) of `bytes` in total: n-1 steps moving (n-1)/n x bytes, priced as above.
 double allgather_seconds(double bytes, int n, const Link& link);
+/// The protocol allreduce_seconds (gather: allgather_seconds) prices `bytes` with: "LL", "LL128", "Simple", or
+/// "ring" where no NCCL protocol table applies (a network, host-staged PCIe).
+std::string collective_protocol(double bytes, int n, const Link& link, bool gather = false);
 
 }  // namespace gpuvs::perf

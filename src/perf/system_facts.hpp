@@ -26,6 +26,12 @@ struct SystemFacts {
   double pcie_busbw = 0;
   double network_busbw = 0;
   double copy_engine = 0;          // a copy engine's transfer over the link rate, where no card figure is published
+  // NCCL's protocols inside one node (perf/collective.hpp): base latency, per ring step over NVLink and PCIe,
+  // and each protocol's share of the bus bandwidth.
+  double nccl_ll_base_s = 0, nccl_ll128_base_s = 0, nccl_simple_base_s = 0;
+  double nccl_ll_step_nvlink_s = 0, nccl_ll128_step_nvlink_s = 0, nccl_simple_step_nvlink_s = 0;
+  double nccl_ll_step_pcie_s = 0, nccl_simple_step_pcie_s = 0;
+  double nccl_ll_allreduce_share = 0, nccl_ll_gather_share = 0, nccl_ll128_share = 0, nccl_ll_max_busbw_gbs = 0;
   // What gpuvs's own microbenchmarks reach on a healthy card, as fractions of the catalog's peaks:
   // calibration compares a measured card with these, and they stand in where no card has a published figure.
   double bench_gemm_tensor_datacenter = 0;
