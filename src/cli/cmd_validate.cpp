@@ -59,7 +59,7 @@ nlohmann::json summary_json(const perf::SourceSummary& f) {
 
 /// -o json: every row, every source, the totals; held-out folds where they were run (null otherwise). csv and md:
 /// a row per measurement, then per source and per held-out fold (the `list` column), the totals on every row.
-void print_structured(const perf::ValidationReport& rep, std::size_t scored, const std::vector<perf::SourceSummary>* held, Output out) {
+void print_report_structured(const perf::ValidationReport& rep, std::size_t scored, const std::vector<perf::SourceSummary>* held, Output out) {
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& v : rep.rows) {
     nlohmann::json j{{"id", v.row.id}, {"file", v.row.file}, {"status", v.status}, {"unit", v.row.unit.empty() ? v.predicted_unit : v.row.unit},
@@ -73,11 +73,11 @@ void print_structured(const perf::ValidationReport& rep, std::size_t scored, con
   for (const auto& f : rep.sources) sources.push_back(summary_json(f));
   if (held)
     for (const auto& f : *held) held_json.push_back(summary_json(f));
-  cli::print_structured(nlohmann::json{{"schema_version", 2}, {"rows", arr}, {"sources", sources},
-                                       {"coverage", rep.coverage}, {"median_abs_error", scored ? nlohmann::json(rep.median_ape) : nlohmann::json(nullptr)},
-                                       {"ratio_median_abs_error", rep.ratio_median_ape}, {"in_band", rep.in_band},
-                                       {"held_out_sources", held ? held_json : nlohmann::json(nullptr)}},
-                        out, {"rows", "sources", "held_out_sources"});
+  print_structured(nlohmann::json{{"schema_version", 2}, {"rows", arr}, {"sources", sources},
+                                  {"coverage", rep.coverage}, {"median_abs_error", scored ? nlohmann::json(rep.median_ape) : nlohmann::json(nullptr)},
+                                  {"ratio_median_abs_error", rep.ratio_median_ape}, {"in_band", rep.in_band},
+                                  {"held_out_sources", held ? held_json : nlohmann::json(nullptr)}},
+                   out, {"rows", "sources", "held_out_sources"});
 }
 
 void print_rows(const perf::ValidationReport& rep) {
@@ -121,9 +121,7 @@ void print_held_out(const std::vector<perf::SourceSummary>& held, const std::vec
                gf.mem, f.fit.classes_fitted[1] ? "" : " (borrowed)");
   }
   // All folds together: the errors on data the constants never saw, and how many fall inside the printed band.
-  std::vector<perf::ValidatedRow> unseen;
-  for (const auto& f : folds) unseen.insert(unseen.end(), f.rows.begin(), f.rows.end());
-  const perf::ValidationReport rep = perf::report_of(std::move(unseen));
+  const perf::ValidationReport rep = perf::held_out_report(folds);
   std::size_t scored = 0;
   for (const auto& v : rep.rows) scored += v.ape.has_value();
   if (scored > 0)
@@ -197,9 +195,7 @@ int run_validate(const ValidateArgs& a) {
   }
   if (!a.write_band.empty()) {
     // The band from the held-out errors: each row as predicted by constants fitted without its source.
-    std::vector<perf::ValidatedRow> unseen;
-    for (const auto& f : folds) unseen.insert(unseen.end(), f.rows.begin(), f.rows.end());
-    const perf::ValidationReport held_rep = perf::report_of(std::move(unseen));
+    const perf::ValidationReport held_rep = perf::held_out_report(folds);
     if (held_rep.band_rows == 0)
       throw InputError(fmt::format("--write-band {}: no training or inference row was scored, so there is no band to write", a.write_band));
     files::write_output(a.write_band, perf::band_output("--write-band", a.force), perf::band_toml(held_rep, strings::join(a.data, " ")));
@@ -211,7 +207,7 @@ int run_validate(const ValidateArgs& a) {
     fmt::print(stderr, "fitted on {} rows: mean |log error| {:.4f}; written to {}\n", fit.rows, fit.objective, a.fit);
   }
   if (a.out != Output::table) {
-    print_structured(rep, scored, a.held_out ? &held : nullptr, a.out);
+    print_report_structured(rep, scored, a.held_out ? &held : nullptr, a.out);
     return 0;
   }
   print_rows(rep);

@@ -118,4 +118,10 @@ std::vector<HeldOutSource> leave_one_source_out(const catalog::Catalog& cat, con
   return out;
 }
 
+ValidationReport held_out_report(const std::vector<HeldOutSource>& folds) {
+  std::vector<ValidatedRow> unseen;
+  for (const auto& f : folds) unseen.insert(unseen.end(), f.rows.begin(), f.rows.end());
+  return report_of(std::move(unseen));
+}
+
 }  // namespace gpuvs::perf

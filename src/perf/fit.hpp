@@ -41,5 +41,8 @@ struct HeldOutSource {
 
 /// Leave-one-source-out over the files the rows come from.
 std::vector<HeldOutSource> leave_one_source_out(const catalog::Catalog& cat, const std::vector<PublishedRow>& rows);
+/// Every fold's rows in one report: the errors on data the constants never saw, whose spread is the band
+/// (`validate --write-band`) and whose share inside it is the promise the band makes.
+ValidationReport held_out_report(const std::vector<HeldOutSource>& folds);
 
 }  // namespace gpuvs::perf
