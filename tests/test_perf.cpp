@@ -1149,16 +1149,23 @@ TEST(Predictor, ChannelsFirstTensorCoreConvolutionsPayForTransposes) {
   r.gpu = "a100-80gb-sxm";
   r.batch = 256;
   r.precision = Precision::amp_fp16;
+  const Prediction by_default = predict(cat(), r);
+  EXPECT_EQ(by_default.memory_format, "nchw");  // the pytorch profile: PyTorch's contiguous layout
+  r.options = {{"memory_format", "nhwc"}};
   const Prediction nhwc = predict(cat(), r);
   r.options = {{"memory_format", "nchw"}};
   const Prediction nchw = predict(cat(), r);
   EXPECT_EQ(nchw.memory_format, "nchw");
-  EXPECT_LT(nchw.throughput, nhwc.throughput * 0.97);  // two memory-bound transposes per convolution pass
-  EXPECT_GT(nchw.detail.kernels, nhwc.detail.kernels);
+  EXPECT_DOUBLE_EQ(nchw.throughput, by_default.throughput);
+  EXPECT_GT(nchw.detail.kernels, nhwc.detail.kernels);  // two memory-bound transposes around each non-1x1 pass
+  // Channels-last "accelerates ResNet-50 on ImageNet by about 30% on V100 and A100" (MosaicML Composer's
+  // channels_last method card, from NVIDIA's figures): 1.15x to 1.45x here.
+  EXPECT_GT(nhwc.throughput / nchw.throughput, 1.15);
+  EXPECT_LT(nhwc.throughput / nchw.throughput, 1.45);
   // FP32 on CUDA cores reads NCHW natively: no transposes.
   r.precision = Precision::fp32;
   const double fp32_nchw = predict(cat(), r).throughput;
-  r.options.clear();
+  r.options = {{"memory_format", "nhwc"}};
   EXPECT_DOUBLE_EQ(fp32_nchw, predict(cat(), r).throughput);
   r.options = {{"memory_format", "nchw"}};
   r.workload = "bert-base";
@@ -1166,6 +1173,32 @@ TEST(Predictor, ChannelsFirstTensorCoreConvolutionsPayForTransposes) {
   r.workload = "resnet50";
   r.options = {{"memory_format", "chwn"}};
   EXPECT_THROW(predict(cat(), r), InputError);
+}
+
+TEST(Predictor, OneByOneConvolutionsRunOnChannelsFirstDataAsTheyLie) {
+  // A 1x1 stride-1 convolution over NCHW is a GEMM per image (K x C times C x HW): no transposes. A 3x3
+  // one pays two read-and-write passes over its input and output for each of its three kernels.
+  const catalog::Gpu& a100 = cat().find("a100-80gb-sxm");
+  const PrecisionPlan amp = plan_precision(Precision::amp_fp16, a100);
+  for (const int k : {1, 3}) {
+    ir::Graph g;
+    const ir::NodeId x = g.input("x", {64, 256, 28, 28}, ir::DType::f16);
+    const ir::NodeId w = g.param("w", {256, 256, k, k}, ir::DType::f16);
+    const ir::NodeId y = g.conv2d("conv", x, w, ir::kNone, 1, k / 2);
+    g.conv2d_grad_input("dx", y, y);
+    g.conv2d_grad_weight("dw", y, y);
+    const StepPrediction nhwc = predict_graph(g, a100, amp, efficiency_for(a100, amp), ConvLayout::nhwc);
+    const StepPrediction nchw = predict_graph(g, a100, amp, efficiency_for(a100, amp), ConvLayout::nchw);
+    const double activations = 2.0 * 64 * 256 * 28 * 28;  // input and output, elements
+    if (k == 1) {
+      EXPECT_DOUBLE_EQ(nchw.step_s, nhwc.step_s);
+      EXPECT_EQ(nchw.kernels, nhwc.kernels);
+    } else {
+      EXPECT_DOUBLE_EQ(nchw.bytes - nhwc.bytes, 3 * 2.0 * activations * 2);  // 3 kernels x read+write x 2 B
+      EXPECT_EQ(nchw.kernels - nhwc.kernels, 6);
+      EXPECT_GT(nchw.step_s, nhwc.step_s);
+    }
+  }
 }
 
 #include "perf/parallel.hpp"

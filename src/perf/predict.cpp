@@ -400,6 +400,9 @@ std::vector<std::string> assumed(const PredictRequest& req, const Prediction& p)
   if (p.seq_len > 0 && !req.options.count("seq_len"))
     out.push_back(p.prompt_cut_to_positions ? fmt::format("prompt {} tokens (the model's positions less the generated tokens)", p.seq_len)
                                             : fmt::format("sequence {} tokens (the model's default)", p.seq_len));
+  if (!p.memory_format.empty() && !req.options.count("memory_format"))
+    out.push_back(fmt::format("convolution layout {} (the {} profile's default; --options memory_format={} for the other)", p.memory_format,
+                              p.framework, p.memory_format == "nchw" ? "nhwc" : "nchw"));
   return out;
 }
 
@@ -593,12 +596,12 @@ Prediction predict(const catalog::Catalog& cat, const workload::Workload& w, con
   p.frozen_params = models::param_count(g, false) - p.params;
   const EfficiencyParams eff = device_view(gpu, p.plan, req.calibration, req.training).eff;
   p.calibrated = req.calibration && req.calibration->gpu_id == gpu.id;
-  // Convolution layout: channels-last (the model's default, what NVIDIA's reference implementations train
-  // with on tensor cores) or channels-first, which adds cuDNN's transposes around tensor-core convolutions.
+  // Convolution layout: the framework profile's (PyTorch's contiguous NCHW unless a script converts to
+  // channels-last) or the caller's; NCHW adds cuDNN's transposes around tensor-core convolutions.
   const std::string layout = option_choice(req.options, "memory_format", "nhwc", {"nhwc", "nchw"});
   if (request.options.count("memory_format") && net.family != models::Family::cnn && net.family != models::Family::unet)
     throw InputError(fmt::format("option memory_format applies to convolutional workloads, not {}", net.id));
-  p.memory_format = layout;
+  if (net.family == models::Family::cnn || net.family == models::Family::unet) p.memory_format = layout;
   p.detail = predict_graph(g, gpu, p.plan, eff, layout == "nchw" ? ConvLayout::nchw : ConvLayout::nhwc);
   p.memory = estimate_memory(g, p.params, p.plan, req.training, gpu, p.frozen_params, frozen_bytes_per_param(p));
   if (p.recompute != "none") apply_recompute(p, g, net);

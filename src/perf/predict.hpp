@@ -61,7 +61,7 @@ struct Prediction {
   double kv_cache_bytes = 0;
   std::string recompute = "none";
   double recompute_s = 0;       // forward work done again in the backward pass
-  std::string memory_format = "nhwc";  // convolution layout priced (nchw adds cuDNN's transposes)
+  std::string memory_format;  // convolution layout priced for a convolutional workload (nchw adds cuDNN's transposes); empty otherwise
   std::string finetune = "full";
   std::int64_t lora_rank = 0;
   std::int64_t frozen_params = 0;

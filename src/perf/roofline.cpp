@@ -133,11 +133,16 @@ StepPrediction predict_graph(const ir::Graph& g, const catalog::Gpu& gpu, const 
     }
     if (layout == ConvLayout::nchw && plan.tensor_cores &&
         (n.op == OpKind::conv2d || n.op == OpKind::conv2d_grad_input || n.op == OpKind::conv2d_grad_weight)) {
-      // NCHW data on tensor cores: the activation operand and the result are each transposed (read and
-      // written once more) by separate kernels around the convolution.
       const Node& conv = n.op == OpKind::conv2d ? n : g.node(n.ref);
-      const double activations = static_cast<double>(ir::numel(g.node(conv.inputs[0]).shape) + ir::numel(conv.shape));
-      side_kernels(2.0 * activations * elem, 2);
+      // A 1x1 stride-1 convolution over NCHW data is already a GEMM per image (K x C times C x HW), which
+      // cuDNN runs on tensor cores as it lies. Any other shape runs as implicit GEMM over channels-last
+      // data: the activation operand and the result are each transposed (read and written once more) by
+      // separate kernels around the convolution.
+      const bool gemm_as_laid_out = conv.kernel_h == 1 && conv.kernel_w == 1 && conv.stride_h == 1 && conv.stride_w == 1;
+      if (!gemm_as_laid_out) {
+        const double activations = static_cast<double>(ir::numel(g.node(conv.inputs[0]).shape) + ir::numel(conv.shape));
+        side_kernels(2.0 * activations * elem, 2);
+      }
     }
     if (t.bound == Bound::compute) out.compute_s += std::max(t.compute_s, t.memory_s);
     else if (t.bound == Bound::latency) out.latency_s += t.memory_s;
