@@ -885,13 +885,15 @@ TEST(Constants, TheBuiltInSetIsWhatAFreshFitFinds) {
   for (auto c : {DeviceClass::datacenter, DeviceClass::geforce}) {
     EXPECT_NEAR(built.of(c).gemm, fit.constants.of(c).gemm, 1e-3) << class_name(c);
     EXPECT_NEAR(built.of(c).conv, fit.constants.of(c).conv, 1e-3) << class_name(c);
-    EXPECT_NEAR(built.of(c).mem, fit.constants.of(c).mem, 1e-3) << class_name(c);
   }
+  EXPECT_NEAR(built.bytes_per_sm_cycle, fit.constants.bytes_per_sm_cycle, 1e-2);
   EXPECT_NEAR(built.clock_headroom, fit.constants.clock_headroom, 1e-3);
   EXPECT_EQ(built.fitted_on, fit.constants.fitted_on);
   // Written and read back, the constants are the same.
   const FittedConstants again = parse_constants(constants_toml(fit.constants), "x.toml");
   EXPECT_NEAR(again.of(DeviceClass::geforce).conv, fit.constants.of(DeviceClass::geforce).conv, 1e-4);
+  EXPECT_NEAR(again.bytes_per_sm_cycle, fit.constants.bytes_per_sm_cycle, 1e-3);
+  EXPECT_DOUBLE_EQ(again.bytes_per_sm_cycle_prior, fit.constants.bytes_per_sm_cycle_prior);
 }
 
 TEST(Constants, AScopedSetPricesThisThreadOnlyAndIsUndone) {
@@ -904,7 +906,7 @@ TEST(Constants, AScopedSetPricesThisThreadOnlyAndIsUndone) {
   FittedConstants slow = builtin_constants();
   slow.of(DeviceClass::datacenter).conv /= 2;
   slow.of(DeviceClass::datacenter).gemm /= 2;
-  slow.of(DeviceClass::datacenter).mem /= 2;
+  slow.bytes_per_sm_cycle /= 2;
   {
     const ScopedConstants scope(slow);
     EXPECT_LT(predict(cat(), r).throughput, base * 0.6);
@@ -916,24 +918,73 @@ TEST(Constants, AScopedSetPricesThisThreadOnlyAndIsUndone) {
 }
 
 TEST(Constants, FileErrorsNameWhereAndFuzzedFilesFailCleanly) {
-  const std::string good = "[datacenter]\ngemm = 0.7\nconv = 0.4\nmem = 0.6\n[geforce]\ngemm = 0.9\nconv = 0.7\nmem = 0.6\n"
-                           "[prior]\ngemm = 0.8\nconv = 0.6\nmem = 0.88\n[clock]\nheadroom = 0.4\nprior = 0.5\n";
-  EXPECT_NEAR(parse_constants(good, "c.toml").of(DeviceClass::geforce).gemm, 0.9, 1e-12);
-  EXPECT_NEAR(parse_constants(good, "c.toml").clock_headroom, 0.4, 1e-12);
-  const std::string classes = good.substr(0, good.find("[clock]"));
+  const std::string memory = "[memory]\nbytes_per_sm_cycle = 8.5\nprior_bytes_per_sm_cycle = 11.7\n";
+  const std::string good = "[datacenter]\ngemm = 0.7\nconv = 0.4\n[geforce]\ngemm = 0.9\nconv = 0.7\n"
+                           "[prior]\ngemm = 0.8\nconv = 0.6\n" + memory + "[clock]\nheadroom = 0.4\nprior = 0.5\n";
+  const FittedConstants c = parse_constants(good, "c.toml");
+  EXPECT_NEAR(c.of(DeviceClass::geforce).gemm, 0.9, 1e-12);
+  EXPECT_NEAR(c.clock_headroom, 0.4, 1e-12);
+  EXPECT_NEAR(c.bytes_per_sm_cycle, 8.5, 1e-12);
+  EXPECT_NEAR(c.bytes_per_sm_cycle_prior, 11.7, 1e-12);
+  const std::string classes = good.substr(0, good.find("[memory]"));
+  const std::string upto_clock = good.substr(0, good.find("[clock]"));
   test::expect_refused({
-           {"[datacenter]\ngemm = 0.7\nconv = 0.4\nmem = 0.6\n", "missing table [geforce]"},
-           {"[datacenter]\ngemm = 1.7\nconv = 0.4\nmem = 0.6\n", "c.toml:1: [datacenter] gemm must be a fraction in (0, 1]"},
-           {"[datacenter]\ngemm = 0.7\nconv = 0.4\n", "[datacenter] mem must be a fraction"},
-           {"[datacenter]\ngemm = 0.7\nconv = 0.4\nmem = 0.6\nattn = 1\n", "unknown key 'attn'"},
+           {"[datacenter]\ngemm = 0.7\nconv = 0.4\n", "missing table [geforce]"},
+           {"[datacenter]\ngemm = 1.7\nconv = 0.4\n", "c.toml:1: [datacenter] gemm must be a fraction in (0, 1]"},
+           {"[datacenter]\ngemm = 0.7\n", "[datacenter] conv must be a fraction"},
+           {"[datacenter]\ngemm = 0.7\nconv = 0.4\nmem = 0.6\n", "unknown key 'mem' (expected gemm, conv)"},
            {"speed = 3\n", "unknown key 'speed'"},
-           {classes, "missing table [clock]"},
-           {classes + "[clock]\nheadroom = 1.5\nprior = 0.5\n", "c.toml:13: [clock] headroom must be a fraction in (0, 1]"},
-           {classes + "[clock]\nheadroom = 0.5\n", "[clock] prior must be a fraction"},
-           {classes + "[clock]\nheadroom = 0.5\nprior = 0.5\nboost = 1\n", "[clock] unknown key 'boost'"},
+           {classes, "missing table [memory]"},
+           {classes + "[memory]\nbytes_per_sm_cycle = 4096\nprior_bytes_per_sm_cycle = 8\n", "c.toml:10: [memory] bytes_per_sm_cycle must be in (0, 1024]"},
+           {classes + "[memory]\nbytes_per_sm_cycle = 8\n", "[memory] prior_bytes_per_sm_cycle must be in"},
+           {classes + "[memory]\nspec_fraction = 0.9\nbytes_per_sm_cycle = 8\nprior_bytes_per_sm_cycle = 8\n", "[memory] unknown key 'spec_fraction'"},
+           {upto_clock, "missing table [clock]"},
+           {upto_clock + "[clock]\nheadroom = 1.5\nprior = 0.5\n", "c.toml:13: [clock] headroom must be a fraction in (0, 1]"},
+           {upto_clock + "[clock]\nheadroom = 0.5\n", "[clock] prior must be a fraction"},
+           {upto_clock + "[clock]\nheadroom = 0.5\nprior = 0.5\nboost = 1\n", "[clock] unknown key 'boost'"},
            {"[datacenter\n", "c.toml:1:"}},
                        [](const std::string& text) { parse_constants(text, "c.toml"); });
-  EXPECT_GT(test::fuzz_parser(good, "[]\"=.#\n -0123456789acdefgmnoprt_", 1000, 9, [](const std::string& t, const std::string& w) { parse_constants(t, w); }), 0);
+  EXPECT_GT(test::fuzz_parser(good, "[]\"=.#\n -0123456789abcdefgmnoprst_", 1000, 9, [](const std::string& t, const std::string& w) { parse_constants(t, w); }), 0);
+}
+
+TEST(Constants, MemoryBoundKernelsStreamAtTheLesserOfTheDramRateAndWhatTheSmsKeepInFlight) {
+  // Little's law: the bytes a card's SMs keep in flight over the DRAM latency cap a kernel's bandwidth. A
+  // GDDR board with many fast SMs for its bandwidth streams at the microbenchmark's fraction of the DRAM
+  // rate; a wide-HBM part at what its SMs keep in flight.
+  const double stream = system_facts().bench_memory;
+  const catalog::Gpu& rtx4090 = cat().find("rtx-4090");  // 128 SMs x 2.52 GHz x 8 B = 2.58 TB/s against 1.01 TB/s
+  const catalog::Gpu& h100 = cat().find("h100-sxm");     // 132 SMs x 1.98 GHz x 8 B = 2.09 TB/s against 3.35 TB/s
+  EXPECT_DOUBLE_EQ(memory_fraction(rtx4090, 8.0), stream);
+  const double h100_side = 8.0 * h100.sm_count * h100.boost_mhz * 1e6 / (h100.memory_bandwidth_gbs * 1e9);
+  EXPECT_LT(h100_side, stream);
+  EXPECT_DOUBLE_EQ(memory_fraction(h100, 8.0), h100_side);
+  // More bytes in flight per SM move the HBM card, not the GeForce board.
+  EXPECT_GT(memory_fraction(h100, 16.0), memory_fraction(h100, 8.0));
+  EXPECT_DOUBLE_EQ(memory_fraction(rtx4090, 16.0), stream);
+  // A card without SMs or clocks (a user's entry) streams at the microbenchmark's fraction.
+  catalog::Gpu bare = h100;
+  bare.sm_count = 0;
+  EXPECT_DOUBLE_EQ(memory_fraction(bare, 8.0), stream);
+  // The built-in fit puts the validated GeForce boards on the DRAM side and the HBM data-centre parts on the SM side.
+  const double fitted = builtin_constants().bytes_per_sm_cycle;
+  for (const char* id : {"rtx-3090", "rtx-4090", "rtx-a6000", "rtx-6000-ada", "a10"})
+    EXPECT_DOUBLE_EQ(memory_fraction(cat().find(id), fitted), stream) << id;
+  for (const char* id : {"a100-80gb-sxm", "h100-sxm", "h100-pcie"}) EXPECT_LT(memory_fraction(cat().find(id), fitted), stream) << id;
+  // Training prices it: halving what an SM keeps in flight slows an HBM card's memory-bound training, not a GeForce board's.
+  PredictRequest r;
+  r.workload = "resnet50";
+  r.batch = 128;
+  r.precision = Precision::amp_fp16;
+  r.options = {{"memory_format", "nhwc"}};
+  FittedConstants fewer = builtin_constants();
+  fewer.bytes_per_sm_cycle /= 2;
+  for (const char* id : {"h100-sxm", "rtx-4090"}) {
+    r.gpu = id;
+    const double base = predict(cat(), r).throughput;
+    const ScopedConstants scope(fewer);
+    if (std::string(id) == "h100-sxm") EXPECT_LT(predict(cat(), r).throughput, base * 0.95) << id;
+    else EXPECT_DOUBLE_EQ(predict(cat(), r).throughput, base) << id;
+  }
 }
 
 #include "perf/clocks.hpp"
@@ -1104,7 +1155,7 @@ TEST(Fit, LeaveOneSourceOutRefitsWithoutTheHeldOutFile) {
   EXPECT_FALSE(folds[0].fit.classes_fitted[0]);    // no data-centre rows left: it borrows the GeForce fractions
   EXPECT_TRUE(folds[0].fit.classes_fitted[1]);
   EXPECT_DOUBLE_EQ(folds[0].fit.constants.of(DeviceClass::datacenter).gemm, folds[0].fit.constants.of(DeviceClass::geforce).gemm);
-  EXPECT_DOUBLE_EQ(folds[0].fit.constants.of(DeviceClass::datacenter).mem, folds[0].fit.constants.of(DeviceClass::geforce).mem);
+  EXPECT_DOUBLE_EQ(folds[0].fit.constants.of(DeviceClass::datacenter).conv, folds[0].fit.constants.of(DeviceClass::geforce).conv);
   EXPECT_EQ(folds[1].fit.rows, 2);
   EXPECT_EQ(folds[1].fit.constants.fitted_on, std::vector<std::string>{"a"});
   // A fit moves the constants towards the data: the measured rate is reproduced closely on the rows fitted.
@@ -1446,12 +1497,12 @@ TEST(Predict, InferenceStreamsAtTheMicrobenchmarkFractionTrainingAtTheFittedOne)
   const double infer = predict(cat(), r).throughput;
   r.training = true;
   const double train = predict(cat(), r).throughput;
-  FittedConstants slower_prior = builtin_constants();
-  slower_prior.prior.mem /= 2;
-  const ScopedConstants scope(slower_prior);
-  EXPECT_DOUBLE_EQ(predict(cat(), r).throughput, train);  // training does not use the prior
+  FittedConstants slower_memory = builtin_constants();
+  slower_memory.bytes_per_sm_cycle /= 2;
+  const ScopedConstants scope(slower_memory);
+  EXPECT_LT(predict(cat(), r).throughput, train * 0.9);  // training streams at the fitted memory constants
   r.training = false;
-  EXPECT_LT(predict(cat(), r).throughput, infer * 0.9);   // inference does
+  EXPECT_DOUBLE_EQ(predict(cat(), r).throughput, infer);  // inference at the microbenchmark's fraction
 }
 
 // One description of a card for both pricers: the peaks at the sustained clock, the bandwidth, the memory a

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.hpp"
@@ -19,23 +20,35 @@ namespace {
 
 thread_local const FittedConstants* t_active = nullptr;
 
-ClassFractions read_class(const toml::table& t, const char* name, const std::string& where) {
+// The keys of table `name`, each a number in (0, max]; unknown keys are refused.
+void read_table(const toml::table& t, const char* name, const std::vector<std::pair<const char*, double*>>& keys, double max,
+                const std::string& where) {
   const auto* c = t[name].as_table();
   if (!c) throw InputError(fmt::format("{}: missing table [{}]", where, name));
   const int line = static_cast<int>(c->source().begin.line);
+  std::vector<std::string> names;
+  for (const auto& [key, out] : keys) names.emplace_back(key);
   for (const auto& [k, v] : *c)
-    if (k.str() != "gemm" && k.str() != "conv" && k.str() != "mem")
-      throw InputError(fmt::format("{}:{}: [{}] unknown key '{}' (expected gemm, conv, mem)", where, line, name,
-                                   strings::printable(k.str())));
-  ClassFractions f;
-  for (auto [key, out] : {std::pair<const char*, double*>{"gemm", &f.gemm}, {"conv", &f.conv}, {"mem", &f.mem}}) {
+    if (std::find(names.begin(), names.end(), std::string(k.str())) == names.end())
+      throw InputError(fmt::format("{}:{}: [{}] unknown key '{}' (expected {})", where, line, name, strings::printable(k.str()),
+                                   strings::join(names, ", ")));
+  for (const auto& [key, out] : keys) {
     const auto v = (*c)[key].value<double>();
-    if (!v || !std::isfinite(*v) || *v <= 0 || *v > 1)
-      throw InputError(fmt::format("{}:{}: [{}] {} must be a fraction in (0, 1]", where, line, name, key));
+    if (!v || !std::isfinite(*v) || *v <= 0 || *v > max)
+      throw InputError(max == 1 ? fmt::format("{}:{}: [{}] {} must be a fraction in (0, 1]", where, line, name, key)
+                                : fmt::format("{}:{}: [{}] {} must be in (0, {}]", where, line, name, key, max));
     *out = *v;
   }
+}
+
+ClassFractions read_class(const toml::table& t, const char* name, const std::string& where) {
+  ClassFractions f;
+  read_table(t, name, {{"gemm", &f.gemm}, {"conv", &f.conv}}, 1, where);
   return f;
 }
+
+// Bytes per SM per cycle past which a reading is not a fraction of any card's stream (no SM moves a KiB a cycle).
+constexpr double kMaxBytesPerSmCycle = 1024;
 
 }  // namespace
 
@@ -45,16 +58,20 @@ DeviceClass device_class(const catalog::Gpu& gpu) {
 
 const char* class_name(DeviceClass c) { return c == DeviceClass::datacenter ? "datacenter" : "geforce"; }
 
+
 FittedConstants parse_constants(const std::string& text, const std::string& where) {
   const toml::table t = parse_toml(text, where);
   for (const auto& [k, v] : t)
     if (k.str() != "fitted_on" && k.str() != "method" && k.str() != "datacenter" && k.str() != "geforce" && k.str() != "prior" &&
-        k.str() != "clock")
+        k.str() != "memory" && k.str() != "clock")
       throw InputError(fmt::format("{}: unknown key '{}'", where, strings::printable(k.str())));
   FittedConstants c;
   c.of(DeviceClass::datacenter) = read_class(t, "datacenter", where);
   c.of(DeviceClass::geforce) = read_class(t, "geforce", where);
   c.prior = read_class(t, "prior", where);
+  read_table(t, "memory",
+             {{"bytes_per_sm_cycle", &c.bytes_per_sm_cycle}, {"prior_bytes_per_sm_cycle", &c.bytes_per_sm_cycle_prior}},
+             kMaxBytesPerSmCycle, where);
   const auto* clock = t["clock"].as_table();
   if (!clock) throw InputError(fmt::format("{}: missing table [clock]", where));
   const int line = static_cast<int>(clock->source().begin.line);
@@ -81,24 +98,31 @@ files::OutputSpec constants_output(const std::string& flag, bool force) {
 std::string constants_toml(const FittedConstants& c) {
   std::string s =
       "# The performance model's fitted constants: the only numbers in gpuvs fitted to measurements of training\n"
-      "# throughput. Six are fractions of a spec peak that real framework kernels reach, per device class:\n"
-      "# data-centre HBM parts and GeForce/workstation GDDR boards; one, shared by every card, places the clock\n"
-      "# dense math sustains between the base and boost clocks (data/clocks.toml). Everything else in the model\n"
+      "# throughput. Four are fractions of a spec peak that framework GEMMs and convolutions reach, per device\n"
+      "# class: data-centre HBM parts and GeForce/workstation GDDR boards. Two are shared by every card: what an\n"
+      "# SM keeps streaming in memory-bound framework kernels ([memory]) and where the clock dense math sustains\n"
+      "# sits between the base and boost clocks (data/clocks.toml). Everything else in the model\n"
       "# is physics or a sourced figure. Written by `gpuvs validate --data data/validation --fit data/model-constants.toml`\n"
       "# (perf/fit.hpp: coordinate descent on the mean |log error| of every priced training and inference row of\n"
       "# the files in fitted_on, with a weak pull towards the priors); a test refits and compares, so it cannot\n"
       "# go stale. [prior] stands in for a class with no rows to fit: what gpuvs's own microbenchmarks expect\n"
-      "# of a healthy card for GEMMs and DRAM streams, and the midpoint for convolutions - set from\n"
-      "# microbenchmark physics, not from any training row.\n";
+      "# of a healthy card for GEMMs, and the midpoint for convolutions - set from microbenchmark physics, not\n"
+      "# from any training row.\n";
   std::vector<std::string> quoted;
   for (const auto& f : c.fitted_on) quoted.push_back("\"" + f + "\"");
   s += fmt::format("fitted_on = [{}]\nmethod = \"{}\"\n", strings::join(quoted, ", "), c.method);
   auto table = [&](const char* name, const ClassFractions& f) {
-    s += fmt::format("\n[{}]\ngemm = {:.4f}\nconv = {:.4f}\nmem = {:.4f}\n", name, f.gemm, f.conv, f.mem);
+    s += fmt::format("\n[{}]\ngemm = {:.4f}\nconv = {:.4f}\n", name, f.gemm, f.conv);
   };
   table("datacenter", c.of(DeviceClass::datacenter));
   table("geforce", c.of(DeviceClass::geforce));
   table("prior", c.prior);
+  s += "\n# Memory-bound framework kernels stream at min(a streaming microbenchmark's fraction of the DRAM rate\n"
+       "# (data/system.toml [microbench.memory]), bytes_per_sm_cycle x SMs x boost clock): Little's law, bytes in\n"
+       "# flight per SM over the DRAM latency (perf/efficiency.hpp). The prior: one 4-byte load in flight per\n"
+       "# resident thread (2,048 per SM) over a DRAM latency of about 700 cycles.\n";
+  s += fmt::format("[memory]\nbytes_per_sm_cycle = {:.3f}\nprior_bytes_per_sm_cycle = {:.3f}\n", c.bytes_per_sm_cycle,
+                   c.bytes_per_sm_cycle_prior);
   s += "\n# The sustained dense-math clock is base + headroom x (boost - base) on every card (perf/clocks.hpp).\n";
   s += fmt::format("[clock]\nheadroom = {:.4f}\nprior = {:.4f}\n", c.clock_headroom, c.clock_headroom_prior);
   return s;

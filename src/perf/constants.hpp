@@ -1,7 +1,8 @@
 // The performance model's fitted constants (data/model-constants.toml, compiled in): per device class, the
-// fractions of a spec peak that framework GEMMs, convolutions and memory-bound kernels reach. They are the
-// only numbers fitted to training throughput; `perf/fit.hpp` refits them, and a ScopedConstants installs a
-// candidate set for the calling thread while the fitter tries it.
+// fractions of a spec peak that framework GEMMs and convolutions reach; shared by every card, what an SM
+// keeps streaming in memory-bound framework kernels and the clock dense math sustains. They are the only numbers fitted
+// to training throughput; `perf/fit.hpp` refits them, and a ScopedConstants installs a candidate set for the
+// calling thread while the fitter tries it.
 #pragma once
 #include <string>
 #include <vector>
@@ -17,12 +18,17 @@ DeviceClass device_class(const catalog::Gpu& gpu);
 const char* class_name(DeviceClass c);
 
 struct ClassFractions {
-  double gemm = 0, conv = 0, mem = 0;
+  double gemm = 0, conv = 0;
 };
 
 struct FittedConstants {
   ClassFractions cls[2];   // by DeviceClass
   ClassFractions prior;    // stands in for a class with no rows to fit
+  // What one SM of any card keeps streaming per clock cycle in memory-bound framework kernels (eager
+  // elementwise ops, normalisation, the optimizer): bytes in flight over the DRAM latency, Little's law
+  // (perf/efficiency.hpp memory_fraction). Fitted, from a prior of one 4-byte load in flight per resident thread.
+  double bytes_per_sm_cycle = 0;
+  double bytes_per_sm_cycle_prior = 0;
   // Where the sustained dense-math clock sits between the base and boost clocks (perf/clocks.hpp), shared
   // by every card, and the value it starts from before a fit.
   double clock_headroom = 0.5;

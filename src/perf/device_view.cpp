@@ -29,7 +29,7 @@ DeviceView device_view(const catalog::Gpu& gpu, const PrecisionPlan& plan, const
 DeviceView device_view(const catalog::Gpu& gpu, const PrecisionPlan& plan, const Calibration* calibration, bool training) {
   EfficiencyParams eff = calibrated_params(gpu, plan, calibration);
   if (!training)
-    eff.mem_max = std::min(kMaxStreamingFraction, active_constants().prior.mem * eff.mem_max / efficiency_for(gpu, plan).mem_max);
+    eff.mem_max = std::min(kMaxStreamingFraction, eff.bench_mem_ref * eff.mem_max / efficiency_for(gpu, plan).mem_max);
   return device_view(gpu, plan, eff);
 }
 

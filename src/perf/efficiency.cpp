@@ -10,16 +10,16 @@
 namespace gpuvs::perf {
 
 EfficiencyParams efficiency_for(const catalog::Gpu& gpu, const PrecisionPlan& plan) {
-  // Two device classes: HBM data-centre parts and GDDR GeForce/workstation boards. The tensor-core GEMM,
-  // convolution and memory fractions are the model's fitted constants (data/model-constants.toml,
-  // perf/fit.hpp): the achieved fractions of the catalog's peaks for eager PyTorch-style training
-  // (cuBLAS GEMMs, cuDNN convolutions, unfused elementwise kernels). Memory fractions include the traffic
-  // that minimum byte counts leave out (AMP casts, multi-pass normalisation), which is why they sit below
-  // STREAM-style bandwidth.
+  // Two device classes: HBM data-centre parts and GDDR GeForce/workstation boards. The tensor-core GEMM and
+  // convolution fractions are the model's fitted constants (data/model-constants.toml, perf/fit.hpp): the
+  // achieved fractions of the catalog's peaks for eager PyTorch-style training (cuBLAS GEMMs, cuDNN
+  // convolutions). Unfused elementwise kernels stream at the lesser of a fraction of the DRAM rate and what
+  // the card's SMs keep in flight (perf/constants.hpp memory_fraction), one rule for every card.
   EfficiencyParams p;
   const bool gddr = gpu.segment != "datacenter";
-  const ClassFractions& fitted = active_constants().of(device_class(gpu));
-  p.mem_max = fitted.mem;
+  const FittedConstants& constants = active_constants();
+  const ClassFractions& fitted = constants.of(device_class(gpu));
+  p.mem_max = memory_fraction(gpu, constants.bytes_per_sm_cycle);
   // Microbenchmark references (see the header), sourced in data/system.toml.
   const SystemFacts& facts = system_facts();
   p.bench_mem_ref = facts.bench_memory;
@@ -35,6 +35,13 @@ EfficiencyParams efficiency_for(const catalog::Gpu& gpu, const PrecisionPlan& pl
     p.attention_max = facts.cuda_core_attention;
   }
   return p;
+}
+
+double memory_fraction(const catalog::Gpu& gpu, double bytes_per_sm_cycle) {
+  const double stream = system_facts().bench_memory;
+  const double spec = gpu.memory_bandwidth_gbs * 1e9;
+  if (spec <= 0 || gpu.sm_count <= 0 || gpu.boost_mhz <= 0) return stream;  // a user's entry without SMs or clocks
+  return std::min(stream, bytes_per_sm_cycle * gpu.sm_count * gpu.boost_mhz * 1e6 / spec);
 }
 
 double wave_efficiency(const GemmDims& d, const EfficiencyParams& p, int sm_count) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+
 namespace gpuvs::perf {
 
 namespace {
@@ -26,7 +27,8 @@ double objective(const catalog::Catalog& cat, const std::vector<PublishedRow>& r
     }
   double pull = 0;
   for (const auto& k : c.cls)
-    for (auto [x, p] : {std::pair{k.gemm, c.prior.gemm}, {k.conv, c.prior.conv}, {k.mem, c.prior.mem}}) pull += std::pow(std::log(x / p), 2);
+    for (auto [x, p] : {std::pair{k.gemm, c.prior.gemm}, {k.conv, c.prior.conv}}) pull += std::pow(std::log(x / p), 2);
+  pull += std::pow(std::log(c.bytes_per_sm_cycle / c.bytes_per_sm_cycle_prior), 2);
   pull += std::pow(std::log(c.clock_headroom / c.clock_headroom_prior), 2);
   return (n ? sum / n : 0.0) + kPriorWeight * pull;
 }
@@ -55,22 +57,43 @@ FitResult fit_constants(const catalog::Catalog& cat, const std::vector<Published
   FittedConstants c = builtin_constants();
   c.of(DeviceClass::datacenter) = c.prior;
   c.of(DeviceClass::geforce) = c.prior;
+  c.bytes_per_sm_cycle = c.bytes_per_sm_cycle_prior;
   c.clock_headroom = c.clock_headroom_prior;
-  std::vector<double*> params;
-  if (r.classes_fitted[0] || r.classes_fitted[1]) params.push_back(&c.clock_headroom);
+  // Each parameter with its bounds: fractions in (0.05, 1], bytes per SM-cycle in [0.5, 256].
+  std::vector<std::pair<double*, double>> params;
+  if (r.classes_fitted[0] || r.classes_fitted[1]) {
+    params.emplace_back(&c.clock_headroom, 1.0);
+    params.emplace_back(&c.bytes_per_sm_cycle, 256.0);
+  }
   for (int k = 0; k < 2; ++k)
     if (r.classes_fitted[k])
-      for (double* f : {&c.cls[k].gemm, &c.cls[k].conv, &c.cls[k].mem}) params.push_back(f);
+      for (double* f : {&c.cls[k].gemm, &c.cls[k].conv}) params.emplace_back(f, 1.0);
   double best = objective(cat, fit_rows, held_out, c, workloads);
   r.evaluations = 1;
-  // Coordinate descent on log(fraction): try a step up and down for each constant, keep what helps, halve
-  // the step when nothing does. Fractions stay in (0.05, 1].
+  // The memory constant first, on a coarse grid: where no card's SMs bind (a prior too high), the rows cannot
+  // see it and a descent from there never finds the per-SM limit the HBM cards sit at.
+  if (r.classes_fitted[0] || r.classes_fitted[1]) {
+    const double start = c.bytes_per_sm_cycle;
+    double best_bytes = start;
+    for (int k = -3; k <= 3; ++k) {
+      c.bytes_per_sm_cycle = start * std::pow(2.0, k / 2.0);
+      const double obj = objective(cat, fit_rows, held_out, c, workloads);
+      ++r.evaluations;
+      if (obj < best - 1e-12) {
+        best = obj;
+        best_bytes = c.bytes_per_sm_cycle;
+      }
+    }
+    c.bytes_per_sm_cycle = best_bytes;
+  }
+  // Coordinate descent on log(constant): try a step up and down for each, keep what helps, halve the step
+  // when nothing does.
   for (double step = 0.25; step > 0.004 && !params.empty();) {
     bool improved = false;
-    for (double* p : params)
+    for (auto [p, upper] : params)
       for (double dir : {1.0, -1.0}) {
         const double old = *p;
-        *p = std::clamp(old * std::exp(dir * step), 0.05, 1.0);
+        *p = std::clamp(old * std::exp(dir * step), upper == 1.0 ? 0.05 : 0.5, upper);
         if (*p == old) continue;
         const double obj = objective(cat, fit_rows, held_out, c, workloads);
         ++r.evaluations;

@@ -20,8 +20,8 @@ struct FitResult {
   bool classes_fitted[2] = {false, false};  // a class without rows borrows the other's fractions (the prior if neither has rows)
 };
 
-/// Fits the per-class GEMM, convolution and memory fractions by coordinate descent in log space from the
-/// priors, minimising the mean |log error| of the priced training and inference rows plus a weak pull
+/// Fits the per-class GEMM and convolution fractions, the bytes an SM keeps streaming per cycle and the clock
+/// headroom (perf/constants.hpp) by coordinate descent in log space from the priors (the first on a coarse grid), minimising the mean |log error| of the priced training and inference rows plus a weak pull
 /// (0.01 x the squared log distance) towards the priors, so a constant the rows cannot pin down stays there. Microbenchmark rows do
 /// not depend on these constants and are left out; LLM serving rows (perf/serving.hpp) are judged, not
 /// fitted (fitting them pulled the GEMM fraction below what training reaches and made every training
