@@ -1,0 +1,33 @@
+// A measurement someone already has: one figure a tool printed on one machine (llama-bench's tokens per
+// second, ...), read from the tool's own output and kept as the tool said it. What card and workload it names
+// in gpuvs's terms is resolved later, by the commands that use it; a reader only reads.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gpuvs::measured {
+
+struct Measurement {
+  std::string tool;        // "llama-bench"
+  std::string where;       // FILE:LINE of the record it came from
+  std::string gpu;         // the device as the tool named it ("NVIDIA GeForce RTX 4080"); empty when it printed none
+  std::string backend;     // "CUDA", "Metal", "CPU", ...
+  std::string model;       // the tool's description of the model ("llama 7B Q4_K - Medium")
+  std::string model_file;  // the file it loaded, where printed
+  std::string quant;       // the weight format in gpuvs's spelling ("q4_k_m", "q8_0", "f16"), empty when unknown
+  double model_bytes = 0;  // the weights' size, bytes, where printed
+  double model_params = 0; // parameters, where printed
+  // What ran: "prefill" (a prompt of prompt_tokens processed in batches), "decode" (gen_tokens generated one at a
+  // time), "prefill+decode" (both, one figure over all tokens).
+  std::string mode;
+  int prompt_tokens = 0, gen_tokens = 0, depth = 0;  // depth: tokens already in the cache before the test
+  int gpu_layers = -1;     // layers offloaded to the GPU (llama.cpp's -ngl); -1 when not printed
+  int threads = 0, batch = 0, ubatch = 0;
+  double value = 0;        // the figure, in `unit`
+  std::string unit;        // "tokens/s"
+  std::optional<double> spread;  // its standard deviation over the repetitions, in `unit`
+  std::vector<double> samples;   // the repetitions, where printed
+};
+
+}  // namespace gpuvs::measured

@@ -1,0 +1,234 @@
+// The readers of measurements people already have (src/measured), on the tools' own documented outputs
+// (tests/data/llama-bench/SOURCES.md).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "measured/llama_bench.hpp"
+#include "test_util.hpp"
+
+using namespace gpuvs;
+using measured::Measurement;
+using measured::read_llama_bench;
+
+namespace {
+
+std::string fixture(const std::string& name) {
+  std::ifstream in(std::string(GPUVS_TEST_DATA) + "/llama-bench/" + name, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_FALSE(ss.str().empty()) << name;
+  return ss.str();
+}
+
+std::vector<Measurement> read_fixture(const std::string& name) { return read_llama_bench(fixture(name), name); }
+
+}  // namespace
+
+TEST(LlamaBench, ReadsTheMarkdownTableItPrintsByDefault) {
+  const auto rows = read_fixture("readme-md.md");
+  ASSERT_EQ(rows.size(), 2u);
+  const Measurement& pp = rows[0];
+  EXPECT_EQ(pp.tool, "llama-bench");
+  EXPECT_EQ(pp.where, "readme-md.md:3");
+  EXPECT_EQ(pp.model, "llama 7B mostly Q4_0");
+  EXPECT_EQ(pp.quant, "q4_0");
+  EXPECT_EQ(pp.backend, "CUDA");
+  EXPECT_EQ(pp.gpu_layers, -1);
+  EXPECT_DOUBLE_EQ(pp.model_bytes, 3.56 * 1073741824.0);  // GiB, binary
+  EXPECT_DOUBLE_EQ(pp.model_params, 6.74e9);
+  EXPECT_EQ(pp.mode, "prefill");
+  EXPECT_EQ(pp.prompt_tokens, 512);
+  EXPECT_EQ(pp.gen_tokens, 0);
+  EXPECT_DOUBLE_EQ(pp.value, 2368.80);
+  ASSERT_TRUE(pp.spread.has_value());
+  EXPECT_DOUBLE_EQ(*pp.spread, 93.24);
+  EXPECT_EQ(pp.unit, "tokens/s");
+  EXPECT_EQ(pp.gpu, "");  // the Markdown table does not name the card
+  EXPECT_EQ(rows[1].mode, "decode");
+  EXPECT_EQ(rows[1].gen_tokens, 128);
+  EXPECT_DOUBLE_EQ(rows[1].value, 131.42);
+}
+
+TEST(LlamaBench, ReadsDepthsThreadsAndTheDevicesItFoundWhenTheyWereKept) {
+  const auto depth = read_fixture("readme-depth.md");
+  ASSERT_EQ(depth.size(), 4u);
+  EXPECT_EQ(depth[0].quant, "q4_k_m");
+  EXPECT_EQ(depth[0].prompt_tokens, 512);
+  EXPECT_EQ(depth[0].depth, 0);
+  EXPECT_EQ(depth[2].prompt_tokens, 512);
+  EXPECT_EQ(depth[2].depth, 512);
+  EXPECT_EQ(depth[3].mode, "decode");
+  EXPECT_EQ(depth[3].depth, 512);
+  EXPECT_DOUBLE_EQ(depth[3].value, 116.71);
+  const auto threads = read_fixture("readme-threads.md");
+  ASSERT_EQ(threads.size(), 4u);
+  EXPECT_EQ(threads[2].threads, 32);
+  EXPECT_EQ(threads[2].backend, "CPU");
+  EXPECT_EQ(threads[2].gpu_layers, -1);  // no ngl column
+  EXPECT_DOUBLE_EQ(threads[3].value, 16.41);
+  // The backends print the devices they found on stderr; a file that kept them (2>&1) names the card, and a
+  // combined test (pp N+tg M) is one figure over all its tokens.
+  const std::string both = "ggml_cuda_init: found 1 CUDA devices:\n"
+                           "  Device 0: NVIDIA GeForce RTX 3090, compute capability 8.6, VMM: yes\n"
+                           "| model | size | params | backend | ngl | test | t/s |\n"
+                           "| --- | ---: | ---: | --- | --: | ---: | ---: |\n"
+                           "| llama 8B Q4_K - Medium | 4.58 GiB | 8.03 B | CUDA | 99 | pp512+tg128 | 512.30 ± 1.20 |\n"
+                           "\nbuild: 1d36b367 (4120)\n";
+  const auto m = read_llama_bench(both, "run.md");
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].gpu, "NVIDIA GeForce RTX 3090");
+  EXPECT_EQ(m[0].mode, "prefill+decode");
+  EXPECT_EQ(m[0].prompt_tokens, 512);
+  EXPECT_EQ(m[0].gen_tokens, 128);
+  EXPECT_EQ(m[0].gpu_layers, 99);
+  EXPECT_EQ(m[0].where, "run.md:5");
+}
+
+TEST(LlamaBench, EveryMachineReadableFormatGivesTheSameMeasurements) {
+  const auto csv = read_fixture("readme.csv");
+  const auto sql = read_fixture("readme.sql");
+  const auto json = read_fixture("readme.json");
+  const auto jsonl = read_fixture("readme.jsonl");
+  ASSERT_EQ(csv.size(), 2u);
+  const Measurement& pp = csv[0];
+  EXPECT_EQ(pp.where, "readme.csv:2");
+  EXPECT_EQ(pp.gpu, "NVIDIA GeForce RTX 4080");
+  EXPECT_EQ(pp.backend, "CUDA");
+  EXPECT_EQ(pp.model, "qwen2 7B Q4_K - Medium");
+  EXPECT_EQ(pp.model_file, "models/Qwen2.5-7B-Instruct-Q4_K_M.gguf");
+  EXPECT_EQ(pp.quant, "q4_k_m");
+  EXPECT_DOUBLE_EQ(pp.model_bytes, 4677120000.0);
+  EXPECT_DOUBLE_EQ(pp.model_params, 7615616512.0);
+  EXPECT_EQ(pp.batch, 2048);
+  EXPECT_EQ(pp.ubatch, 512);
+  EXPECT_EQ(pp.threads, 8);
+  EXPECT_EQ(pp.gpu_layers, -1);
+  EXPECT_EQ(pp.mode, "prefill");
+  EXPECT_EQ(pp.prompt_tokens, 512);
+  EXPECT_DOUBLE_EQ(pp.value, 7285.676949);
+  EXPECT_DOUBLE_EQ(*pp.spread, 100.064434);
+  EXPECT_EQ(csv[1].mode, "decode");
+  EXPECT_DOUBLE_EQ(csv[1].value, 119.915244);
+  // SQL is the CSV's runs as INSERT statements: the same figures, field for field.
+  ASSERT_EQ(sql.size(), csv.size());
+  for (std::size_t i = 0; i < csv.size(); ++i) {
+    EXPECT_EQ(sql[i].gpu, csv[i].gpu);
+    EXPECT_EQ(sql[i].model, csv[i].model);
+    EXPECT_EQ(sql[i].mode, csv[i].mode);
+    EXPECT_EQ(sql[i].prompt_tokens, csv[i].prompt_tokens);
+    EXPECT_EQ(sql[i].gen_tokens, csv[i].gen_tokens);
+    EXPECT_DOUBLE_EQ(sql[i].value, csv[i].value);
+    EXPECT_DOUBLE_EQ(*sql[i].spread, *csv[i].spread);
+    EXPECT_DOUBLE_EQ(sql[i].model_bytes, csv[i].model_bytes);
+  }
+  EXPECT_EQ(sql[1].where, "readme.sql:47");  // after the CREATE TABLE of 42 fields and its blank line
+  // JSON and JSONL hold the same objects, with each repetition.
+  ASSERT_EQ(json.size(), 2u);
+  ASSERT_EQ(jsonl.size(), 2u);
+  EXPECT_EQ(json[0].where, "readme.json: result 1");
+  EXPECT_EQ(jsonl[1].where, "readme.jsonl:2");
+  for (std::size_t i = 0; i < json.size(); ++i) {
+    EXPECT_EQ(json[i].gpu, jsonl[i].gpu);
+    EXPECT_EQ(json[i].mode, jsonl[i].mode);
+    EXPECT_DOUBLE_EQ(json[i].value, jsonl[i].value);
+    EXPECT_EQ(json[i].samples, jsonl[i].samples);
+  }
+  EXPECT_DOUBLE_EQ(json[0].value, 7100.002165);
+  ASSERT_EQ(json[0].samples.size(), 5u);
+  EXPECT_DOUBLE_EQ(json[0].samples[4], 7237.21);
+  EXPECT_EQ(json[1].gen_tokens, 128);
+  EXPECT_EQ(json[1].quant, "q4_k_m");
+}
+
+TEST(LlamaBench, OlderSchemasWithOneFlagPerBackendRead) {
+  // Before `backends` (2024), each backend had a flag: cuda, opencl, metal, gpu_blas, blas.
+  const std::string old = "build_commit,build_number,cuda,opencl,metal,gpu_blas,blas,cpu_info,gpu_info,model_filename,model_type,"
+                          "model_size,model_n_params,n_batch,n_threads,f16_kv,n_gpu_layers,main_gpu,mul_mat_q,tensor_split,n_prompt,n_gen,"
+                          "test_time,avg_ns,stddev_ns,avg_ts,stddev_ts\n"
+                          "\"3b169441\",\"1394\",\"1\",\"0\",\"0\",\"1\",\"1\",\"13th Gen Intel(R) Core(TM) i9-13900K\",\"NVIDIA GeForce RTX 4090\","
+                          "\"models/7B/ggml-model-q4_0.gguf\",\"llama 7B mostly Q4_0\",\"3825065984\",\"6738415616\",\"512\",\"16\",\"1\",\"99\",\"0\",\"1\","
+                          "\"0.00\",\"512\",\"0\",\"2023-09-23T12:09:01Z\",\"212179400\",\"1290040\",\"2413.056848\",\"14.650466\"\n";
+  const auto m = read_llama_bench(old, "old.csv");
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].backend, "CUDA");
+  EXPECT_EQ(m[0].gpu, "NVIDIA GeForce RTX 4090");
+  EXPECT_EQ(m[0].gpu_layers, 99);
+  EXPECT_EQ(m[0].quant, "q4_0");
+  EXPECT_DOUBLE_EQ(m[0].value, 2413.056848);
+}
+
+TEST(LlamaBench, FileTypesReadAsGpuvsSpellsWeightFormats) {
+  for (const auto& [type, quant] : std::vector<std::pair<std::string, std::string>>{{"llama 7B mostly Q4_0", "q4_0"},
+                                                                                    {"llama 8B Q4_K - Medium", "q4_k_m"},
+                                                                                    {"qwen2 7B Q4_K - Small", "q4_k_s"},
+                                                                                    {"llama 70B Q3_K - Large", "q3_k_l"},
+                                                                                    {"llama 8B Q6_K", "q6_k"},
+                                                                                    {"llama 8B Q8_0", "q8_0"},
+                                                                                    {"gemma3 4B F16", "f16"},
+                                                                                    {"llama 8B BF16", "bf16"},
+                                                                                    {"llama 1B all F32", "f32"},
+                                                                                    {"llama 8B IQ2_XXS - 2.0625 bpw", "iq2_xxs"},
+                                                                                    {"llama 8x7B Q5_K - Medium", "q5_k_m"},
+                                                                                    {"llama", ""},
+                                                                                    {"llama 7B", ""},
+                                                                                    {"llama 7B Q4_0!", ""}})
+    EXPECT_EQ(measured::quant_of_model_type(type), quant) << type;
+}
+
+TEST(LlamaBench, AnythingElseIsRefusedNamingTheFileLineAndField) {
+  const std::string head = "| model | size | params | backend | ngl | test | t/s |\n| --- | ---: | ---: | --- | --: | ---: | ---: |\n";
+  const std::string row = "| llama 7B mostly Q4_0 | 3.56 GiB | 6.74 B | CUDA | 99 | tg 128 | 131.42 ± 0.59 |\n";
+  const std::string csv_head = "model_type,n_prompt,n_gen,avg_ts,stddev_ts\n";
+  test::expect_refused(
+      {
+          {"", "f: empty file"},
+          {"  \n\n", "f: empty file"},
+          {"hello world\n", "f: not llama-bench output"},
+          {head, "f: a Markdown table without results"},
+          {"| model | t/s |\n| --- | --- |\n| x | 1 |\n", "f:1: the table has no 'test' column"},
+          {"| model | test | t/s |\n| x | tg 1 | 1 |\n", "f:2: the header is not followed by a separator row"},
+          {head + "| llama 7B | 3.56 GiB | CUDA | 99 | tg 128 | 1 |\n", "f:3: 6 cells where the header has 7"},
+          {head + "| llama 7B | 3.56 GiB | 6.74 B | CUDA | 99 | tg 128 | fast |\n", "f:3: t/s 'fast' is not a number"},
+          {head + "| llama 7B | 3.56 GiB | 6.74 B | CUDA | 99 | tg 128 | 0.00 ± 0.00 |\n", "f:3: avg_ts 0 is not a positive rate"},
+          {head + "| llama 7B | 3.56 GiB | 6.74 B | CUDA | 99 | tg 128 | 5 ± -1 |\n", "f:3: stddev_ts -1 is negative"},
+          {head + "| llama 7B | 3.56 XB | 6.74 B | CUDA | 99 | tg 128 | 5 |\n", "f:3: size unit 'XB' is not one llama-bench prints"},
+          {head + "| llama 7B | 3.56 GiB | 6.74 B | CUDA | 99 | xx 128 | 5 |\n", "f:3: test 'xx 128' is not pp N, tg N or pp N+tg M"},
+          {head + "| llama 7B | 3.56 GiB | 6.74 B | CUDA | 99 | tg 0 | 5 |\n", "f:3: the test has neither prompt nor generated tokens"},
+          {head + "| llama 7B | 3.56 GiB | 6.74 B | CUDA | 99 | tg 1.5 | 5 |\n", "f:3: test size 1.5 is not a count"},
+          {head + "| llama 7B | 3.56 GiB | 6.74 B | CUDA | -2 | tg 128 | 5 |\n", "f:3: ngl -2 is not a count"},
+          {head + "| llama 7B | 3.56 GiB | 6.74 B | CUDA | 99 | tg 128 @ 512 | 5 |\n", "f:3: test 'tg 128 @ 512' has a depth without d"},
+          {head + "| llama\x1b[2J 7B | 3.56 GiB | 6.74 B | CUDA | 99 | tg 128 | 5 |\n", "f:3: a table row holds a control character"},
+          {csv_head + "x,0,128,fast,1\n", "f:2: avg_ts 'fast' is not a number"},
+          {csv_head + "x,0,128,nan,1\n", "f:2: avg_ts 'nan' is not a number"},
+          {csv_head + "x,0,128,5\n", "f:2: 4 fields where the header has 5"},
+          {csv_head + "x,0,128,-5,1\n", "f:2: avg_ts -5 is not a positive rate"},
+          {csv_head + "\"x,0,128,5,1\n", "f:2: unterminated quoted field"},
+          {"model_type,n_gen,avg_ts\nx,128,5\n", "f:2: no n_prompt or n_gen field"},
+          {"[1, 2]", "f: result 1: a result is not a JSON object"},
+          {"[{\"n_prompt\": 0, \"n_gen\": 128}]", "f: result 1: no avg_ts field"},
+          {"[{\"n_prompt\": 0, \"n_gen\": 128, \"avg_ts\": 5, \"samples_ts\": [1, -2]}]", "f: result 1: samples_ts holds a value that is not a positive rate"},
+          {"[{\"n_prompt\": 0, \"n_gen\": 128, \"avg_ts\": 5, \"gpu_info\": \"a\\u001bb\"}]", "f: result 1: gpu_info holds a control character"},
+          {"[{\"n_prompt\": 0, \"n_gen\": 128, \"avg_ts\": 5,", "f: malformed JSON at byte"},
+          {"{\"n_prompt\": 0, \"n_gen\": 128, \"avg_ts\": 5}\n{\"n_prompt\": 0}\n", "f:2: no avg_ts field"},
+          {"{\"n_prompt\": 0, \"n_gen\": 128, \"avg_ts\": 5}\nnot json\n", "f:2: malformed JSON"},
+          {"CREATE TABLE IF NOT EXISTS llama_bench (\n  avg_ts REAL\n);\n", "f: SQL output without an INSERT INTO llama_bench"},
+          {"INSERT INTO llama_bench (n_prompt, n_gen, avg_ts) VALUES ('0', '128');\n", "f:1: 2 values for 3 columns"},
+          {"\n\nINSERT INTO llama_bench (n_prompt, n_gen, avg_ts) VALUES ('0', '128', '5'\n", "f:3: an INSERT's list is not closed"},
+          {"INSERT INTO llama_bench VALUES ('0', '128', '5');\n", "f:1: an INSERT without its column list"},
+          {"INSERT INTO llama_bench (n_prompt, n_gen, avg_ts) ('0', '128', '5');\n", "f:1: an INSERT without VALUES"},
+      },
+      [](const std::string& text) { (void)read_llama_bench(text, "f"); });
+  // The row a good table has still reads after all that.
+  EXPECT_EQ(read_llama_bench(head + row, "f").size(), 1u);
+}
+
+TEST(LlamaBench, FuzzedOutputsReadOrFailInOneLine) {
+  const std::string alphabet = "|-:. 0123456789,\"'[]{}()\n\xc2\xb1pptg+@dBGiMn_avgtsINSERT";
+  for (const char* name : {"readme-md.md", "readme.csv", "readme.json", "readme.jsonl", "readme.sql"}) {
+    const std::string text = fixture(name);
+    EXPECT_GT(test::fuzz_parser(text, alphabet, 400, 7, [](const std::string& t, const std::string& w) { (void)read_llama_bench(t, w); }), 0)
+        << name;
+  }
+}
