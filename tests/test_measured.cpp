@@ -232,3 +232,65 @@ TEST(LlamaBench, FuzzedOutputsReadOrFailInOneLine) {
         << name;
   }
 }
+
+#include "measured/spec.hpp"
+
+TEST(MeasuredSpec, AFigureTypedOnTheCommandLineReadsAsAMeasurement) {
+  const Measurement m = measured::read_measured_spec("gpu=rtx-3090;workload=llama3-8b;mode=decode;precision=q4_k_m;value=112 tokens/s");
+  EXPECT_EQ(m.tool, "spec");
+  EXPECT_EQ(m.where, "--measured");
+  EXPECT_EQ(m.gpu, "rtx-3090");
+  EXPECT_EQ(m.workload, "llama3-8b");
+  EXPECT_EQ(m.mode, "decode");
+  EXPECT_EQ(m.precision, "q4_k_m");
+  EXPECT_DOUBLE_EQ(m.value, 112);
+  EXPECT_EQ(m.unit, "tokens/s");
+  EXPECT_FALSE(m.spread.has_value());
+  EXPECT_EQ(m.gpus, 1);
+  // Spaces around items, a k prefix on either side of the space, the optional keys.
+  const Measurement t = measured::read_measured_spec(" gpu = NVIDIA H100 80GB HBM3 ; workload=resnet50; mode=train ;value=2.6k images/s;"
+                                                      "batch=256;gpus=8;framework=pytorch;spread=0.05;precision=amp-bf16");
+  EXPECT_EQ(t.gpu, "NVIDIA H100 80GB HBM3");
+  EXPECT_DOUBLE_EQ(t.value, 2600);
+  EXPECT_EQ(t.unit, "images/s");
+  EXPECT_DOUBLE_EQ(*t.spread, 50);
+  EXPECT_EQ(t.batch, 256);
+  EXPECT_EQ(t.gpus, 8);
+  EXPECT_EQ(t.framework, "pytorch");
+  EXPECT_DOUBLE_EQ(measured::read_measured_spec("gpu=a;workload=b;mode=infer;value=1.5 k tokens/s;prompt_len=128;gen_len=64").value, 1500);
+  EXPECT_TRUE(measured::looks_like_spec("gpu=a"));
+  EXPECT_FALSE(measured::looks_like_spec("llama-bench.json"));
+}
+
+TEST(MeasuredSpec, AnUnreadableSpecIsRefusedNamingTheKey) {
+  const std::string ok = "gpu=rtx-3090;workload=llama3-8b;mode=decode;";
+  test::expect_refused({{"", "--measured: no gpu="},
+                        {"gpu=rtx-3090;workload=llama3-8b;mode=decode", "--measured: no value="},
+                        {ok + "value=112", "--measured: value '112' has no unit"},
+                        {ok + "value=112 furlongs/s", "--measured: unit 'furlongs/s' is not a rate gpuvs compares"},
+                        {ok + "value=fast tokens/s", "--measured: value 'fast' is not a number"},
+                        {ok + "value=-3 tokens/s", "--measured: value -3 is not a positive rate"},
+                        {ok + "value=inf tokens/s", "--measured: value 'inf' is not a number"},
+                        {ok + "value=1 tokens/s;speed=9", "--measured: unknown key 'speed'"},
+                        {ok + "value=1 tokens/s;gpu=a100", "--measured: gpu given twice"},
+                        {ok + "value=1 tokens/s;batch=", "--measured: batch is empty"},
+                        {ok + "value=1 tokens/s;batch=0", "--measured: batch 0 is not a whole number in [1, 16777216]"},
+                        {ok + "value=1 tokens/s;gpus=1.5", "--measured: gpus 1.5 is not a whole number"},
+                        {ok + "value=1 tokens/s;spread=-1", "--measured: spread is negative"},
+                        {ok + "value=1 tokens/s;oops", "--measured: 'oops' is not key=value"},
+                        {"gpu=a;workload=b;mode=fly;value=1 tokens/s", "--measured: mode 'fly' is not one gpuvs prices"},
+                        {"gpu=a\n;workload=b;mode=decode;value=1 tokens/s", "--measured: the spec holds a control character"}},
+                       [](const std::string& text) { (void)measured::read_measured_spec(text); });
+  const std::string good = ok + "value=112 tokens/s;prompt_len=512;gen_len=128;spread=1.5";
+  EXPECT_GT(test::fuzz_parser(good, "=; .-0123456789kMagpuworkldem/s", 1000, 11,
+                              [](const std::string& t, const std::string&) {
+                                try {
+                                  (void)measured::read_measured_spec(t);
+                                } catch (const InputError& e) {
+                                  // fuzz_parser wants errors to start with the name it gave; a spec's name is the flag.
+                                  if (std::string(e.what()).rfind("--measured: ", 0) != 0) throw;
+                                  throw InputError(std::string("fuzz.toml: ") + e.what());
+                                }
+                              }),
+            0);
+}

@@ -327,3 +327,91 @@ TEST(Serving, AFormatOnlyOneEngineRunsChoosesThatEngineAndSaysSo) {
             std::string::npos);
 }
 
+
+#include "perf/stack_calibration.hpp"
+
+namespace {
+
+StackMeasurement measured_run(const std::string& gpu, const std::string& mode, double value, const std::string& options) {
+  StackMeasurement m;
+  m.request.workload = "llama3-8b";
+  m.request.gpu = gpu;
+  m.request.mode = mode;
+  m.request.format = "q4_k_m";
+  m.request.batch = 1;
+  m.request.options = parse_option_pairs("framework=llama.cpp;" + options);
+  m.value = value;
+  m.source = "run.json: result 1";
+  return m;
+}
+
+}  // namespace
+
+TEST(StackCalibration, AMeasuredStackIsReproducedOnItsCardAndCarriedByThePhysicsToOthers) {
+  // llama-bench on an RTX 3090, Llama 3 8B Q4_K_M: pp512 and tg128 (figures of the kind its README prints).
+  const StackMeasurement pp = measured_run("rtx-3090", "prefill", 3500, "prompt_len=512");
+  const StackMeasurement tg = measured_run("rtx-3090", "decode", 110, "prompt_len=1;gen_len=128");
+  const StackCalibration cal = calibrate_stack(cat(), {pp, tg});
+  EXPECT_EQ(cal.ratios.engine, "llama.cpp");
+  EXPECT_EQ(cal.ratios.format, "q4_k_m");
+  ASSERT_EQ(cal.steps.size(), 2u);
+  EXPECT_EQ(cal.steps[0].op_class, "matrix");
+  EXPECT_EQ(cal.steps[1].op_class, "memory");
+  EXPECT_TRUE(cal.open.empty());
+  for (const auto& s : cal.steps) {
+    EXPECT_TRUE(s.note.empty()) << s.note;
+    EXPECT_NEAR(s.predicted_after / s.measured, 1.0, 0.005) << s.mode;
+    EXPECT_DOUBLE_EQ(s.predicted_before, predict_serving(cat(), (s.mode == "prefill" ? pp : tg).request).throughput) << s.mode;
+  }
+  EXPECT_EQ(cal.steps[1].measurement, 1u);
+  // On the card it was measured on, the model now gives the measurements.
+  for (const StackMeasurement* m : {&pp, &tg}) {
+    ServingRequest r = m->request;
+    r.stack = &cal.ratios;
+    EXPECT_NEAR(predict_serving(cat(), r).throughput / m->value, 1.0, 0.005) << m->request.mode;
+  }
+  // On another card only the measured kernels move, by what they weigh there: the H100's figures change by
+  // other factors than the 3090's did (its launches and host work per token are not scaled, and in this model
+  // its decode is bound by dequantizing on the CUDA cores, not by the memory the 3090's was).
+  for (const StackMeasurement* m : {&pp, &tg}) {
+    ServingRequest on_a = m->request, on_b = m->request;
+    on_b.gpu = "h100-sxm";
+    const double before_a = predict_serving(cat(), on_a).throughput, before_b = predict_serving(cat(), on_b).throughput;
+    on_b.stack = &cal.ratios;
+    const double after_b = predict_serving(cat(), on_b).throughput;
+    EXPECT_GT(std::fabs(after_b / before_b - m->value / before_a), 0.002) << m->request.mode << ": not a flat factor";
+  }
+  // Another engine or format is not touched.
+  ServingRequest vllm = tg.request;
+  vllm.options["framework"] = "vllm";
+  vllm.format = "bf16";
+  const double plain = predict_serving(cat(), vllm).throughput;
+  vllm.stack = &cal.ratios;
+  EXPECT_DOUBLE_EQ(predict_serving(cat(), vllm).throughput, plain);
+}
+
+TEST(StackCalibration, WhatOneFigureLeavesOpenAndWhatItCannotReachAreSaid) {
+  const StackCalibration decode_only = calibrate_stack(cat(), {measured_run("rtx-3090", "decode", 110, "prompt_len=1;gen_len=128")});
+  ASSERT_EQ(decode_only.open.size(), 1u);
+  EXPECT_NE(decode_only.open[0].find("matrix kernels"), std::string::npos);
+  EXPECT_DOUBLE_EQ(decode_only.ratios.gemm, 1.0);
+  // A decode figure no card could reach (ten times its bandwidth) is held at the bound, and says so.
+  const StackCalibration absurd = calibrate_stack(cat(), {measured_run("rtx-3090", "decode", 5000, "prompt_len=1;gen_len=128")});
+  EXPECT_NE(absurd.steps[0].note.find("faster than the model allows"), std::string::npos) << absurd.steps[0].note;
+  test::expect_refused({{"none", "no measurements to calibrate from"},
+                        {"infer", "run.json: result 1: mode infer calibrates nothing yet"},
+                        {"zero", "run.json: result 1: the figure 0 is not a positive rate"},
+                        {"mixed", "run.json: result 1: vllm with bf16 weights, where the other measurements ran llama.cpp with q4_k_m"}},
+                       [](const std::string& which) {
+                         std::vector<StackMeasurement> ms;
+                         if (which == "infer") ms = {measured_run("rtx-3090", "infer", 100, "prompt_len=128;gen_len=128")};
+                         if (which == "zero") ms = {measured_run("rtx-3090", "decode", 0, "prompt_len=1;gen_len=128")};
+                         if (which == "mixed") {
+                           ms = {measured_run("rtx-3090", "decode", 110, "prompt_len=1;gen_len=128"),
+                                 measured_run("rtx-3090", "decode", 60, "prompt_len=1;gen_len=128")};
+                           ms[1].request.options["framework"] = "vllm";
+                           ms[1].request.format = "bf16";
+                         }
+                         (void)calibrate_stack(cat(), ms);
+                       });
+}

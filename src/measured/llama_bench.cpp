@@ -107,6 +107,7 @@ void check_figure(const Measurement& m, const std::string& place) {
 Measurement from_record(const Record& r, const std::string& place) {
   Measurement m;
   m.tool = kTool;
+  m.framework = "llama.cpp";
   m.where = place;
   if (!r.count("avg_ts")) refuse(place, "no avg_ts field (not a llama-bench result)");
   if (!r.count("n_prompt") || !r.count("n_gen")) refuse(place, "no n_prompt or n_gen field (not a llama-bench result)");
@@ -391,6 +392,7 @@ std::vector<Measurement> read_md(const std::string& text, const std::string& whe
     if (out.size() >= kMaxRows) refuse(where, fmt::format("more than {} results", kMaxRows));
     Measurement m;
     m.tool = kTool;
+    m.framework = "llama.cpp";
     m.where = place;
     for (std::size_t i = 0; i < header.size(); ++i) {
       const std::string& h = header[i];

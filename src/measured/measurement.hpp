@@ -9,17 +9,22 @@
 namespace gpuvs::measured {
 
 struct Measurement {
-  std::string tool;        // "llama-bench"
+  std::string tool;        // "llama-bench", or "spec" for a figure typed on the command line
   std::string where;       // FILE:LINE of the record it came from
   std::string gpu;         // the device as the tool named it ("NVIDIA GeForce RTX 4080"); empty when it printed none
   std::string backend;     // "CUDA", "Metal", "CPU", ...
   std::string model;       // the tool's description of the model ("llama 7B Q4_K - Medium")
+  std::string workload;    // a gpuvs workload (id or model file) where the measurement names one
+  std::string precision;   // a gpuvs precision ("bf16", "amp-bf16") where named; `quant` holds a weight format
+  std::string framework;   // the software that ran it, in gpuvs's names ("llama.cpp", "vllm", "pytorch"), where known
+  int gpus = 1;            // GPUs the figure is over
   std::string model_file;  // the file it loaded, where printed
   std::string quant;       // the weight format in gpuvs's spelling ("q4_k_m", "q8_0", "f16"), empty when unknown
   double model_bytes = 0;  // the weights' size, bytes, where printed
   double model_params = 0; // parameters, where printed
   // What ran: "prefill" (a prompt of prompt_tokens processed in batches), "decode" (gen_tokens generated one at a
-  // time), "prefill+decode" (both, one figure over all tokens).
+  // time), "prefill+decode" (both, one figure over all tokens), "infer" (requests served, in-flight batched),
+  // "train".
   std::string mode;
   int prompt_tokens = 0, gen_tokens = 0, depth = 0;  // depth: tokens already in the cache before the test
   int gpu_layers = -1;     // layers offloaded to the GPU (llama.cpp's -ngl); -1 when not printed

@@ -27,6 +27,14 @@ namespace gpuvs::perf {
 /// engine's largest concurrency, or the one asked for).
 bool is_serving_mode(const std::string& mode);
 
+/// What a measurement of a serving stack says about its kernels, carried to every card (perf/stack_calibration.hpp):
+/// the engine's memory-bound and matrix kernels reach these multiples of the efficiencies the model assumes.
+/// Each card keeps its own bandwidth, peaks, clock, launches and host work; only the classes measured move.
+struct StackRatios {
+  std::string engine, format;  // the engine and weight format measured: other predictions are not touched
+  double memory = 1, gemm = 1;
+};
+
 struct ServingRequest {
   std::string workload;          // a decoder preset, decoder-<size> or gpt with shape options
   std::string gpu;
@@ -36,6 +44,7 @@ struct ServingRequest {
   std::int64_t batch = 0;        // prefill/decode: sequences per step (0: 1); infer: concurrency (0: the largest that fits)
   std::map<std::string, std::string> options;  // prompt_len, gen_len, tp, framework, kv_dtype, ngl, host_gbs, gpt shape keys
   const Calibration* calibration = nullptr;
+  const StackRatios* stack = nullptr;  // a measured stack's efficiencies, applied on every card when engine and format match
 };
 
 /// One iteration on one rank, by part (seconds).

@@ -1,0 +1,45 @@
+// Your measurement in, the other cards out (issue 35): what measured serving figures say about the software
+// that ran them. A prefill figure (prompt tokens/s) fixes how close the engine's matrix kernels come to the
+// model's assumption; a decode figure, given that, how close its memory-bound kernels come. Each ratio is
+// solved so the model reproduces its measurement on the card it was made on, with that card's own
+// bandwidth, peaks, clock, launches and host work; carried to another card it moves only those kernels'
+// efficiencies, so a card with more fixed cost per token or a different balance of bandwidth and math gets
+// a different correction than a flat scale factor would give.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "catalog/catalog.hpp"
+#include "perf/serving.hpp"
+
+namespace gpuvs::perf {
+
+/// One measured serving figure in gpuvs's terms: the request as it ran (mode prefill or decode, on the card
+/// it ran on) and what it measured, in the prediction's unit (tokens/s).
+struct StackMeasurement {
+  ServingRequest request;
+  double value = 0;
+  std::string source;  // FILE:LINE or --measured
+};
+
+struct StackStep {
+  std::string source, gpu, mode, op_class;  // op_class: "matrix" (prefill) or "memory" (decode)
+  double measured = 0, predicted_before = 0, predicted_after = 0, ratio = 1;
+  std::string note;  // set when the ratio met a bound and the model cannot reproduce the figure
+  std::size_t measurement = 0;  // which of the measurements given
+};
+
+struct StackCalibration {
+  StackRatios ratios;
+  std::vector<StackStep> steps;
+  std::vector<std::string> open;  // what the measurements leave at the model's assumption, said in words
+};
+
+/// The stack's ratios from `ms` (one engine and weight format; any cards): the matrix ratio from the prefill
+/// figures, then the memory ratio from the decode figures under it; several figures of one class give the
+/// geometric mean of their ratios. A ratio is held to [0.05, 20] (and the efficiencies it moves to 98% of a
+/// peak); a figure the bounds cannot reproduce says so in its step's note. InputError for no measurements,
+/// several engines or formats, a mode other than prefill or decode, or a figure that is not a positive rate.
+StackCalibration calibrate_stack(const catalog::Catalog& cat, const std::vector<StackMeasurement>& ms);
+
+}  // namespace gpuvs::perf
