@@ -1230,3 +1230,39 @@ TEST(Cli, CompareGpusEachSplitsTheModelAndRatiosSkipCardsThatCannotServe) {
   EXPECT_NE(replicas.out.find("2 replica(s) of tensor parallel 1"), std::string::npos) << replicas.out;
 }
 
+
+TEST(Cli, CompareCarriesARealLlamaBenchRunToOtherCardsInOneCommand) {
+  // Issue 35: "this is what I get on the card I have; what would I get on that one?" from llama-bench's own output.
+  const std::string file = std::string(GPUVS_TEST_DATA) + "/llama-bench/rtx3090-qwen2.5-coder-32b.md";
+  const auto r = run_gpuvs("compare rtx-3090 h100-sxm --measured " + file);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("decoder-32.8b decode (q4_k_m weights, llama.cpp engine"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("without measured"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rtx3090-qwen2.5-coder-32b.md:8: decode 37.71 tokens/s on rtx-3090"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("assumed: read 'qwen2 32B Q4_K - Medium'"), std::string::npos) << r.out;
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;  // the card's name read once, said once
+  // JSON: the calibration, each card with and without it.
+  const auto j = run_gpuvs("compare rtx-3090 h100-sxm --json --measured 'gpu=rtx-3090;workload=llama3-8b;mode=decode;precision=q4_k_m;"
+                           "framework=llama.cpp;gen_len=128;value=110 tokens/s'");
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const auto doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc["measured"]["engine"], "llama.cpp");
+  EXPECT_LT(doc["measured"]["memory_ratio"].get<double>(), 1.0);
+  EXPECT_NEAR(doc["gpus"][0]["throughput"]["value"].get<double>(), 110.0, 0.6);  // the measured card gives the measurement
+  EXPECT_GT(doc["gpus"][0]["throughput_without_measurements"].get<double>(), 110.0);
+  EXPECT_EQ(doc["workload"], "llama3-8b");
+  // Unreadable measurements: one line naming what and where, exit 2.
+  for (const auto& [args, expect] : std::vector<std::pair<std::string, std::string>>{
+           {"compare rtx-3090 --measured " + std::string(GPUVS_TEST_DATA) + "/llama-bench/readme.json", "readme.json: result 1: unknown GPU 'NVIDIA GeForce RTX 4080'"},
+           {"compare rtx-3090 --measured " + std::string(GPUVS_TEST_DATA) + "/llama-bench/readme-md.md", "readme-md.md:3: the output does not name the GPU"},
+           {"compare rtx-3090 --measured " + std::string(GPUVS_TEST_DATA) + "/llama-bench/readme-threads.md", "the output does not name the GPU"},
+           {"compare rtx-3090 --measured 'gpu=rtx-3090;workload=llama3-8b;mode=decode;value=fast'", "--measured: value 'fast' has no unit"},
+           {"compare rtx-3090 --measured /nonexistent/bench.json", "/nonexistent/bench.json"},
+           {"predict --gpu rtx-3090 --workload resnet50 --measured 'gpu=rtx-3090;workload=llama3-8b;mode=decode;value=1 tokens/s'",
+            "--measured calibrates a served decoder"}}) {
+    const auto bad = run_gpuvs(args);
+    EXPECT_EQ(bad.exit_code, 2) << args << "\n" << bad.err;
+    EXPECT_NE(bad.err.find(expect), std::string::npos) << args << "\n" << bad.err;
+    EXPECT_EQ(count_lines(bad.err), 1) << bad.err;
+  }
+}

@@ -11,6 +11,7 @@
 #include "cli/assumption_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/gpu_names.hpp"
+#include "cli/measured_input.hpp"
 #include "cli/output.hpp"
 #include "cli/validators.hpp"
 #include "core/error.hpp"
@@ -19,6 +20,7 @@
 #include "models/networks.hpp"
 #include "perf/compare.hpp"
 #include "perf/serving.hpp"
+#include "perf/stack_calibration.hpp"
 #include "workload/workload.hpp"
 
 namespace gpuvs::cli {
@@ -34,6 +36,8 @@ struct CompareArgs {
   int gpus_each = 1;  // serving: GPUs per system (tp x replicas)
   Output out = Output::table;
   AssumptionArgs costs;
+  std::vector<std::string> measured;  // --measured FILE|SPEC
+  bool workload_given = false, mode_given = false;  // set from the parsed command line
 };
 
 /// The basis of the cost rows, in words, from the assumptions they were priced at (advise's).
@@ -80,8 +84,18 @@ void print_table(const std::vector<std::pair<std::string, std::vector<std::strin
   }
 }
 
+nlohmann::json measured_json(const perf::StackCalibration& s) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (const auto& st : s.steps)
+    steps.push_back({{"source", st.source}, {"gpu", st.gpu}, {"mode", st.mode}, {"kernels", st.op_class}, {"measured", st.measured},
+                     {"predicted_before", st.predicted_before}, {"predicted_after", st.predicted_after}, {"ratio", st.ratio}, {"note", st.note}});
+  return {{"engine", s.ratios.engine}, {"format", s.ratios.format}, {"memory_ratio", s.ratios.memory}, {"matrix_ratio", s.ratios.gemm},
+          {"steps", steps}, {"open", s.open}};
+}
+
 /// LLM serving side by side (decoders with --mode prefill, decode or infer).
-int run_compare_serving(const CompareArgs& a, const catalog::Catalog& cat, const workload::Workload& w, const advise::Assumptions& costs) {
+int run_compare_serving(const CompareArgs& a, const catalog::Catalog& cat, const workload::Workload& w, const advise::Assumptions& costs,
+                        const std::optional<perf::StackCalibration>& stack, const std::vector<std::string>& said) {
   perf::ServingRequest r;
   r.workload = a.workload;
   r.mode = a.mode;
@@ -92,6 +106,11 @@ int run_compare_serving(const CompareArgs& a, const catalog::Catalog& cat, const
   // N GPUs each serve one copy of the model split over them (tensor parallel N) unless tp= says otherwise: N
   // replicas of the whole model each, which --gpus-each read as before, priced one GPU's weights per GPU.
   if (a.gpus_each > 1 && !r.options.count("tp")) r.options["tp"] = std::to_string(a.gpus_each);
+  std::vector<perf::ServingCompareEntry> without;
+  if (stack) {
+    without = perf::compare_serving(cat, a.gpus, w, r, costs.hour_prices());
+    r.stack = &stack->ratios;
+  }
   const auto entries = perf::compare_serving(cat, a.gpus, w, r, costs.hour_prices());
   const auto usd = [](const std::optional<double>& v) { return v ? units::format_usd(*v) : std::string("-"); };
   if (a.out != Output::table) {
@@ -114,12 +133,17 @@ int run_compare_serving(const CompareArgs& a, const catalog::Catalog& cat, const
                   {"format", p.format},
                   {"usd_per_million", e.usd_per_million ? nlohmann::json(*e.usd_per_million) : nlohmann::json()},
                   {"owned_usd_per_million", e.owned_usd_per_million ? nlohmann::json(*e.owned_usd_per_million) : nlohmann::json()}});
+        if (stack) {
+          const auto& before = without[static_cast<std::size_t>(&e - entries.data())];
+          j["throughput_without_measurements"] = before.prediction ? nlohmann::json(before.prediction->throughput) : nlohmann::json();
+        }
       }
       arr.push_back(j);
     }
-    print_structured(nlohmann::json{{"schema_version", 1}, {"workload", a.workload}, {"mode", a.mode}, {"cost_assumptions", cost_assumptions_json(costs)},
-                                    {"gpus", arr}},
-                     a.out, {"gpus"});
+    nlohmann::json doc{{"schema_version", 1}, {"workload", a.workload}, {"mode", a.mode}, {"cost_assumptions", cost_assumptions_json(costs)}, {"gpus", arr}};
+    if (stack) doc["measured"] = measured_json(*stack);
+    if (!said.empty()) doc["assumed"] = said;
+    print_structured(doc, a.out, {"gpus"});
     return 0;
   }
   const perf::ServingPrediction* any = nullptr;
@@ -139,6 +163,11 @@ int run_compare_serving(const CompareArgs& a, const catalog::Catalog& cat, const
     rows.push_back({label, cells});
   };
   row(any ? any->unit : "throughput", [](const perf::ServingPrediction& p, const perf::ServingCompareEntry&) { return units::format_si(p.throughput); });
+  if (stack) {
+    std::vector<std::string> cells;
+    for (const auto& e : without) cells.push_back(e.prediction ? units::format_si(e.prediction->throughput) : std::string("-"));
+    rows.push_back({"without measured", cells});
+  }
   row("ratio", [](const perf::ServingPrediction&, const perf::ServingCompareEntry& e) { return fmt::format("{:.2f}x", e.ratio); });
   row(a.mode == "infer" ? "in flight" : "batch", [](const perf::ServingPrediction& p, const perf::ServingCompareEntry&) { return std::to_string(p.batch); });
   if (a.mode != "prefill") {
@@ -157,6 +186,15 @@ int run_compare_serving(const CompareArgs& a, const catalog::Catalog& cat, const
   for (const auto& e : entries)
     if (!e.prediction) fmt::print("  {} cannot serve it: {}\n", e.gpu->id, e.why);
   fmt::print("Cost per million output tokens at full load; {}.\n", cost_basis(costs));
+  if (stack) {
+    for (const auto& st : stack->steps)
+      fmt::print("Measured {}: {} {:.4g} tokens/s on {}; the model gave {:.4g}: {} kernels x{:.3f}{}.\n", strings::escape_control(st.source), st.mode,
+                 st.measured, st.gpu, st.predicted_before, st.op_class, st.ratio, st.note.empty() ? "" : " (" + st.note + ")");
+    for (const auto& o : stack->open) fmt::print("Left open by the measurements: {}.\n", o);
+    fmt::print("Each card keeps its own bandwidth, peaks, clock, launches and host work; only the {} kernels measured move.\n",
+               stack->ratios.engine);
+  }
+  if (!said.empty()) fmt::print("assumed: {}\n", strings::join(said, "; "));
   return 0;
 }
 
@@ -200,8 +238,49 @@ int run_compare(CompareArgs a) {
   a.gpus = gpu_ids(cat, a.gpus);  // an unknown card is named before the workload is read; nvidia-smi names read too
   advise::Assumptions costs = advise::Assumptions::defaults();
   apply_assumption_options(a.costs, costs, cat);
+  // Your measurements: the stack they ran, calibrated; what the command leaves unsaid is what they ran (the
+  // decode figure's workload, format, engine and lengths, else the first figure's), and said so.
+  std::optional<perf::StackCalibration> stack;
+  std::vector<std::string> said;
+  if (!a.measured.empty()) {
+    const auto ms = measured_inputs(cat, a.measured);
+    stack = perf::calibrate_stack(cat, ms);
+    const perf::StackMeasurement* ref = &ms.front();
+    for (const auto& m : ms)
+      if (m.request.mode == "decode") {
+        ref = &m;
+        break;
+      }
+    for (const auto& m : ms)
+      if (!m.note.empty() && std::find(said.begin(), said.end(), m.note) == said.end()) said.push_back(m.note);
+    if (!a.workload_given) {
+      a.workload = ref->request.workload;
+      said.push_back(fmt::format("workload {} (your measurement's, {})", a.workload, ref->source));
+    }
+    if (!a.mode_given) {
+      a.mode = ref->request.mode;
+      said.push_back(fmt::format("mode {} (your measurement's)", a.mode));
+    }
+    if (a.precision.empty()) {
+      a.precision = ref->request.format;
+      said.push_back(fmt::format("weights {} (your measurement's)", a.precision));
+    }
+    auto options = perf::parse_option_pairs(a.options);
+    std::vector<std::string> taken;
+    for (const auto& [k, v] : ref->request.options)
+      if (!options.count(k)) {
+        options[k] = v;
+        taken.push_back(k + "=" + v);
+      }
+    if (!taken.empty()) said.push_back(fmt::format("{} (your measurement's)", strings::join(taken, ", ")));
+    std::string joined;
+    for (const auto& [k, v] : options) joined += (joined.empty() ? "" : ";") + k + "=" + v;
+    a.options = joined;
+    if (a.batch == 0) a.batch = ref->request.batch;
+  }
   const workload::Workload w(a.workload, perf::parse_option_pairs(a.options));
-  if (workload::pricer_for(a.mode, w.family()) == workload::Pricer::serving) return run_compare_serving(a, cat, w, costs);
+  if (workload::pricer_for(a.mode, w.family()) == workload::Pricer::serving) return run_compare_serving(a, cat, w, costs, stack, said);
+  if (stack) throw InputError(fmt::format("--measured calibrates a served decoder (prefill, decode, infer) for now, not {} {}", a.workload, a.mode));
   if (a.gpus_each != 1) throw InputError("--gpus-each applies to LLM serving (tensor-parallel replicas)");
   const perf::Comparison c = perf::compare(cat, a.gpus, w, named_precision(a.precision), a.batch, a.mode == "train",
                                            costs.hour_prices(), perf::parse_options(a.options, w));
@@ -238,7 +317,7 @@ int run_compare(CompareArgs a) {
     fmt::print("The seed document's question: {} or {} for {}?\n\n", c.entries[0].gpu->name, c.entries[1].gpu->name,
                c.workload);
   fmt::print("{} {}, batch {} per GPU, {}\n", strings::escape_control(c.workload), a.mode, c.batch, precision_said(c));
-  if (const auto said = assumed(a, c, w); !said.empty()) fmt::print("assumed: {}\n", strings::join(said, "; "));
+  if (const auto graph_said = assumed(a, c, w); !graph_said.empty()) fmt::print("assumed: {}\n", strings::join(graph_said, "; "));
   fmt::print("\n");
   // The table: rows collected first, then laid out. A GPU's column is 24 characters, right-aligned; a cell
   // wider than that wraps onto continuation lines at spaces, and a single word longer than its column widens
@@ -296,16 +375,24 @@ Runner add_compare_command(CLI::App& app) {
   auto* sub = app.add_subcommand("compare", "Compare GPUs side by side on a workload (no GPUs: the seed question, RTX 4090 vs A100 on seed-mlp)");
   add_facts_option(sub, a->facts);
   sub->add_option("gpus", a->gpus, "Catalog GPU ids or aliases");
-  sub->add_option("--workload", a->workload, "Workload id")->capture_default_str();
+  auto* workload_opt = sub->add_option("--workload", a->workload, "Workload id")->capture_default_str();
   sub->add_option("--precision", a->precision, precision_help("fp32, tf32, amp-fp16, amp-bf16, amp-fp8, fp16, bf16"));
   sub->add_option("--batch", a->batch, "Batch per GPU (default: the workload family's; 32 for the seed question)")->check(whole_in(1, models::kMaxBatch));
-  sub->add_option("--mode", a->mode, "train or infer; decoders also prefill and decode (LLM serving)")->capture_default_str();
+  auto* mode_opt = sub->add_option("--mode", a->mode, "train or infer; decoders also prefill and decode (LLM serving)")->capture_default_str();
+  sub->add_option("--measured", a->measured,
+                  "Your measurement of a serving stack, carried to every card: a llama-bench output file (md, csv, json, jsonl, sql) or "
+                  "'gpu=ID;workload=ID;mode=prefill|decode;precision=FORMAT;value=N tokens/s' (repeatable); what the command leaves unsaid "
+                  "is what it ran");
   sub->add_option("--options", a->options, "k=v;k=v: seq_len, flash_attention; serving: prompt_len, gen_len, tp, framework, kv_dtype");
   sub->add_option("--gpus-each", a->gpus_each, "LLM serving: GPUs per system (with tp=N in --options)")->capture_default_str()->check(whole_in(1, 64));
   sub->add_option("--catalog", a->catalogs, "Add devices from a TOML file (repeatable)");
   add_assumption_options(sub, a->costs);
   add_output_option(sub, a->out);
-  return [a] { return run_compare(*a); };
+  return [a, workload_opt, mode_opt] {
+    a->workload_given = workload_opt->count() > 0;
+    a->mode_given = mode_opt->count() > 0;
+    return run_compare(*a);
+  };
 }
 
 }  // namespace gpuvs::cli

@@ -1,10 +1,13 @@
 // gpuvs predict: a workload's training or inference speed and memory on a catalog GPU.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "catalog/catalog.hpp"
 #include "cli/calibration_file.hpp"
+#include "cli/measured_input.hpp"
 #include "cli/assumption_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/gpu_names.hpp"
@@ -16,6 +19,7 @@
 #include "models/networks.hpp"
 #include "perf/predict.hpp"
 #include "perf/serving.hpp"
+#include "perf/stack_calibration.hpp"
 #include "workload/workload.hpp"
 
 namespace gpuvs::cli {
@@ -25,6 +29,7 @@ namespace {
 struct PredictArgs {
   std::string workload = "seed-mlp", gpu, precision, mode = "train", options, calibration;  // precision "": the default rule
   std::string facts;  // --facts FILE
+  std::vector<std::string> measured;  // --measured FILE|SPEC
   std::vector<std::string> catalogs;
   int gpus = 1;
   std::int64_t batch = 0;
@@ -35,6 +40,29 @@ struct PredictArgs {
 std::optional<perf::Calibration> calibration_of(const PredictArgs& a, const catalog::Catalog& cat) {
   if (a.calibration.empty()) return std::nullopt;
   return load_calibration(a.calibration, cat);
+}
+
+/// The stack calibration `--measured` gave, as JSON: its ratios, each measurement's step, what it leaves open.
+nlohmann::json stack_json(const perf::StackCalibration& s, bool applied, double uncalibrated) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (const auto& st : s.steps)
+    steps.push_back({{"source", st.source}, {"gpu", st.gpu}, {"mode", st.mode}, {"kernels", st.op_class}, {"measured", st.measured},
+                     {"predicted_before", st.predicted_before}, {"predicted_after", st.predicted_after}, {"ratio", st.ratio}, {"note", st.note}});
+  return {{"engine", s.ratios.engine}, {"format", s.ratios.format}, {"memory_ratio", s.ratios.memory}, {"matrix_ratio", s.ratios.gemm},
+          {"applied", applied}, {"throughput_without", uncalibrated}, {"steps", steps}, {"open", s.open}};
+}
+
+void print_stack(const perf::StackCalibration& s, bool applied, double uncalibrated, const std::string& unit) {
+  for (const auto& st : s.steps)
+    fmt::print("  measured     {}: {} {:.4g} tokens/s on {}; the model gave {:.4g}: {} kernels x{:.3f}{}\n", strings::escape_control(st.source), st.mode,
+               st.measured, st.gpu, st.predicted_before, st.op_class, st.ratio, st.note.empty() ? "" : " (" + st.note + ")");
+  for (const auto& o : s.open) fmt::print("  measured     left open: {}\n", o);
+  if (applied)
+    fmt::print("  calibrated   {} with {} weights as measured; without the measurements: {} {}\n", s.ratios.engine, s.ratios.format,
+               units::format_si(uncalibrated), unit);
+  else
+    fmt::print("  calibrated   not applied: the measurements ran {} with {} weights, this prediction another engine or format\n", s.ratios.engine,
+               s.ratios.format);
 }
 
 int run_serving(const PredictArgs& a, const catalog::Catalog& cat, const workload::Workload& w) {
@@ -48,7 +76,23 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat, const workloa
   req.options = perf::parse_option_pairs(a.options);
   const std::optional<perf::Calibration> cal = calibration_of(a, cat);
   req.calibration = cal ? &*cal : nullptr;
+  // Your measurements: the stack they ran, calibrated, and this prediction with and without it.
+  std::optional<perf::StackCalibration> stack;
+  std::vector<std::string> read_as;  // how the measurements' names were read
+  if (!a.measured.empty()) {
+    const auto ms = measured_inputs(cat, a.measured);
+    for (const auto& m : ms)
+      if (!m.note.empty() && std::find(read_as.begin(), read_as.end(), m.note) == read_as.end()) read_as.push_back(m.note);
+    stack = perf::calibrate_stack(cat, ms);
+  }
+  double uncalibrated = 0;
+  bool stack_applied = false;
+  if (stack) {
+    uncalibrated = perf::predict_serving(cat, w, req).throughput;
+    req.stack = &stack->ratios;
+  }
   const perf::ServingPrediction p = perf::predict_serving(cat, w, req);
+  if (stack) stack_applied = p.engine == stack->ratios.engine && p.format == stack->ratios.format;
   const auto& c = p.step;
   const bool decode_only = p.mode == "decode";
   if (a.out != Output::table) {
@@ -85,6 +129,10 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat, const workloa
         {"max_context", p.max_context},
         {"notes", p.notes},
     };
+    if (stack) {
+      j["measured"] = stack_json(*stack, stack_applied, uncalibrated);
+      j["measured"]["read_as"] = read_as;
+    }
     if (p.mode == "infer") {
       nlohmann::json curve = nlohmann::json::array();
       for (const auto& q : perf::serving_load_curve(cat, w, req))
@@ -129,6 +177,8 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat, const workloa
              p.prompt_len + (p.mode == "prefill" ? 0 : p.gen_len), p.max_context,
              p.context_limited_by_model ? " (the model's positions; the cache holds more)" : "");
   for (const auto& n : p.notes) fmt::print("  note         {}\n", n);
+  if (stack) print_stack(*stack, stack_applied, uncalibrated, p.unit);
+  for (const auto& r : read_as) fmt::print("  assumed      {}\n", r);
   if (p.mode == "infer" && req.batch == 0) {
     fmt::print("  latency against load (per system):\n    {:>9} {:>14} {:>10} {:>12} {:>12} {:>11} {:>12}\n", "in flight", "output tok/s",
                "requests/s", "first token", "p99", "per token", "request p99");
@@ -268,6 +318,8 @@ int run_predict(PredictArgs a) {
   a.gpu = gpu_id(cat, a.gpu);  // an unknown card is named before the workload is read; nvidia-smi names read too
   const workload::Workload w(a.workload, perf::parse_option_pairs(a.options));
   if (workload::pricer_for(a.mode, w.family()) == workload::Pricer::serving) return run_serving(a, cat, w);
+  if (!a.measured.empty())
+    throw InputError(fmt::format("--measured calibrates a served decoder (prefill, decode, infer) for now, not {} {}", a.workload, a.mode));
   perf::PredictRequest req;
   req.workload = a.workload;
   req.gpu = a.gpu;
@@ -311,6 +363,9 @@ Runner add_predict_command(CLI::App& app) {
                   "framework=vllm|trt-llm|llama.cpp|hf-transformers, kv_dtype=fp16|fp8");
   sub->add_option("--catalog", a->catalogs, "Add devices from a TOML file (repeatable)");
   sub->add_option("--calibration", a->calibration, "A gpuvs bench --save record: correct the model for the GPU it measured");
+  sub->add_option("--measured", a->measured,
+                  "Your measurement of a serving stack, carried to this card: a llama-bench output file (md, csv, json, jsonl, sql) or "
+                  "'gpu=ID;workload=ID;mode=prefill|decode;precision=FORMAT;value=N tokens/s' (repeatable)");
   add_output_option(sub, a->out);
   return [a] { return run_predict(*a); };
 }

@@ -20,6 +20,7 @@ struct StackMeasurement {
   ServingRequest request;
   double value = 0;
   std::string source;  // FILE:LINE or --measured
+  std::string note;    // how the measurement's names were read (the model a tool printed as a gpuvs workload)
 };
 
 struct StackStep {

@@ -1,0 +1,110 @@
+#include "cli/measured_input.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <map>
+
+#include "cli/gpu_names.hpp"
+#include "core/error.hpp"
+#include "core/files.hpp"
+#include "core/strings.hpp"
+#include "measured/llama_bench.hpp"
+#include "measured/spec.hpp"
+#include "models/networks.hpp"
+#include "perf/predict.hpp"
+#include "perf/weight_format.hpp"
+
+namespace gpuvs::cli {
+
+namespace {
+
+// Parameter counts within this of a preset's name the same model (llama.cpp counts every tensor it loads).
+constexpr double kParamsTolerance = 0.02;
+
+// The built-in decoder a tool's model is: the one whose published parameters are within 2% of the count it
+// printed, of the same architecture word where the preset's id starts with it. Presets of one shape (llama-7b and
+// llama2-7b) are the same model to the pricer: the first is taken. `note` says what was read as what.
+std::string decoder_of(const measured::Measurement& m, std::string& note) {
+  if (!(m.model_params > 0))
+    throw InputError(fmt::format("{}: the output gives no parameter count to tell the model by; name it in a --measured spec", m.where));
+  const std::string arch = strings::lower(m.model.substr(0, m.model.find(' ')));
+  std::vector<std::string> ids;
+  for (const auto& n : models::networks())
+    if (n.family == models::Family::decoder && n.published_params > 0 &&
+        std::fabs(n.published_params - m.model_params) <= kParamsTolerance * m.model_params)
+      ids.push_back(n.id);
+  std::vector<std::string> same_arch;
+  for (const auto& id : ids)
+    if (!arch.empty() && id.rfind(arch, 0) == 0) same_arch.push_back(id);
+  const auto& pick = same_arch.empty() ? ids : same_arch;
+  if (!pick.empty()) {
+    note = fmt::format("read '{}' ({:.3g} B parameters) as {}", m.model, m.model_params / 1e9, pick.front());
+    return pick.front();
+  }
+  // No preset of its size: a LLaMA-style decoder built to it (decoder-<size>), said as such.
+  const std::string built = fmt::format("decoder-{:.3g}b", m.model_params / 1e9);
+  note = fmt::format("read '{}' ({:.3g} B parameters) as {}: no built-in decoder has its size, so a LLaMA-style decoder built to it "
+                     "(its layer and head counts may differ; a --measured spec with workload= names another)",
+                     m.model, m.model_params / 1e9, built);
+  return built;
+}
+
+perf::StackMeasurement resolve(const catalog::Catalog& cat, const measured::Measurement& m, std::map<std::string, std::string>& cards) {
+  perf::StackMeasurement s;
+  s.source = m.where;
+  s.value = m.value;
+  if (m.gpu.empty())
+    throw InputError(fmt::format("{}: the output does not name the GPU (llama-bench's md table does not: run it with -o json, or keep the "
+                                 "devices it prints on stderr)", m.where));
+  if (m.gpu.find(", ") != std::string::npos)
+    throw InputError(fmt::format("{}: ran on several GPUs ({}): one card at a time for now", m.where, strings::printable(m.gpu)));
+  const std::string backend = strings::lower(m.backend);
+  if (backend == "cpu" || backend == "blas")
+    throw InputError(fmt::format("{}: ran on the CPU (backend {}): gpuvs calibrates GPU stacks", m.where, strings::printable(m.backend)));
+  try {
+    // One card named by many rows is read (and said) once.
+    auto it = cards.find(m.gpu);
+    if (it == cards.end()) it = cards.emplace(m.gpu, gpu_id(cat, m.gpu)).first;
+    s.request.gpu = it->second;
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: {}", m.where, e.what()));
+  }
+  s.request.workload = m.workload.empty() ? decoder_of(m, s.note) : m.workload;
+  const std::string format = !m.quant.empty() ? m.quant : perf::serving_format_for(m.precision.empty() ? "bf16" : m.precision);
+  (void)perf::weight_format(format);  // a format gpuvs does not price is named with the ones it does
+  s.request.format = format;
+  s.request.gpus = m.gpus;
+  s.request.batch = m.batch > 0 && m.tool == "spec" ? m.batch : 1;
+  if (!m.framework.empty()) s.request.options["framework"] = m.framework;
+  if (m.gpu_layers >= 0) s.request.options["ngl"] = std::to_string(m.gpu_layers);
+  s.request.mode = m.mode;
+  if (m.mode == "prefill") {
+    if (m.depth > 0) throw InputError(fmt::format("{}: a prefill after {} cached tokens is not priced yet", m.where, m.depth));
+    if (m.prompt_tokens > 0) s.request.options["prompt_len"] = std::to_string(m.prompt_tokens);
+  } else if (m.mode == "decode") {
+    s.request.options["prompt_len"] = std::to_string(std::max(1, m.depth > 0 ? m.depth : m.prompt_tokens));
+    if (m.gen_tokens > 0) s.request.options["gen_len"] = std::to_string(m.gen_tokens);
+  } else if (m.mode == "prefill+decode") {
+    throw InputError(fmt::format("{}: a combined test (pp+tg) leaves the split open: measure prompt and generation apart (-p and -n)", m.where));
+  } else {
+    throw InputError(fmt::format("{}: mode {} calibrates nothing yet (prefill and decode figures do)", m.where, m.mode));
+  }
+  return s;
+}
+
+}  // namespace
+
+std::vector<perf::StackMeasurement> measured_inputs(const catalog::Catalog& cat, const std::vector<std::string>& args) {
+  std::vector<perf::StackMeasurement> out;
+  std::map<std::string, std::string> cards;
+  for (const auto& a : args) {
+    std::vector<measured::Measurement> ms;
+    if (measured::looks_like_spec(a)) ms.push_back(measured::read_measured_spec(a));
+    else ms = measured::read_llama_bench(files::read_all(a, "--measured"), a);
+    for (const auto& m : ms) out.push_back(resolve(cat, m, cards));
+  }
+  return out;
+}
+
+}  // namespace gpuvs::cli
