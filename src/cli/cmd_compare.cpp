@@ -89,7 +89,7 @@ nlohmann::json measured_json(const perf::StackCalibration& s) {
   for (const auto& st : s.steps)
     steps.push_back({{"source", st.source}, {"gpu", st.gpu}, {"mode", st.mode}, {"kernels", st.op_class}, {"measured", st.measured},
                      {"predicted_before", st.predicted_before}, {"predicted_after", st.predicted_after}, {"ratio", st.ratio}, {"note", st.note}});
-  return {{"engine", s.ratios.engine}, {"format", s.ratios.format}, {"memory_ratio", s.ratios.memory}, {"matrix_ratio", s.ratios.gemm},
+  return {{"engine", s.ratios.engine}, {"format", s.ratios.format}, {"memory_ratio", s.ratios.memory}, {"matrix_ratio", s.ratios.gemm}, {"fixed_cost_ratio", s.ratios.fixed},
           {"steps", steps}, {"open", s.open}};
 }
 
@@ -188,8 +188,9 @@ int run_compare_serving(const CompareArgs& a, const catalog::Catalog& cat, const
   fmt::print("Cost per million output tokens at full load; {}.\n", cost_basis(costs));
   if (stack) {
     for (const auto& st : stack->steps)
-      fmt::print("Measured {}: {} {:.4g} tokens/s on {}; the model gave {:.4g}: {} kernels x{:.3f}{}.\n", strings::escape_control(st.source), st.mode,
-                 st.measured, st.gpu, st.predicted_before, st.op_class, st.ratio, st.note.empty() ? "" : " (" + st.note + ")");
+      fmt::print("Measured {}: {} {:.4g} tokens/s on {}; the model gave {:.4g}: {} x{:.3f}{}.\n", strings::escape_control(st.source), st.mode,
+                 st.measured, st.gpu, st.predicted_before, st.op_class == "fixed-cost" ? "fixed costs per token" : st.op_class + " kernels", st.ratio,
+               st.note.empty() ? "" : " (" + st.note + ")");
     for (const auto& o : stack->open) fmt::print("Left open by the measurements: {}.\n", o);
     fmt::print("Each card keeps its own bandwidth, peaks, clock, launches and host work; only the {} kernels measured move.\n",
                stack->ratios.engine);

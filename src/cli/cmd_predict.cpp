@@ -48,14 +48,15 @@ nlohmann::json stack_json(const perf::StackCalibration& s, bool applied, double 
   for (const auto& st : s.steps)
     steps.push_back({{"source", st.source}, {"gpu", st.gpu}, {"mode", st.mode}, {"kernels", st.op_class}, {"measured", st.measured},
                      {"predicted_before", st.predicted_before}, {"predicted_after", st.predicted_after}, {"ratio", st.ratio}, {"note", st.note}});
-  return {{"engine", s.ratios.engine}, {"format", s.ratios.format}, {"memory_ratio", s.ratios.memory}, {"matrix_ratio", s.ratios.gemm},
+  return {{"engine", s.ratios.engine}, {"format", s.ratios.format}, {"memory_ratio", s.ratios.memory}, {"matrix_ratio", s.ratios.gemm}, {"fixed_cost_ratio", s.ratios.fixed},
           {"applied", applied}, {"throughput_without", uncalibrated}, {"steps", steps}, {"open", s.open}};
 }
 
 void print_stack(const perf::StackCalibration& s, bool applied, double uncalibrated, const std::string& unit) {
   for (const auto& st : s.steps)
-    fmt::print("  measured     {}: {} {:.4g} tokens/s on {}; the model gave {:.4g}: {} kernels x{:.3f}{}\n", strings::escape_control(st.source), st.mode,
-               st.measured, st.gpu, st.predicted_before, st.op_class, st.ratio, st.note.empty() ? "" : " (" + st.note + ")");
+    fmt::print("  measured     {}: {} {:.4g} tokens/s on {}; the model gave {:.4g}: {} x{:.3f}{}\n", strings::escape_control(st.source), st.mode,
+               st.measured, st.gpu, st.predicted_before, st.op_class == "fixed-cost" ? "fixed costs per token" : st.op_class + " kernels", st.ratio,
+               st.note.empty() ? "" : " (" + st.note + ")");
   for (const auto& o : s.open) fmt::print("  measured     left open: {}\n", o);
   if (applied)
     fmt::print("  calibrated   {} with {} weights as measured; without the measurements: {} {}\n", s.ratios.engine, s.ratios.format,

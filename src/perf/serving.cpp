@@ -56,6 +56,7 @@ struct Setup {
   // on the CPU for a few rows at a time, or copied over the host link for a batched GEMM on the GPU.
   int gpu_layers = 0;
   double host_bandwidth = 0, host_link = 0;
+  double fixed = 1;  // a measured stack's fixed costs per iteration over the engine profile's (StackRatios::fixed)
 };
 
 /// Tokens rounded up to the engine's whole KV-cache blocks.
@@ -255,10 +256,10 @@ IterationCost iteration(const Setup& s, const TokenMix& mix) {
   // gap on the GPU. Under CUDA graphs a step is one launch. Host work per iteration (scheduling,
   // sampling) is serial with the step.
   const double kernels = d.layers * s.engine->kernels_per_layer + 4;
-  c.launch_s = kernels * system_facts().kernel_gap_s;
+  c.launch_s = kernels * system_facts().kernel_gap_s * s.fixed;
   const double gpu = c.seconds + c.launch_s;
-  const double host = (s.engine->cuda_graphs ? 1.0 : kernels) * s.engine->host_launch_s;
-  c.host_s = s.engine->step_overhead_s + std::max(0.0, host - gpu);
+  const double host = (s.engine->cuda_graphs ? 1.0 : kernels) * s.engine->host_launch_s * s.fixed;
+  c.host_s = s.engine->step_overhead_s * s.fixed + std::max(0.0, host - gpu);
   c.seconds = gpu + c.host_s;
   return c;
 }
@@ -398,6 +399,7 @@ Setup rank_setup(const catalog::Catalog& cat, const catalog::Gpu& gpu, const mod
   if (req.stack && req.stack->engine == engine.id && req.stack->format == format.id) {
     s.eff.mem_max = std::min(0.98, s.eff.mem_max * req.stack->memory);
     s.eff.gemm_max = std::min(0.98, s.eff.gemm_max * req.stack->gemm);
+    s.fixed = req.stack->fixed;
   }
   s.link = link_for(gpu, p.tp);
   s.weights = weight_bytes(d, format);

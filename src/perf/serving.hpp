@@ -33,6 +33,7 @@ bool is_serving_mode(const std::string& mode);
 struct StackRatios {
   std::string engine, format;  // the engine and weight format measured: other predictions are not touched
   double memory = 1, gemm = 1;
+  double fixed = 1;  // the engine's fixed costs per iteration: gaps between kernels, launches the GPU waits for, host work
 };
 
 struct ServingRequest {

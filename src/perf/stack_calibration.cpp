@@ -18,32 +18,41 @@ double throughput(const catalog::Catalog& cat, ServingRequest req, const StackRa
   return predict_serving(cat, req).throughput;
 }
 
-// The ratio of one class (`which` of `ratios`) that makes the model reproduce `m`: bisection in log space, the
-// throughput rising with the ratio until the efficiency it moves meets its 98% cap.
-StackStep solve(const catalog::Catalog& cat, const StackMeasurement& m, StackRatios ratios, double StackRatios::*which) {
+const char* class_name(double StackRatios::*which) {
+  return which == &StackRatios::gemm ? "matrix" : which == &StackRatios::memory ? "memory" : "fixed-cost";
+}
+
+// The ratio of one class (`which` of `ratios`) that makes the model reproduce `m`: bisection in log space between
+// `lowest` and `highest`. Kernel efficiencies raise the throughput with their ratio (until the efficiency meets its
+// 98% cap); fixed costs lower it.
+StackStep solve(const catalog::Catalog& cat, const StackMeasurement& m, StackRatios ratios, double StackRatios::*which, double lowest,
+                double highest) {
+  const bool rising = which != &StackRatios::fixed;
   StackStep step;
   step.source = m.source;
   step.gpu = m.request.gpu;
   step.mode = m.request.mode;
-  step.op_class = which == &StackRatios::gemm ? "matrix" : "memory";
+  step.op_class = class_name(which);
   step.measured = m.value;
   step.predicted_before = throughput(cat, m.request, ratios);
-  double lo = std::log(kLowest), hi = std::log(kHighest);
-  ratios.*which = kHighest;
+  ratios.*which = rising ? highest : lowest;
   const double top = throughput(cat, m.request, ratios);
-  ratios.*which = kLowest;
+  ratios.*which = rising ? lowest : highest;
   const double bottom = throughput(cat, m.request, ratios);
+  double lo = std::log(lowest), hi = std::log(highest);
   if (m.value >= top) {
-    ratios.*which = kHighest;
-    step.note = fmt::format("faster than the model allows with these kernels at their ceiling ({:.4g} {}); held there", top, "tokens/s");
+    ratios.*which = rising ? highest : lowest;
+    step.note = rising ? fmt::format("faster than the model allows with these kernels at their ceiling ({:.4g} tokens/s); held there", top)
+                       : fmt::format("faster than the model allows with {}x the profile's fixed costs ({:.4g} tokens/s); held there", lowest, top);
   } else if (m.value <= bottom) {
-    ratios.*which = kLowest;
-    step.note = fmt::format("slower than the model gives at {}x its {} efficiency ({:.4g} tokens/s); held there", kLowest, step.op_class, bottom);
+    ratios.*which = rising ? lowest : highest;
+    step.note = fmt::format("slower than the model gives at {}x its {} {} ({:.4g} tokens/s); held there", rising ? lowest : highest, step.op_class,
+                            rising ? "efficiency" : "costs", bottom);
   } else {
     for (int i = 0; i < 60; ++i) {
       const double mid = 0.5 * (lo + hi);
       ratios.*which = std::exp(mid);
-      (throughput(cat, m.request, ratios) < m.value ? lo : hi) = mid;
+      ((throughput(cat, m.request, ratios) < m.value) == rising ? lo : hi) = mid;
     }
     ratios.*which = std::exp(0.5 * (lo + hi));
   }
@@ -78,24 +87,40 @@ StackCalibration calibrate_stack(const catalog::Catalog& cat, const std::vector<
   const std::pair<const char*, double StackRatios::*> classes[] = {{"prefill", &StackRatios::gemm}, {"decode", &StackRatios::memory}};
   for (int round = 0; round < 6; ++round) {
     out.steps.clear();
+    out.ratios.fixed = 1;  // fixed costs move only where a decode figure is out of its kernels' reach, found again each round
     for (auto [mode, which] : classes) {
       double log_sum = 0;
       int n = 0;
+      double fixed_log_sum = 0;
+      int fixed_n = 0;
       for (std::size_t i = 0; i < ms.size(); ++i) {
         const StackMeasurement& m = ms[i];
         if (m.request.mode != mode) continue;
-        StackStep step = solve(cat, m, out.ratios, which);
+        StackStep step = solve(cat, m, out.ratios, which, kLowest, kHighest);
         step.measurement = i;
         log_sum += std::log(step.ratio);
         ++n;
+        // A decode faster than its memory-bound kernels at their ceiling allow: only lower fixed costs per token
+        // (fewer gaps between kernels, a graph launched once) explain it, and the same figure fixes them.
+        const bool out_of_reach = which == &StackRatios::memory && step.ratio >= kHighest;
         out.steps.push_back(std::move(step));
+        if (out_of_reach) {
+          StackRatios held = out.ratios;
+          held.memory = kHighest;
+          StackStep fixed = solve(cat, m, held, &StackRatios::fixed, kLowest, 1.0);
+          fixed.measurement = i;
+          fixed_log_sum += std::log(fixed.ratio);
+          ++fixed_n;
+          out.steps.push_back(std::move(fixed));
+        }
       }
       if (n > 0) out.ratios.*which = std::exp(log_sum / n);
+      if (fixed_n > 0) out.ratios.fixed = std::exp(fixed_log_sum / fixed_n);
     }
   }
   // Each step's figure as the model gave it before and gives it with the final ratios.
   StackRatios none = out.ratios;
-  none.memory = none.gemm = 1;
+  none.memory = none.gemm = none.fixed = 1;
   for (auto& step : out.steps) {
     step.predicted_before = throughput(cat, ms[step.measurement].request, none);
     step.predicted_after = throughput(cat, ms[step.measurement].request, out.ratios);

@@ -1,6 +1,8 @@
 // Your measurement in, the other cards out (issue 35): what measured serving figures say about the software
 // that ran them. A prefill figure (prompt tokens/s) fixes how close the engine's matrix kernels come to the
-// model's assumption; a decode figure, given that, how close its memory-bound kernels come. Each ratio is
+// model's assumption; a decode figure, given that, how close its memory-bound kernels come, and where even
+// those kernels at their ceiling are too slow for it, how much lower the engine's fixed costs per token are
+// (a newer build launching a graph, not a kernel at a time). Each ratio is
 // solved so the model reproduces its measurement on the card it was made on, with that card's own
 // bandwidth, peaks, clock, launches and host work; carried to another card it moves only those kernels'
 // efficiencies, so a card with more fixed cost per token or a different balance of bandwidth and math gets
@@ -24,7 +26,7 @@ struct StackMeasurement {
 };
 
 struct StackStep {
-  std::string source, gpu, mode, op_class;  // op_class: "matrix" (prefill) or "memory" (decode)
+  std::string source, gpu, mode, op_class;  // op_class: "matrix" (prefill), "memory" or "fixed-cost" (decode)
   double measured = 0, predicted_before = 0, predicted_after = 0, ratio = 1;
   std::string note;  // set when the ratio met a bound and the model cannot reproduce the figure
   std::size_t measurement = 0;  // which of the measurements given
