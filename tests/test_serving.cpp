@@ -411,6 +411,13 @@ TEST(StackCalibration, WhatOneFigureLeavesOpenAndWhatItCannotReachAreSaid) {
   ServingRequest again = qwen.request;
   again.stack = &graphs.ratios;
   EXPECT_NEAR(predict_serving(cat(), again).throughput / 37.71, 1.0, 0.005);
+  // A prefill figure beyond the profile's matrix kernels at their ceiling names kernels the profile does not price:
+  // not carried to other cards, and said.
+  const StackCalibration beyond = calibrate_stack(cat(), {measured_run("rtx-3090", "prefill", 50000, "prompt_len=512")});
+  EXPECT_DOUBLE_EQ(beyond.ratios.gemm, 1.0);
+  ASSERT_EQ(beyond.open.size(), 2u);  // the matrix kernels not carried; the memory-bound ones never measured
+  EXPECT_NE(beyond.open[0].find("not carried"), std::string::npos) << beyond.open[0];
+  EXPECT_NE(beyond.open[1].find("no decode figure"), std::string::npos) << beyond.open[1];
   // A decode figure no card could reach (ten times its bandwidth) is held at both bounds, and says so.
   const StackCalibration absurd = calibrate_stack(cat(), {measured_run("rtx-3090", "decode", 5000, "prompt_len=1;gen_len=128")});
   ASSERT_EQ(absurd.steps.size(), 2u);

@@ -84,15 +84,6 @@ void print_table(const std::vector<std::pair<std::string, std::vector<std::strin
   }
 }
 
-nlohmann::json measured_json(const perf::StackCalibration& s) {
-  nlohmann::json steps = nlohmann::json::array();
-  for (const auto& st : s.steps)
-    steps.push_back({{"source", st.source}, {"gpu", st.gpu}, {"mode", st.mode}, {"kernels", st.op_class}, {"measured", st.measured},
-                     {"predicted_before", st.predicted_before}, {"predicted_after", st.predicted_after}, {"ratio", st.ratio}, {"note", st.note}});
-  return {{"engine", s.ratios.engine}, {"format", s.ratios.format}, {"memory_ratio", s.ratios.memory}, {"matrix_ratio", s.ratios.gemm}, {"fixed_cost_ratio", s.ratios.fixed},
-          {"steps", steps}, {"open", s.open}};
-}
-
 /// LLM serving side by side (decoders with --mode prefill, decode or infer).
 int run_compare_serving(const CompareArgs& a, const catalog::Catalog& cat, const workload::Workload& w, const advise::Assumptions& costs,
                         const std::optional<perf::StackCalibration>& stack, const std::vector<std::string>& said) {
@@ -141,7 +132,7 @@ int run_compare_serving(const CompareArgs& a, const catalog::Catalog& cat, const
       arr.push_back(j);
     }
     nlohmann::json doc{{"schema_version", 1}, {"workload", a.workload}, {"mode", a.mode}, {"cost_assumptions", cost_assumptions_json(costs)}, {"gpus", arr}};
-    if (stack) doc["measured"] = measured_json(*stack);
+    if (stack) doc["measured"] = stack_json(*stack);
     if (!said.empty()) doc["assumed"] = said;
     print_structured(doc, a.out, {"gpus"});
     return 0;
@@ -187,10 +178,7 @@ int run_compare_serving(const CompareArgs& a, const catalog::Catalog& cat, const
     if (!e.prediction) fmt::print("  {} cannot serve it: {}\n", e.gpu->id, e.why);
   fmt::print("Cost per million output tokens at full load; {}.\n", cost_basis(costs));
   if (stack) {
-    for (const auto& st : stack->steps)
-      fmt::print("Measured {}: {} {:.4g} tokens/s on {}; the model gave {:.4g}: {} x{:.3f}{}.\n", strings::escape_control(st.source), st.mode,
-                 st.measured, st.gpu, st.predicted_before, st.op_class == "fixed-cost" ? "fixed costs per token" : st.op_class + " kernels", st.ratio,
-               st.note.empty() ? "" : " (" + st.note + ")");
+    for (const auto& st : stack->steps) fmt::print("Measured {}.\n", stack_step_line(st));
     for (const auto& o : stack->open) fmt::print("Left open by the measurements: {}.\n", o);
     fmt::print("Each card keeps its own bandwidth, peaks, clock, launches and host work; only the {} kernels measured move.\n",
                stack->ratios.engine);

@@ -42,21 +42,8 @@ std::optional<perf::Calibration> calibration_of(const PredictArgs& a, const cata
   return load_calibration(a.calibration, cat);
 }
 
-/// The stack calibration `--measured` gave, as JSON: its ratios, each measurement's step, what it leaves open.
-nlohmann::json stack_json(const perf::StackCalibration& s, bool applied, double uncalibrated) {
-  nlohmann::json steps = nlohmann::json::array();
-  for (const auto& st : s.steps)
-    steps.push_back({{"source", st.source}, {"gpu", st.gpu}, {"mode", st.mode}, {"kernels", st.op_class}, {"measured", st.measured},
-                     {"predicted_before", st.predicted_before}, {"predicted_after", st.predicted_after}, {"ratio", st.ratio}, {"note", st.note}});
-  return {{"engine", s.ratios.engine}, {"format", s.ratios.format}, {"memory_ratio", s.ratios.memory}, {"matrix_ratio", s.ratios.gemm}, {"fixed_cost_ratio", s.ratios.fixed},
-          {"applied", applied}, {"throughput_without", uncalibrated}, {"steps", steps}, {"open", s.open}};
-}
-
 void print_stack(const perf::StackCalibration& s, bool applied, double uncalibrated, const std::string& unit) {
-  for (const auto& st : s.steps)
-    fmt::print("  measured     {}: {} {:.4g} tokens/s on {}; the model gave {:.4g}: {} x{:.3f}{}\n", strings::escape_control(st.source), st.mode,
-               st.measured, st.gpu, st.predicted_before, st.op_class == "fixed-cost" ? "fixed costs per token" : st.op_class + " kernels", st.ratio,
-               st.note.empty() ? "" : " (" + st.note + ")");
+  for (const auto& st : s.steps) fmt::print("  measured     {}\n", stack_step_line(st));
   for (const auto& o : s.open) fmt::print("  measured     left open: {}\n", o);
   if (applied)
     fmt::print("  calibrated   {} with {} weights as measured; without the measurements: {} {}\n", s.ratios.engine, s.ratios.format,
@@ -131,7 +118,9 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat, const workloa
         {"notes", p.notes},
     };
     if (stack) {
-      j["measured"] = stack_json(*stack, stack_applied, uncalibrated);
+      j["measured"] = stack_json(*stack);
+      j["measured"]["applied"] = stack_applied;
+      j["measured"]["throughput_without"] = uncalibrated;
       j["measured"]["read_as"] = read_as;
     }
     if (p.mode == "infer") {

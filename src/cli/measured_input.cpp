@@ -107,4 +107,19 @@ std::vector<perf::StackMeasurement> measured_inputs(const catalog::Catalog& cat,
   return out;
 }
 
+nlohmann::json stack_json(const perf::StackCalibration& s) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (const auto& st : s.steps)
+    steps.push_back({{"source", st.source}, {"gpu", st.gpu}, {"mode", st.mode}, {"kernels", st.op_class}, {"measured", st.measured},
+                     {"predicted_before", st.predicted_before}, {"predicted_after", st.predicted_after}, {"ratio", st.ratio}, {"note", st.note}});
+  return {{"engine", s.ratios.engine}, {"format", s.ratios.format},      {"memory_ratio", s.ratios.memory}, {"matrix_ratio", s.ratios.gemm},
+          {"fixed_cost_ratio", s.ratios.fixed}, {"steps", steps}, {"open", s.open}};
+}
+
+std::string stack_step_line(const perf::StackStep& st) {
+  return fmt::format("{}: {} {:.4g} tokens/s on {}; the model gave {:.4g}: {} x{:.3f}{}", strings::escape_control(st.source), st.mode, st.measured,
+                     st.gpu, st.predicted_before, st.op_class == "fixed-cost" ? "fixed costs per token" : st.op_class + " kernels", st.ratio,
+                     st.note.empty() ? "" : " (" + st.note + ")");
+}
+
 }  // namespace gpuvs::cli

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "catalog/catalog.hpp"
 #include "perf/stack_calibration.hpp"
 
@@ -17,5 +19,11 @@ namespace gpuvs::cli {
 /// no card named, several cards, a CPU run, a model no built-in decoder matches, a weight format gpuvs does
 /// not price, a combined or deep prefill test.
 std::vector<perf::StackMeasurement> measured_inputs(const catalog::Catalog& cat, const std::vector<std::string>& args);
+
+/// The calibration as JSON, the same in every command: the engine and format, the ratios, each measurement's step
+/// (source, card, mode, kernels, measured, predicted before and after, ratio, note) and what it leaves open.
+nlohmann::json stack_json(const perf::StackCalibration& s);
+/// One step in words: "SOURCE: decode 37.71 tokens/s on rtx-3090; the model gave 33.14: memory kernels x0.902 (NOTE)".
+std::string stack_step_line(const perf::StackStep& st);
 
 }  // namespace gpuvs::cli

@@ -118,6 +118,19 @@ StackCalibration calibrate_stack(const catalog::Catalog& cat, const std::vector<
       if (fixed_n > 0) out.ratios.fixed = std::exp(fixed_log_sum / fixed_n);
     }
   }
+  // A prefill figure beyond what the matrix kernels can reach at their ceiling names software the engine profile
+  // does not price (a newer build's kernels): its ratio is not carried to other cards.
+  bool any_prefill = false, all_beyond = true;
+  for (const auto& step : out.steps)
+    if (step.op_class == "matrix") {
+      any_prefill = true;
+      all_beyond = all_beyond && step.ratio >= kHighest;
+    }
+  if (any_prefill && all_beyond) {
+    out.ratios.gemm = 1;
+    out.open.push_back("matrix kernels: the prefill figures are beyond what the profile's kernels reach at their ceiling, so the engine ran "
+                       "kernels the profile does not price; not carried");
+  }
   // Each step's figure as the model gave it before and gives it with the final ratios.
   StackRatios none = out.ratios;
   none.memory = none.gemm = none.fixed = 1;
