@@ -254,7 +254,7 @@ TEST(MeasuredSpec, AFigureTypedOnTheCommandLineReadsAsAMeasurement) {
   EXPECT_DOUBLE_EQ(t.value, 2600);
   EXPECT_EQ(t.unit, "images/s");
   EXPECT_DOUBLE_EQ(*t.spread, 50);
-  EXPECT_EQ(t.batch, 256);
+  EXPECT_EQ(t.sequences, 256);
   EXPECT_EQ(t.gpus, 8);
   EXPECT_EQ(t.framework, "pytorch");
   EXPECT_DOUBLE_EQ(measured::read_measured_spec("gpu=a;workload=b;mode=infer;value=1.5 k tokens/s;prompt_len=128;gen_len=64").value, 1500);

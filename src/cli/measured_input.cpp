@@ -75,7 +75,7 @@ perf::StackMeasurement resolve(const catalog::Catalog& cat, const measured::Meas
   (void)perf::weight_format(format);  // a format gpuvs does not price is named with the ones it does
   s.request.format = format;
   s.request.gpus = m.gpus;
-  s.request.batch = m.batch > 0 && m.tool == "spec" ? m.batch : 1;
+  s.request.batch = m.sequences > 0 ? m.sequences : 1;
   if (!m.framework.empty()) s.request.options["framework"] = m.framework;
   if (m.gpu_layers >= 0) s.request.options["ngl"] = std::to_string(m.gpu_layers);
   s.request.mode = m.mode;

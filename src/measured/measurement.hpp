@@ -28,7 +28,9 @@ struct Measurement {
   std::string mode;
   int prompt_tokens = 0, gen_tokens = 0, depth = 0;  // depth: tokens already in the cache before the test
   int gpu_layers = -1;     // layers offloaded to the GPU (llama.cpp's -ngl); -1 when not printed
-  int threads = 0, batch = 0, ubatch = 0;
+  int threads = 0;
+  int batch = 0, ubatch = 0;  // llama.cpp's logical and physical batch, in tokens (n_batch, n_ubatch)
+  int sequences = 0;          // sequences per step, where the measurement says (a spec's batch=); 0: one
   double value = 0;        // the figure, in `unit`
   std::string unit;        // "tokens/s"
   std::optional<double> spread;  // its standard deviation over the repetitions, in `unit`

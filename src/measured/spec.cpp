@@ -82,7 +82,7 @@ Measurement read_measured_spec(const std::string& spec) {
   if (kv.count("framework")) m.framework = kv["framework"];
   if (kv.count("prompt_len")) m.prompt_tokens = count(kv["prompt_len"], "prompt_len", 1, 1 << 20);
   if (kv.count("gen_len")) m.gen_tokens = count(kv["gen_len"], "gen_len", 1, 1 << 20);
-  if (kv.count("batch")) m.batch = count(kv["batch"], "batch", 1, 1 << 24);
+  if (kv.count("batch")) m.sequences = count(kv["batch"], "batch", 1, 1 << 24);
   if (kv.count("gpus")) m.gpus = count(kv["gpus"], "gpus", 1, 65536);
   // "112 tokens/s", "1.2 k tokens/s", "1.2k tokens/s".
   const std::string v = kv["value"];

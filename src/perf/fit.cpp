@@ -59,15 +59,19 @@ FitResult fit_constants(const catalog::Catalog& cat, const std::vector<Published
   c.of(DeviceClass::geforce) = c.prior;
   c.bytes_per_sm_cycle = c.bytes_per_sm_cycle_prior;
   c.clock_headroom = c.clock_headroom_prior;
-  // Each parameter with its bounds: fractions in (0.05, 1], bytes per SM-cycle in [0.5, 256].
-  std::vector<std::pair<double*, double>> params;
+  // Each parameter with its bounds: fractions in [0.05, 1], bytes per SM-cycle in [0.5, 256].
+  struct Param {
+    double* value;
+    double lowest, highest;
+  };
+  std::vector<Param> params;
   if (r.classes_fitted[0] || r.classes_fitted[1]) {
-    params.emplace_back(&c.clock_headroom, 1.0);
-    params.emplace_back(&c.bytes_per_sm_cycle, 256.0);
+    params.push_back({&c.clock_headroom, 0.05, 1.0});
+    params.push_back({&c.bytes_per_sm_cycle, 0.5, 256.0});
   }
   for (int k = 0; k < 2; ++k)
     if (r.classes_fitted[k])
-      for (double* f : {&c.cls[k].gemm, &c.cls[k].conv}) params.emplace_back(f, 1.0);
+      for (double* f : {&c.cls[k].gemm, &c.cls[k].conv}) params.push_back({f, 0.05, 1.0});
   double best = objective(cat, fit_rows, held_out, c, workloads);
   r.evaluations = 1;
   // The memory constant first, on a coarse grid: where no card's SMs bind (a prior too high), the rows cannot
@@ -90,10 +94,11 @@ FitResult fit_constants(const catalog::Catalog& cat, const std::vector<Published
   // when nothing does.
   for (double step = 0.25; step > 0.004 && !params.empty();) {
     bool improved = false;
-    for (auto [p, upper] : params)
+    for (const Param& param : params)
       for (double dir : {1.0, -1.0}) {
+        double* p = param.value;
         const double old = *p;
-        *p = std::clamp(old * std::exp(dir * step), upper == 1.0 ? 0.05 : 0.5, upper);
+        *p = std::clamp(old * std::exp(dir * step), param.lowest, param.highest);
         if (*p == old) continue;
         const double obj = objective(cat, fit_rows, held_out, c, workloads);
         ++r.evaluations;

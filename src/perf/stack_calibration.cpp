@@ -34,7 +34,6 @@ StackStep solve(const catalog::Catalog& cat, const StackMeasurement& m, StackRat
   step.mode = m.request.mode;
   step.op_class = class_name(which);
   step.measured = m.value;
-  step.predicted_before = throughput(cat, m.request, ratios);
   ratios.*which = rising ? highest : lowest;
   const double top = throughput(cat, m.request, ratios);
   ratios.*which = rising ? lowest : highest;
@@ -57,8 +56,7 @@ StackStep solve(const catalog::Catalog& cat, const StackMeasurement& m, StackRat
     ratios.*which = std::exp(0.5 * (lo + hi));
   }
   step.ratio = ratios.*which;
-  step.predicted_after = throughput(cat, m.request, ratios);
-  return step;
+  return step;  // predicted_before and predicted_after: set by the caller from the final ratios
 }
 
 }  // namespace
