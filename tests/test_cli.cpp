@@ -380,6 +380,30 @@ TEST(Cli, OnnxFilesArePricedWhereverAWorkloadGoes) {
   expect_usage_error(run_gpuvs("graph " + (tmp / "junk.onnx").string()), "junk.onnx: not an ONNX model");
 }
 
+// --calibrate-one: each row of a group taken as the user's own measurement; the table and the JSON say the same pairs.
+TEST(Cli, ValidateCalibrateOneReportsTransferBesideFlatAndUncalibrated) {
+  const std::string data = std::string(GPUVS_SOURCE_DIR) + "/data/validation/nvidia-dle-resnet50.csv";
+  const auto r = run_gpuvs("validate --calibrate-one --data " + data);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("calibrated on one card, the others predicted"), std::string::npos) << r.out;
+  const auto j = run_gpuvs("validate --calibrate-one --json --data " + data);
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const auto doc = nlohmann::json::parse(j.out);
+  const auto& one = doc["calibrate_one"];
+  ASSERT_TRUE(one.is_object());
+  const int pairs = one["all"]["pairs"];
+  EXPECT_GT(pairs, 0);
+  ASSERT_EQ(one["pairs"].size(), static_cast<std::size_t>(pairs));
+  for (const auto& p : one["pairs"]) {
+    EXPECT_NE(p["from"], p["to"]);
+    EXPECT_GT(p["transferred"].get<double>(), 0);
+  }
+  EXPECT_NE(r.out.find(" " + std::to_string(pairs) + " "), std::string::npos);
+  // Without the flag the JSON says it was not run.
+  const auto plain = run_gpuvs("validate --json --data " + data);
+  EXPECT_TRUE(nlohmann::json::parse(plain.out)["calibrate_one"].is_null());
+}
+
 TEST(Cli, ValidateTableAndJson) {
   const std::string data = std::string(GPUVS_SOURCE_DIR) + "/data/validation/lambda-pytorch-2023.csv";
   const auto r = run_gpuvs("validate --data " + data);

@@ -1,5 +1,6 @@
 // The performance model: precision semantics, wave quantization, memory formulas, the roofline terms,
 // and accuracy on the published Lambda data.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "core/strings.hpp"
 #include "ir/cost.hpp"
 #include "models/networks.hpp"
+#include "perf/calibrate_one.hpp"
 #include "perf/clocks.hpp"
 #include "perf/collective.hpp"
 #include "perf/constants.hpp"
@@ -1533,4 +1535,63 @@ TEST(DeviceView, TheCardBothPricersSeeIsAssembledOnce) {
   hot.clock_headroom = 1.0;
   const ScopedConstants scope(hot);
   EXPECT_GT(device_view(h100, plan, nullptr, true).matrix_peak, train.matrix_peak);
+}
+
+// --calibrate-one: a stack whose memory-bound kernels run at 0.8x the model's assumption, measured on each of three
+// cards (the model's own figures with that ratio: the truth is known). Calibrated on any one card, the others come
+// out exact, where a flat measured/predicted factor is off on cards whose share of memory-bound time differs.
+TEST(CalibrateOne, OneCardsFigureCarriesTheStacksKernelsToTheOthersThroughTheirPhysics) {
+  const std::string head = "id,gpu,n_gpus,workload,mode,precision,batch_per_gpu,options,value,unit,per,source\n";
+  std::string text = head;
+  StackRatios truth;
+  truth.engine = "pytorch";
+  truth.format = "amp-fp16";
+  truth.memory = 0.8;
+  workload::Workloads workloads;
+  int n = 0;
+  for (const char* gpu : {"rtx-3090", "a100-80gb-sxm", "h100-sxm"}) {
+    const PublishedRow r = read_published(head + fmt::format("R{},{},1,resnet50,train,amp-fp16,128,,1,images/s,gpu,s\n", n, gpu), "t.csv")[0];
+    const ValidatedRow v = validate_row(cat(), r, {}, workloads, &truth);
+    ASSERT_EQ(v.status, "ok") << v.reason;
+    ASSERT_EQ(v.engine, "pytorch");
+    ASSERT_EQ(v.format, "amp-fp16");
+    text += fmt::format("R{},{},1,resnet50,train,amp-fp16,128,,{},images/s,gpu,s\n", n++, gpu, v.predicted);
+  }
+  const auto rows = read_published(text, "t.csv");
+  const CalibrateOneReport rep = calibrate_one(cat(), rows, workloads);
+  ASSERT_EQ(rep.pairs.size(), 6u);
+  ASSERT_EQ(rep.sources.size(), 1u);
+  EXPECT_EQ(rep.all.groups, 1);
+  double flat_worst = 0;
+  for (const auto& p : rep.pairs) {
+    EXPECT_EQ(p.op_class, "memory") << p.from << " -> " << p.to;
+    EXPECT_NEAR(p.ratio, 0.8, 1e-3) << p.from;
+    EXPECT_LT(p.transferred_ape, 1e-3) << p.from << " -> " << p.to;
+    EXPECT_GT(p.uncalibrated_ape, 0.02);  // the model alone misses the slower kernels
+    flat_worst = std::max(flat_worst, p.flat_ape);
+  }
+  EXPECT_GT(flat_worst, 0.01);  // a flat factor cannot carry what only the memory-bound part of each step took
+  EXPECT_EQ(rep.all.worse, 0);
+  // Another framework's or precision's stack moves nothing.
+  StackRatios other = truth;
+  other.format = "tf32";
+  const ValidatedRow untouched = validate_row(cat(), rows[0], {}, workloads, &other);
+  const ValidatedRow plain = validate_row(cat(), rows[0], {}, workloads);
+  EXPECT_DOUBLE_EQ(untouched.predicted, plain.predicted);
+}
+
+// Rows on one card only and rows without a figure make no pair (another precision is another group); an empty report
+// says none.
+TEST(CalibrateOne, RowsOnOneCardOrWithoutAFigureMakeNoPair) {
+  const std::string head = "id,gpu,n_gpus,workload,mode,precision,batch_per_gpu,options,value,unit,per,source\n";
+  const auto rows = read_published(head + "A,a100-80gb-sxm,1,resnet50,train,amp-fp16,128,,2000,images/s,gpu,s\n"
+                                          "B,a100-80gb-sxm,1,resnet50,train,amp-fp16,128,,2100,images/s,gpu,s\n"
+                                          "C,h100-sxm,1,resnet50,train,amp-fp16,128,,,images/s,gpu,s\n"
+                                          "D,h100-sxm,1,resnet50,train,tf32,64,,3000,images/s,gpu,s\n",
+                                   "t.csv");
+  workload::Workloads workloads;
+  const CalibrateOneReport rep = calibrate_one(cat(), rows, workloads);
+  EXPECT_TRUE(rep.pairs.empty());
+  EXPECT_TRUE(rep.sources.empty());
+  EXPECT_EQ(rep.all.pairs, 0);
 }

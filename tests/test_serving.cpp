@@ -3,6 +3,7 @@
 // fit, bad input, the data files' parsers, and the published serving rows.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <functional>
@@ -439,4 +440,50 @@ TEST(StackCalibration, WhatOneFigureLeavesOpenAndWhatItCannotReachAreSaid) {
                          }
                          (void)calibrate_stack(cat(), ms);
                        });
+}
+
+// One figure of any kind: the class that takes most of its time, in the direction it asks for, is solved; a class
+// already at its ceiling gives way to the next; a figure no class reaches moves nothing. The rate here is a step of
+// three parts (matrix work capped at its peak, a memory-bound part, fixed costs), so every answer is known.
+TEST(StackCalibration, OneFigureFixesTheClassThatTakesMostOfItsTime) {
+  const auto rate = [](const StackRatios& r) {
+    const double matrix_s = 6.0 / std::min(0.98, 0.7 * r.gemm), memory_s = 2.0 / std::min(0.98, 0.6 * r.memory);
+    return 1.0 / (matrix_s + memory_s + 0.5 * r.fixed);
+  };
+  StackRatios base;
+  base.engine = "pytorch";
+  base.format = "tf32";
+  StackRatios truth = base;
+  truth.gemm = 0.9;
+  const StackCalibration slower = calibrate_figure(rate, rate(truth), "steps/s", base);
+  ASSERT_EQ(slower.steps.size(), 1u);
+  EXPECT_EQ(slower.steps[0].op_class, "matrix");
+  EXPECT_NEAR(slower.ratios.gemm, 0.9, 1e-6);
+  EXPECT_DOUBLE_EQ(slower.ratios.memory, 1.0);
+  EXPECT_NEAR(slower.steps[0].predicted_after, rate(truth), 1e-9);
+  ASSERT_EQ(slower.open.size(), 2u);  // memory and fixed costs: the model's assumption, with how much they move it
+  EXPECT_NE(slower.open[0].find("the model's assumption"), std::string::npos);
+  // Faster than the matrix kernels at their ceiling (0.98) allow: the memory-bound part explains the rest.
+  const double ceiling = rate([&] {
+    StackRatios r = base;
+    r.gemm = 0.98 / 0.7;
+    return r;
+  }());
+  const StackCalibration faster = calibrate_figure(rate, ceiling * 1.05, "steps/s", base);
+  ASSERT_EQ(faster.steps.size(), 2u);
+  EXPECT_EQ(faster.steps[0].op_class, "matrix");
+  EXPECT_FALSE(faster.steps[0].note.empty());
+  EXPECT_EQ(faster.steps[1].op_class, "memory");
+  EXPECT_TRUE(faster.steps[1].note.empty());
+  EXPECT_GT(faster.ratios.memory, 1.0);
+  EXPECT_NEAR(rate(faster.ratios), ceiling * 1.05, 1e-9);
+  // Beyond every class at its bound: nothing carried, said.
+  const StackCalibration beyond = calibrate_figure(rate, 100.0, "steps/s", base);
+  EXPECT_DOUBLE_EQ(beyond.ratios.gemm, 1.0);
+  EXPECT_DOUBLE_EQ(beyond.ratios.memory, 1.0);
+  EXPECT_DOUBLE_EQ(beyond.ratios.fixed, 1.0);
+  ASSERT_FALSE(beyond.open.empty());
+  EXPECT_TRUE(std::any_of(beyond.open.begin(), beyond.open.end(), [](const std::string& o) { return o.find("not carried") != std::string::npos; }));
+  EXPECT_THROW((void)calibrate_figure(rate, std::nan(""), "steps/s", base), InputError);
+  EXPECT_THROW((void)calibrate_figure(rate, -1, "steps/s", base), InputError);
 }

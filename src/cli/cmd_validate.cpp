@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <nlohmann/json.hpp>
 
@@ -17,6 +18,7 @@
 #include "core/strings.hpp"
 #include "core/units.hpp"
 #include "perf/band.hpp"
+#include "perf/calibrate_one.hpp"
 #include "perf/fit.hpp"
 #include "perf/validation.hpp"
 
@@ -30,7 +32,7 @@ struct ValidateArgs {
   std::string facts;  // --facts FILE
   std::vector<std::string> catalogs;
   Output out = Output::table;
-  bool held_out = false, force = false;
+  bool held_out = false, force = false, calibrate_one = false;
 };
 
 /// Files, or folders of *.csv files (sorted).
@@ -59,7 +61,37 @@ nlohmann::json summary_json(const perf::SourceSummary& f) {
 
 /// -o json: every row, every source, the totals; held-out folds where they were run (null otherwise). csv and md:
 /// a row per measurement, then per source and per held-out fold (the `list` column), the totals on every row.
-void print_report_structured(const perf::ValidationReport& rep, std::size_t scored, const std::vector<perf::SourceSummary>* held, Output out) {
+nlohmann::json transfer_json(const perf::TransferSummary& s) {
+  return nlohmann::json{{"file", s.file},
+                        {"groups", s.groups},
+                        {"pairs", s.pairs},
+                        {"uncalibrated_median_abs_error", s.uncalibrated_median},
+                        {"flat_median_abs_error", s.flat_median},
+                        {"transferred_median_abs_error", s.transferred_median},
+                        {"better_than_flat", s.better},
+                        {"worse_than_flat", s.worse}};
+}
+
+/// --calibrate-one as JSON: per source and in all, and every pair (calibrated on `from`, predicted `to`).
+nlohmann::json calibrate_one_json(const perf::CalibrateOneReport& c) {
+  nlohmann::json sources = nlohmann::json::array(), pairs = nlohmann::json::array();
+  for (const auto& s : c.sources) sources.push_back(transfer_json(s));
+  for (const auto& p : c.pairs)
+    pairs.push_back(nlohmann::json{{"from", p.from},
+                                   {"to", p.to},
+                                   {"file", p.file},
+                                   {"op_class", p.op_class},
+                                   {"ratio", p.ratio},
+                                   {"measured", p.measured},
+                                   {"uncalibrated", p.uncalibrated},
+                                   {"flat", p.flat},
+                                   {"transferred", p.transferred},
+                                   {"note", p.note}});
+  return nlohmann::json{{"sources", sources}, {"all", transfer_json(c.all)}, {"pairs", pairs}};
+}
+
+void print_report_structured(const perf::ValidationReport& rep, std::size_t scored, const std::vector<perf::SourceSummary>* held,
+                             const perf::CalibrateOneReport* one, Output out) {
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& v : rep.rows) {
     nlohmann::json j{{"id", v.row.id}, {"file", v.row.file}, {"status", v.status}, {"unit", v.row.unit.empty() ? v.predicted_unit : v.row.unit},
@@ -76,7 +108,8 @@ void print_report_structured(const perf::ValidationReport& rep, std::size_t scor
   print_structured(nlohmann::json{{"schema_version", 2}, {"rows", arr}, {"sources", sources},
                                   {"coverage", rep.coverage}, {"median_abs_error", scored ? nlohmann::json(rep.median_ape) : nlohmann::json(nullptr)},
                                   {"ratio_median_abs_error", rep.ratio_median_ape}, {"in_band", rep.in_band},
-                                  {"held_out_sources", held ? held_json : nlohmann::json(nullptr)}},
+                                  {"held_out_sources", held ? held_json : nlohmann::json(nullptr)},
+                                  {"calibrate_one", one ? calibrate_one_json(*one) : nlohmann::json(nullptr)}},
                    out, {"rows", "sources", "held_out_sources"});
 }
 
@@ -130,6 +163,32 @@ void print_held_out(const std::vector<perf::SourceSummary>& held, const std::vec
                "band {:.2f}x to {:.2f}x (serving {:.2f}x to {:.2f}x)\n",
                scored, 100 * rep.median_ape, 100 * rep.mean_ape, 100 * rep.in_band, std::exp(rep.log_err_p10), std::exp(rep.log_err_p90),
                std::exp(rep.serving_log_err_p10), std::exp(rep.serving_log_err_p90));
+}
+
+/// --calibrate-one: each scored row of a group taken as the user's own measurement, the group's other cards predicted.
+void print_calibrate_one(const perf::CalibrateOneReport& c) {
+  fmt::print("\ncalibrated on one card, the others predicted (--calibrate-one): each scored row of a source, workload and\n"
+             "configuration on two or more cards taken in turn as your measurement; the stack's class that figure is most\n"
+             "sensitive to solved from it and carried to the group's other cards. Median |error| of those cards' predictions:\n"
+             "uncalibrated (the model alone), flat (scaled by the measured card's measured/predicted: the cross-GPU ratio error)\n"
+             "and transferred (the calibration carried through each card's physics).\n");
+  fmt::print("{:<26} {:>6} {:>6} {:>13} {:>8} {:>12} {:>15}\n", "source file", "groups", "pairs", "uncalibrated", "flat", "transferred",
+             "better/worse");
+  auto line = [](const perf::TransferSummary& s) {
+    fmt::print("{:<26} {:>6} {:>6} {:>12.1f}% {:>7.1f}% {:>11.1f}% {:>15}\n", s.file, s.groups, s.pairs, 100 * s.uncalibrated_median,
+               100 * s.flat_median, 100 * s.transferred_median, fmt::format("{}/{}", s.better, s.worse));
+  };
+  for (const auto& s : c.sources) line(s);
+  if (c.all.pairs == 0) {
+    fmt::print("no group has scored rows on two or more cards\n");
+    return;
+  }
+  line(c.all);
+  std::map<std::string, int> classes;
+  for (const auto& p : c.pairs) ++classes[p.op_class];
+  std::vector<std::string> said;
+  for (const auto& [k, n] : classes) said.push_back(fmt::format("{} {}", k, n));
+  fmt::print("(better/worse: pairs whose transferred error is below/above the flat one; class solved, by pair: {})\n", strings::join(said, ", "));
 }
 
 void print_totals(const perf::ValidationReport& rep, std::size_t scored) {
@@ -207,13 +266,19 @@ int run_validate(const ValidateArgs& a) {
     files::write_output(a.fit, perf::constants_output("--fit", a.force), perf::constants_toml(fit.constants));
     fmt::print(stderr, "fitted on {} rows: mean |log error| {:.4f}; written to {}\n", fit.rows, fit.objective, a.fit);
   }
+  std::optional<perf::CalibrateOneReport> one;
+  if (a.calibrate_one) {
+    workload::Workloads workloads;
+    one = perf::calibrate_one(cat, rows, workloads);
+  }
   if (a.out != Output::table) {
-    print_report_structured(rep, scored, a.held_out ? &held : nullptr, a.out);
+    print_report_structured(rep, scored, a.held_out ? &held : nullptr, one ? &*one : nullptr, a.out);
     return 0;
   }
   print_rows(rep);
   print_sources(rep.sources);
   if (a.held_out) print_held_out(held, folds);
+  if (one) print_calibrate_one(*one);
   print_totals(rep, scored);
   return 0;
 }
@@ -229,6 +294,9 @@ Runner add_validate_command(CLI::App& app) {
   add_output_option(sub, a->out);  // JSON: rows, per-source summaries (schema 2)
   sub->add_flag("--held-out", a->held_out,
                 "Leave-one-source-out: predict each file with the constants refitted on the others (and its figures withheld)");
+  sub->add_flag("--calibrate-one", a->calibrate_one,
+                "Take each row of a source, workload and configuration on several cards as your own measurement, calibrate on it "
+                "and predict the other cards; report those errors beside the uncalibrated and flat-scaled ones");
   sub->add_option("--constants", a->constants, "Price with these fitted constants (a --fit file) instead of the built-in ones");
   sub->add_option("--fit", a->fit, "Fit the model's constants to these files and write them as TOML to FILE");
   sub->add_option("--write-band", a->write_band, "Write the error band (10th-90th percentile of the leave-one-source-out errors) as TOML to FILE");

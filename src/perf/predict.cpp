@@ -89,6 +89,7 @@ bool apply_serving(Prediction& p, const catalog::Catalog& cat, const workload::W
   s.batch = p.batch;
   s.format = serving_format_for(std::string(precision_name(p.plan.precision)));
   s.calibration = req.calibration;
+  s.stack = req.stack;
   for (const auto& key : models::gpt_shape_keys())
     if (req.options.count(key)) s.options[key] = req.options.at(key);
   // A serving engine named is used; PyTorch named for inference means eager transformers; otherwise the
@@ -111,6 +112,7 @@ bool apply_serving(Prediction& p, const catalog::Catalog& cat, const workload::W
   p.decode_step_s = decode.tpot_s;
   p.kv_cache_bytes = decode.kv_bytes;
   p.framework = decode.engine;
+  p.stack_applied = req.stack && req.stack->engine == decode.engine && req.stack->format == decode.format;
   p.framework_unmodelled.clear();
   p.memory.weights_bytes = decode.weight_bytes;
   p.memory.gradients_bytes = p.memory.optimizer_bytes = 0;
@@ -239,8 +241,9 @@ void predict_parallel(Prediction& p, const PredictRequest& req, const workload::
   p.global_batch = l.global_batch;
   p.micro_batches = l.micro_batches;
   p.network = fabric.id;
-  const EfficiencyParams eff = device_view(gpu, p.plan, req.calibration, true).eff;
+  EfficiencyParams eff = device_view(gpu, p.plan, req.calibration, true).eff;
   p.calibrated = req.calibration && req.calibration->gpu_id == gpu.id;
+  p.stack_applied = apply_stack(eff, req.stack, p.framework, precision_name(p.plan.precision));
   models::NetworkInfo stage_net = net;
   stage_net.layers = dec.layers / l.pp;
   struct Stage {
@@ -594,8 +597,9 @@ Prediction predict(const catalog::Catalog& cat, const workload::Workload& w, con
   const ir::Graph& g = built->graph;
   p.params = models::param_count(g);
   p.frozen_params = models::param_count(g, false) - p.params;
-  const EfficiencyParams eff = device_view(gpu, p.plan, req.calibration, req.training).eff;
+  EfficiencyParams eff = device_view(gpu, p.plan, req.calibration, req.training).eff;
   p.calibrated = req.calibration && req.calibration->gpu_id == gpu.id;
+  p.stack_applied = apply_stack(eff, req.stack, p.framework, precision_name(p.plan.precision));
   // Convolution layout: the framework profile's (PyTorch's contiguous NCHW unless a script converts to
   // channels-last) or the caller's; NCHW adds cuDNN's transposes around tensor-core convolutions.
   const std::string layout = option_choice(req.options, "memory_format", "nhwc", {"nhwc", "nchw"});

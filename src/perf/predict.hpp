@@ -11,6 +11,7 @@
 #include "perf/memory.hpp"
 #include "perf/precision.hpp"
 #include "perf/roofline.hpp"
+#include "perf/stack.hpp"
 #include "workload/workload.hpp"
 
 namespace gpuvs::perf {
@@ -28,6 +29,8 @@ struct PredictRequest {
                                                // workload gpt its shape: layers, hidden, heads, kv_heads,
                                                // ffn, vocab
   const Calibration* calibration = nullptr;    // measured corrections for one device (gpuvs bench --save)
+  const StackRatios* stack = nullptr;  // a measured stack's kernel efficiencies (perf/stack.hpp), applied on any card when
+                                       // the framework profile and precision are the ones measured
 };
 
 struct Prediction {
@@ -66,6 +69,7 @@ struct Prediction {
   std::int64_t lora_rank = 0;
   std::int64_t frozen_params = 0;
   bool calibrated = false;  // the request's calibration was measured on this device and applied
+  bool stack_applied = false;  // the request's measured stack ratios moved this prediction's efficiencies
   std::string framework = "pytorch";           // the profile that priced it (perf/framework.hpp)
   std::vector<std::string> framework_unmodelled;  // what that framework does that the model does not price
   // Tensor/pipeline/context/data-parallel training (perf/parallel.hpp): the layout, what each part of the

@@ -396,11 +396,7 @@ Setup rank_setup(const catalog::Catalog& cat, const catalog::Gpu& gpu, const mod
   s.bandwidth = view.bandwidth;
   if (engine.attention == "unfused") s.eff.attention_max *= 0.5;  // scores through memory: two GEMMs and a softmax apart
   // A measured stack (the same engine and format on some card) moves its kernels' efficiencies, not the card's physics.
-  if (req.stack && req.stack->engine == engine.id && req.stack->format == format.id) {
-    s.eff.mem_max = std::min(0.98, s.eff.mem_max * req.stack->memory);
-    s.eff.gemm_max = std::min(0.98, s.eff.gemm_max * req.stack->gemm);
-    s.fixed = req.stack->fixed;
-  }
+  if (apply_stack(s.eff, req.stack, engine.id, format.id)) s.fixed = req.stack->fixed;
   s.link = link_for(gpu, p.tp);
   s.weights = weight_bytes(d, format);
   return s;

@@ -18,6 +18,7 @@
 
 #include "catalog/catalog.hpp"
 #include "perf/calibration.hpp"
+#include "perf/stack.hpp"
 #include "workload/workload.hpp"
 
 namespace gpuvs::perf {
@@ -26,15 +27,6 @@ namespace gpuvs::perf {
 /// growing from prompt_len to prompt_len + gen_len), infer (output tokens/s of whole requests at the
 /// engine's largest concurrency, or the one asked for).
 bool is_serving_mode(const std::string& mode);
-
-/// What a measurement of a serving stack says about its kernels, carried to every card (perf/stack_calibration.hpp):
-/// the engine's memory-bound and matrix kernels reach these multiples of the efficiencies the model assumes.
-/// Each card keeps its own bandwidth, peaks, clock, launches and host work; only the classes measured move.
-struct StackRatios {
-  std::string engine, format;  // the engine and weight format measured: other predictions are not touched
-  double memory = 1, gemm = 1;
-  double fixed = 1;  // the engine's fixed costs per iteration: gaps between kernels, launches the GPU waits for, host work
-};
 
 struct ServingRequest {
   std::string workload;          // a decoder preset, decoder-<size> or gpt with shape options

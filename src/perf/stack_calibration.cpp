@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "core/error.hpp"
@@ -22,41 +24,49 @@ const char* class_name(double StackRatios::*which) {
   return which == &StackRatios::gemm ? "matrix" : which == &StackRatios::memory ? "memory" : "fixed-cost";
 }
 
-// The ratio of one class (`which` of `ratios`) that makes the model reproduce `m`: bisection in log space between
-// `lowest` and `highest`. Kernel efficiencies raise the throughput with their ratio (until the efficiency meets its
-// 98% cap); fixed costs lower it.
-StackStep solve(const catalog::Catalog& cat, const StackMeasurement& m, StackRatios ratios, double StackRatios::*which, double lowest,
-                double highest) {
+// The ratio of one class (`which` of `ratios`) that makes `rate` reproduce `measured`: bisection in log space between
+// `lowest` and `highest`. Kernel efficiencies raise the rate with their ratio (until the efficiency meets its 98% cap);
+// fixed costs lower it.
+StackStep solve(const StackRate& rate, double measured, const std::string& unit, StackRatios ratios, double StackRatios::*which,
+                double lowest, double highest) {
   const bool rising = which != &StackRatios::fixed;
   StackStep step;
-  step.source = m.source;
-  step.gpu = m.request.gpu;
-  step.mode = m.request.mode;
   step.op_class = class_name(which);
-  step.measured = m.value;
+  step.measured = measured;
   ratios.*which = rising ? highest : lowest;
-  const double top = throughput(cat, m.request, ratios);
+  const double top = rate(ratios);
   ratios.*which = rising ? lowest : highest;
-  const double bottom = throughput(cat, m.request, ratios);
+  const double bottom = rate(ratios);
   double lo = std::log(lowest), hi = std::log(highest);
-  if (m.value >= top) {
+  if (measured >= top) {
     ratios.*which = rising ? highest : lowest;
-    step.note = rising ? fmt::format("faster than the model allows with these kernels at their ceiling ({:.4g} tokens/s); held there", top)
-                       : fmt::format("faster than the model allows with {}x the profile's fixed costs ({:.4g} tokens/s); held there", lowest, top);
-  } else if (m.value <= bottom) {
+    step.note = rising ? fmt::format("faster than the model allows with these kernels at their ceiling ({:.4g} {}); held there", top, unit)
+                       : fmt::format("faster than the model allows with {}x the profile's fixed costs ({:.4g} {}); held there", lowest, top, unit);
+  } else if (measured <= bottom) {
     ratios.*which = rising ? lowest : highest;
-    step.note = fmt::format("slower than the model gives at {}x its {} {} ({:.4g} tokens/s); held there", rising ? lowest : highest, step.op_class,
-                            rising ? "efficiency" : "costs", bottom);
+    step.note = fmt::format("slower than the model gives at {}x its {} {} ({:.4g} {}); held there", rising ? lowest : highest, step.op_class,
+                            rising ? "efficiency" : "costs", bottom, unit);
   } else {
-    for (int i = 0; i < 60; ++i) {
+    for (int i = 0; i < 48; ++i) {
       const double mid = 0.5 * (lo + hi);
       ratios.*which = std::exp(mid);
-      ((throughput(cat, m.request, ratios) < m.value) == rising ? lo : hi) = mid;
+      ((rate(ratios) < measured) == rising ? lo : hi) = mid;
     }
     ratios.*which = std::exp(0.5 * (lo + hi));
   }
   step.ratio = ratios.*which;
-  return step;  // predicted_before and predicted_after: set by the caller from the final ratios
+  return step;  // predicted_before and predicted_after: set by the caller
+}
+
+// A serving measurement's step: solve() on its request, named by where it came from.
+StackStep solve(const catalog::Catalog& cat, const StackMeasurement& m, const StackRatios& ratios, double StackRatios::*which, double lowest,
+                double highest) {
+  StackStep step = solve([&](const StackRatios& r) { return throughput(cat, m.request, r); }, m.value, "tokens/s", ratios, which, lowest,
+                         highest);
+  step.source = m.source;
+  step.gpu = m.request.gpu;
+  step.mode = m.request.mode;
+  return step;
 }
 
 }  // namespace
@@ -142,6 +152,51 @@ StackCalibration calibrate_stack(const catalog::Catalog& cat, const std::vector<
     if (!any)
       out.open.push_back(which == &StackRatios::gemm ? "matrix kernels (no prefill figure): the model's assumption"
                                                      : "memory-bound kernels (no decode figure): the model's assumption");
+  }
+  return out;
+}
+
+StackCalibration calibrate_figure(const StackRate& rate, double measured, const std::string& unit, StackRatios base) {
+  if (!(measured > 0) || !std::isfinite(measured)) throw InputError(fmt::format("the figure {} is not a positive rate", measured));
+  StackCalibration out;
+  out.ratios = base;
+  // How much each class moves this figure towards the measurement: the share of its time that class takes, as the
+  // model prices it here, in the direction the figure asks for (a kernel class already near its peak cannot speed
+  // a figure up however much of the time it takes).
+  const double at_base = rate(base);
+  const bool faster = measured > at_base;
+  std::array<std::pair<double, double StackRatios::*>, 3> sensitivity{
+      {{0, &StackRatios::gemm}, {0, &StackRatios::memory}, {0, &StackRatios::fixed}}};
+  for (auto& [share, which] : sensitivity) {
+    StackRatios moved = base;
+    const bool speeds_up_with_ratio = which != &StackRatios::fixed;
+    moved.*which *= faster == speeds_up_with_ratio ? 1.25 : 0.8;
+    share = std::fabs(std::log(rate(moved) / at_base)) / std::log(1.25);
+  }
+  std::sort(sensitivity.begin(), sensitivity.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  constexpr double kNegligible = 0.05;  // a class moving the figure less than this cannot be read from it
+  for (const auto& [share, which] : sensitivity) {
+    if (share < kNegligible) break;
+    StackStep step = solve(rate, measured, unit, out.ratios, which, kLowest, kHighest);
+    step.predicted_before = at_base;
+    out.ratios.*which = step.ratio;
+    step.predicted_after = rate(out.ratios);
+    const bool held = !step.note.empty();
+    out.steps.push_back(std::move(step));
+    if (!held) break;
+  }
+  // Every class that moves the figure at its bound and the figure still out of reach: it names something the model
+  // does not price (another algorithm, another card's behaviour), and a bound carried to other cards would put their
+  // kernels at it too. Nothing is carried; the steps say why.
+  if (!out.steps.empty() && !out.steps.back().note.empty()) {
+    out.ratios = base;
+    out.open.push_back("the figure is beyond what any class reaches at its bound: not carried to other cards");
+  }
+  for (const auto& [share, which] : sensitivity) {
+    bool solved = false;
+    for (const auto& st : out.steps) solved = solved || st.op_class == class_name(which);
+    if (!solved)
+      out.open.push_back(fmt::format("{} (the figure moves {:.2f}% per 1% of it here): the model's assumption", class_name(which), share));
   }
   return out;
 }

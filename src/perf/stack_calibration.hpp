@@ -8,6 +8,7 @@
 // efficiencies, so a card with more fixed cost per token or a different balance of bandwidth and math gets
 // a different correction than a flat scale factor would give.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,17 @@ struct StackCalibration {
   std::vector<StackStep> steps;
   std::vector<std::string> open;  // what the measurements leave at the model's assumption, said in words
 };
+
+/// A prediction's rate under a stack's ratios (the caller's request, priced with them).
+using StackRate = std::function<double(const StackRatios&)>;
+
+/// What one measured figure of any kind (a training step rate, batched serving, ...) fixes: the ratio of the class
+/// its rate is most sensitive to on the card it ran on, in the direction the figure asks for (each class moved
+/// 1.25x towards the measurement in turn: the class that takes most of its time and has room to move), solved so
+/// `rate` reproduces `measured`. Where that class at its bound cannot reach the figure, the next most sensitive
+/// class is solved with it held there (a step each); a figure no class reaches moves nothing (ratios = `base`).
+/// `base` carries the engine and format; the classes not solved stay at its ratios, said in `open`.
+StackCalibration calibrate_figure(const StackRate& rate, double measured, const std::string& unit, StackRatios base);
 
 /// The stack's ratios from `ms` (one engine and weight format; any cards): the matrix ratio from the prefill
 /// figures, then the memory ratio from the decode figures under it; several figures of one class give the

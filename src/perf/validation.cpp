@@ -109,9 +109,10 @@ void price_micro(const catalog::Catalog& cat, const PublishedRow& r, const std::
 
 /// An LLM serving row (prefill, decode, or a decoder's whole requests): perf/serving.hpp, every option
 /// accounted for as for training rows.
-void price_serving(const catalog::Catalog& cat, const workload::Workload& w, const PublishedRow& r, ValidatedRow& v) {
+void price_serving(const catalog::Catalog& cat, const workload::Workload& w, const PublishedRow& r, const StackRatios* stack, ValidatedRow& v) {
   v.serving = true;
   ServingRequest req;
+  req.stack = stack;
   std::vector<std::string> reasons;
   for (const auto& [key, value] : parse_option_pairs(r.options)) {
     if (documentary_option(key)) continue;
@@ -136,6 +137,8 @@ void price_serving(const catalog::Catalog& cat, const workload::Workload& w, con
   v.band_low = p.band_low * scale;
   v.band_high = p.band_high * scale;
   v.predicted_unit = p.unit;
+  v.engine = p.engine;
+  v.format = p.format;
   v.batch = p.batch;
   v.batch_chosen = r.batch == 0 && r.mode == "infer";
   if (!r.unit.empty() && r.unit != p.unit) {
@@ -219,10 +222,8 @@ ValidationReport validate(const catalog::Catalog& cat, const std::vector<Publish
   return validate(cat, rows, held_out, workloads);
 }
 
-namespace {
-
-/// One published row priced: by its microbenchmark, the serving model or the graph, whichever the row is.
-ValidatedRow validate_row(const catalog::Catalog& cat, const PublishedRow& r, const std::set<std::string>& held_out, workload::Workloads& workloads) {
+ValidatedRow validate_row(const catalog::Catalog& cat, const PublishedRow& r, const std::set<std::string>& held_out, workload::Workloads& workloads,
+                          const StackRatios* stack) {
   ValidatedRow v;
   v.row = r;
   v.status = "unsupported";
@@ -235,7 +236,7 @@ ValidatedRow validate_row(const catalog::Catalog& cat, const PublishedRow& r, co
       throw InputError(fmt::format("mode '{}' is not priced (train, prefill, decode, infer and micro are)", strings::printable(r.mode)));
     const workload::Workload& w = workloads.get(r.workload, parse_option_pairs(r.options));
     if (workload::pricer_for(r.mode, w.family()) == workload::Pricer::serving) {
-      price_serving(cat, w, r, v);
+      price_serving(cat, w, r, stack, v);
       return v;
     }
     std::string why;
@@ -248,12 +249,15 @@ ValidatedRow validate_row(const catalog::Catalog& cat, const PublishedRow& r, co
     req.batch = r.batch;
     req.precision = parse_precision(r.precision);
     req.training = r.mode == "train";
+    req.stack = stack;
     const Prediction p = predict(cat, w, req);
     const double scale = r.per == "system" ? r.n_gpus : 1.0;
     v.predicted = p.throughput * scale;
     v.band_low = p.band_low * scale;
     v.band_high = p.band_high * scale;
     v.predicted_unit = p.unit;
+    v.engine = p.framework;
+    v.format = std::string(precision_name(p.plan.precision));
     v.batch = p.batch;
     v.batch_chosen = r.batch == 0;
     if (!r.unit.empty() && r.unit != p.unit) {
@@ -267,6 +271,8 @@ ValidatedRow validate_row(const catalog::Catalog& cat, const PublishedRow& r, co
   }
   return v;
 }
+
+namespace {
 
 /// The errors over every scored row: median and mean, coverage, the band and how many rows it holds.
 void summarize_errors(ValidationReport& rep) {

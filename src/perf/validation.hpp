@@ -11,6 +11,7 @@
 
 #include "catalog/catalog.hpp"
 #include "perf/efficiency.hpp"
+#include "perf/stack.hpp"
 #include "workload/workload.hpp"
 
 namespace gpuvs::perf {
@@ -40,6 +41,8 @@ struct ValidatedRow {
   double band_low = 0, band_high = 0;  // the prediction's band, in the row's unit and per
   std::optional<double> ape;  // |predicted - value| / value
   bool serving = false;       // priced by the serving model (perf/serving.hpp)
+  std::string engine, format;  // the software profile and format that priced it (a serving engine and weight format, or a
+                               // training framework profile and precision); empty for microbenchmark rows
 };
 
 /// One source file's figures.
@@ -76,6 +79,12 @@ struct ValidationReport {
 /// summaries, as validate computes them. What the leave-one-source-out folds' rows, put together, make: the
 /// errors of predictions on data their constants never saw.
 ValidationReport report_of(std::vector<ValidatedRow> rows);
+
+/// One published row priced: by its microbenchmark, the serving model or the graph, whichever the row is, with
+/// `stack`'s ratios where it measured the row's software and format (perf/stack.hpp). A row the model cannot price
+/// comes back `unsupported` with the reason.
+ValidatedRow validate_row(const catalog::Catalog& cat, const PublishedRow& r, const std::set<std::string>& held_out, workload::Workloads& workloads,
+                          const StackRatios* stack = nullptr);
 
 /// Parses the CSV; InputError "FILE:LINE: ..." for malformed rows (a `per` other than gpu or system, a
 /// negative batch or GPU count). Extra columns are ignored; an empty batch_per_gpu is 0 (the tool chooses).
