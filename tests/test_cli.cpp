@@ -1255,6 +1255,83 @@ TEST(Cli, CompareGpusEachSplitsTheModelAndRatiosSkipCardsThatCannotServe) {
 }
 
 
+// A training run measured on the card the user has, carried to the others: the measured card reproduces it, the others
+// move by the class it fixed, and what the command left unsaid is the measurement's, said so.
+TEST(Cli, CompareCarriesAMeasuredTrainingRunToOtherCards) {
+  const std::string spec = "'gpu=rtx-3090;workload=resnet50;mode=train;precision=amp-fp16;batch=128;value=700 images/s'";
+  const auto j = run_gpuvs("compare rtx-3090 a100-80gb-sxm --json --measured " + spec);
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const auto doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc["workload"], "resnet50");
+  EXPECT_EQ(doc["batch"], 128);
+  EXPECT_EQ(doc["precision"], "amp-fp16");
+  EXPECT_NEAR(doc["gpus"][0]["throughput"]["value"].get<double>(), 700.0, 0.5);
+  const double before = doc["gpus"][0]["throughput_without_measurements"];
+  EXPECT_GT(before, 700.0 * 1.05);  // the model alone is faster than this run: the stack's kernels are slower
+  EXPECT_TRUE(doc["gpus"][1]["measured_applied"].get<bool>());
+  EXPECT_LT(doc["gpus"][1]["throughput"]["value"].get<double>(), doc["gpus"][1]["throughput_without_measurements"].get<double>());
+  ASSERT_FALSE(doc["measured"]["steps"].empty());
+  EXPECT_EQ(doc["measured"]["engine"], "pytorch");
+  EXPECT_EQ(doc["measured"]["format"], "amp-fp16");
+  // predict says the same figure for a card as compare does.
+  const auto p = run_gpuvs("predict --gpu a100-80gb-sxm --workload resnet50 --precision amp-fp16 --batch 128 --json --measured " + spec);
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  const auto pd = nlohmann::json::parse(p.out);
+  EXPECT_DOUBLE_EQ(pd["throughput"]["value"].get<double>(), doc["gpus"][1]["throughput"]["value"].get<double>());
+  EXPECT_TRUE(pd["measured"]["applied"].get<bool>());
+  // Another precision is another stack: not applied, and said.
+  const auto other = run_gpuvs("predict --gpu a100-80gb-sxm --workload resnet50 --precision tf32 --measured " + spec);
+  ASSERT_EQ(other.exit_code, 0) << other.err;
+  EXPECT_NE(other.out.find("not applied"), std::string::npos) << other.out;
+  for (const auto& [args, expect] : std::vector<std::pair<std::string, std::string>>{
+           {"compare rtx-3090 a100-80gb-sxm --measured 'gpu=rtx-3090;workload=resnet50;mode=train;value=700 tokens/s'",
+            "the figure is in tokens/s, a prediction of resnet50 in images/s"},
+           {"compare rtx-3090 a100-80gb-sxm --measured " + spec + " --measured " + spec, "a training figure calibrates on its own"},
+           {"predict --gpu a100-80gb-sxm --workload resnet50 --measured 'gpu=rtx-3090;workload=resnet50;mode=train;gen_len=4;value=7 images/s'",
+            "prompt_len and gen_len describe serving figures"},
+           {"predict --gpu a100-80gb-sxm --workload resnet50 --measured 'gpu=rtx-3090;workload=resnet50;mode=train;precision=fp7;value=7 images/s'",
+            "fp7"}}) {
+    const auto bad = run_gpuvs(args);
+    EXPECT_EQ(bad.exit_code, 2) << args << "\n" << bad.err;
+    EXPECT_NE(bad.err.find(expect), std::string::npos) << args << "\n" << bad.err;
+    EXPECT_EQ(count_lines(bad.err), 1) << bad.err;
+  }
+}
+
+// gpuvs calibrate --save: the calibration as a file; --stack FILE gives what --measured gives, without the measurements.
+TEST(Cli, ACalibrationSavedAsAFileAppliesLikeTheMeasurementItCameFrom) {
+  TempDir dir;
+  const std::string spec = "'gpu=rtx-3090;workload=resnet50;mode=train;precision=amp-fp16;batch=128;value=700 images/s'";
+  const std::string file = (dir / "stack.toml").string();
+  const auto c = run_gpuvs("calibrate " + spec + " --save " + file);
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_NE(c.out.find("memory-bound kernels x0.7"), std::string::npos) << c.out;
+  const auto from_file = run_gpuvs("compare rtx-3090 a100-80gb-sxm --workload resnet50 --precision amp-fp16 --batch 128 --json --stack " + file);
+  const auto from_run = run_gpuvs("compare rtx-3090 a100-80gb-sxm --json --measured " + spec);
+  ASSERT_EQ(from_file.exit_code, 0) << from_file.err;
+  ASSERT_EQ(from_run.exit_code, 0) << from_run.err;
+  const auto a = nlohmann::json::parse(from_file.out), b = nlohmann::json::parse(from_run.out);
+  for (int i = 0; i < 2; ++i)
+    EXPECT_NEAR(a["gpus"][i]["throughput"]["value"].get<double>(), b["gpus"][i]["throughput"]["value"].get<double>(),
+                1e-5 * b["gpus"][i]["throughput"]["value"].get<double>());
+  // A calibration over itself is fine; over a file gpuvs did not write, or over its own measurement file, refused.
+  EXPECT_EQ(run_gpuvs("calibrate " + spec + " --save " + file).exit_code, 0);
+  const std::string foreign = (dir / "notes.toml").string();
+  std::ofstream(foreign) << "title = \"mine\"\n";
+  for (const auto& [args, expect] : std::vector<std::pair<std::string, std::string>>{
+           {"calibrate " + spec + " --save " + foreign, "--save " + foreign},
+           {"calibrate " + file + " --save " + file, file},
+           {"predict --gpu a100-80gb-sxm --workload resnet50 --stack " + foreign, foreign + ":1: unknown key 'title'"},
+           {"compare rtx-3090 a100-80gb-sxm --stack /nonexistent/stack.toml", "/nonexistent/stack.toml"}}) {
+    const auto bad = run_gpuvs(args);
+    EXPECT_EQ(bad.exit_code, 2) << args << "\n" << bad.err;
+    EXPECT_NE(bad.err.find(expect), std::string::npos) << args << "\n" << bad.err;
+    EXPECT_EQ(count_lines(bad.err), 1) << bad.err;
+  }
+  EXPECT_EQ(gpuvs::test::slurp(foreign), "title = \"mine\"\n");
+  EXPECT_NE(run_gpuvs("predict --gpu a100-80gb-sxm --stack " + file + " --measured " + spec).exit_code, 0);  // one or the other
+}
+
 TEST(Cli, CompareCarriesARealLlamaBenchRunToOtherCardsInOneCommand) {
   // Issue 35: "this is what I get on the card I have; what would I get on that one?" from llama-bench's own output.
   const std::string file = std::string(GPUVS_TEST_DATA) + "/llama-bench/rtx3090-qwen2.5-coder-32b.md";
@@ -1283,7 +1360,7 @@ TEST(Cli, CompareCarriesARealLlamaBenchRunToOtherCardsInOneCommand) {
            {"compare rtx-3090 --measured 'gpu=rtx-3090;workload=llama3-8b;mode=decode;value=fast'", "--measured: value 'fast' has no unit"},
            {"compare rtx-3090 --measured /nonexistent/bench.json", "/nonexistent/bench.json"},
            {"predict --gpu rtx-3090 --workload resnet50 --measured 'gpu=rtx-3090;workload=llama3-8b;mode=decode;value=1 tokens/s'",
-            "--measured calibrates a served decoder"}}) {
+            "--measured: these are figures of a served decoder"}}) {
     const auto bad = run_gpuvs(args);
     EXPECT_EQ(bad.exit_code, 2) << args << "\n" << bad.err;
     EXPECT_NE(bad.err.find(expect), std::string::npos) << args << "\n" << bad.err;

@@ -330,6 +330,7 @@ TEST(Serving, AFormatOnlyOneEngineRunsChoosesThatEngineAndSaysSo) {
 
 
 #include "perf/stack_calibration.hpp"
+#include "perf/stack_file.hpp"
 
 namespace {
 
@@ -486,4 +487,36 @@ TEST(StackCalibration, OneFigureFixesTheClassThatTakesMostOfItsTime) {
   EXPECT_TRUE(std::any_of(beyond.open.begin(), beyond.open.end(), [](const std::string& o) { return o.find("not carried") != std::string::npos; }));
   EXPECT_THROW((void)calibrate_figure(rate, std::nan(""), "steps/s", base), InputError);
   EXPECT_THROW((void)calibrate_figure(rate, -1, "steps/s", base), InputError);
+}
+
+// A stored calibration reads back as written; a file gpuvs did not write, or one hand-edited past the solver's bounds,
+// is one line naming the key and where; mutations never crash the reader.
+TEST(StackFile, ACalibrationReadsBackAsWrittenAndRefusesWhatItCannotBe) {
+  const StackCalibration cal = calibrate_stack(cat(), {measured_run("rtx-3090", "prefill", 3500, "prompt_len=512"),
+                                                       measured_run("rtx-3090", "decode", 110, "prompt_len=1;gen_len=128")});
+  const std::string text = stack_toml(cal);
+  const StackCalibration back = parse_stack(text, "s.toml");
+  EXPECT_EQ(back.ratios.engine, cal.ratios.engine);
+  EXPECT_EQ(back.ratios.format, cal.ratios.format);
+  EXPECT_NEAR(back.ratios.gemm, cal.ratios.gemm, 1e-5 * cal.ratios.gemm);
+  EXPECT_NEAR(back.ratios.memory, cal.ratios.memory, 1e-5 * cal.ratios.memory);
+  EXPECT_NEAR(back.ratios.fixed, cal.ratios.fixed, 1e-5 * cal.ratios.fixed);
+  ASSERT_EQ(back.steps.size(), cal.steps.size());
+  EXPECT_EQ(back.steps[0].source, cal.steps[0].source);
+  EXPECT_EQ(back.steps[1].op_class, cal.steps[1].op_class);
+  EXPECT_EQ(back.open, cal.open);
+  EXPECT_EQ(stack_toml(back).substr(0, 300), text.substr(0, 300));
+  const std::string head = "schema = 1\nengine = \"vllm\"\nformat = \"bf16\"\nmatrix_ratio = 0.9\nmemory_ratio = 1\nfixed_cost_ratio = 1\n";
+  EXPECT_DOUBLE_EQ(parse_stack(head, "s.toml").ratios.gemm, 0.9);
+  test::expect_refused({{"schema = 2\n" + head.substr(head.find('\n') + 1), "s.toml: schema must be 1"},
+                        {head + "speed = 3\n", "s.toml:7: unknown key 'speed'"},
+                        {head.substr(0, head.find("matrix_ratio")) + "matrix_ratio = 50\nmemory_ratio = 1\nfixed_cost_ratio = 1\n",
+                         "s.toml:4: 'matrix_ratio' must be a number in [0.05, 20]"},
+                        {head.substr(0, head.find("matrix_ratio")) + "matrix_ratio = nan\nmemory_ratio = 1\nfixed_cost_ratio = 1\n", "'matrix_ratio'"},
+                        {head.substr(0, head.find("fixed_cost_ratio")), "missing key 'fixed_cost_ratio'"},
+                        {head + "[[step]]\nsource = \"x\"\n", "missing key 'gpu'"},
+                        {head + "step = 3\n", "'step' must be [[step]] tables"},
+                        {"engine = ", "s.toml:1: malformed TOML"}},
+                       [](const std::string& t) { parse_stack(t, "s.toml"); });
+  EXPECT_GT(test::fuzz_parser(text, "[]\"=,.#\n -0123456789abcdefgiklmnoprstuxy_", 800, 41, [](const std::string& t, const std::string& w) { parse_stack(t, w); }), 0);
 }

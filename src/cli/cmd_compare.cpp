@@ -37,6 +37,7 @@ struct CompareArgs {
   Output out = Output::table;
   AssumptionArgs costs;
   std::vector<std::string> measured;  // --measured FILE|SPEC
+  std::string stack_file;             // --stack FILE (gpuvs calibrate --save)
   bool workload_given = false, mode_given = false;  // set from the parsed command line
 };
 
@@ -231,7 +232,36 @@ int run_compare(CompareArgs a) {
   // decode figure's workload, format, engine and lengths, else the first figure's), and said so.
   std::optional<perf::StackCalibration> stack;
   std::vector<std::string> said;
-  if (!a.measured.empty()) {
+  const std::optional<TrainingMeasured> trained = a.measured.empty() ? std::nullopt : training_measured(cat, a.measured);
+  if (trained) {
+    // A training run: what the command leaves unsaid is what it ran, said so.
+    const perf::PredictRequest& m = trained->request;
+    if (!a.workload_given) {
+      a.workload = m.workload;
+      said.push_back(fmt::format("workload {} (your measurement's)", a.workload));
+    }
+    if (!a.mode_given) a.mode = "train";
+    if (a.precision.empty() && m.precision) {
+      a.precision = std::string(perf::precision_name(*m.precision));
+      said.push_back(fmt::format("precision {} (your measurement's)", a.precision));
+    }
+    if (a.batch == 0 && m.batch > 0) {
+      a.batch = m.batch;
+      said.push_back(fmt::format("batch {} per GPU (your measurement's)", a.batch));
+    }
+    auto options = perf::parse_option_pairs(a.options);
+    if (m.options.count("framework") && !options.count("framework")) {
+      options["framework"] = m.options.at("framework");
+      said.push_back(fmt::format("framework {} (your measurement's)", options["framework"]));
+      std::string joined;
+      for (const auto& [k, v] : options) joined += (joined.empty() ? "" : ";") + k + "=" + v;
+      a.options = joined;
+    }
+    const workload::Workload mw(m.workload, m.options);
+    stack = perf::calibrate_training(cat, mw, m, trained->value, trained->unit, trained->source);
+  } else if (!a.stack_file.empty()) {
+    stack = load_stack(a.stack_file);
+  } else if (!a.measured.empty()) {
     const auto ms = measured_inputs(cat, a.measured);
     stack = perf::calibrate_stack(cat, ms);
     const perf::StackMeasurement* ref = &ms.front();
@@ -269,10 +299,18 @@ int run_compare(CompareArgs a) {
   }
   const workload::Workload w(a.workload, perf::parse_option_pairs(a.options));
   if (workload::pricer_for(a.mode, w.family()) == workload::Pricer::serving) return run_compare_serving(a, cat, w, costs, stack, said);
-  if (stack) throw InputError(fmt::format("--measured calibrates a served decoder (prefill, decode, infer) for now, not {} {}", a.workload, a.mode));
+  if (stack && !trained && a.stack_file.empty())
+    throw InputError(fmt::format("--measured: these are figures of a served decoder (prefill, decode, infer), and {} {} is not one: a "
+                                 "training run calibrates training (mode=train in a spec)",
+                                 a.workload, a.mode));
   if (a.gpus_each != 1) throw InputError("--gpus-each applies to LLM serving (tensor-parallel replicas)");
   const perf::Comparison c = perf::compare(cat, a.gpus, w, named_precision(a.precision), a.batch, a.mode == "train",
-                                           costs.hour_prices(), perf::parse_options(a.options, w));
+                                           costs.hour_prices(), perf::parse_options(a.options, w), stack ? &stack->ratios : nullptr);
+  // The same cards without the measurement: what it changed, per card.
+  std::optional<perf::Comparison> without;
+  if (stack)
+    without = perf::compare(cat, a.gpus, w, named_precision(a.precision), a.batch, a.mode == "train", costs.hour_prices(),
+                            perf::parse_options(a.options, w));
   const std::string unit = c.entries.front().single.unit;
   const std::string per_million = unit == "tokens/s" ? "tokens" : unit.substr(0, unit.size() - 2);
   if (a.out != Output::table) {
@@ -293,20 +331,29 @@ int run_compare(CompareArgs a) {
                      {"precision", perf::precision_name(e.single.plan.precision)}, {"batch", e.single.batch},
                      {"precisions", e.precisions}, {"scaling_efficiency", s}, {"link_2gpu", e.link_2gpu},
                      {"ecc", e.gpu->ecc}, {"mig_max", e.gpu->mig_max}});
+      if (without) {
+        arr.back()["throughput_without_measurements"] = without->entries[static_cast<std::size_t>(&e - c.entries.data())].single.throughput;
+        arr.back()["measured_applied"] = e.single.stack_applied;
+      }
     }
     nlohmann::json claims = nlohmann::json::array();
     for (const auto& cl : c.claims) claims.push_back({{"claim", cl.claim}, {"verdict", cl.verdict}, {"evidence", cl.evidence}});
-    print_structured(nlohmann::json{{"schema_version", 1}, {"workload", c.workload}, {"batch", c.batch},
-                                    {"precision", precision_said(c)}, {"mode", a.mode}, {"assumed", assumed(a, c, w)},
-                                    {"cost_assumptions", cost_assumptions_json(costs)}, {"gpus", arr}, {"claims", claims}},
-                     a.out, {"gpus"});
+    std::vector<std::string> all_said = said;
+    for (const auto& line : assumed(a, c, w)) all_said.push_back(line);
+    nlohmann::json doc{{"schema_version", 1}, {"workload", c.workload}, {"batch", c.batch},
+                       {"precision", precision_said(c)}, {"mode", a.mode}, {"assumed", all_said},
+                       {"cost_assumptions", cost_assumptions_json(costs)}, {"gpus", arr}, {"claims", claims}};
+    if (stack) doc["measured"] = stack_json(*stack);
+    print_structured(doc, a.out, {"gpus"});
     return 0;
   }
   if (seed_question)
     fmt::print("The seed document's question: {} or {} for {}?\n\n", c.entries[0].gpu->name, c.entries[1].gpu->name,
                c.workload);
   fmt::print("{} {}, batch {} per GPU, {}\n", strings::escape_control(c.workload), a.mode, c.batch, precision_said(c));
-  if (const auto graph_said = assumed(a, c, w); !graph_said.empty()) fmt::print("assumed: {}\n", strings::join(graph_said, "; "));
+  std::vector<std::string> all_said = said;
+  for (const auto& line : assumed(a, c, w)) all_said.push_back(line);
+  if (!all_said.empty()) fmt::print("assumed: {}\n", strings::join(all_said, "; "));
   fmt::print("\n");
   // The table: rows collected first, then laid out. A GPU's column is 24 characters, right-aligned; a cell
   // wider than that wraps onto continuation lines at spaces, and a single word longer than its column widens
@@ -319,6 +366,10 @@ int run_compare(CompareArgs a) {
   };
   row("", [](const perf::CompareEntry& e) { return e.gpu->id; });
   row(unit + " per GPU", [](const perf::CompareEntry& e) { return units::format_si(e.single.throughput); });
+  if (without)
+    row("without measured", [&](const perf::CompareEntry& e) {
+      return units::format_si(without->entries[static_cast<std::size_t>(&e - c.entries.data())].single.throughput);
+    });
   row("relative", [](const perf::CompareEntry& e) { return fmt::format("{:.2f}x", e.ratio); });
   row("step time", [](const perf::CompareEntry& e) { return units::format_seconds(e.single.step_s); });
   row("bound (compute/mem/latency/launch)", [](const perf::CompareEntry& e) {
@@ -350,6 +401,12 @@ int run_compare(CompareArgs a) {
   row("MIG", [](const perf::CompareEntry& e) { return e.gpu->mig_max > 0 ? fmt::format("{} instances", e.gpu->mig_max) : "none"; });
   print_table(rows, 26, 24);
   fmt::print("\n  {}\n", cost_basis(costs));
+  if (stack) {
+    for (const auto& st : stack->steps) fmt::print("  Measured {}.\n", stack_step_line(st));
+    for (const auto& o : stack->open) fmt::print("  Left open by the measurement: {}.\n", o);
+    fmt::print("  Each card keeps its own peaks, bandwidth, clock, waves and launches; only the {} {} kernels measured move.\n",
+               stack->ratios.engine, stack->ratios.format);
+  }
   if (!c.claims.empty()) {
     fmt::print("\nClaims, judged by these numbers:\n");
     for (const auto& cl : c.claims) fmt::print("  [{}] {}: {}\n", cl.verdict, cl.claim, cl.evidence);
@@ -369,9 +426,11 @@ Runner add_compare_command(CLI::App& app) {
   sub->add_option("--batch", a->batch, "Batch per GPU (default: the workload family's; 32 for the seed question)")->check(whole_in(1, models::kMaxBatch));
   auto* mode_opt = sub->add_option("--mode", a->mode, "train or infer; decoders also prefill and decode (LLM serving)")->capture_default_str();
   sub->add_option("--measured", a->measured,
-                  "Your measurement of a serving stack, carried to every card: a llama-bench output file (md, csv, json, jsonl, sql) or "
-                  "'gpu=ID;workload=ID;mode=prefill|decode;precision=FORMAT;value=N tokens/s' (repeatable); what the command leaves unsaid "
-                  "is what it ran");
+                  "Your measurement, carried to every card: a llama-bench output file (md, csv, json, jsonl, sql), "
+                  "'gpu=ID;workload=ID;mode=prefill|decode;precision=FORMAT;value=N tokens/s' (repeatable), or a training run "
+                  "'gpu=ID;workload=ID;mode=train;precision=P;batch=PER_GPU;value=N images/s'; what the command leaves unsaid is what it ran");
+  sub->add_option("--stack", a->stack_file, "A stored calibration (gpuvs calibrate --save FILE): applied where its engine or framework and format match")
+      ->excludes("--measured");
   sub->add_option("--options", a->options, "k=v;k=v: seq_len, flash_attention; serving: prompt_len, gen_len, tp, framework, kv_dtype");
   sub->add_option("--gpus-each", a->gpus_each, "LLM serving: GPUs per system (with tp=N in --options)")->capture_default_str()->check(whole_in(1, 64));
   sub->add_option("--catalog", a->catalogs, "Add devices from a TOML file (repeatable)");

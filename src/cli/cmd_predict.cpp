@@ -30,6 +30,7 @@ struct PredictArgs {
   std::string workload = "seed-mlp", gpu, precision, mode = "train", options, calibration;  // precision "": the default rule
   std::string facts;  // --facts FILE
   std::vector<std::string> measured;  // --measured FILE|SPEC
+  std::string stack_file;             // --stack FILE (gpuvs calibrate --save)
   std::vector<std::string> catalogs;
   int gpus = 1;
   std::int64_t batch = 0;
@@ -46,11 +47,11 @@ void print_stack(const perf::StackCalibration& s, bool applied, double uncalibra
   for (const auto& st : s.steps) fmt::print("  measured     {}\n", stack_step_line(st));
   for (const auto& o : s.open) fmt::print("  measured     left open: {}\n", o);
   if (applied)
-    fmt::print("  calibrated   {} with {} weights as measured; without the measurements: {} {}\n", s.ratios.engine, s.ratios.format,
+    fmt::print("  calibrated   {} {} as measured; without the measurements: {} {}\n", s.ratios.engine, s.ratios.format,
                units::format_si(uncalibrated), unit);
   else
-    fmt::print("  calibrated   not applied: the measurements ran {} with {} weights, this prediction another engine or format\n", s.ratios.engine,
-               s.ratios.format);
+    fmt::print("  calibrated   not applied: the measurements ran {} {}, this prediction another engine, framework or format\n",
+               s.ratios.engine, s.ratios.format);
 }
 
 int run_serving(const PredictArgs& a, const catalog::Catalog& cat, const workload::Workload& w) {
@@ -72,6 +73,8 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat, const workloa
     for (const auto& m : ms)
       if (!m.note.empty() && std::find(read_as.begin(), read_as.end(), m.note) == read_as.end()) read_as.push_back(m.note);
     stack = perf::calibrate_stack(cat, ms);
+  } else if (!a.stack_file.empty()) {
+    stack = load_stack(a.stack_file);
   }
   double uncalibrated = 0;
   bool stack_applied = false;
@@ -308,8 +311,19 @@ int run_predict(PredictArgs a) {
   a.gpu = gpu_id(cat, a.gpu);  // an unknown card is named before the workload is read; nvidia-smi names read too
   const workload::Workload w(a.workload, perf::parse_option_pairs(a.options));
   if (workload::pricer_for(a.mode, w.family()) == workload::Pricer::serving) return run_serving(a, cat, w);
-  if (!a.measured.empty())
-    throw InputError(fmt::format("--measured calibrates a served decoder (prefill, decode, infer) for now, not {} {}", a.workload, a.mode));
+  // A measured training run: the stack it ran, calibrated on its card, and this prediction with and without it.
+  std::optional<perf::StackCalibration> stack;
+  if (!a.measured.empty()) {
+    const std::optional<TrainingMeasured> tm = training_measured(cat, a.measured);
+    if (!tm)
+      throw InputError(fmt::format("--measured: these are figures of a served decoder (prefill, decode, infer), and {} {} is not one: "
+                                   "a training run calibrates training (mode=train in a spec)",
+                                   a.workload, a.mode));
+    const workload::Workload mw(tm->request.workload, tm->request.options);
+    stack = perf::calibrate_training(cat, mw, tm->request, tm->value, tm->unit, tm->source);
+  } else if (!a.stack_file.empty()) {
+    stack = load_stack(a.stack_file);
+  }
   perf::PredictRequest req;
   req.workload = a.workload;
   req.gpu = a.gpu;
@@ -320,14 +334,25 @@ int run_predict(PredictArgs a) {
   req.options = perf::parse_options(a.options, w);
   const std::optional<perf::Calibration> cal = calibration_of(a, cat);
   req.calibration = cal ? &*cal : nullptr;
+  double uncalibrated = 0;
+  if (stack) {
+    uncalibrated = perf::predict(cat, w, req).throughput;
+    req.stack = &stack->ratios;
+  }
   const perf::Prediction p = perf::predict(cat, w, req);
   const std::vector<std::string> said = perf::assumed(req, p);
   if (a.out != Output::table) {
     nlohmann::json j = prediction_json(p, a.mode, cal ? &*cal : nullptr);
     j["assumed"] = said;
+    if (stack) {
+      j["measured"] = stack_json(*stack);
+      j["measured"]["applied"] = p.stack_applied;
+      j["measured"]["throughput_without"] = uncalibrated;
+    }
     print_structured(j, a.out);  // csv, md: one row
   } else {
     print_prediction(p, a.mode, cal ? &*cal : nullptr);
+    if (stack) print_stack(*stack, p.stack_applied, uncalibrated, p.unit + " per GPU");
     if (!said.empty()) fmt::print("  assumed      {}\n", strings::join(said, "; "));
   }
   return 0;
@@ -354,8 +379,11 @@ Runner add_predict_command(CLI::App& app) {
   sub->add_option("--catalog", a->catalogs, "Add devices from a TOML file (repeatable)");
   sub->add_option("--calibration", a->calibration, "A gpuvs bench --save record: correct the model for the GPU it measured");
   sub->add_option("--measured", a->measured,
-                  "Your measurement of a serving stack, carried to this card: a llama-bench output file (md, csv, json, jsonl, sql) or "
-                  "'gpu=ID;workload=ID;mode=prefill|decode;precision=FORMAT;value=N tokens/s' (repeatable)");
+                  "Your measurement, carried to this card: a llama-bench output file (md, csv, json, jsonl, sql), "
+                  "'gpu=ID;workload=ID;mode=prefill|decode;precision=FORMAT;value=N tokens/s' (repeatable), or a training run "
+                  "'gpu=ID;workload=ID;mode=train;precision=P;batch=PER_GPU;value=N images/s' (its total over gpus=)");
+  sub->add_option("--stack", a->stack_file, "A stored calibration (gpuvs calibrate --save FILE): applied where its engine or framework and format match")
+      ->excludes("--measured");
   add_output_option(sub, a->out);
   return [a] { return run_predict(*a); };
 }

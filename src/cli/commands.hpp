@@ -21,5 +21,6 @@ Runner add_history_command(CLI::App& app);
 Runner add_diff_command(CLI::App& app);
 Runner add_report_command(CLI::App& app);
 Runner add_workloads_command(CLI::App& app);
+Runner add_calibrate_command(CLI::App& app);
 
 }  // namespace gpuvs::cli

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -13,6 +14,7 @@
 #include "measured/spec.hpp"
 #include "models/networks.hpp"
 #include "perf/predict.hpp"
+#include "perf/stack_file.hpp"
 #include "perf/weight_format.hpp"
 
 namespace gpuvs::cli {
@@ -95,6 +97,34 @@ perf::StackMeasurement resolve(const catalog::Catalog& cat, const measured::Meas
 
 }  // namespace
 
+std::optional<TrainingMeasured> training_measured(const catalog::Catalog& cat, const std::vector<std::string>& args) {
+  std::vector<measured::Measurement> train;
+  for (const auto& a : args)
+    if (measured::looks_like_spec(a)) {
+      measured::Measurement m = measured::read_measured_spec(a);
+      if (m.mode == "train") train.push_back(std::move(m));
+    }
+  if (train.empty()) return std::nullopt;
+  if (args.size() > 1)
+    throw InputError(fmt::format("--measured: a training figure calibrates on its own for now (one figure fixes one class); got {} measurements",
+                                 args.size()));
+  const measured::Measurement& m = train.front();
+  TrainingMeasured t;
+  t.source = m.where;
+  t.value = m.value;
+  t.unit = m.unit;
+  t.request.gpu = gpu_id(cat, m.gpu);
+  t.request.workload = m.workload;
+  t.request.gpus = m.gpus;
+  t.request.batch = m.sequences;  // a spec's batch=: per GPU for training
+  if (!m.precision.empty()) t.request.precision = perf::parse_precision(m.precision);
+  if (!m.framework.empty()) t.request.options["framework"] = m.framework;
+  if (m.prompt_tokens > 0 || m.gen_tokens > 0)
+    throw InputError("--measured: prompt_len and gen_len describe serving figures, not a training run (mode train)");
+  t.request.training = true;
+  return t;
+}
+
 std::vector<perf::StackMeasurement> measured_inputs(const catalog::Catalog& cat, const std::vector<std::string>& args) {
   std::vector<perf::StackMeasurement> out;
   std::map<std::string, std::string> cards;
@@ -107,6 +137,23 @@ std::vector<perf::StackMeasurement> measured_inputs(const catalog::Catalog& cat,
   return out;
 }
 
+perf::StackCalibration calibrate_measured(const catalog::Catalog& cat, const std::vector<std::string>& args, std::vector<std::string>* read_as) {
+  if (const auto t = training_measured(cat, args)) {
+    const workload::Workload w(t->request.workload, t->request.options);
+    return perf::calibrate_training(cat, w, t->request, t->value, t->unit, t->source);
+  }
+  const auto ms = measured_inputs(cat, args);
+  if (read_as)
+    for (const auto& m : ms)
+      if (!m.note.empty() && std::find(read_as->begin(), read_as->end(), m.note) == read_as->end()) read_as->push_back(m.note);
+  return perf::calibrate_stack(cat, ms);
+}
+
+perf::StackCalibration load_stack(const std::string& path) {
+  files::note_input(path);
+  return perf::parse_stack(files::read_all(path, "--stack"), path);
+}
+
 nlohmann::json stack_json(const perf::StackCalibration& s) {
   nlohmann::json steps = nlohmann::json::array();
   for (const auto& st : s.steps)
@@ -117,9 +164,11 @@ nlohmann::json stack_json(const perf::StackCalibration& s) {
 }
 
 std::string stack_step_line(const perf::StackStep& st) {
-  return fmt::format("{}: {} {:.4g} tokens/s on {}; the model gave {:.4g}: {} x{:.3f}{}", strings::escape_control(st.source), st.mode, st.measured,
-                     st.gpu, st.predicted_before, st.op_class == "fixed-cost" ? "fixed costs per token" : st.op_class + " kernels", st.ratio,
-                     st.note.empty() ? "" : " (" + st.note + ")");
+  const std::string what = st.op_class != "fixed-cost" ? st.op_class + " kernels"
+                           : st.mode == "decode"      ? std::string("fixed costs per token")
+                                                      : std::string("fixed costs per kernel");
+  return fmt::format("{}: {} {:.4g} {} on {}; the model gave {:.4g}: {} x{:.3f}{}", strings::escape_control(st.source), st.mode, st.measured,
+                     st.unit, st.gpu, st.predicted_before, what, st.ratio, st.note.empty() ? "" : " (" + st.note + ")");
 }
 
 }  // namespace gpuvs::cli

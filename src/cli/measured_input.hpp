@@ -2,6 +2,7 @@
 // stack calibration (perf/stack_calibration.hpp). A FILE is read as the tool that wrote it wrote it
 // (llama-bench's md, csv, json, jsonl or sql so far); a SPEC is key=value pairs (measured/spec.hpp).
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,25 @@ namespace gpuvs::cli {
 /// no card named, several cards, a CPU run, a model no built-in decoder matches, a weight format gpuvs does
 /// not price, a combined or deep prefill test.
 std::vector<perf::StackMeasurement> measured_inputs(const catalog::Catalog& cat, const std::vector<std::string>& args);
+
+/// A measured training run (`--measured 'gpu=rtx-3090;workload=resnet50;mode=train;precision=amp-fp16;batch=256;value=905
+/// images/s'`): the figure is the run's total over its gpus=, batch= is per GPU.
+struct TrainingMeasured {
+  perf::PredictRequest request;
+  double value = 0;
+  std::string unit, source;
+};
+/// The training figure among `args`, resolved (card, precision, framework); nullopt when none is a training figure.
+/// InputError when a training figure comes with other measurements (one figure calibrates one class: not yet
+/// combined), or carries serving keys.
+std::optional<TrainingMeasured> training_measured(const catalog::Catalog& cat, const std::vector<std::string>& args);
+
+/// Every measurement `args` name calibrated as one stack: a training figure by perf::calibrate_training, served
+/// decoders' figures by perf::calibrate_stack. `read_as` gets how the measurements' names were read (each once).
+perf::StackCalibration calibrate_measured(const catalog::Catalog& cat, const std::vector<std::string>& args, std::vector<std::string>* read_as = nullptr);
+
+/// --stack FILE: a stored calibration (gpuvs calibrate --save), read as one of this run's inputs.
+perf::StackCalibration load_stack(const std::string& path);
 
 /// The calibration as JSON, the same in every command: the engine and format, the ratios, each measurement's step
 /// (source, card, mode, kernels, measured, predicted before and after, ratio, note) and what it leaves open.

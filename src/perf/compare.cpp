@@ -45,7 +45,8 @@ Comparison compare(const catalog::Catalog& cat, const std::vector<std::string>& 
 }
 
 Comparison compare(const catalog::Catalog& cat, const std::vector<std::string>& gpus, const workload::Workload& w, std::optional<Precision> precision,
-                   std::int64_t batch, bool training, const GpuHourPrices& prices, const std::map<std::string, std::string>& options) {
+                   std::int64_t batch, bool training, const GpuHourPrices& prices, const std::map<std::string, std::string>& options,
+                   const StackRatios* stack) {
   if (gpus.size() < 2) throw InputError("compare needs at least two GPUs");
   const std::string& workload = w.name();
   Comparison c;
@@ -62,6 +63,7 @@ Comparison compare(const catalog::Catalog& cat, const std::vector<std::string>& 
     req.precision = precision;
     req.training = training;
     req.options = options;
+    req.stack = stack;
     e.single = predict(cat, w, req);
     c.batch = e.single.batch;
     const double units_per_hour = e.single.throughput * 3600.0;

@@ -52,8 +52,10 @@ Comparison compare(const catalog::Catalog& cat, const std::vector<std::string>& 
                    std::optional<Precision> precision, std::int64_t batch, bool training, const GpuHourPrices& prices,
                    const std::map<std::string, std::string>& options = {});
 /// The same with the workload resolved by the caller from w.name() under `options`.
+/// `stack`: a measured stack's ratios (perf/stack.hpp), applied to every card where its framework and precision match.
 Comparison compare(const catalog::Catalog& cat, const std::vector<std::string>& gpus, const workload::Workload& w, std::optional<Precision> precision,
-                   std::int64_t batch, bool training, const GpuHourPrices& prices, const std::map<std::string, std::string>& options = {});
+                   std::int64_t batch, bool training, const GpuHourPrices& prices, const std::map<std::string, std::string>& options = {},
+                   const StackRatios* stack = nullptr);
 
 /// LLM serving side by side: each GPU's prediction for the same request (perf/serving.hpp), its ratio to
 /// the first, and what a million output tokens cost at that rate (cloud $/h, or owning the card).

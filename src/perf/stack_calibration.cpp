@@ -32,6 +32,7 @@ StackStep solve(const StackRate& rate, double measured, const std::string& unit,
   const bool rising = which != &StackRatios::fixed;
   StackStep step;
   step.op_class = class_name(which);
+  step.unit = unit;
   step.measured = measured;
   ratios.*which = rising ? highest : lowest;
   const double top = rate(ratios);
@@ -196,7 +197,37 @@ StackCalibration calibrate_figure(const StackRate& rate, double measured, const 
     bool solved = false;
     for (const auto& st : out.steps) solved = solved || st.op_class == class_name(which);
     if (!solved)
-      out.open.push_back(fmt::format("{} (the figure moves {:.2f}% per 1% of it here): the model's assumption", class_name(which), share));
+      out.open.push_back(fmt::format("{} (the figure moves {:.2f}% per 1% change in them here): the model's assumption",
+                                     which == &StackRatios::gemm     ? "matrix kernels"
+                                     : which == &StackRatios::memory ? "memory-bound kernels"
+                                                                     : "fixed costs",
+                                     share));
+  }
+  return out;
+}
+
+StackCalibration calibrate_training(const catalog::Catalog& cat, const workload::Workload& w, const PredictRequest& req, double measured,
+                                    const std::string& unit, const std::string& source) {
+  if (req.stack) throw std::logic_error("calibrate_training: the request already carries a stack");
+  const Prediction plain = predict(cat, w, req);
+  if (unit != plain.unit)
+    throw InputError(fmt::format("{}: the figure is in {}, a prediction of {} in {}", source, unit, plain.workload, plain.unit));
+  StackRatios base;
+  base.engine = plain.framework;
+  base.format = std::string(precision_name(plain.plan.precision));
+  // The run's figure is its total over its GPUs; the prediction is per GPU.
+  const double gpus = static_cast<double>(req.gpus);
+  StackCalibration out = calibrate_figure(
+      [&](const StackRatios& r) {
+        PredictRequest q = req;
+        q.stack = &r;
+        return predict(cat, w, q).throughput * gpus;
+      },
+      measured, unit, base);
+  for (auto& st : out.steps) {
+    st.source = source;
+    st.gpu = plain.gpu_id;
+    st.mode = req.training ? "train" : "infer";
   }
   return out;
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "catalog/catalog.hpp"
+#include "perf/predict.hpp"
 #include "perf/serving.hpp"
 
 namespace gpuvs::perf {
@@ -28,6 +29,7 @@ struct StackMeasurement {
 
 struct StackStep {
   std::string source, gpu, mode, op_class;  // op_class: "matrix" (prefill), "memory" or "fixed-cost" (decode)
+  std::string unit = "tokens/s";             // of measured and predicted
   double measured = 0, predicted_before = 0, predicted_after = 0, ratio = 1;
   std::string note;  // set when the ratio met a bound and the model cannot reproduce the figure
   std::size_t measurement = 0;  // which of the measurements given
@@ -49,6 +51,12 @@ using StackRate = std::function<double(const StackRatios&)>;
 /// class is solved with it held there (a step each); a figure no class reaches moves nothing (ratios = `base`).
 /// `base` carries the engine and format; the classes not solved stay at its ratios, said in `open`.
 StackCalibration calibrate_figure(const StackRate& rate, double measured, const std::string& unit, StackRatios base);
+
+/// A measured training run (`measured` in `unit`, the run's total over req.gpus GPUs) on req.gpu: calibrate_figure on the
+/// prediction of `req` (which must carry no stack), for the framework profile and precision it resolves to. InputError
+/// when `unit` is not the prediction's unit.
+StackCalibration calibrate_training(const catalog::Catalog& cat, const workload::Workload& w, const PredictRequest& req, double measured,
+                                    const std::string& unit, const std::string& source);
 
 /// The stack's ratios from `ms` (one engine and weight format; any cards): the matrix ratio from the prefill
 /// figures, then the memory ratio from the decode figures under it; several figures of one class give the

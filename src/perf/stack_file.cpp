@@ -1,0 +1,140 @@
+#include "perf/stack_file.hpp"
+
+#include <fmt/format.h>
+
+#include <toml++/toml.h>
+
+#include <cmath>
+#include <set>
+
+#include "core/error.hpp"
+#include "core/strings.hpp"
+#include "core/toml_input.hpp"
+
+namespace gpuvs::perf {
+
+namespace {
+
+constexpr const char* kFirstLine = "# A gpuvs stack calibration";
+constexpr double kLowest = 0.05, kHighest = 20.0;  // the solver's bounds (perf/stack_calibration.cpp)
+
+// A TOML basic string: quotes, backslashes and control characters escaped.
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      out += fmt::format("\\u{:04x}", static_cast<unsigned char>(c));
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string where_at(const std::string& where, const toml::node& n) {
+  return n.source().begin.line > 0 ? fmt::format("{}:{}", where, n.source().begin.line) : where;
+}
+
+void only_keys(const toml::table& t, const std::set<std::string>& keys, const std::string& where) {
+  for (const auto& [k, v] : t)
+    if (!keys.count(std::string(k.str())))
+      throw InputError(fmt::format("{}: unknown key '{}' (expected {})", where_at(where, v), strings::printable(std::string(k.str())),
+                                   strings::join(std::vector<std::string>(keys.begin(), keys.end()), ", ")));
+}
+
+std::string text(const toml::table& t, const char* key, const std::string& where, bool required = true) {
+  const toml::node* n = t.get(key);
+  if (!n) {
+    if (required) throw InputError(fmt::format("{}: missing key '{}'", where_at(where, t), key));
+    return "";
+  }
+  const auto v = n->value<std::string>();
+  if (!v) throw InputError(fmt::format("{}: '{}' must be a string", where_at(where, *n), key));
+  if (strings::has_control(*v)) throw InputError(fmt::format("{}: '{}' holds a control character", where_at(where, *n), key));
+  return *v;
+}
+
+double number(const toml::table& t, const char* key, const std::string& where, double lo, double hi) {
+  const toml::node* n = t.get(key);
+  if (!n) throw InputError(fmt::format("{}: missing key '{}'", where_at(where, t), key));
+  const auto v = n->value<double>();
+  if (!v || !std::isfinite(*v) || *v < lo || *v > hi)
+    throw InputError(fmt::format("{}: '{}' must be a number in [{:g}, {:g}]", where_at(where, *n), key, lo, hi));
+  return *v;
+}
+
+}  // namespace
+
+std::string stack_toml(const StackCalibration& s) {
+  std::string out = std::string(kFirstLine) +
+                    ": what measured figures say about the software that ran them, carried to any card\n"
+                    "# (gpuvs calibrate; applied with --stack FILE on predict and compare). Each ratio multiplies what the model\n"
+                    "# assumes for that class of the engine's (or training framework's) kernels with this format: matrix kernels'\n"
+                    "# fraction of the matrix peak, memory-bound kernels' fraction of DRAM bandwidth, fixed costs per kernel and\n"
+                    "# step. Every card keeps its own peaks, bandwidth, clock, waves and launches (perf/stack.hpp).\n";
+  out += fmt::format("schema = 1\nengine = {}\nformat = {}\nmatrix_ratio = {:.6g}\nmemory_ratio = {:.6g}\nfixed_cost_ratio = {:.6g}\n",
+                     quoted(s.ratios.engine), quoted(s.ratios.format), s.ratios.gemm, s.ratios.memory, s.ratios.fixed);
+  std::vector<std::string> open;
+  for (const auto& o : s.open) open.push_back(quoted(o));
+  out += fmt::format("open = [{}]\n", strings::join(open, ", "));
+  for (const auto& st : s.steps)
+    out += fmt::format(
+        "\n[[step]]\nsource = {}\ngpu = {}\nmode = {}\nkernels = {}\nunit = {}\nmeasured = {:.10g}\npredicted_before = {:.10g}\n"
+        "predicted_after = {:.10g}\nratio = {:.6g}\nnote = {}\n",
+        quoted(st.source), quoted(st.gpu), quoted(st.mode), quoted(st.op_class), quoted(st.unit), st.measured, st.predicted_before,
+        st.predicted_after, st.ratio, quoted(st.note));
+  return out;
+}
+
+StackCalibration parse_stack(const std::string& text_in, const std::string& where) {
+  const toml::table t = parse_toml(text_in, where);
+  only_keys(t, {"schema", "engine", "format", "matrix_ratio", "memory_ratio", "fixed_cost_ratio", "open", "step"}, where);
+  const toml::node* schema = t.get("schema");
+  if (!schema || schema->value<std::int64_t>() != 1) throw InputError(fmt::format("{}: schema must be 1 (a file gpuvs calibrate wrote)", where));
+  StackCalibration s;
+  s.ratios.engine = text(t, "engine", where);
+  s.ratios.format = text(t, "format", where);
+  if (s.ratios.engine.empty() || s.ratios.format.empty()) throw InputError(fmt::format("{}: engine and format must name what was measured", where));
+  s.ratios.gemm = number(t, "matrix_ratio", where, kLowest, kHighest);
+  s.ratios.memory = number(t, "memory_ratio", where, kLowest, kHighest);
+  s.ratios.fixed = number(t, "fixed_cost_ratio", where, kLowest, kHighest);
+  if (const toml::node* open = t.get("open")) {
+    const toml::array* arr = open->as_array();
+    if (!arr) throw InputError(fmt::format("{}: 'open' must be a list of strings", where_at(where, *open)));
+    for (const auto& n : *arr) {
+      const auto v = n.value<std::string>();
+      if (!v || strings::has_control(*v)) throw InputError(fmt::format("{}: 'open' must be a list of strings", where_at(where, n)));
+      s.open.push_back(*v);
+    }
+  }
+  if (const toml::node* steps = t.get("step")) {
+    const toml::array* arr = steps->as_array();
+    if (!arr || !arr->is_array_of_tables()) throw InputError(fmt::format("{}: 'step' must be [[step]] tables", where_at(where, *steps)));
+    for (const auto& n : *arr) {
+      const toml::table& st = *n.as_table();
+      only_keys(st, {"source", "gpu", "mode", "kernels", "unit", "measured", "predicted_before", "predicted_after", "ratio", "note"}, where);
+      StackStep step;
+      step.source = text(st, "source", where);
+      step.gpu = text(st, "gpu", where);
+      step.mode = text(st, "mode", where);
+      step.op_class = text(st, "kernels", where);
+      if (step.op_class != "matrix" && step.op_class != "memory" && step.op_class != "fixed-cost")
+        throw InputError(fmt::format("{}: kernels '{}' is not matrix, memory or fixed-cost", where_at(where, st), strings::printable(step.op_class)));
+      step.unit = text(st, "unit", where);
+      step.measured = number(st, "measured", where, 1e-300, 1e300);
+      step.predicted_before = number(st, "predicted_before", where, 0, 1e300);
+      step.predicted_after = number(st, "predicted_after", where, 0, 1e300);
+      step.ratio = number(st, "ratio", where, kLowest, kHighest);
+      step.note = text(st, "note", where, false);
+      s.steps.push_back(std::move(step));
+    }
+  }
+  return s;
+}
+
+files::OutputSpec stack_output(const std::string& flag, bool force) { return {flag, "stack calibration", kFirstLine, force}; }
+
+}  // namespace gpuvs::perf
