@@ -1332,6 +1332,37 @@ TEST(Cli, ACalibrationSavedAsAFileAppliesLikeTheMeasurementItCameFrom) {
   EXPECT_NE(run_gpuvs("predict --gpu a100-80gb-sxm --stack " + file + " --measured " + spec).exit_code, 0);  // one or the other
 }
 
+// advise --measured: every option that runs the measured stack moves by it, and a card's figure there is the figure
+// compare gives for the same request (one question, one answer).
+TEST(Cli, AdviseRanksWithTheMeasuredStackAndAgreesWithCompare) {
+  const std::string spec = "'gpu=rtx-3090;workload=resnet50;mode=train;precision=amp-fp16;batch=128;value=700 images/s'";
+  const std::string base = "advise --workload resnet50 --precision amp-fp16 --samples 1e9 --gpu rtx-3090,a100-80gb-sxm --json";
+  const auto with = run_gpuvs(base + " --measured " + spec), without = run_gpuvs(base);
+  ASSERT_EQ(with.exit_code, 0) << with.err;
+  ASSERT_EQ(without.exit_code, 0) << without.err;
+  const auto a = nlohmann::json::parse(with.out), b = nlohmann::json::parse(without.out);
+  EXPECT_EQ(a["measured"]["engine"], "pytorch");
+  EXPECT_TRUE(b["measured"].is_null());
+  bool said = false;
+  for (const auto& line : a["assumed"]) said = said || line.get<std::string>().find("your measured stack, pytorch amp-fp16") != std::string::npos;
+  EXPECT_TRUE(said) << a["assumed"];
+  auto single = [](const nlohmann::json& doc, const std::string& gpu) {
+    for (const auto& r : doc["ranked"])
+      if (r["gpu"] == gpu && r["count"] == 1) return r;
+    return nlohmann::json();
+  };
+  const auto mine = single(a, "rtx-3090"), plain = single(b, "rtx-3090");
+  ASSERT_FALSE(mine.is_null());
+  ASSERT_FALSE(plain.is_null());
+  EXPECT_LT(mine["throughput"].get<double>(), plain["throughput"].get<double>());
+  const auto c = run_gpuvs("compare rtx-3090 a100-80gb-sxm --batch " + std::to_string(mine["batch"].get<int>()) + " --json --measured " + spec);
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_NEAR(nlohmann::json::parse(c.out)["gpus"][0]["throughput"]["value"].get<double>(), mine["throughput"].get<double>(),
+              1e-6 * mine["throughput"].get<double>());
+  const auto both = run_gpuvs(base + " --measured " + spec + " --stack x.toml");
+  EXPECT_EQ(both.exit_code, 2) << both.err;
+}
+
 TEST(Cli, CompareCarriesARealLlamaBenchRunToOtherCardsInOneCommand) {
   // Issue 35: "this is what I get on the card I have; what would I get on that one?" from llama-bench's own output.
   const std::string file = std::string(GPUVS_TEST_DATA) + "/llama-bench/rtx3090-qwen2.5-coder-32b.md";

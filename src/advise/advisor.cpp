@@ -176,6 +176,7 @@ perf::PredictRequest training_request(const Scenario& s, const catalog::Gpu& gpu
   req.precision = precision;
   req.training = true;
   req.options = s.workload_options;
+  req.stack = s.stack ? &*s.stack : nullptr;
   return req;
 }
 
@@ -355,6 +356,7 @@ ServingBatch best_serving_batch(const catalog::Catalog& cat, const workload::Wor
   req.precision = precision;
   req.training = false;
   req.options = s.workload_options;
+  req.stack = s.stack ? &*s.stack : nullptr;
   if (s.seq_len > 0) req.options["seq_len"] = std::to_string(s.seq_len);
   if (s.gen_len > 0) req.options["gen_len"] = std::to_string(s.gen_len);
   std::string last_why;
@@ -487,6 +489,7 @@ Option llm_serving_option(const catalog::Catalog& cat, const workload::Workload&
   r.gpu = gpu.id;
   r.gpus = tp;
   r.mode = "infer";
+  r.stack = s.stack ? &*s.stack : nullptr;
   r.format = perf::serving_format_for(std::string(perf::precision_name(precision)));
   r.options = w.shape();  // gpt's shape keys: the decoder the scenario names
   r.options["tp"] = std::to_string(tp);

@@ -13,6 +13,7 @@
 
 #include "advise/assumptions.hpp"
 #include "catalog/catalog.hpp"
+#include "perf/stack.hpp"
 #include "workload/workload.hpp"
 
 namespace gpuvs::advise {
@@ -37,6 +38,9 @@ struct Scenario {
   std::string engine;              // empty: the serving default (vllm)
   /// The workload's own shape options: the gpt workload's layers/hidden/heads..., an ONNX file's symbolic dims.
   std::map<std::string, std::string> workload_options;
+  /// A measured stack (--measured, --stack: perf/stack.hpp), applied to every option whose framework or engine and
+  /// precision or format match it. Not a scenario-file key: it comes from the command line.
+  std::optional<perf::StackRatios> stack;
 };
 
 /// Reads a scenario from TOML (the same keys as the fields above, plus an [assume] table). InputError

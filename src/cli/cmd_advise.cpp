@@ -13,6 +13,7 @@
 #include "advise/advisor.hpp"
 #include "cli/assumption_options.hpp"
 #include "cli/commands.hpp"
+#include "cli/measured_input.hpp"
 #include "cli/gpu_names.hpp"
 #include "cli/output.hpp"
 #include "cli/validators.hpp"
@@ -43,6 +44,8 @@ struct AdviseArgs {
   std::int64_t seq_len = 0, gen_len = 0;
   std::size_t top = 12;
   std::int64_t measured_run = 0;  // an evaluate run whose measured machine is ranked too
+  std::vector<std::string> measured;  // --measured FILE|SPEC: your stack, calibrated
+  std::string stack_file;             // --stack FILE (gpuvs calibrate --save)
   std::string db;
   std::vector<std::string> catalogs;
   Output out = Output::table;
@@ -137,12 +140,27 @@ int run_advise(const AdviseArgs& a) {
   if (!a.gpus.empty()) assumptions.set("max_gpus", gpu_count(a.gpus), cat);  // over --assume max_gpus: the flag is the narrower
   std::optional<advise::MeasuredMachine> here;
   if (a.measured_run != 0) here = measured_machine(a);
+  // Your stack, measured: every option whose framework or engine and precision or format match moves by it.
+  std::optional<perf::StackCalibration> stack;
+  std::vector<std::string> read_as;
+  if (!a.measured.empty()) stack = calibrate_measured(cat, a.measured, &read_as);
+  else if (!a.stack_file.empty()) stack = load_stack(a.stack_file);
+  if (stack) s.stack = stack->ratios;
   // Flags may have named another workload than the file's: advise resolves that one (validated_workload).
   advise::Advice adv = from_file ? advise::advise(cat, *from_file, s, assumptions, here ? &*here : nullptr)
                                  : advise::advise(cat, s, assumptions, here ? &*here : nullptr);
   if (!std::isnan(params))
     adv.notes.insert(adv.notes.begin(), params_note(params, models::sized_decoder_for_id(s.workload)));
-  if (!print_structured(advise::advice_json(adv), a.out, {"ranked", "ruled_out"})) fmt::print("{}", advise::advice_text(adv, a.top));
+  if (stack) {
+    adv.assumed.push_back(fmt::format("your measured stack, {} {}: matrix kernels x{:.3f}, memory-bound kernels x{:.3f}, fixed costs x{:.3f}, "
+                                      "on every option that runs it (the others as the model has them)",
+                                      stack->ratios.engine, stack->ratios.format, stack->ratios.gemm, stack->ratios.memory, stack->ratios.fixed));
+    for (const auto& st : stack->steps) adv.notes.push_back("measured " + stack_step_line(st));
+    for (const auto& r : read_as) adv.assumed.push_back(r);
+  }
+  nlohmann::json doc = advise::advice_json(adv);
+  doc["measured"] = stack ? stack_json(*stack) : nlohmann::json(nullptr);
+  if (!print_structured(doc, a.out, {"ranked", "ruled_out"})) fmt::print("{}", advise::advice_text(adv, a.top));
   return 0;
 }
 
@@ -184,6 +202,11 @@ Runner add_advise_command(CLI::App& app) {
                   "Rank the machine an evaluate run measured too (gpuvs history lists runs): measured speed, no purchase")
       ->check(whole_in(1, std::numeric_limits<std::int64_t>::max()));
   sub->add_option("--db", a->db, "Results database for --measured-run (default $XDG_DATA_HOME/gpuvs/history.db)");
+  sub->add_option("--measured", a->measured,
+                  "Your measurement of your stack, applied to every option that runs it: a llama-bench output, a serving spec "
+                  "'gpu=ID;workload=ID;mode=prefill|decode;precision=FORMAT;value=N tokens/s' (repeatable) or a training run "
+                  "'gpu=ID;workload=ID;mode=train;precision=P;batch=PER_GPU;value=N images/s'");
+  sub->add_option("--stack", a->stack_file, "A stored calibration (gpuvs calibrate --save FILE)")->excludes("--measured");
   add_output_option(sub, a->out);
   return [a, params] {
     a->params_given = params->count() > 0;
