@@ -819,14 +819,24 @@ TEST(Achievable, PublishedFiguresThenRulesLearnedFromOtherCardsThenPriors) {
   EXPECT_TRUE(bf16->published);
   EXPECT_DOUBLE_EQ(bf16->value, 794.5);
   EXPECT_NEAR(bf16->fraction, 794.5 / 989.4, 1e-3);
-  // Not published for the H200: the median fraction of the other Hopper data-centre cards (H100 SXM, GH200).
+  // Not published for the H200: the median fraction of the other Hopper data-centre cards (H100 SXM, GH200), each a
+  // fraction of the peak at the clock its card sustains, carried at the H200's own.
   const catalog::Gpu& h200 = cat().find("h200-sxm");
   const auto h200_bf16 = achievable(cat(), h200, "gemm-bf16");
   ASSERT_TRUE(h200_bf16);
   EXPECT_FALSE(h200_bf16->published);
-  const double h100_f = 794.5 / *h100.bf16.dense, gh200_f = 828.6 / *cat().find("gh200").bf16.dense;
-  EXPECT_NEAR(h200_bf16->fraction, (h100_f + gh200_f) / 2, 1e-9);
+  const auto clock = [](const char* id) { return sustained_clock_fraction(cat().find(id), active_constants().clock_headroom); };
+  const double h100_f = 794.5 / *h100.bf16.dense / clock("h100-sxm"), gh200_f = 828.6 / *cat().find("gh200").bf16.dense / clock("gh200");
+  EXPECT_NEAR(h200_bf16->fraction, (h100_f + gh200_f) / 2 * clock("h200-sxm"), 1e-9);
   EXPECT_NE(h200_bf16->basis.find("Hopper data-centre"), std::string::npos) << h200_bf16->basis;
+  // Clocks everywhere: two cards that learn from the same figures (no Ada card has one) reach the same fraction of
+  // the peak at their sustained clocks, so the L40S (350 W, 1,110 MHz base under a 2,520 MHz boost) reaches less of
+  // its rated peak than the RTX 4090 (2,235 base).
+  const auto l40s = achievable(cat(), cat().find("l40s"), "gemm-bf16"), rtx = achievable(cat(), cat().find("rtx-4090"), "gemm-bf16");
+  ASSERT_TRUE(l40s && rtx);
+  EXPECT_NEAR(l40s->fraction / clock("l40s"), rtx->fraction / clock("rtx-4090"), 1e-12);
+  EXPECT_LT(l40s->fraction, 0.8 * rtx->fraction);
+  EXPECT_NE(l40s->basis.find("sustained clock"), std::string::npos) << l40s->basis;
   // No card of its class has one: every card's median; nobody has one: the prior, said so.
   const auto ada = achievable(cat(), cat().find("rtx-4090"), "gemm-bf16");
   ASSERT_TRUE(ada);

@@ -9,7 +9,7 @@
 namespace gpuvs::measured {
 
 struct Measurement {
-  std::string tool;        // "llama-bench", or "spec" for a figure typed on the command line
+  std::string tool;        // "llama-bench", "nccl-tests", or "spec" for a figure typed on the command line
   std::string where;       // FILE:LINE of the record it came from
   std::string gpu;         // the device as the tool named it ("NVIDIA GeForce RTX 4080"); empty when it printed none
   std::string backend;     // "CUDA", "Metal", "CPU", ...
@@ -24,13 +24,17 @@ struct Measurement {
   double model_params = 0; // parameters, where printed
   // What ran: "prefill" (a prompt of prompt_tokens processed in batches), "decode" (gen_tokens generated one at a
   // time), "prefill+decode" (both, one figure over all tokens), "infer" (requests served, in-flight batched),
-  // "train".
+  // "train", "micro" (a microbenchmark figure: a collective's bus bandwidth).
   std::string mode;
   int prompt_tokens = 0, gen_tokens = 0, depth = 0;  // depth: tokens already in the cache before the test
   int gpu_layers = -1;     // layers offloaded to the GPU (llama.cpp's -ngl); -1 when not printed
   int threads = 0;
   int batch = 0, ubatch = 0;  // llama.cpp's logical and physical batch, in tokens (n_batch, n_ubatch)
   int sequences = 0;          // sequences per step, where the measurement says (a spec's batch=); 0: one
+  // A collective (nccl-tests): its message size, the hosts its ranks ran on, the library version that ran it.
+  double message_bytes = 0;
+  int nodes = 0;
+  std::string library_version;  // "2.25.1"
   double value = 0;        // the figure, in `unit`
   std::string unit;        // "tokens/s"
   std::optional<double> spread;  // its standard deviation over the repetitions, in `unit`

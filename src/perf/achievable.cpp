@@ -13,7 +13,9 @@
 #include "core/toml_input.hpp"
 #include "core/stats.hpp"
 #include "core/strings.hpp"
+#include "perf/clocks.hpp"
 #include "perf/collective.hpp"
+#include "perf/constants.hpp"
 
 namespace gpuvs::embedded {
 extern const char* const kAchievable;
@@ -178,7 +180,13 @@ std::optional<Achievable> achievable(const catalog::Catalog& cat, const catalog:
         a.basis = fmt::format("this card's published {} fraction ({:.0f}%): {}", f.key, 100 * a.fraction, f.source);
         return a;
       }
-  // Learned fractions of the same kind of figure on other cards: the same architecture and class first.
+  // Learned fractions of the same kind of figure on other cards: the same architecture and class first. A GEMM's
+  // is a fraction of the peak at the clock its card sustains under dense math (perf/clocks.hpp), carried to this
+  // card at its own: a board that sheds more clock under its power limit (a 300 W PCIe card, an L40S) reaches
+  // less of its rated peak than the cards measured. Streams and copies are not clock-bound.
+  const bool clocked = key.rfind("gemm-", 0) == 0;
+  const double headroom = active_constants().clock_headroom;
+  auto clock_of = [&](const catalog::Gpu& g) { return clocked ? sustained_clock_fraction(g, headroom) : 1.0; };
   std::vector<double> same, all;
   std::vector<std::string> same_ids, all_ids;
   for (const auto& f : data.figures) {
@@ -186,10 +194,11 @@ std::optional<Achievable> achievable(const catalog::Catalog& cat, const catalog:
     const catalog::Gpu& other = cat.find(f.gpu);
     const auto other_spec = spec_for(other, f.key);
     if (!other_spec) continue;
-    all.push_back(f.value / *other_spec);
+    const double at_its_clock = f.value / *other_spec / clock_of(other);
+    all.push_back(at_its_clock);
     all_ids.push_back(f.gpu);
     if (same_class(other, gpu)) {
-      same.push_back(f.value / *other_spec);
+      same.push_back(at_its_clock);
       same_ids.push_back(f.gpu);
     }
   }
@@ -198,14 +207,16 @@ std::optional<Achievable> achievable(const catalog::Catalog& cat, const catalog:
     ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
     return strings::join(ids, ", ");
   };
+  const std::string at_clock =
+      clocked ? fmt::format(" at this card's sustained clock ({:.0f}% of its rated one, as the others' at theirs)", 100 * clock_of(gpu)) : "";
   if (!same.empty()) {
-    a.fraction = stats::median(same);
-    a.basis = fmt::format("rule: {:.0f}% of spec, the median of {} {} card(s) with a published {} figure ({})", 100 * a.fraction,
-                          gpu.arch, segment_class(gpu), group_of(key), unique(same_ids));
+    a.fraction = stats::median(same) * clock_of(gpu);
+    a.basis = fmt::format("rule: {:.0f}% of spec, the median of {} {} card(s) with a published {} figure ({}){}", 100 * a.fraction,
+                          gpu.arch, segment_class(gpu), group_of(key), unique(same_ids), at_clock);
   } else if (!all.empty()) {
-    a.fraction = stats::median(all);
-    a.basis = fmt::format("rule: {:.0f}% of spec, the median of every card with a published {} figure ({}); none of {} {}",
-                          100 * a.fraction, group_of(key), unique(all_ids), gpu.arch, segment_class(gpu));
+    a.fraction = stats::median(all) * clock_of(gpu);
+    a.basis = fmt::format("rule: {:.0f}% of spec, the median of every card with a published {} figure ({}){}; none of {} {}",
+                          100 * a.fraction, group_of(key), unique(all_ids), at_clock, gpu.arch, segment_class(gpu));
   } else {
     a.fraction = prior(key);
     a.basis = fmt::format("prior: {:.0f}% of spec (what gpuvs's microbenchmarks expect of a healthy card; no published {} figure)",
