@@ -404,6 +404,34 @@ TEST(Cli, ValidateCalibrateOneReportsTransferBesideFlatAndUncalibrated) {
   EXPECT_TRUE(nlohmann::json::parse(plain.out)["calibrate_one"].is_null());
 }
 
+// validate --measured: your own runs as rows, scored like the published ones. A real 8 x A100 nccl-tests run is the
+// NCCL model's check on data it never saw (tests/data/nccl-tests/SOURCES.md); the same file is refused where it would
+// calibrate a stack, and validate without rows says so.
+TEST(Cli, ValidateScoresYourOwnRunsBesideThePublishedOnes) {
+  const std::string nccl = std::string(GPUVS_TEST_DATA) + "/nccl-tests/a100-8gpu-allreduce.txt";
+  const auto j = run_gpuvs("validate --json --measured " + nccl + " --measured " + std::string(GPUVS_TEST_DATA) +
+                           "/llama-bench/rtx3090-qwen2.5-coder-32b.md --measured "
+                           "'gpu=rtx-3090;workload=resnet50;mode=train;precision=amp-fp16;batch=128;value=700 images/s'");
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const auto doc = nlohmann::json::parse(j.out);
+  ASSERT_EQ(doc["rows"].size(), 4u);
+  const auto& a100 = doc["rows"][0];
+  EXPECT_EQ(a100["status"], "ok") << a100;
+  EXPECT_EQ(a100["unit"], "GB/s busbw");
+  EXPECT_DOUBLE_EQ(a100["measured"].get<double>(), 233.0);
+  EXPECT_NEAR(a100["predicted"].get<double>() / 233.0, 1.0, 0.10);  // NCCL's protocol model on NVSwitch, at 10 GiB
+  for (std::size_t i = 1; i < 4; ++i) EXPECT_EQ(doc["rows"][i]["status"], "ok") << doc["rows"][i];
+  EXPECT_EQ(doc["rows"][3]["unit"], "images/s");
+  for (const auto& [args, expect] : std::vector<std::pair<std::string, std::string>>{
+           {"validate", "no rows (give --data FILE|FOLDER or --measured FILE|SPEC)"},
+           {"compare rtx-3090 a100-80gb-sxm --measured " + nccl, "collective figures (nccl-tests) calibrate no stack yet"}}) {
+    const auto bad = run_gpuvs(args);
+    EXPECT_EQ(bad.exit_code, 2) << args << "\n" << bad.err;
+    EXPECT_NE(bad.err.find(expect), std::string::npos) << args << "\n" << bad.err;
+    EXPECT_EQ(count_lines(bad.err), 1) << bad.err;
+  }
+}
+
 TEST(Cli, ValidateTableAndJson) {
   const std::string data = std::string(GPUVS_SOURCE_DIR) + "/data/validation/lambda-pytorch-2023.csv";
   const auto r = run_gpuvs("validate --data " + data);

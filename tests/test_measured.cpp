@@ -294,3 +294,86 @@ TEST(MeasuredSpec, AnUnreadableSpecIsRefusedNamingTheKey) {
                               }),
             0);
 }
+
+#include "measured/nccl_tests.hpp"
+
+using measured::looks_like_nccl_tests;
+using measured::read_nccl_tests;
+
+namespace {
+std::string nccl_fixture(const std::string& name) {
+  const std::string path = std::string(GPUVS_TEST_DATA) + "/nccl-tests/" + name;
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+}  // namespace
+
+// Two real outputs (tests/data/nccl-tests/SOURCES.md): a current build that names its collective and NCCL version, and
+// an older one that names neither, over two hosts.
+TEST(NcclTests, ReadsRealOutputsOfCurrentAndOlderBuilds) {
+  const std::string a100 = nccl_fixture("a100-8gpu-allreduce.txt");
+  ASSERT_TRUE(looks_like_nccl_tests(a100));
+  const auto one = read_nccl_tests(a100, "a100.txt");
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].tool, "nccl-tests");
+  EXPECT_EQ(one[0].workload, "allreduce");
+  EXPECT_EQ(one[0].mode, "micro");
+  EXPECT_EQ(one[0].gpu, "NVIDIA A100-SXM4-40GB");
+  EXPECT_EQ(one[0].gpus, 8);
+  EXPECT_EQ(one[0].nodes, 1);
+  EXPECT_EQ(one[0].precision, "fp32");
+  EXPECT_EQ(one[0].library_version, "2.25.1");
+  EXPECT_DOUBLE_EQ(one[0].message_bytes, 10737418240.0);
+  EXPECT_DOUBLE_EQ(one[0].value, 233.00);
+  EXPECT_EQ(one[0].unit, "GB/s busbw");
+  EXPECT_EQ(one[0].where, "a100.txt:18");
+  // No collective named: an all-reduce by its bus factor (busbw/algbw = 2 x 15/16 over 16 ranks); the rows below
+  // print resolution (0.00 GB/s) carry no bandwidth and stay out.
+  const auto two = read_nccl_tests(nccl_fixture("h100-16gpu-2node-allreduce.txt"), "h100.txt");
+  ASSERT_EQ(two.size(), 25u);
+  for (const auto& m : two) {
+    EXPECT_EQ(m.workload, "allreduce");
+    EXPECT_EQ(m.gpus, 16);
+    EXPECT_EQ(m.nodes, 2);
+    EXPECT_EQ(m.gpu, "NVIDIA H100 80GB HBM3");
+    EXPECT_TRUE(m.library_version.empty());
+  }
+  EXPECT_DOUBLE_EQ(two.front().message_bytes, 512.0);
+  EXPECT_DOUBLE_EQ(two.back().message_bytes, 8589934592.0);
+  EXPECT_DOUBLE_EQ(two.back().value, 338.82);
+  EXPECT_FALSE(looks_like_nccl_tests("| model | size |\n| --- | --- |\n"));
+}
+
+TEST(NcclTests, AnythingElseIsRefusedNamingTheFileAndLine) {
+  const std::string head =
+      "# nThread 1 nGpus 2 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n"
+      "# Using devices\n"
+      "#  Rank  0 Group  0 Pid 1 on host device  0 [0x07] NVIDIA H100 80GB HBM3\n"
+      "#  Rank  1 Group  0 Pid 2 on host device  1 [0x08] NVIDIA H100 80GB HBM3\n"
+      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n";
+  // Two ranks: an all-reduce's bus factor is 2 x 1/2 = 1 (busbw = algbw), a reduce-scatter's or all-gather's 1/2.
+  const auto row = [](const std::string& wrong, const std::string& redop = "sum", const std::string& busbw = "50.0") {
+    return "  1048576  262144  float  " + redop + "  -1  20.0  50.0  " + busbw + "  " + wrong + "  20.0  50.0  " + busbw + "  0\n";
+  };
+  EXPECT_EQ(read_nccl_tests(head + row("0"), "n.txt").front().workload, "allreduce");
+  EXPECT_EQ(read_nccl_tests(head + row("0", "sum", "25.0"), "n.txt").front().workload, "reducescatter");
+  EXPECT_EQ(read_nccl_tests(head + row("N/A"), "n.txt").size(), 1u);  // validation off (-c 0)
+  test::expect_refused({{head + row("3"), "n.txt:6: 3 wrong values"},
+                        {head + "  1048576  262144  float  sum  -1  20.0  50.0\n", "n.txt:6: 7 fields, the header has 13"},
+                        {head + row("0", "sum", "fast"), "n.txt:6: busbw 'fast' is not a non-negative number"},
+                        {head + row("0", "none", "25.0"), "an all-gather's or an all-to-all's"},
+                        {"# nThread 1\n  1048576  262144  float  sum  -1  20.0  50.0  100.0  0  20.0  50.0  100.0  0\n",
+                         "n.txt:2: a figure before the column header"},
+                        {"# nThread 1\n" + head.substr(head.find("#       size")) + row("0"), "n.txt:3: no device list"},
+                        {"# nThread 1\n", "n.txt: no nccl-tests figures"},
+                        {head + "\x1b[2J\n", "n.txt:6: a control character"}},
+                       [](const std::string& t) { read_nccl_tests(t, "n.txt"); });
+}
+
+TEST(NcclTests, FuzzedOutputsReadOrFailInOneLine) {
+  EXPECT_GE(test::fuzz_parser(nccl_fixture("a100-8gpu-allreduce.txt"), "# \n-0123456789.abefglmnoprstuvwxyNA/=[]", 1500, 43,
+                              [](const std::string& t, const std::string& w) { read_nccl_tests(t, w); }),
+            1);
+}

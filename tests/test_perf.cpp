@@ -1296,6 +1296,27 @@ TEST(Parallel, GroupsStayOnNvlinkInsideANodeAndCrossTheNetworkBeyond) {
   EXPECT_EQ(group_link(h100, l, 2, l.tp * l.dp).kind, "network");    // neighbouring pipeline stages
   const ParallelLayout small = make_layout(8, 2, 1, 1, 1, 1, 0, 32, 32, 2048, "ib-ndr-8x400");
   EXPECT_EQ(group_link(h100, small, small.dp, small.tp).kind, "nvlink");  // dp 4 x tp 2 still inside one node
+  // Several of a group's ranks on each node: NCCL's rings cross between nodes on every rank's NIC at once, so 16 ranks
+  // over two nodes run at the slower of 8 NICs and NVLink (the real two-node nccl-tests run: 339 GB/s busbw,
+  // tests/data/nccl-tests); 2 ranks a node (dp ranks 4 apart) at two NICs.
+  const ParallelLayout wide = make_layout(16, 1, 1, 1, 1, 1, 0, 32, 32, 2048, "ib-hdr-8x200");
+  const Link sixteen = group_link(h100, wide, 16, 1);
+  EXPECT_EQ(sixteen.kind, "network");
+  EXPECT_NEAR(sixteen.bus_gbs, std::min(8 * 25 * 0.8, link_for(h100, 8).bus_gbs), 1e-9);
+  const ParallelLayout strided = make_layout(64, 4, 4, 1, 1, 1, 0, 32, 32, 2048, "ib-ndr-8x400");
+  EXPECT_NEAR(group_link(h100, strided, strided.dp, strided.tp).bus_gbs, 2 * 50 * 0.8, 1e-9);
+  // A pipeline boundary across nodes: each of the stage's 4 tp ranks sends its quarter on its own NIC (Megatron's
+  // scatter/gather); a send between one pair of ranks alone keeps one NIC.
+  StageCost cost;
+  TrafficShape shape;
+  shape.tokens = 2048;
+  shape.hidden = 8192;
+  shape.act_bytes = 2;
+  shape.stage_layers = 8;
+  const ParallelStep piped = parallel_step(h100, strided, cost, shape);
+  EXPECT_EQ(piped.pp_link.kind, "network");
+  EXPECT_NEAR(piped.pp_link.bus_gbs, 4 * 50 * 0.8, 1e-9);
+  EXPECT_NEAR(group_link(h100, strided, strided.pp, 16, false).bus_gbs, 50 * 0.8, 1e-9);
   // An NVL72 domain keeps a 64-rank group on NVLink; GeForce cards without P2P stay on PCIe inside a node.
   const ParallelLayout rack = make_layout(64, 8, 1, 1, 1, 1, 0, 96, 96, 2048, "nvl72");
   EXPECT_EQ(group_link(cat().find("b200"), rack, rack.dp, rack.tp).kind, "nvlink");

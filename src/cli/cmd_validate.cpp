@@ -10,6 +10,8 @@
 
 #include "catalog/catalog.hpp"
 #include "cli/assumption_options.hpp"
+#include "cli/measured_input.hpp"
+#include "measured/spec.hpp"
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
 #include "core/error.hpp"
@@ -28,6 +30,7 @@ namespace {
 
 struct ValidateArgs {
   std::vector<std::string> data;
+  std::vector<std::string> measured;  // --measured FILE|SPEC: your own runs as rows
   std::string write_band, fit, constants;
   std::string facts;  // --facts FILE
   std::vector<std::string> catalogs;
@@ -234,6 +237,8 @@ int run_validate(const ValidateArgs& a) {
   // Every input is noted before the outputs are checked: no output may land on one.
   for (const auto& path : paths) files::note_input(path);
   if (!a.constants.empty()) files::note_input(a.constants);
+  for (const auto& m : a.measured)
+    if (!measured::looks_like_spec(m)) files::note_input(m);
   if (!a.write_band.empty()) files::check_output(a.write_band, perf::band_output("--write-band", a.force));
   if (!a.fit.empty()) files::check_output(a.fit, perf::constants_output("--fit", a.force));
   std::vector<perf::PublishedRow> rows;
@@ -241,6 +246,12 @@ int run_validate(const ValidateArgs& a) {
     auto more = perf::read_published(files::read_all(path, "--data"), path);
     rows.insert(rows.end(), more.begin(), more.end());
   }
+  // Your own runs, as rows beside the published ones (a tool's output or a typed figure).
+  if (!a.measured.empty()) {
+    auto mine = measured_rows(cat, a.measured);
+    rows.insert(rows.end(), mine.begin(), mine.end());
+  }
+  if (rows.empty()) throw InputError("validate: no rows (give --data FILE|FOLDER or --measured FILE|SPEC)");
   // A constants file (from --fit) replaces the built-in constants for this run.
   std::optional<perf::ScopedConstants> scope;
   if (!a.constants.empty()) scope.emplace(perf::parse_constants(files::read_all(a.constants, "--constants"), a.constants));
@@ -289,7 +300,10 @@ Runner add_validate_command(CLI::App& app) {
   auto a = std::make_shared<ValidateArgs>();
   auto* sub = app.add_subcommand("validate", "Compare predictions with published measurements (CSV)");
   add_facts_option(sub, a->facts);
-  sub->add_option("--data", a->data, "CSV files in the format of data/validation/*.csv, or folders of them (repeatable)")->required();
+  sub->add_option("--data", a->data, "CSV files in the format of data/validation/*.csv, or folders of them (repeatable)");
+  sub->add_option("--measured", a->measured,
+                  "Your own runs as rows: a llama-bench or nccl-tests output, or a --measured spec (repeatable); predicted and "
+                  "scored like the published ones");
   sub->add_option("--catalog", a->catalogs, "Add devices from a TOML file (repeatable)");
   add_output_option(sub, a->out);  // JSON: rows, per-source summaries (schema 2)
   sub->add_flag("--held-out", a->held_out,

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 
 #include "cli/gpu_names.hpp"
@@ -11,6 +12,7 @@
 #include "core/files.hpp"
 #include "core/strings.hpp"
 #include "measured/llama_bench.hpp"
+#include "measured/nccl_tests.hpp"
 #include "measured/spec.hpp"
 #include "models/networks.hpp"
 #include "perf/predict.hpp"
@@ -131,8 +133,109 @@ std::vector<perf::StackMeasurement> measured_inputs(const catalog::Catalog& cat,
   for (const auto& a : args) {
     std::vector<measured::Measurement> ms;
     if (measured::looks_like_spec(a)) ms.push_back(measured::read_measured_spec(a));
-    else ms = measured::read_llama_bench(files::read_all(a, "--measured"), a);
+    else {
+      const std::string text = files::read_all(a, "--measured");
+      if (measured::looks_like_nccl_tests(text))
+        throw InputError(fmt::format("--measured {}: collective figures (nccl-tests) calibrate no stack yet; `gpuvs validate --measured {}` "
+                                     "compares them with the model",
+                                     a, a));
+      ms = measured::read_llama_bench(text, a);
+    }
     for (const auto& m : ms) out.push_back(resolve(cat, m, cards));
+  }
+  return out;
+}
+
+namespace {
+
+std::string options_text(const std::map<std::string, std::string>& options) {
+  std::string out;
+  for (const auto& [k, v] : options) out += (out.empty() ? "" : ";") + k + "=" + v;
+  return out;
+}
+
+std::string stem_of(const std::string& where) {
+  const std::string file = where.substr(0, where.rfind(':'));
+  return file == "--measured" ? "measured" : std::filesystem::path(file).stem().string();
+}
+
+// A serving figure as a published row: the request as it ran, the figure per system.
+perf::PublishedRow row_of(const perf::StackMeasurement& m) {
+  perf::PublishedRow r;
+  r.id = m.source;
+  r.gpu = m.request.gpu;
+  r.n_gpus = m.request.gpus;
+  r.workload = m.request.workload;
+  r.mode = m.request.mode;
+  r.precision = m.request.format;
+  r.batch = m.request.batch;
+  r.options = options_text(m.request.options);
+  r.value = m.value;
+  r.unit = "tokens/s";
+  r.per = "system";
+  r.source = m.note.empty() ? m.source : m.note;
+  r.file = stem_of(m.source);
+  return r;
+}
+
+}  // namespace
+
+std::vector<perf::PublishedRow> measured_rows(const catalog::Catalog& cat, const std::vector<std::string>& args) {
+  std::vector<perf::PublishedRow> out;
+  std::map<std::string, std::string> cards;
+  for (const auto& a : args) {
+    if (measured::looks_like_spec(a)) {
+      const measured::Measurement m = measured::read_measured_spec(a);
+      if (m.mode == "train") {
+        const auto t = training_measured(cat, {a});
+        perf::PublishedRow r;
+        r.id = t->source;
+        r.gpu = t->request.gpu;
+        r.n_gpus = t->request.gpus;
+        r.workload = t->request.workload;
+        r.mode = "train";
+        r.precision = t->request.precision ? std::string(perf::precision_name(*t->request.precision)) : "";
+        r.batch = t->request.batch;
+        r.options = options_text(t->request.options);
+        r.value = t->value;
+        r.unit = t->unit;
+        r.per = "system";
+        r.source = "--measured";
+        r.file = "measured";
+        out.push_back(std::move(r));
+      } else {
+        out.push_back(row_of(resolve(cat, m, cards)));
+      }
+      continue;
+    }
+    files::note_input(a);
+    const std::string text = files::read_all(a, "--measured");
+    if (!measured::looks_like_nccl_tests(text)) {
+      for (const auto& m : measured::read_llama_bench(text, a)) out.push_back(row_of(resolve(cat, m, cards)));
+      continue;
+    }
+    // A collective at each message size: the micro row validate prices on the group's link.
+    for (const auto& m : measured::read_nccl_tests(text, a)) {
+      perf::PublishedRow r;
+      r.id = m.where;
+      try {
+        auto it = cards.find(m.gpu);
+        if (it == cards.end()) it = cards.emplace(m.gpu, gpu_id(cat, m.gpu)).first;
+        r.gpu = it->second;
+      } catch (const InputError& e) {
+        throw InputError(fmt::format("{}: {}", m.where, e.what()));
+      }
+      r.n_gpus = m.gpus;
+      r.workload = m.workload;
+      r.mode = "micro";
+      r.options = fmt::format("msg_bytes={:.0f}", m.message_bytes);
+      r.value = m.value;
+      r.unit = m.unit;
+      r.source = fmt::format("nccl-tests{}, {} rank(s) on {} host(s), {}", m.library_version.empty() ? "" : " (NCCL " + m.library_version + ")",
+                             m.gpus, m.nodes, m.precision);
+      r.file = stem_of(m.where);
+      out.push_back(std::move(r));
+    }
   }
   return out;
 }

@@ -10,6 +10,7 @@
 
 #include "catalog/catalog.hpp"
 #include "perf/stack_calibration.hpp"
+#include "perf/validation.hpp"
 
 namespace gpuvs::cli {
 
@@ -39,6 +40,12 @@ perf::StackCalibration calibrate_measured(const catalog::Catalog& cat, const std
 
 /// --stack FILE: a stored calibration (gpuvs calibrate --save), read as one of this run's inputs.
 perf::StackCalibration load_stack(const std::string& path);
+
+/// Every measurement `args` name as a published row for `gpuvs validate --measured`: a served decoder's figure (per
+/// system, its request's options), a training run's (per system), or a collective's at each message size (an
+/// nccl-tests output: its bus bandwidth over the group's ranks). Cards resolved as for --measured; the row's id is
+/// where it came from (FILE:LINE).
+std::vector<perf::PublishedRow> measured_rows(const catalog::Catalog& cat, const std::vector<std::string>& args);
 
 /// The calibration as JSON, the same in every command: the engine and format, the ratios, each measurement's step
 /// (source, card, mode, kernels, measured, predicted before and after, ratio, note) and what it leaves open.

@@ -113,7 +113,7 @@ ParallelLayout make_layout(int gpus, int tp, int pp, int cp, int vp, std::int64_
   return l;
 }
 
-Link group_link(const catalog::Gpu& gpu, const ParallelLayout& l, int size, int stride) {
+Link group_link(const catalog::Gpu& gpu, const ParallelLayout& l, int size, int stride, bool collective) {
   if (size <= 1) return Link{"none", 0, 0, "none"};
   const Fabric& fabric = fabric_by_id(l.network);
   const int span = size * stride;  // ranks from the group's first to past its last
@@ -129,6 +129,21 @@ Link group_link(const catalog::Gpu& gpu, const ParallelLayout& l, int size, int 
   k.bus_gbs = fabric.gbs_per_gpu * system_facts().network_busbw;
   k.latency_s = fabric.latency_s;
   k.description = fabric.name;
+  // Several of the group's ranks on each node (a group laid out with a stride under a node's width): NCCL's rings run
+  // through the node's own link and cross between nodes on every rank's NIC at once (one NIC per GPU, rail-aligned),
+  // so the node boundary carries that many NICs' worth, and the ring runs at the slower of it and the link inside.
+  const int per_node = collective ? std::min(size, std::max(1, l.gpus_per_node / stride)) : 1;
+  if (per_node > 1) {
+    const Link inside = link_for(gpu, per_node);
+    if (per_node * k.bus_gbs < inside.bus_gbs) {
+      k.bus_gbs *= per_node;
+      k.description = fmt::format("{} ({} ranks a node, each on its own NIC)", fabric.name, per_node);
+    } else {
+      k.bus_gbs = inside.bus_gbs;
+      k.description = fmt::format("{} inside each node ({} ranks a node; {} between nodes is not the limit)", inside.description, per_node,
+                                  fabric.name);
+    }
+  }
   return k;
 }
 
@@ -139,7 +154,15 @@ ParallelStep parallel_step(const catalog::Gpu& gpu, const ParallelLayout& l, con
   s.dp_link = group_link(gpu, l, l.dp, l.tp * l.cp);
   // Neighbouring stages sit tp x cp x dp ranks apart; once the pipeline spans more than a node, its slowest
   // boundary crosses the network, and the schedule runs at that boundary's pace.
-  s.pp_link = group_link(gpu, l, l.pp, l.tp * l.cp * l.dp);
+  s.pp_link = group_link(gpu, l, l.pp, l.tp * l.cp * l.dp, false);
+  // Across nodes, each of a stage's tp ranks sends its 1/tp share of the boundary activation to its peer on its own
+  // NIC, and the next stage gathers it over its node's link (Megatron's scatter/gather, Narayanan et al. 2021, 4.1;
+  // with sequence parallelism the activation is split so already): the boundary carries tp NICs' worth.
+  if (s.pp_link.kind == "network" && l.tp > 1) {
+    const int nics = std::min(l.tp, l.gpus_per_node);
+    s.pp_link.bus_gbs *= nics;
+    s.pp_link.description = fmt::format("{} ({} NICs a stage boundary: the tp ranks' shares)", s.pp_link.description, nics);
+  }
   // TP: all-reduce of one layer's activations, 2 forward + 2 backward (+2 when the forward is recomputed).
   const double act = t.tokens * t.hidden * t.act_bytes;
   const int per_layer = t.recompute_full ? 6 : 4;

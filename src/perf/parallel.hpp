@@ -58,8 +58,11 @@ ParallelLayout make_layout(int gpus, int tp, int pp, int cp, int vp, std::int64_
 
 /// The link a group of `size` ranks spread `stride` ranks apart crosses: the node's own links (NVLink, PCIe
 /// peer-to-peer, or staged through host memory) while the group's span stays inside one node, NVLink while
-/// it stays inside the network's NVLink domain (an NVL72 rack), else the network.
-Link group_link(const catalog::Gpu& gpu, const ParallelLayout& l, int size, int stride);
+/// it stays inside the network's NVLink domain (an NVL72 rack), else the network. Over the network, a collective
+/// whose group has several ranks on each node runs its rings across all their NICs at once (rail-aligned: the
+/// slower of that many NICs and the link inside the node); `collective` false (pipeline sends, one pair at a time)
+/// keeps one NIC.
+Link group_link(const catalog::Gpu& gpu, const ParallelLayout& l, int size, int stride, bool collective = true);
 
 /// One micro-batch on the pace-setting stage, from its priced graph.
 struct StageCost {

@@ -139,7 +139,8 @@ void apply_accumulation(Prediction& p, const ir::Graph& g, std::int64_t k) {
 
 /// The link data parallelism over `gpus` reduces over: the server's own inside one (NVLink, PCIe, host-staged),
 /// else the network (named by the `network` option, else the one a DGX-class system of this card has, said in
-/// p.network_note), as a ring across nodes runs at the network's share per GPU.
+/// p.network_note): its rings cross between nodes on every rank's NIC at once, at the slower of those NICs and the
+/// link inside a node (perf/parallel.hpp group_link).
 Link data_parallel_link(Prediction& p, const PredictRequest& req, const catalog::Gpu& gpu) {
   const int per_server = system_facts().gpus_per_server;
   if (p.gpus <= per_server && !req.options.count("network")) return link_for(gpu, p.gpus);
