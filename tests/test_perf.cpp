@@ -1513,7 +1513,9 @@ TEST(Validation, CollectivesAtAMessageSizeArePricedAsBusBandwidth) {
   ASSERT_EQ(rep.rows[0].status, "ok") << rep.rows[0].reason;
   EXPECT_NEAR(rep.rows[0].predicted, 360, 5);
   EXPECT_LT(rep.rows[1].predicted, rep.rows[0].predicted / 10);  // latency-bound small messages
-  EXPECT_NEAR(rep.rows[2].predicted, 40, 1);                      // 16 GPUs: two nodes over NDR (50 x 0.8)
+  // 16 GPUs on two nodes over NDR: the rings cross between nodes on all 8 NICs at once (8 x 50 x 0.8), or at the
+  // NVLink inside a node where that is slower; less latency.
+  EXPECT_NEAR(rep.rows[2].predicted, std::min(8 * 50 * 0.8, link_for(cat().find("h100-sxm"), 8).bus_gbs), 10);
   EXPECT_NE(rep.rows[3].reason.find("msg_bytes"), std::string::npos);
   EXPECT_NE(rep.rows[4].reason.find("at least 2 GPUs"), std::string::npos);
 }
