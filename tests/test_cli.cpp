@@ -1344,6 +1344,10 @@ TEST(Cli, ACalibrationSavedAsAFileAppliesLikeTheMeasurementItCameFrom) {
   for (int i = 0; i < 2; ++i)
     EXPECT_NEAR(a["gpus"][i]["throughput"]["value"].get<double>(), b["gpus"][i]["throughput"]["value"].get<double>(),
                 1e-5 * b["gpus"][i]["throughput"]["value"].get<double>());
+  // Another precision is another stack: the table says it was not applied, and the figures are the model's.
+  const auto other = run_gpuvs("compare rtx-3090 a100-80gb-sxm --workload resnet50 --precision tf32 --batch 128 --stack " + file);
+  ASSERT_EQ(other.exit_code, 0) << other.err;
+  EXPECT_NE(other.out.find("Not applied: the measurement ran pytorch amp-fp16"), std::string::npos) << other.out;
   // A calibration over itself is fine; over a file gpuvs did not write, or over its own measurement file, refused.
   EXPECT_EQ(run_gpuvs("calibrate " + spec + " --save " + file).exit_code, 0);
   const std::string foreign = (dir / "notes.toml").string();

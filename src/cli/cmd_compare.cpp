@@ -181,8 +181,15 @@ int run_compare_serving(const CompareArgs& a, const catalog::Catalog& cat, const
   if (stack) {
     for (const auto& st : stack->steps) fmt::print("Measured {}.\n", stack_step_line(st));
     for (const auto& o : stack->open) fmt::print("Left open by the measurements: {}.\n", o);
-    fmt::print("Each card keeps its own bandwidth, peaks, clock, launches and host work; only the {} kernels measured move.\n",
-               stack->ratios.engine);
+    bool applied = false;
+    for (const auto& e : entries)
+      applied = applied || (e.prediction && e.prediction->engine == stack->ratios.engine && e.prediction->format == stack->ratios.format);
+    if (applied)
+      fmt::print("Each card keeps its own bandwidth, peaks, clock, launches and host work; only the {} kernels measured move.\n",
+                 stack->ratios.engine);
+    else
+      fmt::print("Not applied: the measurements ran {} {}, these predictions another engine or format.\n", stack->ratios.engine,
+                 stack->ratios.format);
   }
   if (!said.empty()) fmt::print("assumed: {}\n", strings::join(said, "; "));
   return 0;
@@ -404,8 +411,14 @@ int run_compare(CompareArgs a) {
   if (stack) {
     for (const auto& st : stack->steps) fmt::print("  Measured {}.\n", stack_step_line(st));
     for (const auto& o : stack->open) fmt::print("  Left open by the measurement: {}.\n", o);
-    fmt::print("  Each card keeps its own peaks, bandwidth, clock, waves and launches; only the {} {} kernels measured move.\n",
-               stack->ratios.engine, stack->ratios.format);
+    bool applied = false;
+    for (const auto& e : c.entries) applied = applied || e.single.stack_applied;
+    if (applied)
+      fmt::print("  Each card keeps its own peaks, bandwidth, clock, waves and launches; only the {} {} kernels measured move.\n",
+                 stack->ratios.engine, stack->ratios.format);
+    else
+      fmt::print("  Not applied: the measurement ran {} {}, these predictions another framework or precision.\n", stack->ratios.engine,
+                 stack->ratios.format);
   }
   if (!c.claims.empty()) {
     fmt::print("\nClaims, judged by these numbers:\n");
