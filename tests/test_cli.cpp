@@ -673,6 +673,37 @@ TEST(Cli, EvaluateTrainsTheUsersModelWhereTheEngineCan) {
   EXPECT_TRUE(run["payload"]["measured_here"].is_null());
 }
 
+// evaluate --measured: your stack moves every catalog prediction that runs it, the record keeps the calibration and
+// each card's figure without it, and both reports show what it calibrated.
+TEST(Cli, EvaluateCarriesYourMeasuredStackIntoThePredictionsAndTheReport) {
+  TempDir dir;
+  const std::string db = (dir / "h.db").string(), html = (dir / "r.html").string();
+  const auto r = run_gpuvs("evaluate --rows 2000 --epochs 1 --threads 1 --json --db " + db + " --report " + html +
+                           " --precision amp-bf16 --measured 'gpu=a100-80gb-sxm;workload=seed-mlp;mode=train;precision=amp-bf16;value=200000 samples/s'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto run = run_gpuvs_json("report -o json --db " + db);
+  const auto& payload = run["payload"];
+  EXPECT_EQ(payload["measured"]["engine"], "pytorch");
+  EXPECT_EQ(payload["measured"]["format"], "amp-bf16");
+  bool seen = false;
+  for (const auto& e : payload["predictions"])
+    if (e["gpu"] == "a100-80gb-sxm") {
+      seen = true;
+      EXPECT_TRUE(e["measured_applied"].get<bool>());
+      EXPECT_NEAR(e["throughput"].get<double>(), 200000.0, 200.0);  // the measured card gives the measurement
+      EXPECT_GT(e["without_measured"].get<double>(), e["throughput"].get<double>());
+    }
+  EXPECT_TRUE(seen);
+  const std::string page = gpuvs::test::slurp(html);
+  EXPECT_NE(page.find("Your measurement: what it calibrated"), std::string::npos);
+  EXPECT_NE(page.find("with your measurement (without: "), std::string::npos);
+  const auto md = run_gpuvs("report -o md --db " + db);
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_NE(md.out.find("## Your measurement: what it calibrated"), std::string::npos) << md.out;
+  expect_usage_error(run_gpuvs("evaluate --db " + db + " --no-report --measured 'gpu=a100-80gb-sxm;workload=seed-mlp;mode=train;value=1 tokens/s'"),
+                     "the figure is in tokens/s, a prediction of seed-mlp in samples/s");
+}
+
 TEST(Cli, EvaluateStoresTheRunAndHistoryDiffReportReadIt) {
   TempDir dir;
   const std::string db = (dir / "h.db").string();

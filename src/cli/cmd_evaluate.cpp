@@ -21,6 +21,7 @@
 #include "catalog/catalog.hpp"
 #include "catalog/featured.hpp"
 #include "cli/calibration_file.hpp"
+#include "cli/measured_input.hpp"
 #include "cli/assumption_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
@@ -28,6 +29,7 @@
 #include "cli/validators.hpp"
 #include "core/clock.hpp"
 #include "core/error.hpp"
+#include "measured/spec.hpp"
 #include "core/files.hpp"
 #include "core/strings.hpp"
 #include "core/units.hpp"
@@ -63,6 +65,8 @@ using json = nlohmann::json;
 struct EvaluateArgs {
   std::string workload = "seed-mlp", precision, report = "gpuvs-report.html", db, scenario, options;  // precision "": the default rule
   std::string facts;  // --facts FILE
+  std::vector<std::string> measured;  // --measured FILE|SPEC: your stack, calibrated and carried to every card
+  std::string stack_file;             // --stack FILE (gpuvs calibrate --save)
   AssumptionArgs costs;
   std::int64_t epochs = 2, rows = 20000;
   int threads = 0;
@@ -218,7 +222,7 @@ PricedTask priced_task(const advise::Scenario& s, const std::map<std::string, st
 /// GPU scaling within a server; cards that cannot run it are left out.
 json predict_catalog(const catalog::Catalog& cat, const workload::Workload& w, const PricedTask& task,
                      std::optional<perf::Precision> precision, const perf::Calibration* cal, const perf::GpuHourPrices& hour_prices,
-                     const std::string& local_gpu) {
+                     const std::string& local_gpu, const perf::StackRatios* stack) {
   json predictions = json::array();
   for (const auto& g : cat.gpus()) {
     perf::PredictRequest req;
@@ -228,6 +232,7 @@ json predict_catalog(const catalog::Catalog& cat, const workload::Workload& w, c
     req.options = task.options;
     req.training = task.training;
     req.calibration = cal;
+    req.stack = stack;
     std::optional<perf::Prediction> p;
     try {
       p = perf::predict(cat, w, req);
@@ -238,6 +243,12 @@ json predict_catalog(const catalog::Catalog& cat, const workload::Workload& w, c
               {"band_low", p->band_low}, {"band_high", p->band_high}, {"step_time_s", p->step_s}, {"batch", p->batch},
               {"peak_gib", p->memory.peak_bytes / 1073741824.0}, {"capacity_gib", p->memory.capacity_bytes / 1073741824.0},
               {"fits", p->memory.fits}, {"calibrated", p->calibrated}, {"local", g.id == local_gpu}, {"framework", p->framework}};
+    if (stack) {  // your measurement applied where its software and format match, and this card without it
+      perf::PredictRequest plain = req;
+      plain.stack = nullptr;
+      e["measured_applied"] = p->stack_applied;
+      e["without_measured"] = p->stack_applied ? perf::predict(cat, w, plain).throughput : p->throughput;
+    }
     const double hours_per_million = 1e6 / p->throughput / 3600.0;
     // A GPU-hour priced as compare and advise price it: the rent where the card can be rented, else owning it.
     if (const auto rent = hour_prices.rent(g)) {
@@ -420,7 +431,8 @@ struct LocalRun {
 
 std::vector<std::string> summary_lines(const LocalRun& m, const json& cluster, const json& network, const json& predictions, const std::string& workload,
                                        const advise::MeasuredMachine* here, const std::string& verdict,
-                                       const std::optional<perf::Calibration>& cal, const advise::Advice& advice) {
+                                       const std::optional<perf::Calibration>& cal, const advise::Advice& advice,
+                                       const std::optional<perf::StackCalibration>& stack) {
   std::vector<std::string> summary;
   summary.push_back(fmt::format("This machine: {} ({} cores); GPU: {}", m.cpu.model, m.cpu.cores,
                                 m.nv.status == "ok" ? fmt::format("{} x {}", m.nv.gpus.size(), m.nv.gpus.front().name) : "none (" + m.nv.detail + ")"));
@@ -434,6 +446,10 @@ std::vector<std::string> summary_lines(const LocalRun& m, const json& cluster, c
   if (here) summary.push_back(fmt::format("This machine (measured): {} samples/s at batch {}. {}", units::format_si(here->throughput), here->batch, verdict));
   summary.push_back(cal ? fmt::format("Calibrated on the measured {}", cal->gpu_id)
                         : "Not calibrated: no catalog GPU was measured here (predictions use the class defaults)");
+  if (stack)
+    summary.push_back(fmt::format("Your measured stack, {} {}: matrix kernels x{:.3f}, memory-bound kernels x{:.3f}, fixed costs x{:.3f}, on "
+                                  "every card and option that runs it",
+                                  stack->ratios.engine, stack->ratios.format, stack->ratios.gemm, stack->ratios.memory, stack->ratios.fixed));
   summary.push_back(advice.ranked.empty() ? "Advice: no option meets every requirement (see the ruled-out list)" : "Advice: #1 " + advice.ranked.front().reason);
   return summary;
 }
@@ -480,6 +496,8 @@ int run_evaluate(const EvaluateArgs& a) {
   files::note_input(db_path);
   if (import::is_model_file(a.workload)) files::note_input(a.workload);
   if (!a.scenario.empty()) files::note_input(a.scenario);
+  for (const auto& mf : a.measured)
+    if (!measured::looks_like_spec(mf)) files::note_input(mf);
   if (!a.no_report && lead) files::check_output(a.report, report::html_output("--report", a.force));
   catalog::Catalog cat = catalog::Catalog::builtin();
   const auto workload_options = perf::parse_option_pairs(a.options);
@@ -496,6 +514,12 @@ int run_evaluate(const EvaluateArgs& a) {
     scenario.workload_options = workload_options;
   }
   apply_assumption_options(a.costs, assumptions, cat);
+  // Your measured stack, solved before anything runs (a bad measurement is refused first): every prediction and
+  // every option of the advice that runs its software and format moves by it.
+  std::optional<perf::StackCalibration> stack;
+  if (!a.measured.empty()) stack = calibrate_measured(cat, a.measured);
+  else if (!a.stack_file.empty()) stack = load_stack(a.stack_file);
+  if (stack) scenario.stack = stack->ratios;
   // The advice prices the predictions' workload where the scenario names it (one graph store), else the file's.
   const workload::Workload* known = w.is(scenario.workload, scenario.workload_options) || !from_file ? &w : &*from_file;
   const workload::Workload scenario_workload = advise::validated_workload(scenario, cat, known);
@@ -551,7 +575,9 @@ int run_evaluate(const EvaluateArgs& a) {
 
   steps.begin(fmt::format("predicting {} on {} catalog GPUs", a.workload, cat.gpus().size()));
   const PricedTask task = priced_task(scenario, workload_options, net);
-  record.predictions = predict_catalog(cat, w, task, precision, cal ? &*cal : nullptr, assumptions.hour_prices(), m.local_gpu);
+  record.predictions = predict_catalog(cat, w, task, precision, cal ? &*cal : nullptr, assumptions.hour_prices(), m.local_gpu,
+                                       stack ? &stack->ratios : nullptr);
+  record.measured = stack ? stack_json(*stack) : json(nullptr);
 
   // This machine, measured, beside the predictions and among the advisor's options, when what it trained
   // is the workload being predicted.
@@ -573,7 +599,8 @@ int run_evaluate(const EvaluateArgs& a) {
                                        "framework profile; band = the model's validation error spread",
                                        a.workload, task.words, record.precision, record.predictions.empty() ? "pytorch" : record.predictions[0].value("framework", "pytorch"));
   record.roofline = roofline(m.results, m.tr, m.measured_name, m.cpu);
-  record.summary = summary_lines(m, record.cluster, record.network, record.predictions, a.workload, trains_workload ? &here : nullptr, verdict, cal, advice);
+  record.summary =
+      summary_lines(m, record.cluster, record.network, record.predictions, a.workload, trains_workload ? &here : nullptr, verdict, cal, advice, stack);
   store_and_report(a, *db, db_path, record, m, advice, steps.seconds());
   return failed ? 1 : 0;
 }
@@ -593,6 +620,10 @@ Runner add_evaluate_command(CLI::App& app) {
   sub->add_flag("--no-report", a->no_report, "Do not write the HTML report");
   sub->add_flag("--force", a->force, "Replace a --report file that gpuvs did not write (or that has other hard links)");
   sub->add_option("--db", a->db, "Results database (default $XDG_DATA_HOME/gpuvs/history.db)");
+  sub->add_option("--measured", a->measured,
+                  "Your measurement of your stack, carried to every card and option that runs it: a llama-bench output, a serving "
+                  "spec (repeatable) or a training run 'gpu=ID;workload=ID;mode=train;precision=P;batch=PER_GPU;value=N samples/s'");
+  sub->add_option("--stack", a->stack_file, "A stored calibration (gpuvs calibrate --save FILE)")->excludes("--measured");
   sub->add_option("--epochs", a->epochs, "Epochs of the seed training")->capture_default_str()->check(whole_in(1, 1000));
   sub->add_option("--rows", a->rows, "Rows of the synthetic training data")->capture_default_str()->check(whole_in(100, std::numeric_limits<std::int64_t>::max()));
   sub->add_option("--threads", a->threads, "CPU threads (default: every core)")->check(threads());

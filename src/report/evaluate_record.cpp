@@ -13,6 +13,7 @@ void for_each_section(Record& r, F&& f) {
   f("bench", r.bench);
   f("training", r.training);
   f("calibration", r.calibration);
+  f("measured", r.measured);
   f("predictions", r.predictions);
   f("measured_here", r.measured_here);
   f("cluster", r.cluster);

@@ -17,6 +17,7 @@ struct EvaluateRecord {
   nlohmann::json bench;          ///< the quick benchmarks' results record
   nlohmann::json training;       ///< what trained here: throughput, step time, epoch history
   nlohmann::json calibration;    ///< measured / predicted per op class, or null
+  nlohmann::json measured;       ///< your own measurement's stack calibration (--measured, --stack), or null
   nlohmann::json predictions;    ///< one entry per catalog GPU
   nlohmann::json measured_here;  ///< this machine beside the predictions, or null when it trained something else
   nlohmann::json cluster;        ///< an MPI run's nodes, collectives and pairs, or null

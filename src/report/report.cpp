@@ -257,7 +257,10 @@ std::string section_predictions(const EvaluateRecord& r) {
     const std::string id = str(e, "gpu");
     const bool local = flag(e, "local");
     speed.push_back({id, dbl(e, "throughput"), std::nullopt,
-                     fmt::format("band {} {}{}", band(e), unit, flag(e, "calibrated") ? ", calibrated" : ""), local, false, ""});
+                     fmt::format("band {} {}{}{}", band(e), unit, flag(e, "calibrated") ? ", calibrated" : "",
+                                 flag(e, "measured_applied") ? fmt::format(", with your measurement (without: {})", units::format_si(dbl(e, "without_measured")))
+                                                             : ""),
+                     local, false, ""});
     if (has(e, cost_key))
       cost.push_back({id, dbl(e, cost_key) * cost_scale, std::nullopt, owned_basis ? "owned" : str(e, "cost_basis"), local, false,
                       units::format_usd(dbl(e, cost_key) * cost_scale)});
@@ -465,6 +468,32 @@ std::string section_calibration(const EvaluateRecord& r) {
   return s + "</table>";
 }
 
+/// Your own measurement (evaluate --measured or --stack): what it calibrated, figure by figure, and what it left open;
+/// the predictions above carry it where its software and format match, each with its figure without it.
+std::string section_measured(const EvaluateRecord& r) {
+  const json& m = as_obj(r.measured);
+  if (m.empty() || !m.is_object()) return "";
+  std::string s = fmt::format(
+      "<h2>Your measurement: what it calibrated</h2><p>{} {}: matrix kernels ×{:.3f}, memory-bound kernels ×{:.3f}, fixed costs ×{:.3f}, "
+      "applied to every card whose prediction runs that software and format (each card keeps its own peaks, bandwidth, clock and "
+      "launches).</p>",
+      escape(str(m, "engine")), escape(str(m, "format")), dbl(m, "matrix_ratio"), dbl(m, "memory_ratio"), dbl(m, "fixed_cost_ratio"));
+  s += "<table><tr><th>figure</th><th>card</th><th>mode</th><th>measured</th><th>model before</th><th>kernels</th><th>ratio</th><th>note</th></tr>";
+  for (const auto& st : arr(m, "steps"))
+    s += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td class=n>{}</td><td class=n>{}</td><td>{}</td><td class=n>{:.3f}</td><td>{}</td></tr>",
+                     escape(str(st, "source")), escape(str(st, "gpu")), escape(str(st, "mode")), human(dbl(st, "measured"), 4),
+                     human(dbl(st, "predicted_before"), 4), escape(str(st, "kernels")), dbl(st, "ratio"), escape(str(st, "note")));
+  s += "</table>";
+  const json& open = arr(m, "open");
+  if (!open.empty()) {
+    s += "<p class=\"muted\">Left open by the measurement: ";
+    std::vector<std::string> items;
+    for (const auto& o : open) items.push_back(escape(o.is_string() ? o.get<std::string>() : o.dump()));
+    s += strings::join(items, "; ") + ".</p>";
+  }
+  return s;
+}
+
 std::string section_advice(const EvaluateRecord& r) {
   if (r.advice.is_null()) return "";
   const json& a = r.advice;
@@ -536,7 +565,7 @@ std::string render_html_unguarded(const json& run) {
   // machine measured and how the model was calibrated.
   h += section_advice(r) + section_predictions(r) + section_serving(r);
   h += "<h2 class=\"evidence\">The evidence: this machine, measured</h2>";
-  h += section_machine(r) + section_bench(r) + section_training(r) + section_calibration(r) + section_cluster(r);
+  h += section_machine(r) + section_bench(r) + section_training(r) + section_calibration(r) + section_measured(r) + section_cluster(r);
   h += "<p class=\"muted\">Predicted figures come from gpuvs's calibrated per-op model (docs/VALIDATION.md gives its errors); measured figures from this machine.</p>";
   h += fmt::format("</main><script>{}</script></body></html>\n", kScript);
   return h;
@@ -589,6 +618,15 @@ std::string render_markdown_unguarded(const json& run) {
         m += fmt::format("| {} | {} | {} | {:.1f} / {:.1f} | {} | {} |\n", md(str(e, "gpu")), units::format_si(dbl(e, "throughput")), md(str(e, "unit")),
                          dbl(e, "peak_gib"), dbl(e, "capacity_gib"), flag(e, "fits") ? "yes" : "no",
                          has(e, "usd_per_million") ? units::format_usd(dbl(e, "usd_per_million")) : "N/A");
+  }
+  if (const json& mine = as_obj(r.measured); mine.is_object() && !mine.empty()) {
+    m += fmt::format("\n## Your measurement: what it calibrated\n\n{} {}: matrix kernels x{:.3f}, memory-bound kernels x{:.3f}, fixed costs "
+                     "x{:.3f}, on every card whose prediction runs that software and format.\n\n"
+                     "| figure | card | mode | measured | model before | kernels | ratio |\n|---|---|---|---|---|---|---|\n",
+                     md(str(mine, "engine")), md(str(mine, "format")), dbl(mine, "matrix_ratio"), dbl(mine, "memory_ratio"), dbl(mine, "fixed_cost_ratio"));
+    for (const auto& st : arr(mine, "steps"))
+      m += fmt::format("| {} | {} | {} | {} | {} | {} | {:.3f} |\n", md(str(st, "source")), md(str(st, "gpu")), md(str(st, "mode")),
+                       human(dbl(st, "measured"), 4), human(dbl(st, "predicted_before"), 4), md(str(st, "kernels")), dbl(st, "ratio"));
   }
   if (!r.bench.is_null()) {
     m += "\n## Benchmarks\n\n| benchmark | median | unit | % of spec | status |\n|---|---|---|---|---|\n";
