@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "core/strings.hpp"
+#include "core/units.hpp"
 #include "measured/llama_bench.hpp"
 #include "measured/nccl_tests.hpp"
 #include "measured/spec.hpp"
@@ -89,10 +90,16 @@ perf::StackMeasurement resolve(const catalog::Catalog& cat, const measured::Meas
   } else if (m.mode == "decode") {
     s.request.options["prompt_len"] = std::to_string(std::max(1, m.depth > 0 ? m.depth : m.prompt_tokens));
     if (m.gen_tokens > 0) s.request.options["gen_len"] = std::to_string(m.gen_tokens);
+  } else if (m.mode == "infer") {
+    // Whole requests under the engine's batching (a vLLM or TensorRT-LLM throughput run): output tokens/s at the
+    // concurrency given (batch=), else the most the engine and the KV cache allow.
+    if (m.prompt_tokens > 0) s.request.options["prompt_len"] = std::to_string(m.prompt_tokens);
+    if (m.gen_tokens > 0) s.request.options["gen_len"] = std::to_string(m.gen_tokens);
+    s.request.batch = m.sequences;
   } else if (m.mode == "prefill+decode") {
     throw InputError(fmt::format("{}: a combined test (pp+tg) leaves the split open: measure prompt and generation apart (-p and -n)", m.where));
   } else {
-    throw InputError(fmt::format("{}: mode {} calibrates nothing yet (prefill and decode figures do)", m.where, m.mode));
+    throw InputError(fmt::format("{}: mode {} calibrates nothing yet (prefill, decode and infer figures do)", m.where, m.mode));
   }
   return s;
 }
@@ -171,7 +178,7 @@ perf::PublishedRow row_of(const perf::StackMeasurement& m) {
   r.batch = m.request.batch;
   r.options = options_text(m.request.options);
   r.value = m.value;
-  r.unit = "tokens/s";
+  r.unit = m.request.mode == "infer" ? "output tokens/s" : "tokens/s";
   r.per = "system";
   r.source = m.note.empty() ? m.source : m.note;
   r.file = stem_of(m.source);
@@ -270,8 +277,9 @@ std::string stack_step_line(const perf::StackStep& st) {
   const std::string what = st.op_class != "fixed-cost" ? st.op_class + " kernels"
                            : st.mode == "decode"      ? std::string("fixed costs per token")
                                                       : std::string("fixed costs per kernel");
-  return fmt::format("{}: {} {:.4g} {} on {}; the model gave {:.4g}: {} x{:.3f}{}", strings::escape_control(st.source), st.mode, st.measured,
-                     st.unit, st.gpu, st.predicted_before, what, st.ratio, st.note.empty() ? "" : " (" + st.note + ")");
+  return fmt::format("{}: {} {} {} on {}; the model gave {}: {} x{:.3f}{}", strings::escape_control(st.source), st.mode,
+                     units::format_plain(st.measured, 4), st.unit, st.gpu, units::format_plain(st.predicted_before, 4), what, st.ratio,
+                     st.note.empty() ? "" : " (" + st.note + ")");
 }
 
 }  // namespace gpuvs::cli

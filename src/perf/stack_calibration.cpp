@@ -78,9 +78,29 @@ StackCalibration calibrate_stack(const catalog::Catalog& cat, const std::vector<
   // The engine and format each measurement ran, as the serving model resolves them.
   for (const auto& m : ms) {
     if (!(m.value > 0) || !std::isfinite(m.value)) throw InputError(fmt::format("{}: the figure {} is not a positive rate", m.source, m.value));
+    if (m.request.mode == "infer") {
+      // Whole requests mix prefill, decode and the engine's fixed costs in one figure: it fixes the class it is most
+      // sensitive to (calibrate_figure), alone.
+      if (ms.size() > 1)
+        throw InputError(fmt::format("{}: a whole-requests figure (mode infer) calibrates on its own for now (one figure fixes one class); got {} "
+                                     "measurements",
+                                     m.source, ms.size()));
+      const ServingPrediction p = predict_serving(cat, m.request);
+      StackRatios base;
+      base.engine = p.engine;
+      base.format = p.format;
+      StackCalibration one = calibrate_figure([&](const StackRatios& r) { return throughput(cat, m.request, r); }, m.value, p.unit, base);
+      for (auto& st : one.steps) {
+        st.source = m.source;
+        st.gpu = m.request.gpu;
+        st.mode = "infer";
+      }
+      return one;
+    }
     if (m.request.mode != "prefill" && m.request.mode != "decode")
-      throw InputError(fmt::format("{}: mode {} calibrates nothing yet (prefill fixes the matrix kernels, decode the memory-bound ones)", m.source,
-                                   m.request.mode));
+      throw InputError(fmt::format("{}: mode {} calibrates nothing yet (prefill fixes the matrix kernels, decode the memory-bound ones, "
+                                   "infer the class a whole-requests figure is most sensitive to)",
+                                   m.source, m.request.mode));
     const ServingPrediction p = predict_serving(cat, m.request);
     if (out.ratios.engine.empty()) {
       out.ratios.engine = p.engine;
