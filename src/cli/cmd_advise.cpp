@@ -204,7 +204,7 @@ Runner add_advise_command(CLI::App& app) {
   sub->add_option("--db", a->db, "Results database for --measured-run (default $XDG_DATA_HOME/gpuvs/history.db)");
   sub->add_option("--measured", a->measured,
                   "Your measurement of your stack, applied to every option that runs it: a llama-bench output, a serving spec "
-                  "'gpu=ID;workload=ID;mode=prefill|decode;precision=FORMAT;value=N tokens/s' (repeatable) or a training run "
+                  "'gpu=ID;workload=ID;mode=prefill|decode|infer;precision=FORMAT;value=N tokens/s' (repeatable) or a training run "
                   "'gpu=ID;workload=ID;mode=train;precision=P;batch=PER_GPU;value=N images/s'");
   sub->add_option("--stack", a->stack_file, "A stored calibration (gpuvs calibrate --save FILE)")->excludes("--measured");
   add_output_option(sub, a->out);

@@ -440,7 +440,7 @@ Runner add_compare_command(CLI::App& app) {
   auto* mode_opt = sub->add_option("--mode", a->mode, "train or infer; decoders also prefill and decode (LLM serving)")->capture_default_str();
   sub->add_option("--measured", a->measured,
                   "Your measurement, carried to every card: a llama-bench output file (md, csv, json, jsonl, sql), "
-                  "'gpu=ID;workload=ID;mode=prefill|decode;precision=FORMAT;value=N tokens/s' (repeatable), or a training run "
+                  "'gpu=ID;workload=ID;mode=prefill|decode|infer;precision=FORMAT;value=N tokens/s' (repeatable), or a training run "
                   "'gpu=ID;workload=ID;mode=train;precision=P;batch=PER_GPU;value=N images/s'; what the command leaves unsaid is what it ran");
   sub->add_option("--stack", a->stack_file, "A stored calibration (gpuvs calibrate --save FILE): applied where its engine or framework and format match")
       ->excludes("--measured");

@@ -380,7 +380,7 @@ Runner add_predict_command(CLI::App& app) {
   sub->add_option("--calibration", a->calibration, "A gpuvs bench --save record: correct the model for the GPU it measured");
   sub->add_option("--measured", a->measured,
                   "Your measurement, carried to this card: a llama-bench output file (md, csv, json, jsonl, sql), "
-                  "'gpu=ID;workload=ID;mode=prefill|decode;precision=FORMAT;value=N tokens/s' (repeatable), or a training run "
+                  "'gpu=ID;workload=ID;mode=prefill|decode|infer;precision=FORMAT;value=N tokens/s' (repeatable), or a training run "
                   "'gpu=ID;workload=ID;mode=train;precision=P;batch=PER_GPU;value=N images/s' (its total over gpus=)");
   sub->add_option("--stack", a->stack_file, "A stored calibration (gpuvs calibrate --save FILE): applied where its engine or framework and format match")
       ->excludes("--measured");

@@ -1,8 +1,12 @@
 // A measurement typed on the command line, for a figure no file holds:
 //   --measured 'gpu=rtx-3090;workload=llama3-8b;mode=decode;precision=q4_k_m;value=112 tokens/s'
+//   --measured 'gpu=h100-sxm;workload=llama3-8b;mode=infer;precision=bf16;framework=trt-llm;prompt_len=128;gen_len=128;value=16116 tokens/s'
+//   --measured 'gpu=rtx-3090;workload=resnet50;mode=train;precision=amp-fp16;batch=256;value=905 images/s'
 // Keys: gpu, workload, mode and value (required); precision (a gpuvs precision or weight format), prompt_len,
-// gen_len, batch, gpus, framework, spread (the figure's standard deviation, in its unit). Names are kept as
-// typed: which card, workload and precision they are is resolved by the command that uses them.
+// gen_len, batch (sequences per step; whole requests in flight for mode infer; per GPU for mode train), gpus,
+// framework, spread (the figure's standard deviation, in its unit). A mode infer figure is output tokens/s, a
+// mode train figure the run's total over its gpus. Names are kept as typed: which card, workload and precision they
+// are is resolved by the command that uses them.
 #pragma once
 #include <string>
 
