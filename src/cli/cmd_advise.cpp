@@ -141,10 +141,8 @@ int run_advise(const AdviseArgs& a) {
   std::optional<advise::MeasuredMachine> here;
   if (a.measured_run != 0) here = measured_machine(a);
   // Your stack, measured: every option whose framework or engine and precision or format match moves by it.
-  std::optional<perf::StackCalibration> stack;
   std::vector<std::string> read_as;
-  if (!a.measured.empty()) stack = calibrate_measured(cat, a.measured, &read_as);
-  else if (!a.stack_file.empty()) stack = load_stack(a.stack_file);
+  const std::optional<perf::StackCalibration> stack = measured_stack(cat, a.measured, a.stack_file, &read_as);
   if (stack) s.stack = stack->ratios;
   // Flags may have named another workload than the file's: advise resolves that one (validated_workload).
   advise::Advice adv = from_file ? advise::advise(cat, *from_file, s, assumptions, here ? &*here : nullptr)
@@ -202,11 +200,7 @@ Runner add_advise_command(CLI::App& app) {
                   "Rank the machine an evaluate run measured too (gpuvs history lists runs): measured speed, no purchase")
       ->check(whole_in(1, std::numeric_limits<std::int64_t>::max()));
   sub->add_option("--db", a->db, "Results database for --measured-run (default $XDG_DATA_HOME/gpuvs/history.db)");
-  sub->add_option("--measured", a->measured,
-                  "Your measurement of your stack, applied to every option that runs it: a llama-bench output, a serving spec "
-                  "'gpu=ID;workload=ID;mode=prefill|decode|infer;precision=FORMAT;value=N tokens/s' (repeatable) or a training run "
-                  "'gpu=ID;workload=ID;mode=train;precision=P;batch=PER_GPU;value=N images/s'");
-  sub->add_option("--stack", a->stack_file, "A stored calibration (gpuvs calibrate --save FILE)")->excludes("--measured");
+  add_measured_options(sub, a->measured, a->stack_file);
   add_output_option(sub, a->out);
   return [a, params] {
     a->params_given = params->count() > 0;

@@ -260,9 +260,7 @@ int run_compare(CompareArgs a) {
     if (m.options.count("framework") && !options.count("framework")) {
       options["framework"] = m.options.at("framework");
       said.push_back(fmt::format("framework {} (your measurement's)", options["framework"]));
-      std::string joined;
-      for (const auto& [k, v] : options) joined += (joined.empty() ? "" : ";") + k + "=" + v;
-      a.options = joined;
+      a.options = perf::option_pairs_text(options);
     }
     const workload::Workload mw(m.workload, m.options);
     stack = perf::calibrate_training(cat, mw, m, trained->value, trained->unit, trained->source);
@@ -299,9 +297,7 @@ int run_compare(CompareArgs a) {
         taken.push_back(k + "=" + v);
       }
     if (!taken.empty()) said.push_back(fmt::format("{} (your measurement's)", strings::join(taken, ", ")));
-    std::string joined;
-    for (const auto& [k, v] : options) joined += (joined.empty() ? "" : ";") + k + "=" + v;
-    a.options = joined;
+    a.options = perf::option_pairs_text(options);
     if (a.batch == 0) a.batch = ref->request.batch;
   }
   const workload::Workload w(a.workload, perf::parse_option_pairs(a.options));
@@ -313,11 +309,6 @@ int run_compare(CompareArgs a) {
   if (a.gpus_each != 1) throw InputError("--gpus-each applies to LLM serving (tensor-parallel replicas)");
   const perf::Comparison c = perf::compare(cat, a.gpus, w, named_precision(a.precision), a.batch, a.mode == "train",
                                            costs.hour_prices(), perf::parse_options(a.options, w), stack ? &stack->ratios : nullptr);
-  // The same cards without the measurement: what it changed, per card.
-  std::optional<perf::Comparison> without;
-  if (stack)
-    without = perf::compare(cat, a.gpus, w, named_precision(a.precision), a.batch, a.mode == "train", costs.hour_prices(),
-                            perf::parse_options(a.options, w));
   const std::string unit = c.entries.front().single.unit;
   const std::string per_million = unit == "tokens/s" ? "tokens" : unit.substr(0, unit.size() - 2);
   if (a.out != Output::table) {
@@ -338,8 +329,8 @@ int run_compare(CompareArgs a) {
                      {"precision", perf::precision_name(e.single.plan.precision)}, {"batch", e.single.batch},
                      {"precisions", e.precisions}, {"scaling_efficiency", s}, {"link_2gpu", e.link_2gpu},
                      {"ecc", e.gpu->ecc}, {"mig_max", e.gpu->mig_max}});
-      if (without) {
-        arr.back()["throughput_without_measurements"] = without->entries[static_cast<std::size_t>(&e - c.entries.data())].single.throughput;
+      if (stack) {
+        arr.back()["throughput_without_measurements"] = e.throughput_without_stack;
         arr.back()["measured_applied"] = e.single.stack_applied;
       }
     }
@@ -373,10 +364,7 @@ int run_compare(CompareArgs a) {
   };
   row("", [](const perf::CompareEntry& e) { return e.gpu->id; });
   row(unit + " per GPU", [](const perf::CompareEntry& e) { return units::format_si(e.single.throughput); });
-  if (without)
-    row("without measured", [&](const perf::CompareEntry& e) {
-      return units::format_si(without->entries[static_cast<std::size_t>(&e - c.entries.data())].single.throughput);
-    });
+  if (stack) row("without measured", [](const perf::CompareEntry& e) { return units::format_si(e.throughput_without_stack); });
   row("relative", [](const perf::CompareEntry& e) { return fmt::format("{:.2f}x", e.ratio); });
   row("step time", [](const perf::CompareEntry& e) { return units::format_seconds(e.single.step_s); });
   row("bound (compute/mem/latency/launch)", [](const perf::CompareEntry& e) {
@@ -438,12 +426,7 @@ Runner add_compare_command(CLI::App& app) {
   sub->add_option("--precision", a->precision, precision_help("fp32, tf32, amp-fp16, amp-bf16, amp-fp8, fp16, bf16"));
   sub->add_option("--batch", a->batch, "Batch per GPU (default: the workload family's; 32 for the seed question)")->check(whole_in(1, models::kMaxBatch));
   auto* mode_opt = sub->add_option("--mode", a->mode, "train or infer; decoders also prefill and decode (LLM serving)")->capture_default_str();
-  sub->add_option("--measured", a->measured,
-                  "Your measurement, carried to every card: a llama-bench output file (md, csv, json, jsonl, sql), "
-                  "'gpu=ID;workload=ID;mode=prefill|decode|infer;precision=FORMAT;value=N tokens/s' (repeatable), or a training run "
-                  "'gpu=ID;workload=ID;mode=train;precision=P;batch=PER_GPU;value=N images/s'; what the command leaves unsaid is what it ran");
-  sub->add_option("--stack", a->stack_file, "A stored calibration (gpuvs calibrate --save FILE): applied where its engine or framework and format match")
-      ->excludes("--measured");
+  add_measured_options(sub, a->measured, a->stack_file);
   sub->add_option("--options", a->options, "k=v;k=v: seq_len, flash_attention; serving: prompt_len, gen_len, tp, framework, kv_dtype");
   sub->add_option("--gpus-each", a->gpus_each, "LLM serving: GPUs per system (with tp=N in --options)")->capture_default_str()->check(whole_in(1, 64));
   sub->add_option("--catalog", a->catalogs, "Add devices from a TOML file (repeatable)");

@@ -516,9 +516,7 @@ int run_evaluate(const EvaluateArgs& a) {
   apply_assumption_options(a.costs, assumptions, cat);
   // Your measured stack, solved before anything runs (a bad measurement is refused first): every prediction and
   // every option of the advice that runs its software and format moves by it.
-  std::optional<perf::StackCalibration> stack;
-  if (!a.measured.empty()) stack = calibrate_measured(cat, a.measured);
-  else if (!a.stack_file.empty()) stack = load_stack(a.stack_file);
+  const std::optional<perf::StackCalibration> stack = measured_stack(cat, a.measured, a.stack_file);
   if (stack) scenario.stack = stack->ratios;
   // The advice prices the predictions' workload where the scenario names it (one graph store), else the file's.
   const workload::Workload* known = w.is(scenario.workload, scenario.workload_options) || !from_file ? &w : &*from_file;
@@ -620,10 +618,7 @@ Runner add_evaluate_command(CLI::App& app) {
   sub->add_flag("--no-report", a->no_report, "Do not write the HTML report");
   sub->add_flag("--force", a->force, "Replace a --report file that gpuvs did not write (or that has other hard links)");
   sub->add_option("--db", a->db, "Results database (default $XDG_DATA_HOME/gpuvs/history.db)");
-  sub->add_option("--measured", a->measured,
-                  "Your measurement of your stack, carried to every card and option that runs it: a llama-bench output, a serving "
-                  "spec (repeatable) or a training run 'gpu=ID;workload=ID;mode=train;precision=P;batch=PER_GPU;value=N samples/s'");
-  sub->add_option("--stack", a->stack_file, "A stored calibration (gpuvs calibrate --save FILE)")->excludes("--measured");
+  add_measured_options(sub, a->measured, a->stack_file);
   sub->add_option("--epochs", a->epochs, "Epochs of the seed training")->capture_default_str()->check(whole_in(1, 1000));
   sub->add_option("--rows", a->rows, "Rows of the synthetic training data")->capture_default_str()->check(whole_in(100, std::numeric_limits<std::int64_t>::max()));
   sub->add_option("--threads", a->threads, "CPU threads (default: every core)")->check(threads());

@@ -378,12 +378,7 @@ Runner add_predict_command(CLI::App& app) {
                   "framework=vllm|trt-llm|llama.cpp|hf-transformers, kv_dtype=fp16|fp8");
   sub->add_option("--catalog", a->catalogs, "Add devices from a TOML file (repeatable)");
   sub->add_option("--calibration", a->calibration, "A gpuvs bench --save record: correct the model for the GPU it measured");
-  sub->add_option("--measured", a->measured,
-                  "Your measurement, carried to this card: a llama-bench output file (md, csv, json, jsonl, sql), "
-                  "'gpu=ID;workload=ID;mode=prefill|decode|infer;precision=FORMAT;value=N tokens/s' (repeatable), or a training run "
-                  "'gpu=ID;workload=ID;mode=train;precision=P;batch=PER_GPU;value=N images/s' (its total over gpus=)");
-  sub->add_option("--stack", a->stack_file, "A stored calibration (gpuvs calibrate --save FILE): applied where its engine or framework and format match")
-      ->excludes("--measured");
+  add_measured_options(sub, a->measured, a->stack_file);
   add_output_option(sub, a->out);
   return [a] { return run_predict(*a); };
 }

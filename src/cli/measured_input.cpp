@@ -155,12 +155,6 @@ std::vector<perf::StackMeasurement> measured_inputs(const catalog::Catalog& cat,
 
 namespace {
 
-std::string options_text(const std::map<std::string, std::string>& options) {
-  std::string out;
-  for (const auto& [k, v] : options) out += (out.empty() ? "" : ";") + k + "=" + v;
-  return out;
-}
-
 std::string stem_of(const std::string& where) {
   const std::string file = where.substr(0, where.rfind(':'));
   return file == "--measured" ? "measured" : std::filesystem::path(file).stem().string();
@@ -176,7 +170,7 @@ perf::PublishedRow row_of(const perf::StackMeasurement& m) {
   r.mode = m.request.mode;
   r.precision = m.request.format;
   r.batch = m.request.batch;
-  r.options = options_text(m.request.options);
+  r.options = perf::option_pairs_text(m.request.options);
   r.value = m.value;
   r.unit = m.request.mode == "infer" ? "output tokens/s" : "tokens/s";
   r.per = "system";
@@ -203,7 +197,7 @@ std::vector<perf::PublishedRow> measured_rows(const catalog::Catalog& cat, const
         r.mode = "train";
         r.precision = t->request.precision ? std::string(perf::precision_name(*t->request.precision)) : "";
         r.batch = t->request.batch;
-        r.options = options_text(t->request.options);
+        r.options = perf::option_pairs_text(t->request.options);
         r.value = t->value;
         r.unit = t->unit;
         r.per = "system";
@@ -262,6 +256,22 @@ perf::StackCalibration calibrate_measured(const catalog::Catalog& cat, const std
 perf::StackCalibration load_stack(const std::string& path) {
   files::note_input(path);
   return perf::parse_stack(files::read_all(path, "--stack"), path);
+}
+
+std::optional<perf::StackCalibration> measured_stack(const catalog::Catalog& cat, const std::vector<std::string>& measured,
+                                                     const std::string& stack_file, std::vector<std::string>* read_as) {
+  if (!measured.empty()) return calibrate_measured(cat, measured, read_as);
+  if (!stack_file.empty()) return load_stack(stack_file);
+  return std::nullopt;
+}
+
+void add_measured_options(CLI::App* sub, std::vector<std::string>& measured, std::string& stack_file) {
+  sub->add_option("--measured", measured,
+                  "Your measurement of your stack, carried to every card (and option) that runs it: a llama-bench output file (md, csv, "
+                  "json, jsonl, sql), 'gpu=ID;workload=ID;mode=prefill|decode|infer;precision=FORMAT;value=N tokens/s' (repeatable), or "
+                  "a training run 'gpu=ID;workload=ID;mode=train;precision=P;batch=PER_GPU;value=N images/s' (its total over gpus=)");
+  sub->add_option("--stack", stack_file, "A stored calibration (gpuvs calibrate --save FILE): applied where its engine or framework and format match")
+      ->excludes("--measured");
 }
 
 nlohmann::json stack_json(const perf::StackCalibration& s) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "catalog/catalog.hpp"
@@ -40,6 +41,14 @@ perf::StackCalibration calibrate_measured(const catalog::Catalog& cat, const std
 
 /// --stack FILE: a stored calibration (gpuvs calibrate --save), read as one of this run's inputs.
 perf::StackCalibration load_stack(const std::string& path);
+
+/// The stack a pricing command was given: calibrate_measured of `measured`, else load_stack of `stack_file`, else none.
+std::optional<perf::StackCalibration> measured_stack(const catalog::Catalog& cat, const std::vector<std::string>& measured,
+                                                     const std::string& stack_file, std::vector<std::string>* read_as = nullptr);
+
+/// `--measured FILE|SPEC` (repeatable) and `--stack FILE` (the one or the other) on a pricing command, said the same
+/// way on every command that takes them.
+void add_measured_options(CLI::App* sub, std::vector<std::string>& measured, std::string& stack_file);
 
 /// Every measurement `args` name as a published row for `gpuvs validate --measured`: a served decoder's figure (per
 /// system, its request's options), a training run's (per system), or a collective's at each message size (an

@@ -62,6 +62,7 @@ struct Section {
   std::vector<std::string> columns;
   std::size_t size_col = 0, type_col = 0, redop_col = 0, time_col = 0, algbw_col = 0, busbw_col = 0, wrong_col = 0;
   bool has_redop = false, has_wrong = false;
+  std::string redop;  // the rows' reduction ("sum", "none"), where the header has the column: tells an unnamed collective
   std::vector<std::string> devices, hosts;
   std::vector<Measurement> rows;
   std::vector<std::pair<double, double>> factors;  // (algbw, busbw) per row, for telling an unnamed collective
@@ -82,10 +83,9 @@ void settle_collective(Section& s, const std::string& where) {
                                    at));
     const double factor = best->second / best->first;
     auto near = [&](double want) { return std::fabs(factor / want - 1.0) < 0.03; };
-    const std::string redop = s.has_redop ? s.rows.front().backend : "";
     if (near(2.0 * (n - 1) / n)) {
       name = "allreduce";
-    } else if (near((n - 1) / n) && redop != "none" && !redop.empty()) {
+    } else if (near((n - 1) / n) && s.redop != "none" && !s.redop.empty()) {
       name = "reducescatter";
     } else {
       throw InputError(fmt::format("{}: the output does not name its collective (nccl-tests before 2.13 print none), and a bus factor of "
@@ -94,10 +94,7 @@ void settle_collective(Section& s, const std::string& where) {
                                    near((n - 1) / n) ? "is an all-gather's or an all-to-all's" : "matches none gpuvs tells apart"));
     }
   }
-  for (auto& m : s.rows) {
-    m.workload = name;
-    m.backend = "NCCL";
-  }
+  for (auto& m : s.rows) m.workload = name;
 }
 
 }  // namespace
@@ -205,7 +202,8 @@ std::vector<Measurement> read_nccl_tests(const std::string& text, const std::str
     m.nodes = static_cast<int>(std::set<std::string>(s.hosts.begin(), s.hosts.end()).size());
     m.library_version = version;
     m.framework = "nccl";
-    if (s.has_redop) m.backend = t[s.redop_col];  // kept for telling the collective; replaced by "NCCL" then
+    m.backend = "NCCL";
+    if (s.has_redop) s.redop = t[s.redop_col];
     if (s.rows.empty()) s.first_row_line = n;
     s.factors.emplace_back(algbw, m.value);
     // Below print resolution (0.00 GB/s at a few bytes) a row carries no bandwidth: it stays out.

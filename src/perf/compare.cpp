@@ -65,6 +65,11 @@ Comparison compare(const catalog::Catalog& cat, const std::vector<std::string>& 
     req.options = options;
     req.stack = stack;
     e.single = predict(cat, w, req);
+    if (stack) {
+      PredictRequest plain = req;
+      plain.stack = nullptr;
+      e.throughput_without_stack = e.single.stack_applied ? predict(cat, w, plain).throughput : e.single.throughput;
+    }
     c.batch = e.single.batch;
     const double units_per_hour = e.single.throughput * 3600.0;
     e.hours_per_million = 1e6 / units_per_hour;

@@ -25,6 +25,7 @@ struct CompareEntry {
   std::vector<std::string> precisions;    // those the card runs
   std::vector<std::pair<int, double>> scaling;  // (GPUs, scaling efficiency)
   std::string link_2gpu;
+  double throughput_without_stack = 0;  // with a measured stack given: this card's throughput without it (else 0)
 };
 
 /// What one GPU-hour of a card costs, rented (a cloud quote) and owned (its purchase spread over its

@@ -338,6 +338,12 @@ void predict_parallel(Prediction& p, const PredictRequest& req, const workload::
 
 }  // namespace
 
+std::string option_pairs_text(const std::map<std::string, std::string>& options) {
+  std::string out;
+  for (const auto& [k, v] : options) out += (out.empty() ? "" : ";") + k + "=" + v;
+  return out;
+}
+
 std::map<std::string, std::string> parse_option_pairs(const std::string& text) {
   std::map<std::string, std::string> out;
   std::size_t pos = 0;

@@ -90,6 +90,8 @@ std::map<std::string, std::string> parse_options(const std::string& text, const 
 /// The same syntax with any key (validation rows carry keys that document their source); InputError on a
 /// malformed pair.
 std::map<std::string, std::string> parse_option_pairs(const std::string& text);
+/// The inverse of parse_option_pairs: "k=v;k=v" in key order ("" for none).
+std::string option_pairs_text(const std::map<std::string, std::string>& options);
 /// The integer option `key` in [lo, hi], or `fallback` when absent; InputError "option KEY=VALUE: expected
 /// an integer in [lo, hi]" otherwise.
 std::int64_t option_int(const std::map<std::string, std::string>& o, const std::string& key, std::int64_t fallback,
