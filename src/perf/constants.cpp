@@ -70,7 +70,9 @@ FittedConstants parse_constants(const std::string& text, const std::string& wher
   c.of(DeviceClass::geforce) = read_class(t, "geforce", where);
   c.prior = read_class(t, "prior", where);
   read_table(t, "memory",
-             {{"bytes_per_sm_cycle", &c.bytes_per_sm_cycle}, {"prior_bytes_per_sm_cycle", &c.bytes_per_sm_cycle_prior}},
+             {{"bytes_per_sm_cycle", &c.bytes_per_sm_cycle},
+              {"prior_bytes_per_sm_cycle", &c.bytes_per_sm_cycle_prior},
+              {"decode_bytes_per_sm_cycle", &c.decode_bytes_per_sm_cycle}},
              kMaxBytesPerSmCycle, where);
   const auto* clock = t["clock"].as_table();
   if (!clock) throw InputError(fmt::format("{}: missing table [clock]", where));
@@ -98,7 +100,7 @@ files::OutputSpec constants_output(const std::string& flag, bool force) {
 std::string constants_toml(const FittedConstants& c) {
   std::string s =
       "# The performance model's fitted constants: the only numbers in gpuvs fitted to measurements of training\n"
-      "# throughput. Four are fractions of a spec peak that framework GEMMs and convolutions reach, per device\n"
+      "# and serving throughput. Four are fractions of a spec peak that framework GEMMs and convolutions reach, per device\n"
       "# class: data-centre HBM parts and GeForce/workstation GDDR boards. Two are shared by every card: what an\n"
       "# SM keeps streaming in memory-bound framework kernels ([memory]) and where the clock dense math sustains\n"
       "# sits between the base and boost clocks (data/clocks.toml). Everything else in the model\n"
@@ -120,9 +122,12 @@ std::string constants_toml(const FittedConstants& c) {
   s += "\n# Memory-bound framework kernels stream at min(a streaming microbenchmark's fraction of the DRAM rate\n"
        "# (data/system.toml [microbench.memory]), bytes_per_sm_cycle x SMs x boost clock): Little's law, bytes in\n"
        "# flight per SM over the DRAM latency (perf/efficiency.hpp). The prior: one 4-byte load in flight per\n"
-       "# resident thread (2,048 per SM) over a DRAM latency of about 700 cycles.\n";
-  s += fmt::format("[memory]\nbytes_per_sm_cycle = {:.3f}\nprior_bytes_per_sm_cycle = {:.3f}\n", c.bytes_per_sm_cycle,
-                   c.bytes_per_sm_cycle_prior);
+       "# resident thread (2,048 per SM) over a DRAM latency of about 700 cycles. decode_bytes_per_sm_cycle is\n"
+       "# the same for a serving engine's decode attention (the KV cache read every generated token), fitted on\n"
+       "# the LLM serving rows alone and pulled towards bytes_per_sm_cycle, which it equals where no serving row\n"
+       "# on a card whose SMs bind sees it.\n";
+  s += fmt::format("[memory]\nbytes_per_sm_cycle = {:.3f}\nprior_bytes_per_sm_cycle = {:.3f}\ndecode_bytes_per_sm_cycle = {:.3f}\n",
+                   c.bytes_per_sm_cycle, c.bytes_per_sm_cycle_prior, c.decode_bytes_per_sm_cycle);
   s += "\n# The sustained dense-math clock is base + headroom x (boost - base) on every card (perf/clocks.hpp).\n";
   s += fmt::format("[clock]\nheadroom = {:.4f}\nprior = {:.4f}\n", c.clock_headroom, c.clock_headroom_prior);
   return s;

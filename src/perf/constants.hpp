@@ -29,6 +29,11 @@ struct FittedConstants {
   // (perf/efficiency.hpp memory_fraction). Fitted, from a prior of one 4-byte load in flight per resident thread.
   double bytes_per_sm_cycle = 0;
   double bytes_per_sm_cycle_prior = 0;
+  // The same for a serving engine's decode-attention kernel (the KV cache read once per generated token):
+  // another kernel class, with its own loads in flight. Fitted on LLM serving rows alone, pulled towards
+  // bytes_per_sm_cycle (its prior: until serving rows on a card whose SMs bind say otherwise, it streams like
+  // the framework kernels), so where no serving row sees it, it is exactly that.
+  double decode_bytes_per_sm_cycle = 0;
   // Where the sustained dense-math clock sits between the base and boost clocks (perf/clocks.hpp), shared
   // by every card, and the value it starts from before a fit.
   double clock_headroom = 0.5;

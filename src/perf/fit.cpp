@@ -33,6 +33,22 @@ double objective(const catalog::Catalog& cat, const std::vector<PublishedRow>& r
   return (n ? sum / n : 0.0) + kPriorWeight * pull;
 }
 
+// The serving rows' objective for the decode-attention constant alone (the others are training's): mean
+// |log error| plus the same weak pull, towards the framework kernels' figure.
+double serving_objective(const catalog::Catalog& cat, const std::vector<PublishedRow>& rows, const std::set<std::string>& held_out,
+                         const FittedConstants& c, workload::Workloads& workloads) {
+  const ScopedConstants scope(c);
+  const ValidationReport rep = validate(cat, rows, held_out, workloads);
+  double sum = 0;
+  int n = 0;
+  for (const auto& v : rep.rows)
+    if (v.ape) {
+      sum += std::fabs(std::log(v.predicted / *v.row.value));
+      ++n;
+    }
+  return (n ? sum / n : 0.0) + kPriorWeight * std::pow(std::log(c.decode_bytes_per_sm_cycle / c.bytes_per_sm_cycle), 2);
+}
+
 }  // namespace
 
 FitResult fit_constants(const catalog::Catalog& cat, const std::vector<PublishedRow>& rows, const std::set<std::string>& held_out) {
@@ -44,11 +60,13 @@ FitResult fit_constants(const catalog::Catalog& cat, const std::vector<Published
                         workload::Workloads& workloads) {
   FitResult r;
   // The rows the constants move: priced training and inference rows with a measured value.
-  std::vector<PublishedRow> fit_rows;
+  std::vector<PublishedRow> fit_rows, serving_rows;
   {
     const ValidationReport rep = validate(cat, rows, held_out, workloads);
     for (const auto& v : rep.rows)
-      if (v.ape && v.row.mode != "micro" && !v.serving) {
+      if (v.ape && v.serving) {
+        serving_rows.push_back(v.row);
+      } else if (v.ape && v.row.mode != "micro") {
         fit_rows.push_back(v.row);
         r.classes_fitted[static_cast<int>(device_class(cat.find(v.row.gpu)))] = true;
       }
@@ -58,6 +76,7 @@ FitResult fit_constants(const catalog::Catalog& cat, const std::vector<Published
   c.of(DeviceClass::datacenter) = c.prior;
   c.of(DeviceClass::geforce) = c.prior;
   c.bytes_per_sm_cycle = c.bytes_per_sm_cycle_prior;
+  c.decode_bytes_per_sm_cycle = c.bytes_per_sm_cycle;
   c.clock_headroom = c.clock_headroom_prior;
   // Each parameter with its bounds: fractions in [0.05, 1], bytes per SM-cycle in [0.5, 256].
   struct Param {
@@ -115,14 +134,46 @@ FitResult fit_constants(const catalog::Catalog& cat, const std::vector<Published
   // card says more about the other than a microbenchmark prior does.
   for (int k = 0; k < 2; ++k)
     if (!r.classes_fitted[k] && r.classes_fitted[1 - k]) c.cls[k] = c.cls[1 - k];
+  // The decode-attention kernels, on the serving rows alone, once the rest is fitted: a coarse grid around
+  // the framework kernels' figure (where it starts), then halving steps. Rows that cannot see it (every card
+  // on its DRAM side) leave it there.
+  c.decode_bytes_per_sm_cycle = c.bytes_per_sm_cycle;
+  if (!serving_rows.empty()) {
+    const double start = c.decode_bytes_per_sm_cycle;
+    double best_decode = serving_objective(cat, serving_rows, held_out, c, workloads);
+    double best_value = start;
+    ++r.evaluations;
+    const auto try_value = [&](double value) {
+      c.decode_bytes_per_sm_cycle = std::clamp(value, 0.5, 256.0);
+      const double obj = serving_objective(cat, serving_rows, held_out, c, workloads);
+      ++r.evaluations;
+      if (obj < best_decode - 1e-12) {
+        best_decode = obj;
+        best_value = c.decode_bytes_per_sm_cycle;
+        return true;
+      }
+      return false;
+    };
+    for (int k = -2; k <= 4; ++k)
+      if (k != 0) try_value(start * std::pow(2.0, k / 2.0));
+    for (double step = 0.25; step > 0.004;) {
+      const double from = best_value;
+      if (!try_value(from * std::exp(step)) && !try_value(from * std::exp(-step))) step /= 2;
+    }
+    c.decode_bytes_per_sm_cycle = best_value;
+    r.serving_rows = static_cast<int>(serving_rows.size());
+  }
   r.objective = best;
   r.constants = c;
   std::vector<std::string> files;
-  for (const auto& row : fit_rows)
-    if (std::find(files.begin(), files.end(), row.file) == files.end()) files.push_back(row.file);
+  for (const auto* set : {&fit_rows, &serving_rows})
+    for (const auto& row : *set)
+      if (std::find(files.begin(), files.end(), row.file) == files.end()) files.push_back(row.file);
   r.constants.fitted_on = files;
-  r.constants.method = fmt::format("coordinate descent on mean |log error| from the priors over {} rows ({} evaluations)", r.rows,
-                                   r.evaluations);
+  r.constants.method = fmt::format(
+      "coordinate descent on mean |log error| from the priors over {} training rows, the decode-attention constant over {} serving rows "
+      "({} evaluations)",
+      r.rows, r.serving_rows, r.evaluations);
   return r;
 }
 

@@ -50,6 +50,9 @@ struct Setup {
   double kv_elem_bytes = 2;
   double matrix_peak = 0, attention_peak = 0, vector_peak = 0, bandwidth = 0;
   EfficiencyParams eff;
+  // The fraction of DRAM bandwidth the decode-attention kernel reaches reading the KV cache: the streaming
+  // fraction, or less where the card's SMs cannot keep enough bytes in flight (perf/constants.hpp).
+  double decode_mem_max = 0;
   Link link;
   WeightBytes weights;  // whole model (each rank holds 1/tp of the projections and the vocabulary)
   // llama.cpp-style offload: blocks from gpu_layers on run from system RAM (weights and their KV cache),
@@ -162,7 +165,9 @@ void price_block(const Setup& s, int l, const TokenMix& mix, IterationCost& c, c
     const double kv = mix.decode_seqs * mix.decode_context * 2.0 * kv_heads * hd * s.kv_elem_bytes;
     const double flops = 4.0 * mix.decode_seqs * q_heads * hd * mix.decode_context;
     const double bytes = kv + mix.decode_seqs * 2.0 * q_heads * hd * 2.0;
-    attn += std::max(flops / (a.attention_peak * a.eff.attention_max), bytes / (a.bandwidth * memory_efficiency(bytes, a.eff)));
+    EfficiencyParams decode = a.eff;
+    if (!mem) decode.mem_max = s.decode_mem_max;  // a cache in system RAM streams at the host's rate
+    attn += std::max(flops / (a.attention_peak * a.eff.attention_max), bytes / (a.bandwidth * memory_efficiency(bytes, decode)));
     c.kv_bytes_read += kv;
     c.flops += flops;
   }
@@ -261,6 +266,26 @@ IterationCost iteration(const Setup& s, const TokenMix& mix) {
   const double host = (s.engine->cuda_graphs ? 1.0 : kernels) * s.engine->host_launch_s * s.fixed;
   c.host_s = s.engine->step_overhead_s * s.fixed + std::max(0.0, host - gpu);
   c.seconds = gpu + c.host_s;
+  return c;
+}
+
+/// The mean of two kinds of iteration, a share `b_share` of them the second kind.
+IterationCost mix_of(const IterationCost& a, const IterationCost& b, double b_share) {
+  const auto m = [&](double x, double y) { return (1.0 - b_share) * x + b_share * y; };
+  IterationCost c;
+  c.seconds = m(a.seconds, b.seconds);
+  c.gemm_s = m(a.gemm_s, b.gemm_s);
+  c.dequant_s = m(a.dequant_s, b.dequant_s);
+  c.attention_s = m(a.attention_s, b.attention_s);
+  c.elementwise_s = m(a.elementwise_s, b.elementwise_s);
+  c.lm_head_s = m(a.lm_head_s, b.lm_head_s);
+  c.comm_s = m(a.comm_s, b.comm_s);
+  c.launch_s = m(a.launch_s, b.launch_s);
+  c.host_s = m(a.host_s, b.host_s);
+  c.offload_s = m(a.offload_s, b.offload_s);
+  c.weight_bytes_read = m(a.weight_bytes_read, b.weight_bytes_read);
+  c.kv_bytes_read = m(a.kv_bytes_read, b.kv_bytes_read);
+  c.flops = m(a.flops, b.flops);
   return c;
 }
 
@@ -395,8 +420,13 @@ Setup rank_setup(const catalog::Catalog& cat, const catalog::Gpu& gpu, const mod
   s.vector_peak = view.vector_peak;
   s.bandwidth = view.bandwidth;
   if (engine.attention == "unfused") s.eff.attention_max *= 0.5;  // scores through memory: two GEMMs and a softmax apart
-  // A measured stack (the same engine and format on some card) moves its kernels' efficiencies, not the card's physics.
-  if (apply_stack(s.eff, req.stack, engine.id, format.id)) s.fixed = req.stack->fixed;
+  s.decode_mem_max = std::min(s.eff.mem_max, memory_fraction(gpu, active_constants().decode_bytes_per_sm_cycle));
+  // A measured stack (the same engine and format on some card) moves its kernels' efficiencies, not the card's
+  // physics; its memory-bound kernels, the decode attention among them, by the same ratio.
+  if (apply_stack(s.eff, req.stack, engine.id, format.id)) {
+    s.fixed = req.stack->fixed;
+    s.decode_mem_max = std::min(s.eff.mem_max, s.decode_mem_max * req.stack->memory);
+  }
   s.link = link_for(gpu, p.tp);
   s.weights = weight_bytes(d, format);
   return s;
@@ -525,27 +555,33 @@ void price_requests(const Setup& s, const models::NetworkInfo& net, const catalo
   p.batch = in_flight;
   const double requests = static_cast<double>(in_flight);
   if (engine.inflight_batching) {
-    TokenMix mix;
-    mix.decode_seqs = requests;
-    mix.decode_context = prompt + generated / 2.0;
-    mix.prefill_tokens = requests * prompt / generated;
-    mix.prefill_span = prompt / 2.0;
-    mix.logits = requests + requests / generated;
-    p.step = iteration(s, mix);
+    // Every iteration each request generates a token and requests / gen_len of them finish, so as many
+    // prompt tokens join on average. They join in lumps, not evenly: a whole prompt (or all the room the
+    // decodes leave in the token budget) in one iteration, and only a share of iterations carry one when
+    // requests are few. A lump of prompt tokens is compute-bound where the decodes it rides with only read
+    // the weights, so its cost is not hidden under theirs: the mean iteration is the mix of the two kinds.
+    const double room = std::max(1.0, engine.max_num_tokens - requests);
+    const double joining_per_iteration = requests * prompt / generated;
+    // (More joining than the room holds, at a batch the user set, is priced as it comes.)
+    const double lump = std::max(joining_per_iteration, std::min(room, prompt));
+    const double carrying = joining_per_iteration / lump;  // the share of iterations that carry a lump
+    TokenMix decode;
+    decode.decode_seqs = requests;
+    decode.decode_context = prompt + generated / 2.0;
+    decode.logits = requests;
+    TokenMix join = decode;
+    join.prefill_tokens = lump;
+    join.prefill_span = prompt / 2.0;
+    join.logits = requests + lump / prompt;
+    const IterationCost join_step = iteration(s, join);
+    p.step = carrying >= 1.0 ? join_step : mix_of(iteration(s, decode), join_step, carrying);
     p.tpot_s = p.step.seconds;
     p.throughput = requests / p.step.seconds * p.replicas;
     // Latency under this load: a request arrives at a uniformly random moment of an iteration, waits for
-    // the next one, and its prompt is prefilled in the room the decodes leave in the token budget, shared
-    // with the prompts that join every iteration. The iterations that carry it hold a whole prompt's tokens
-    // (or all the room), dearer than the average one when requests are few.
-    const double room = std::max(1.0, engine.max_num_tokens - requests);
-    const double joining = std::max(prompt, requests * prompt / generated);
-    const double prefill_iterations = std::ceil(joining / room);
-    TokenMix join = mix;
-    join.prefill_tokens = std::min(joining, room);
-    const double join_s = iteration(s, join).seconds;
-    p.ttft_s = 0.5 * p.step.seconds + prefill_iterations * join_s;
-    p.ttft_p99_s = 0.99 * p.step.seconds + prefill_iterations * join_s;
+    // the next one, and its prompt is prefilled in lumps, in as many iterations as the room takes.
+    const double prefill_iterations = std::ceil(std::max(prompt, joining_per_iteration) / room);
+    p.ttft_s = 0.5 * p.step.seconds + prefill_iterations * join_step.seconds;
+    p.ttft_p99_s = 0.99 * p.step.seconds + prefill_iterations * join_step.seconds;
   } else {
     TokenMix pre;
     pre.prefill_tokens = requests * prompt;
