@@ -1428,6 +1428,50 @@ TEST(Cli, AdviseRanksWithTheMeasuredStackAndAgreesWithCompare) {
   EXPECT_EQ(both.exit_code, 2) << both.err;
 }
 
+TEST(Cli, AVllmBenchmarkRunCalibratesOnceItsCardAndModelAreSaid) {
+  // Issue 35: vLLM's serving benchmark names neither the card nor (printed) the model: a spec with file= says them.
+  const std::string dir = std::string(GPUVS_TEST_DATA) + "/vllm-bench/";
+  const std::string model = std::string(GPUVS_TEST_DATA) + "/hf/qwen2-7b/config.json";
+  const std::string json = dir + "a100-80gb-qwen2-7b-vllm-0.10.1.json";
+  const auto r = run_gpuvs("compare a100-80gb-sxm h100-sxm --measured 'file=" + json + ";gpu=a100-80gb-sxm;workload=" + model + ";precision=bf16'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("infer (bf16 weights, vllm engine, 1021 + 1016 tokens)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("a100-80gb-qwen2-7b-vllm-0.10.1.json: infer 3352 output tokens/s on a100-80gb-sxm"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("without measured"), std::string::npos) << r.out;
+  // Every run of a pasted log is a row validate scores.
+  const auto v = run_gpuvs("validate --measured 'file=" + dir + "a100-80gb-qwen2-7b-vllm-0.10.1.txt;gpu=a100-80gb-sxm;workload=" + model + "'");
+  ASSERT_EQ(v.exit_code, 0) << v.err;
+  EXPECT_NE(v.out.find("a100-80gb-qwen2-7b-vllm-0.10.1    10      10      100%"), std::string::npos) << v.out;
+  for (const auto& [spec, expect] : std::vector<std::pair<std::string, std::string>>{
+           {"file=" + json + ";workload=" + model, "json: the output does not name the GPU (vLLM's benchmark never does"},
+           {"file=" + json + ";gpu=a100-80gb-sxm", "json: the output gives no parameter count to tell the model by ('Qwen2-7B-Instruct')"},
+           {"file=/nonexistent/r.json;gpu=a100-80gb-sxm", "/nonexistent/r.json"},
+           {"file=" + json + ";gpu=a100-80gb-sxm;workload=" + model + ";value=3 tokens/s", "--measured: value= with file=: the file holds it"},
+           {"file=" + json + ";gpu=no-such-gpu;workload=" + model, "no-such-gpu"}}) {
+    const auto bad = run_gpuvs("compare a100-80gb-sxm --measured '" + spec + "'");
+    EXPECT_EQ(bad.exit_code, 2) << spec << "\n" << bad.err;
+    EXPECT_NE(bad.err.find(expect), std::string::npos) << bad.err;
+    EXPECT_EQ(count_lines(bad.err), 1) << bad.err;
+  }
+}
+
+TEST(Cli, ATrtllmBenchReportCalibratesWithTheModelItNames) {
+  // Issue 35: trtllm-bench names the model the Hugging Face way and never the card; the card is said, the model read.
+  const std::string dir = std::string(GPUVS_TEST_DATA) + "/trtllm-bench/";
+  const auto r = run_gpuvs("compare h100-sxm a100-80gb-sxm --measured 'file=" + dir + "llama-3.1-8b-pytorch-0.21.txt;gpu=h100-sxm'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("llama3.1-8b infer (bf16 weights, trt-llm engine, 128 + 128 tokens)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("infer 11.08 k output tokens/s on h100-sxm"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("read 'meta-llama/Llama-3.1-8B-Instruct' as llama3.1-8b"), std::string::npos) << r.out;
+  const auto v = run_gpuvs("validate --measured 'file=" + dir + "llama-2-7b-fp8-0.12.txt;gpu=h100-sxm'");
+  ASSERT_EQ(v.exit_code, 0) << v.err;
+  EXPECT_NE(v.out.find("llama2-7b"), std::string::npos) << v.out;
+  const auto bad = run_gpuvs("compare h100-sxm --measured " + dir + "llama-2-7b-fp8-0.12.txt");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("llama-2-7b-fp8-0.12.txt:30: the output does not name the GPU"), std::string::npos) << bad.err;
+  EXPECT_EQ(count_lines(bad.err), 1) << bad.err;
+}
+
 TEST(Cli, CompareCarriesARealLlamaBenchRunToOtherCardsInOneCommand) {
   // Issue 35: "this is what I get on the card I have; what would I get on that one?" from llama-bench's own output.
   const std::string file = std::string(GPUVS_TEST_DATA) + "/llama-bench/rtx3090-qwen2.5-coder-32b.md";

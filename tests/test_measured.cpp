@@ -296,6 +296,8 @@ TEST(MeasuredSpec, AnUnreadableSpecIsRefusedNamingTheKey) {
 }
 
 #include "measured/nccl_tests.hpp"
+#include "measured/trtllm_bench.hpp"
+#include "measured/vllm_bench.hpp"
 
 using measured::looks_like_nccl_tests;
 using measured::read_nccl_tests;
@@ -376,4 +378,223 @@ TEST(NcclTests, FuzzedOutputsReadOrFailInOneLine) {
   EXPECT_GE(test::fuzz_parser(nccl_fixture("a100-8gpu-allreduce.txt"), "# \n-0123456789.abefglmnoprstuvwxyNA/=[]", 1500, 43,
                               [](const std::string& t, const std::string& w) { read_nccl_tests(t, w); }),
             1);
+}
+
+using measured::looks_like_vllm_bench;
+using measured::read_vllm_bench;
+
+namespace {
+std::string vllm_fixture(const std::string& name) {
+  std::ifstream in(std::string(GPUVS_TEST_DATA) + "/vllm-bench/" + name, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_FALSE(ss.str().empty()) << name;
+  return ss.str();
+}
+const std::string kBlock =
+    "============ Serving Benchmark Result ============\n"
+    "Successful requests:                     10\n"
+    "Total input tokens:                      10240\n"
+    "Total generated tokens:                  1280\n"
+    "Request throughput (req/s):              2.00\n"
+    "Output token throughput (tok/s):         256.00\n"
+    "==================================================\n";
+}  // namespace
+
+// Issue 35: vLLM's serving benchmark as people paste it (tests/data/vllm-bench/SOURCES.md): every run of a log, its
+// figures and latencies, the concurrency and rate lines newer releases print before the block.
+TEST(VllmBench, ReadsThePrintedResultOfEveryRunInAPastedLog) {
+  const std::string log = vllm_fixture("a100-80gb-qwen2-7b-vllm-0.10.1.txt");
+  ASSERT_TRUE(looks_like_vllm_bench(log));
+  const auto runs = read_vllm_bench(log, "a100.txt");
+  ASSERT_EQ(runs.size(), 10u);  // 1 to 1,000 prompts; the command lines and server logs between them skipped
+  EXPECT_EQ(runs[0].tool, "vllm-bench");
+  EXPECT_EQ(runs[0].where, "a100.txt:8");
+  EXPECT_EQ(runs[0].mode, "infer");
+  EXPECT_EQ(runs[0].framework, "vllm");
+  EXPECT_TRUE(runs[0].gpu.empty());  // the benchmark never names the card
+  EXPECT_EQ(runs[0].prompt_tokens, 1024);
+  EXPECT_EQ(runs[0].gen_tokens, 1024);
+  EXPECT_EQ(runs[0].sequences, 1);
+  EXPECT_DOUBLE_EQ(runs[0].value, 84.95);
+  EXPECT_EQ(runs[0].unit, "tokens/s");
+  EXPECT_DOUBLE_EQ(runs[0].latency_ms.at("median_ttft"), 36.23);
+  EXPECT_DOUBLE_EQ(runs[0].latency_ms.at("p99_itl"), 15.43);
+  // 100 prompts sent at once (no --max-concurrency): mean lengths over the successful requests.
+  const auto& hundred = runs[6];
+  EXPECT_EQ(hundred.sequences, 100);
+  EXPECT_EQ(hundred.prompt_tokens, 1021);  // 102,140 / 100
+  EXPECT_EQ(hundred.gen_tokens, 1016);     // 101,590 / 100
+  EXPECT_DOUBLE_EQ(hundred.value, 3352.15);
+  EXPECT_DOUBLE_EQ(hundred.latency_ms.at("mean_tpot"), 25.26);
+  // --max-concurrency 32 and request rate inf, printed before each block.
+  const auto capped = read_vllm_bench(vllm_fixture("concurrency-32-vllm-bench.txt"), "c32.txt");
+  ASSERT_EQ(capped.size(), 2u);
+  for (const auto& m : capped) {
+    EXPECT_EQ(m.sequences, 32);
+    EXPECT_EQ(m.request_rate, 0.0);
+    EXPECT_EQ(m.prompt_tokens, 2048);
+    EXPECT_EQ(m.gen_tokens, 2048);
+  }
+  EXPECT_DOUBLE_EQ(capped[1].value, 329.86);
+  EXPECT_DOUBLE_EQ(capped[1].latency_ms.at("median_tpot"), 93.99);
+  EXPECT_FALSE(looks_like_vllm_bench("| model | size |\n| --- | --- |\n"));
+}
+
+TEST(VllmBench, TheSavedJsonReadsAsThePrintedRun) {
+  const std::string json = vllm_fixture("a100-80gb-qwen2-7b-vllm-0.10.1.json");
+  ASSERT_TRUE(looks_like_vllm_bench(json));
+  const auto saved = read_vllm_bench(json, "r.json");
+  ASSERT_EQ(saved.size(), 1u);
+  const auto printed = read_vllm_bench(vllm_fixture("a100-80gb-qwen2-7b-vllm-0.10.1.txt"), "a100.txt")[6];
+  EXPECT_EQ(saved[0].where, "r.json");
+  EXPECT_EQ(saved[0].model, "Qwen2-7B-Instruct");
+  EXPECT_EQ(saved[0].framework, "vllm");
+  EXPECT_EQ(saved[0].prompt_tokens, printed.prompt_tokens);
+  EXPECT_EQ(saved[0].gen_tokens, printed.gen_tokens);
+  EXPECT_EQ(saved[0].sequences, printed.sequences);
+  EXPECT_DOUBLE_EQ(saved[0].value, printed.value);
+  EXPECT_EQ(saved[0].latency_ms, printed.latency_ms);
+  // Older releases wrote an infinite rate as a bare Infinity; a TensorRT-LLM server is named in gpuvs's spelling.
+  std::string old = json;
+  old.replace(old.find("\"inf\""), 5, "Infinity");
+  old.replace(old.find("\"vllm\""), 6, "\"tensorrt-llm\"");
+  EXPECT_EQ(read_vllm_bench(old, "old.json")[0].framework, "trt-llm");
+}
+
+TEST(VllmBench, AnythingElseIsRefusedNamingTheFileLineAndField) {
+  const auto with = [](const std::string& from, const std::string& to) {
+    std::string b = kBlock;
+    b.replace(b.find(from), from.size(), to);
+    return b;
+  };
+  EXPECT_EQ(read_vllm_bench(kBlock, "v.txt")[0].prompt_tokens, 1024);
+  // Later releases print the concurrency cap inside the block.
+  EXPECT_EQ(read_vllm_bench(with("Total input", "Maximum request concurrency:             4\nTotal input"), "v.txt")[0].sequences, 4);
+  // A paced run the server could not keep up with measures the stack; one it kept up with measures the pacing.
+  EXPECT_EQ(read_vllm_bench("Traffic request rate: 8\n" + kBlock, "v.txt")[0].request_rate, 8.0);
+  const std::string json = R"({"completed": 10, "total_input_tokens": 100, "total_output_tokens": 200, "output_throughput": 50.0})";
+  EXPECT_EQ(read_vllm_bench(json, "v.json")[0].gen_tokens, 20);
+  test::expect_refused(
+      {{"Traffic request rate: 2.0\n" + kBlock, "v.txt:2: paced at 2 requests/s and served 2"},
+       {with("Output token throughput (tok/s):         256.00\n", ""), "v.txt:1: no output token throughput"},
+       {with("10\n", "0\n"), "v.txt:1: 0 successful requests"},
+       {with("256.00", "fast"), "v.txt:6: Output token throughput (tok/s) 'fast' is not a number"},
+       {with("2.00", "nan"), "v.txt:5: Request throughput (req/s) 'nan' is not a number"},
+       {kBlock.substr(0, kBlock.find("Output token")), "v.txt:1: the result block that starts here does not end"},
+       {"Maximum request concurrency: many\n" + kBlock, "v.txt:1: request concurrency 'many'"},
+       {"Successful requests: 10\n", "v.txt: no 'Serving Benchmark Result' block"},
+       {"[1, 2]", "v.txt: a saved result is one JSON object"},
+       {"{\"completed\": ", "v.txt: not JSON"},
+       {R"({"completed": "ten", "total_input_tokens": 1, "total_output_tokens": 1, "output_throughput": 1})", "\"completed\" is not a finite number"},
+       {R"({"completed": 10, "total_input_tokens": 1, "total_output_tokens": 100})", "v.txt: no output token throughput"},
+       {R"({"completed": 1, "total_input_tokens": 1, "total_output_tokens": 1, "output_throughput": 1, "request_rate": -1})",
+        "\"request_rate\" is not a positive number"},
+       {R"({"completed": 1, "total_input_tokens": 1, "total_output_tokens": 1, "output_throughput": 1, "max_concurrency": 0.5})",
+        "\"max_concurrency\" 0.5 is not a whole number"},
+       {R"({"completed": 1, "total_input_tokens": 1, "total_output_tokens": 1, "output_throughput": 1, "backend": 3})", "\"backend\" is not a string"}},
+      [](const std::string& t) { read_vllm_bench(t, "v.txt"); });
+}
+
+TEST(VllmBench, FuzzedOutputsReadOrFailInOneLine) {
+  const auto read = [](const std::string& t, const std::string& w) {
+    for (const auto& m : read_vllm_bench(t, w))
+      if (!(m.value > 0) || m.prompt_tokens < 1 || m.gen_tokens < 1 || m.sequences < 1) throw std::logic_error("an unusable figure read");
+  };
+  EXPECT_GE(test::fuzz_parser(vllm_fixture("concurrency-32-vllm-bench.txt"), "#=-: \n0123456789.infNoeRTP()", 1500, 47, read), 1);
+  EXPECT_GE(test::fuzz_parser(vllm_fixture("a100-80gb-qwen2-7b-vllm-0.10.1.json"), "{}[]\":, 0123456789.-einfInftyul", 1500, 53, read), 1);
+}
+
+TEST(MeasuredSpec, AFileSpecSaysWhatTheOutputDoesNot) {
+  const Measurement spec = measured::read_measured_spec("file=run.json;gpu=a100-80gb-sxm;workload=llama3-8b;precision=bf16;gpus=2");
+  EXPECT_EQ(spec.file, "run.json");
+  EXPECT_EQ(spec.gpu, "a100-80gb-sxm");
+  auto runs = read_vllm_bench(vllm_fixture("a100-80gb-qwen2-7b-vllm-0.10.1.json"), "run.json");
+  measured::complete_from_spec(runs[0], spec);
+  EXPECT_EQ(runs[0].gpu, "a100-80gb-sxm");
+  EXPECT_EQ(runs[0].workload, "llama3-8b");
+  EXPECT_EQ(runs[0].precision, "bf16");
+  EXPECT_EQ(runs[0].gpus, 2);
+  // What the output says itself is not overridden: llama-bench names its card.
+  auto bench = read_llama_bench(fixture("rtx3090-qwen2.5-coder-32b.md"), "b.md");
+  bench[0].gpu = "NVIDIA GeForce RTX 3090";
+  test::expect_refused({{"x", "b.md:7: the output says gpu 'NVIDIA GeForce RTX 3090'; gpu= is for what it does not say"}},
+                       [&](const std::string&) { measured::complete_from_spec(bench[0], spec); });
+  test::expect_refused({{"file=r.json;value=3 tokens/s", "--measured: value= with file=: the file holds it"},
+                        {"file=r.json;mode=infer", "--measured: mode= with file=: the file holds it"},
+                        {"gpu=a100-80gb-sxm;workload=llama3-8b", "no mode= (a spec needs gpu, workload, mode and value, or file="}},
+                       [](const std::string& t) { measured::read_measured_spec(t); });
+}
+
+namespace {
+std::string trtllm_fixture(const std::string& name) {
+  std::ifstream in(std::string(GPUVS_TEST_DATA) + "/trtllm-bench/" + name, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_FALSE(ss.str().empty()) << name;
+  return ss.str();
+}
+}  // namespace
+
+// Issue 35: trtllm-bench's report as 0.12 and 0.21 print it (tests/data/trtllm-bench/SOURCES.md), told apart from the
+// other tools' outputs by its sections.
+TEST(TrtllmBench, ReadsTheReportOfOldAndNewReleases) {
+  const std::string old = trtllm_fixture("llama-2-7b-fp8-0.12.txt");
+  ASSERT_TRUE(measured::looks_like_trtllm_bench(old));
+  EXPECT_FALSE(looks_like_vllm_bench(old));
+  const auto a = measured::read_measured_output(old, "t.txt");
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].tool, "trtllm-bench");
+  EXPECT_EQ(a[0].where, "t.txt:30");
+  EXPECT_EQ(a[0].model, "meta-llama/Llama-2-7b-hf");
+  EXPECT_EQ(a[0].framework, "trt-llm");
+  EXPECT_EQ(a[0].library_version, "0.12.0");
+  EXPECT_EQ(a[0].quant, "fp8");
+  EXPECT_EQ(a[0].mode, "infer");
+  EXPECT_EQ(a[0].prompt_tokens, 128);
+  EXPECT_EQ(a[0].gen_tokens, 128);
+  EXPECT_EQ(a[0].sequences, 3000);  // offline: every request at once, under the runtime's 4,096
+  EXPECT_EQ(a[0].tensor_parallel, 1);
+  EXPECT_DOUBLE_EQ(a[0].value, 18886.813971319196);
+  EXPECT_TRUE(a[0].gpu.empty());
+  const auto b = measured::read_measured_output(trtllm_fixture("llama-3.1-8b-pytorch-0.21.txt"), "u.txt");
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(b[0].model, "meta-llama/Llama-3.1-8B-Instruct");
+  EXPECT_EQ(b[0].quant, "bf16");  // no quantization: the dtype's
+  EXPECT_EQ(b[0].sequences, 95);  // 94.6 in flight on average
+  EXPECT_DOUBLE_EQ(b[0].value, 11076.77);
+  EXPECT_DOUBLE_EQ(b[0].latency_ms.at("mean_ttft"), 162.6706);
+  EXPECT_DOUBLE_EQ(b[0].latency_ms.at("mean_tpot"), 7.3272);
+  EXPECT_DOUBLE_EQ(b[0].latency_ms.at("p50_ttft"), 159.7857);
+  EXPECT_DOUBLE_EQ(b[0].latency_ms.at("p99_tpot"), 8.1306);
+  EXPECT_EQ(b[0].latency_ms.count("p50_latency"), 0u);
+}
+
+TEST(TrtllmBench, AnythingElseIsRefusedNamingTheFileLineAndField) {
+  const std::string head = "= ENGINE DETAILS\nModel: m\nQuantization: FP8\nTP Size: 2\nPP Size: 1\nNumber of requests: 10\n";
+  const std::string tail = "Average Input Length (tokens): 100\nAverage Output Length (tokens): 50\nToken Throughput (tokens/sec): 500\n";
+  const auto r = measured::read_trtllm_bench(head + tail, "t.txt");
+  EXPECT_EQ(r[0].tensor_parallel, 2);
+  EXPECT_EQ(r[0].gpus, 2);
+  EXPECT_EQ(r[0].sequences, 10);
+  test::expect_refused(
+      {{"= ENGINE DETAILS\nModel: m\nNumber of requests: 10\nToken Throughput (tokens/sec): 500\n", "t.txt:1: no 'Average Input Length (tokens)'"},
+       {head + "Average Input Length (tokens): 100\nToken Throughput (tokens/sec): 500\n", "t.txt:1: no 'Average Output Length (tokens)'"},
+       {head + "Average Input Length (tokens): 100\nAverage Output Length (tokens): 50\n", "t.txt:1: no output throughput in the report"},
+       {head + "Average Input Length (tokens): many\nAverage Output Length (tokens): 50\nToken Throughput (tokens/sec): 500\n",
+        "t.txt:1: Average Input Length (tokens) 'many' is not a number"},
+       {"= ENGINE DETAILS\nNumber of requests: 0\n" + tail, "t.txt:1: 0 requests"},
+       {"= ENGINE DETAILS\nPP Size: 2\nNumber of requests: 10\n" + tail, "t.txt:1: pipeline parallel (2 stages) serving is not priced yet"},
+       {head + tail + "Issue Rate (req/sec): 4\nRequest Throughput (req/sec): 3.9\n", "t.txt:1: issued at 4 requests/s and served 3.9"},
+       {head + "[TTFT] P50 : slow\n" + tail, "t.txt:7: [TTFT] P50 'slow' is not a number"},
+       {"Token Throughput (tokens/sec): 5\n", "t.txt: no trtllm-bench report"}},
+      [](const std::string& t) { measured::read_trtllm_bench(t, "t.txt"); });
+}
+
+TEST(TrtllmBench, FuzzedReportsReadOrFailInOneLine) {
+  const auto read = [](const std::string& t, const std::string& w) {
+    for (const auto& m : measured::read_trtllm_bench(t, w))
+      if (!(m.value > 0) || m.prompt_tokens < 1 || m.gen_tokens < 1 || m.sequences < 1 || m.gpus < 1) throw std::logic_error("an unusable figure read");
+  };
+  EXPECT_GE(test::fuzz_parser(trtllm_fixture("llama-3.1-8b-pytorch-0.21.txt"), "=-:[] \n0123456789.E+NonePTF", 1500, 59, read), 1);
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -12,11 +13,10 @@
 #include "core/files.hpp"
 #include "core/strings.hpp"
 #include "core/units.hpp"
-#include "measured/llama_bench.hpp"
-#include "measured/nccl_tests.hpp"
 #include "measured/spec.hpp"
 #include "models/networks.hpp"
 #include "perf/predict.hpp"
+#include "perf/serving.hpp"
 #include "perf/stack_file.hpp"
 #include "perf/weight_format.hpp"
 
@@ -30,9 +30,40 @@ constexpr double kParamsTolerance = 0.02;
 // The built-in decoder a tool's model is: the one whose published parameters are within 2% of the count it
 // printed, of the same architecture word where the preset's id starts with it. Presets of one shape (llama-7b and
 // llama2-7b) are the same model to the pricer: the first is taken. `note` says what was read as what.
+// A model named the Hugging Face way ("meta-llama/Llama-3.1-8B-Instruct"): the built-in decoder whose id, in letters
+// and digits only, is the longest found in the name's ("llama318b" in "llama318binstruct"); empty when none is.
+std::string decoder_by_name(const std::string& model) {
+  const auto squash = [](std::string_view s) {
+    std::string o;
+    for (const char c : s)
+      if (std::isalnum(static_cast<unsigned char>(c))) o += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return o;
+  };
+  const std::string name = squash(model.substr(model.rfind('/') == std::string::npos ? 0 : model.rfind('/') + 1));
+  std::string best, best_squashed;
+  for (const auto& n : models::networks()) {
+    if (n.family != models::Family::decoder || !(n.published_params > 0)) continue;
+    const std::string id = squash(n.id);
+    if (id.size() > best_squashed.size() && name.find(id) != std::string::npos) {
+      best = n.id;
+      best_squashed = id;
+    }
+  }
+  return best;
+}
+
 std::string decoder_of(const measured::Measurement& m, std::string& note) {
+  if (!(m.model_params > 0) && !m.model.empty()) {
+    if (std::string by_name = decoder_by_name(m.model); !by_name.empty()) {
+      note = fmt::format("read '{}' as {}", strings::printable(m.model), by_name);
+      return by_name;
+    }
+  }
   if (!(m.model_params > 0))
-    throw InputError(fmt::format("{}: the output gives no parameter count to tell the model by; name it in a --measured spec", m.where));
+    throw InputError(fmt::format("{}: the output gives no parameter count to tell the model by{}: name it with --measured "
+                                 "'file={};workload=ID'",
+                                 m.where, m.model.empty() ? "" : fmt::format(" ('{}')", strings::printable(m.model)),
+                                 m.where.substr(0, m.where.rfind(':'))));
   const std::string arch = strings::lower(m.model.substr(0, m.model.find(' ')));
   std::vector<std::string> ids;
   for (const auto& n : models::networks())
@@ -55,13 +86,28 @@ std::string decoder_of(const measured::Measurement& m, std::string& note) {
   return built;
 }
 
+std::string file_of(const std::string& where) { return where.substr(0, where.rfind(':')); }
+
+// One --measured argument's measurements: a spec, a tool's output file, or a spec whose file= names the output
+// and whose keys say what the output does not.
+std::vector<measured::Measurement> read_measured_arg(const std::string& a) {
+  if (!measured::looks_like_spec(a)) return measured::read_measured_output(files::read_all(a, "--measured"), a);
+  measured::Measurement spec = measured::read_measured_spec(a);
+  if (spec.file.empty()) return {spec};
+  files::note_input(spec.file);
+  auto ms = measured::read_measured_output(files::read_all(spec.file, "--measured"), spec.file);
+  for (auto& m : ms) measured::complete_from_spec(m, spec);
+  return ms;
+}
+
 perf::StackMeasurement resolve(const catalog::Catalog& cat, const measured::Measurement& m, std::map<std::string, std::string>& cards) {
   perf::StackMeasurement s;
   s.source = m.where;
   s.value = m.value;
   if (m.gpu.empty())
-    throw InputError(fmt::format("{}: the output does not name the GPU (llama-bench's md table does not: run it with -o json, or keep the "
-                                 "devices it prints on stderr)", m.where));
+    throw InputError(fmt::format("{}: the output does not name the GPU (vLLM's benchmark never does; llama-bench's md table does not): "
+                                 "say it with --measured 'file={};gpu=ID'",
+                                 m.where, file_of(m.where)));
   if (m.gpu.find(", ") != std::string::npos)
     throw InputError(fmt::format("{}: ran on several GPUs ({}): one card at a time for now", m.where, strings::printable(m.gpu)));
   const std::string backend = strings::lower(m.backend);
@@ -82,6 +128,7 @@ perf::StackMeasurement resolve(const catalog::Catalog& cat, const measured::Meas
   s.request.gpus = m.gpus;
   s.request.batch = m.sequences > 0 ? m.sequences : 1;
   if (!m.framework.empty()) s.request.options["framework"] = m.framework;
+  if (m.tensor_parallel > 1) s.request.options["tp"] = std::to_string(m.tensor_parallel);
   if (m.gpu_layers >= 0) s.request.options["ngl"] = std::to_string(m.gpu_layers);
   s.request.mode = m.mode;
   if (m.mode == "prefill") {
@@ -96,6 +143,18 @@ perf::StackMeasurement resolve(const catalog::Catalog& cat, const measured::Meas
     if (m.prompt_tokens > 0) s.request.options["prompt_len"] = std::to_string(m.prompt_tokens);
     if (m.gen_tokens > 0) s.request.options["gen_len"] = std::to_string(m.gen_tokens);
     s.request.batch = m.sequences;
+    if (m.sequences > 0) {
+      // Requests sent at once (a benchmark's whole prompt set): the engine holds at most what its batch limit
+      // and the KV cache allow, the rest wait.
+      perf::ServingRequest most = s.request;
+      most.batch = 0;
+      const auto top = perf::predict_serving(cat, most);
+      if (top.batch < m.sequences) {
+        s.request.batch = top.batch;
+        s.note += fmt::format("{}{} requests at once: {} holds at most {} in flight on {} ({})", s.note.empty() ? "" : "; ", m.sequences,
+                              top.engine, top.batch, top.gpu_id, top.batch_limit);
+      }
+    }
   } else if (m.mode == "prefill+decode") {
     throw InputError(fmt::format("{}: a combined test (pp+tg) leaves the split open: measure prompt and generation apart (-p and -n)", m.where));
   } else {
@@ -137,19 +196,14 @@ std::optional<TrainingMeasured> training_measured(const catalog::Catalog& cat, c
 std::vector<perf::StackMeasurement> measured_inputs(const catalog::Catalog& cat, const std::vector<std::string>& args) {
   std::vector<perf::StackMeasurement> out;
   std::map<std::string, std::string> cards;
-  for (const auto& a : args) {
-    std::vector<measured::Measurement> ms;
-    if (measured::looks_like_spec(a)) ms.push_back(measured::read_measured_spec(a));
-    else {
-      const std::string text = files::read_all(a, "--measured");
-      if (measured::looks_like_nccl_tests(text))
-        throw InputError(fmt::format("--measured {}: collective figures (nccl-tests) calibrate no stack yet; `gpuvs validate --measured {}` "
+  for (const auto& a : args)
+    for (const auto& m : read_measured_arg(a)) {
+      if (m.mode == "micro")
+        throw InputError(fmt::format("--measured {}: collective figures ({}) calibrate no stack yet; `gpuvs validate --measured {}` "
                                      "compares them with the model",
-                                     a, a));
-      ms = measured::read_llama_bench(text, a);
+                                     a, m.tool, a));
+      out.push_back(resolve(cat, m, cards));
     }
-    for (const auto& m : ms) out.push_back(resolve(cat, m, cards));
-  }
   return out;
 }
 
@@ -185,7 +239,7 @@ std::vector<perf::PublishedRow> measured_rows(const catalog::Catalog& cat, const
   std::vector<perf::PublishedRow> out;
   std::map<std::string, std::string> cards;
   for (const auto& a : args) {
-    if (measured::looks_like_spec(a)) {
+    if (measured::looks_like_spec(a) && measured::read_measured_spec(a).file.empty()) {
       const measured::Measurement m = measured::read_measured_spec(a);
       if (m.mode == "train") {
         const auto t = training_measured(cat, {a});
@@ -209,14 +263,13 @@ std::vector<perf::PublishedRow> measured_rows(const catalog::Catalog& cat, const
       }
       continue;
     }
-    files::note_input(a);
-    const std::string text = files::read_all(a, "--measured");
-    if (!measured::looks_like_nccl_tests(text)) {
-      for (const auto& m : measured::read_llama_bench(text, a)) out.push_back(row_of(resolve(cat, m, cards)));
-      continue;
-    }
-    // A collective at each message size: the micro row validate prices on the group's link.
-    for (const auto& m : measured::read_nccl_tests(text, a)) {
+    if (!measured::looks_like_spec(a)) files::note_input(a);
+    for (const auto& m : read_measured_arg(a)) {
+      if (m.mode != "micro") {
+        out.push_back(row_of(resolve(cat, m, cards)));
+        continue;
+      }
+      // A collective at each message size: the micro row validate prices on the group's link.
       perf::PublishedRow r;
       r.id = m.where;
       try {

@@ -2,6 +2,7 @@
 // second, ...), read from the tool's own output and kept as the tool said it. What card and workload it names
 // in gpuvs's terms is resolved later, by the commands that use it; a reader only reads.
 #pragma once
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -9,7 +10,8 @@
 namespace gpuvs::measured {
 
 struct Measurement {
-  std::string tool;        // "llama-bench", "nccl-tests", or "spec" for a figure typed on the command line
+  std::string tool;        // "llama-bench", "nccl-tests", "vllm-bench", or "spec" for a figure typed on the command line
+  std::string file;        // a spec's file=: the output whose measurements the spec's keys complete
   std::string where;       // FILE:LINE of the record it came from
   std::string gpu;         // the device as the tool named it ("NVIDIA GeForce RTX 4080"); empty when it printed none
   std::string backend;     // "CUDA", "Metal", "CPU", ...
@@ -18,6 +20,7 @@ struct Measurement {
   std::string precision;   // a gpuvs precision ("bf16", "amp-bf16") where named; `quant` holds a weight format
   std::string framework;   // the software that ran it, in gpuvs's names ("llama.cpp", "vllm", "pytorch"), where known
   int gpus = 1;            // GPUs the figure is over
+  int tensor_parallel = 0; // GPUs one model instance is split over (a serving run's TP size), where printed
   std::string model_file;  // the file it loaded, where printed
   std::string quant;       // the weight format in gpuvs's spelling ("q4_k_m", "q8_0", "f16"), empty when unknown
   double model_bytes = 0;  // the weights' size, bytes, where printed
@@ -35,6 +38,10 @@ struct Measurement {
   double message_bytes = 0;
   int nodes = 0;
   std::string library_version;  // "2.25.1"
+  // A serving benchmark (vLLM's): the request rate it paced requests at (0: all at once, its default "inf") and
+  // the latencies it printed, by name ("median_ttft", "p99_tpot", "mean_itl", ...), in milliseconds.
+  double request_rate = 0;
+  std::map<std::string, double> latency_ms;
   double value = 0;        // the figure, in `unit`
   std::string unit;        // "tokens/s"
   std::optional<double> spread;  // its standard deviation over the repetitions, in `unit`

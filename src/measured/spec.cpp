@@ -10,6 +10,10 @@
 
 #include "core/error.hpp"
 #include "core/strings.hpp"
+#include "measured/llama_bench.hpp"
+#include "measured/nccl_tests.hpp"
+#include "measured/trtllm_bench.hpp"
+#include "measured/vllm_bench.hpp"
 
 namespace gpuvs::measured {
 
@@ -17,7 +21,8 @@ namespace {
 
 constexpr const char* kWhere = "--measured";
 
-const std::vector<std::string> kKeys = {"gpu", "workload", "mode", "value", "precision", "prompt_len", "gen_len", "batch", "gpus", "framework", "spread"};
+const std::vector<std::string> kKeys = {"gpu",   "workload", "mode", "value",     "precision", "prompt_len", "gen_len",
+                                        "batch", "gpus",     "framework", "spread", "file"};
 const std::vector<std::string> kModes = {"prefill", "decode", "prefill+decode", "infer", "train"};
 // The rates a published or measured figure comes in; a prefix k or M scales it.
 const std::vector<std::string> kUnits = {"tokens/s", "samples/s", "images/s", "sequences/s", "requests/s"};
@@ -68,11 +73,24 @@ Measurement read_measured_spec(const std::string& spec) {
     if (value.empty()) refuse(fmt::format("{} is empty", key));
     kv[key] = value;
   }
-  for (const char* need : {"gpu", "workload", "mode", "value"})
-    if (!kv.count(need)) refuse(fmt::format("no {}= (a spec needs gpu, workload, mode and value)", need));
   Measurement m;
   m.tool = "spec";
   m.where = kWhere;
+  if (kv.count("file")) {
+    // The file holds the figures; the spec says what the file does not (the card, the model, ...).
+    for (const char* held : {"mode", "value", "spread", "prompt_len", "gen_len"})
+      if (kv.count(held)) refuse(fmt::format("{}= with file=: the file holds it", held));
+    m.file = kv["file"];
+    m.gpu = kv.count("gpu") ? kv["gpu"] : "";
+    m.workload = kv.count("workload") ? kv["workload"] : "";
+    if (kv.count("precision")) m.precision = kv["precision"];
+    if (kv.count("framework")) m.framework = kv["framework"];
+    if (kv.count("batch")) m.sequences = count(kv["batch"], "batch", 1, 1 << 24);
+    m.gpus = kv.count("gpus") ? count(kv["gpus"], "gpus", 1, 65536) : 0;  // 0: as the file says
+    return m;
+  }
+  for (const char* need : {"gpu", "workload", "mode", "value"})
+    if (!kv.count(need)) refuse(fmt::format("no {}= (a spec needs gpu, workload, mode and value, or file= and what the file does not say)", need));
   m.gpu = kv["gpu"];
   m.workload = kv["workload"];
   m.mode = kv["mode"];
@@ -108,6 +126,32 @@ Measurement read_measured_spec(const std::string& spec) {
     if (*m.spread < 0) refuse("spread is negative");
   }
   return m;
+}
+
+std::vector<Measurement> read_measured_output(const std::string& text, const std::string& where) {
+  if (looks_like_nccl_tests(text)) return read_nccl_tests(text, where);
+  if (looks_like_trtllm_bench(text)) return read_trtllm_bench(text, where);
+  if (looks_like_vllm_bench(text)) return read_vllm_bench(text, where);
+  return read_llama_bench(text, where);
+}
+
+void complete_from_spec(Measurement& m, const Measurement& spec) {
+  const auto fill = [&](std::string& field, const std::string& said, const char* key) {
+    if (said.empty()) return;
+    if (!field.empty() && field != said)
+      throw InputError(fmt::format("{}: the output says {} '{}'; {}= is for what it does not say", m.where, key, strings::printable(field), key));
+    field = said;
+  };
+  fill(m.gpu, spec.gpu, "gpu");
+  fill(m.workload, spec.workload, "workload");
+  if (!spec.precision.empty()) {
+    if (!m.quant.empty()) fill(m.quant, spec.precision, "precision");
+    else fill(m.precision, spec.precision, "precision");
+  }
+  // The benchmark's client names no server when it talks to an OpenAI-compatible one: framework= says which.
+  if (!spec.framework.empty()) m.framework = spec.framework;
+  if (spec.gpus > 0) m.gpus = spec.gpus;
+  if (spec.sequences > 0) m.sequences = spec.sequences;
 }
 
 }  // namespace gpuvs::measured

@@ -1,0 +1,229 @@
+#include "measured/vllm_bench.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "core/strings.hpp"
+#include "measured/fields.hpp"
+
+namespace gpuvs::measured {
+
+namespace {
+
+constexpr const char* kBlockTitle = "Serving Benchmark Result";
+// A server that kept up with the pacing served about as many requests per second as were sent: its throughput
+// is the pacing's. Below this share of the rate it was saturated, and the figure is the stack's.
+constexpr double kPacedShare = 0.9;
+
+struct Run {
+  std::string where;
+  std::optional<double> completed, input_tokens, output_tokens, output_throughput, request_throughput;
+  double request_rate = 0;  // 0: all at once ("inf")
+  int concurrency = 0;      // 0: not capped
+  std::string backend, model;
+  std::map<std::string, double> latency_ms;
+};
+
+using fields::trim;
+
+// "Median TTFT (ms)" -> "median_ttft"; "P99 ITL (ms)" -> "p99_itl"; empty for any other key.
+std::string latency_name(const std::string& key) {
+  const std::size_t sp = key.find(' ');
+  if (sp == std::string::npos || key.size() < sp + 6 || key.compare(key.size() - 5, 5, " (ms)") != 0) return {};
+  const std::string stat = strings::lower(key.substr(0, sp)), metric = strings::lower(key.substr(sp + 1, key.size() - 5 - sp - 1));
+  if (metric != "ttft" && metric != "tpot" && metric != "itl" && metric != "e2el") return {};
+  const bool percentile = stat.size() > 1 && stat[0] == 'p' && fields::number(stat.substr(1)).has_value();
+  if (stat != "mean" && stat != "median" && stat != "std" && !percentile) return {};
+  return stat + "_" + metric;
+}
+
+// What the benchmark's backend says about the server: its own server for "vllm" and the OpenAI-compatible
+// clients (an unnamed server: vLLM's own, unless the spec names another); TensorRT-LLM in gpuvs's spelling;
+// anything else as named (a server gpuvs does not price is refused when the figure is used).
+std::string framework_of(const std::string& backend) {
+  if (backend.empty() || backend == "vllm" || backend.rfind("openai", 0) == 0) return "vllm";
+  if (backend == "tensorrt-llm") return "trt-llm";
+  return strings::lower(backend);
+}
+
+Measurement measurement_of(const Run& r) {
+  const auto need = [&](const std::optional<double>& v, const char* what) {
+    if (!v) throw InputError(fmt::format("{}: no {} in the result", r.where, what));
+    return *v;
+  };
+  const double completed = need(r.completed, "successful requests (completed)");
+  const double input = need(r.input_tokens, "total input tokens"), output = need(r.output_tokens, "total generated tokens");
+  const double throughput = need(r.output_throughput, "output token throughput");
+  if (completed < 1 || completed != std::floor(completed) || completed > 1e9)
+    throw InputError(fmt::format("{}: {} successful requests: nothing was served to measure", r.where, completed));
+  if (input < 0 || output < completed || input > 1e15 || output > 1e15)
+    throw InputError(fmt::format("{}: {} input and {} generated tokens over {} requests are not a run", r.where, input, output, completed));
+  if (!(throughput > 0)) throw InputError(fmt::format("{}: output throughput {} is not a positive rate", r.where, throughput));
+  if (r.request_rate > 0 && r.request_throughput && *r.request_throughput >= kPacedShare * r.request_rate)
+    throw InputError(fmt::format("{}: paced at {:g} requests/s and served {:g}: the throughput is the pacing's, not the stack's (a run with "
+                                 "--request-rate inf, the default, or a rate the server could not keep up with measures the stack)",
+                                 r.where, r.request_rate, *r.request_throughput));
+  Measurement m;
+  m.tool = "vllm-bench";
+  m.where = r.where;
+  m.model = r.model;
+  m.framework = framework_of(r.backend);
+  m.mode = "infer";
+  m.prompt_tokens = static_cast<int>(std::max(1.0, std::round(input / completed)));
+  m.gen_tokens = static_cast<int>(std::max(1.0, std::round(output / completed)));
+  m.sequences = static_cast<int>(r.concurrency > 0 ? std::min<double>(r.concurrency, completed) : completed);
+  m.request_rate = r.request_rate;
+  m.latency_ms = r.latency_ms;
+  m.value = throughput;
+  m.unit = "tokens/s";
+  return m;
+}
+
+std::vector<Measurement> read_printed(const std::string& text, const std::string& where) {
+  std::vector<Measurement> out;
+  std::istringstream in(text);
+  std::optional<Run> run;
+  double pending_rate = 0;
+  int pending_concurrency = 0, line_no = 0, block_line = 0;
+  for (std::string raw; std::getline(in, raw);) {
+    ++line_no;
+    const std::string line = trim(raw);
+    const auto at = [&] { return fmt::format("{}:{}", where, line_no); };
+    if (!run) {
+      if (line.rfind("Traffic request rate:", 0) == 0) {
+        const std::string v = trim(line.substr(21));
+        const auto n = fields::number(v);
+        if (v != "inf" && (!n || *n <= 0)) throw InputError(fmt::format("{}: request rate '{}' is not a positive number or inf", at(), strings::printable(v)));
+        pending_rate = v == "inf" ? 0 : *n;
+      } else if (line.rfind("Maximum request concurrency:", 0) == 0) {
+        const std::string v = trim(line.substr(28));
+        const auto n = fields::number(v);
+        if (v != "None" && (!n || *n < 1 || *n != std::floor(*n) || *n > 1e7))
+          throw InputError(fmt::format("{}: request concurrency '{}' is not a whole number or None", at(), strings::printable(v)));
+        pending_concurrency = v == "None" ? 0 : static_cast<int>(*n);
+      } else if (!line.empty() && line.front() == '=' && line.find(kBlockTitle) != std::string::npos) {
+        run.emplace();
+        run->where = at();
+        run->request_rate = pending_rate;
+        run->concurrency = pending_concurrency;
+        block_line = line_no;
+      }
+      continue;
+    }
+    if (line.size() >= 10 && line.find_first_not_of('=') == std::string::npos) {
+      out.push_back(measurement_of(*run));
+      run.reset();
+      pending_rate = 0;
+      pending_concurrency = 0;
+      continue;
+    }
+    if (line.empty() || line.front() == '-') continue;  // a section's title: "----Time to First Token----"
+    const std::size_t colon = line.rfind(':');
+    if (colon == std::string::npos) continue;
+    const std::string key = trim(line.substr(0, colon)), value = trim(line.substr(colon + 1));
+    if (key == "Maximum request concurrency") {  // later releases print it inside the block
+      const auto n = fields::number(value);
+      if (value != "None" && (!n || *n < 1 || *n != std::floor(*n) || *n > 1e7))
+        throw InputError(fmt::format("{}: request concurrency '{}' is not a whole number or None", at(), strings::printable(value)));
+      run->concurrency = value == "None" ? 0 : static_cast<int>(*n);
+      continue;
+    }
+    std::optional<double>* field = key == "Successful requests"               ? &run->completed
+                                   : key == "Total input tokens"              ? &run->input_tokens
+                                   : key == "Total generated tokens"          ? &run->output_tokens
+                                   : key == "Output token throughput (tok/s)" ? &run->output_throughput
+                                   : key == "Request throughput (req/s)"      ? &run->request_throughput
+                                                                              : nullptr;
+    const std::string latency = field ? std::string() : latency_name(key);
+    if (!field && latency.empty()) continue;  // a figure gpuvs does not use (duration, goodput, total throughput, ...)
+    const auto n = fields::number(value);
+    if (!n || *n < 0) throw InputError(fmt::format("{}: {} '{}' is not a number", at(), key, strings::printable(value)));
+    if (field) *field = *n;
+    else run->latency_ms[latency] = *n;
+  }
+  if (run) throw InputError(fmt::format("{}:{}: the result block that starts here does not end (a line of '=')", where, block_line));
+  if (out.empty()) throw InputError(fmt::format("{}: no '{}' block", where, kBlockTitle));
+  return out;
+}
+
+std::vector<Measurement> read_saved(std::string text, const std::string& where) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception&) {
+    // Releases before 0.6 saved an infinite request rate as Python's bare Infinity, which JSON has no word for.
+    for (std::size_t p = text.find(": Infinity"); p != std::string::npos; p = text.find(": Infinity", p)) text.replace(p, 10, ": \"inf\"");
+    try {
+      j = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError(fmt::format("{}: not JSON ({})", where, strings::printable(e.what())));
+    }
+  }
+  if (!j.is_object()) throw InputError(fmt::format("{}: a saved result is one JSON object", where));
+  Run r;
+  r.where = where;
+  const auto number = [&](const char* key) -> std::optional<double> {
+    const auto it = j.find(key);
+    if (it == j.end() || it->is_null()) return std::nullopt;
+    if (!it->is_number() || !std::isfinite(it->get<double>()))
+      throw InputError(fmt::format("{}: \"{}\" is not a finite number", where, key));
+    return it->get<double>();
+  };
+  const auto text_of = [&](const char* key) -> std::string {
+    const auto it = j.find(key);
+    if (it == j.end() || it->is_null()) return {};
+    if (!it->is_string()) throw InputError(fmt::format("{}: \"{}\" is not a string", where, key));
+    return it->get<std::string>();
+  };
+  r.completed = number("completed");
+  r.input_tokens = number("total_input_tokens");
+  r.output_tokens = number("total_output_tokens");
+  r.output_throughput = number("output_throughput");
+  r.request_throughput = number("request_throughput");
+  r.backend = text_of("backend");
+  r.model = text_of("model_id");
+  if (const auto it = j.find("request_rate"); it != j.end() && !it->is_null()) {
+    if (it->is_string() && (it->get<std::string>() == "inf" || it->get<std::string>() == "Infinity")) r.request_rate = 0;
+    else if (const auto rate = number("request_rate"); rate && *rate > 0) r.request_rate = *rate;
+    else throw InputError(fmt::format("{}: \"request_rate\" is not a positive number or \"inf\"", where));
+  }
+  if (const auto c = number("max_concurrency")) {
+    if (*c < 1 || *c != std::floor(*c) || *c > 1e7) throw InputError(fmt::format("{}: \"max_concurrency\" {} is not a whole number", where, *c));
+    r.concurrency = static_cast<int>(*c);
+  }
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& key = it.key();
+    if (key.size() < 4 || key.compare(key.size() - 3, 3, "_ms") != 0 || it->is_null()) continue;
+    const std::size_t us = key.find('_');
+    const std::string name = latency_name(strings::lower(key.substr(0, us)) + " " + key.substr(us + 1, key.size() - 3 - us - 1) + " (ms)");
+    if (name.empty()) continue;
+    const auto v = number(key.c_str());
+    if (v && *v >= 0) r.latency_ms[name] = *v;
+  }
+  return {measurement_of(r)};
+}
+
+}  // namespace
+
+bool looks_like_vllm_bench(const std::string& text) {
+  if (text.find(kBlockTitle) != std::string::npos) return true;
+  const std::string head = text.substr(0, 1 << 16);
+  const std::size_t first = head.find_first_not_of(" \t\r\n");
+  return first != std::string::npos && head[first] == '{' && text.find("\"output_throughput\"") != std::string::npos &&
+         text.find("\"total_output_tokens\"") != std::string::npos;
+}
+
+std::vector<Measurement> read_vllm_bench(const std::string& text, const std::string& where) {
+  const std::size_t first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && (text[first] == '{' || text[first] == '[')) return read_saved(text, where);
+  return read_printed(text, where);
+}
+
+}  // namespace gpuvs::measured
