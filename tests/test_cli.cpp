@@ -1453,6 +1453,14 @@ TEST(Cli, AVllmBenchmarkRunCalibratesOnceItsCardAndModelAreSaid) {
     EXPECT_NE(bad.err.find(expect), std::string::npos) << bad.err;
     EXPECT_EQ(count_lines(bad.err), 1) << bad.err;
   }
+  // The file a spec names is an input like any other: a calibration is not saved over it.
+  TempDir tmp;
+  const std::string copy = (tmp / "run.json").string();
+  std::filesystem::copy_file(json, copy);
+  const auto over = run_gpuvs("calibrate 'file=" + copy + ";gpu=a100-80gb-sxm;workload=" + model + "' --save " + copy + " --force");
+  EXPECT_EQ(over.exit_code, 2) << over.err;
+  EXPECT_NE(over.err.find("run.json"), std::string::npos) << over.err;
+  EXPECT_EQ(gpuvs::test::slurp(copy), gpuvs::test::slurp(json));
 }
 
 TEST(Cli, ATrtllmBenchReportCalibratesWithTheModelItNames) {

@@ -13,7 +13,6 @@
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "core/strings.hpp"
-#include "measured/spec.hpp"
 #include "perf/stack_file.hpp"
 
 namespace gpuvs::cli {
@@ -33,8 +32,7 @@ int run_calibrate(const CalibrateArgs& a) {
   catalog::Catalog cat = catalog::Catalog::builtin();
   for (const auto& f : a.catalogs) cat.add_file(f);
   // Every input is noted before the output is checked: the stack file may not land on a measurement.
-  for (const auto& m : a.measured)
-    if (!measured::looks_like_spec(m)) files::note_input(m);
+  note_measured_inputs(a.measured);
   if (!a.save.empty()) files::check_output(a.save, perf::stack_output("--save", a.force));
   std::vector<std::string> read_as;
   const perf::StackCalibration s = calibrate_measured(cat, a.measured, &read_as);
@@ -65,7 +63,8 @@ Runner add_calibrate_command(CLI::App& app) {
   add_facts_option(sub, a->facts);
   sub->add_option("measurements", a->measured,
                   "llama-bench outputs (md, csv, json, jsonl, sql) or specs as --measured takes them "
-                  "('gpu=ID;workload=ID;mode=prefill|decode|train;precision=P;value=N UNIT')")
+                  "('gpu=ID;workload=ID;mode=prefill|decode|train;precision=P;value=N UNIT', or 'file=OUT;gpu=ID' for a vLLM "
+                  "serving-benchmark or trtllm-bench output)")
       ->required();
   sub->add_option("--save", a->save, "Write the calibration as TOML to FILE (apply it with --stack FILE on predict and compare)");
   sub->add_flag("--force", a->force, "Replace an output file that gpuvs did not write (or that has other hard links)");

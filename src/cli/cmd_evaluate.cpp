@@ -29,7 +29,6 @@
 #include "cli/validators.hpp"
 #include "core/clock.hpp"
 #include "core/error.hpp"
-#include "measured/spec.hpp"
 #include "core/files.hpp"
 #include "core/strings.hpp"
 #include "core/units.hpp"
@@ -496,8 +495,7 @@ int run_evaluate(const EvaluateArgs& a) {
   files::note_input(db_path);
   if (import::is_model_file(a.workload)) files::note_input(a.workload);
   if (!a.scenario.empty()) files::note_input(a.scenario);
-  for (const auto& mf : a.measured)
-    if (!measured::looks_like_spec(mf)) files::note_input(mf);
+  note_measured_inputs(a.measured);
   if (!a.no_report && lead) files::check_output(a.report, report::html_output("--report", a.force));
   catalog::Catalog cat = catalog::Catalog::builtin();
   const auto workload_options = perf::parse_option_pairs(a.options);

@@ -11,7 +11,6 @@
 #include "catalog/catalog.hpp"
 #include "cli/assumption_options.hpp"
 #include "cli/measured_input.hpp"
-#include "measured/spec.hpp"
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
 #include "core/error.hpp"
@@ -238,8 +237,7 @@ int run_validate(const ValidateArgs& a) {
   // Every input is noted before the outputs are checked: no output may land on one.
   for (const auto& path : paths) files::note_input(path);
   if (!a.constants.empty()) files::note_input(a.constants);
-  for (const auto& m : a.measured)
-    if (!measured::looks_like_spec(m)) files::note_input(m);
+  note_measured_inputs(a.measured);
   if (!a.write_band.empty()) files::check_output(a.write_band, perf::band_output("--write-band", a.force));
   if (!a.fit.empty()) files::check_output(a.fit, perf::constants_output("--fit", a.force));
   std::vector<perf::PublishedRow> rows;
@@ -303,8 +301,8 @@ Runner add_validate_command(CLI::App& app) {
   add_facts_option(sub, a->facts);
   sub->add_option("--data", a->data, "CSV files in the format of data/validation/*.csv, or folders of them (repeatable)");
   sub->add_option("--measured", a->measured,
-                  "Your own runs as rows: a llama-bench or nccl-tests output, or a --measured spec (repeatable); predicted and "
-                  "scored like the published ones");
+                  "Your own runs as rows: a llama-bench or nccl-tests output, a vLLM serving-benchmark or trtllm-bench output as "
+                  "'file=OUT;gpu=ID[;workload=ID]', or a --measured spec (repeatable); predicted and scored like the published ones");
   sub->add_option("--catalog", a->catalogs, "Add devices from a TOML file (repeatable)");
   add_output_option(sub, a->out);  // JSON: rows, per-source summaries (schema 2)
   sub->add_flag("--held-out", a->held_out,

@@ -306,6 +306,13 @@ perf::StackCalibration calibrate_measured(const catalog::Catalog& cat, const std
   return perf::calibrate_stack(cat, ms);
 }
 
+void note_measured_inputs(const std::vector<std::string>& args) {
+  for (const auto& a : args) {
+    if (!measured::looks_like_spec(a)) files::note_input(a);
+    else if (const std::string file = measured::read_measured_spec(a).file; !file.empty()) files::note_input(file);
+  }
+}
+
 perf::StackCalibration load_stack(const std::string& path) {
   files::note_input(path);
   return perf::parse_stack(files::read_all(path, "--stack"), path);
@@ -321,8 +328,10 @@ std::optional<perf::StackCalibration> measured_stack(const catalog::Catalog& cat
 void add_measured_options(CLI::App* sub, std::vector<std::string>& measured, std::string& stack_file) {
   sub->add_option("--measured", measured,
                   "Your measurement of your stack, carried to every card (and option) that runs it: a llama-bench output file (md, csv, "
-                  "json, jsonl, sql), 'gpu=ID;workload=ID;mode=prefill|decode|infer;precision=FORMAT;value=N tokens/s' (repeatable), or "
-                  "a training run 'gpu=ID;workload=ID;mode=train;precision=P;batch=PER_GPU;value=N images/s' (its total over gpus=)");
+                  "json, jsonl, sql); a vLLM serving-benchmark or trtllm-bench output with what it does not say, "
+                  "'file=OUT;gpu=ID[;workload=ID;precision=FORMAT;framework=ENGINE]'; 'gpu=ID;workload=ID;mode=prefill|decode|infer;"
+                  "precision=FORMAT;value=N tokens/s' (repeatable); or a training run 'gpu=ID;workload=ID;mode=train;precision=P;"
+                  "batch=PER_GPU;value=N images/s' (its total over gpus=)");
   sub->add_option("--stack", stack_file, "A stored calibration (gpuvs calibrate --save FILE): applied where its engine or framework and format match")
       ->excludes("--measured");
 }

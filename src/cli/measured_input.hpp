@@ -42,6 +42,10 @@ perf::StackCalibration calibrate_measured(const catalog::Catalog& cat, const std
 /// --stack FILE: a stored calibration (gpuvs calibrate --save), read as one of this run's inputs.
 perf::StackCalibration load_stack(const std::string& path);
 
+/// Notes every file `args` reads (an output named as is, or a spec's file=) as an input the command's outputs may
+/// not land on; call before checking the outputs.
+void note_measured_inputs(const std::vector<std::string>& args);
+
 /// The stack a pricing command was given: calibrate_measured of `measured`, else load_stack of `stack_file`, else none.
 std::optional<perf::StackCalibration> measured_stack(const catalog::Catalog& cat, const std::vector<std::string>& measured,
                                                      const std::string& stack_file, std::vector<std::string>* read_as = nullptr);
