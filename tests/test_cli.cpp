@@ -1401,7 +1401,7 @@ TEST(Cli, ACalibrationSavedAsAFileAppliesLikeTheMeasurementItCameFrom) {
 // compare gives for the same request (one question, one answer).
 TEST(Cli, AdviseRanksWithTheMeasuredStackAndAgreesWithCompare) {
   const std::string spec = "'gpu=rtx-3090;workload=resnet50;mode=train;precision=amp-fp16;batch=128;value=700 images/s'";
-  const std::string base = "advise --workload resnet50 --precision amp-fp16 --samples 1e9 --gpu rtx-3090,a100-80gb-sxm --json";
+  const std::string base = "advise --workload resnet50 --precision amp-fp16 --samples 1e9 --gpu rtx-3090,a100-80gb-sxm --gpus 1 --json";
   const auto with = run_gpuvs(base + " --measured " + spec), without = run_gpuvs(base);
   ASSERT_EQ(with.exit_code, 0) << with.err;
   ASSERT_EQ(without.exit_code, 0) << without.err;
@@ -1461,6 +1461,33 @@ TEST(Cli, AVllmBenchmarkRunCalibratesOnceItsCardAndModelAreSaid) {
   EXPECT_EQ(over.exit_code, 2) << over.err;
   EXPECT_NE(over.err.find("run.json"), std::string::npos) << over.err;
   EXPECT_EQ(gpuvs::test::slurp(copy), gpuvs::test::slurp(json));
+}
+
+TEST(Cli, CompletionAndManualPageComeFromTheCommandTree) {
+  // Issue 36: a shell completion and a manual page generated from what the binary parses (installed by cmake --install;
+  // tests/scripts/install.sh runs the installed completion in bash).
+  const auto bash = run_gpuvs("completion bash");
+  ASSERT_EQ(bash.exit_code, 0) << bash.err;
+  const auto help = run_gpuvs("--help");
+  for (const char* command : {"train", "predict", "compare", "advise", "evaluate", "calibrate", "validate", "completion", "man"}) {
+    EXPECT_NE(help.out.find(command), std::string::npos) << command;
+    EXPECT_NE(bash.out.find(std::string("    ") + command + ") opts=\""), std::string::npos) << command;
+  }
+  EXPECT_NE(bash.out.find("--measured"), std::string::npos);
+  EXPECT_NE(bash.out.find("h100-sxm"), std::string::npos);  // the catalog's ids after --gpu
+  EXPECT_NE(bash.out.find("complete -o filenames -F _gpuvs gpuvs"), std::string::npos);
+  const auto zsh = run_gpuvs("completion zsh");
+  ASSERT_EQ(zsh.exit_code, 0) << zsh.err;
+  EXPECT_EQ(zsh.out.rfind("#compdef gpuvs", 0), 0u);
+  const auto man = run_gpuvs("man");
+  ASSERT_EQ(man.exit_code, 0) << man.err;
+  EXPECT_EQ(man.out.rfind(".TH GPUVS 1 ", 0), 0u);
+  for (const char* section : {".SS predict\n", ".SS calibrate\n", ".SH EXIT STATUS\n"}) EXPECT_NE(man.out.find(section), std::string::npos) << section;
+  EXPECT_NE(man.out.find("\\fB\\-\\-stack\\fR"), std::string::npos);  // options in bold, dashes escaped for roff
+  const auto bad = run_gpuvs("completion fish");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("fish not in {bash,zsh}"), std::string::npos) << bad.err;
+  EXPECT_EQ(count_lines(bad.err), 1) << bad.err;
 }
 
 TEST(Cli, ATrtllmBenchReportCalibratesWithTheModelItNames) {

@@ -427,6 +427,11 @@ TEST(Predict, DataParallelScalingAndSharding) {
   EXPECT_LT(full.memory.peak_bytes, none.memory.peak_bytes - 80e9);
   EXPECT_TRUE(full.memory.fits);
   EXPECT_FALSE(none.memory.fits);
+  // A sharded optimizer is also an eighth of the update's time on each rank (ZeRO-1, the distributed optimizer).
+  r.options["sharding"] = "zero1";
+  const Prediction zero1 = predict(cat(), r);
+  EXPECT_GT(zero1.optimizer_s, 0.0);
+  EXPECT_NEAR(none.step_s - zero1.step_s, 7.0 * zero1.optimizer_s, 1e-9 + 1e-6 * none.step_s);
   r.options["sharding"] = "zero9";
   EXPECT_THROW(predict(cat(), r), InputError);
   r.options.erase("sharding");
@@ -435,6 +440,11 @@ TEST(Predict, DataParallelScalingAndSharding) {
   EXPECT_TRUE(nodes.parallel);
   EXPECT_EQ(nodes.dp, 64);
   EXPECT_NE(nodes.dp_link.find("InfiniBand"), std::string::npos) << nodes.dp_link;
+  r.options["sharding"] = "zero1";  // the planner's distributed optimizer: each of 64 ranks updates 1/64
+  const Prediction nodes_zero1 = predict(cat(), r);
+  EXPECT_NEAR(nodes.step_s - nodes_zero1.step_s, nodes.optimizer_s * 63.0 / 64.0, 1e-6 * nodes.step_s);
+  EXPECT_NEAR(nodes_zero1.optimizer_s * 64.0, nodes.optimizer_s, 1e-9);
+  r.options.erase("sharding");
   r.workload = "bert-large";
   EXPECT_THROW(predict(cat(), r), InputError);  // multi-node plans are modelled for decoders only, said plainly
 }

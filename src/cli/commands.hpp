@@ -22,5 +22,8 @@ Runner add_diff_command(CLI::App& app);
 Runner add_report_command(CLI::App& app);
 Runner add_workloads_command(CLI::App& app);
 Runner add_calibrate_command(CLI::App& app);
+/// `gpuvs completion bash|zsh` and `gpuvs man`: generated from the command tree `app` holds when they run (register last).
+Runner add_completion_command(CLI::App& app);
+Runner add_man_command(CLI::App& app);
 
 }  // namespace gpuvs::cli

@@ -57,6 +57,8 @@ int run(int argc, char** argv) {
   add(gpuvs::cli::add_report_command);
   add(gpuvs::cli::add_workloads_command);
   add(gpuvs::cli::add_calibrate_command);
+  add(gpuvs::cli::add_completion_command);
+  add(gpuvs::cli::add_man_command);
   // A mistyped command ("comapre") is named with the nearest ones, not only "a subcommand is required".
   if (argc > 1 && argv[1][0] != '-') {
     std::vector<std::string> names;

@@ -193,7 +193,9 @@ ParallelStep parallel_step(const catalog::Gpu& gpu, const ParallelLayout& l, con
     const double last = allreduce_seconds(std::min(system_facts().megatron_bucket_bytes, grads), l.dp, s.dp_link);
     s.dp_exposed_s = std::max(0.0, s.dp_s - stage.backward_s) + std::min(last, s.dp_s);
   }
-  s.optimizer_s = stage.optimizer_s;
+  // A sharded optimizer updates this rank's 1/dp of the parameters (the reduce-scatter and all-gather around it
+  // move what the all-reduce would).
+  s.optimizer_s = t.sharded_optimizer ? stage.optimizer_s / l.dp : stage.optimizer_s;
   s.step_s = static_cast<double>(l.micro_batches) * s.microbatch_s + s.bubble_s + s.dp_exposed_s + s.optimizer_s;
   return s;
 }

@@ -80,6 +80,7 @@ struct TrafficShape {
   double tokens = 0;               // per micro-batch on one rank: micro-batch x seq / cp
   double hidden = 0;
   double act_bytes = 2;            // bytes per activation element
+  bool sharded_optimizer = false;  // zero1 (Megatron's distributed optimizer): each rank updates its 1/dp share
   double kv_bytes_per_token = 0;   // K and V of one layer on one rank, bytes per token
   int stage_layers = 0;            // blocks per stage (layers / pp)
   bool recompute_full = false;

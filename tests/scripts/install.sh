@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `cmake --install` puts gpuvs where a package would (bin/, the CUDA plugin in lib/gpuvs/ where built, the license
-# and README in share/doc/gpuvs/), and the installed binary answers from there, in a folder far from the source
+# and README in share/doc/gpuvs/, the bash completion and the manual page), and the installed binary answers from there, in a folder far from the source
 # tree: everything it reads is compiled in or found relative to itself.
 set -euo pipefail
 build=$1
@@ -9,6 +9,19 @@ trap 'rm -rf "$prefix"' EXIT
 cmake --install "$build" --prefix "$prefix" >/dev/null
 test -x "$prefix/bin/gpuvs" || { echo "no bin/gpuvs under the prefix"; exit 1; }
 test -f "$prefix/share/doc/gpuvs/LICENSE" || { echo "no share/doc/gpuvs/LICENSE"; exit 1; }
+test -s "$prefix/share/bash-completion/completions/gpuvs" || { echo "no bash completion under share/bash-completion/completions"; exit 1; }
+test -s "$prefix/share/man/man1/gpuvs.1" || { echo "no manual page under share/man/man1"; exit 1; }
+# The installed completion completes: a command, then an option of it, then a catalog GPU id.
+complete_line() {  # WORDS...: the reply the completion gives for the last word
+  bash -c 'complete() { :; }; source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _gpuvs; echo "${COMPREPLY[*]}"' _ \
+    "$prefix/share/bash-completion/completions/gpuvs" "$@"
+}
+case " $(complete_line gpuvs pred) " in *' predict '*) ;; *) echo "completion: 'gpuvs pred' does not offer predict"; exit 1 ;; esac
+case " $(complete_line gpuvs predict --wor) " in *' --workload '*) ;; *) echo "completion: predict's --workload not offered"; exit 1 ;; esac
+case " $(complete_line gpuvs predict --gpu h100-s) " in *' h100-sxm '*) ;; *) echo "completion: --gpu does not offer catalog ids"; exit 1 ;; esac
+case " $(complete_line gpuvs compare rtx-40) " in *' rtx-4090 '*) ;; *) echo "completion: compare's cards are not offered"; exit 1 ;; esac
+grep -q '^\.TH GPUVS 1' "$prefix/share/man/man1/gpuvs.1" || { echo "the manual page has no .TH header"; exit 1; }
+grep -q '^\.SS predict$' "$prefix/share/man/man1/gpuvs.1" || { echo "the manual page has no predict section"; exit 1; }
 if [ -f "$build/src/libgpuvs_cuda.so" ]; then test -f "$prefix/lib/gpuvs/libgpuvs_cuda.so" || { echo "the CUDA plugin was not installed"; exit 1; }; fi
 cd "$prefix"
 out=$(env -i HOME="$prefix" PATH=/usr/bin:/bin "$prefix/bin/gpuvs" compare rtx-4090 a100-80gb-sxm --workload resnet50 --json)
