@@ -14,13 +14,16 @@ using measured::read_llama_bench;
 
 namespace {
 
-std::string fixture(const std::string& name) {
-  std::ifstream in(std::string(GPUVS_TEST_DATA) + "/llama-bench/" + name, std::ios::binary);
+// A fixture under tests/data/DIR.
+std::string data_file(const std::string& dir, const std::string& name) {
+  std::ifstream in(std::string(GPUVS_TEST_DATA) + "/" + dir + "/" + name, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
-  EXPECT_FALSE(ss.str().empty()) << name;
+  EXPECT_FALSE(ss.str().empty()) << dir << "/" << name;
   return ss.str();
 }
+
+std::string fixture(const std::string& name) { return data_file("llama-bench", name); }
 
 std::vector<Measurement> read_fixture(const std::string& name) { return read_llama_bench(fixture(name), name); }
 
@@ -303,13 +306,7 @@ using measured::looks_like_nccl_tests;
 using measured::read_nccl_tests;
 
 namespace {
-std::string nccl_fixture(const std::string& name) {
-  const std::string path = std::string(GPUVS_TEST_DATA) + "/nccl-tests/" + name;
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string nccl_fixture(const std::string& name) { return data_file("nccl-tests", name); }
 }  // namespace
 
 // Two real outputs (tests/data/nccl-tests/SOURCES.md): a current build that names its collective and NCCL version, and
@@ -384,13 +381,7 @@ using measured::looks_like_vllm_bench;
 using measured::read_vllm_bench;
 
 namespace {
-std::string vllm_fixture(const std::string& name) {
-  std::ifstream in(std::string(GPUVS_TEST_DATA) + "/vllm-bench/" + name, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  EXPECT_FALSE(ss.str().empty()) << name;
-  return ss.str();
-}
+std::string vllm_fixture(const std::string& name) { return data_file("vllm-bench", name); }
 const std::string kBlock =
     "============ Serving Benchmark Result ============\n"
     "Successful requests:                     10\n"
@@ -527,13 +518,7 @@ TEST(MeasuredSpec, AFileSpecSaysWhatTheOutputDoesNot) {
 }
 
 namespace {
-std::string trtllm_fixture(const std::string& name) {
-  std::ifstream in(std::string(GPUVS_TEST_DATA) + "/trtllm-bench/" + name, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  EXPECT_FALSE(ss.str().empty()) << name;
-  return ss.str();
-}
+std::string trtllm_fixture(const std::string& name) { return data_file("trtllm-bench", name); }
 }  // namespace
 
 // Issue 35: trtllm-bench's report as 0.12 and 0.21 print it (tests/data/trtllm-bench/SOURCES.md), told apart from the

@@ -14,8 +14,9 @@ namespace {
 // when every row is a convolutional network — stays near its prior instead of drifting to a bound.
 constexpr double kPriorWeight = 0.01;
 
-double objective(const catalog::Catalog& cat, const std::vector<PublishedRow>& rows, const std::set<std::string>& held_out,
-                 const FittedConstants& c, workload::Workloads& workloads) {
+// The mean |log(predicted / measured)| over `rows` priced with the constants `c`.
+double mean_log_error(const catalog::Catalog& cat, const std::vector<PublishedRow>& rows, const std::set<std::string>& held_out,
+                      const FittedConstants& c, workload::Workloads& workloads) {
   const ScopedConstants scope(c);
   const ValidationReport rep = validate(cat, rows, held_out, workloads);
   double sum = 0;
@@ -25,28 +26,25 @@ double objective(const catalog::Catalog& cat, const std::vector<PublishedRow>& r
       sum += std::fabs(std::log(v.predicted / *v.row.value));
       ++n;
     }
+  return n ? sum / n : 0.0;
+}
+
+double objective(const catalog::Catalog& cat, const std::vector<PublishedRow>& rows, const std::set<std::string>& held_out,
+                 const FittedConstants& c, workload::Workloads& workloads) {
   double pull = 0;
   for (const auto& k : c.cls)
     for (auto [x, p] : {std::pair{k.gemm, c.prior.gemm}, {k.conv, c.prior.conv}}) pull += std::pow(std::log(x / p), 2);
   pull += std::pow(std::log(c.bytes_per_sm_cycle / c.bytes_per_sm_cycle_prior), 2);
   pull += std::pow(std::log(c.clock_headroom / c.clock_headroom_prior), 2);
-  return (n ? sum / n : 0.0) + kPriorWeight * pull;
+  return mean_log_error(cat, rows, held_out, c, workloads) + kPriorWeight * pull;
 }
 
-// The serving rows' objective for the decode-attention constant alone (the others are training's): mean
-// |log error| plus the same weak pull, towards the framework kernels' figure.
+// The serving rows' objective for the decode-attention constant alone (the others are training's): the same error
+// plus the same weak pull, towards the framework kernels' figure.
 double serving_objective(const catalog::Catalog& cat, const std::vector<PublishedRow>& rows, const std::set<std::string>& held_out,
                          const FittedConstants& c, workload::Workloads& workloads) {
-  const ScopedConstants scope(c);
-  const ValidationReport rep = validate(cat, rows, held_out, workloads);
-  double sum = 0;
-  int n = 0;
-  for (const auto& v : rep.rows)
-    if (v.ape) {
-      sum += std::fabs(std::log(v.predicted / *v.row.value));
-      ++n;
-    }
-  return (n ? sum / n : 0.0) + kPriorWeight * std::pow(std::log(c.decode_bytes_per_sm_cycle / c.bytes_per_sm_cycle), 2);
+  return mean_log_error(cat, rows, held_out, c, workloads) +
+         kPriorWeight * std::pow(std::log(c.decode_bytes_per_sm_cycle / c.bytes_per_sm_cycle), 2);
 }
 
 }  // namespace
