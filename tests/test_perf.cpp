@@ -942,13 +942,15 @@ TEST(Constants, AScopedSetPricesThisThreadOnlyAndIsUndone) {
 TEST(Constants, FileErrorsNameWhereAndFuzzedFilesFailCleanly) {
   const std::string memory = "[memory]\nbytes_per_sm_cycle = 8.5\nprior_bytes_per_sm_cycle = 11.7\ndecode_bytes_per_sm_cycle = 9.5\n";
   const std::string good = "[datacenter]\ngemm = 0.7\nconv = 0.4\n[geforce]\ngemm = 0.9\nconv = 0.7\n"
-                           "[prior]\ngemm = 0.8\nconv = 0.6\n" + memory + "[clock]\nheadroom = 0.4\nprior = 0.5\n";
+                           "[prior]\ngemm = 0.8\nconv = 0.6\n" + memory + "[clock]\nheadroom = 0.4\nprior = 0.5\n" +
+                           "[calibration]\ntransfer_share = 0.4\n";
   const FittedConstants c = parse_constants(good, "c.toml");
   EXPECT_NEAR(c.of(DeviceClass::geforce).gemm, 0.9, 1e-12);
   EXPECT_NEAR(c.clock_headroom, 0.4, 1e-12);
   EXPECT_NEAR(c.bytes_per_sm_cycle, 8.5, 1e-12);
   EXPECT_NEAR(c.bytes_per_sm_cycle_prior, 11.7, 1e-12);
   EXPECT_NEAR(c.decode_bytes_per_sm_cycle, 9.5, 1e-12);
+  EXPECT_NEAR(c.transfer_share, 0.4, 1e-12);
   const std::string classes = good.substr(0, good.find("[memory]"));
   const std::string upto_clock = good.substr(0, good.find("[clock]"));
   test::expect_refused({
@@ -969,6 +971,9 @@ TEST(Constants, FileErrorsNameWhereAndFuzzedFilesFailCleanly) {
            {upto_clock + "[clock]\nheadroom = 1.5\nprior = 0.5\n", "c.toml:14: [clock] headroom must be a fraction in (0, 1]"},
            {upto_clock + "[clock]\nheadroom = 0.5\n", "[clock] prior must be a fraction"},
            {upto_clock + "[clock]\nheadroom = 0.5\nprior = 0.5\nboost = 1\n", "[clock] unknown key 'boost'"},
+           {upto_clock + "[clock]\nheadroom = 0.5\nprior = 0.5\n", "missing table [calibration]"},
+           {upto_clock + "[clock]\nheadroom = 0.5\nprior = 0.5\n[calibration]\ntransfer_share = 1.5\n",
+            "[calibration] transfer_share must be a fraction in (0, 1]"},
            {"[datacenter\n", "c.toml:1:"}},
                        [](const std::string& text) { parse_constants(text, "c.toml"); });
   EXPECT_GT(test::fuzz_parser(good, "[]\"=.#\n -0123456789abcdefgmnoprst_", 1000, 9, [](const std::string& t, const std::string& w) { parse_constants(t, w); }), 0);
@@ -1595,6 +1600,7 @@ TEST(CalibrateOne, OneCardsFigureCarriesTheStacksKernelsToTheOthersThroughTheirP
   truth.engine = "pytorch";
   truth.format = "amp-fp16";
   truth.memory = 0.8;
+  truth.measured_gpus = {"rtx-3090", "a100-80gb-sxm", "h100-sxm"};  // the stack's ratio, whole on every card
   workload::Workloads workloads;
   int n = 0;
   for (const char* gpu : {"rtx-3090", "a100-80gb-sxm", "h100-sxm"}) {
@@ -1606,6 +1612,10 @@ TEST(CalibrateOne, OneCardsFigureCarriesTheStacksKernelsToTheOthersThroughTheirP
     text += fmt::format("R{},{},1,resnet50,train,amp-fp16,128,,{},images/s,gpu,s\n", n++, gpu, v.predicted);
   }
   const auto rows = read_published(text, "t.csv");
+  // Every bit of the model's error here is the stack's: with a transfer share of 1 the physics carries it exactly.
+  FittedConstants whole = active_constants();
+  whole.transfer_share = 1;
+  const ScopedConstants scope(whole);
   const CalibrateOneReport rep = calibrate_one(cat(), rows, workloads);
   ASSERT_EQ(rep.pairs.size(), 6u);
   ASSERT_EQ(rep.sources.size(), 1u);
@@ -1626,6 +1636,20 @@ TEST(CalibrateOne, OneCardsFigureCarriesTheStacksKernelsToTheOthersThroughTheirP
   const ValidatedRow untouched = validate_row(cat(), rows[0], {}, workloads, &other);
   const ValidatedRow plain = validate_row(cat(), rows[0], {}, workloads);
   EXPECT_DOUBLE_EQ(untouched.predicted, plain.predicted);
+  // At a share below 1 (the fitted one: part of a published figure's error is its card's), the card measured is
+  // still reproduced and the others move part of the way, ratio^share.
+  FittedConstants part = active_constants();
+  part.transfer_share = 0.4;
+  const ScopedConstants partly(part);
+  StackRatios on_3090 = truth;
+  on_3090.measured_gpus = {"rtx-3090"};
+  EXPECT_DOUBLE_EQ(carried_to(on_3090, "rtx-3090").memory, 0.8);
+  EXPECT_NEAR(carried_to(on_3090, "h100-sxm").memory, std::pow(0.8, 0.4), 1e-12);
+  for (const auto& p : calibrate_one(cat(), rows, workloads).pairs) {
+    EXPECT_NEAR(p.ratio, 0.8, 1e-3) << p.from;
+    EXPECT_GT(p.transferred_ape, 1e-3) << p.from << " -> " << p.to;
+    EXPECT_LT(p.transferred_ape, p.uncalibrated_ape) << p.from << " -> " << p.to;
+  }
 }
 
 // Rows on one card only and rows without a figure make no pair (another precision is another group); an empty report

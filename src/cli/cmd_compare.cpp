@@ -19,11 +19,18 @@
 #include "core/units.hpp"
 #include "models/networks.hpp"
 #include "perf/compare.hpp"
+#include "perf/constants.hpp"
 #include "perf/serving.hpp"
 #include "perf/stack_calibration.hpp"
 #include "workload/workload.hpp"
 
 namespace gpuvs::cli {
+
+namespace {
+// Why another card takes only part of a measured ratio (perf/constants.hpp transfer_share).
+constexpr const char* kShareBasis =
+    "the share of a figure's error that published runs of one configuration share across cards; the rest is the card's own";
+}  // namespace
 
 namespace {
 
@@ -185,8 +192,9 @@ int run_compare_serving(const CompareArgs& a, const catalog::Catalog& cat, const
     for (const auto& e : entries)
       applied = applied || (e.prediction && e.prediction->engine == stack->ratios.engine && e.prediction->format == stack->ratios.format);
     if (applied)
-      fmt::print("Each card keeps its own bandwidth, peaks, clock, launches and host work; only the {} kernels measured move.\n",
-                 stack->ratios.engine);
+      fmt::print("Each card keeps its own bandwidth, peaks, clock, launches and host work; only the {} kernels measured move: whole on {}, "
+                 "by ratio^{:.2f} elsewhere ({}).\n",
+                 stack->ratios.engine, strings::join(stack->ratios.measured_gpus, ", "), perf::active_constants().transfer_share, kShareBasis);
     else
       fmt::print("Not applied: the measurements ran {} {}, these predictions another engine or format.\n", stack->ratios.engine,
                  stack->ratios.format);
@@ -402,8 +410,10 @@ int run_compare(CompareArgs a) {
     bool applied = false;
     for (const auto& e : c.entries) applied = applied || e.single.stack_applied;
     if (applied)
-      fmt::print("  Each card keeps its own peaks, bandwidth, clock, waves and launches; only the {} {} kernels measured move.\n",
-                 stack->ratios.engine, stack->ratios.format);
+      fmt::print("  Each card keeps its own peaks, bandwidth, clock, waves and launches; only the {} {} kernels measured move: whole on {}, "
+                 "by ratio^{:.2f} elsewhere ({}).\n",
+                 stack->ratios.engine, stack->ratios.format, strings::join(stack->ratios.measured_gpus, ", "), perf::active_constants().transfer_share,
+                 kShareBasis);
     else
       fmt::print("  Not applied: the measurement ran {} {}, these predictions another framework or precision.\n", stack->ratios.engine,
                  stack->ratios.format);

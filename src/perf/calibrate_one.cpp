@@ -6,6 +6,7 @@
 #include <map>
 
 #include "core/stats.hpp"
+#include "perf/constants.hpp"
 #include "perf/stack_calibration.hpp"
 
 namespace gpuvs::perf {
@@ -84,6 +85,7 @@ CalibrateOneReport calibrate_one(const catalog::Catalog& cat, const std::vector<
         StackRatios base;
         base.engine = from.engine;
         base.format = from.format;
+        base.measured_gpus = {from.row.gpu};
         const std::set<std::string> hidden = withheld(from.row);
         cal = calibrate_figure([&](const StackRatios& r) { return validate_row(cat, from.row, hidden, workloads, &r).predicted; },
                                *from.row.value, from.predicted_unit, base);
@@ -99,9 +101,10 @@ CalibrateOneReport calibrate_one(const catalog::Catalog& cat, const std::vector<
         p.uncalibrated = to.predicted;
         p.flat = to.predicted * factor;
         if (micro) {
+          // One kernel: its factor carries flat, at the share of an error that is the stack's.
           p.op_class = "flat";
-          p.ratio = factor;
-          p.transferred = p.flat;
+          p.ratio = std::pow(factor, active_constants().transfer_share);
+          p.transferred = to.predicted * p.ratio;
         } else {
           const ValidatedRow moved = validate_row(cat, to.row, withheld(to.row), workloads, &cal.ratios);
           p.transferred = moved.status == "ok" ? moved.predicted : to.predicted;
@@ -131,6 +134,25 @@ CalibrateOneReport calibrate_one(const catalog::Catalog& cat, const std::vector<
   for (const auto& p : out.pairs) all.push_back(&p);
   out.all = summarize("all", all, total_groups);
   return out;
+}
+
+std::optional<ErrorSlope> error_slope(const std::vector<ValidatedRow>& rows) {
+  std::map<std::string, std::vector<const ValidatedRow*>> groups;
+  for (const auto& v : rows)
+    if (v.status == "ok" && v.ape && v.predicted > 0 && *v.row.value > 0) groups[group_key(v.row)].push_back(&v);
+  double xy = 0, xx = 0;
+  int pairs = 0;
+  for (const auto& [key, members] : groups)
+    for (const ValidatedRow* a : members)
+      for (const ValidatedRow* b : members) {
+        if (a->row.gpu == b->row.gpu) continue;
+        const double ea = std::log(a->predicted / *a->row.value), eb = std::log(b->predicted / *b->row.value);
+        xy += ea * eb;
+        xx += ea * ea;
+        ++pairs;
+      }
+  if (!(xx > 0)) return std::nullopt;
+  return ErrorSlope{xy / xx, pairs};
 }
 
 }  // namespace gpuvs::perf

@@ -6,6 +6,7 @@
 // a flat transfer (the measured/predicted factor of the calibrating row times the model's prediction: the
 // cross-GPU ratio error), so a calibration that only rescales shows up as no better than flat.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,5 +45,15 @@ struct CalibrateOneReport {
 /// to the pricing of every row, as for validate.
 CalibrateOneReport calibrate_one(const catalog::Catalog& cat, const std::vector<PublishedRow>& rows, workload::Workloads& workloads,
                                  const std::set<std::string>& held_out = {});
+
+struct ErrorSlope {
+  double slope = 0;  // least-squares slope of the second row's log error on the first's, through the origin
+  int pairs = 0;
+};
+
+/// Over the same ordered pairs as calibrate_one (scored rows of one configuration on different GPUs), the share of one
+/// card's model error (log predicted/measured) another card shares: the fitted transfer share a calibration carries
+/// (perf/constants.hpp transfer_share). Nothing when no pair has an error to regress on.
+std::optional<ErrorSlope> error_slope(const std::vector<ValidatedRow>& rows);
 
 }  // namespace gpuvs::perf

@@ -63,7 +63,7 @@ FittedConstants parse_constants(const std::string& text, const std::string& wher
   const toml::table t = parse_toml(text, where);
   for (const auto& [k, v] : t)
     if (k.str() != "fitted_on" && k.str() != "method" && k.str() != "datacenter" && k.str() != "geforce" && k.str() != "prior" &&
-        k.str() != "memory" && k.str() != "clock")
+        k.str() != "memory" && k.str() != "clock" && k.str() != "calibration")
       throw InputError(fmt::format("{}: unknown key '{}'", where, strings::printable(k.str())));
   FittedConstants c;
   c.of(DeviceClass::datacenter) = read_class(t, "datacenter", where);
@@ -86,6 +86,7 @@ FittedConstants parse_constants(const std::string& text, const std::string& wher
       throw InputError(fmt::format("{}:{}: [clock] {} must be a fraction in (0, 1]", where, line, key));
     *out = *v;
   }
+  read_table(t, "calibration", {{"transfer_share", &c.transfer_share}}, 1, where);
   if (const auto* arr = t["fitted_on"].as_array())
     for (const auto& n : *arr)
       if (const auto s = n.value<std::string>()) c.fitted_on.push_back(*s);
@@ -101,9 +102,10 @@ std::string constants_toml(const FittedConstants& c) {
   std::string s =
       "# The performance model's fitted constants: the only numbers in gpuvs fitted to measurements of training\n"
       "# and serving throughput. Four are fractions of a spec peak that framework GEMMs and convolutions reach, per device\n"
-      "# class: data-centre HBM parts and GeForce/workstation GDDR boards. Two are shared by every card: what an\n"
-      "# SM keeps streaming in memory-bound framework kernels ([memory]) and where the clock dense math sustains\n"
-      "# sits between the base and boost clocks (data/clocks.toml). Everything else in the model\n"
+      "# class: data-centre HBM parts and GeForce/workstation GDDR boards. The others are shared by every card: what an\n"
+      "# SM keeps streaming in memory-bound framework kernels and in serving's decode attention ([memory]), where the\n"
+      "# clock dense math sustains sits between the base and boost clocks (data/clocks.toml), and the share of a\n"
+      "# measured figure's error a calibration carries to other cards ([calibration]). Everything else in the model\n"
       "# is physics or a sourced figure. Written by `gpuvs validate --data data/validation --fit data/model-constants.toml`\n"
       "# (perf/fit.hpp: coordinate descent on the mean |log error| of every priced training and inference row of\n"
       "# the files in fitted_on, with a weak pull towards the priors); a test refits and compares, so it cannot\n"
@@ -130,6 +132,10 @@ std::string constants_toml(const FittedConstants& c) {
                    c.bytes_per_sm_cycle, c.bytes_per_sm_cycle_prior, c.decode_bytes_per_sm_cycle);
   s += "\n# The sustained dense-math clock is base + headroom x (boost - base) on every card (perf/clocks.hpp).\n";
   s += fmt::format("[clock]\nheadroom = {:.4f}\nprior = {:.4f}\n", c.clock_headroom, c.clock_headroom_prior);
+  s += "\n# A calibration moves the card it measured by its whole ratio and any other card by ratio^transfer_share: the\n"
+       "# least-squares slope of one card's log error on another's over the published runs of one configuration on\n"
+       "# several cards (the share of a figure's error that is its stack's; the rest is the card's own).\n";
+  s += fmt::format("[calibration]\ntransfer_share = {:.4f}\n", c.transfer_share);
   return s;
 }
 

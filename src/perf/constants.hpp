@@ -38,6 +38,11 @@ struct FittedConstants {
   // by every card, and the value it starts from before a fit.
   double clock_headroom = 0.5;
   double clock_headroom_prior = 0.5;
+  // The share of a measured figure's error that is its software stack's and carries to other cards (in log space):
+  // a calibration moves the card it measured by its whole ratio and any other card by ratio^transfer_share. Fitted
+  // as the slope of one card's model error on another's, over the published runs of one configuration on several
+  // cards (perf/fit.hpp); the rest is the card's own.
+  double transfer_share = 1;
   std::vector<std::string> fitted_on;
   std::string method;
   const ClassFractions& of(DeviceClass c) const { return cls[static_cast<int>(c)]; }

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
+#include "perf/calibrate_one.hpp"
 
 namespace gpuvs::perf {
 
@@ -161,6 +163,25 @@ FitResult fit_constants(const catalog::Catalog& cat, const std::vector<Published
     c.decode_bytes_per_sm_cycle = best_value;
     r.serving_rows = static_cast<int>(serving_rows.size());
   }
+  // The share of a figure's error a calibration carries to other cards: the slope of one card's log error on
+  // another's over the runs of one configuration on several cards, each file priced without its own figures.
+  {
+    const ScopedConstants scope(c);
+    std::map<std::string, std::vector<PublishedRow>> by_file;
+    for (const auto& row : rows)
+      if (!held_out.count(row.file)) by_file[row.file].push_back(row);
+    std::vector<ValidatedRow> priced;
+    for (const auto& [file, of_file] : by_file) {
+      std::set<std::string> withheld = held_out;
+      withheld.insert(file);
+      const ValidationReport rep = validate(cat, of_file, withheld, workloads);
+      priced.insert(priced.end(), rep.rows.begin(), rep.rows.end());
+    }
+    if (const auto fit = error_slope(priced)) {
+      c.transfer_share = std::clamp(fit->slope, 0.0, 1.0);
+      r.transfer_pairs = fit->pairs;
+    }
+  }
   r.objective = best;
   r.constants = c;
   std::vector<std::string> files;
@@ -170,8 +191,8 @@ FitResult fit_constants(const catalog::Catalog& cat, const std::vector<Published
   r.constants.fitted_on = files;
   r.constants.method = fmt::format(
       "coordinate descent on mean |log error| from the priors over {} training rows, the decode-attention constant over {} serving rows "
-      "({} evaluations)",
-      r.rows, r.serving_rows, r.evaluations);
+      "({} evaluations); the transfer share over {} pairs of cards",
+      r.rows, r.serving_rows, r.evaluations, r.transfer_pairs);
   return r;
 }
 

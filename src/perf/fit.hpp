@@ -17,6 +17,7 @@ struct FitResult {
   double objective = 0;      // mean |log(predicted / measured)| over the rows fitted, plus the prior pull
   int rows = 0;              // rows that entered the fit (priced train and infer rows with a value)
   int serving_rows = 0;      // LLM serving rows the decode-attention constant was fitted on
+  int transfer_pairs = 0;    // ordered pairs of rows (one configuration, two cards) the transfer share was fitted on
   int evaluations = 0;
   bool classes_fitted[2] = {false, false};  // a class without rows borrows the other's fractions (the prior if neither has rows)
 };

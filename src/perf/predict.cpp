@@ -253,7 +253,7 @@ void predict_parallel(Prediction& p, const PredictRequest& req, const workload::
   p.network = fabric.id;
   EfficiencyParams eff = device_view(gpu, p.plan, req.calibration, true).eff;
   p.calibrated = req.calibration && req.calibration->gpu_id == gpu.id;
-  p.stack_applied = apply_stack(eff, req.stack, p.framework, precision_name(p.plan.precision));
+  p.stack_applied = apply_stack(eff, req.stack, p.framework, precision_name(p.plan.precision), gpu.id);
   models::NetworkInfo stage_net = net;
   stage_net.layers = dec.layers / l.pp;
   struct Stage {
@@ -616,7 +616,7 @@ Prediction predict(const catalog::Catalog& cat, const workload::Workload& w, con
   p.frozen_params = models::param_count(g, false) - p.params;
   EfficiencyParams eff = device_view(gpu, p.plan, req.calibration, req.training).eff;
   p.calibrated = req.calibration && req.calibration->gpu_id == gpu.id;
-  p.stack_applied = apply_stack(eff, req.stack, p.framework, precision_name(p.plan.precision));
+  p.stack_applied = apply_stack(eff, req.stack, p.framework, precision_name(p.plan.precision), gpu.id);
   // Convolution layout: the framework profile's (PyTorch's contiguous NCHW unless a script converts to
   // channels-last) or the caller's; NCHW adds cuDNN's transposes around tensor-core convolutions.
   const std::string layout = option_choice(req.options, "memory_format", "nhwc", {"nhwc", "nchw"});

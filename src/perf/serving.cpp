@@ -423,9 +423,10 @@ Setup rank_setup(const catalog::Catalog& cat, const catalog::Gpu& gpu, const mod
   s.decode_mem_max = std::min(s.eff.mem_max, memory_fraction(gpu, active_constants().decode_bytes_per_sm_cycle));
   // A measured stack (the same engine and format on some card) moves its kernels' efficiencies, not the card's
   // physics; its memory-bound kernels, the decode attention among them, by the same ratio.
-  if (apply_stack(s.eff, req.stack, engine.id, format.id)) {
-    s.fixed = req.stack->fixed;
-    s.decode_mem_max = std::min(s.eff.mem_max, s.decode_mem_max * req.stack->memory);
+  if (apply_stack(s.eff, req.stack, engine.id, format.id, gpu.id)) {
+    const StackRatios on = carried_to(*req.stack, gpu.id);
+    s.fixed = on.fixed;
+    s.decode_mem_max = std::min(s.eff.mem_max, s.decode_mem_max * on.memory);
   }
   s.link = link_for(gpu, p.tp);
   s.weights = weight_bytes(d, format);

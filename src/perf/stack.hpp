@@ -5,6 +5,7 @@
 // its own bandwidth, peaks, clock, waves and launches: only the classes measured move.
 #pragma once
 #include <string>
+#include <vector>
 #include <string_view>
 
 #include "perf/efficiency.hpp"
@@ -16,12 +17,17 @@ struct StackRatios {
   double memory = 1;  // memory-bound kernels (streaming fraction of DRAM bandwidth)
   double gemm = 1;    // matrix kernels: GEMMs and convolutions (fraction of the matrix peak)
   double fixed = 1;   // fixed costs per kernel or iteration: gaps between kernels, launches the GPU waits for, host work
+  std::vector<std::string> measured_gpus;  // the cards the figures ran on: they take the ratios whole
 };
+
+/// The ratios as they apply on `gpu`: whole on a card a figure ran on; on any other, ratio^transfer_share
+/// (perf/constants.hpp), the share of a figure's error that is its stack's rather than its card's.
+StackRatios carried_to(const StackRatios& stack, std::string_view gpu);
 
 /// Moves `eff` by `stack` when one is given and it measured `engine` with `format`: the GEMM and convolution
 /// ceilings by the matrix ratio and the memory fraction by the memory ratio (each held to 98% of its peak), the
 /// per-kernel launch cost by the fixed-cost ratio. Attention kernels and collectives are not moved (no measurement
 /// class isolates them yet). Returns whether it applied.
-bool apply_stack(EfficiencyParams& eff, const StackRatios* stack, std::string_view engine, std::string_view format);
+bool apply_stack(EfficiencyParams& eff, const StackRatios* stack, std::string_view engine, std::string_view format, std::string_view gpu);
 
 }  // namespace gpuvs::perf

@@ -89,6 +89,7 @@ StackCalibration calibrate_stack(const catalog::Catalog& cat, const std::vector<
       StackRatios base;
       base.engine = p.engine;
       base.format = p.format;
+      base.measured_gpus = {m.request.gpu};
       StackCalibration one = calibrate_figure([&](const StackRatios& r) { return throughput(cat, m.request, r); }, m.value, p.unit, base);
       for (auto& st : one.steps) {
         st.source = m.source;
@@ -102,6 +103,8 @@ StackCalibration calibrate_stack(const catalog::Catalog& cat, const std::vector<
                                    "infer the class a whole-requests figure is most sensitive to)",
                                    m.source, m.request.mode));
     const ServingPrediction p = predict_serving(cat, m.request);
+    if (std::find(out.ratios.measured_gpus.begin(), out.ratios.measured_gpus.end(), m.request.gpu) == out.ratios.measured_gpus.end())
+      out.ratios.measured_gpus.push_back(m.request.gpu);
     if (out.ratios.engine.empty()) {
       out.ratios.engine = p.engine;
       out.ratios.format = p.format;
@@ -235,6 +238,7 @@ StackCalibration calibrate_training(const catalog::Catalog& cat, const workload:
   StackRatios base;
   base.engine = plain.framework;
   base.format = std::string(precision_name(plain.plan.precision));
+  base.measured_gpus = {plain.gpu_id};
   // The run's figure is its total over its GPUs; the prediction is per GPU.
   const double gpus = static_cast<double>(req.gpus);
   StackCalibration out = calibrate_figure(

@@ -1,5 +1,7 @@
 #include "perf/stack_file.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include <toml++/toml.h>
@@ -132,6 +134,10 @@ StackCalibration parse_stack(const std::string& text_in, const std::string& wher
       s.steps.push_back(std::move(step));
     }
   }
+  // The cards the figures ran on take the ratios whole (perf/stack.hpp carried_to): those the steps name.
+  for (const auto& st : s.steps)
+    if (std::find(s.ratios.measured_gpus.begin(), s.ratios.measured_gpus.end(), st.gpu) == s.ratios.measured_gpus.end())
+      s.ratios.measured_gpus.push_back(st.gpu);
   return s;
 }
 
