@@ -136,7 +136,8 @@ std::string man_page(const CLI::App& app) {
       for (const auto& sn : o->get_snames()) spelled.push_back("\\fB\\-" + roff(sn) + "\\fR");
       for (const auto& ln : o->get_lnames()) spelled.push_back("\\fB\\-\\-" + roff(ln) + "\\fR");
       if (spelled.empty()) continue;
-      const std::string value = o->get_type_size() != 0 ? " \\fI" + roff(o->get_type_name().empty() ? "VALUE" : o->get_type_name()) + "\\fR" : "";
+      // A flag takes no value (its type name is empty); an option names what it takes.
+      const std::string value = o->get_type_name().empty() ? "" : " \\fI" + roff(o->get_type_name()) + "\\fR";
       s += fmt::format(".TP\n{}{}\n{}\n", strings::join(spelled, ", "), value, roff(o->get_description()));
     }
   }

@@ -22,6 +22,10 @@ case " $(complete_line gpuvs predict --gpu h100-s) " in *' h100-sxm '*) ;; *) ec
 case " $(complete_line gpuvs compare rtx-40) " in *' rtx-4090 '*) ;; *) echo "completion: compare's cards are not offered"; exit 1 ;; esac
 grep -q '^\.TH GPUVS 1' "$prefix/share/man/man1/gpuvs.1" || { echo "the manual page has no .TH header"; exit 1; }
 grep -q '^\.SS predict$' "$prefix/share/man/man1/gpuvs.1" || { echo "the manual page has no predict section"; exit 1; }
+if command -v groff >/dev/null; then  # the page renders without a warning where groff is installed
+  warnings=$(groff -man -ww -z "$prefix/share/man/man1/gpuvs.1" 2>&1)
+  [ -z "$warnings" ] || { echo "groff warns about the manual page: $warnings"; exit 1; }
+fi
 if [ -f "$build/src/libgpuvs_cuda.so" ]; then test -f "$prefix/lib/gpuvs/libgpuvs_cuda.so" || { echo "the CUDA plugin was not installed"; exit 1; }; fi
 cd "$prefix"
 out=$(env -i HOME="$prefix" PATH=/usr/bin:/bin "$prefix/bin/gpuvs" compare rtx-4090 a100-80gb-sxm --workload resnet50 --json)
