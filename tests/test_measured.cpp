@@ -407,6 +407,7 @@ TEST(VllmBench, ReadsThePrintedResultOfEveryRunInAPastedLog) {
   EXPECT_EQ(runs[0].prompt_tokens, 1024);
   EXPECT_EQ(runs[0].gen_tokens, 1024);
   EXPECT_EQ(runs[0].sequences, 1);
+  EXPECT_TRUE(runs[0].one_wave);  // every prompt sent at once, none after
   EXPECT_DOUBLE_EQ(runs[0].value, 84.95);
   EXPECT_EQ(runs[0].unit, "tokens/s");
   EXPECT_DOUBLE_EQ(runs[0].latency_ms.at("median_ttft"), 36.23);
@@ -539,6 +540,7 @@ TEST(TrtllmBench, ReadsTheReportOfOldAndNewReleases) {
   EXPECT_EQ(a[0].prompt_tokens, 128);
   EXPECT_EQ(a[0].gen_tokens, 128);
   EXPECT_EQ(a[0].sequences, 3000);  // offline: every request at once, under the runtime's 4,096
+  EXPECT_TRUE(a[0].one_wave);
   EXPECT_EQ(a[0].tensor_parallel, 1);
   EXPECT_DOUBLE_EQ(a[0].value, 18886.813971319196);
   EXPECT_TRUE(a[0].gpu.empty());
@@ -547,6 +549,7 @@ TEST(TrtllmBench, ReadsTheReportOfOldAndNewReleases) {
   EXPECT_EQ(b[0].model, "meta-llama/Llama-3.1-8B-Instruct");
   EXPECT_EQ(b[0].quant, "bf16");  // no quantization: the dtype's
   EXPECT_EQ(b[0].sequences, 95);  // 94.6 in flight on average
+  EXPECT_FALSE(b[0].one_wave);
   EXPECT_DOUBLE_EQ(b[0].value, 11076.77);
   EXPECT_DOUBLE_EQ(b[0].latency_ms.at("mean_ttft"), 162.6706);
   EXPECT_DOUBLE_EQ(b[0].latency_ms.at("mean_tpot"), 7.3272);

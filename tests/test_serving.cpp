@@ -146,6 +146,22 @@ TEST(Serving, PromptsJoinInLumpsTheDecodesDoNotHide) {
   EXPECT_GT(busy.step.flops, busy_decode.step.flops * 1.9);  // 1,024 prompt tokens beside 1,024 decodes, every iteration
 }
 
+TEST(Serving, AWaveOfRequestsIsOnePrefillThenTheirDecodes) {
+  // A benchmark that sends its whole prompt set at once (vLLM's bench serve without a concurrency cap, trtllm-bench
+  // offline): the prompts are prefilled in the token budget, then all decode together to the end.
+  const std::string opts = "framework=vllm;prompt_len=1000;gen_len=500";
+  const auto wave = serve("llama3-8b", "h100-sxm", "infer", "bf16", opts + ";arrival=wave", 64);
+  const auto prefill = serve("llama3-8b", "h100-sxm", "prefill", "bf16", "framework=vllm;prompt_len=1000", 64);
+  const auto decode = serve("llama3-8b", "h100-sxm", "decode", "bf16", opts, 64);
+  EXPECT_NEAR(wave.tpot_s, decode.tpot_s, 1e-12);
+  EXPECT_NEAR(wave.throughput, 64.0 * 500.0 / (prefill.ttft_s + 500.0 * decode.tpot_s), 1e-6 * wave.throughput);
+  EXPECT_GT(wave.ttft_p99_s, 0.9 * prefill.ttft_s);  // the last prompt waits for nearly the whole prefill
+  test::expect_refused({{"x", "option arrival=burst: expected steady"}},
+                       [&](const std::string&) { serve("llama3-8b", "h100-sxm", "infer", "bf16", opts + ";arrival=burst", 64); });
+  test::expect_refused({{"x", "arrival=wave: 100000 requests at once do not fit"}},
+                       [&](const std::string&) { serve("llama3-8b", "h100-sxm", "infer", "bf16", opts + ";arrival=wave", 100000); });
+}
+
 TEST(Serving, MixtureOfExpertsReadsOnlyTheExpertsABatchTouches) {
   // Mixtral 8x7B: 46.7 B parameters, 2 of 8 experts per token. One token reads the shared weights and two
   // experts per block; 64 tokens touch nearly all eight.

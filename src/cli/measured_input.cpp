@@ -153,6 +153,9 @@ perf::StackMeasurement resolve(const catalog::Catalog& cat, const measured::Meas
         s.request.batch = top.batch;
         s.note += fmt::format("{}{} requests at once: {} holds at most {} in flight on {} ({})", s.note.empty() ? "" : "; ", m.sequences,
                               top.engine, top.batch, top.gpu_id, top.batch_limit);
+      } else if (m.one_wave) {
+        // Every request sent at once and none after: one prefill of them all, then they decode together to the end.
+        s.request.options["arrival"] = "wave";
       }
     }
   } else if (m.mode == "prefill+decode") {

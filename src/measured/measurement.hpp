@@ -34,6 +34,7 @@ struct Measurement {
   int threads = 0;
   int batch = 0, ubatch = 0;  // llama.cpp's logical and physical batch, in tokens (n_batch, n_ubatch)
   int sequences = 0;          // sequences per step, where the measurement says (a spec's batch=); 0: one
+  bool one_wave = false;      // a serving run's requests all sent at once and none after (a benchmark's whole prompt set)
   // A collective (nccl-tests): its message size, the hosts its ranks ran on, the library version that ran it.
   double message_bytes = 0;
   int nodes = 0;

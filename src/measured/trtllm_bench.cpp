@@ -106,6 +106,7 @@ Measurement measurement_of(const Run& r, const std::string& where) {
   } else {
     const double cap = value("Max Runtime Batch Size").value_or(requests);
     m.sequences = static_cast<int>(std::max(1.0, std::min(requests, cap)));
+    m.one_wave = true;  // offline: the whole dataset issued at once
   }
   m.latency_ms = r.latency_ms;
   m.value = throughput;

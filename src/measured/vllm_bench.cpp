@@ -79,6 +79,7 @@ Measurement measurement_of(const Run& r) {
   m.prompt_tokens = static_cast<int>(std::max(1.0, std::round(input / completed)));
   m.gen_tokens = static_cast<int>(std::max(1.0, std::round(output / completed)));
   m.sequences = static_cast<int>(r.concurrency > 0 ? std::min<double>(r.concurrency, completed) : completed);
+  m.one_wave = r.request_rate == 0 && (r.concurrency == 0 || r.concurrency >= completed);
   m.request_rate = r.request_rate;
   m.latency_ms = r.latency_ms;
   m.value = throughput;

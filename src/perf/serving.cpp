@@ -26,7 +26,7 @@ namespace gpuvs::perf {
 
 namespace {
 
-const std::vector<std::string> kServingKeys = {"prompt_len", "gen_len", "tp", "framework", "kv_dtype", "ngl", "host_gbs"};
+const std::vector<std::string> kServingKeys = {"prompt_len", "gen_len", "tp", "framework", "kv_dtype", "ngl", "host_gbs", "arrival"};
 
 // The thresholds and fractions below are data/system.toml's (perf/system_facts.hpp): llama.cpp's
 // matrix-vector row limit and ggml's offload threshold, the gap between queued kernels, host STREAM.
@@ -555,7 +555,35 @@ void price_requests(const Setup& s, const models::NetworkInfo& net, const catalo
   }
   p.batch = in_flight;
   const double requests = static_cast<double>(in_flight);
-  if (engine.inflight_batching) {
+  // arrival=wave: the requests all arrive at once and none after (a benchmark's whole prompt set sent together):
+  // their prompts are prefilled in the engine's token budget, then they decode together to the end; no steady state
+  // of requests joining as others leave.
+  const std::string arrival = req.options.count("arrival") ? req.options.at("arrival") : "steady";
+  if (arrival != "steady" && arrival != "wave")
+    throw InputError(fmt::format("option arrival={}: expected steady (requests join as others leave) or wave (all at once, none after)",
+                                 strings::printable(arrival)));
+  if (arrival == "wave" && engine.inflight_batching && in_flight > p.max_concurrency)
+    throw InputError(fmt::format("arrival=wave: {} requests at once do not fit {}'s KV cache on {} (at most {})", in_flight, engine.id, gpu.id,
+                                 p.max_concurrency));
+  if (arrival == "wave" && engine.inflight_batching) {
+    const double tokens = requests * prompt;
+    const double chunks = std::ceil(tokens / engine.max_num_tokens);
+    TokenMix pre;
+    pre.prefill_tokens = tokens / chunks;
+    pre.prefill_span = prompt / 2.0;
+    pre.logits = requests / chunks;
+    const double prefill_s = iteration(s, pre).seconds * chunks;
+    TokenMix dec;
+    dec.decode_seqs = requests;
+    dec.decode_context = prompt + generated / 2.0;
+    dec.logits = requests;
+    p.step = iteration(s, dec);
+    p.tpot_s = p.step.seconds;
+    // A request's first token comes when the chunk holding the end of its prompt is done: on average half-way.
+    p.ttft_s = 0.5 * prefill_s + p.step.seconds;
+    p.ttft_p99_s = 0.99 * prefill_s + p.step.seconds;
+    p.throughput = requests * generated / (prefill_s + generated * p.step.seconds) * p.replicas;
+  } else if (engine.inflight_batching) {
     // Every iteration each request generates a token and requests / gen_len of them finish, so as many
     // prompt tokens join on average. They join in lumps, not evenly: a whole prompt (or all the room the
     // decodes leave in the token budget) in one iteration, and only a share of iterations carry one when
