@@ -484,7 +484,9 @@ TEST(VllmBench, AnythingElseIsRefusedNamingTheFileLineAndField) {
         "\"request_rate\" is not a positive number"},
        {R"({"completed": 1, "total_input_tokens": 1, "total_output_tokens": 1, "output_throughput": 1, "max_concurrency": 0.5})",
         "\"max_concurrency\" 0.5 is not a whole number"},
-       {R"({"completed": 1, "total_input_tokens": 1, "total_output_tokens": 1, "output_throughput": 1, "backend": 3})", "\"backend\" is not a string"}},
+       {R"({"completed": 1, "total_input_tokens": 1, "total_output_tokens": 1, "output_throughput": 1, "backend": 3})", "\"backend\" is not a string"},
+       // Found by fuzz_vllm_bench (UBSan: a mean length past int): 2.04e9 generated tokens over 90 requests.
+       {with("1280\n", "2037777779.63\n"), "v.txt:1: 10240 input and 2037777779.63 generated tokens over 10 requests are not a run"}},
       [](const std::string& t) { read_vllm_bench(t, "v.txt"); });
 }
 

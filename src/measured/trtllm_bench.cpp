@@ -19,6 +19,8 @@ namespace {
 // An engine that served about as many requests per second as were issued kept up with the rate: its throughput is
 // the rate's. Offline runs issue at once (the report prints a rate of 1e15 and more).
 constexpr double kPacedShare = 0.9;
+// Past what a request's prompt or output can be (the serving model's limit, 2^22 tokens).
+constexpr double kMaxRequestTokens = 4194304;
 
 struct Run {
   int line = 0;
@@ -77,8 +79,8 @@ Measurement measurement_of(const Run& r, const std::string& where) {
   const double throughput = need(r.throughput_key.c_str());
   if (requests < 1 || requests != std::floor(requests) || requests > 1e9)
     throw InputError(fmt::format("{}: {} requests: nothing was served to measure", at, requests));
-  if (output < 1 || prompt > 1e7 || output > 1e7)
-    throw InputError(fmt::format("{}: requests of {} + {} tokens are not a run", at, prompt, output));
+  if (output < 1 || prompt > kMaxRequestTokens || output > kMaxRequestTokens)
+    throw InputError(fmt::format("{}: requests of {} + {} tokens are not a run (at most {} tokens each)", at, prompt, output, kMaxRequestTokens));
   if (!(throughput > 0)) throw InputError(fmt::format("{}: output throughput {} is not a positive rate", at, throughput));
   const double tp = value("TP Size").value_or(1), pp = r.text.count("PP Size") && said("PP Size") != "None" ? need("PP Size") : 1;
   if (tp < 1 || tp > 4096 || tp != std::floor(tp)) throw InputError(fmt::format("{}: TP Size {} is not a whole number of GPUs", at, tp));

@@ -21,6 +21,8 @@ constexpr const char* kBlockTitle = "Serving Benchmark Result";
 // A server that kept up with the pacing served about as many requests per second as were sent: its throughput
 // is the pacing's. Below this share of the rate it was saturated, and the figure is the stack's.
 constexpr double kPacedShare = 0.9;
+// Past what a request's prompt or output can be (the serving model's limit, 2^22 tokens).
+constexpr double kMaxRequestTokens = 4194304;
 
 struct Run {
   std::string where;
@@ -63,8 +65,9 @@ Measurement measurement_of(const Run& r) {
   const double throughput = need(r.output_throughput, "output token throughput");
   if (completed < 1 || completed != std::floor(completed) || completed > 1e9)
     throw InputError(fmt::format("{}: {} successful requests: nothing was served to measure", r.where, completed));
-  if (input < 0 || output < completed || input > 1e15 || output > 1e15)
-    throw InputError(fmt::format("{}: {} input and {} generated tokens over {} requests are not a run", r.where, input, output, completed));
+  if (input < 0 || output < completed || input / completed > kMaxRequestTokens || output / completed > kMaxRequestTokens)
+    throw InputError(fmt::format("{}: {} input and {} generated tokens over {} requests are not a run (at most {} tokens a request)", r.where,
+                                 input, output, completed, kMaxRequestTokens));
   if (!(throughput > 0)) throw InputError(fmt::format("{}: output throughput {} is not a positive rate", r.where, throughput));
   if (r.request_rate > 0 && r.request_throughput && *r.request_throughput >= kPacedShare * r.request_rate)
     throw InputError(fmt::format("{}: paced at {:g} requests/s and served {:g}: the throughput is the pacing's, not the stack's (a run with "
