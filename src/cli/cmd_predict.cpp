@@ -17,6 +17,7 @@
 #include "core/strings.hpp"
 #include "core/units.hpp"
 #include "models/networks.hpp"
+#include "perf/framework.hpp"
 #include "perf/predict.hpp"
 #include "perf/serving.hpp"
 #include "perf/stack_calibration.hpp"
@@ -185,6 +186,13 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat, const workloa
 
 constexpr double kGiB = 1073741824.0;
 
+/// What the training profile `id` fuses (perf/framework.hpp); none for a serving engine or a profile without.
+std::vector<std::string> framework_fuses(const std::string& id) {
+  for (const auto& f : perf::frameworks())
+    if (f.id == id) return f.fuses;
+  return {};
+}
+
 /// predict --json for a graph-priced workload: one object, GiB and seconds as named.
 nlohmann::json prediction_json(const perf::Prediction& p, const std::string& mode, const perf::Calibration* cal) {
   const auto& d = p.detail;
@@ -205,13 +213,16 @@ nlohmann::json prediction_json(const perf::Prediction& p, const std::string& mod
       {"time_by_bound_s",
          {{"compute", d.compute_s}, {"memory", d.memory_s}, {"latency", d.latency_s}, {"launch", d.launch_s}, {"communication", p.comm_exposed_s}}},
       {"kernels", d.kernels},
-      {"framework", {{"profile", p.framework}, {"not_modelled", p.framework_unmodelled}}},
+      {"framework", {{"profile", p.framework}, {"fuses", framework_fuses(p.framework)}, {"not_modelled", p.framework_unmodelled}}},
       {"memory",
        {{"peak_gib", m.peak_bytes / kGiB}, {"capacity_gib", m.capacity_bytes / kGiB}, {"fits", m.fits},
         {"weights_gib", m.weights_bytes / kGiB}, {"gradients_gib", m.gradients_bytes / kGiB},
         {"optimizer_gib", m.optimizer_bytes / kGiB}, {"activations_gib", m.activations_bytes / kGiB},
         {"transient_gib", m.transient_bytes / kGiB}, {"runtime_gib", m.runtime_bytes / kGiB}}}};
   if (p.seq_len > 0) j["seq_len"] = p.seq_len;
+  if (p.sample_len > 0) j["sample_len"] = p.sample_len;
+  if (p.finetune != "full")
+    j["finetune"] = {{"method", p.finetune}, {"lora_rank", p.lora_rank}, {"lora_targets", models::lora_targets_name(p.lora_targets)}};
   if (p.micro_batches > 1 && !p.parallel)
     j["accumulation"] = {{"micro_batches", p.micro_batches}, {"global_batch", p.global_batch}, {"micro_batch_s", p.microbatch_s},
                          {"optimizer_s", p.optimizer_s}};
@@ -250,8 +261,20 @@ void print_prediction(const perf::Prediction& p, const std::string& mode, const 
              p.seq_len > 0 ? fmt::format(" x {} tokens", p.seq_len) : "", p.plan.matrix_unit);
   fmt::print("  throughput   {} {} per GPU (likely {} to {})\n", units::format_si(p.throughput), p.unit,
              units::format_si(p.band_low), units::format_si(p.band_high));
-  fmt::print("  framework    {} profile{}\n", p.framework,
+  const auto fuses = framework_fuses(p.framework);
+  const std::string fused = fuses.empty() ? "" : " (fuses " + strings::join(fuses, ", ") + ")";
+  fmt::print("  framework    {} profile{}{}\n", p.framework, fused,
              p.framework_unmodelled.empty() ? "" : "; not priced: " + strings::join(p.framework_unmodelled, "; "));
+  if (p.sample_len > 0)
+    fmt::print("  packing      samples of about {} tokens packed into each {}-token sequence; attention within each sample (sample_len)\n",
+               p.sample_len, p.seq_len);
+  if (p.finetune != "full")
+    fmt::print("  fine-tuning  {}: rank-{} adapters on {} (lora_targets={}); every base weight frozen\n", p.finetune, p.lora_rank,
+               p.lora_targets == models::LoraTargets::all         ? "every linear layer"
+               : p.lora_targets == models::LoraTargets::qkv       ? "the query, key and value projections"
+               : p.lora_targets == models::LoraTargets::attention ? "the attention's projections"
+                                                                  : "the MLP's matrices",
+               models::lora_targets_name(p.lora_targets));
   if (p.parallel) {
     fmt::print("  plan         {} GPUs = tp {} x pp {}{} x cp {} x dp {}; global batch {} = {} micro-batches of {} per data-parallel rank\n",
                p.gpus, p.tp, p.pp, p.vp > 1 ? fmt::format(" (vp {})", p.vp) : "", p.cp, p.dp, p.global_batch, p.micro_batches, p.batch);

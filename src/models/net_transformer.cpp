@@ -3,6 +3,8 @@
 // Megatron-LM's GPT from shape options).
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "core/error.hpp"
 #include "models/networks.hpp"
 
@@ -18,14 +20,33 @@ struct TransformerBuilder {
   bool training;
   bool flash;
   std::int64_t lora_rank = 0;  // > 0: base weights frozen, LoRA adapters trained
+  LoraTargets lora_targets = LoraTargets::all;
+  std::int64_t segments = 1;   // > 1: each sequence packs this many equal samples; attention stays inside each
+  bool head_copies = true;     // the permutes into and out of the attention's head layout are copies
+
+  /// Whether the linear layer `name` carries an adapter: by its role, read from the builders' names
+  /// (".../attn/q", ".../attention/out", ".../mlp.up", BERT's ".../intermediate" and ".../output").
+  bool adapted(const std::string& name) const {
+    if (lora_rank <= 0) return false;
+    const auto ends = [&](std::string_view s) { return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0; };
+    const bool qkv = ends("/q") || ends("/k") || ends("/v");
+    const bool mlp = name.find("/mlp.") != std::string::npos || ends("/intermediate") || ends("/output");
+    switch (lora_targets) {
+      case LoraTargets::all: return true;
+      case LoraTargets::qkv: return qkv;
+      case LoraTargets::attention: return qkv || ends("/out");
+      case LoraTargets::mlp: return mlp;
+    }
+    return true;
+  }
 
   NodeId linear(const std::string& name, NodeId x, std::int64_t out, bool bias, Act act = Act::none) {
     const std::int64_t in = g.node(x).shape[1];
     const bool frozen = lora_rank > 0;
     const NodeId w = g.param(name + "/weight", {in, out}, dt, !frozen);
     const NodeId b = bias ? g.param(name + "/bias", {out}, dt, !frozen) : kNone;
-    NodeId y = g.matmul(name, x, w, b, lora_rank > 0 || !act_grad_from_output(act) ? Act::none : act);
-    if (lora_rank > 0) {
+    NodeId y = g.matmul(name, x, w, b, adapted(name) || !act_grad_from_output(act) ? Act::none : act);
+    if (adapted(name)) {
       const NodeId a = g.param(name + "/lora_a", {in, lora_rank}, dt);
       const NodeId bb = g.param(name + "/lora_b", {lora_rank, out}, dt);
       const NodeId delta = g.matmul(name + "/lora_b_mm", g.matmul(name + "/lora_a_mm", x, a), bb);
@@ -57,10 +78,11 @@ struct TransformerBuilder {
     const NodeId q = linear(p + "/q", x, heads * hd, qkv_bias);
     const NodeId k = linear(p + "/k", x, kv_heads * hd, qkv_bias);
     const NodeId v = linear(p + "/v", x, kv_heads * hd, qkv_bias);
-    // [B*T, h*hd] -> [B*h, T, hd] is a permute: a copy in eager frameworks.
-    NodeId q3 = g.reshape(p + "/q_heads", q, {batch * heads, seq, hd}, true);
-    NodeId k3 = g.reshape(p + "/k_heads", k, {batch * kv_heads, seq, hd}, true);
-    NodeId v3 = g.reshape(p + "/v_heads", v, {batch * kv_heads, seq, hd}, true);
+    // [B*T, h*hd] -> [B*h, T, hd] is a permute: a copy in eager frameworks, a view where the attention kernel
+    // reads the projections' layout (head_copies false).
+    NodeId q3 = g.reshape(p + "/q_heads", q, {batch * heads, seq, hd}, head_copies);
+    NodeId k3 = g.reshape(p + "/k_heads", k, {batch * kv_heads, seq, hd}, head_copies);
+    NodeId v3 = g.reshape(p + "/v_heads", v, {batch * kv_heads, seq, hd}, head_copies);
     if (rope) {
       q3 = g.elementwise(p + "/q_rope", EwFn::rope, {q3});
       k3 = g.elementwise(p + "/k_rope", EwFn::rope, {k3});
@@ -71,6 +93,16 @@ struct TransformerBuilder {
       k3 = g.input(p + "/k_cache", {batch * kv_heads, kv_context, hd}, dt);
       v3 = g.input(p + "/v_cache", {batch * kv_heads, kv_context, hd}, dt);
       causal = false;
+    }
+    // Packed samples: attention runs over each sample alone (variable-length attention), which for equal
+    // samples is attention over a batch `segments` times larger of sequences as many times shorter: views.
+    const std::int64_t n = kv_context == 0 && segments > 1 ? segments : 1;
+    if (n > 1) {
+      q3 = g.reshape(p + "/q_samples", q3, {batch * heads * n, seq / n, hd});
+      k3 = g.reshape(p + "/k_samples", k3, {batch * kv_heads * n, seq / n, hd});
+      v3 = g.reshape(p + "/v_samples", v3, {batch * kv_heads * n, seq / n, hd});
+      batch *= n;
+      seq /= n;
     }
     NodeId o;
     if (flash) {
@@ -87,7 +119,12 @@ struct TransformerBuilder {
       pr = dropout(p + "/attn_dropout", pr, attn_dropout);
       o = g.batch_matmul(p + "/context", pr, v3);
     }
-    const NodeId merged = g.reshape(p + "/merge_heads", o, {batch * seq, heads * hd}, true);
+    if (n > 1) {
+      batch /= n;
+      seq *= n;
+      o = g.reshape(p + "/join_samples", o, {batch * heads, seq, hd});
+    }
+    const NodeId merged = g.reshape(p + "/merge_heads", o, {batch * seq, heads * hd}, head_copies);
     return linear(p + "/out", merged, d, out_bias);
   }
 };
@@ -108,7 +145,7 @@ Graph build_bert(const NetworkOptions& opt, const BertConfig& cfg) {
   if (cfg.hidden % cfg.heads != 0) throw InputError(fmt::format("bert: hidden {} must split into {} heads", cfg.hidden, cfg.heads));
   if (!cfg.pooler && !cfg.qa_head) throw InputError("bert: needs a pooler or a span head to have an output");
   Graph g;
-  TransformerBuilder b{g, opt.dtype, opt.training, opt.flash_attention, opt.lora_rank};
+  TransformerBuilder b{g, opt.dtype, opt.training, opt.flash_attention, opt.lora_rank, opt.lora_targets};
   const std::int64_t hidden = cfg.hidden;
   const std::int64_t batch = opt.batch, seq = opt.seq_len > 0 ? opt.seq_len : std::min<std::int64_t>(384, cfg.max_positions);
   if (seq > cfg.max_positions) throw InputError(fmt::format("seq_len {} exceeds BERT's {} positions", seq, cfg.max_positions));
@@ -239,6 +276,23 @@ namespace {
 
 /// This rank's share of the decoder under Megatron's layout (see NetworkOptions); InputError naming the
 /// option and value when the layout does not fit the shape.
+/// How many equal samples stand for packed samples of about `sample_len` tokens in a sequence of `seq`: the
+/// divisor of seq nearest seq / sample_len (in ratio), so the attention's views split the sequence exactly.
+/// Attention over the samples costs seq x (its share), so a sample a few tokens longer or shorter barely moves it.
+std::int64_t packed_segments(std::int64_t seq, std::int64_t sample_len) {
+  const double want = static_cast<double>(seq) / static_cast<double>(sample_len);
+  std::int64_t best = 1;
+  double best_gap = std::abs(std::log(want));
+  for (std::int64_t d = 1; d * d <= seq; ++d) {
+    if (seq % d != 0) continue;
+    for (const std::int64_t n : {d, seq / d}) {
+      const double gap = std::abs(std::log(static_cast<double>(n) / want));
+      if (gap < best_gap) best = n, best_gap = gap;
+    }
+  }
+  return best;
+}
+
 struct DecoderShard {
   int heads = 0, kv_heads = 0;
   std::int64_t ffn = 0, vocab = 0;  // vocab: this rank's rows of the padded vocabulary
@@ -291,10 +345,16 @@ Graph build_decoder(const NetworkOptions& opt, const DecoderConfig& cfg) {
     throw InputError(fmt::format("seq_len {} exceeds the decoder's {} learned positions", opt.seq_len, cfg.seq_len));
   const DecoderShard shard = decoder_shard(opt, cfg);
   Graph g;
-  TransformerBuilder b{g, opt.dtype, opt.training, opt.flash_attention, opt.lora_rank};
+  TransformerBuilder b{g, opt.dtype, opt.training, opt.flash_attention, opt.lora_rank, opt.lora_targets};
   const bool base_trainable = opt.lora_rank == 0;
   const std::int64_t batch = opt.batch;
   const std::int64_t seq = opt.decode_context > 0 ? 1 : opt.seq_len > 0 ? opt.seq_len : cfg.seq_len;
+  if (opt.sample_len != 0 && opt.decode_context == 0) {
+    if (opt.sample_len < 0 || opt.sample_len > seq)
+      throw InputError(fmt::format("sample_len {} is outside [1, seq_len {}]", opt.sample_len, seq));
+    b.segments = packed_segments(seq, opt.sample_len);
+  }
+  b.head_copies = opt.head_copies;
   const std::int64_t head_dim = cfg.head_size();
   NodeId wte = kNone, x = kNone;
   if (shard.first) {

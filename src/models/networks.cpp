@@ -181,6 +181,16 @@ std::string_view family_name(Family f) {
   return "?";
 }
 
+std::string_view lora_targets_name(LoraTargets t) {
+  switch (t) {
+    case LoraTargets::all: return "all";
+    case LoraTargets::qkv: return "qkv";
+    case LoraTargets::attention: return "attention";
+    case LoraTargets::mlp: return "mlp";
+  }
+  return "?";
+}
+
 const std::vector<NetworkInfo>& networks() {
   static const std::vector<NetworkInfo> v = make_networks();
   return v;

@@ -22,6 +22,9 @@ inline constexpr std::int64_t kMaxSeqLen = std::int64_t{1} << 20;
 /// The largest batch any command takes (per GPU or per step): 2^24 samples.
 inline constexpr std::int64_t kMaxBatch = std::int64_t{1} << 24;
 
+enum class LoraTargets { all, qkv, attention, mlp };
+std::string_view lora_targets_name(LoraTargets t);
+
 struct NetworkOptions {
   std::int64_t batch = 1;
   ir::DType dtype = ir::DType::f32;       // activations and weights as the math sees them
@@ -32,8 +35,19 @@ struct NetworkOptions {
   /// cache of this many positions (inputs "blocks.N/attn/k_cache", ".../v_cache") — instead of a prefill.
   std::int64_t decode_context = 0;
   /// Transformers: > 0 freezes every base weight and adds a trainable LoRA adapter x.A.B (A [in, r],
-  /// B [r, out]) beside each projection and MLP matrix.
+  /// B [r, out]) beside each matrix that lora_targets names.
   std::int64_t lora_rank = 0;
+  /// Which matrices carry an adapter when lora_rank > 0 (the others stay frozen without one): every linear
+  /// layer, the query/key/value projections only (NeMo 1.x's default, 'attention_qkv'), the attention's
+  /// projections including its output, or the MLP's matrices.
+  LoraTargets lora_targets = LoraTargets::all;
+  /// Decoders, training or prefill: > 0 packs samples of about this many tokens into each sequence (as
+  /// fine-tuning on short samples does) and attention covers each sample alone (variable-length attention,
+  /// cu_seqlens), priced as seq_len / sample_len equal samples (the nearest exact split); 0 = one sample.
+  std::int64_t sample_len = 0;
+  /// Decoders: true (eager frameworks) permutes q, k, v into the attention's head layout and its output back
+  /// with copies; false prices them as views (Megatron Core's fused QKV in the sbhd layout the attention reads).
+  bool head_copies = true;
   /// Decoders (build_decoder) only: the graph ONE rank runs under Megatron-LM's tensor and pipeline model
   /// parallelism. Every other builder refuses values other than these defaults (InputError naming the option);
   /// the defaults build the whole model, exactly as before.

@@ -1,11 +1,16 @@
 #include "perf/efficiency.hpp"
 
-#include "perf/system_facts.hpp"
-
-#include "perf/constants.hpp"
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "perf/achievable.hpp"
+#include "perf/constants.hpp"
+#include "perf/system_facts.hpp"
 
 namespace gpuvs::perf {
 
@@ -26,7 +31,7 @@ EfficiencyParams efficiency_for(const catalog::Gpu& gpu, const PrecisionPlan& pl
   p.bench_gemm_ref = !plan.tensor_cores ? facts.bench_gemm_cuda_cores : gddr ? facts.bench_gemm_tensor_geforce : facts.bench_gemm_tensor_datacenter;
   // Fused attention and CUDA-core math are not fitted: their fractions are data/system.toml's [kernels.*].
   if (plan.tensor_cores) {
-    p.gemm_max = fitted.gemm;
+    p.gemm_max = fitted.gemm * (plan.precision == Precision::amp_fp8 ? fp8_gemm_share(gpu) : 1.0);
     p.conv_max = fitted.conv;
     p.attention_max = gddr ? facts.attention_geforce : facts.attention_datacenter;
   } else {
@@ -35,6 +40,23 @@ EfficiencyParams efficiency_for(const catalog::Gpu& gpu, const PrecisionPlan& pl
     p.attention_max = facts.cuda_core_attention;
   }
   return p;
+}
+
+double fp8_gemm_share(const catalog::Gpu& gpu) {
+  static const catalog::Catalog builtin = catalog::Catalog::builtin();  // the cards the figures were measured on
+  static std::mutex mutex;
+  static std::map<std::string, double> memo;  // by card and clock headroom (the derived rules read it)
+  const std::string key = fmt::format("{}|{}|{}|{}", gpu.id, gpu.fp8_fp32acc.dense.value_or(gpu.fp8.dense.value_or(0)), gpu.bf16.dense.value_or(0), active_constants().clock_headroom);
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (const auto it = memo.find(key); it != memo.end()) return it->second;
+  }
+  const auto fp8 = achievable(builtin, gpu, "gemm-fp8");
+  const auto bf16 = achievable(builtin, gpu, "gemm-bf16");
+  const double share = fp8 && bf16 && bf16->fraction > 0 ? std::min(1.0, fp8->fraction / bf16->fraction) : 1.0;
+  const std::lock_guard<std::mutex> lock(mutex);
+  memo.emplace(key, share);
+  return share;
 }
 
 double memory_fraction(const catalog::Gpu& gpu, double bytes_per_sm_cycle) {

@@ -27,8 +27,15 @@ struct EfficiencyParams {
   double bench_mem_ref = 0.88;
 };
 
-/// The shared parameters for a device class and precision (tensor-core vs CUDA-core matrix work).
+/// The shared parameters for a device class and precision (tensor-core vs CUDA-core matrix work). FP8 GEMMs
+/// reach the fitted fraction times fp8_gemm_share(gpu).
 EfficiencyParams efficiency_for(const catalog::Gpu& gpu, const PrecisionPlan& plan);
+
+/// How much of its FP8 peak a card's best GEMMs reach against how much of its 16-bit peak they reach, at most 1:
+/// the ratio of the two achievable fractions (perf/achievable.hpp, the built-in figures and rules: mamf-finder's
+/// H100 SXM 1,403 of 1,979 TFLOP/s FP8 against 795 of 989 BF16, 0.88). Twice the math per cycle draws more
+/// power and needs operands twice as fast; the fitted GEMM fraction is a 16-bit framework's.
+double fp8_gemm_share(const catalog::Gpu& gpu);
 
 struct GemmDims {
   double m = 0, n = 0, k = 0, batch = 1;

@@ -21,9 +21,25 @@ const std::map<std::string, std::vector<std::string>> kDefaults = {{"flash_atten
                                                                    {"sharding", {"none", "zero1", "zero2", "full"}},
                                                                    {"memory_format", {"nhwc", "nchw"}},
                                                                    {"sequence_parallel", {"0", "1"}},
-                                                                   {"tp_overlap", {"0", "1"}}};
+                                                                   {"tp_overlap", {"0", "1"}},
+                                                                   {"lora_targets", {"all", "qkv", "attention", "mlp"}}};
 
 }  // namespace
+
+const std::vector<std::pair<std::string, std::string>>& framework_fusions() {
+  static const std::vector<std::pair<std::string, std::string>> f = {
+      {"fp8-shared-input-cast", "GEMMs that read one input (a fused QKV or gate/up GEMM) cast it to FP8 once"},
+      {"fp8-norm-cast", "a norm writes the FP8 input of the GEMMs it feeds (no cast kernel)"},
+      {"fp8-activation-cast", "an activation between two GEMMs writes the next one's FP8 input, and its gradient kernel the FP8 output gradients"},
+      {"attention-views", "attention reads q, k, v and writes its output in the projections' layout (no permute copies)"},
+      {"scale-mask-softmax", "attention's scale and mask run inside the softmax kernel, forward and backward"},
+      {"dropout-add", "a dropout and the residual add after it are one kernel"}};
+  return f;
+}
+
+bool fuses(const FrameworkProfile& f, const std::string& fusion) {
+  return std::find(f.fuses.begin(), f.fuses.end(), fusion) != f.fuses.end();
+}
 
 std::vector<FrameworkProfile> parse_frameworks(const std::string& text, const std::string& where) {
   const toml::table t = parse_toml(text, where);
@@ -50,6 +66,23 @@ std::vector<FrameworkProfile> parse_frameworks(const std::string& text, const st
         if (!s || std::find(allowed.begin(), allowed.end(), *s) == allowed.end())
           throw InputError(fmt::format("{}:{}: {} must be one of {}", where, line, key, strings::join(allowed, ", ")));
         if (*s != "model") p.defaults[key] = *s;
+      } else if (key == "lora_rank") {
+        // The adapters' rank when a run fine-tunes with LoRA and names none (a whole number, as the option takes).
+        const auto r = v.value<std::int64_t>();
+        if (!r || *r < 1 || *r > 4096) throw InputError(fmt::format("{}:{}: lora_rank must be a whole number from 1 to 4096", where, line));
+        p.defaults[key] = std::to_string(*r);
+      } else if (key == "fuses") {
+        const auto* list = v.as_array();
+        std::vector<std::string> known;
+        for (const auto& [name, what] : framework_fusions()) known.push_back(name);
+        if (!list) throw InputError(fmt::format("{}:{}: fuses must be a list of strings", where, line));
+        for (const auto& item : *list) {
+          const auto s = item.value<std::string>();
+          if (!s || std::find(known.begin(), known.end(), *s) == known.end())
+            throw InputError(fmt::format("{}:{}: fuses lists '{}', not a known fusion ({})", where, line,
+                                         s ? strings::printable(*s) : std::string("a non-string"), strings::join(known, ", ")));
+          p.fuses.push_back(*s);
+        }
       } else if (key == "unmodelled") {
         const auto* list = v.as_array();
         if (!list) throw InputError(fmt::format("{}:{}: unmodelled must be a list of strings", where, line));
@@ -91,6 +124,10 @@ std::map<std::string, std::string> with_framework_defaults(const FrameworkProfil
     if (k == "memory_format" && family != models::Family::cnn && family != models::Family::unet) continue;
     if (k == "sharding" && (gpus < 2 || !training)) continue;
     if ((k == "sequence_parallel" || k == "tp_overlap") && (family != models::Family::decoder || gpus < 2 || !training)) continue;
+    if (k.rfind("lora_", 0) == 0) {
+      const auto ft = options.find("finetune");
+      if (ft == options.end() || (ft->second != "lora" && ft->second != "qlora")) continue;
+    }
     options.emplace(k, v);
   }
   return options;

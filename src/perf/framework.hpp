@@ -5,6 +5,7 @@
 #pragma once
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "models/networks.hpp"
@@ -13,10 +14,17 @@ namespace gpuvs::perf {
 
 struct FrameworkProfile {
   std::string id, name, source;
-  std::map<std::string, std::string> defaults;  // prediction options: flash_attention, sharding, memory_format
+  std::map<std::string, std::string> defaults;  // prediction options: flash_attention, sharding, memory_format, ...
+  std::vector<std::string> fuses;               // kernels it fuses that eager code runs apart (framework_fusions())
   std::vector<std::string> unmodelled;          // what the framework does that the model does not price
   int line = 0;
 };
+
+/// The fusions a profile's `fuses` may name, each with what it means: fp8-shared-input-cast, fp8-norm-cast,
+/// fp8-activation-cast, scale-mask-softmax, dropout-add (perf/roofline.hpp's KernelFusion) and attention-views
+/// (models::NetworkOptions::head_copies false).
+const std::vector<std::pair<std::string, std::string>>& framework_fusions();
+bool fuses(const FrameworkProfile& f, const std::string& fusion);
 
 /// The compiled-in profiles.
 const std::vector<FrameworkProfile>& frameworks();
@@ -27,7 +35,7 @@ const FrameworkProfile& framework(const std::string& id);
 
 /// `options` with the profile's defaults added where the caller gave none ("model" leaves the workload
 /// family's own default in place): the convolution layout for convolutional families only, optimizer
-/// sharding only when several GPUs train.
+/// sharding only when several GPUs train, the LoRA adapters' rank and targets only when the run fine-tunes with LoRA.
 std::map<std::string, std::string> with_framework_defaults(const FrameworkProfile& f, std::map<std::string, std::string> options,
                                                            models::Family family, int gpus, bool training);
 

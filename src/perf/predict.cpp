@@ -26,7 +26,7 @@ namespace gpuvs::perf {
 namespace {
 // The last six are the `gpt` workload's shape (models::gpt_shape_keys()), valid with that workload only.
 const std::vector<std::string> kOptionKeys = {"seq_len",  "flash_attention", "sharding", "gen_len", "recompute",
-                                              "finetune", "lora_rank",       "layers",   "hidden",  "heads",
+                                              "finetune", "lora_rank",       "lora_targets", "sample_len", "layers",   "hidden",  "heads",
                                               "kv_heads", "ffn",             "vocab",    "memory_format",
                                               "tp",       "pp",              "cp",       "vp",      "global_batch",
                                               "network",  "framework",       "sequence_parallel", "tp_overlap"};
@@ -203,21 +203,43 @@ double frozen_bytes_per_param(const Prediction& p) {
 /// plan, every efficiency parameter, the layout and the active constants' clock headroom (the fitter moves it
 /// between calls: a key without it returned the previous candidate's price). Shared by the advisor's threads;
 /// emptied when full.
+/// The kernels the framework that priced `p` fuses (perf/framework.hpp's fusions); none for a serving engine.
+KernelFusion fusion_of(const Prediction& p) {
+  KernelFusion k;
+  for (const auto& f : frameworks())
+    if (f.id == p.framework) {
+      k.shared_input_cast = fuses(f, "fp8-shared-input-cast");
+      k.norm_cast = fuses(f, "fp8-norm-cast");
+      k.activation_cast = fuses(f, "fp8-activation-cast");
+      k.scale_mask_softmax = fuses(f, "scale-mask-softmax");
+      k.dropout_add = fuses(f, "dropout-add");
+    }
+  return k;
+}
+
+/// Whether that framework's attention reads the projections' layout (no permute copies around it).
+bool attention_views(const Prediction& p) {
+  for (const auto& f : frameworks())
+    if (f.id == p.framework) return fuses(f, "attention-views");
+  return false;
+}
+
 StepPrediction priced(const workload::BuiltGraph& g, const catalog::Gpu& gpu, const PrecisionPlan& plan, const EfficiencyParams& e,
-                      ConvLayout layout) {
+                      ConvLayout layout, const KernelFusion& fusion) {
   static std::mutex mutex;
   static std::map<std::string, StepPrediction> memo;
   const std::string key =
-      fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", g.serial, gpu.id, static_cast<int>(plan.precision),
+      fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}{}{}{}{}", g.serial, gpu.id, static_cast<int>(plan.precision),
                   plan.matrix_tflops, plan.vector_tflops, plan.tensor_cores, plan.fp32_master, static_cast<int>(plan.activations),
                   e.gemm_max, e.conv_max, e.attention_max, e.vector_max, e.mem_max, e.mem_half_bytes, e.launch_s, e.k_half, e.tile_m,
                   e.tile_n, static_cast<int>(layout), gpu.memory_bandwidth_gbs, gpu.sm_count, active_constants().clock_headroom,
-                  gpu.boost_mhz);
+                  gpu.boost_mhz, fusion.shared_input_cast, fusion.norm_cast, fusion.activation_cast, fusion.scale_mask_softmax,
+                  fusion.dropout_add);
   {
     const std::lock_guard<std::mutex> lock(mutex);
     if (auto it = memo.find(key); it != memo.end()) return it->second;
   }
-  StepPrediction p = predict_graph(g.graph, gpu, plan, e, layout);
+  StepPrediction p = predict_graph(g.graph, gpu, plan, e, layout, fusion);
   const std::lock_guard<std::mutex> lock(mutex);
   if (memo.size() >= 1024) memo.clear();
   memo.emplace(key, p);
@@ -245,6 +267,8 @@ void predict_parallel(Prediction& p, const PredictRequest& req, const workload::
   // splits the stage graphs lack the adapters' input gradients at stage boundaries, so not yet.
   if (adapters && (l.tp > 1 || l.pp > 1 || l.cp > 1))
     throw InputError(fmt::format("finetune={} with tp/pp/cp splits is not modelled yet (data parallelism with accumulation is)", p.finetune));
+  // Context parallelism over packed samples splits each sample across the ranks (THD layout): not priced.
+  if (p.sample_len > 0 && l.cp > 1) throw InputError("option sample_len with cp > 1 is not modelled yet (tp, pp and dp are)");
   p.parallel = true;
   p.gpus = req.gpus;
   p.tp = l.tp, p.pp = l.pp, p.cp = l.cp, p.vp = l.vp, p.dp = l.dp;
@@ -267,6 +291,9 @@ void predict_parallel(Prediction& p, const PredictRequest& req, const workload::
     o.first_stage = first;
     o.last_stage = last;
     o.lora_rank = p.lora_rank;
+    o.lora_targets = p.lora_targets;
+    o.sample_len = p.sample_len;
+    o.head_copies = !attention_views(p);
     const auto built = w.graph(o);
     const ir::Graph& g = built->graph;
     Stage s;
@@ -274,7 +301,7 @@ void predict_parallel(Prediction& p, const PredictRequest& req, const workload::
     s.pred.seq_len = p.seq_len / l.cp;
     s.pred.params = models::param_count(g);
     s.pred.frozen_params = models::param_count(g, false) - s.pred.params;
-    s.pred.detail = priced(*built, gpu, p.plan, eff, ConvLayout::nhwc);
+    s.pred.detail = priced(*built, gpu, p.plan, eff, ConvLayout::nhwc, fusion_of(p));
     s.pred.memory = estimate_memory(g, s.pred.params, p.plan, true, gpu, s.pred.frozen_params, frozen_bytes_per_param(p));
     if (p.recompute != "none") apply_recompute(s.pred, g, stage_net);
     const ir::NodeId loss = g.output("loss");
@@ -516,8 +543,20 @@ Prediction plan_of(const ResolvedRequest& r, const models::NetworkInfo& net, con
     if (net.layers == 0) throw InputError(fmt::format("finetune={} applies to transformer workloads, not {}", p.finetune, net.id));
     if (!req.training) throw InputError(fmt::format("finetune={} needs --mode train", p.finetune));
     p.lora_rank = option_int(req.options, "lora_rank", 16, 1, 4096);
-  } else if (req.options.count("lora_rank")) {
-    throw InputError("option lora_rank needs finetune=lora or finetune=qlora");
+    const std::string targets = option_choice(req.options, "lora_targets", "all", {"all", "qkv", "attention", "mlp"});
+    for (auto t : {models::LoraTargets::all, models::LoraTargets::qkv, models::LoraTargets::attention, models::LoraTargets::mlp})
+      if (models::lora_targets_name(t) == targets) p.lora_targets = t;
+  } else {
+    for (const char* key : {"lora_rank", "lora_targets"})
+      if (req.options.count(key)) throw InputError(fmt::format("option {} needs finetune=lora or finetune=qlora", key));
+  }
+  if (req.options.count("sample_len")) {
+    if (net.family != models::Family::decoder || !req.training)
+      throw InputError(fmt::format("option sample_len (samples packed into each sequence) applies to training decoder workloads, not {}{}",
+                                   net.id, req.training ? "" : " inference"));
+    p.sample_len = option_int(req.options, "sample_len", 0, 1, models::kMaxSeqLen);
+    if (p.sample_len > p.seq_len)
+      throw InputError(fmt::format("option sample_len={} is longer than the sequence (seq_len {})", p.sample_len, p.seq_len));
   }
   if (p.recompute != "none" && (!req.training || net.layers == 0))
     throw InputError(fmt::format("recompute={} applies to training transformer workloads", p.recompute));
@@ -610,6 +649,9 @@ Prediction predict(const catalog::Catalog& cat, const workload::Workload& w, con
   if (resolved.parallel) return predict_beyond_one_server(p, req, w, gpu, flash);
   models::NetworkOptions nopt{p.batch, p.plan.activations, p.seq_len, flash, req.training};
   nopt.lora_rank = p.lora_rank;
+  nopt.lora_targets = p.lora_targets;
+  nopt.sample_len = p.sample_len;
+  nopt.head_copies = !(net.family == models::Family::decoder && attention_views(p));
   const auto built = w.graph(nopt);
   const ir::Graph& g = built->graph;
   p.params = models::param_count(g);
@@ -623,7 +665,7 @@ Prediction predict(const catalog::Catalog& cat, const workload::Workload& w, con
   if (request.options.count("memory_format") && net.family != models::Family::cnn && net.family != models::Family::unet)
     throw InputError(fmt::format("option memory_format applies to convolutional workloads, not {}", net.id));
   if (net.family == models::Family::cnn || net.family == models::Family::unet) p.memory_format = layout;
-  p.detail = predict_graph(g, gpu, p.plan, eff, layout == "nchw" ? ConvLayout::nchw : ConvLayout::nhwc);
+  p.detail = predict_graph(g, gpu, p.plan, eff, layout == "nchw" ? ConvLayout::nchw : ConvLayout::nhwc, fusion_of(p));
   p.memory = estimate_memory(g, p.params, p.plan, req.training, gpu, p.frozen_params, frozen_bytes_per_param(p));
   if (p.recompute != "none") apply_recompute(p, g, net);
   if (workload::pricer_for(req.training ? "train" : "infer", net.family) == workload::Pricer::serving) {  // one rule: workload.hpp

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "catalog/catalog.hpp"
+#include "models/networks.hpp"
 #include "perf/calibration.hpp"
 #include "perf/collective.hpp"
 #include "perf/memory.hpp"
@@ -24,7 +25,7 @@ struct PredictRequest {
   std::optional<Precision> precision;  // none named: default_precision(the card), the rule every command shares
   bool training = true;
   std::map<std::string, std::string> options;  // seq_len, flash_attention, sharding, gen_len, recompute,
-                                               // finetune, lora_rank, memory_format, framework; decoder training
+                                               // finetune, lora_rank, lora_targets, sample_len, memory_format, framework; decoder training
                                                // plans: tp, pp, cp, vp, global_batch, network; for
                                                // workload gpt its shape: layers, hidden, heads, kv_heads,
                                                // ffn, vocab
@@ -67,6 +68,8 @@ struct Prediction {
   std::string memory_format;  // convolution layout priced for a convolutional workload (nchw adds cuDNN's transposes); empty otherwise
   std::string finetune = "full";
   std::int64_t lora_rank = 0;
+  models::LoraTargets lora_targets = models::LoraTargets::all;  // the matrices that carry adapters
+  std::int64_t sample_len = 0;  // training decoders: samples of about this many tokens packed per sequence; 0 = one
   std::int64_t frozen_params = 0;
   bool calibrated = false;  // the request's calibration was measured on this device and applied
   bool stack_applied = false;  // the request's measured stack ratios moved this prediction's efficiencies

@@ -7,6 +7,7 @@
 
 namespace gpuvs::perf {
 
+using ir::EwFn;
 using ir::Node;
 using ir::OpKind;
 
@@ -61,13 +62,34 @@ double conv_flop_factor(const ir::Graph& g, const Node& n, const PrecisionPlan& 
   return winograd_shape && !plan.tensor_cores ? 16.0 / 36.0 : 1.0;
 }
 
+namespace {
+// An activation Transformer Engine runs with the FP8 cast of its output (forward) and of its input gradient
+// (backward) in the same kernel: the gated ones (SwiGLU, GeGLU) and GeLU between two linear layers.
+bool activation_fused(const Node& n) {
+  return (n.op == OpKind::elementwise && (n.fn == EwFn::swiglu || n.fn == EwFn::geglu)) ||
+         (n.op == OpKind::activation && n.act == ir::Act::gelu);
+}
+}  // namespace
+
 StepPrediction predict_graph(const ir::Graph& g, const catalog::Gpu& gpu, const PrecisionPlan& plan) {
   return predict_graph(g, gpu, plan, efficiency_for(gpu, plan));
 }
 
 StepPrediction predict_graph(const ir::Graph& g, const catalog::Gpu& gpu, const PrecisionPlan& plan,
-                             const EfficiencyParams& p, ConvLayout layout) {
+                             const EfficiencyParams& p, ConvLayout layout, const KernelFusion& fusion) {
   StepPrediction out;
+  std::vector<bool> feeds_gate(g.size(), false);  // GEMM outputs a fused activation reads
+  if (fusion.activation_cast)
+    for (const Node& n : g.nodes())
+      if (activation_fused(n))
+        for (const ir::NodeId in : n.inputs) feeds_gate[static_cast<std::size_t>(in)] = true;
+  std::vector<bool> cast_done(g.size(), false);  // inputs already cast to FP8 (shared_input_cast)
+  std::vector<bool> into_add(g.size(), false);   // dropouts a residual add reads (dropout_add)
+  if (fusion.dropout_add)
+    for (const Node& n : g.nodes())
+      if (n.op == OpKind::add)
+        for (const ir::NodeId in : n.inputs)
+          if (g.node(in).op == OpKind::dropout) into_add[static_cast<std::size_t>(in)] = true;
   const DeviceView d = device_view(gpu, plan, p);
   const double matrix_peak = d.matrix_peak;
   const double vector_peak = d.vector_peak;
@@ -77,6 +99,19 @@ StepPrediction predict_graph(const ir::Graph& g, const catalog::Gpu& gpu, const 
   for (const Node& n : g.nodes()) {
     ir::OpCost c = ir::op_cost(g, n);
     if (c.matrix_flops == 0 && c.vector_flops == 0 && c.bytes == 0) continue;  // inputs, params, views
+    // The second half of a gated activation's gradient comes out of the first half's kernel; a fused scale and
+    // mask, and a dropout fused with its residual add, are priced in the kernel they run in.
+    if (fusion.activation_cast && n.op == OpKind::elementwise && n.fn == EwFn::gated_grad_b) continue;
+    if (fusion.scale_mask_softmax && n.op == OpKind::elementwise && n.fn == EwFn::scale_mask) continue;
+    if (into_add[static_cast<std::size_t>(n.id)]) continue;
+    if (fusion.dropout_add && n.op == OpKind::add)
+      for (const ir::NodeId in : n.inputs)
+        if (into_add[static_cast<std::size_t>(in)]) {
+          // One kernel reads the dropout's input and the residual, writes the sum and the mask.
+          const ir::OpCost drop = ir::op_cost(g, g.node(in));
+          c.bytes += drop.bytes - 2.0 * static_cast<double>(ir::numel(g.node(in).shape)) * static_cast<double>(ir::dtype_size(g.node(in).dtype));
+          c.vector_flops += drop.vector_flops;
+        }
     c.matrix_flops *= conv_flop_factor(g, n, plan);  // what the kernel computes, not what the layer says
     if (n.op == OpKind::adam_update && plan.fp32_master) {
       // AMP keeps fp32 master weights, gradients and moments, and writes a half-precision copy.
@@ -93,7 +128,11 @@ StepPrediction predict_graph(const ir::Graph& g, const catalog::Gpu& gpu, const 
                                  : p.gemm_max;
       const GemmDims dims = gemm_dims(g, n);
       mat_eff = dims.m > 0 ? gemm_efficiency(dims, max_eff, p, gpu.sm_count) : max_eff;
-      t.compute_s = c.matrix_flops / (matrix_peak * mat_eff);
+      // FP8 training runs its GEMMs in FP8 and fused attention in BF16 (Transformer Engine's recipe: fp8_dpa is
+      // off unless asked for).
+      const bool bf16_attention = plan.precision == Precision::amp_fp8 && gpu.bf16.dense &&
+                                  (n.op == OpKind::attention || n.op == OpKind::attention_grad);
+      t.compute_s = c.matrix_flops / ((bf16_attention ? *gpu.bf16.dense * 1e12 * d.clock : matrix_peak) * mat_eff);
     }
     t.compute_s += c.vector_flops / vector_peak;
     const double mem_eff = memory_efficiency(c.bytes, p);
@@ -119,17 +158,28 @@ StepPrediction predict_graph(const ir::Graph& g, const catalog::Gpu& gpu, const 
     if (plan.precision == Precision::amp_fp8 && n.op == OpKind::matmul && n.id < loss && c.matrix_flops > 0 &&
         n.name.find("/lora") == std::string::npos) {
       // FP8 the Transformer Engine way: the GEMM's BF16 input is cast to FP8 with a transposed copy for the
-      // backward GEMMs (read 2 B, write 1 + 1 B per element), likewise its output gradient in backward, and
+      // weight-gradient GEMM (read 2 B, write 1 + 1 B per element), likewise its output gradient in backward, and
       // a trained weight once per step (read 2 B, write 1 B; a frozen one is cast once and kept); separate
-      // memory-bound kernels around the GEMMs.
+      // memory-bound kernels around the GEMMs. A frozen weight has no weight-gradient GEMM, so neither
+      // transposed copy is made (TE's Linear casts without transposing when the weight needs no gradient).
       const Node& a = g.node(n.inputs[0]);
       const Node& w = g.node(n.inputs[1]);
-      double cast = 4.0 * static_cast<double>(ir::numel(n.shape));  // the output gradient, in backward
+      const bool frozen = w.op == OpKind::param && !w.trainable;
+      const double per_element = frozen ? 3.0 : 4.0;
+      double cast = 0;
+      int kernels = 0;
+      // The output gradient, in backward (written by the gated activation's gradient kernel when fused).
+      if (!feeds_gate[static_cast<std::size_t>(n.id)]) cast += per_element * static_cast<double>(ir::numel(n.shape)), ++kernels;
       for (const Node* in : {&a, &w}) {
         if (in->op == OpKind::param && !in->trainable) continue;
-        cast += (in->op == OpKind::param ? 3.0 : 4.0) * static_cast<double>(ir::numel(in->shape));
+        if (fusion.shared_input_cast && cast_done[static_cast<std::size_t>(in->id)]) continue;
+        if (fusion.norm_cast && in->op == OpKind::normalize) continue;
+        if (fusion.activation_cast && activation_fused(*in)) continue;
+        cast_done[static_cast<std::size_t>(in->id)] = true;
+        cast += (in->op == OpKind::param ? 3.0 : per_element) * static_cast<double>(ir::numel(in->shape));
+        ++kernels;
       }
-      side_kernels(cast, 3);
+      if (kernels > 0) side_kernels(cast, kernels);
     }
     if (layout == ConvLayout::nchw && plan.tensor_cores &&
         (n.op == OpKind::conv2d || n.op == OpKind::conv2d_grad_input || n.op == OpKind::conv2d_grad_weight)) {

@@ -41,9 +41,25 @@ struct StepPrediction {
 /// output, two extra memory-bound kernels per convolution pass.
 enum class ConvLayout { nhwc, nchw };
 
+/// Kernels a framework fuses that eager code runs apart (a framework profile's `fuses`, perf/framework.hpp). Each
+/// removes memory-bound kernels around FP8 GEMMs the way Transformer Engine with Megatron Core runs them.
+struct KernelFusion {
+  bool shared_input_cast = false;  // GEMMs that read one input (the fused QKV, the fused gate/up) cast it to FP8 once
+  bool norm_cast = false;          // a norm writes the FP8 input (and its transpose) of the GEMMs it feeds itself
+                                   // (TE's LayerNormLinear / LayerNormMLP): no cast kernel for that input
+  bool activation_cast = false;    // an activation between two GEMMs writes the FP8 input of the one it feeds, and
+                                   // its gradient kernel writes the FP8 output gradients of the ones that fed it; a
+                                   // gated one's gradient is one kernel for both halves, in any precision (TE's
+                                   // fused SwiGLU/GeLU with cast-transpose)
+  bool scale_mask_softmax = false; // attention's scale and mask run inside the softmax kernel, forward and backward
+                                   // (Megatron's FusedScaleMaskSoftmax)
+  bool dropout_add = false;        // a dropout and the residual add after it are one kernel (Megatron's
+                                   // bias-dropout-add): its output is neither written nor read back
+};
+
 /// Prices `g` (built with plan.activations as its dtype) on `gpu`. `params` overrides the class defaults.
 StepPrediction predict_graph(const ir::Graph& g, const catalog::Gpu& gpu, const PrecisionPlan& plan,
-                             const EfficiencyParams& params, ConvLayout layout = ConvLayout::nhwc);
+                             const EfficiencyParams& params, ConvLayout layout = ConvLayout::nhwc, const KernelFusion& fusion = {});
 StepPrediction predict_graph(const ir::Graph& g, const catalog::Gpu& gpu, const PrecisionPlan& plan);
 
 /// The share of a convolution's direct multiply count its algorithm does: 16/36 for 3x3 stride-1 FP32
