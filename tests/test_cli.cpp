@@ -288,6 +288,23 @@ TEST(Cli, PredictJsonAndErrors) {
   expect_usage_error(run_gpuvs("predict --workload bert-base --gpu rtx-4090 --precision fp64"), "unknown precision");
 }
 
+TEST(Cli, PredictSaysWhatTheFrameworkFusesTheAdaptersItAddsAndHowSamplesArePacked) {
+  const std::string args = "predict --workload llama2-7b --gpu h100-sxm --gpus 8 --precision amp-fp8 --batch 1 "
+                           "--options 'framework=nemo;finetune=lora;seq_len=4096;global_batch=32;sample_len=220'";
+  const auto t = run_gpuvs(args);
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.out.find("nemo profile (fuses fp8-shared-input-cast, fp8-norm-cast, fp8-activation-cast, attention-views)"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("fine-tuning  lora: rank-32 adapters on the query, key and value projections (lora_targets=qkv)"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("packing      samples of about 220 tokens packed into each 4096-token sequence"), std::string::npos) << t.out;
+  const auto j = run_gpuvs_json(args + " --json");
+  EXPECT_EQ(j["finetune"]["lora_targets"], "qkv");
+  EXPECT_EQ(j["finetune"]["lora_rank"], 32);
+  EXPECT_EQ(j["sample_len"], 220);
+  EXPECT_EQ(j["framework"]["fuses"].size(), 4u);
+  expect_usage_error(run_gpuvs("predict --workload llama2-7b --gpu h100-sxm --options 'sample_len=9000'"), "option sample_len=9000 is longer");
+  expect_usage_error(run_gpuvs("predict --workload llama2-7b --gpu h100-sxm --options 'lora_targets=qkv'"), "option lora_targets needs finetune=lora");
+}
+
 TEST(Cli, PredictServesLlmsAndRefusesBadServingRequests) {
   const auto r = run_gpuvs("predict --workload llama3-70b --gpu h100-sxm --gpus 8 --mode infer --precision fp8 --options 'framework=trt-llm;tp=8' --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
