@@ -1634,6 +1634,18 @@ TEST(Parallel, SequenceParallelismTpOverlapAndFp8CastsAreWhatTheyClaim) {
   EXPECT_LT(lora.detail.bytes - lora_bf16.detail.bytes, fp8.detail.bytes - bf16.detail.bytes);
   r.options = {{"sequence_parallel", "2"}};
   EXPECT_THROW(predict(cat(), r), InputError);
+  // Pipeline sends overlap the other chunks' compute in an interleaved schedule only (Megatron's overlap_p2p_comm).
+  r.options = {{"tp", "4"}, {"pp", "4"}, {"vp", "20"}, {"global_batch", "128"}, {"seq_len", "4096"}};
+  const Prediction sends = predict(cat(), r);
+  r.options["pp_overlap"] = "1";
+  const Prediction hidden = predict(cat(), r);
+  EXPECT_GT(sends.pp_comm_s, 0.0);
+  EXPECT_DOUBLE_EQ(hidden.pp_comm_s, 0.0);
+  EXPECT_NEAR(sends.microbatch_s - hidden.microbatch_s, sends.pp_comm_s, 1e-12);
+  r.options.erase("vp");
+  const Prediction plain_pp = predict(cat(), r);
+  r.options["pp_overlap"] = "0";
+  EXPECT_DOUBLE_EQ(predict(cat(), r).pp_comm_s, plain_pp.pp_comm_s);
 }
 
 TEST(Framework, MegatronFusesScaleMaskSoftmaxAndDropoutAdd) {

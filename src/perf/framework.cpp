@@ -22,6 +22,7 @@ const std::map<std::string, std::vector<std::string>> kDefaults = {{"flash_atten
                                                                    {"memory_format", {"nhwc", "nchw"}},
                                                                    {"sequence_parallel", {"0", "1"}},
                                                                    {"tp_overlap", {"0", "1"}},
+                                                                   {"pp_overlap", {"0", "1"}},
                                                                    {"lora_targets", {"all", "qkv", "attention", "mlp"}}};
 
 }  // namespace
@@ -123,7 +124,8 @@ std::map<std::string, std::string> with_framework_defaults(const FrameworkProfil
   for (const auto& [k, v] : f.defaults) {
     if (k == "memory_format" && family != models::Family::cnn && family != models::Family::unet) continue;
     if (k == "sharding" && (gpus < 2 || !training)) continue;
-    if ((k == "sequence_parallel" || k == "tp_overlap") && (family != models::Family::decoder || gpus < 2 || !training)) continue;
+    if ((k == "sequence_parallel" || k == "tp_overlap" || k == "pp_overlap") && (family != models::Family::decoder || gpus < 2 || !training))
+      continue;
     if (k.rfind("lora_", 0) == 0) {
       const auto ft = options.find("finetune");
       if (ft == options.end() || (ft->second != "lora" && ft->second != "qlora")) continue;

@@ -183,6 +183,9 @@ ParallelStep parallel_step(const catalog::Gpu& gpu, const ParallelLayout& l, con
   }
   // PP: the boundary activation forward and its gradient back, per virtual stage.
   s.pp_s = l.pp > 1 ? 2.0 * l.vp * (act / (s.pp_link.bus_gbs * 1e9) + s.pp_link.latency_s) : 0.0;
+  // With an interleaved schedule a chunk's sends run while the rank computes another chunk: only what that
+  // compute cannot cover stays exposed.
+  if (t.pp_overlap && l.vp > 1) s.pp_s = std::max(0.0, s.pp_s - stage.compute_s);
   s.microbatch_s = stage.compute_s - split_saving + (attention - stage.attention_s) + s.tp_s + s.cp_exposed_s + s.pp_s;
   s.bubble_s = static_cast<double>(l.pp - 1) / l.vp * s.microbatch_s;
   // DP: this rank's gradients reduced over the data-parallel group once per step, hidden behind the last

@@ -87,6 +87,8 @@ struct TrafficShape {
   double grad_bytes_per_param = 2;
   bool sequence_parallel = false;  // Korthikanti et al. 2022: norms and dropout on 1/tp of the tokens, same traffic
   bool tp_overlap = false;         // TP collectives overlapped with the GEMMs (NeMo's userbuffers)
+  bool pp_overlap = false;         // interleaved schedules (vp > 1): pipeline sends overlapped with the other
+                                   // chunks' compute (Megatron's overlap_p2p_comm)
 };
 
 struct ParallelStep {

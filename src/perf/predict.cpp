@@ -29,7 +29,7 @@ const std::vector<std::string> kOptionKeys = {"seq_len",  "flash_attention", "sh
                                               "finetune", "lora_rank",       "lora_targets", "sample_len", "layers",   "hidden",  "heads",
                                               "kv_heads", "ffn",             "vocab",    "memory_format",
                                               "tp",       "pp",              "cp",       "vp",      "global_batch",
-                                              "network",  "framework",       "sequence_parallel", "tp_overlap"};
+                                              "network",  "framework",       "sequence_parallel", "tp_overlap", "pp_overlap"};
 
 std::string option_choice(const std::map<std::string, std::string>& o, const std::string& key, const std::string& fallback,
                           const std::vector<std::string>& allowed) {
@@ -336,6 +336,7 @@ void predict_parallel(Prediction& p, const PredictRequest& req, const workload::
   t.grad_bytes_per_param = p.plan.activations == ir::DType::f32 || p.plan.fp32_master ? 4.0 : 2.0;
   t.sequence_parallel = option_int(req.options, "sequence_parallel", 0, 0, 1) == 1;
   t.tp_overlap = option_int(req.options, "tp_overlap", 0, 0, 1) == 1;
+  t.pp_overlap = option_int(req.options, "pp_overlap", 0, 0, 1) == 1;
   t.sharded_optimizer = p.sharding != "none";
   const ParallelStep st = parallel_step(gpu, l, slow.cost, t);
   p.params = slow.pred.params;
