@@ -71,6 +71,36 @@ TEST(Efficiency, WaveQuantizationAndSplitK) {
   EXPECT_NEAR(memory_efficiency(p.mem_half_bytes, p), p.mem_max / 2, 1e-12);
 }
 
+TEST(Efficiency, TheKRampIsCyclesSoSlowerMatrixUnitsAmortiseItOverFewerKSteps) {
+  // A tile's fixed cost is SM cycles (data/system.toml tile_fixed_cycles): K_half = cycles x FMAs per SM-cycle /
+  // the 128 x 128 tile, at most 48. A100 FP16 (1,024 FMA per SM-cycle) sits at the ceiling, and so does H100
+  // BF16 (2,048); TF32 on A100 (512) at half of it; a V100's FP32 CUDA cores (64) at about 3.
+  const double cycles = system_facts().tile_fixed_cycles;
+  ASSERT_GT(cycles, 0);
+  const auto k_half = [](const char* id, Precision pr) {
+    const catalog::Gpu& g = cat().find(id);
+    return efficiency_for(g, plan_precision(pr, g)).k_half;
+  };
+  EXPECT_DOUBLE_EQ(k_half("a100-80gb-sxm", Precision::amp_bf16), 48);
+  EXPECT_DOUBLE_EQ(k_half("h100-sxm", Precision::amp_bf16), 48);
+  EXPECT_NEAR(k_half("a100-80gb-sxm", Precision::tf32), cycles * 512 / (128.0 * 128), 0.05);
+  const double v100 = k_half("v100-sxm2-16gb", Precision::fp32);
+  EXPECT_NEAR(v100, cycles * 64 / (128.0 * 128), 0.01);
+  // DeepBench's V100 FP32 1x1 convolution with K = 64 (56x56x64 to 256, N = 16) reached 65% of the FP32 peak
+  // (system.toml's cuda_core_conv source): the ramp leaves it above 90% of the conv fraction, where K_half = 48
+  // would have cut it to 57%.
+  const catalog::Gpu& g = cat().find("v100-sxm2-16gb");
+  const EfficiencyParams p = efficiency_for(g, plan_precision(Precision::fp32, g));
+  const GemmDims conv{16.0 * 56 * 56, 256, 64, 1};
+  EXPECT_GT(gemm_efficiency(conv, p.conv_max, p, g.sm_count) / p.conv_max, 0.9);
+  EfficiencyParams old = p;
+  old.k_half = 48;
+  EXPECT_LT(gemm_efficiency(conv, p.conv_max, old, g.sm_count) / p.conv_max, 0.6);
+  // A GeForce card's half-rate FP32-accumulate tensor path (RTX 3090: 256 FMA per SM-cycle) has a quarter of
+  // A100's ramp; the workstation part on the same chip runs it at full rate and keeps twice that.
+  EXPECT_LT(k_half("rtx-3090", Precision::amp_fp16), k_half("rtx-a6000", Precision::amp_fp16));
+}
+
 TEST(Memory, BytesPerParameterByRegime) {
   const auto& h100 = cat().find("h100-sxm");
   auto total = [](const ParamBytes& b) { return b.weights + b.gradients + b.optimizer; };

@@ -83,4 +83,9 @@ double sustained_clock_fraction(const catalog::Gpu& gpu, double headroom, const 
   return std::clamp((c->base_mhz + headroom * (boost - c->base_mhz)) / rated, 1e-3, 1.0);
 }
 
+double rated_clock_mhz(const catalog::Gpu& gpu, const ClockData& data) {
+  const BaseClock* c = data.find(gpu.id);
+  return c && c->peak_mhz > 0 ? c->peak_mhz : gpu.boost_mhz;
+}
+
 }  // namespace gpuvs::perf

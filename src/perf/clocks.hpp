@@ -39,4 +39,7 @@ ClockData parse_clocks(const std::string& text, const std::string& where, const 
 /// (a user's own catalog entry): its peaks are taken as rated.
 double sustained_clock_fraction(const catalog::Gpu& gpu, double headroom, const ClockData& data = builtin_clocks());
 
+/// The clock a card's matrix peaks are rated at: its peak_mhz in `data`, else its boost (MHz; 0 if unknown).
+double rated_clock_mhz(const catalog::Gpu& gpu, const ClockData& data = builtin_clocks());
+
 }  // namespace gpuvs::perf

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "perf/achievable.hpp"
+#include "perf/clocks.hpp"
 #include "perf/constants.hpp"
 #include "perf/system_facts.hpp"
 
@@ -38,6 +39,13 @@ EfficiencyParams efficiency_for(const catalog::Gpu& gpu, const PrecisionPlan& pl
     p.gemm_max = facts.cuda_core_gemm;
     p.conv_max = facts.cuda_core_conv;
     p.attention_max = facts.cuda_core_attention;
+  }
+  // The K ramp: a tile's fixed cost is SM cycles, not math, so a unit with fewer FMAs per SM-cycle (CUDA-core
+  // FP32, TF32, a GeForce's half-rate FP32-accumulate path) amortises it over fewer K steps. The ceiling is
+  // today's K = 48: faster units overlap one tile's epilogue with the next tile's main loop.
+  if (const double rated = rated_clock_mhz(gpu); plan.matrix_tflops > 0 && gpu.sm_count > 0 && rated > 0) {
+    const double fma_per_sm_cycle = plan.matrix_tflops * 1e12 / (2.0 * gpu.sm_count * rated * 1e6);
+    p.k_half = std::min(p.k_half, facts.tile_fixed_cycles * fma_per_sm_cycle / (p.tile_m * p.tile_n));
   }
   return p;
 }

@@ -14,7 +14,8 @@ struct EfficiencyParams {
   double conv_max = 0.45;       // the same for implicit-GEMM convolutions (im2col overheads, small C)
   double attention_max = 0.50;  // fused attention kernels (softmax between two GEMMs)
   double tile_m = 128, tile_n = 128;  // output tile one SM computes at a time: wave quantization
-  double k_half = 48;           // K at which the GEMM main loop reaches half its efficiency (prologue cost)
+  double k_half = 48;           // K at which the GEMM main loop reaches half its efficiency (a tile's fixed cost):
+                                // at most 48; data/system.toml's tile_fixed_cycles x FMAs per SM-cycle / tile area
   double vector_max = 0.5;      // fraction of CUDA-core FP32 peak elementwise math reaches
   double mem_max = 0.60;        // fraction of DRAM bandwidth a large memory-bound kernel reaches
   double mem_half_bytes = 4e6;  // bytes at which a streaming kernel reaches half of mem_max (ramp, tail)

@@ -61,6 +61,7 @@ const std::vector<FactSpec>& fact_specs() {
         {"kernels", "cuda_core_gemm", "fraction", false, 1, false, [](F& f, double x) { f.cuda_core_gemm = x; }},
         {"kernels", "cuda_core_conv", "fraction", false, 1, false, [](F& f, double x) { f.cuda_core_conv = x; }},
         {"kernels", "cuda_core_attention", "fraction", false, 1, false, [](F& f, double x) { f.cuda_core_attention = x; }},
+        {"kernels", "tile_fixed_cycles", "cycles", false, 1e5, false, [](F& f, double x) { f.tile_fixed_cycles = x; }},
         {"server", "gpus", "GPUs", false, 1024, true, [](F& f, double x) { f.gpus_per_server = static_cast<int>(x); }},
         {"host", "stream_fraction", "fraction", false, 1, false, [](F& f, double x) { f.host_stream_fraction = x; }},
         {"kernels", "gap", "s", true, 1e-3, false, [](F& f, double x) { f.kernel_gap_s = x; }},

@@ -44,6 +44,7 @@ struct SystemFacts {
   double cuda_core_gemm = 0;        // FP32 math on CUDA cores: no tensor-core pipeline to fill
   double cuda_core_conv = 0;
   double cuda_core_attention = 0;
+  double tile_fixed_cycles = 0;    // a GEMM tile's fixed cost beside its main loop, SM cycles (the K ramp)
   int gpus_per_server = 0;         // one NVLink domain
   double host_stream_fraction = 0; // STREAM over the DDR theoretical rate
   double kernel_gap_s = 0;         // idle time between queued kernels
