@@ -1,5 +1,6 @@
-// vLLM's serving benchmark (src/measured/vllm_bench): the result blocks it prints, with the rate and concurrency
-// lines before them and whatever a pasted log holds between them, and the JSON --save-result writes.
+// vLLM's serving benchmark and SGLang's bench_serving (src/measured/vllm_bench): the result blocks they print, with
+// the rate and concurrency lines before or inside them and whatever a pasted log holds between them, vLLM's
+// --save-result JSON and SGLang's JSON lines.
 #include "fuzz_util.hpp"
 #include "measured/vllm_bench.hpp"
 

@@ -1480,6 +1480,30 @@ TEST(Cli, AVllmBenchmarkRunCalibratesOnceItsCardAndModelAreSaid) {
   EXPECT_EQ(gpuvs::test::slurp(copy), gpuvs::test::slurp(json));
 }
 
+TEST(Cli, AnSglangBenchServingRunCalibratesTheSglangEngine) {
+  // Issue 35 (SGLang's bench_serving) and 34 (an engine beyond the first four): the run's backend names the engine,
+  // priced by data/serving-engines.toml's sglang profile, and the figure moves that engine's kernels only.
+  const std::string dir = std::string(GPUVS_TEST_DATA) + "/sglang-bench/";
+  for (const char* file : {"h100x8-minimax-m2.5-sglang-0.5.9.jsonl", "h100x8-minimax-m2.5-sglang-0.5.9.txt"}) {
+    const auto r = run_gpuvs(std::string("compare a100-80gb-sxm h100-sxm --measured 'file=") + dir + file + ";gpu=h100-sxm;workload=llama3-8b;precision=bf16'");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("infer (bf16 weights, sglang engine, 610 + 422 tokens)"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("Measured " + dir + file), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(": infer 119.1 output tokens/s on h100-sxm"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("only the sglang kernels measured move"), std::string::npos) << r.out;
+  }
+  // The engine is one a request can name, and it is not vLLM's: its scheduler overlaps the host's work.
+  const auto sglang = run_gpuvs("predict --workload llama3-8b --gpu h100-sxm --mode infer --precision bf16 --batch 1 --options framework=sglang --json");
+  const auto vllm = run_gpuvs("predict --workload llama3-8b --gpu h100-sxm --mode infer --precision bf16 --batch 1 --options framework=vllm --json");
+  ASSERT_EQ(sglang.exit_code, 0) << sglang.err;
+  ASSERT_EQ(vllm.exit_code, 0) << vllm.err;
+  const auto js = nlohmann::json::parse(sglang.out), jv = nlohmann::json::parse(vllm.out);
+  EXPECT_GT(js["throughput"]["value"].get<double>(), jv["throughput"]["value"].get<double>());
+  const auto bad = run_gpuvs("predict --workload llama3-8b --gpu h100-sxm --mode infer --precision q4_k_m --options framework=sglang");
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_EQ(count_lines(bad.err), 1) << bad.err;
+}
+
 TEST(Cli, CompletionAndManualPageComeFromTheCommandTree) {
   // Issue 36: a shell completion and a manual page generated from what the binary parses (installed by cmake --install;
   // tests/scripts/install.sh runs the installed completion in bash).

@@ -477,7 +477,7 @@ TEST(VllmBench, AnythingElseIsRefusedNamingTheFileLineAndField) {
        {"Maximum request concurrency: many\n" + kBlock, "v.txt:1: request concurrency 'many'"},
        {"Successful requests: 10\n", "v.txt: no 'Serving Benchmark Result' block"},
        {"[1, 2]", "v.txt: a saved result is one JSON object"},
-       {"{\"completed\": ", "v.txt: not JSON"},
+       {"{\"completed\": ", "v.txt:1: not JSON"},
        {R"({"completed": "ten", "total_input_tokens": 1, "total_output_tokens": 1, "output_throughput": 1})", "\"completed\" is not a finite number"},
        {R"({"completed": 10, "total_input_tokens": 1, "total_output_tokens": 100})", "v.txt: no output token throughput"},
        {R"({"completed": 1, "total_input_tokens": 1, "total_output_tokens": 1, "output_throughput": 1, "request_rate": -1})",
@@ -490,6 +490,68 @@ TEST(VllmBench, AnythingElseIsRefusedNamingTheFileLineAndField) {
       [](const std::string& t) { read_vllm_bench(t, "v.txt"); });
 }
 
+std::string sglang_fixture(const std::string& name) { return data_file("sglang-bench", name); }
+
+TEST(VllmBench, SglangsBenchServingReadsFromItsBlockAndItsJsonLines) {
+  // sgl-cookbook's MiniMax-M2.5 run on 8 x H100 (tests/data/sglang-bench/SOURCES.md): ten requests, one at a time.
+  const std::string block = sglang_fixture("h100x8-minimax-m2.5-sglang-0.5.9.txt");
+  ASSERT_TRUE(looks_like_vllm_bench(block));
+  const auto printed = read_vllm_bench(block, "s.txt");
+  ASSERT_EQ(printed.size(), 1U);
+  const measured::Measurement& m = printed[0];
+  EXPECT_EQ(m.tool, "sglang-bench-serving");
+  EXPECT_EQ(m.framework, "sglang");
+  EXPECT_EQ(m.where, "s.txt:1");
+  EXPECT_EQ(m.sequences, 1);  // "Max request concurrency: 1", printed inside the block
+  EXPECT_EQ(m.prompt_tokens, 610);
+  EXPECT_EQ(m.gen_tokens, 422);
+  EXPECT_DOUBLE_EQ(m.value, 119.08);
+  EXPECT_EQ(m.unit, "tokens/s");
+  EXPECT_DOUBLE_EQ(m.latency_ms.at("mean_e2el"), 3542.38);  // SGLang's "Mean E2E Latency", vLLM's E2EL
+  EXPECT_DOUBLE_EQ(m.latency_ms.at("p90_e2el"), 6317.77);
+  EXPECT_DOUBLE_EQ(m.latency_ms.at("median_ttft"), 80.38);
+  EXPECT_DOUBLE_EQ(m.latency_ms.at("p95_itl"), 8.12);
+  // The same run as the JSON line its --output-file appends (Infinity for the request rate), and two runs as two lines.
+  const std::string line = sglang_fixture("h100x8-minimax-m2.5-sglang-0.5.9.jsonl");
+  ASSERT_TRUE(looks_like_vllm_bench(line));
+  const auto saved = read_vllm_bench(line, "s.jsonl");
+  ASSERT_EQ(saved.size(), 1U);
+  EXPECT_EQ(saved[0].tool, m.tool);
+  EXPECT_EQ(saved[0].framework, m.framework);
+  EXPECT_EQ(saved[0].sequences, m.sequences);
+  EXPECT_EQ(saved[0].prompt_tokens, m.prompt_tokens);
+  EXPECT_EQ(saved[0].gen_tokens, m.gen_tokens);
+  EXPECT_DOUBLE_EQ(saved[0].value, m.value);
+  EXPECT_DOUBLE_EQ(saved[0].request_rate, 0);
+  EXPECT_DOUBLE_EQ(saved[0].latency_ms.at("mean_e2el"), m.latency_ms.at("mean_e2el"));
+  std::string second = line;
+  second.replace(second.find("\"max_concurrency\": 1"), 20, "\"max_concurrency\": 8");
+  second.replace(second.find("\"backend\": \"sglang\""), 19, "\"backend\": \"sglang-oai\"");
+  const auto both = read_vllm_bench(line + "\n" + second, "s.jsonl");
+  ASSERT_EQ(both.size(), 2U);
+  EXPECT_EQ(both[1].where, "s.jsonl:3");
+  EXPECT_EQ(both[1].sequences, 8);
+  EXPECT_EQ(both[1].framework, "sglang");
+  // Unset concurrency reads as every request at once; 0.4.0.post2's misspelt line reads too.
+  const auto with = [&](const std::string& from, const std::string& to) {
+    std::string b = block;
+    b.replace(b.find(from), from.size(), to);
+    return b;
+  };
+  EXPECT_EQ(read_vllm_bench(with("Max request concurrency:                 1", "Max request concurrency:                 not set"), "s.txt")[0].sequences, 10);
+  EXPECT_EQ(read_vllm_bench(with("Max request concurrency:                 1", "Max reqeuest concurrency:                4"), "s.txt")[0].sequences, 4);
+  test::expect_refused(
+      {{with("Traffic request rate:                    inf", "Traffic request rate:                    0.1"),
+        "s.txt:1: paced at 0.1 requests/s and served 0.28"},
+       {with("Traffic request rate:                    inf", "Traffic request rate:                    fast"), "s.txt:3: request rate 'fast'"},
+       {with("Max request concurrency:                 1", "Max request concurrency:                 lots"),
+        "s.txt:4: request concurrency 'lots' is not a whole number, None or 'not set'"},
+       {line + "{\"completed\": 3\n", "s.jsonl:2: not JSON"},
+       {line + "[1]\n", "s.jsonl:2: a saved result line is one JSON object"},
+       {R"({"completed": 1, "completed": 2, "total_input_tokens": 1, "total_output_tokens": 1, "output_throughput": 1})", "key 'completed' appears twice"}},
+      [](const std::string& t) { read_vllm_bench(t, t.find('{') == 0 ? "s.jsonl" : "s.txt"); });
+}
+
 TEST(VllmBench, FuzzedOutputsReadOrFailInOneLine) {
   const auto read = [](const std::string& t, const std::string& w) {
     for (const auto& m : read_vllm_bench(t, w))
@@ -497,6 +559,9 @@ TEST(VllmBench, FuzzedOutputsReadOrFailInOneLine) {
   };
   EXPECT_GE(test::fuzz_parser(vllm_fixture("concurrency-32-vllm-bench.txt"), "#=-: \n0123456789.infNoeRTP()", 1500, 47, read), 1);
   EXPECT_GE(test::fuzz_parser(vllm_fixture("a100-80gb-qwen2-7b-vllm-0.10.1.json"), "{}[]\":, 0123456789.-einfInftyul", 1500, 53, read), 1);
+  EXPECT_GE(test::fuzz_parser(sglang_fixture("h100x8-minimax-m2.5-sglang-0.5.9.jsonl") + sglang_fixture("h100x8-minimax-m2.5-sglang-0.5.9.jsonl"),
+                              "{}[]\":, \n0123456789.-einfInftyul", 1500, 59, read), 1);
+  EXPECT_GE(test::fuzz_parser(sglang_fixture("h100x8-minimax-m2.5-sglang-0.5.9.txt"), "#=-: \n0123456789.infnotsetMaxreqcuny()", 1500, 61, read), 1);
 }
 
 TEST(MeasuredSpec, AFileSpecSaysWhatTheOutputDoesNot) {

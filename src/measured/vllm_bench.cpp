@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/json_input.hpp"
 #include "core/strings.hpp"
 #include "measured/fields.hpp"
 
@@ -30,6 +31,7 @@ struct Run {
   double request_rate = 0;  // 0: all at once ("inf")
   int concurrency = 0;      // 0: not capped
   std::string backend, model;
+  std::string tool = "vllm-bench";  // "sglang-bench-serving" for SGLang's bench_serving, which counts retokenized output too
   std::map<std::string, double> latency_ms;
 };
 
@@ -39,7 +41,9 @@ using fields::trim;
 std::string latency_name(const std::string& key) {
   const std::size_t sp = key.find(' ');
   if (sp == std::string::npos || key.size() < sp + 6 || key.compare(key.size() - 5, 5, " (ms)") != 0) return {};
-  const std::string stat = strings::lower(key.substr(0, sp)), metric = strings::lower(key.substr(sp + 1, key.size() - 5 - sp - 1));
+  const std::string stat = strings::lower(key.substr(0, sp));
+  std::string metric = strings::lower(key.substr(sp + 1, key.size() - 5 - sp - 1));
+  if (metric == "e2e latency" || metric == "e2e_latency") metric = "e2el";  // SGLang's spelling of vLLM's E2EL
   if (metric != "ttft" && metric != "tpot" && metric != "itl" && metric != "e2el") return {};
   const bool percentile = stat.size() > 1 && stat[0] == 'p' && fields::number(stat.substr(1)).has_value();
   if (stat != "mean" && stat != "median" && stat != "std" && !percentile) return {};
@@ -52,6 +56,7 @@ std::string latency_name(const std::string& key) {
 std::string framework_of(const std::string& backend) {
   if (backend.empty() || backend == "vllm" || backend.rfind("openai", 0) == 0) return "vllm";
   if (backend == "tensorrt-llm") return "trt-llm";
+  if (backend.rfind("sglang", 0) == 0) return "sglang";  // SGLang's native and OpenAI-compatible clients
   return strings::lower(backend);
 }
 
@@ -74,7 +79,7 @@ Measurement measurement_of(const Run& r) {
                                  "--request-rate inf, the default, or a rate the server could not keep up with measures the stack)",
                                  r.where, r.request_rate, *r.request_throughput));
   Measurement m;
-  m.tool = "vllm-bench";
+  m.tool = r.tool;
   m.where = r.where;
   m.model = r.model;
   m.framework = framework_of(r.backend);
@@ -132,13 +137,28 @@ std::vector<Measurement> read_printed(const std::string& text, const std::string
     const std::size_t colon = line.rfind(':');
     if (colon == std::string::npos) continue;
     const std::string key = trim(line.substr(0, colon)), value = trim(line.substr(colon + 1));
-    if (key == "Maximum request concurrency") {  // later releases print it inside the block
+    // Later vLLM releases, and SGLang's bench_serving ("Max request concurrency: not set"), print the
+    // concurrency inside the block; SGLang prints its request rate and backend there too.
+    // ("Max reqeuest concurrency" is how SGLang 0.4.0.post2 spelled it: sgl-project/sglang issue 2805.)
+    if (key == "Maximum request concurrency" || key == "Max request concurrency" || key == "Max reqeuest concurrency") {
       const auto n = fields::number(value);
-      if (value != "None" && (!n || *n < 1 || *n != std::floor(*n) || *n > 1e7))
-        throw InputError(fmt::format("{}: request concurrency '{}' is not a whole number or None", at(), strings::printable(value)));
-      run->concurrency = value == "None" ? 0 : static_cast<int>(*n);
+      const bool unset = value == "None" || value == "not set";
+      if (!unset && (!n || *n < 1 || *n != std::floor(*n) || *n > 1e7))
+        throw InputError(fmt::format("{}: request concurrency '{}' is not a whole number, None or 'not set'", at(), strings::printable(value)));
+      run->concurrency = unset ? 0 : static_cast<int>(*n);
       continue;
     }
+    if (key == "Traffic request rate") {
+      const auto n = fields::number(value);
+      if (value != "inf" && (!n || *n <= 0)) throw InputError(fmt::format("{}: request rate '{}' is not a positive number or inf", at(), strings::printable(value)));
+      run->request_rate = value == "inf" ? 0 : *n;
+      continue;
+    }
+    if (key == "Backend") {
+      run->backend = strings::lower(value);
+      continue;
+    }
+    if (key == "Total generated tokens (retokenized)") run->tool = "sglang-bench-serving";
     std::optional<double>* field = key == "Successful requests"               ? &run->completed
                                    : key == "Total input tokens"              ? &run->input_tokens
                                    : key == "Total generated tokens"          ? &run->output_tokens
@@ -157,20 +177,17 @@ std::vector<Measurement> read_printed(const std::string& text, const std::string
   return out;
 }
 
-std::vector<Measurement> read_saved(std::string text, const std::string& where) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception&) {
-    // Releases before 0.6 saved an infinite request rate as Python's bare Infinity, which JSON has no word for.
-    for (std::size_t p = text.find(": Infinity"); p != std::string::npos; p = text.find(": Infinity", p)) text.replace(p, 10, ": \"inf\"");
-    try {
-      j = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::exception& e) {
-      throw InputError(fmt::format("{}: not JSON ({})", where, strings::printable(e.what())));
-    }
-  }
-  if (!j.is_object()) throw InputError(fmt::format("{}: a saved result is one JSON object", where));
+// A saved result's text parsed (discarded when it is not JSON). vLLM before 0.6 and SGLang's bench_serving
+// (json.dumps of float("inf")) write an infinite request rate as Python's bare Infinity, which JSON has no word for.
+nlohmann::json parse_saved(std::string text, const std::string& where) {
+  nlohmann::json j = parse_json_or_discarded(text, where);
+  if (!j.is_discarded()) return j;
+  for (std::size_t p = text.find(": Infinity"); p != std::string::npos; p = text.find(": Infinity", p)) text.replace(p, 10, ": \"inf\"");
+  return parse_json_or_discarded(text, where);
+}
+
+// One saved run: vLLM's --save-result object, or one line of SGLang's --output-file.
+Run run_of(const nlohmann::json& j, const std::string& where) {
   Run r;
   r.where = where;
   const auto number = [&](const char* key) -> std::optional<double> {
@@ -211,7 +228,31 @@ std::vector<Measurement> read_saved(std::string text, const std::string& where) 
     const auto v = number(key.c_str());
     if (v && *v >= 0) r.latency_ms[name] = *v;
   }
-  return {measurement_of(r)};
+  if (j.contains("total_output_tokens_retokenized")) r.tool = "sglang-bench-serving";
+  return r;
+}
+
+std::vector<Measurement> read_saved(const std::string& text, const std::string& where) {
+  const nlohmann::json j = parse_saved(text, where);
+  if (!j.is_discarded()) {
+    if (!j.is_object()) throw InputError(fmt::format("{}: a saved result is one JSON object (or one a line)", where));
+    return {measurement_of(run_of(j, where))};
+  }
+  // SGLang's bench_serving appends one JSON object a line to its --output-file (JSONL), a run each.
+  std::vector<Measurement> out;
+  std::istringstream in(text);
+  int line_no = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    if (trim(line).empty()) continue;
+    const std::string at = fmt::format("{}:{}", where, line_no);
+    const nlohmann::json o = parse_saved(line, at);
+    if (o.is_discarded()) throw InputError(fmt::format("{}: not JSON (a saved result is one JSON object, or one a line)", at));
+    if (!o.is_object()) throw InputError(fmt::format("{}: a saved result line is one JSON object", at));
+    out.push_back(measurement_of(run_of(o, at)));
+  }
+  if (out.empty()) throw InputError(fmt::format("{}: no saved result", where));
+  return out;
 }
 
 }  // namespace

@@ -5,6 +5,10 @@
 // over successful requests), the requests in flight (--max-concurrency where set, else every request at once,
 // which is what the default request rate "inf" does), and the TTFT, TPOT, ITL and E2EL statistics it printed.
 // Neither names the GPU, and the printed block names no model: a --measured spec with file= says them.
+// SGLang's bench_serving (python/sglang/bench_serving.py, adapted from vLLM's) prints the same block with its
+// backend, request rate and concurrency inside it ("Max request concurrency: not set"), and appends each run to
+// its --output-file as one JSON object a line: both read here, as tool "sglang-bench-serving" and, for its
+// sglang backends, framework "sglang".
 #pragma once
 #include <string>
 #include <vector>
