@@ -12,6 +12,7 @@
 
 #include "store/store.hpp"
 #include "test_util.hpp"
+#include "tfevent_builder.hpp"
 
 using gpuvs::test::count_lines;
 using gpuvs::test::run_gpuvs;
@@ -441,7 +442,7 @@ TEST(Cli, ValidateScoresYourOwnRunsBesideThePublishedOnes) {
   EXPECT_EQ(doc["rows"][3]["unit"], "images/s");
   for (const auto& [args, expect] : std::vector<std::pair<std::string, std::string>>{
            {"validate", "no rows (give --data FILE|FOLDER or --measured FILE|SPEC)"},
-           {"compare rtx-3090 a100-80gb-sxm --measured " + nccl, "collective figures (nccl-tests) calibrate no stack yet"}}) {
+           {"compare rtx-3090 a100-80gb-sxm --measured " + nccl, "nccl-tests figures (collectives, links) calibrate no stack yet"}}) {
     const auto bad = run_gpuvs(args);
     EXPECT_EQ(bad.exit_code, 2) << args << "\n" << bad.err;
     EXPECT_NE(bad.err.find(expect), std::string::npos) << args << "\n" << bad.err;
@@ -1501,6 +1502,63 @@ TEST(Cli, AnSglangBenchServingRunCalibratesTheSglangEngine) {
   EXPECT_GT(js["throughput"]["value"].get<double>(), jv["throughput"]["value"].get<double>());
   const auto bad = run_gpuvs("predict --workload llama3-8b --gpu h100-sxm --mode infer --precision q4_k_m --options framework=sglang");
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_EQ(count_lines(bad.err), 1) << bad.err;
+}
+
+TEST(Cli, ATensorBoardLogCalibratesTrainingWithTheBatchItRanAt) {
+  // Issue 35: a training run's own TensorBoard log. A steps/s figure at 80% of what the model gives for resnet50 on
+  // an RTX 4090 at batch 64: calibrated there, the prediction on that card is the measured figure.
+  const auto plain = run_gpuvs("predict --workload resnet50 --gpu rtx-4090 --batch 64 --precision amp-fp16 --json");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  const double model = nlohmann::json::parse(plain.out)["throughput"]["value"].get<double>();
+  namespace tb = gpuvs::test::tfevents;
+  TempDir tmp;
+  const std::string ev = (tmp / "events.out.tfevents.1.host.1.v2").string();
+  std::vector<std::string> events;
+  for (int i = 0; i < 4; ++i) events.push_back(tb::event(1.7e9 + i, 100 * i, tb::tensor_value("global_step/sec", static_cast<float>(0.8 * model / 64))));
+  std::ofstream(ev, std::ios::binary) << tb::events_file(events);
+  const auto r = run_gpuvs("predict --workload resnet50 --gpu rtx-4090 --batch 64 --precision amp-fp16 --json --measured 'file=" + ev +
+                           ";gpu=rtx-4090;workload=resnet50;batch=64;precision=amp-fp16'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_NEAR(j["throughput"]["value"].get<double>() / (0.8 * model), 1.0, 0.01) << r.out;
+  EXPECT_NEAR(j["measured"]["throughput_without"].get<double>(), model, model * 1e-6);
+  EXPECT_NE(j["measured"]["steps"][0]["source"].get<std::string>().find("(global_step/sec)"), std::string::npos) << r.out;
+  // What the log does not say is refused in one line: the batch a step rate needs; Keras's default per-epoch logs.
+  const auto no_batch = run_gpuvs("predict --workload resnet50 --gpu rtx-4090 --measured 'file=" + ev + ";gpu=rtx-4090;workload=resnet50'");
+  EXPECT_EQ(no_batch.exit_code, 2) << no_batch.err;
+  EXPECT_NE(no_batch.err.find("is a step rate"), std::string::npos) << no_batch.err;
+  EXPECT_EQ(count_lines(no_batch.err), 1) << no_batch.err;
+  const std::string epochs = (tmp / "epochs.v2").string();
+  std::ofstream(epochs, std::ios::binary) << tb::events_file(tb::loss_series("epoch_loss"));
+  const auto per_epoch = run_gpuvs("compare rtx-4090 a100-80gb-sxm --measured 'file=" + epochs + ";gpu=rtx-4090;workload=resnet50;batch=64'");
+  EXPECT_EQ(per_epoch.exit_code, 2) << per_epoch.err;
+  EXPECT_NE(per_epoch.err.find("only per-epoch scalars (epoch_loss)"), std::string::npos) << per_epoch.err;
+  EXPECT_EQ(count_lines(per_epoch.err), 1) << per_epoch.err;
+}
+
+TEST(Cli, NvbandwidthOutputsAreScoredAsLinkFigures) {
+  // Issue 35: nvbandwidth's copy-engine figures become micro rows validate prices, like the published ones in
+  // data/validation/micro.csv: the card from its Device lines (nvidia-smi's names), the link from the testcase.
+  const std::string dir = std::string(GPUVS_TEST_DATA) + "/nvbandwidth/";
+  const auto v = run_gpuvs("validate --json --measured " + dir + "h100x8-p2p-read-v0.4.txt --measured " + dir + "gh200-all-v0.6.txt");
+  ASSERT_EQ(v.exit_code, 0) << v.err;
+  const auto doc = nlohmann::json::parse(v.out);
+  ASSERT_EQ(doc["rows"].size(), 3U) << v.out;
+  std::map<std::string, nlohmann::json> by_id;
+  for (const auto& r : doc["rows"]) by_id[r["id"].get<std::string>().substr(r["id"].get<std::string>().rfind('/') + 1)] = r;
+  const nlohmann::json& p2p = by_id["h100x8-p2p-read-v0.4.txt:20"];
+  EXPECT_EQ(p2p["status"], "ok") << v.out;
+  EXPECT_DOUBLE_EQ(p2p["measured"].get<double>(), 370.90);
+  EXPECT_NEAR(p2p["predicted"].get<double>() / 370.90, 1.0, 0.10);  // NVLink 4's copy engines, one direction
+  EXPECT_EQ(by_id["gh200-all-v0.6.txt:10"]["unit"], "GB/s");
+  EXPECT_EQ(by_id["gh200-all-v0.6.txt:18"]["status"], "ok");
+  EXPECT_NE(v.err.find("read 'NVIDIA H100 80GB HBM3' as h100-sxm"), std::string::npos) << v.err;
+  EXPECT_NE(v.err.find("read 'NVIDIA GH200 480GB' as gh200"), std::string::npos) << v.err;
+  // A link figure calibrates no stack: one line, exit 2.
+  const auto bad = run_gpuvs("compare h100-sxm a100-80gb-sxm --measured " + dir + "h100x8-p2p-read-v0.4.txt");
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("nvbandwidth figures (collectives, links) calibrate no stack yet"), std::string::npos) << bad.err;
   EXPECT_EQ(count_lines(bad.err), 1) << bad.err;
 }
 

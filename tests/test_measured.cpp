@@ -653,3 +653,171 @@ TEST(TrtllmBench, FuzzedReportsReadOrFailInOneLine) {
   };
   EXPECT_GE(test::fuzz_parser(trtllm_fixture("llama-3.1-8b-pytorch-0.21.txt"), "=-:[] \n0123456789.E+NonePTF", 1500, 59, read), 1);
 }
+
+#include "measured/tfevents.hpp"
+#include "tfevent_builder.hpp"
+
+using measured::looks_like_tfevents;
+using measured::read_tfevents;
+using namespace test::tfevents;
+
+TEST(TfEvents, ARunsRateComesFromItsRateScalarsOrItsStepTimes) {
+  // Hugging Face's Trainer: its end-of-run samples/s, over every process, wins over the loss series.
+  auto hf = loss_series("train/loss");
+  hf.push_back(event(1.7e9 + 30, 80, simple_value("train/train_samples_per_second", 123.5f) + simple_value("train/train_runtime", 20.f)));
+  const std::string f = events_file(hf);
+  ASSERT_TRUE(looks_like_tfevents(f));
+  auto ms = read_tfevents(f, "ev");
+  ASSERT_EQ(ms.size(), 1U);
+  EXPECT_EQ(ms[0].tool, "tensorboard");
+  EXPECT_EQ(ms[0].mode, "train");
+  EXPECT_EQ(ms[0].unit, "samples/s");
+  EXPECT_DOUBLE_EQ(ms[0].value, 123.5);
+  EXPECT_EQ(ms[0].metric, "train/train_samples_per_second");
+  EXPECT_EQ(ms[0].where, "ev:10");  // record 1 is the file version
+  // TF's global_step/sec as TF 2 writes scalars (tensors): the median after the first, which holds the warm-up.
+  std::vector<std::string> tf;
+  for (int i = 0; i < 5; ++i) tf.push_back(event(1.7e9 + i, 100 * i, tensor_value("global_step/sec", i == 0 ? 1.f : 20.f + static_cast<float>(i))));
+  ms = read_tfevents(events_file(tf), "ev");
+  EXPECT_EQ(ms[0].unit, "steps/s");
+  EXPECT_DOUBLE_EQ(ms[0].value, 23.0);  // of 21, 22, 23, 24
+  tf = {event(1.7e9, 1, content_value("examples/sec", 4096.0))};
+  EXPECT_DOUBLE_EQ(read_tfevents(events_file(tf), "ev")[0].value, 4096.0);
+  // Keras with update_freq='batch': batch_loss every 10 steps; from the second event, 70 steps in 17.5 s.
+  ms = read_tfevents(events_file(loss_series("batch_loss")), "ev");
+  EXPECT_EQ(ms[0].unit, "steps/s");
+  EXPECT_NEAR(ms[0].value, 4.0, 1e-9);
+  EXPECT_NE(ms[0].metric.find("batch_loss: steps 20 to 80"), std::string::npos) << ms[0].metric;
+}
+
+TEST(TfEvents, AnythingElseIsRefusedNamingTheFileAndRecord) {
+  const std::string good = events_file(loss_series("loss"));
+  std::string damaged = good;
+  damaged[damaged.size() - 10] ^= 0x20;
+  std::string long_varint = events_file({pb::key(2, 0) + std::string(11, '\xff')});
+  test::expect_refused(
+      {{events_file({}), "ev: no training rate"},
+       {events_file(loss_series("epoch_loss")), "ev: only per-epoch scalars (epoch_loss): an epoch's steps are not in the file"},
+       {events_file(loss_series("val_loss")), "ev: no training rate"},
+       {events_file(loss_series("loss", 2)), "ev: no training rate"},
+       {damaged, "ev:9: the record's data CRC does not hold"},
+       {good.substr(0, good.size() - 3), "ev:9: a record of"},
+       {good.substr(0, 46), "ev:2: a truncated record at byte 40 (6 bytes left of a 12-byte header)"},
+       {good.substr(0, 20), "ev:1: a record of 24 bytes at byte 0 runs past the end of the file"},
+       {good + "x", "ev:10: a truncated record"},
+       {frame(pb::len(3, "hello")) + good, "ev:1: the first record is not an event file's version record"},
+       {long_varint, "ev:2: malformed Event: a varint longer than 10 bytes"},
+       {events_file({pb::len(5, pb::len(1, pb::len(1, "loss") + pb::key(2, 2) + pb::varint(99)))}), "ev:2: malformed Event: a field of 99 bytes"},
+       {events_file({event(1, 1, simple_value("examples/sec", -3.f))}), "ev:2: examples/sec is -3, not a positive rate"},
+       {events_file({event(1, 1, simple_value("global_step/sec", std::nanf("")))}), "is nan, not a positive rate"},
+       {"not an event file", "ev:1: the record's length CRC does not hold"}},
+      [](const std::string& t) { read_tfevents(t, "ev"); });
+  EXPECT_FALSE(looks_like_tfevents("| model | size |\n"));
+  EXPECT_FALSE(looks_like_tfevents(frame(pb::len(3, "hello"))));
+}
+
+TEST(TfEvents, FuzzedFilesReadOrFailInOneLine) {
+  const auto read = [](const std::string& t, const std::string& w) {
+    for (const auto& m : read_tfevents(t, w))
+      if (!(m.value > 0) || m.mode != "train") throw std::logic_error("an unusable figure read");
+  };
+  // Bytes mutated as they lie (mostly the CRCs refuse them), and events mutated then framed again (the Event parser).
+  std::vector<std::string> evs = loss_series("train/loss");
+  evs.push_back(event(9, 9, tensor_value("global_step/sec", 3.f) + content_value("examples/sec", 2.0)));
+  EXPECT_GE(test::fuzz_parser(events_file(evs), std::string("\x00\x01\x02\x08\x0a\x12\x1a\x2a\x3f\x7f\x80\xff", 12), 1500, 67, read), 0);
+  std::mt19937_64 rng(71);
+  int read_ok = 0;
+  for (int round = 0; round < 3000; ++round) {
+    std::vector<std::string> mutated = evs;
+    std::string& e = mutated[rng() % mutated.size()];
+    for (int k = 0, edits = 1 + static_cast<int>(rng() % 3); k < edits && !e.empty(); ++k) {
+      const std::size_t pos = rng() % e.size();
+      if (rng() % 2) e[pos] = static_cast<char>(rng());
+      else e.erase(pos, 1 + rng() % 4);
+    }
+    try {
+      read(events_file(mutated), "fuzz.toml");
+      ++read_ok;
+    } catch (const InputError& err) {
+      EXPECT_EQ(std::string(err.what()).rfind("fuzz.toml", 0), 0U) << err.what();
+      EXPECT_EQ(std::string(err.what()).find('\n'), std::string::npos) << err.what();
+    }
+  }
+  EXPECT_GE(read_ok, 1);
+}
+
+#include "measured/nvbandwidth.hpp"
+
+using measured::looks_like_nvbandwidth;
+using measured::read_nvbandwidth;
+
+namespace {
+std::string nvbandwidth_fixture(const std::string& name) { return data_file("nvbandwidth", name); }
+}  // namespace
+
+TEST(Nvbandwidth, EachPricedTestcaseIsTheMedianOfItsMatrix) {
+  // Azure's 8 x H100 node (tests/data/nvbandwidth/SOURCES.md): every pair of GPUs over NVSwitch, about 371 GB/s.
+  const std::string h100 = nvbandwidth_fixture("h100x8-p2p-read-v0.4.txt");
+  ASSERT_TRUE(looks_like_nvbandwidth(h100));
+  auto ms = read_nvbandwidth(h100, "h.txt");
+  ASSERT_EQ(ms.size(), 1U);
+  EXPECT_EQ(ms[0].tool, "nvbandwidth");
+  EXPECT_EQ(ms[0].mode, "micro");
+  EXPECT_EQ(ms[0].workload, "p2p-copy");
+  EXPECT_EQ(ms[0].metric, "device_to_device_memcpy_read_ce");
+  EXPECT_EQ(ms[0].gpus, 2);
+  EXPECT_EQ(ms[0].gpu, "NVIDIA H100 80GB HBM3");  // eight lines, one card
+  EXPECT_EQ(ms[0].library_version, "v0.4");
+  EXPECT_EQ(ms[0].where, "h.txt:20");
+  EXPECT_EQ(ms[0].unit, "GB/s");
+  EXPECT_EQ(ms[0].samples.size(), 56U);  // 8 x 8 less the diagonal's N/A
+  EXPECT_DOUBLE_EQ(ms[0].value, 370.90);
+  // A full run on one GH200: the copy-engine host-device testcases only; SM copies, bidirectional, all-to-one and
+  // latency ones are read past.
+  ms = read_nvbandwidth(nvbandwidth_fixture("gh200-all-v0.6.txt"), "g.txt");
+  ASSERT_EQ(ms.size(), 2U);
+  EXPECT_EQ(ms[0].workload, "h2d");
+  EXPECT_EQ(ms[0].gpus, 1);
+  EXPECT_NEAR(ms[0].value, (312.11 + 323.36) / 2, 1e-9);  // six figures: the mean of the middle two
+  EXPECT_EQ(ms[1].workload, "d2h");
+  EXPECT_NEAR(ms[1].value, (295.15 + 312.11) / 2, 1e-9);
+  EXPECT_EQ(ms[1].gpu, "NVIDIA GH200 480GB");  // its bus ID left out
+  // Releases before v0.5 print the diagonal as 0.00; a waived testcase prints no matrix.
+  const std::string old = "Running device_to_device_memcpy_write_ce.\nmemcpy CE GPU(row) <- GPU(column) bandwidth (GB/s)\n"
+                          "          0         1\n0      0.00    264.36\n1    264.60      0.00\n\nSUM device_to_device_memcpy_write_ce 528.96\n"
+                          "Running device_to_device_memcpy_read_ce.\nWaived:\n";
+  ASSERT_TRUE(looks_like_nvbandwidth(old));
+  ms = read_nvbandwidth(old, "o.txt");
+  ASSERT_EQ(ms.size(), 1U);
+  EXPECT_NEAR(ms[0].value, 264.48, 1e-9);
+  EXPECT_EQ(ms[0].gpu, "");  // no Device lines: the spec says it
+}
+
+TEST(Nvbandwidth, AnythingElseIsRefusedNamingTheFileLineAndField) {
+  const std::string h100 = nvbandwidth_fixture("h100x8-p2p-read-v0.4.txt");
+  const auto with = [&](const std::string& from, const std::string& to) {
+    std::string t = h100;
+    t.replace(t.find(from), from.size(), to);
+    return t;
+  };
+  test::expect_refused(
+      {{with("370.64", "fast"), "n.txt:23: device_to_device_memcpy_read_ce's figure 'fast' is not a positive bandwidth (GB/s)"},
+       {with("370.64", "-3"), "n.txt:23: device_to_device_memcpy_read_ce's figure '-3' is not a positive bandwidth"},
+       {with("370.64", "0.00"), "n.txt:23: device_to_device_memcpy_read_ce's figure '0.00'"},
+       {with("370.64", "inf"), "figure 'inf'"},
+       {with("4    370.38", "four    370.38"), "n.txt:27: device_to_device_memcpy_read_ce's row 'four"},
+       {with("          0         1         2", "          a         1         2"), "n.txt:22: device_to_device_memcpy_read_ce's column indices"},
+       {with("Running device_to_device_memcpy_read_ce.", "Running device_to_device_memcpy_read_sm."), "n.txt: no testcase gpuvs prices"},
+       {"nvbandwidth Version: v0.8\n", "n.txt: no testcase gpuvs prices"}},
+      [](const std::string& t) { read_nvbandwidth(t, "n.txt"); });
+  EXPECT_FALSE(looks_like_nvbandwidth("| model | size |\n"));
+}
+
+TEST(Nvbandwidth, FuzzedOutputsReadOrFailInOneLine) {
+  const auto read = [](const std::string& t, const std::string& w) {
+    for (const auto& m : read_nvbandwidth(t, w))
+      if (!(m.value > 0) || m.mode != "micro" || m.gpus < 1 || m.workload.empty()) throw std::logic_error("an unusable figure read");
+  };
+  EXPECT_GE(test::fuzz_parser(nvbandwidth_fixture("h100x8-p2p-read-v0.4.txt"), "0123456789. \nN/A-RunigDevce:", 1500, 73, read), 1);
+  EXPECT_GE(test::fuzz_parser(nvbandwidth_fixture("gh200-all-v0.6.txt"), "0123456789. \nN/A-RunigSUMWaved:()", 1500, 79, read), 1);
+}

@@ -14,6 +14,7 @@
 #include "core/strings.hpp"
 #include "core/units.hpp"
 #include "measured/spec.hpp"
+#include "measured/tfevents.hpp"
 #include "models/networks.hpp"
 #include "perf/predict.hpp"
 #include "perf/serving.hpp"
@@ -170,11 +171,18 @@ perf::StackMeasurement resolve(const catalog::Catalog& cat, const measured::Meas
 
 std::optional<TrainingMeasured> training_measured(const catalog::Catalog& cat, const std::vector<std::string>& args) {
   std::vector<measured::Measurement> train;
-  for (const auto& a : args)
-    if (measured::looks_like_spec(a)) {
+  for (const auto& a : args) {
+    if (measured::looks_like_spec(a) && measured::read_measured_spec(a).file.empty()) {
       measured::Measurement m = measured::read_measured_spec(a);
       if (m.mode == "train") train.push_back(std::move(m));
+      continue;
     }
+    // A training run's own log (a TensorBoard event file), with what it does not say in the spec.
+    const std::string file = measured::looks_like_spec(a) ? measured::read_measured_spec(a).file : a;
+    if (!measured::looks_like_tfevents(files::read_all(file, "--measured"))) continue;
+    for (auto& m : read_measured_arg(a))
+      if (m.mode == "train") train.push_back(std::move(m));
+  }
   if (train.empty()) return std::nullopt;
   if (args.size() > 1)
     throw InputError(fmt::format("--measured: a training figure calibrates on its own for now (one figure fixes one class); got {} measurements",
@@ -184,6 +192,15 @@ std::optional<TrainingMeasured> training_measured(const catalog::Catalog& cat, c
   t.source = m.where;
   t.value = m.value;
   t.unit = m.unit;
+  if (m.unit == "steps/s") {
+    // Steps become samples with the batch the run trained at: per GPU, over its data-parallel GPUs.
+    if (m.sequences < 1)
+      throw InputError(fmt::format("{}: {} is a step rate ({:.4g} steps/s): say the batch per GPU with batch= (and gpus=) to make it samples/s",
+                                   m.where, strings::printable(m.metric), m.value));
+    t.value = m.value * m.sequences * m.gpus;
+    t.unit = "samples/s";
+  }
+  if (!m.metric.empty()) t.source += " (" + m.metric + ")";
   t.request.gpu = gpu_id(cat, m.gpu);
   t.request.workload = m.workload;
   t.request.gpus = m.gpus;
@@ -202,7 +219,7 @@ std::vector<perf::StackMeasurement> measured_inputs(const catalog::Catalog& cat,
   for (const auto& a : args)
     for (const auto& m : read_measured_arg(a)) {
       if (m.mode == "micro")
-        throw InputError(fmt::format("--measured {}: collective figures ({}) calibrate no stack yet; `gpuvs validate --measured {}` "
+        throw InputError(fmt::format("--measured {}: {} figures (collectives, links) calibrate no stack yet; `gpuvs validate --measured {}` "
                                      "compares them with the model",
                                      a, m.tool, a));
       out.push_back(resolve(cat, m, cards));
@@ -285,11 +302,17 @@ std::vector<perf::PublishedRow> measured_rows(const catalog::Catalog& cat, const
       r.n_gpus = m.gpus;
       r.workload = m.workload;
       r.mode = "micro";
-      r.options = fmt::format("msg_bytes={:.0f}", m.message_bytes);
       r.value = m.value;
       r.unit = m.unit;
-      r.source = fmt::format("nccl-tests{}, {} rank(s) on {} host(s), {}", m.library_version.empty() ? "" : " (NCCL " + m.library_version + ")",
-                             m.gpus, m.nodes, m.precision);
+      if (m.tool == "nvbandwidth") {
+        // A copy over a link, as micro.csv's published nvbandwidth rows are priced.
+        r.options = "tool=nvbandwidth;engine=ce";
+        r.source = fmt::format("nvbandwidth{} {}", m.library_version.empty() ? "" : " " + m.library_version, m.metric);
+      } else {
+        r.options = fmt::format("msg_bytes={:.0f}", m.message_bytes);
+        r.source = fmt::format("nccl-tests{}, {} rank(s) on {} host(s), {}", m.library_version.empty() ? "" : " (NCCL " + m.library_version + ")",
+                               m.gpus, m.nodes, m.precision);
+      }
       r.file = stem_of(m.where);
       out.push_back(std::move(r));
     }
@@ -331,10 +354,11 @@ std::optional<perf::StackCalibration> measured_stack(const catalog::Catalog& cat
 void add_measured_options(CLI::App* sub, std::vector<std::string>& measured, std::string& stack_file) {
   sub->add_option("--measured", measured,
                   "Your measurement of your stack, carried to every card (and option) that runs it: a llama-bench output file (md, csv, "
-                  "json, jsonl, sql); a vLLM serving-benchmark or trtllm-bench output with what it does not say, "
+                  "json, jsonl, sql); a vLLM or SGLang serving-benchmark or trtllm-bench output with what it does not say, "
                   "'file=OUT;gpu=ID[;workload=ID;precision=FORMAT;framework=ENGINE]'; 'gpu=ID;workload=ID;mode=prefill|decode|infer;"
                   "precision=FORMAT;value=N tokens/s' (repeatable); or a training run 'gpu=ID;workload=ID;mode=train;precision=P;"
-                  "batch=PER_GPU;value=N images/s' (its total over gpus=)");
+                  "batch=PER_GPU;value=N images/s' (its total over gpus=), or its TensorBoard log 'file=EVENTS;gpu=ID;workload=ID;"
+                  "precision=P;batch=PER_GPU'");
   sub->add_option("--stack", stack_file, "A stored calibration (gpuvs calibrate --save FILE): applied where its engine or framework and format match")
       ->excludes("--measured");
 }

@@ -10,12 +10,13 @@
 namespace gpuvs::measured {
 
 struct Measurement {
-  std::string tool;        // "llama-bench", "nccl-tests", "vllm-bench", or "spec" for a figure typed on the command line
+  std::string tool;        // "llama-bench", "nccl-tests", "vllm-bench", "tensorboard", or "spec" for a figure typed on the command line
   std::string file;        // a spec's file=: the output whose measurements the spec's keys complete
   std::string where;       // FILE:LINE of the record it came from
   std::string gpu;         // the device as the tool named it ("NVIDIA GeForce RTX 4080"); empty when it printed none
   std::string backend;     // "CUDA", "Metal", "CPU", ...
   std::string model;       // the tool's description of the model ("llama 7B Q4_K - Medium")
+  std::string metric;      // what the figure is, where the output names it (a TensorBoard tag: "global_step/sec")
   std::string workload;    // a gpuvs workload (id or model file) where the measurement names one
   std::string precision;   // a gpuvs precision ("bf16", "amp-bf16") where named; `quant` holds a weight format
   std::string framework;   // the software that ran it, in gpuvs's names ("llama.cpp", "vllm", "pytorch"), where known

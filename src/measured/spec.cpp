@@ -11,6 +11,8 @@
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "measured/llama_bench.hpp"
+#include "measured/nvbandwidth.hpp"
+#include "measured/tfevents.hpp"
 #include "measured/nccl_tests.hpp"
 #include "measured/trtllm_bench.hpp"
 #include "measured/vllm_bench.hpp"
@@ -129,7 +131,9 @@ Measurement read_measured_spec(const std::string& spec) {
 }
 
 std::vector<Measurement> read_measured_output(const std::string& text, const std::string& where) {
+  if (looks_like_tfevents(text)) return read_tfevents(text, where);
   if (looks_like_nccl_tests(text)) return read_nccl_tests(text, where);
+  if (looks_like_nvbandwidth(text)) return read_nvbandwidth(text, where);
   if (looks_like_trtllm_bench(text)) return read_trtllm_bench(text, where);
   if (looks_like_vllm_bench(text)) return read_vllm_bench(text, where);
   return read_llama_bench(text, where);

@@ -22,8 +22,8 @@ namespace gpuvs::measured {
 /// missing one, a mode gpuvs does not price, or a value that is not a positive number with a known unit.
 Measurement read_measured_spec(const std::string& spec);
 
-/// A tool's output (`text`, read from `where`): llama-bench, vLLM's serving benchmark, trtllm-bench or nccl-tests, told apart by
-/// their contents; the reader's InputError for anything else.
+/// A tool's output (`text`, read from `where`): llama-bench, vLLM's or SGLang's serving benchmark, trtllm-bench, nccl-tests,
+/// nvbandwidth or a TensorBoard event file, told apart by their contents; the reader's InputError for anything else.
 std::vector<Measurement> read_measured_output(const std::string& text, const std::string& where);
 
 /// `m` (read from spec.file) completed by what `spec` says: its gpu, workload, precision and framework where the

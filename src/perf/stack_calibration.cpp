@@ -233,7 +233,10 @@ StackCalibration calibrate_training(const catalog::Catalog& cat, const workload:
                                     const std::string& unit, const std::string& source) {
   if (req.stack) throw std::logic_error("calibrate_training: the request already carries a stack");
   const Prediction plain = predict(cat, w, req);
-  if (unit != plain.unit)
+  // A training loop's samples are the workload's own (images, sequences): "samples/s" (a TensorBoard log's) reads
+  // as the prediction's unit; a decoder's training is priced in tokens.
+  const bool per_sample = unit == "samples/s" && plain.unit != "tokens/s";
+  if (unit != plain.unit && !per_sample)
     throw InputError(fmt::format("{}: the figure is in {}, a prediction of {} in {}", source, unit, plain.workload, plain.unit));
   StackRatios base;
   base.engine = plain.framework;
@@ -247,7 +250,7 @@ StackCalibration calibrate_training(const catalog::Catalog& cat, const workload:
         q.stack = &r;
         return predict(cat, w, q).throughput * gpus;
       },
-      measured, unit, base);
+      measured, plain.unit, base);
   for (auto& st : out.steps) {
     st.source = source;
     st.gpu = plain.gpu_id;
