@@ -1,4 +1,5 @@
 // The gpuvs binary end to end: exit codes 0/1/2, one-line errors, JSON on stdout, nothing half-written.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -1365,7 +1366,10 @@ TEST(Cli, CompareCarriesAMeasuredTrainingRunToOtherCards) {
   for (const auto& [args, expect] : std::vector<std::pair<std::string, std::string>>{
            {"compare rtx-3090 a100-80gb-sxm --measured 'gpu=rtx-3090;workload=resnet50;mode=train;value=700 tokens/s'",
             "the figure is in tokens/s, a prediction of resnet50 in images/s"},
-           {"compare rtx-3090 a100-80gb-sxm --measured " + spec + " --measured " + spec, "a training figure calibrates on its own"},
+           {"compare rtx-3090 a100-80gb-sxm --measured " + spec + " --measured 'gpu=rtx-3090;workload=llama3-8b;mode=decode;precision=q4_k_m;value=100 tokens/s'",
+            "training figures calibrate training, served figures serving: got 1 training figure(s) among 2"},
+           {"compare rtx-3090 a100-80gb-sxm --measured " + spec + " --measured 'gpu=rtx-3090;workload=resnet50;mode=train;precision=tf32;batch=64;value=300 images/s'",
+            "ran pytorch tf32, and --measured ran pytorch amp-fp16: one stack at a time"},
            {"predict --gpu a100-80gb-sxm --workload resnet50 --measured 'gpu=rtx-3090;workload=resnet50;mode=train;gen_len=4;value=7 images/s'",
             "prompt_len and gen_len describe serving figures"},
            {"predict --gpu a100-80gb-sxm --workload resnet50 --measured 'gpu=rtx-3090;workload=resnet50;mode=train;precision=fp7;value=7 images/s'",
@@ -1375,6 +1379,33 @@ TEST(Cli, CompareCarriesAMeasuredTrainingRunToOtherCards) {
     EXPECT_NE(bad.err.find(expect), std::string::npos) << args << "\n" << bad.err;
     EXPECT_EQ(count_lines(bad.err), 1) << bad.err;
   }
+}
+
+TEST(Cli, TwoTrainingRunsAtDifferentBatchesFixTwoClasses) {
+  // Issue 35: a large batch's figure reads the stack's matrix kernels, a batch of one its memory-bound kernels or fixed
+  // costs. Both figures of BERT-base on an RTX 3090, at 80% and 70% of what the model gives: each fixes its own class,
+  // and together they reproduce both runs.
+  const auto model = [](int batch) {
+    const auto r = run_gpuvs("predict --gpu rtx-3090 --workload bert-base --precision amp-fp16 --batch " + std::to_string(batch) + " --json");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out)["throughput"]["value"].get<double>();
+  };
+  const double big = 0.8 * model(512), small = 0.7 * model(1);
+  const auto spec = [](int batch, double value) {
+    return fmt::format("'gpu=rtx-3090;workload=bert-base;mode=train;precision=amp-fp16;batch={};value={:.6g} sequences/s'", batch, value);
+  };
+  const auto r = run_gpuvs("compare rtx-3090 a100-80gb-sxm --json --measured " + spec(512, big) + " --measured " + spec(1, small));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  const auto& steps = doc["measured"]["steps"];
+  ASSERT_EQ(steps.size(), 2U) << r.out;
+  EXPECT_EQ(steps[0]["kernels"], "matrix") << r.out;
+  EXPECT_NE(steps[1]["kernels"], "matrix") << r.out;
+  for (const auto& st : steps) EXPECT_NEAR(st["predicted_after"].get<double>() / st["measured"].get<double>(), 1.0, 0.03) << st;
+  // The model finds the small batch's 30% in its memory-bound kernels; the large batch's 20% is then mostly those too.
+  EXPECT_EQ(steps[1]["kernels"], "memory") << r.out;
+  EXPECT_LT(doc["measured"]["memory_ratio"].get<double>(), 0.8);
+  EXPECT_NE(r.out.find("fixed costs: no figure given is most sensitive to them here"), std::string::npos) << r.out;
 }
 
 // gpuvs calibrate --save: the calibration as a file; --stack FILE gives what --measured gives, without the measurements.
@@ -1524,6 +1555,14 @@ TEST(Cli, ATensorBoardLogCalibratesTrainingWithTheBatchItRanAt) {
   EXPECT_NEAR(j["throughput"]["value"].get<double>() / (0.8 * model), 1.0, 0.01) << r.out;
   EXPECT_NEAR(j["measured"]["throughput_without"].get<double>(), model, model * 1e-6);
   EXPECT_NE(j["measured"]["steps"][0]["source"].get<std::string>().find("(global_step/sec)"), std::string::npos) << r.out;
+  // validate scores it as a row, in the workload's own unit.
+  const auto v = run_gpuvs("validate --json --measured 'file=" + ev + ";gpu=rtx-4090;workload=resnet50;batch=64;precision=amp-fp16'");
+  ASSERT_EQ(v.exit_code, 0) << v.err;
+  const auto rows = nlohmann::json::parse(v.out)["rows"];
+  ASSERT_EQ(rows.size(), 1U) << v.out;
+  EXPECT_EQ(rows[0]["unit"], "images/s");
+  EXPECT_EQ(rows[0]["status"], "ok") << v.out;
+  EXPECT_NEAR(rows[0]["predicted"].get<double>() / rows[0]["measured"].get<double>(), 1.25, 0.01);  // the model, against 80% of it
   // What the log does not say is refused in one line: the batch a step rate needs; Keras's default per-epoch logs.
   const auto no_batch = run_gpuvs("predict --workload resnet50 --gpu rtx-4090 --measured 'file=" + ev + ";gpu=rtx-4090;workload=resnet50'");
   EXPECT_EQ(no_batch.exit_code, 2) << no_batch.err;

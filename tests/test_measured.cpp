@@ -485,6 +485,7 @@ TEST(VllmBench, AnythingElseIsRefusedNamingTheFileLineAndField) {
        {R"({"completed": 1, "total_input_tokens": 1, "total_output_tokens": 1, "output_throughput": 1, "max_concurrency": 0.5})",
         "\"max_concurrency\" 0.5 is not a whole number"},
        {R"({"completed": 1, "total_input_tokens": 1, "total_output_tokens": 1, "output_throughput": 1, "backend": 3})", "\"backend\" is not a string"},
+       {R"({"completed": 1, "total_input_tokens": 1, "total_output_tokens": 1, "output_throughput": NaN})", "v.txt: no output token throughput"},
        // Found by fuzz_vllm_bench (UBSan: a mean length past int): 2.04e9 generated tokens over 90 requests.
        {with("1280\n", "2037777779.63\n"), "v.txt:1: 10240 input and 2037777779.63 generated tokens over 10 requests are not a run"}},
       [](const std::string& t) { read_vllm_bench(t, "v.txt"); });
@@ -680,7 +681,7 @@ TEST(TfEvents, ARunsRateComesFromItsRateScalarsOrItsStepTimes) {
   for (int i = 0; i < 5; ++i) tf.push_back(event(1.7e9 + i, 100 * i, tensor_value("global_step/sec", i == 0 ? 1.f : 20.f + static_cast<float>(i))));
   ms = read_tfevents(events_file(tf), "ev");
   EXPECT_EQ(ms[0].unit, "steps/s");
-  EXPECT_DOUBLE_EQ(ms[0].value, 23.0);  // of 21, 22, 23, 24
+  EXPECT_DOUBLE_EQ(ms[0].value, 22.5);  // of 21, 22, 23, 24
   tf = {event(1.7e9, 1, content_value("examples/sec", 4096.0))};
   EXPECT_DOUBLE_EQ(read_tfevents(events_file(tf), "ev")[0].value, 4096.0);
   // Keras with update_freq='batch': batch_loss every 10 steps; from the second event, 70 steps in 17.5 s.
@@ -710,10 +711,19 @@ TEST(TfEvents, AnythingElseIsRefusedNamingTheFileAndRecord) {
        {events_file({pb::len(5, pb::len(1, pb::len(1, "loss") + pb::key(2, 2) + pb::varint(99)))}), "ev:2: malformed Event: a field of 99 bytes"},
        {events_file({event(1, 1, simple_value("examples/sec", -3.f))}), "ev:2: examples/sec is -3, not a positive rate"},
        {events_file({event(1, 1, simple_value("global_step/sec", std::nanf("")))}), "is nan, not a positive rate"},
-       {"not an event file", "ev:1: the record's length CRC does not hold"}},
+       {"not an event file", "ev:1: the record's length CRC does not hold"},
+       {events_file({event(1, 1, content_value("examples/sec", 1e300))}), "ev:2: examples/sec is 1e+300, not a positive rate (at most 1e+09)"},
+       // Steps at the ends of int64 (a negative varint): the rate is worked in doubles, and 1.8e19 steps a second is refused.
+       {events_file({event(1.0, INT64_MIN, simple_value("loss", 1)), event(2.0, INT64_MIN + 1, simple_value("loss", 1)),
+                     event(3.0, INT64_MAX, simple_value("loss", 1))}),
+        "ev:4: loss gives no step rate gpuvs can use"}},
       [](const std::string& t) { read_tfevents(t, "ev"); });
   EXPECT_FALSE(looks_like_tfevents("| model | size |\n"));
   EXPECT_FALSE(looks_like_tfevents(frame(pb::len(3, "hello"))));
+  // A tag's control characters never reach a message or the figure's description raw.
+  const auto ms = read_tfevents(events_file(loss_series("a\x1b[2J\nb/loss")), "ev");
+  EXPECT_EQ(ms[0].metric.find('\x1b'), std::string::npos) << ms[0].metric;
+  EXPECT_EQ(ms[0].metric.find('\n'), std::string::npos) << ms[0].metric;
 }
 
 TEST(TfEvents, FuzzedFilesReadOrFailInOneLine) {
@@ -808,7 +818,13 @@ TEST(Nvbandwidth, AnythingElseIsRefusedNamingTheFileLineAndField) {
        {with("4    370.38", "four    370.38"), "n.txt:27: device_to_device_memcpy_read_ce's row 'four"},
        {with("          0         1         2", "          a         1         2"), "n.txt:22: device_to_device_memcpy_read_ce's column indices"},
        {with("Running device_to_device_memcpy_read_ce.", "Running device_to_device_memcpy_read_sm."), "n.txt: no testcase gpuvs prices"},
-       {"nvbandwidth Version: v0.8\n", "n.txt: no testcase gpuvs prices"}},
+       {"nvbandwidth Version: v0.8\n", "n.txt: no testcase gpuvs prices"},
+       {with("0       N/A    370.90", "0       N/A    370.90    1.0"), "n.txt:23: device_to_device_memcpy_read_ce's row '0"},
+       // 0.00 is the old diagonal only where the row meets its own column, and only between GPUs.
+       {with("1    370.90       N/A    370.90", "1    370.90       N/A      0.00"), "n.txt:24: device_to_device_memcpy_read_ce's figure '0.00'"},
+       {with("0       N/A    370.90", "0      0.00    0.00"), "n.txt:23: device_to_device_memcpy_read_ce's figure '0.00'"},
+       {"Running host_to_device_memcpy_ce.\nmemcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)\n 0\n 0  0.00\n", "n.txt:4: host_to_device_memcpy_ce's figure '0.00'"},
+       {"Running host\x1b[2J_memcpy_ce.\nmemcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)\n x\n", "n.txt:3: host\\x1b[2J_memcpy_ce's column indices"}},
       [](const std::string& t) { read_nvbandwidth(t, "n.txt"); });
   EXPECT_FALSE(looks_like_nvbandwidth("| model | size |\n"));
 }

@@ -270,8 +270,7 @@ int run_compare(CompareArgs a) {
       said.push_back(fmt::format("framework {} (your measurement's)", options["framework"]));
       a.options = perf::option_pairs_text(options);
     }
-    const workload::Workload mw(m.workload, m.options);
-    stack = perf::calibrate_training(cat, mw, m, trained->value, trained->unit, trained->source);
+    stack = calibrate_trained(cat, training_figures(cat, a.measured));
   } else if (!a.stack_file.empty()) {
     stack = load_stack(a.stack_file);
   } else if (!a.measured.empty()) {

@@ -342,8 +342,7 @@ int run_predict(PredictArgs a) {
       throw InputError(fmt::format("--measured: these are figures of a served decoder (prefill, decode, infer), and {} {} is not one: "
                                    "a training run calibrates training (mode=train in a spec)",
                                    a.workload, a.mode));
-    const workload::Workload mw(tm->request.workload, tm->request.options);
-    stack = perf::calibrate_training(cat, mw, tm->request, tm->value, tm->unit, tm->source);
+    stack = calibrate_trained(cat, training_figures(cat, a.measured));
   } else if (!a.stack_file.empty()) {
     stack = load_stack(a.stack_file);
   }

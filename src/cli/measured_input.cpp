@@ -169,7 +169,7 @@ perf::StackMeasurement resolve(const catalog::Catalog& cat, const measured::Meas
 
 }  // namespace
 
-std::optional<TrainingMeasured> training_measured(const catalog::Catalog& cat, const std::vector<std::string>& args) {
+std::vector<TrainingMeasured> training_figures(const catalog::Catalog& cat, const std::vector<std::string>& args) {
   std::vector<measured::Measurement> train;
   for (const auto& a : args) {
     if (measured::looks_like_spec(a) && measured::read_measured_spec(a).file.empty()) {
@@ -183,35 +183,57 @@ std::optional<TrainingMeasured> training_measured(const catalog::Catalog& cat, c
     for (auto& m : read_measured_arg(a))
       if (m.mode == "train") train.push_back(std::move(m));
   }
-  if (train.empty()) return std::nullopt;
-  if (args.size() > 1)
-    throw InputError(fmt::format("--measured: a training figure calibrates on its own for now (one figure fixes one class); got {} measurements",
-                                 args.size()));
-  const measured::Measurement& m = train.front();
-  TrainingMeasured t;
-  t.source = m.where;
-  t.value = m.value;
-  t.unit = m.unit;
-  if (m.unit == "steps/s") {
-    // Steps become samples with the batch the run trained at: per GPU, over its data-parallel GPUs.
-    if (m.sequences < 1)
-      throw InputError(fmt::format("{}: {} is a step rate ({:.4g} steps/s): say the batch per GPU with batch= (and gpus=) to make it samples/s",
-                                   m.where, strings::printable(m.metric), m.value));
-    t.value = m.value * m.sequences * m.gpus;
-    t.unit = "samples/s";
+  if (train.empty()) return {};
+  if (args.size() > train.size())
+    throw InputError(fmt::format("--measured: training figures calibrate training, served figures serving: got {} training figure(s) among {} "
+                                 "measurements",
+                                 train.size(), args.size()));
+  std::vector<TrainingMeasured> out;
+  for (const measured::Measurement& m : train) {
+    TrainingMeasured t;
+    t.source = m.where;
+    t.value = m.value;
+    t.unit = m.unit;
+    if (m.unit == "steps/s") {
+      // Steps become samples with the batch the run trained at: per GPU, over its data-parallel GPUs.
+      if (m.sequences < 1)
+        throw InputError(fmt::format("{}: {} is a step rate ({:.4g} steps/s): say the batch per GPU with batch= (and gpus=) to make it samples/s",
+                                     m.where, strings::printable(m.metric), m.value));
+      t.value = m.value * m.sequences * m.gpus;
+      t.unit = "samples/s";
+    }
+    if (!std::isfinite(t.value) || !(t.value > 0))
+      throw InputError(fmt::format("{}: {} x batch {} x {} GPU(s) is not a rate ({:g})", m.where, strings::printable(m.metric), m.sequences, m.gpus, t.value));
+    if (!m.metric.empty()) t.source += " (" + strings::printable(m.metric) + ")";
+    t.request.gpu = gpu_id(cat, m.gpu);
+    t.request.workload = m.workload;
+    t.request.gpus = m.gpus;
+    t.request.batch = m.sequences;  // a spec's batch=: per GPU for training
+    if (!m.precision.empty()) t.request.precision = perf::parse_precision(m.precision);
+    if (!m.framework.empty()) t.request.options["framework"] = m.framework;
+    if (m.prompt_tokens > 0 || m.gen_tokens > 0)
+      throw InputError("--measured: prompt_len and gen_len describe serving figures, not a training run (mode train)");
+    t.request.training = true;
+    out.push_back(std::move(t));
   }
-  if (!m.metric.empty()) t.source += " (" + m.metric + ")";
-  t.request.gpu = gpu_id(cat, m.gpu);
-  t.request.workload = m.workload;
-  t.request.gpus = m.gpus;
-  t.request.batch = m.sequences;  // a spec's batch=: per GPU for training
-  if (!m.precision.empty()) t.request.precision = perf::parse_precision(m.precision);
-  if (!m.framework.empty()) t.request.options["framework"] = m.framework;
-  if (m.prompt_tokens > 0 || m.gen_tokens > 0)
-    throw InputError("--measured: prompt_len and gen_len describe serving figures, not a training run (mode train)");
-  t.request.training = true;
-  return t;
+  return out;
 }
+
+std::optional<TrainingMeasured> training_measured(const catalog::Catalog& cat, const std::vector<std::string>& args) {
+  std::vector<TrainingMeasured> all = training_figures(cat, args);
+  if (all.empty()) return std::nullopt;
+  return std::move(all.front());
+}
+
+perf::StackCalibration calibrate_trained(const catalog::Catalog& cat, const std::vector<TrainingMeasured>& figures) {
+  std::vector<workload::Workload> workloads;
+  workloads.reserve(figures.size());  // the figures point into it
+  for (const auto& t : figures) workloads.emplace_back(t.request.workload, t.request.options);
+  std::vector<perf::TrainingFigure> fs;
+  for (std::size_t i = 0; i < figures.size(); ++i) fs.push_back({&workloads[i], figures[i].request, figures[i].value, figures[i].unit, figures[i].source});
+  return perf::calibrate_training(cat, fs);
+}
+
 
 std::vector<perf::StackMeasurement> measured_inputs(const catalog::Catalog& cat, const std::vector<std::string>& args) {
   std::vector<perf::StackMeasurement> out;
@@ -258,29 +280,39 @@ perf::PublishedRow row_of(const perf::StackMeasurement& m) {
 std::vector<perf::PublishedRow> measured_rows(const catalog::Catalog& cat, const std::vector<std::string>& args) {
   std::vector<perf::PublishedRow> out;
   std::map<std::string, std::string> cards;
+  // A training run as a published row: the run's total, per system; a log's samples in the workload's own unit.
+  const auto train_rows = [&](const std::string& a, const std::string& file) {
+    for (const TrainingMeasured& t : training_figures(cat, {a})) {
+      perf::PublishedRow r;
+      r.id = t.source;
+      r.gpu = t.request.gpu;
+      r.n_gpus = t.request.gpus;
+      r.workload = t.request.workload;
+      r.mode = "train";
+      r.precision = t.request.precision ? std::string(perf::precision_name(*t.request.precision)) : "";
+      r.batch = t.request.batch;
+      r.options = perf::option_pairs_text(t.request.options);
+      r.value = t.value;
+      r.unit = t.unit;
+      if (r.unit == "samples/s")
+        if (const workload::Workload w(t.request.workload, t.request.options); w.family() != models::Family::decoder)
+          r.unit = w.network().sample_unit + "/s";
+      r.per = "system";
+      r.source = file.empty() ? "--measured" : file;
+      r.file = file.empty() ? "measured" : std::filesystem::path(file).stem().string();
+      out.push_back(std::move(r));
+    }
+  };
   for (const auto& a : args) {
     if (measured::looks_like_spec(a) && measured::read_measured_spec(a).file.empty()) {
       const measured::Measurement m = measured::read_measured_spec(a);
-      if (m.mode == "train") {
-        const auto t = training_measured(cat, {a});
-        perf::PublishedRow r;
-        r.id = t->source;
-        r.gpu = t->request.gpu;
-        r.n_gpus = t->request.gpus;
-        r.workload = t->request.workload;
-        r.mode = "train";
-        r.precision = t->request.precision ? std::string(perf::precision_name(*t->request.precision)) : "";
-        r.batch = t->request.batch;
-        r.options = perf::option_pairs_text(t->request.options);
-        r.value = t->value;
-        r.unit = t->unit;
-        r.per = "system";
-        r.source = "--measured";
-        r.file = "measured";
-        out.push_back(std::move(r));
-      } else {
-        out.push_back(row_of(resolve(cat, m, cards)));
-      }
+      if (m.mode == "train") train_rows(a, "");
+      else out.push_back(row_of(resolve(cat, m, cards)));
+      continue;
+    }
+    if (const std::string file = measured::looks_like_spec(a) ? measured::read_measured_spec(a).file : a;
+        measured::looks_like_tfevents(files::read_all(file, "--measured"))) {
+      train_rows(a, file);
       continue;
     }
     if (!measured::looks_like_spec(a)) files::note_input(a);
@@ -307,11 +339,12 @@ std::vector<perf::PublishedRow> measured_rows(const catalog::Catalog& cat, const
       if (m.tool == "nvbandwidth") {
         // A copy over a link, as micro.csv's published nvbandwidth rows are priced.
         r.options = "tool=nvbandwidth;engine=ce";
-        r.source = fmt::format("nvbandwidth{} {}", m.library_version.empty() ? "" : " " + m.library_version, m.metric);
+        r.source = fmt::format("nvbandwidth{} {}", m.library_version.empty() ? "" : " " + strings::printable(m.library_version), m.metric);
       } else {
         r.options = fmt::format("msg_bytes={:.0f}", m.message_bytes);
-        r.source = fmt::format("nccl-tests{}, {} rank(s) on {} host(s), {}", m.library_version.empty() ? "" : " (NCCL " + m.library_version + ")",
-                               m.gpus, m.nodes, m.precision);
+        r.source = fmt::format("nccl-tests{}, {} rank(s) on {} host(s), {}",
+                               m.library_version.empty() ? "" : " (NCCL " + strings::printable(m.library_version) + ")", m.gpus, m.nodes,
+                               strings::printable(m.precision));
       }
       r.file = stem_of(m.where);
       out.push_back(std::move(r));
@@ -321,10 +354,7 @@ std::vector<perf::PublishedRow> measured_rows(const catalog::Catalog& cat, const
 }
 
 perf::StackCalibration calibrate_measured(const catalog::Catalog& cat, const std::vector<std::string>& args, std::vector<std::string>* read_as) {
-  if (const auto t = training_measured(cat, args)) {
-    const workload::Workload w(t->request.workload, t->request.options);
-    return perf::calibrate_training(cat, w, t->request, t->value, t->unit, t->source);
-  }
+  if (const auto figures = training_figures(cat, args); !figures.empty()) return calibrate_trained(cat, figures);
   const auto ms = measured_inputs(cat, args);
   if (read_as)
     for (const auto& m : ms)

@@ -30,10 +30,14 @@ struct TrainingMeasured {
   double value = 0;
   std::string unit, source;
 };
-/// The training figure among `args`, resolved (card, precision, framework); nullopt when none is a training figure.
-/// InputError when a training figure comes with other measurements (one figure calibrates one class: not yet
-/// combined), or carries serving keys.
+/// The training figures among `args` (typed specs, and TensorBoard logs named by file=), resolved (card, precision,
+/// framework, a step rate made samples/s); empty when none is one. InputError when training figures come with
+/// served ones, or a figure carries serving keys.
+std::vector<TrainingMeasured> training_figures(const catalog::Catalog& cat, const std::vector<std::string>& args);
+/// The first of training_figures (what a command leaves unsaid is what it ran); nullopt when there is none.
 std::optional<TrainingMeasured> training_measured(const catalog::Catalog& cat, const std::vector<std::string>& args);
+/// perf::calibrate_training over the figures: one stack, each figure fixing the class it is most sensitive to.
+perf::StackCalibration calibrate_trained(const catalog::Catalog& cat, const std::vector<TrainingMeasured>& figures);
 
 /// Every measurement `args` name calibrated as one stack: a training figure by perf::calibrate_training, served
 /// decoders' figures by perf::calibrate_stack. `read_as` gets how the measurements' names were read (each once).

@@ -52,6 +52,7 @@ std::vector<Measurement> read_nvbandwidth(const std::string& text, const std::st
   int started = 0;
   bool in_gbs = false, header_seen = false;
   std::vector<double> figures;
+  std::vector<int> columns;  // the matrix's column labels
   const auto finish = [&] {
     if (testcase.empty()) return;
     const auto [workload, gpus] = priced(testcase);
@@ -66,7 +67,7 @@ std::vector<Measurement> read_nvbandwidth(const std::string& text, const std::st
       m.where = fmt::format("{}:{}", where, started);
       m.mode = "micro";
       m.workload = workload;
-      m.metric = testcase;
+      m.metric = strings::printable(testcase);
       m.gpus = gpus;
       m.value = median;
       m.unit = "GB/s";
@@ -109,21 +110,25 @@ std::vector<Measurement> read_nvbandwidth(const std::string& text, const std::st
     }
     if (!in_gbs) continue;  // a latency testcase's "(ns)", or lines this reader does not know before a description
     const std::vector<std::string> w = words(line);
+    const std::string name = strings::printable(testcase);
     if (!header_seen) {  // the column indices
-      if (!std::all_of(w.begin(), w.end(), whole))
-        throw InputError(fmt::format("{}: {}'s column indices '{}' are not whole numbers", at(), testcase, strings::printable(line)));
+      if (w.empty() || !std::all_of(w.begin(), w.end(), whole))
+        throw InputError(fmt::format("{}: {}'s column indices '{}' are not whole numbers", at(), name, strings::printable(line)));
+      columns.clear();
+      for (const auto& c : w) columns.push_back(std::stoi(c));
       header_seen = true;
       continue;
     }
-    if (w.size() < 2 || !whole(w[0]))
-      throw InputError(fmt::format("{}: {}'s row '{}' is not a row index and figures", at(), testcase, strings::printable(line)));
+    if (w.size() < 2 || !whole(w[0]) || w.size() - 1 > columns.size())
+      throw InputError(fmt::format("{}: {}'s row '{}' is not a row index and at most {} figures", at(), name, strings::printable(line), columns.size()));
+    const int row = std::stoi(w[0]);
     for (std::size_t i = 1; i < w.size(); ++i) {
       if (w[i] == "N/A") continue;
       const auto v = fields::number(w[i]);
-      // Releases before v0.5 print a GPU's pair with itself as 0.00: not a measurement.
-      if (v && *v == 0 && w[0] == std::to_string(i - 1)) continue;
+      // Releases before v0.5 print a GPU's copy to itself as 0.00 in the device-to-device matrices: not a measurement.
+      if (v && *v == 0 && priced(testcase).second == 2 && columns[i - 1] == row) continue;
       if (!v || !(*v > 0) || *v > 1e6)
-        throw InputError(fmt::format("{}: {}'s figure '{}' is not a positive bandwidth (GB/s)", at(), testcase, strings::printable(w[i])));
+        throw InputError(fmt::format("{}: {}'s figure '{}' is not a positive bandwidth (GB/s)", at(), name, strings::printable(w[i])));
       figures.push_back(*v);
     }
   }

@@ -28,6 +28,8 @@ constexpr std::string_view kStepRates[] = {"global_step/sec", "train/train_steps
 // A series that gives step times from its wall clock needs its second and last event at least this many steps
 // apart, and at least this many events.
 constexpr int kMinSeriesEvents = 3;
+// Past any training loop's rate (steps or samples a second): a figure above it is a corrupt or misread scalar.
+constexpr double kMaxRate = 1e9;
 
 std::uint32_t le32(const char* p) {
   std::uint32_t v;
@@ -232,6 +234,8 @@ bool looks_like_tfevents(const std::string& bytes) {
 
 std::vector<Measurement> read_tfevents(const std::string& bytes, const std::string& where) {
   std::map<std::string, std::vector<Point>> series;
+  bool epochs_only = true;  // every scalar per epoch (Keras's default)
+  std::string first_epoch_tag;
   std::size_t offset = 0;
   int record = 0;
   bool versioned = false;
@@ -257,7 +261,14 @@ std::vector<Measurement> read_tfevents(const std::string& bytes, const std::stri
       versioned = true;
       continue;
     }
-    for (const auto& [tag, v] : e.scalars) series[tag].push_back({e.wall, e.step, v, record});
+    for (const auto& [tag, v] : e.scalars) {
+      // Only the series a figure can come from are kept (a log of many other scalars costs no memory here).
+      if (strings::lower(tag).rfind("epoch", 0) != 0) epochs_only = false;
+      else if (first_epoch_tag.empty()) first_epoch_tag = tag;
+      const bool rate = std::find(std::begin(kSampleRates), std::end(kSampleRates), tag) != std::end(kSampleRates) ||
+                        std::find(std::begin(kStepRates), std::end(kStepRates), tag) != std::end(kStepRates);
+      if (rate || per_step_loss(tag)) series[tag].push_back({e.wall, e.step, v, record});
+    }
   }
   if (!versioned) throw InputError(fmt::format("{}: an empty event file (no records)", where));
 
@@ -265,8 +276,8 @@ std::vector<Measurement> read_tfevents(const std::string& bytes, const std::stri
   m.tool = "tensorboard";
   m.mode = "train";
   const auto positive = [&](double v, const std::string& tag, int rec) {
-    if (!std::isfinite(v) || v <= 0)
-      throw InputError(fmt::format("{}:{}: {} is {}, not a positive rate", where, rec, strings::printable(tag), v));
+    if (!std::isfinite(v) || v <= 0 || v > kMaxRate)
+      throw InputError(fmt::format("{}:{}: {} is {}, not a positive rate (at most {:g})", where, rec, strings::printable(tag), v, kMaxRate));
     return v;
   };
   for (const std::string_view tag : kSampleRates)
@@ -275,7 +286,7 @@ std::vector<Measurement> read_tfevents(const std::string& bytes, const std::stri
       m.value = positive(last.value, it->first, last.record);
       m.unit = "samples/s";
       m.where = fmt::format("{}:{}", where, last.record);
-      m.metric = it->first;
+      m.metric = strings::printable(it->first);
       return {m};
     }
   for (const std::string_view tag : kStepRates)
@@ -283,19 +294,18 @@ std::vector<Measurement> read_tfevents(const std::string& bytes, const std::stri
       std::vector<double> v;
       const std::vector<Point>& pts = it->second;
       for (std::size_t i = pts.size() > 1 ? 1 : 0; i < pts.size(); ++i) v.push_back(positive(pts[i].value, it->first, pts[i].record));
-      std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-      m.value = v[v.size() / 2];
+      std::sort(v.begin(), v.end());
+      const std::size_t h = v.size() / 2;
+      m.value = v.size() % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
       m.unit = "steps/s";
       m.where = fmt::format("{}:{}", where, pts.back().record);
-      m.metric = it->first;
+      m.metric = strings::printable(it->first);
       return {m};
     }
   // The per-step loss series with the most events, its steps increasing.
   const std::vector<Point>* best = nullptr;
   std::string best_tag;
-  bool epochs_only = !series.empty();
   for (const auto& [tag, pts] : series) {
-    if (strings::lower(tag).rfind("epoch", 0) != 0) epochs_only = false;
     if (!per_step_loss(tag) || pts.size() < static_cast<std::size_t>(kMinSeriesEvents)) continue;
     bool increasing = true;
     for (std::size_t i = 1; i < pts.size(); ++i) increasing = increasing && pts[i].step > pts[i - 1].step && pts[i].wall > pts[i - 1].wall;
@@ -305,18 +315,18 @@ std::vector<Measurement> read_tfevents(const std::string& bytes, const std::stri
     // From the second event: the first interval holds tracing, compilation and the input pipeline's warm-up.
     const Point& a = (*best)[1];
     const Point& b = best->back();
-    m.value = static_cast<double>(b.step - a.step) / (b.wall - a.wall);
-    if (!std::isfinite(m.value) || m.value <= 0)
-      throw InputError(fmt::format("{}:{}: {} gives no positive step rate", where, b.record, strings::printable(best_tag)));
+    m.value = (static_cast<double>(b.step) - static_cast<double>(a.step)) / (b.wall - a.wall);  // steps past int64's range apart: no overflow
+    if (!std::isfinite(m.value) || m.value <= 0 || m.value > kMaxRate)
+      throw InputError(fmt::format("{}:{}: {} gives no step rate gpuvs can use ({:g} steps/s)", where, b.record, strings::printable(best_tag), m.value));
     m.unit = "steps/s";
     m.where = fmt::format("{}:{}", where, b.record);
-    m.metric = fmt::format("{}: steps {} to {} over {:.4g} s of wall time", best_tag, a.step, b.step, b.wall - a.wall);
+    m.metric = fmt::format("{}: steps {} to {} over {:.4g} s of wall time", strings::printable(best_tag), a.step, b.step, b.wall - a.wall);
     return {m};
   }
-  if (epochs_only)
+  if (epochs_only && !first_epoch_tag.empty())
     throw InputError(fmt::format("{}: only per-epoch scalars ({}): an epoch's steps are not in the file; log per batch "
                                  "(Keras: TensorBoard(update_freq='batch')) or a samples/s or steps/s scalar",
-                                 where, strings::printable(series.begin()->first)));
+                                 where, strings::printable(first_epoch_tag)));
   throw InputError(fmt::format("{}: no training rate: none of the samples/s scalars (train/train_samples_per_second, examples/sec), the steps/s "
                                "scalars (global_step/sec, train/train_steps_per_second), nor a per-step loss series of {} events or more",
                                where, kMinSeriesEvents));

@@ -8,7 +8,9 @@
 //    values after the first (which holds tracing and warm-up), unit "steps/s";
 //  - a per-step loss series (Keras's batch_loss with update_freq='batch', the Trainer's train/loss, a SummaryWriter's
 //    loss): steps over wall time from its second event to its last, unit "steps/s".
-// A steps/s figure becomes samples/s with the batch the command line says (a spec's batch=, per GPU, times gpus=).
+// A steps/s figure becomes samples/s with the batch the command line says (a spec's batch=, per GPU, times gpus=):
+// with gradient accumulation, the batch an optimizer step takes (micro-batch x accumulation steps), as the
+// series' steps are the optimizer's.
 // The file names neither the card nor the model: a --measured spec with file= says them. `where` is FILE:N, N the
 // record the figure came from (1 is the file_version record).
 #pragma once

@@ -178,12 +178,26 @@ std::vector<Measurement> read_printed(const std::string& text, const std::string
 }
 
 // A saved result's text parsed (discarded when it is not JSON). vLLM before 0.6 and SGLang's bench_serving
-// (json.dumps of float("inf")) write an infinite request rate as Python's bare Infinity, which JSON has no word for.
-nlohmann::json parse_saved(std::string text, const std::string& where) {
+// (json.dumps of float("inf")) write an infinite request rate as Python's bare Infinity, and an undefined statistic
+// as NaN, which JSON has no words for.
+nlohmann::json parse_saved(const std::string& text, const std::string& where) {
   nlohmann::json j = parse_json_or_discarded(text, where);
   if (!j.is_discarded()) return j;
-  for (std::size_t p = text.find(": Infinity"); p != std::string::npos; p = text.find(": Infinity", p)) text.replace(p, 10, ": \"inf\"");
-  return parse_json_or_discarded(text, where);
+  // Python's bare Infinity and NaN (json.dumps writes them) as "inf" and null, in one pass.
+  std::string fixed;
+  fixed.reserve(text.size());
+  for (std::size_t p = 0; p < text.size();) {
+    if (text.compare(p, 10, ": Infinity") == 0) {
+      fixed += ": \"inf\"";
+      p += 10;
+    } else if (text.compare(p, 5, ": NaN") == 0) {
+      fixed += ": null";
+      p += 5;
+    } else {
+      fixed += text[p++];
+    }
+  }
+  return parse_json_or_discarded(fixed, where);
 }
 
 // One saved run: vLLM's --save-result object, or one line of SGLang's --output-file.

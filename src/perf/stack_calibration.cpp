@@ -231,6 +231,22 @@ StackCalibration calibrate_figure(const StackRate& rate, double measured, const 
 
 StackCalibration calibrate_training(const catalog::Catalog& cat, const workload::Workload& w, const PredictRequest& req, double measured,
                                     const std::string& unit, const std::string& source) {
+  return calibrate_training(cat, {TrainingFigure{&w, req, measured, unit, source}});
+}
+
+namespace {
+
+// A training figure's prediction without a stack, its unit checked, and its rate under a stack.
+struct PricedFigure {
+  Prediction plain;
+  StackRate rate;
+};
+
+PricedFigure priced_figure(const catalog::Catalog& cat, const TrainingFigure& f) {
+  const workload::Workload& w = *f.workload;
+  const PredictRequest& req = f.request;
+  const std::string& unit = f.unit;
+  const std::string& source = f.source;
   if (req.stack) throw std::logic_error("calibrate_training: the request already carries a stack");
   const Prediction plain = predict(cat, w, req);
   // A training loop's samples are the workload's own (images, sequences): "samples/s" (a TensorBoard log's) reads
@@ -238,24 +254,97 @@ StackCalibration calibrate_training(const catalog::Catalog& cat, const workload:
   const bool per_sample = unit == "samples/s" && plain.unit != "tokens/s";
   if (unit != plain.unit && !per_sample)
     throw InputError(fmt::format("{}: the figure is in {}, a prediction of {} in {}", source, unit, plain.workload, plain.unit));
-  StackRatios base;
-  base.engine = plain.framework;
-  base.format = std::string(precision_name(plain.plan.precision));
-  base.measured_gpus = {plain.gpu_id};
   // The run's figure is its total over its GPUs; the prediction is per GPU.
   const double gpus = static_cast<double>(req.gpus);
-  StackCalibration out = calibrate_figure(
-      [&](const StackRatios& r) {
-        PredictRequest q = req;
-        q.stack = &r;
-        return predict(cat, w, q).throughput * gpus;
-      },
-      measured, plain.unit, base);
-  for (auto& st : out.steps) {
-    st.source = source;
-    st.gpu = plain.gpu_id;
-    st.mode = req.training ? "train" : "infer";
+  return {plain, [&cat, &w, req, gpus](const StackRatios& r) {
+            PredictRequest q = req;
+            q.stack = &r;
+            return predict(cat, w, q).throughput * gpus;
+          }};
+}
+
+}  // namespace
+
+StackCalibration calibrate_training(const catalog::Catalog& cat, const std::vector<TrainingFigure>& figures) {
+  if (figures.empty()) throw InputError("no training figure to calibrate from");
+  std::vector<PricedFigure> priced;
+  for (const TrainingFigure& f : figures) priced.push_back(priced_figure(cat, f));
+  StackRatios base;
+  base.engine = priced[0].plain.framework;
+  base.format = std::string(precision_name(priced[0].plain.plan.precision));
+  for (std::size_t i = 0; i < figures.size(); ++i) {
+    const Prediction& p = priced[i].plain;
+    if (p.framework != base.engine || precision_name(p.plan.precision) != base.format)
+      throw InputError(fmt::format("{}: ran {} {}, and {} ran {} {}: one stack at a time (its framework and precision)", figures[i].source,
+                                   p.framework, precision_name(p.plan.precision), figures[0].source, base.engine, base.format));
+    if (std::find(base.measured_gpus.begin(), base.measured_gpus.end(), p.gpu_id) == base.measured_gpus.end()) base.measured_gpus.push_back(p.gpu_id);
   }
+  const auto name_steps = [&](StackCalibration& out) {
+    for (auto& st : out.steps) {
+      const TrainingFigure& f = figures[st.measurement];
+      st.source = f.source;
+      st.gpu = priced[st.measurement].plain.gpu_id;
+      st.mode = f.request.training ? "train" : "infer";
+    }
+  };
+  if (figures.size() == 1) {
+    StackCalibration out = calibrate_figure(priced[0].rate, figures[0].measured, priced[0].plain.unit, base);
+    name_steps(out);
+    return out;
+  }
+  // Each figure's most sensitive class at the model's assumption, in the direction it asks for.
+  constexpr double kNegligible = 0.05;
+  const std::array<double StackRatios::*, 3> classes{&StackRatios::gemm, &StackRatios::memory, &StackRatios::fixed};
+  std::vector<int> assigned(figures.size(), -1);
+  std::vector<double> at_base(figures.size());
+  for (std::size_t i = 0; i < figures.size(); ++i) {
+    at_base[i] = priced[i].rate(base);
+    const bool faster = figures[i].measured > at_base[i];
+    double best = kNegligible;
+    for (int c = 0; c < 3; ++c) {
+      StackRatios moved = base;
+      moved.*classes[static_cast<std::size_t>(c)] *= faster == (c != 2) ? 1.25 : 0.8;
+      const double share = std::fabs(std::log(priced[i].rate(moved) / at_base[i])) / std::log(1.25);
+      if (share > best) best = share, assigned[i] = c;
+    }
+  }
+  // The classes solved in turn, matrix first, each given the others as they stand; a class moves the other classes'
+  // figures too (a large batch still spends some of its time in memory-bound kernels), so the rounds repeat until
+  // the ratios settle (block Gauss-Seidel: a few rounds where each figure leans mostly on its own class).
+  StackCalibration out;
+  out.ratios = base;
+  constexpr int kRounds = 30;
+  for (int round = 0; round < kRounds; ++round) {
+    out.steps.clear();
+    double moved = 0;
+    for (int c = 0; c < 3; ++c) {
+      double log_sum = 0;
+      int n = 0;
+      for (std::size_t i = 0; i < figures.size(); ++i) {
+        if (assigned[i] != c) continue;
+        StackStep step = solve(priced[i].rate, figures[i].measured, priced[i].plain.unit, out.ratios, classes[static_cast<std::size_t>(c)], kLowest,
+                               kHighest);
+        step.measurement = i;
+        step.predicted_before = at_base[i];
+        log_sum += std::log(step.ratio);
+        ++n;
+        out.steps.push_back(std::move(step));
+      }
+      if (n == 0) continue;
+      double& ratio = out.ratios.*classes[static_cast<std::size_t>(c)];
+      moved = std::max(moved, std::fabs(log_sum / n - std::log(ratio)));
+      ratio = std::exp(log_sum / n);
+    }
+    if (moved < 1e-6) break;
+  }
+  for (int c = 0; c < 3; ++c)
+    if (std::find(assigned.begin(), assigned.end(), c) == assigned.end())
+      out.open.push_back(fmt::format("{}: no figure given is most sensitive to them here: the model's assumption",
+                                     c == 0 ? "matrix kernels" : c == 1 ? "memory-bound kernels" : "fixed costs"));
+  for (std::size_t i = 0; i < figures.size(); ++i)
+    if (assigned[i] < 0) out.open.push_back(fmt::format("{}: moves with no class here (each moves it under {:.0f}%): it fixes nothing", figures[i].source, kNegligible * 100));
+  for (auto& st : out.steps) st.predicted_after = priced[st.measurement].rate(out.ratios);
+  name_steps(out);
   return out;
 }
 

@@ -58,6 +58,22 @@ StackCalibration calibrate_figure(const StackRate& rate, double measured, const 
 StackCalibration calibrate_training(const catalog::Catalog& cat, const workload::Workload& w, const PredictRequest& req, double measured,
                                     const std::string& unit, const std::string& source);
 
+/// One measured training run, for calibrate_training over several.
+struct TrainingFigure {
+  const workload::Workload* workload = nullptr;
+  PredictRequest request;  // carries no stack
+  double measured = 0;     // the run's total over request.gpus GPUs, in `unit`
+  std::string unit, source;
+};
+
+/// Several measured training runs of one stack (one framework profile and precision; any cards, batches, workloads):
+/// one figure is calibrate_training's. Each of several fixes the class its rate is most sensitive to on its card
+/// (a large batch its matrix kernels, a small one its memory-bound kernels or fixed costs), the classes solved in
+/// turn, matrix first, each given those before it; figures of one class give the geometric mean of their ratios.
+/// A class no figure is most sensitive to stays at the model's assumption, said in `open`. InputError for none, a
+/// figure whose unit is not its prediction's, or figures of different frameworks or precisions.
+StackCalibration calibrate_training(const catalog::Catalog& cat, const std::vector<TrainingFigure>& figures);
+
 /// The stack's ratios from `ms` (one engine and weight format; any cards): the matrix ratio from the prefill
 /// figures, then the memory ratio from the decode figures under it; several figures of one class give the
 /// geometric mean of their ratios. A ratio is held to [0.05, 20] (and the efficiencies it moves to 98% of a
