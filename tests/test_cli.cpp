@@ -1568,6 +1568,9 @@ TEST(Cli, ATensorBoardLogCalibratesTrainingWithTheBatchItRanAt) {
   EXPECT_EQ(no_batch.exit_code, 2) << no_batch.err;
   EXPECT_NE(no_batch.err.find("is a step rate"), std::string::npos) << no_batch.err;
   EXPECT_EQ(count_lines(no_batch.err), 1) << no_batch.err;
+  const auto no_model = run_gpuvs("predict --workload resnet50 --gpu rtx-4090 --measured 'file=" + ev + ";gpu=rtx-4090;batch=64'");
+  EXPECT_EQ(no_model.exit_code, 2) << no_model.err;
+  EXPECT_NE(no_model.err.find("the log does not name the model: say it with --measured 'file="), std::string::npos) << no_model.err;
   const std::string epochs = (tmp / "epochs.v2").string();
   std::ofstream(epochs, std::ios::binary) << tb::events_file(tb::loss_series("epoch_loss"));
   const auto per_epoch = run_gpuvs("compare rtx-4090 a100-80gb-sxm --measured 'file=" + epochs + ";gpu=rtx-4090;workload=resnet50;batch=64'");

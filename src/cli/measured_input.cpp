@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <tuple>
 
 #include "cli/gpu_names.hpp"
 #include "core/error.hpp"
@@ -190,6 +191,11 @@ std::vector<TrainingMeasured> training_figures(const catalog::Catalog& cat, cons
                                  train.size(), args.size()));
   std::vector<TrainingMeasured> out;
   for (const measured::Measurement& m : train) {
+    // A training log names neither (TensorBoard never does): the spec says them.
+    for (const auto& [value, key, what] : {std::tuple{&m.gpu, "gpu", "the GPU"}, std::tuple{&m.workload, "workload", "the model"}})
+      if (value->empty())
+        throw InputError(fmt::format("{}: the log does not name {}: say it with --measured 'file={};gpu=ID;workload=ID;batch=PER_GPU'", m.where, what,
+                                     file_of(m.where)));
     TrainingMeasured t;
     t.source = m.where;
     t.value = m.value;
