@@ -179,10 +179,15 @@ std::vector<TrainingMeasured> training_figures(const catalog::Catalog& cat, cons
       continue;
     }
     // A training run's own log (a TensorBoard event file), with what it does not say in the spec.
-    const std::string file = measured::looks_like_spec(a) ? measured::read_measured_spec(a).file : a;
-    if (!measured::looks_like_tfevents(files::read_all(file, "--measured"))) continue;
-    for (auto& m : read_measured_arg(a))
-      if (m.mode == "train") train.push_back(std::move(m));
+    const bool spec = measured::looks_like_spec(a);
+    const std::string file = spec ? measured::read_measured_spec(a).file : a;
+    const std::string text = files::read_all(file, "--measured");  // read once: told apart and read from the same bytes
+    if (!measured::looks_like_tfevents(text)) continue;
+    files::note_input(file);
+    for (auto& m : measured::read_tfevents(text, file)) {
+      if (spec) measured::complete_from_spec(m, measured::read_measured_spec(a));
+      train.push_back(std::move(m));
+    }
   }
   if (train.empty()) return {};
   if (args.size() > train.size())
