@@ -11,6 +11,8 @@
 #include <sstream>
 #include <utility>
 
+#include "cli/app.hpp"
+#include "core/error.hpp"
 #include "store/store.hpp"
 #include "test_util.hpp"
 #include "tfevent_builder.hpp"
@@ -1682,4 +1684,49 @@ TEST(Cli, CompareCarriesARealLlamaBenchRunToOtherCardsInOneCommand) {
     EXPECT_NE(bad.err.find(expect), std::string::npos) << args << "\n" << bad.err;
     EXPECT_EQ(count_lines(bad.err), 1) << bad.err;
   }
+}
+
+// ---- in process (cli/app.hpp's run_json: what `import gpuvs` runs) ----
+
+TEST(InProcess, TheDocumentIsTheOneTheBinaryPrints) {
+  const auto r = run_gpuvs("compare rtx-4090 a100-80gb-sxm --workload llama3-8b --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(gpuvs::cli::run_json({"compare", "rtx-4090", "a100-80gb-sxm", "--workload", "llama3-8b"}), nlohmann::json::parse(r.out));
+  const auto g = run_gpuvs("catalog show h100-sxm --json");
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  EXPECT_EQ(gpuvs::cli::run_json({"catalog", "show", "--", "h100-sxm"}), nlohmann::json::parse(g.out));
+}
+
+TEST(InProcess, ErrorsAreThrownWithTheLineTheBinaryPrints) {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"predict", "--workload", "llama3-8b", "--gpu", "rtx-9999"}, {"comapre"}, {"predict", "--gpu", "rtx-4090", "--batch", "0"},
+           {"advise", "--hours", "nan"}}) {
+    std::string line;
+    for (const auto& a : args) line += " " + a;
+    const auto r = run_gpuvs(line.substr(1));
+    ASSERT_EQ(r.exit_code, 2) << line;
+    std::string said = r.err.substr(0, r.err.find('\n'));
+    ASSERT_EQ(said.rfind("gpuvs: error: ", 0), 0u) << said;
+    try {
+      gpuvs::cli::run_json(args);
+      ADD_FAILURE() << line << ": no exception";
+    } catch (const gpuvs::InputError& e) {
+      EXPECT_EQ(e.what(), said.substr(std::string("gpuvs: error: ").size())) << line;
+    }
+  }
+  EXPECT_THROW(gpuvs::cli::run_json({}), gpuvs::InputError);
+  EXPECT_THROW(gpuvs::cli::run_json({"man"}), gpuvs::InputError);  // prints no JSON document
+}
+
+TEST(InProcess, WhatOneRunInstallsEndsWithIt) {
+  gpuvs::test::TempDir dir;
+  const auto facts = dir.path() / "facts.toml";
+  gpuvs::test::write_text(facts, "[memory.runtime]\nvalue = 30\nunit = \"GiB\"\nsource = \"measured: a test\"\n");
+  const std::vector<std::string> args = {"predict", "--workload", "resnet50", "--gpu", "a100-80gb-sxm"};
+  const auto base = gpuvs::cli::run_json(args);
+  auto with_facts = args;
+  with_facts.insert(with_facts.end(), {"--facts", facts.string()});
+  EXPECT_NE(gpuvs::cli::run_json(with_facts)["memory"], base["memory"]);
+  EXPECT_EQ(gpuvs::cli::run_json(args), base);
+  EXPECT_TRUE(gpuvs::cli::run_json({"predict", "--help"}).get<std::string>().find("Usage: gpuvs predict") != std::string::npos);
 }

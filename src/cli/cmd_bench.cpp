@@ -15,6 +15,7 @@
 #include "bench/results_json.hpp"
 #include "catalog/catalog.hpp"
 #include "cli/commands.hpp"
+#include "cli/output.hpp"
 #include "cli/validators.hpp"
 #include "cli/devices_json.hpp"
 #include "hw/cpu.hpp"
@@ -123,7 +124,7 @@ int run_bench(const BenchArgs& a) {
     run_id = history->add(run);
   }
   if (a.format == "json") {
-    fmt::print("{}\n", record.dump(2));
+    print_json(record);
   } else if (a.format == "csv") {
     fmt::print("key,device,unit,status,median,min,max,spread,repetitions,spec,pct_of_spec,note\n");
     for (const auto& m : results)

@@ -120,7 +120,7 @@ int run_report(const std::string& db, std::int64_t id, const std::string& html, 
     files::write_output(html, report::html_output("--html", force), report::render_html(run));
     fmt::print(stderr, "wrote {} (run {})\n", html, r.id);
   }
-  if (format == "json") fmt::print("{}\n", run.dump(2));
+  if (format == "json") print_json(run);
   if (format == "md") fmt::print("{}", report::render_markdown(run));
   return 0;
 }

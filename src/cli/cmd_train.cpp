@@ -227,7 +227,7 @@ int run_train(TrainArgs& a) {
   engine::ParamStore store;
   const engine::TrainResult r = engine::train(spec, data, a.cfg, obs, store);
   if (a.out == Output::json) {
-    fmt::print("{}\n", summary_json(a, spec, data, r).dump());  // one line: a log line per run
+    print_json(summary_json(a, spec, data, r), -1);  // one line: a log line per run
     return 0;
   }
   if (print_structured(summary_json(a, spec, data, r), a.out)) return 0;  // csv, md: one row

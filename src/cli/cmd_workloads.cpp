@@ -30,7 +30,7 @@ int run_workloads(Output out) {
                      {"max_positions", n.decoder.max_positions > 0 ? nlohmann::json(n.decoder.max_positions) : nlohmann::json(nullptr)},
                      {"sample_unit", n.sample_unit}, {"description", n.description}});
     // csv, md: a row per workload (the `also` note is said on the table only).
-    if (out == Output::json) fmt::print("{}\n", nlohmann::json{{"schema_version", 1}, {"workloads", arr}, {"also", kOtherNames}}.dump(2));
+    if (out == Output::json) print_json(nlohmann::json{{"schema_version", 1}, {"workloads", arr}, {"also", kOtherNames}});
     else print_structured(nlohmann::json{{"workloads", arr}}, out, {"workloads"});
     return 0;
   }

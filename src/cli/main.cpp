@@ -8,11 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "cli/commands.hpp"
+#include "cli/app.hpp"
 #include "core/error.hpp"
-#include "core/strings.hpp"
 #include "dist/world.hpp"
-#include "engine/cuda/cuda_build.hpp"
 #include "gpuvs_revision.hpp"
 
 namespace {
@@ -31,42 +29,12 @@ int run(int argc, char** argv) {
       return static_cast<int>(gpuvs::ExitCode::bad_input);
     }
   }
-  CLI::App app{"gpuvs: which accelerator should run your model, how fast, will it fit, what will it cost"};
-  app.name("gpuvs");
-  app.set_version_flag("--version", fmt::format("gpuvs {} (git {}; cuda: {})", GPUVS_VERSION, GPUVS_GIT_REVISION,
-                                                gpuvs::engine::cuda::build_info()));
-  app.require_subcommand(1);
-  std::map<CLI::App*, gpuvs::cli::Runner> runners;
-  auto add = [&](gpuvs::cli::Runner (*fn)(CLI::App&)) {
-    const std::size_t before = app.get_subcommands({}).size();
-    auto runner = fn(app);
-    runners[app.get_subcommands({}).at(before)] = std::move(runner);
-  };
-  add(gpuvs::cli::add_train_command);
-  add(gpuvs::cli::add_graph_command);
-  add(gpuvs::cli::add_catalog_command);
-  add(gpuvs::cli::add_predict_command);
-  add(gpuvs::cli::add_validate_command);
-  add(gpuvs::cli::add_compare_command);
-  add(gpuvs::cli::add_devices_command);
-  add(gpuvs::cli::add_bench_command);
-  add(gpuvs::cli::add_advise_command);
-  add(gpuvs::cli::add_evaluate_command);
-  add(gpuvs::cli::add_history_command);
-  add(gpuvs::cli::add_diff_command);
-  add(gpuvs::cli::add_report_command);
-  add(gpuvs::cli::add_workloads_command);
-  add(gpuvs::cli::add_calibrate_command);
-  add(gpuvs::cli::add_completion_command);
-  add(gpuvs::cli::add_man_command);
+  CLI::App app;
+  std::map<CLI::App*, gpuvs::cli::Runner> runners = gpuvs::cli::build_app(app);
   // A mistyped command ("comapre") is named with the nearest ones, not only "a subcommand is required".
-  if (argc > 1 && argv[1][0] != '-') {
-    std::vector<std::string> names;
-    for (const auto* sub : app.get_subcommands({})) names.push_back(sub->get_name());
-    if (std::find(names.begin(), names.end(), argv[1]) == names.end()) {
-      if (!quiet)
-        fmt::print(stderr, "gpuvs: error: '{}' is not a gpuvs command; did you mean {}? (see gpuvs --help)\n", gpuvs::strings::printable(argv[1]),
-                   gpuvs::strings::join(gpuvs::strings::closest(argv[1], names, 2), " or "));
+  if (argc > 1) {
+    if (const std::string e = gpuvs::cli::unknown_command_error(app, argv[1]); !e.empty()) {
+      if (!quiet) fmt::print(stderr, "gpuvs: error: {}\n", e);
       return static_cast<int>(gpuvs::ExitCode::bad_input);
     }
   }

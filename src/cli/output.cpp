@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <map>
+#include <stdexcept>
 #include <string_view>
 
 #include "core/strings.hpp"
@@ -151,10 +152,26 @@ std::string to_markdown(const Records& r) {
   return out;
 }
 
+namespace {
+JsonCapture* g_capture = nullptr;
+}  // namespace
+
+JsonCapture::JsonCapture() {
+  if (g_capture) throw std::logic_error("JsonCapture: one is already collecting");
+  g_capture = this;
+}
+
+JsonCapture::~JsonCapture() { g_capture = nullptr; }
+
+void print_json(const nlohmann::json& doc, int indent) {
+  if (g_capture) g_capture->docs().push_back(doc);
+  else fmt::print("{}\n", doc.dump(indent));
+}
+
 bool print_structured(const nlohmann::json& doc, Output out, const std::vector<std::string>& row_lists) {
   switch (out) {
     case Output::table: return false;
-    case Output::json: fmt::print("{}\n", doc.dump(2)); return true;
+    case Output::json: print_json(doc); return true;
     case Output::csv: fmt::print("{}", to_csv(records_of(doc, row_lists))); return true;
     case Output::md: fmt::print("{}", to_markdown(records_of(doc, row_lists))); return true;
   }

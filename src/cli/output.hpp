@@ -33,6 +33,24 @@ std::string to_csv(const Records& r);
 /// A GitHub Markdown table, "|" in cells escaped, control characters written as \xNN.
 std::string to_markdown(const Records& r);
 
+/// Prints `doc` as JSON (indented by `indent`, -1 for one line) on stdout, or hands it to the JsonCapture alive
+/// in this process. Every JSON document a command prints goes through here.
+void print_json(const nlohmann::json& doc, int indent = 2);
+
+/// While one is alive, the JSON documents print_json would print are collected here instead: how a program that
+/// runs commands in its own process (cli/app.hpp's run_json) gets them. One at a time, on one thread.
+class JsonCapture {
+ public:
+  JsonCapture();
+  ~JsonCapture();
+  JsonCapture(const JsonCapture&) = delete;
+  JsonCapture& operator=(const JsonCapture&) = delete;
+  std::vector<nlohmann::json>& docs() { return docs_; }
+
+ private:
+  std::vector<nlohmann::json> docs_;
+};
+
 /// Prints `doc` as `out` asks (JSON indented, csv or md through records_of with `row_lists`) and returns true;
 /// returns false for table, which the command prints its own way.
 bool print_structured(const nlohmann::json& doc, Output out, const std::vector<std::string>& row_lists = {});

@@ -31,4 +31,13 @@ cd "$prefix"
 out=$(env -i HOME="$prefix" PATH=/usr/bin:/bin "$prefix/bin/gpuvs" compare rtx-4090 a100-80gb-sxm --workload resnet50 --json)
 case "$out" in *'"gpu": "a100-80gb-sxm"'*) ;; *) echo "the installed gpuvs did not answer: $out"; exit 1 ;; esac
 env -i HOME="$prefix" PATH=/usr/bin:/bin "$prefix/bin/gpuvs" validate --data /nonexistent.csv 2>/dev/null && { echo "a missing file was not refused"; exit 1; }
+# `import gpuvs` from the prefix's Python module folder (where a /usr/local install puts it on Debian's sys.path),
+# the build tree out of reach, giving the binary's answer.
+if [ -d "$build/python/gpuvs" ]; then
+  site=$(ls -d "$prefix"/lib/python3*/dist-packages 2>/dev/null | head -1)
+  [ -f "$site/gpuvs/__init__.py" ] || { echo "import gpuvs was not installed under lib/python3*/dist-packages"; exit 1; }
+  same=$(printf '%s' "$out" | env -i HOME="$prefix" PATH=/usr/bin:/bin PYTHONPATH="$site" python3 -c \
+    'import json, sys, gpuvs; print(gpuvs.compare(["rtx-4090", "a100-80gb-sxm"], workload="resnet50") == json.load(sys.stdin))')
+  [ "$same" = True ] || { echo "the installed Python module's answer differs from the binary's"; exit 1; }
+fi
 echo "installed and ran from $prefix"

@@ -1,0 +1,136 @@
+"""`import gpuvs`: the Python module answers as the command line does, in the Python process.
+
+Run by ctest with PYTHONPATH=BUILD/python and GPUVS_BINARY the built gpuvs. The oracle is the binary: each call's
+document must equal what `gpuvs ... --json` prints, and each error the line it prints before exiting 2.
+"""
+import json
+import math
+import os
+import pathlib
+import subprocess
+import tempfile
+import unittest
+
+import gpuvs
+
+BINARY = os.environ["GPUVS_BINARY"]
+
+
+def cli(*args):
+    """(exit code, JSON document or None, stderr) of the binary."""
+    r = subprocess.run([BINARY, *args], capture_output=True, text=True, timeout=120)
+    doc = json.loads(r.stdout) if r.returncode == 0 and "--json" in args else None
+    return r.returncode, doc, r.stderr
+
+
+class SameAnswerAsTheCommandLine(unittest.TestCase):
+    def assert_same(self, py_doc, *args):
+        code, doc, err = cli(*args, "--json")
+        self.assertEqual(code, 0, err)
+        self.assertEqual(py_doc, doc)
+
+    def test_the_issue_example(self):
+        doc = gpuvs.compare(["rtx-4090", "a100-80gb-sxm"], workload="llama3-8b")
+        self.assertEqual([g["gpu"] for g in doc["gpus"]], ["rtx-4090", "a100-80gb-sxm"])
+        self.assert_same(doc, "compare", "rtx-4090", "a100-80gb-sxm", "--workload", "llama3-8b")
+
+    def test_predict_training_and_serving(self):
+        self.assert_same(gpuvs.predict("resnet50", gpu="a100-80gb-sxm", batch=64, precision="amp-fp16"),
+                         "predict", "--workload", "resnet50", "--gpu", "a100-80gb-sxm", "--batch", "64",
+                         "--precision", "amp-fp16")
+        self.assert_same(gpuvs.predict("llama3-8b", gpu="h100-sxm", mode="decode"),
+                         "predict", "--workload", "llama3-8b", "--gpu", "h100-sxm", "--mode", "decode")
+
+    def test_advise_graph_catalog_workloads(self):
+        self.assert_same(gpuvs.advise(workload="llama3-8b", task="infer", top=3),
+                         "advise", "--workload", "llama3-8b", "--task", "infer", "--top", "3")
+        self.assert_same(gpuvs.graph("bert-base", batch=8, ops=True), "graph", "bert-base", "--batch", "8", "--ops")
+        self.assert_same(gpuvs.graph("gpt", options={"layers": 2, "hidden": 256, "heads": 4}),
+                         "graph", "gpt", "--options", "layers=2;hidden=256;heads=4")
+        self.assert_same(gpuvs.catalog(), "catalog")
+        self.assert_same(gpuvs.catalog("h100-sxm"), "catalog", "show", "h100-sxm")
+        self.assert_same(gpuvs.workloads(), "workloads")
+
+    def test_a_model_file_by_path(self):
+        with tempfile.TemporaryDirectory() as d:
+            model = pathlib.Path(d) / "m.toml"
+            model.write_text('input_shape = [16]\n[[layers]]\ntype = "dense"\nunits = 8\nactivation = "relu"\n'
+                             '[[layers]]\ntype = "dense"\nunits = 2\nactivation = "softmax"\n')
+            self.assert_same(gpuvs.predict(model, gpu="rtx-4090"), "predict", "--workload", str(model), "--gpu", "rtx-4090")
+
+    def test_one_call_leaves_nothing_behind_for_the_next(self):
+        # --facts installs changed system facts for its run only; the next call prices with the built-in ones.
+        base = gpuvs.predict("resnet50", gpu="a100-80gb-sxm")
+        with tempfile.TemporaryDirectory() as d:
+            facts = pathlib.Path(d) / "facts.toml"
+            facts.write_text('[memory.runtime]\nvalue = 30\nunit = "GiB"\nsource = "measured: a test"\n')
+            changed = gpuvs.predict("resnet50", gpu="a100-80gb-sxm", facts=facts)
+        self.assertNotEqual(changed["memory"], base["memory"])
+        self.assertEqual(gpuvs.predict("resnet50", gpu="a100-80gb-sxm"), base)
+
+    def test_help_is_the_command_lines(self):
+        r = subprocess.run([BINARY, "predict", "--help"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(gpuvs.run("predict", help=True), r.stdout.rstrip("\n") + "\n" if not r.stdout.endswith("\n") else r.stdout)
+
+
+class SameErrorsAsTheCommandLine(unittest.TestCase):
+    def assert_same_error(self, call, *args):
+        code, _, err = cli(*args)
+        self.assertEqual(code, 2, err)
+        line = err.strip().splitlines()[-1]
+        self.assertTrue(line.startswith("gpuvs: error: "), line)
+        with self.assertRaises(gpuvs.InputError) as caught:
+            call()
+        self.assertEqual(str(caught.exception), line[len("gpuvs: error: "):])
+        self.assertIsInstance(caught.exception, ValueError)
+        self.assertIsInstance(caught.exception, gpuvs.Error)
+
+    def test_unknown_ids_and_bad_values(self):
+        self.assert_same_error(lambda: gpuvs.predict("llama3-8b", gpu="rtx-9999"),
+                               "predict", "--workload", "llama3-8b", "--gpu", "rtx-9999")
+        self.assert_same_error(lambda: gpuvs.compare(["rtx-4090"], workload="no-such-model"),
+                               "compare", "rtx-4090", "--workload", "no-such-model")
+        self.assert_same_error(lambda: gpuvs.predict("resnet50", gpu="rtx-4090", batch=0),
+                               "predict", "--workload", "resnet50", "--gpu", "rtx-4090", "--batch", "0")
+        self.assert_same_error(lambda: gpuvs.advise(workload="llama3-8b", hours=math.nan),
+                               "advise", "--workload", "llama3-8b", "--hours", "nan")
+        self.assert_same_error(lambda: gpuvs.run("comapre"), "comapre")
+        self.assert_same_error(lambda: gpuvs.predict("resnet50", gpu="rtx-4090", no_such_flag=1),
+                               "predict", "--workload", "resnet50", "--gpu", "rtx-4090", "--no-such-flag=1")
+
+    def test_a_missing_file_and_nothing_written(self):
+        with tempfile.TemporaryDirectory() as d:
+            missing = pathlib.Path(d) / "none.toml"
+            self.assert_same_error(lambda: gpuvs.predict(missing, gpu="rtx-4090"),
+                                   "predict", "--workload", str(missing), "--gpu", "rtx-4090")
+            self.assertEqual(os.listdir(d), [])
+
+    def test_the_document_is_always_json(self):
+        with self.assertRaises(gpuvs.InputError):
+            gpuvs.compare(output="csv")
+
+    def test_a_command_with_no_document_says_so(self):
+        with self.assertRaises(gpuvs.InputError) as caught:
+            gpuvs.run("man")
+        self.assertEqual(str(caught.exception), "gpuvs man prints no JSON document: run it from the command line")
+        with self.assertRaises(gpuvs.InputError) as caught:
+            gpuvs.run("history", "x", extra=True)
+        self.assertIn("(see gpuvs --help)", str(caught.exception))
+
+
+class Tables(unittest.TestCase):
+    def test_to_pandas_is_the_csv_table(self):
+        try:
+            import pandas  # noqa: F401
+        except ImportError:
+            self.skipTest("pandas is not installed (python3-pandas): to_pandas cannot be checked")
+        doc = gpuvs.compare(["rtx-4090", "a100-80gb-sxm"], workload="llama3-8b")
+        frame = gpuvs.to_pandas(doc, rows=["gpus"])
+        r = subprocess.run([BINARY, "compare", "rtx-4090", "a100-80gb-sxm", "--workload", "llama3-8b", "-o", "csv"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(list(frame.columns), r.stdout.splitlines()[0].split(","))
+        self.assertEqual(len(frame), 2)
+
+
+if __name__ == "__main__":
+    unittest.main()
