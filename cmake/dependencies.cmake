@@ -97,7 +97,11 @@ gpuvs_require_pkgconfig(HWLOC hwloc libhwloc-dev IMPORTED_TARGET)
 gpuvs_require_pkgconfig(SQLITE3 sqlite3 libsqlite3-dev IMPORTED_TARGET GLOBAL)
 gpuvs_require_pkgconfig(LIBZIP libzip libzip-dev IMPORTED_TARGET)
 if(GPUVS_PYTHON)
-  # `import gpuvs`: the module is built for Debian's python3 (its headers in python3-dev), with Debian's pybind11.
+  # `import gpuvs`: the module is built for Debian's python3 (its headers in python3-dev), with Debian's pybind11,
+  # not for another python3 that comes first on PATH (pyenv's, a virtual environment's) unless named.
+  if(NOT DEFINED Python3_EXECUTABLE AND EXISTS /usr/bin/python3)
+    set(Python3_EXECUTABLE /usr/bin/python3)
+  endif()
   gpuvs_require(Python3 python3-dev COMPONENTS Interpreter Development.Module)
   set(PYBIND11_FINDPYTHON ON)
   gpuvs_require(pybind11 pybind11-dev CONFIG)

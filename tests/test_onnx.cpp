@@ -13,6 +13,7 @@
 #include <random>
 
 #include "core/error.hpp"
+#include "import/held_models.hpp"
 #include "import/onnx/onnx_known.hpp"
 #include "import/onnx/onnx_model.hpp"
 #include "ir/autodiff.hpp"
@@ -988,4 +989,35 @@ TEST(Onnx, MutatedFilesParseOrFailWithOneLine) {
   }
   EXPECT_GT(ok, 50);
   EXPECT_GT(failed, 500);
+}
+
+// ---- models held in memory (import/held_models.hpp: what `import gpuvs` hands over) ----
+
+TEST(HeldModels, ReadFromMemoryUnderTheirNameNeverFromDisk) {
+  const std::string bytes = gpuvs::test::slurp(kDir + "small_cnn.onnx");
+  const auto from_file = param_count(build_network(resolve_network(kDir + "small_cnn.onnx"), opts(4)));
+  gpuvs::test::TempDir dir;
+  const std::string name = (dir.path() / "cnn.onnx").string();
+  gpuvs::test::write_text(name, "not a protobuf");  // a file of the same name on disk is not what is read
+  {
+    gpuvs::import::HeldModel held(name, bytes);
+    EXPECT_EQ(param_count(build_network(resolve_network(name), opts(4))), from_file);
+    EXPECT_NE(gpuvs::test::input_error_of([&] { gpuvs::import::HeldModel again(name, "x"); }).find("held in memory already"), std::string::npos);
+  }
+  // Released: the name is a path again, and the same parse is not served from a cache.
+  EXPECT_EQ(gpuvs::test::input_error_of([&] { resolve_network(name); }), name + ": not an ONNX model (the protobuf does not parse)");
+  {
+    gpuvs::import::HeldModel held("torch:Broken.onnx", bytes.substr(0, bytes.size() / 2));
+    EXPECT_NE(gpuvs::test::input_error_of([&] { resolve_network("torch:Broken.onnx"); }).rfind("torch:Broken.onnx: ", 0), std::string::npos);
+  }
+  EXPECT_NE(gpuvs::test::input_error_of([] { gpuvs::import::HeldModel held("model", "{}"); }).find("needs a name ending .json, .toml or .onnx"),
+            std::string::npos);
+  // JSON text: a Keras Sequential model's to_json(), built as its file would be.
+  const std::string keras = R"({"class_name": "Sequential", "config": {"name": "s", "layers": [
+    {"class_name": "InputLayer", "config": {"batch_input_shape": [null, 780]}},
+    {"class_name": "Dense", "config": {"units": 128, "activation": "relu"}},
+    {"class_name": "Dense", "config": {"units": 10, "activation": "softmax"}}]}})";
+  gpuvs::import::HeldModel held("keras:s.json", keras);
+  EXPECT_EQ(param_count(build_network(resolve_network("keras:s.json"), opts(4))), 780 * 128 + 128 + 128 * 10 + 10);
+  EXPECT_EQ(gpuvs::workload::resolve_sequential("keras:s.json").layers.size(), 2u);
 }

@@ -3,12 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <memory>
 
 #include "cli/output.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "core/strings.hpp"
 #include "engine/cuda/cuda_build.hpp"
+#include "import/held_models.hpp"
 #include "gpuvs_revision.hpp"
 
 namespace gpuvs::cli {
@@ -42,7 +44,9 @@ std::string unknown_command_error(CLI::App& app, const std::string& first) {
                      strings::join(strings::closest(first, names, 2), " or "));
 }
 
-nlohmann::json run_json(const std::vector<std::string>& args) {
+nlohmann::json run_json(const std::vector<std::string>& args, const std::map<std::string, std::string>& held_models) {
+  std::vector<std::unique_ptr<import::HeldModel>> held;
+  for (const auto& [name, bytes] : held_models) held.push_back(std::make_unique<import::HeldModel>(name, bytes));
   CLI::App app;
   auto runners = build_app(app);
   if (args.empty()) throw InputError("no command given (see gpuvs --help)");

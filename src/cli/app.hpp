@@ -25,6 +25,8 @@ std::string unknown_command_error(CLI::App& app, const std::string& first);
 /// InputError (exit 2) with the line it prints after "gpuvs: error: ", including a bad command line; anything else
 /// as thrown (exit 1). A command that prints no JSON (report, completion) is an InputError naming it. One call at a
 /// time: commands keep process-wide state (the active constants, this run's input files).
-nlohmann::json run_json(const std::vector<std::string>& args);
+/// `held_models` (name -> bytes) are models the caller holds in memory (import/held_models.hpp) for this run: a
+/// command names one as it would a model file (`--workload torch:Net.onnx`).
+nlohmann::json run_json(const std::vector<std::string>& args, const std::map<std::string, std::string>& held_models = {});
 
 }  // namespace gpuvs::cli

@@ -10,6 +10,7 @@
 #include "core/json_input.hpp"
 #include "core/strings.hpp"
 #include "import/gpuvs/model_file.hpp"
+#include "import/held_models.hpp"
 #include "import/hf/hf_config.hpp"
 #include "import/keras/keras_graph.hpp"
 #include "import/keras/keras_model.hpp"
@@ -38,18 +39,26 @@ models::NetworkInfo network_from_file(const std::string& path, const std::map<st
     const nlohmann::json parsed = parse_json_or_discarded(text, path);
     if (keras_needs_graph(parsed)) return keras_network_parsed(parsed, path);
   }
+  const std::string* held = held_model(path);
   if (ext == ".json") {
     // A Hugging Face config.json, a Keras model, or gpuvs's own Sequential model in JSON: parsed once to
     // tell them apart (discarded when malformed; the model-file reader then says where).
-    const std::string text = files::read_all(path, "model file");
+    const std::string text = held ? *held : files::read_all(path, "model file");
     const nlohmann::json parsed = parse_json_or_discarded(text, path);
     if (is_hf_config(parsed)) return hf_network_parsed(parsed, path);
     if (is_keras_json(parsed) && keras_needs_graph(parsed)) return keras_network_parsed(parsed, path);
     return models::sequential_network(json_model_file_spec(text, parsed, path), "model file " + path);
   }
-  return models::sequential_network(load_model_file(path), "model file " + path);
+  return models::sequential_network(sequential_from_file(path), "model file " + path);
 }
 
-models::ModelSpec sequential_from_file(const std::string& path) { return load_model_file(path); }
+models::ModelSpec sequential_from_file(const std::string& path) {
+  if (const std::string* held = held_model(path)) {
+    const std::string ext = extension(path);
+    if (ext == ".json") return json_model_file_spec(*held, parse_json_or_discarded(*held, path), path);
+    if (ext == ".toml") return parse_model_text(*held, path, false);
+  }
+  return load_model_file(path);
+}
 
 }  // namespace gpuvs::import

@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -53,7 +54,8 @@ PYBIND11_MODULE(_gpuvs, m) {
       py::make_tuple(error, py::handle(PyExc_ValueError)).ptr(), nullptr));
   if (!input_error) throw py::error_already_set();
   m.attr("InputError") = input_error;
-  py::register_exception_translator([](std::exception_ptr p) {
+  // Local: a global translator would turn other pybind11 modules' exceptions (torch's) into gpuvs errors.
+  py::register_local_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const gpuvs::InputError& e) {
@@ -67,8 +69,15 @@ PYBIND11_MODULE(_gpuvs, m) {
     }
   });
   m.def(
-      "run_json", [](const std::vector<std::string>& args) { return to_python(gpuvs::cli::run_json(args)); }, py::arg("args"),
-      "Runs `gpuvs ARGS... --json` in this process and returns its JSON document as dicts and lists.");
+      "run_json",
+      [](const std::vector<std::string>& args, const std::map<std::string, py::bytes>& held) {
+        std::map<std::string, std::string> models;
+        for (const auto& [name, bytes] : held) models.emplace(name, std::string(bytes));
+        return to_python(gpuvs::cli::run_json(args, models));
+      },
+      py::arg("args"), py::arg("held") = std::map<std::string, py::bytes>{},
+      "Runs `gpuvs ARGS... --json` in this process and returns its JSON document as dicts and lists; `held` maps names to "
+      "models held in memory for the run (ONNX bytes, model JSON or TOML text), which the arguments name like files.");
   m.def(
       "records",
       [](const std::string& doc_json, const std::vector<std::string>& row_lists) {

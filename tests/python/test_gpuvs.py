@@ -118,6 +118,82 @@ class SameErrorsAsTheCommandLine(unittest.TestCase):
         self.assertIn("(see gpuvs --help)", str(caught.exception))
 
 
+KERAS_SEED_MLP = json.dumps({
+    "class_name": "Sequential", "keras_version": "2.13.1", "backend": "tensorflow",
+    "config": {"name": "sequential", "layers": [
+        {"class_name": "InputLayer", "config": {"batch_input_shape": [None, 780], "dtype": "float32", "name": "input_1"}},
+        {"class_name": "Dense", "config": {"name": "dense", "units": 128, "activation": "relu", "use_bias": True}},
+        {"class_name": "Dropout", "config": {"name": "dropout", "rate": 0.2}},
+        {"class_name": "Dense", "config": {"name": "dense_1", "units": 10, "activation": "softmax", "use_bias": True}}]}})
+
+
+def without_name(doc):
+    return {k: v for k, v in doc.items() if k != "workload"}
+
+
+class ModelsHeldInMemory(unittest.TestCase):
+    """A model the notebook holds (a Keras to_json() text, a torch module) is priced as its file would be."""
+
+    def test_keras_json_text_is_its_file(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = pathlib.Path(d) / "seed.json"
+            path.write_text(KERAS_SEED_MLP)
+            code, doc, err = cli("predict", "--workload", str(path), "--gpu", "rtx-4090", "--json")
+            self.assertEqual(code, 0, err)
+            py = gpuvs.predict(KERAS_SEED_MLP, gpu="rtx-4090")
+            self.assertEqual(py["workload"], "sequential")
+            self.assertEqual(py, doc)
+            self.assertEqual(os.listdir(d), ["seed.json"])  # nothing written beside it
+
+    def test_a_torch_module_on_three_gpus_is_the_cli_on_its_onnx_file(self):
+        try:
+            import torch
+        except ImportError:
+            self.skipTest("PyTorch is not installed (python3-torch; scripts/install-deps installs it)")
+
+        class Net(torch.nn.Module):  # the reference workload, written in PyTorch
+            def __init__(self):
+                super().__init__()
+                self.hidden = torch.nn.Linear(780, 128)
+                self.drop = torch.nn.Dropout(0.2)
+                self.out = torch.nn.Linear(128, 10)
+
+            def forward(self, x):
+                return torch.softmax(self.out(self.drop(torch.relu(self.hidden(x)))), dim=-1)
+
+        net = Net()
+        net.train()
+        model = gpuvs.from_torch(net, torch.randn(4, 780))
+        self.assertTrue(net.training)  # left in the mode it was in
+        self.assertEqual(model.name, "torch:Net.onnx")
+        with tempfile.TemporaryDirectory() as d:
+            path = pathlib.Path(d) / "net.onnx"
+            path.write_bytes(model.data)
+            for gpu in ("rtx-4090", "a100-80gb-sxm", "h100-sxm"):
+                py = gpuvs.predict(model, gpu=gpu, batch=256)
+                code, doc, err = cli("predict", "--workload", str(path), "--gpu", gpu, "--batch", "256", "--json")
+                self.assertEqual(code, 0, err)
+                self.assertEqual(py["workload"], "torch:Net.onnx")
+                self.assertEqual(without_name(py), without_name(doc))
+                self.assertEqual(py["params"], 780 * 128 + 128 + 128 * 10 + 10)
+                self.assertGreater(py["throughput"]["value"], 0)
+        # Its graph, and a module without an example input said as such.
+        self.assertEqual(gpuvs.graph(model, batch=8)["params"], 780 * 128 + 128 + 128 * 10 + 10)
+        with self.assertRaises(gpuvs.InputError) as caught:
+            gpuvs.predict(net, gpu="rtx-4090")
+        self.assertIn("from_torch", str(caught.exception))
+
+    def test_bad_bytes_are_named_as_held(self):
+        with self.assertRaises(gpuvs.InputError) as caught:
+            gpuvs.predict(b"not a protobuf", gpu="rtx-4090")
+        self.assertEqual(str(caught.exception), "memory:model.onnx: not an ONNX model (the protobuf does not parse)")
+        with self.assertRaises(gpuvs.InputError) as caught:
+            gpuvs.predict("{ broken", gpu="rtx-4090")
+        self.assertTrue(str(caught.exception).startswith("memory:model.json:1: malformed JSON"), str(caught.exception))
+        with self.assertRaises(gpuvs.InputError):
+            gpuvs.predict(gpuvs.Model(b"x", "no-extension"), gpu="rtx-4090")
+
+
 class Tables(unittest.TestCase):
     def test_to_pandas_is_the_csv_table(self):
         try:
@@ -128,7 +204,11 @@ class Tables(unittest.TestCase):
         frame = gpuvs.to_pandas(doc, rows=["gpus"])
         r = subprocess.run([BINARY, "compare", "rtx-4090", "a100-80gb-sxm", "--workload", "llama3-8b", "-o", "csv"],
                            capture_output=True, text=True, timeout=60)
-        self.assertEqual(list(frame.columns), r.stdout.splitlines()[0].split(","))
+        import csv
+        import io
+        table = list(csv.reader(io.StringIO(r.stdout)))
+        self.assertEqual(list(frame.columns), table[0])
+        self.assertEqual(frame["gpu"].tolist(), [row[table[0].index("gpu")] for row in table[1:]])
         self.assertEqual(len(frame), 2)
 
 

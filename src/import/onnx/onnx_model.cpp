@@ -23,6 +23,7 @@
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "core/strings.hpp"
+#include "import/held_models.hpp"
 #include "import/onnx/onnx_convert.hpp"
 #include "ir/autodiff.hpp"
 
@@ -158,14 +159,18 @@ struct Parsed {
   int opset = 0;
 };
 
-Parsed parse_file(const std::string& path, std::uintmax_t size) {
+/// The model in the file at `path`, or in `bytes` (a model held in memory, named `path`) when given.
+Parsed parse_model(const std::string& path, std::uintmax_t size, const std::string* bytes) {
   const std::string& where = path;
   if (size > kMaxFileBytes)
     throw InputError(fmt::format("{}: {} bytes is past protobuf's 2 GiB limit (export large models with external data)", where, size));
   // Parsed straight from the file (one copy of the weights in memory, not two).
   Parsed p;
   p.model = std::make_shared<onnx::ModelProto>();
-  {
+  if (bytes) {
+    if (size == 0 || !p.model->ParseFromArray(bytes->data(), static_cast<int>(size)))
+      throw InputError(fmt::format("{}: not an ONNX model (the protobuf does not parse)", where));
+  } else {
     files::InputFile file(path, "model file");  // a regular file, opened without blocking
     google::protobuf::io::FileInputStream in(file.release());
     in.SetCloseOnDelete(true);
@@ -313,16 +318,24 @@ NetworkInfo onnx_network(const std::string& path, const std::map<std::string, st
   static std::mutex mutex;
   static std::map<std::string, CacheEntry> cache;
   static std::vector<std::string> order;  // least recently used first
-  files::check_input(path, "model file");  // a FIFO or device is refused here, not waited on
-  std::error_code ec;
-  const auto size = std::filesystem::file_size(path, ec);
-  const auto mtime = ec ? std::filesystem::file_time_type{} : std::filesystem::last_write_time(path, ec);
-  if (ec) throw InputError(fmt::format("{}: cannot be read ({})", path, ec.message()));
+  // A model held in memory is never cached: the same name may hold other bytes at the next call.
+  const std::string* held = held_model(path);
+  std::uintmax_t size = 0;
+  std::filesystem::file_time_type mtime{};
+  if (held) {
+    size = held->size();
+  } else {
+    files::check_input(path, "model file");  // a FIFO or device is refused here, not waited on
+    std::error_code ec;
+    size = std::filesystem::file_size(path, ec);
+    if (!ec) mtime = std::filesystem::last_write_time(path, ec);
+    if (ec) throw InputError(fmt::format("{}: cannot be read ({})", path, ec.message()));
+  }
   const std::lock_guard<std::mutex> lock(mutex);
   auto it = cache.find(path);
-  if (it == cache.end() || !it->second.trusted || it->second.size != size || it->second.mtime != mtime) {
-    const bool settled = std::filesystem::file_time_type::clock::now() - mtime > std::chrono::seconds(2);
-    CacheEntry e{size, mtime, settled, parse_file(path, size), {}};
+  if (held || it == cache.end() || !it->second.trusted || it->second.size != size || it->second.mtime != mtime) {
+    const bool settled = !held && std::filesystem::file_time_type::clock::now() - mtime > std::chrono::seconds(2);
+    CacheEntry e{size, mtime, settled, parse_model(path, size, held), {}};
     if (it != cache.end()) cache.erase(it);
     order.erase(std::remove(order.begin(), order.end(), path), order.end());
     while (cache.size() >= kCachedFiles) {

@@ -4,7 +4,8 @@ Each function runs the gpuvs command of the same name in this process, through t
 built from, and returns what ``gpuvs COMMAND --json`` prints, as dicts and lists with the same keys and units.
 Keyword arguments are the command's flags: ``seq_len=4096`` is ``--seq-len 4096``, ``True`` a bare flag, a list a
 repeated flag, a dict an option list (``options={"seq_len": 128}`` is ``--options 'seq_len=128'``); ``None`` and
-``False`` leave a flag out. The defaults, the assumptions said and the errors are the command line's: bad input
+``False`` leave a flag out. A workload is a built-in id, a model file's path, a ``Model`` held in memory
+(``from_torch(module, example_input)``, ``from_keras(model)``), ONNX bytes or model JSON text. The defaults, the assumptions said and the errors are the command line's: bad input
 raises ``InputError`` (a ``ValueError``) with the one-line message ``gpuvs`` prints before exiting 2.
 
     >>> import gpuvs
@@ -17,8 +18,64 @@ from . import _gpuvs
 from ._gpuvs import Error, InputError
 
 __version__ = _gpuvs.__version__
-__all__ = ["Error", "InputError", "run", "predict", "compare", "advise", "graph", "catalog", "workloads", "validate",
-           "to_pandas"]
+__all__ = ["Error", "InputError", "Model", "from_torch", "from_keras", "run", "predict", "compare", "advise", "graph",
+           "catalog", "workloads", "validate", "to_pandas"]
+
+
+class Model:
+    """A model held in memory, read by the importers model files go through: ONNX bytes, or the text of a model
+    JSON (Keras ``model.to_json()``, a Hugging Face config, gpuvs's own) or TOML file. ``name`` ends in .onnx,
+    .json or .toml and is how the answers and errors name it. Pass it wherever a workload goes."""
+
+    def __init__(self, data, name):
+        self.data = data.encode() if isinstance(data, str) else bytes(data)
+        self.name = name
+
+    def __repr__(self):
+        return f"gpuvs.Model({self.name!r}, {len(self.data)} bytes)"
+
+
+def from_torch(module, example_input, name=None, opset=14):
+    """A ``torch.nn.Module`` as gpuvs reads it: exported to ONNX in memory with ``example_input`` (a tensor or a
+    tuple of them; their first dimension is the batch, left symbolic so that ``batch=`` sets it). The module is
+    exported in eval mode and left in the mode it was in."""
+    import io
+    import torch
+
+    inputs = example_input if isinstance(example_input, tuple) else (example_input,)
+    input_names = ["input"] if len(inputs) == 1 else [f"input{i}" for i in range(len(inputs))]
+    axes = {n: {0: "batch"} for n in input_names}
+    axes["output"] = {0: "batch"}
+    buffer = io.BytesIO()
+    training = module.training
+    module.eval()
+    try:
+        with torch.no_grad():
+            torch.onnx.export(module, inputs, buffer, input_names=input_names, output_names=["output"],
+                              dynamic_axes=axes, opset_version=opset)
+    finally:
+        module.train(training)
+    return Model(buffer.getvalue(), f"torch:{name or type(module).__name__}.onnx")
+
+
+def from_keras(model):
+    """A Keras model as gpuvs reads it: the text of its ``to_json()``."""
+    return Model(model.to_json(), f"keras:{getattr(model, 'name', None) or 'model'}.json")
+
+
+def _workload(value, held):
+    """What a command line names for `value`: a built-in id or a path as given; a Model, ONNX bytes or model JSON
+    text held for the call under its name."""
+    if isinstance(value, (bytes, bytearray)):
+        value = Model(value, "memory:model.onnx")
+    elif isinstance(value, str) and value.lstrip().startswith("{"):
+        value = Model(value, "memory:model.json")
+    elif hasattr(value, "forward") and hasattr(value, "state_dict"):
+        raise InputError("a torch.nn.Module needs an example input: gpuvs.from_torch(module, example_input)")
+    if isinstance(value, Model):
+        held[value.name] = value.data
+        return value.name
+    return value
 
 
 def _text(value):
@@ -50,9 +107,12 @@ def _flags(options):
 
 def run(command, *positional, **options):
     """``gpuvs COMMAND POSITIONAL... --FLAGS... --json`` in this process; ``command`` may hold a subcommand
-    ("catalog show"). ``help=True`` returns the command's help text."""
+    ("catalog show"). ``help=True`` returns the command's help text. A ``workload=`` option may be a Model."""
+    held = {}
+    if "workload" in options:
+        options["workload"] = _workload(options["workload"], held)
     words = [_text(p) for p in positional]
-    return _gpuvs.run_json(command.split() + _flags(options) + (["--"] + words if words else []))
+    return _gpuvs.run_json(command.split() + _flags(options) + (["--"] + words if words else []), held)
 
 
 def predict(workload=None, gpu=None, **options):
@@ -74,7 +134,9 @@ def advise(**options):
 
 def graph(workload, **options):
     """``gpuvs graph``: a workload's parameters, FLOPs and bytes by op (``ops=True`` for every op)."""
-    return run("graph", workload, **options)
+    held = {}
+    name = _workload(workload, held)
+    return _gpuvs.run_json(["graph"] + _flags(options) + ["--", _text(name)], held)
 
 
 def catalog(gpu=None, **options):
