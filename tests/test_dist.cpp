@@ -362,3 +362,27 @@ TEST(Dist, TheMeasuredNetworkIsTheGpusWhereNcclMeasuredIt) {
   ASSERT_TRUE(hosts.has_value());
   EXPECT_DOUBLE_EQ(hosts->gbs_per_gpu, 1.0);
 }
+
+// Issue 36: processes that torchrun started know nothing of each other; as worlds of one each, `train` would train
+// N copies and write the same checkpoint N times. The distributed commands are refused on every process (rank 0
+// says why, exit 2, nothing written); the others run.
+TEST(Dist, ATorchrunLaunchIsRefusedWhereRanksWouldRepeatTheWork) {
+  gpuvs::test::TempDir dir;
+  const std::string env = "env -u OMPI_COMM_WORLD_SIZE -u PMIX_RANK -u PMI_RANK -u PMI_SIZE -u MPI_LOCALNRANKS "
+                          "TORCHELASTIC_RUN_ID=job1 MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 ";
+  const std::string ckpt = (dir.path() / "ckpt").string();
+  const auto rank0 = shell(env + "RANK=0 LOCAL_RANK=0 " + GPUVS_BINARY + " train seed-mlp --rows 600 --checkpoint " + ckpt);
+  EXPECT_EQ(rank0.exit_code, 2) << rank0.err;
+  EXPECT_EQ(rank0.err, "gpuvs: error: gpuvs train was launched by torchrun (RANK=0 of WORLD_SIZE=2): gpuvs's processes find "
+                       "each other through MPI; launch it with mpirun -np N or srun (one process needs no launcher)\n");
+  const auto rank1 = shell(env + "RANK=1 LOCAL_RANK=1 " + GPUVS_BINARY + " train seed-mlp --rows 600 --checkpoint " + ckpt);
+  EXPECT_EQ(rank1.exit_code, 2);
+  EXPECT_EQ(rank1.err, "");  // said once, by rank 0
+  EXPECT_FALSE(std::filesystem::exists(ckpt));
+  const auto eval = shell("cd " + dir.path().string() + " && " + env + "RANK=0 " + GPUVS_BINARY + " evaluate --db h.db");
+  EXPECT_EQ(eval.exit_code, 2);
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path())) << "nothing written";
+  // A command that is one process's work runs; a torchrun world of one is no launch to refuse.
+  EXPECT_EQ(shell(env + "RANK=1 " + GPUVS_BINARY + " predict --workload resnet50 --gpu rtx-4090 --json").exit_code, 0);
+  EXPECT_EQ(shell("env TORCHELASTIC_RUN_ID=job1 WORLD_SIZE=1 RANK=0 " + std::string(GPUVS_BINARY) + " train seed-mlp --rows 600 --epochs 1").exit_code, 0);
+}

@@ -55,6 +55,15 @@ int run(int argc, char** argv) {
   try {
     for (auto* sub : app.get_subcommands()) {
       if (world.size > 1 && quiet && !kDistributed.count(sub->get_name())) return 0;
+      // Processes started by a launcher gpuvs cannot join would each train, measure or evaluate alone, and write the
+      // same checkpoint, history and report: refused on every one, said once.
+      bool rank0 = false;
+      if (const std::string launch = gpuvs::dist::foreign_launch(&rank0); !launch.empty() && kDistributed.count(sub->get_name())) {
+        if (rank0)
+          fmt::print(stderr, "gpuvs: error: gpuvs {} was launched by {}: gpuvs's processes find each other through MPI; "
+                             "launch it with mpirun -np N or srun (one process needs no launcher)\n", sub->get_name(), launch);
+        return static_cast<int>(gpuvs::ExitCode::bad_input);
+      }
       return runners.at(sub)();
     }
     return static_cast<int>(gpuvs::ExitCode::bad_input);

@@ -50,6 +50,15 @@ bool launched_by_mpi() {
   return false;
 }
 
+/// An environment variable that holds a whole number from 0 to 2^20, or -1.
+long env_count(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return -1;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  return (*end == '\0' && n >= 0 && n <= (1L << 20)) ? n : -1;
+}
+
 // Deadlines: a watchdog thread watches the collective this rank is in (the collectives themselves are MPI's
 // blocking ones, its tuned algorithms: the non-blocking forms run slower generic schedules). Past the
 // deadline it says which collective waited how long, and ends this process; the launcher then ends the job.
@@ -145,6 +154,15 @@ void init(int& argc, char**& argv) {
   g_world.node_of_rank.clear();
   for (int l : leaders) g_world.node_of_rank.push_back(static_cast<int>(std::lower_bound(distinct.begin(), distinct.end(), l) - distinct.begin()));
   g_world.node = g_world.node_of_rank[static_cast<std::size_t>(g_world.rank)];
+}
+
+std::string foreign_launch(bool* rank0) {
+  if (launched_by_mpi()) return {};
+  const bool torch = std::getenv("TORCHELASTIC_RUN_ID") || std::getenv("MASTER_ADDR") || std::getenv("WORLD_SIZE");
+  const long size = env_count("WORLD_SIZE"), rank = env_count("RANK");
+  if (!torch || size <= 1) return {};
+  if (rank0) *rank0 = rank <= 0;
+  return fmt::format("torchrun (RANK={} of WORLD_SIZE={})", rank < 0 ? std::string("?") : std::to_string(rank), size);
 }
 
 void finalize() {

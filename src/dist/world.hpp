@@ -25,6 +25,12 @@ struct World {
 /// Starts MPI when a launcher started this process (it set PMIx, PMI or Open MPI's rank variables), else a
 /// world of one. Called once by main, before the command runs.
 void init(int& argc, char**& argv);
+/// A launch by a launcher gpuvs cannot join (torchrun / torch.distributed.run: RANK, WORLD_SIZE, MASTER_ADDR or
+/// TORCHELASTIC_RUN_ID set, more than one process, and no MPI launcher's variables), described with this
+/// process's rank and the world size ("torchrun (RANK=1 of WORLD_SIZE=4)"); empty otherwise. Such processes know
+/// nothing of each other: run as a world of one each, a job's commands would repeat the same work and write the
+/// same outputs N times. `rank0` is set when this process is the launch's rank 0 (the one that says so).
+std::string foreign_launch(bool* rank0 = nullptr);
 /// Ends MPI (every rank calls it on a normal exit).
 void finalize();
 const World& world();
