@@ -1730,3 +1730,62 @@ TEST(InProcess, WhatOneRunInstallsEndsWithIt) {
   EXPECT_EQ(gpuvs::cli::run_json(args), base);
   EXPECT_TRUE(gpuvs::cli::run_json({"predict", "--help"}).get<std::string>().find("Usage: gpuvs predict") != std::string::npos);
 }
+
+// ---- standing assumptions (advise/user_config.hpp, issue 36) ----
+
+TEST(UserConfig, StandingAssumptionsSitUnderTheScenarioAndTheFlagsAndAreSaid) {
+  gpuvs::test::TempDir dir;
+  std::filesystem::create_directories(dir.path() / "gpuvs");
+  const std::string config = (dir.path() / "gpuvs" / "config.toml").string();
+  gpuvs::test::write_text(config, "# ours\n[assume]\nelectricity_usd_per_kwh = 0.5\nprice.rtx-4090 = 1000\n");
+  const std::string env = "env -u GPUVS_CONFIG XDG_CONFIG_HOME=" + dir.path().string() + " ";
+  const auto r = gpuvs::test::run_gpuvs_with(env, "compare rtx-4090 a100-80gb-sxm --workload resnet50 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("assumptions from " + config + ": electricity_usd_per_kwh=0.5; price.rtx-4090=1000\n"), std::string::npos) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["cost_assumptions"]["electricity_usd_per_kwh"], 0.5);
+  // The flag is narrower than the standing assumption.
+  const auto flag = gpuvs::test::run_gpuvs_with(env, "compare rtx-4090 a100-80gb-sxm --workload resnet50 --json --electricity 0.3");
+  ASSERT_EQ(flag.exit_code, 0) << flag.err;
+  EXPECT_EQ(nlohmann::json::parse(flag.out)["cost_assumptions"]["electricity_usd_per_kwh"], 0.3);
+  // A scenario file's [assume] is this question's: over the config, under the flags.
+  gpuvs::test::write_text(dir.path() / "s.toml", "workload = \"resnet50\"\n[assume]\nelectricity_usd_per_kwh = 0.4\n");
+  const auto adv = gpuvs::test::run_gpuvs_with(env, "advise --scenario " + (dir.path() / "s.toml").string() + " --json");
+  ASSERT_EQ(adv.exit_code, 0) << adv.err;
+  bool seen = false;
+  const auto advice = nlohmann::json::parse(adv.out);
+  for (const auto& x : advice["assumptions"])
+    if (x["key"] == "electricity_usd_per_kwh") {
+      seen = true;
+      EXPECT_EQ(x["value"], 0.4);
+      EXPECT_EQ(x["overridden"], true);
+    }
+  EXPECT_TRUE(seen) << adv.out;
+  // GPUVS_CONFIG names another file, or none; the same question then prices with the defaults.
+  const auto none = gpuvs::test::run_gpuvs_with("GPUVS_CONFIG=none XDG_CONFIG_HOME=" + dir.path().string() + " ",
+                                                "compare rtx-4090 a100-80gb-sxm --workload resnet50 --json");
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_EQ(none.err.find("assumptions from"), std::string::npos) << none.err;
+  EXPECT_NE(nlohmann::json::parse(none.out)["cost_assumptions"]["electricity_usd_per_kwh"], 0.5);
+}
+
+TEST(UserConfig, ABadConfigIsOneLineNamingItsLine) {
+  gpuvs::test::TempDir dir;
+  const auto c = dir.path() / "c.toml";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"[assume]\npue = 0.5\n", c.string() + ":2: --assume pue=0.5: impossible value"},
+      {"[assume]\nelectricty_usd_per_kwh = 0.2\n", "did you mean 'electricity_usd_per_kwh'?"},
+      {"engine = \"vllm\"\n", c.string() + ":1: unknown key 'engine' (a gpuvs config holds an [assume] table"},
+      {"[assume\n", c.string() + ":1: malformed TOML"},
+      {"[assume]\nprice.rtx-9999 = 5\n", "rtx-9999"}};
+  for (const auto& [text, want] : cases) {
+    gpuvs::test::write_text(c, text);
+    const auto r = gpuvs::test::run_gpuvs_with("GPUVS_CONFIG=" + c.string() + " ", "compare --json");
+    EXPECT_EQ(r.exit_code, 2) << text;
+    EXPECT_EQ(gpuvs::test::count_lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find(want), std::string::npos) << text << " -> " << r.err;
+    EXPECT_TRUE(r.out.empty());
+  }
+  const auto missing = gpuvs::test::run_gpuvs_with("GPUVS_CONFIG=" + (dir.path() / "none.toml").string() + " ", "advise --json");
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("none.toml: no such file (\"none\" reads no config)"), std::string::npos) << missing.err;
+}

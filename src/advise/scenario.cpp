@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "advise/advisor.hpp"
+#include "advise/assume_table.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "core/strings.hpp"
@@ -56,6 +57,30 @@ std::string text(const std::string& path, const std::string& key, const toml::no
 
 }  // namespace
 
+std::vector<std::pair<std::string, double>> read_assume_table(const toml::table& tab, const std::string& path, Assumptions& assumptions,
+                                                              const catalog::Catalog& cat) {
+  std::vector<std::pair<std::string, double>> set_here;
+  // Dotted keys (price.rtx-4090 = 1700) arrive as nested tables: flattened back to "price.rtx-4090".
+  auto set = [&](const std::string& name, const toml::node& value) {
+    try {
+      const double v = number(path, name, value);
+      assumptions.set(name, v, cat);
+      set_here.emplace_back(name, v);
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      throw InputError(what.rfind(path, 0) == 0 ? what : fmt::format("{}: {}", where(path, value), what));
+    }
+  };
+  for (const auto& [ak, an] : tab) {
+    if (const auto* inner = an.as_table()) {
+      for (const auto& [ik, in] : *inner) set(std::string(ak.str()) + "." + std::string(ik.str()), in);
+    } else {
+      set(std::string(ak.str()), an);
+    }
+  }
+  return set_here;
+}
+
 Scenario read_scenario(const std::string& path, Assumptions& assumptions, const catalog::Catalog& cat,
                        std::optional<workload::Workload>* resolved) {
   const toml::table t = parse_toml(files::read_all(path, "--scenario"), path);
@@ -97,22 +122,7 @@ Scenario read_scenario(const std::string& path, Assumptions& assumptions, const 
     } else if (key == "assume") {
       const auto* tab = node.as_table();
       if (!tab) throw InputError(fmt::format("{}: 'assume' must be a table", at));
-      // Dotted keys (price.rtx-4090 = 1700) arrive as nested tables: flattened back to "price.rtx-4090".
-      auto set = [&](const std::string& name, const toml::node& value) {
-        try {
-          assumptions.set(name, number(path, name, value), cat);
-        } catch (const InputError& e) {
-          const std::string what = e.what();
-          throw InputError(what.rfind(path, 0) == 0 ? what : fmt::format("{}: {}", where(path, value), what));
-        }
-      };
-      for (const auto& [ak, an] : *tab) {
-        if (const auto* inner = an.as_table()) {
-          for (const auto& [ik, in] : *inner) set(std::string(ak.str()) + "." + std::string(ik.str()), in);
-        } else {
-          set(std::string(ak.str()), an);
-        }
-      }
+      read_assume_table(*tab, path, assumptions, cat);
     } else {
       const auto near = strings::closest(key, keys, 1);
       throw InputError(fmt::format("{}: unknown key '{}'{}", at, strings::printable(key),

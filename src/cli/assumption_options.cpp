@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "advise/user_config.hpp"
 #include "cli/validators.hpp"
 #include "core/files.hpp"
 #include "core/strings.hpp"
@@ -18,6 +19,15 @@ void add_assumption_options(CLI::App* sub, AssumptionArgs& a) {
   sub->add_option("--electricity", a.electricity, fmt::format("Electricity price, USD/kWh; default {:g}", d.get("electricity_usd_per_kwh")))
       ->check(non_negative());
   sub->add_option("--assume", a.assume, "Override cost and advisor assumptions: 'key=value;key=value' (price.ID, rent.ID too)");
+}
+
+advise::Assumptions standing_assumptions(const catalog::Catalog& cat) {
+  std::string path;
+  std::vector<std::string> said;
+  advise::Assumptions a = advise::standing_assumptions(cat, &path, &said);
+  if (!path.empty())
+    fmt::print(stderr, "assumptions from {}: {}\n", strings::escape_control(path), said.empty() ? "none set" : strings::join(said, "; "));
+  return a;
 }
 
 void apply_assumption_options(const AssumptionArgs& a, advise::Assumptions& assumptions, const catalog::Catalog& cat) {

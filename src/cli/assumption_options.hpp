@@ -1,6 +1,6 @@
 // The assumptions behind every cost gpuvs prints (electricity, PUE, service life, utilization, per-card
-// prices): the same three flags on advise, compare and evaluate, applied in the same order (defaults, then
-// a scenario file's [assumptions], then --assume, then --utilization and --electricity), so the same
+// prices): the same three flags on advise, compare and evaluate, applied in the same order (defaults, then the
+// user's config file, then a scenario file's [assume], then --assume, then --utilization and --electricity), so the same
 // question priced by two commands gets the same figure.
 #pragma once
 #include <CLI/CLI.hpp>
@@ -23,6 +23,10 @@ struct AssumptionArgs {
 
 /// Adds --assume, --utilization and --electricity to `sub`.
 void add_assumption_options(CLI::App* sub, AssumptionArgs& a);
+/// The built-in assumptions with the user's standing ones applied (advise/user_config.hpp: GPUVS_CONFIG, else
+/// $XDG_CONFIG_HOME/gpuvs/config.toml), saying on stderr which file set what: what advise, compare and evaluate
+/// start from, before a scenario file and the flags.
+advise::Assumptions standing_assumptions(const catalog::Catalog& cat);
 /// Applies the flags over `assumptions` (already holding the defaults and any scenario file's).
 /// InputError for unknown keys and impossible values.
 void apply_assumption_options(const AssumptionArgs& a, advise::Assumptions& assumptions, const catalog::Catalog& cat);

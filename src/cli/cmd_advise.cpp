@@ -97,7 +97,7 @@ int run_advise(const AdviseArgs& a) {
   const auto facts = install_facts(a.facts);  // first: everything after prices with them
   catalog::Catalog cat = catalog::Catalog::builtin();
   for (const auto& f : a.catalogs) cat.add_file(f);
-  advise::Assumptions assumptions = advise::Assumptions::defaults();
+  advise::Assumptions assumptions = standing_assumptions(cat);
   advise::Scenario s;
   std::optional<workload::Workload> from_file;  // the scenario file's workload, resolved once
   if (!a.scenario_file.empty()) s = advise::read_scenario(a.scenario_file, assumptions, cat, &from_file);

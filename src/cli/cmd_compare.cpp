@@ -241,7 +241,7 @@ int run_compare(CompareArgs a) {
     throw InputError(fmt::format("--mode '{}' is not a mode (expected train, infer, prefill or decode)", strings::printable(a.mode)));
   if (a.gpus_each < 1 || a.gpus_each > 64) throw InputError(fmt::format("--gpus-each must be in [1, 64], got {}", a.gpus_each));
   a.gpus = gpu_ids(cat, a.gpus);  // an unknown card is named before the workload is read; nvidia-smi names read too
-  advise::Assumptions costs = advise::Assumptions::defaults();
+  advise::Assumptions costs = standing_assumptions(cat);
   apply_assumption_options(a.costs, costs, cat);
   // Your measurements: the stack they ran, calibrated; what the command leaves unsaid is what they ran (the
   // decode figure's workload, format, engine and lengths, else the first figure's), and said so.

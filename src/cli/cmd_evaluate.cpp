@@ -502,7 +502,7 @@ int run_evaluate(const EvaluateArgs& a) {
   const workload::Workload w(a.workload, workload_options);  // resolved once: predictions and serving curves price it
   const models::NetworkInfo& net = w.network();
   const std::optional<perf::Precision> precision = named_precision(a.precision);
-  advise::Assumptions assumptions = advise::Assumptions::defaults();
+  advise::Assumptions assumptions = standing_assumptions(cat);
   advise::Scenario scenario;
   std::optional<workload::Workload> from_file;  // the scenario file's workload, resolved once
   if (!a.scenario.empty()) scenario = advise::read_scenario(a.scenario, assumptions, cat, &from_file);
