@@ -399,6 +399,26 @@ TEST(Report, ChartsCarryDataMarksAndTooltips) {
   }
 }
 
+// Issue 36: a chart copied out of the report (into slides, another page) renders and reads the same: its own
+// namespace, font and colours, and a title and a text alternative naming every figure.
+TEST(Report, EachChartIsADocumentOfItsOwn) {
+  const std::string bars = report::bar_chart("speed", "Speed <&>", {{"a100", 10, 12.0, "", false, false, ""}, {"4090", 20, std::nullopt, "", false, true, ""}},
+                                             "x/s", "capacity");
+  const std::string lines = report::line_chart("roof", "Roof", {{"fp16", {{1, 2}, {10, 20}}, true, false, 0, {}, true}}, {"intensity", true}, {"TFLOP/s", false});
+  for (const std::string& chart : {bars, lines}) {
+    EXPECT_EQ(chart.rfind(R"(<svg xmlns="http://www.w3.org/2000/svg" class="chart")", 0), 0u) << chart.substr(0, 120);
+    EXPECT_NE(chart.find("font-family=\""), std::string::npos);
+    EXPECT_NE(chart.find("<style>svg.chart .title{"), std::string::npos);
+    EXPECT_NE(chart.find("svg.chart rect.mark.measured{fill:#59a14f}"), std::string::npos);
+    EXPECT_EQ(chart.find("<style>.label"), std::string::npos) << "every rule scoped to svg.chart (a page's .label is not a chart's)";
+  }
+  EXPECT_NE(bars.find(R"(aria-labelledby="speed-title speed-desc")"), std::string::npos);
+  EXPECT_NE(bars.find(R"(<title id="speed-title">Speed &lt;&amp;&gt;</title>)"), std::string::npos);
+  EXPECT_NE(bars.find(R"(<desc id="speed-desc">Bar chart, x/s: a100 10 (capacity 12); 4090 (measured) 20;</desc>)"), std::string::npos) << bars;
+  EXPECT_NE(lines.find(R"(<desc id="roof-desc">Line chart, x: intensity (log scale), y: TFLOP/s; series: fp16 (1 2, 10 20);</desc>)"), std::string::npos)
+      << lines;
+}
+
 TEST(Report, AClusterRunShowsItsNodesCollectivesAndPairsCleanly) {
   // An evaluate under MPI (two ranks on loopback): the cluster's section, laid out without overlaps.
   const std::string browser = find_chromium();

@@ -83,10 +83,7 @@ table{border-collapse:collapse;margin:8px 0;background:#fff;font-size:13px}
 th,td{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}th{background:#f0f0f0}
 td.n{text-align:right;font-variant-numeric:tabular-nums}
 svg.chart{background:#fff;border:1px solid #e3e3e3;margin:8px 0;max-width:100%;height:auto}
-svg .title{font-weight:600;font-size:14px}svg .tick,svg .legend,svg .label,svg .value{font-size:11px;fill:#333}
-svg .axis{font-size:12px;fill:#333}svg .grid{stroke:#eee}svg rect.mark{fill:#4e79a7}svg rect.mark.hl{fill:#e15759}svg rect.mark.measured{fill:#59a14f}
 tr.measured td{background:#eef7ec}
-svg path.line{fill:none;stroke-width:2}svg .marker{stroke:#222;stroke-width:2}
 .ok{color:#1a7f37}.bad{color:#b42318}.muted{color:#777}
 )CSS";
 

@@ -34,6 +34,22 @@ std::string num(double v) {
 constexpr double kTitlePx = 14, kSmallPx = 11, kAxisPx = 12, kTitleLine = 18;
 
 /// The title, wrapped to the chart's width, one <text> per line from y = 20; returns the lines' count.
+/// Each chart carries its own namespace, font, colours and text alternative, so that one copied out of the report
+/// (into slides, another page) renders the same and reads the same to a screen reader. The rules are scoped to
+/// svg.chart: inside the report's HTML a <style> in an SVG applies to the whole page.
+constexpr const char* kChartStyle =
+    "svg.chart .title{font-weight:600;font-size:14px}svg.chart .tick,svg.chart .legend,svg.chart .label,svg.chart .value"
+    "{font-size:11px;fill:#333}svg.chart .axis{font-size:12px;fill:#333}svg.chart .grid{stroke:#eee}"
+    "svg.chart rect.mark{fill:#4e79a7}svg.chart rect.mark.hl{fill:#e15759}svg.chart rect.mark.measured{fill:#59a14f}"
+    "svg.chart path.line{fill:none;stroke-width:2}svg.chart .marker{stroke:#222;stroke-width:2}";
+
+std::string chart_open(const std::string& id, double width, double height, const std::string& title, const std::string& desc) {
+  return fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" class="chart" id="{0}" viewBox="0 0 {1} {2}" role="img" )"
+                     R"(aria-labelledby="{0}-title {0}-desc" font-family="system-ui,-apple-system,'Segoe UI',Roboto,'DejaVu Sans',sans-serif">)"
+                     R"(<title id="{0}-title">{3}</title><desc id="{0}-desc">{4}</desc><style>{5}</style>)",
+                     escape(id), width, height, escape(title), escape(desc), kChartStyle);
+}
+
 std::string title_lines(const std::string& title, double width, int& lines) {
   const auto wrapped = wrap_to_width(title, width - 20, kTitlePx, true);
   std::string s;
@@ -165,8 +181,12 @@ std::string bar_chart(const std::string& id, const std::string& title, const std
   const double top = 34 + kTitleLine * (lines - 1);
   const double height = top + row * static_cast<double>(bars.size()) + 30;
   const Scale x = make_scale(0, hi > 0 ? hi : 1, false, left, width - right);
-  std::string s = fmt::format(R"(<svg class="chart" id="{}" viewBox="0 0 {} {}" role="img" aria-label="{}">)", escape(id), width,
-                              height, escape(title));
+  // The text alternative: every bar's figure, and what its colour means.
+  std::string desc = fmt::format("Bar chart, {}:", unit);
+  for (std::size_t i = 0; i < bars.size(); ++i)
+    desc += fmt::format(" {}{} {}{};", bars[i].label, bars[i].measured ? " (measured)" : "", values[i],
+                        bars[i].marker ? fmt::format(" ({} {})", marker_label, num(*bars[i].marker)) : "");
+  std::string s = chart_open(id, width, height, title, desc);
   s += heading;
   for (double t : x.ticks())
     s += fmt::format(R"(<line x1="{0:.1f}" x2="{0:.1f}" y1="{1}" y2="{2}" class="grid"/><text x="{0:.1f}" y="{3}" class="tick" text-anchor="middle">{4}</text>)",
@@ -250,8 +270,14 @@ std::string line_chart(const std::string& id, const std::string& title, const st
   for (double t : y.ticks()) tick_w = std::max(tick_w, text_width(num(t), kSmallPx));
   const double left = std::max(70.0, tick_w + 32);
   const Scale x = make_scale(xlo, xhi, xa.log, left, width - right);
-  std::string s = fmt::format(R"(<svg class="chart" id="{}" viewBox="0 0 {} {}" role="img" aria-label="{}">)", escape(id), width,
-                              height, escape(title));
+  std::string desc = fmt::format("Line chart, x: {}{}, y: {}{}; series:", xa.label, xa.log ? " (log scale)" : "", ya.label,
+                                 ya.log ? " (log scale)" : "");
+  for (const auto& se : series) {
+    desc += " " + se.label + " (";
+    for (std::size_t i = 0; i < se.points.size(); ++i) desc += fmt::format("{}{} {}", i ? ", " : "", num(se.points[i].first), num(se.points[i].second));
+    desc += ");";
+  }
+  std::string s = chart_open(id, width, height, title, desc);
   s += heading;
   for (double t : x.ticks())
     s += fmt::format(R"(<line x1="{0:.1f}" x2="{0:.1f}" y1="{1}" y2="{2}" class="grid"/><text x="{0:.1f}" y="{3}" class="tick" text-anchor="middle">{4}</text>)",

@@ -1,6 +1,8 @@
 // Small, dependency-free SVG charts for the self-contained HTML report: horizontal bar charts and
 // line/scatter charts with linear or log axes. Every data mark carries class "mark" and a <title>
-// tooltip; all text is escaped. Charts are plain strings so the report stays one offline file.
+// tooltip; all text is escaped. Charts are plain strings so the report stays one offline file. Each chart is a
+// document of its own (its xmlns, font, a <style> of its colours scoped to svg.chart, a <title> and a <desc> that
+// names every figure), so one copied out of the report renders and reads the same.
 //
 // Layout contract (checked in headless Chromium by the report test): no text leaves its chart and no two
 // text elements overlap. Text is measured with `text_width`, a per-character estimate of DejaVu Sans (the
