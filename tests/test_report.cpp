@@ -164,7 +164,7 @@ TEST(Report, PredictionsInHumanUnitsWithThisMachineBesideThem) {
   // The measured machine: a row in the table, a bar of its own colour in the speed, cost and memory charts.
   EXPECT_NE(html.find("<tr class=\"measured\"><td>this machine (measured)</td><td class=n>300.0 k</td>"), std::string::npos);
   std::size_t measured_bars = 0;
-  for (auto p = html.find("<rect class=\"mark measured\""); p != std::string::npos; p = html.find("<rect class=\"mark measured\"", p + 1))
+  for (auto p = html.find("<rect class=\"mark bar measured\""); p != std::string::npos; p = html.find("<rect class=\"mark bar measured\"", p + 1))
     ++measured_bars;
   EXPECT_EQ(measured_bars, 3u);
   EXPECT_NE(html.find("It is as fast as the predicted rtx-4090."), std::string::npos);
@@ -384,7 +384,7 @@ TEST(Report, ChartsCarryDataMarksAndTooltips) {
   const std::string lines = report::line_chart("l", "Roof", {{"s", {{0.1, 1}, {10, 100}, {-1, 5}}, true, false, 0, {}, true}}, {"x", true}, {"y", true});
   EXPECT_NE(lines.find("<path class=\"mark line\""), std::string::npos);
   std::size_t circles = 0;
-  for (auto p = lines.find("<circle"); p != std::string::npos; p = lines.find("<circle", p + 1)) ++circles;
+  for (auto p = lines.find("<circle class=\"mark\""); p != std::string::npos; p = lines.find("<circle class=\"mark\"", p + 1)) ++circles;
   EXPECT_EQ(circles, 2u);  // the non-positive point cannot sit on a log axis and is left out
   // Points at the ends of double's range: a log axis from 5e-324 rounded down to 0, and one to 1.8e308 up to
   // infinity, and the decade ticks never ended (4 GiB; found by fuzz_history). A dozen ticks or so, each axis.
@@ -409,12 +409,25 @@ TEST(Report, EachChartIsADocumentOfItsOwn) {
     EXPECT_EQ(chart.rfind(R"(<svg xmlns="http://www.w3.org/2000/svg" class="chart")", 0), 0u) << chart.substr(0, 120);
     EXPECT_NE(chart.find("font-family=\""), std::string::npos);
     EXPECT_NE(chart.find("<style>svg.chart .title{"), std::string::npos);
-    EXPECT_NE(chart.find("svg.chart rect.mark.measured{fill:#59a14f}"), std::string::npos);
+    EXPECT_NE(chart.find("svg.chart rect.bar.measured{fill:#59a14f}"), std::string::npos);
     EXPECT_EQ(chart.find("<style>.label"), std::string::npos) << "every rule scoped to svg.chart (a page's .label is not a chart's)";
   }
   EXPECT_NE(bars.find(R"(aria-labelledby="speed-title speed-desc")"), std::string::npos);
   EXPECT_NE(bars.find(R"(<title id="speed-title">Speed &lt;&amp;&gt;</title>)"), std::string::npos);
   EXPECT_NE(bars.find(R"(<desc id="speed-desc">Bar chart, x/s: a100 10 (capacity 12); 4090 (measured) 20;</desc>)"), std::string::npos) << bars;
+  // Series told apart by shape as well as colour, the legend showing each shape (not a data mark).
+  std::vector<report::Series> four;
+  for (int k = 0; k < 4; ++k) four.push_back({"s" + std::to_string(k), {{1, 1.0 + k}, {2, 2.0 + k}}, true, false, k, {}, true});
+  const std::string shapes = report::line_chart("shapes", "Four", four, {"x", false}, {"y", false});
+  auto count = [&](const std::string& what) {
+    std::size_t n = 0;
+    for (auto p = shapes.find(what); p != std::string::npos; p = shapes.find(what, p + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count(R"(<circle class="mark")"), 2u);
+  EXPECT_EQ(count(R"(<rect class="mark")"), 2u);
+  EXPECT_EQ(count(R"(<path class="mark" d=)"), 4u);  // triangles and diamonds
+  EXPECT_EQ(count(R"(class="key")"), 4u);
   EXPECT_NE(lines.find(R"(<desc id="roof-desc">Line chart, x: intensity (log scale), y: TFLOP/s; series: fp16 (1 2, 10 20);</desc>)"), std::string::npos)
       << lines;
 }

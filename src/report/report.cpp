@@ -262,7 +262,7 @@ std::string section_predictions(const EvaluateRecord& r) {
       cost.push_back({id, dbl(e, cost_key) * cost_scale, std::nullopt, owned_basis ? "owned" : str(e, "cost_basis"), local, false,
                       units::format_usd(dbl(e, cost_key) * cost_scale)});
     mem.push_back({id, dbl(e, "peak_gib"), dbl(e, "capacity_gib"), flag(e, "fits") ? "fits" : "does NOT fit", !flag(e, "fits"),
-                   false, fmt::format("{} of {}", human(dbl(e, "peak_gib")), human(dbl(e, "capacity_gib")))});
+                   false, fmt::format("{} of {}{}", human(dbl(e, "peak_gib")), human(dbl(e, "capacity_gib")), flag(e, "fits") ? "" : ": does not fit")});
   }
   if (here) {
     const std::string label = str(*here, "label", "this machine (measured)");

@@ -40,7 +40,7 @@ constexpr double kTitlePx = 14, kSmallPx = 11, kAxisPx = 12, kTitleLine = 18;
 constexpr const char* kChartStyle =
     "svg.chart .title{font-weight:600;font-size:14px}svg.chart .tick,svg.chart .legend,svg.chart .label,svg.chart .value"
     "{font-size:11px;fill:#333}svg.chart .axis{font-size:12px;fill:#333}svg.chart .grid{stroke:#eee}"
-    "svg.chart rect.mark{fill:#4e79a7}svg.chart rect.mark.hl{fill:#e15759}svg.chart rect.mark.measured{fill:#59a14f}"
+    "svg.chart rect.bar{fill:#4e79a7}svg.chart rect.bar.hl{fill:#e15759}svg.chart rect.bar.measured{fill:#59a14f}"
     "svg.chart path.line{fill:none;stroke-width:2}svg.chart .marker{stroke:#222;stroke-width:2}";
 
 std::string chart_open(const std::string& id, double width, double height, const std::string& title, const std::string& desc) {
@@ -197,7 +197,7 @@ std::string bar_chart(const std::string& id, const std::string& title, const std
     const Bar& b = bars[i];
     const double y = top + row * static_cast<double>(i);
     s += fmt::format(R"(<text x="{}" y="{:.1f}" class="label" text-anchor="end">{}</text>)", left - 6, y + row * 0.65, escape(b.label));
-    s += fmt::format(R"(<rect class="mark{}" x="{}" y="{:.1f}" width="{:.1f}" height="{:.1f}"><title>{}: {} {}{}</title></rect>)",
+    s += fmt::format(R"(<rect class="mark bar{}" x="{}" y="{:.1f}" width="{:.1f}" height="{:.1f}"><title>{}: {} {}{}</title></rect>)",
                      b.measured ? " measured" : b.highlight ? " hl" : "", left, y + 3, std::max(0.5, x(b.value) - left), row - 6,
                      escape(b.label), escape(values[i]), escape(unit), b.note.empty() ? "" : " — " + escape(b.note));
     // The value goes right of the bar and of its marker, so the two never cover each other.
@@ -232,6 +232,25 @@ std::vector<Series> merge_coincident(const std::vector<Series>& series, double t
     if (!merged) out.push_back(se);
   }
   return out;
+}
+
+/// A point of series `k`: a circle, square, triangle or diamond in turn, so that series are told apart by shape as
+/// well as by colour (readers who do not see the colours, a page printed in grey).
+std::string marker(std::size_t k, double cx, double cy, double r, const std::string& fill, const std::string& inner,
+                   const char* cls = "mark") {
+  switch (k % 4) {
+    case 1:
+      return fmt::format(R"(<rect class="{}" x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.1f}" fill="{}">{}</rect>)", cls,
+                         cx - r * 0.9, cy - r * 0.9, r * 1.8, r * 1.8, fill, inner);
+    case 2:
+      return fmt::format(R"(<path class="{}" d="M{:.1f},{:.1f} L{:.1f},{:.1f} L{:.1f},{:.1f} Z" fill="{}">{}</path>)", cls, cx, cy - r * 1.2,
+                         cx + r * 1.1, cy + r * 0.8, cx - r * 1.1, cy + r * 0.8, fill, inner);
+    case 3:
+      return fmt::format(R"(<path class="{}" d="M{:.1f},{:.1f} L{:.1f},{:.1f} L{:.1f},{:.1f} L{:.1f},{:.1f} Z" fill="{}">{}</path>)", cls, cx,
+                         cy - r * 1.2, cx + r * 1.2, cy, cx, cy + r * 1.2, cx - r * 1.2, cy, fill, inner);
+    default:
+      return fmt::format(R"(<circle class="{}" cx="{:.1f}" cy="{:.1f}" r="{}" fill="{}">{}</circle>)", cls, cx, cy, r, fill, inner);
+  }
 }
 
 }  // namespace
@@ -304,11 +323,12 @@ std::string line_chart(const std::string& id, const std::string& title, const st
       const auto [px, py] = se.points[i];
       if ((xa.log && px <= 0) || (ya.log && py <= 0) || !std::isfinite(px) || !std::isfinite(py)) continue;
       const std::string tip = i < se.point_labels.size() ? se.point_labels[i] : se.label;
-      s += fmt::format(R"(<circle class="mark" cx="{:.1f}" cy="{:.1f}" r="{}" fill="{}"><title>{}: x {} y {}</title></circle>)", x(px),
-                       y(py), se.lines ? 3 : 4.5, color(se.color), escape(tip), num(px), num(py));
+      s += marker(k, x(px), y(py), se.lines ? 3 : 4.5, color(se.color),
+                  fmt::format("<title>{}: x {} y {}</title>", escape(tip), num(px), num(py)));
     }
     s += fmt::format(R"(<line x1="{0}" x2="{1}" y1="{2:.1f}" y2="{2:.1f}" stroke="{3}" stroke-width="2"{4}/>)", width - right + 10,
                      width - right + 30, ly, color(se.color), se.dashed ? R"( stroke-dasharray="6 4")" : "");
+    if (se.markers) s += marker(k, width - right + 20, ly, 4, color(se.color), "", "key");  // the legend shows the series' shape too
     for (const auto& text : legend[k]) {
       s += fmt::format(R"(<text x="{}" y="{:.1f}" class="legend">{}</text>)", width - right + 34, ly + 4, escape(text));
       ly += 14;
