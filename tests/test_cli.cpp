@@ -1789,3 +1789,43 @@ TEST(UserConfig, ABadConfigIsOneLineNamingItsLine) {
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("none.toml: no such file (\"none\" reads no config)"), std::string::npos) << missing.err;
 }
+
+#include "gguf_builder.hpp"
+
+// A GGUF download as people hold it: a 4 GB Llama-2-7B Q4_K_M file (sparse here: its header written, its weights
+// zeros the reader never reads) is priced from its header as stored, and says what it ran; a partial copy is
+// named, never priced.
+TEST(Gguf, ADownloadIsReadFromItsHeaderAndPricedAsStored) {
+  TempDir dir;
+  gpuvs::test::LlamaShape s;
+  s.layers = 32;
+  s.hidden = 4096;
+  s.heads = s.kv_heads = 32;
+  s.ffn = 11008;
+  s.vocab = 32000;
+  const auto b = gpuvs::test::llama_q4_k_m(s);
+  const auto path = dir / "llama-2-7b.Q4_K_M.gguf";
+  const std::string header = b.header_bytes();
+  gpuvs::test::write_text(path, header);
+  std::filesystem::resize_file(path, header.size() + b.padded_data_bytes());
+  // TheBloke/Llama-2-7B-GGUF's llama-2-7b.Q4_K_M.gguf is 4,081,004,224 bytes with its 32,000-token vocabulary
+  // (about 0.7 MB this file lacks); llama.cpp's loader lists its tensors as f32 65, q4_K 193, q6_K 33.
+  EXPECT_NEAR(static_cast<double>(std::filesystem::file_size(path)) / 4081004224.0, 1.0, 5e-4);
+  const auto file = run_gpuvs_json("predict --workload " + path.string() + " --gpu rtx-4090 --mode decode --json");
+  const auto preset = run_gpuvs_json("predict --workload llama2-7b --gpu rtx-4090 --mode decode --precision q4_k_m --json");
+  EXPECT_EQ(file["engine"], "llama.cpp");
+  EXPECT_EQ(file["format"], "q4_k_m");
+  EXPECT_NEAR(file["throughput"]["value"].get<double>() / preset["throughput"]["value"].get<double>(), 1.0, 1e-9) << file.dump();
+  EXPECT_NE(file["notes"].dump().find("weights as stored in " + path.string() + " (Q4_K 193, F32 65, Q6_K 33 tensors)"), std::string::npos)
+      << file["notes"].dump();
+  expect_usage_error(run_gpuvs("predict --workload " + path.string() + " --gpu rtx-4090 --mode decode --precision q8_0"),
+                     "--precision q8_0 names other weights");
+  const auto graph = run_gpuvs("graph " + path.string());
+  EXPECT_EQ(graph.exit_code, 0) << graph.err;
+  EXPECT_NE(graph.out.find("Tiny Llama (GGUF llama) from llama-2-7b.Q4_K_M.gguf (32 layers, hidden 4096, 32 heads / 32 KV, MLP 11008, vocabulary 32000)"),
+            std::string::npos)
+      << graph.out;
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) - 4096);
+  expect_usage_error(run_gpuvs("predict --workload " + path.string() + " --gpu rtx-4090 --mode decode"),
+                     "tensor 'output.weight' ends at byte 4080281024, past the end of the file (4080276928 bytes): a partial download");
+}

@@ -1010,7 +1010,7 @@ TEST(HeldModels, ReadFromMemoryUnderTheirNameNeverFromDisk) {
     gpuvs::import::HeldModel held("torch:Broken.onnx", bytes.substr(0, bytes.size() / 2));
     EXPECT_NE(gpuvs::test::input_error_of([&] { resolve_network("torch:Broken.onnx"); }).rfind("torch:Broken.onnx: ", 0), std::string::npos);
   }
-  EXPECT_NE(gpuvs::test::input_error_of([] { gpuvs::import::HeldModel held("model", "{}"); }).find("needs a name ending .json, .toml or .onnx"),
+  EXPECT_NE(gpuvs::test::input_error_of([] { gpuvs::import::HeldModel held("model", "{}"); }).find("needs a name ending .json, .toml, .onnx or .gguf"),
             std::string::npos);
   // JSON text: a Keras Sequential model's to_json(), built as its file would be.
   const std::string keras = R"({"class_name": "Sequential", "config": {"name": "s", "layers": [

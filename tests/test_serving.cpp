@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 
 #include "core/error.hpp"
@@ -18,6 +19,7 @@
 #include "perf/serving_engine.hpp"
 #include "perf/validation.hpp"
 #include "perf/weight_format.hpp"
+#include "workload/workload.hpp"
 
 #include "test_util.hpp"
 using namespace gpuvs;
@@ -612,4 +614,71 @@ TEST(StackCalibration, AWholeRequestsFigureCalibratesAndCarries) {
   a100.stack = &cal.ratios;
   const double after = predict_serving(cat(), a100).throughput;
   EXPECT_LT(std::fabs(after / 6552.62 - 1), std::fabs(before / 6552.62 - 1)) << before << " -> " << after;
+}
+
+#include "gguf_builder.hpp"
+
+namespace {
+
+/// The tiny Q4_K_M GGUF of gguf_builder.hpp and a config.json of the same shape, side by side.
+struct TinyGguf {
+  test::TempDir dir;
+  std::string gguf = (dir / "tiny.gguf").string(), config = (dir / "config.json").string();
+  explicit TinyGguf(const test::GgufBuilder& b) {
+    std::ofstream(gguf, std::ios::binary) << b.bytes();
+    std::ofstream(config) << R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 256, "num_hidden_layers": 8, "num_attention_heads": 4,
+      "num_key_value_heads": 2, "intermediate_size": 512, "vocab_size": 512, "max_position_embeddings": 4096, "tie_word_embeddings": false})";
+  }
+};
+
+}  // namespace
+
+TEST(Serving, AGgufFileIsPricedAsItsTensorsAreStored) {
+  const TinyGguf f(test::tiny_llama_q4_k_m());
+  // A file quantized by llama.cpp's Q4_K_M rule prices as the q4_k_m format on the same shape, on llama.cpp.
+  const ServingPrediction file = serve(f.gguf, "rtx-4090", "decode", "bf16", "gen_len=64", 4);
+  const ServingPrediction rule = serve(f.config, "rtx-4090", "decode", "q4_k_m", "gen_len=64;framework=llama.cpp", 4);
+  EXPECT_EQ(file.engine, "llama.cpp");
+  EXPECT_EQ(file.format, "q4_k_m");
+  EXPECT_NE(file.format_name.find("as stored in " + f.gguf), std::string::npos) << file.format_name;
+  EXPECT_NEAR(file.weight_bytes / rule.weight_bytes, 1.0, 1e-12);
+  EXPECT_NEAR(file.tpot_s / rule.tpot_s, 1.0, 1e-12);
+  bool said = false;
+  for (const auto& n : file.notes) said = said || n.find("weights as stored in " + f.gguf + " (Q4_K 49, F32 17, Q6_K 9 tensors)") != std::string::npos;
+  EXPECT_TRUE(said);
+  // The bytes priced are the bytes the file holds.
+  const workload::Workload w(f.gguf, {});
+  const WeightFormat stored = stored_weight_format(*w.network().stored_weights);
+  EXPECT_NEAR(weight_bytes(w.network().decoder, stored).total() / w.network().stored_weights->file_bytes, 1.0, 1e-12);
+}
+
+TEST(Serving, AGgufFilesOwnMixIsWhatIsPriced) {
+  // The same file with every ffn_down in Q8_0 (8.5 bits): more bytes read per token than the rule's mix.
+  test::GgufBuilder b = test::tiny_llama_q4_k_m();
+  for (int l = 0; l < 8; ++l) {
+    b.drop_tensor("blk." + std::to_string(l) + ".ffn_down.weight");
+    b.tensor("blk." + std::to_string(l) + ".ffn_down.weight", {512, 256}, "Q8_0");
+  }
+  const TinyGguf heavier(b), rule(test::tiny_llama_q4_k_m());
+  const ServingPrediction h = serve(heavier.gguf, "rtx-4090", "decode", "bf16", "gen_len=64", 1);
+  const ServingPrediction r = serve(rule.gguf, "rtx-4090", "decode", "bf16", "gen_len=64", 1);
+  EXPECT_EQ(h.format, "q4_k_m");  // most projection weights are still Q4_K
+  EXPECT_GT(h.weight_bytes, r.weight_bytes * 1.1);
+  EXPECT_GT(h.step.weight_bytes_read, r.step.weight_bytes_read * 1.1);
+  // Other weights asked for are another model's; a format the file's main type has no kernels for is named.
+  EXPECT_NE(test::input_error_of([&] { serve(rule.gguf, "rtx-4090", "decode", "q8_0", ""); }).find("stores its weights (Q4_K 49, F32 17, Q6_K 9 tensors, run as q4_k_m); --precision q8_0 names other weights"),
+            std::string::npos);
+  EXPECT_NE(test::input_error_of([&] { serve(rule.gguf, "rtx-4090", "decode", "bf16", "framework=vllm"); }).find("vllm does not run the q4_k_m format"),
+            std::string::npos);
+  test::GgufBuilder iq = test::tiny_llama_q4_k_m(2);
+  for (int l = 0; l < 2; ++l)
+    for (const char* role : {"attn_q", "attn_output", "ffn_gate", "ffn_up"}) {
+      const std::string name = "blk." + std::to_string(l) + "." + role + ".weight";
+      iq.drop_tensor(name);
+      const bool square = std::string(role) == "attn_q" || std::string(role) == "attn_output";
+      iq.tensor(name, square ? std::vector<std::uint64_t>{256, 256} : std::vector<std::uint64_t>{256, 512}, "IQ2_XXS");
+    }
+  const TinyGguf iq2(iq);
+  const std::string e = test::input_error_of([&] { serve(iq2.gguf, "rtx-4090", "decode", "bf16", ""); });
+  EXPECT_NE(e.find("most of its weights are IQ2_XXS, a type gpuvs does not price (it prices files mostly in F16, BF16, Q8_0, Q6_K, Q5_K, Q4_K, Q4_0)"), std::string::npos) << e;
 }

@@ -18,7 +18,7 @@ namespace {
 constexpr const char* kOtherNames =
     "Also: decoder-<size> (a LLaMA-style decoder built to a size, decoder-500m ... decoder-2t), gpt with its shape "
     "in --options (layers, hidden, heads, ...), and model files: gpuvs .toml/.json, Keras .keras or model.to_json() "
-    ".json, a Hugging Face config.json, ONNX .onnx.";
+    ".json, a Hugging Face config.json, ONNX .onnx, a llama.cpp GGUF .gguf (its weights priced as stored).";
 
 int run_workloads(Output out) {
   const auto& nets = models::networks();

@@ -21,8 +21,8 @@ std::map<std::string, std::string>& held() {
 
 HeldModel::HeldModel(std::string name, std::string bytes) : name_(std::move(name)) {
   const std::string ext = strings::lower(std::filesystem::path(name_).extension().string());
-  if (ext != ".json" && ext != ".toml" && ext != ".onnx")
-    throw InputError(fmt::format("a model held in memory needs a name ending .json, .toml or .onnx, not '{}'", strings::printable(name_)));
+  if (ext != ".json" && ext != ".toml" && ext != ".onnx" && ext != ".gguf")
+    throw InputError(fmt::format("a model held in memory needs a name ending .json, .toml, .onnx or .gguf, not '{}'", strings::printable(name_)));
   const std::lock_guard<std::mutex> lock(g_mutex);
   if (!held().emplace(name_, std::move(bytes)).second)
     throw InputError(fmt::format("a model named '{}' is held in memory already", strings::printable(name_)));

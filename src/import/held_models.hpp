@@ -8,7 +8,7 @@
 namespace gpuvs::import {
 
 /// Holds `bytes` under `name` for this object's lifetime. InputError when `name` has no model file extension
-/// (.json, .toml, .onnx) or is held already.
+/// (.json, .toml, .onnx, .gguf) or is held already.
 class HeldModel {
  public:
   HeldModel(std::string name, std::string bytes);

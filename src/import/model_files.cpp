@@ -10,6 +10,7 @@
 #include "core/json_input.hpp"
 #include "core/strings.hpp"
 #include "import/gpuvs/model_file.hpp"
+#include "import/gguf/gguf_model.hpp"
 #include "import/held_models.hpp"
 #include "import/hf/hf_config.hpp"
 #include "import/keras/keras_graph.hpp"
@@ -24,7 +25,7 @@ std::string extension(const std::string& path) { return strings::lower(std::file
 
 bool is_model_file(const std::string& id_or_path) {
   const std::string ext = extension(id_or_path);
-  return ext == ".toml" || ext == ".json" || ext == ".keras" || ext == ".onnx";
+  return ext == ".toml" || ext == ".json" || ext == ".keras" || ext == ".onnx" || ext == ".gguf";
 }
 
 models::NetworkInfo network_from_file(const std::string& path, const std::map<std::string, std::string>& options) {
@@ -34,6 +35,7 @@ models::NetworkInfo network_from_file(const std::string& path, const std::map<st
                                    models::kGptWorkload, strings::printable(path)));
   if (is_onnx_path(path)) return onnx_network(path, options);
   const std::string ext = extension(path);
+  if (ext == ".gguf") return gguf_network_from(path);
   if (ext == ".keras") {
     const std::string text = keras_archive_config(path);
     const nlohmann::json parsed = parse_json_or_discarded(text, path);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -125,6 +126,20 @@ enum class Family { mlp, cnn, encoder, decoder, unet, keras, onnx };
 /// "mlp", "cnn", "encoder", "decoder", "unet", "keras", "onnx": as printed.
 std::string_view family_name(Family f);
 
+/// A decoder's weights as a file stores them (a GGUF file: each tensor's own type), for the serving model to price
+/// the actual mix instead of a format's rule. Bits per weight, block scales included.
+struct StoredWeights {
+  std::string source;     // the file
+  std::string main_type;  // the storage type of most projection weights ("q4_k", "f16"): picks the kernels that run it
+  std::string engine;     // the engine that reads the file ("llama.cpp" for GGUF): the default engine for it
+  std::string summary;    // "Q4_K 193, Q6_K 33, F32 65 tensors"
+  double embedding_bits = 16, output_bits = 16;  // token table, LM head (unused when tied)
+  double small_bits = 32;                        // norms and biases
+  /// Per block, by projection ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down").
+  std::vector<std::map<std::string, double>> layer_bits;
+  double file_bytes = 0;  // every tensor's bytes, as stored
+};
+
 struct NetworkInfo {
   std::string id;
   std::string description;
@@ -142,6 +157,8 @@ struct NetworkInfo {
   /// > 0: the model's batch is fixed at this size (an ONNX file exported without a dynamic batch axis); its
   /// graph refuses any other. 0: any batch.
   std::int64_t fixed_batch = 0;
+  /// Set for a file that stores quantized weights (GGUF): what serving prices instead of the requested format.
+  std::optional<StoredWeights> stored_weights{};
 };
 
 const std::vector<NetworkInfo>& networks();

@@ -332,7 +332,7 @@ ServingPrediction predict_serving(const catalog::Catalog& cat, const ServingRequ
 namespace {
 
 /// The request checked against the workload, the engine and the format: the engine and format it runs.
-std::pair<const ServingEngine*, const WeightFormat*> check_request(const models::NetworkInfo& net, const ServingRequest& req) {
+std::pair<const ServingEngine*, WeightFormat> check_request(const models::NetworkInfo& net, const ServingRequest& req) {
   if (net.family != models::Family::decoder)
     throw InputError(fmt::format("--mode {} prices decoders (LLMs); {} is a {} (use --mode infer without serving options)", req.mode, net.id,
                                  models::family_name(net.family)));
@@ -343,9 +343,17 @@ std::pair<const ServingEngine*, const WeightFormat*> check_request(const models:
                                    k == "seq_len" ? ": a prompt is prompt_len" : "", strings::join(kServingKeys, ", ")));
   }
   const auto fw = req.options.find("framework");
-  const WeightFormat& format = weight_format(req.format);
+  // A file that stores its weights (GGUF) is priced as stored, by the kernels of its main type, on the engine that
+  // reads it unless another is named; a quantized format asked for besides is another model's (the 16-bit
+  // defaults are taken as not asked: the prediction names the format it priced).
+  const models::StoredWeights* stored = net.stored_weights ? &*net.stored_weights : nullptr;
+  const WeightFormat format = stored ? stored_weight_format(*stored) : weight_format(req.format);
+  if (stored && strings::lower(req.format) != format.id && req.format != "bf16" && req.format != "fp16")
+    throw InputError(fmt::format("{} stores its weights ({}, run as {}); --precision {} names other weights: drop it, or quantize the file again",
+                                 stored->source, stored->summary, format.id, strings::printable(req.format)));
   const auto runs = [&](const ServingEngine& e) { return std::find(e.formats.begin(), e.formats.end(), format.id) != e.formats.end(); };
-  const ServingEngine* chosen = &serving_engine(fw == req.options.end() ? default_serving_engine() : fw->second);
+  const ServingEngine* chosen =
+      &serving_engine(fw != req.options.end() ? fw->second : stored && !stored->engine.empty() ? stored->engine : default_serving_engine());
   // No engine named and the default does not run the format (a GGUF quantization): the engine that does, said
   // in the prediction's notes; a named engine that does not run it is the request's error.
   if (fw == req.options.end() && !runs(*chosen))
@@ -359,7 +367,7 @@ std::pair<const ServingEngine*, const WeightFormat*> check_request(const models:
     throw InputError(fmt::format("{} does not run the {} format (it runs {})", engine.id, format.id, strings::join(engine.formats, ", ")));
   if (req.gpus < 1 || req.gpus > 4096) throw InputError(fmt::format("--gpus must be in [1, 4096], got {}", req.gpus));
   if (req.batch < 0 || req.batch > (1 << 20)) throw InputError(fmt::format("--batch must be in [0, 1048576], got {}", req.batch));
-  return {&engine, &format};
+  return {&engine, format};
 }
 
 /// What the request asks for, resolved into the prediction: tensor parallelism and replicas, prompt and
@@ -645,7 +653,8 @@ ServingPrediction predict_serving(const catalog::Catalog& cat, const workload::W
   w.check_is(req.workload, req.options);
   const catalog::Gpu& gpu = cat.find(req.gpu);
   const models::NetworkInfo& net = w.network();
-  const auto [engine, format] = check_request(net, req);
+  const auto [engine, stored_or_named] = check_request(net, req);
+  const WeightFormat* format = &stored_or_named;
   ServingPrediction p;
   p.workload = net.id;
   p.gpu_id = gpu.id;
@@ -654,7 +663,10 @@ ServingPrediction predict_serving(const catalog::Catalog& cat, const workload::W
   p.format_name = format->name;
   p.engine = engine->id;
   p.engine_name = engine->name;
-  if (!req.options.count("framework") && engine->id != default_serving_engine())
+  if (net.stored_weights)
+    p.notes.push_back(fmt::format("weights as stored in {} ({}), run by {}'s {} kernels", net.stored_weights->source, net.stored_weights->summary,
+                                  engine->id, format->id));
+  else if (!req.options.count("framework") && engine->id != default_serving_engine())
     p.notes.push_back(fmt::format("engine {}: {} (the default engine) does not run the {} format, {} does (framework=... names another)",
                                   engine->id, default_serving_engine(), format->id, engine->id));
   p.mode = req.mode;

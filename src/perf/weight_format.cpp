@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 #include "core/error.hpp"
@@ -167,6 +168,10 @@ bool use_more_bits(int layer, int layers) {
 }
 
 double tensor_bits(const WeightFormat& f, const std::string& tensor, int layer, int layers, const FormatData& data) {
+  if (f.stored && layer >= 0 && layer < static_cast<int>(f.stored->layer_bits.size())) {
+    const auto& bits = f.stored->layer_bits[static_cast<std::size_t>(layer)];
+    if (const auto it = bits.find(tensor); it != bits.end()) return it->second;
+  }
   if (f.base_type.empty()) return f.bits;
   const bool more = std::find(f.more_bits_tensors.begin(), f.more_bits_tensors.end(), tensor) != f.more_bits_tensors.end() &&
                     use_more_bits(layer, layers);
@@ -182,7 +187,8 @@ WeightBytes weight_bytes(const models::DecoderConfig& d, const WeightFormat& f, 
       {"attn_q", h * q}, {"attn_k", h * kv}, {"attn_v", h * kv}, {"attn_output", q * h},
       {"ffn_gate", d.swiglu ? experts * h * ffn : 0.0}, {"ffn_up", experts * h * ffn}, {"ffn_down", experts * ffn * h}};
   // Norms (and biases) stay in 32 bits in GGUF files, 16 bits elsewhere: under 0.01% of the bytes.
-  const double small_bytes = (f.base_type.empty() ? 2.0 : 4.0) *
+  const double small_elem = f.stored ? f.stored->small_bits / 8.0 : f.base_type.empty() ? 2.0 : 4.0;
+  const double small_bytes = small_elem *
                              ((d.norm_bias ? 4.0 : 2.0) * h + (d.linear_bias ? q + 2 * kv + h + (d.swiglu ? 2 : 1) * ffn + h : 0.0));
   for (int l = 0; l < d.layers; ++l) {
     double bytes = small_bytes + (d.experts > 0 ? 2.0 * h * d.experts : 0.0);  // the router, kept in 16 bits
@@ -191,12 +197,34 @@ WeightBytes weight_bytes(const models::DecoderConfig& d, const WeightFormat& f, 
     w.layers += bytes;
   }
   const double table = vocab * h;
-  const double embed_bits = f.embeddings_quantized ? data.type(f.base_type)->bits() : 16.0;
-  const double output_bits = f.embeddings_quantized ? data.type(f.output_type)->bits() : 16.0;
+  const double embed_bits = f.stored ? f.stored->embedding_bits : f.embeddings_quantized ? data.type(f.base_type)->bits() : 16.0;
+  const double output_bits = f.stored ? f.stored->output_bits : f.embeddings_quantized ? data.type(f.output_type)->bits() : 16.0;
   w.embedding = table * embed_bits / 8.0 + (d.learned_positions ? static_cast<double>(d.seq_len) * h * 2.0 : 0.0);
   w.output = d.tied_embeddings ? 0.0 : table * output_bits / 8.0;
-  w.embedding += (d.norm_bias ? 2.0 : 1.0) * h * (f.base_type.empty() ? 2.0 : 4.0);  // the final norm
+  w.embedding += (d.norm_bias ? 2.0 : 1.0) * h * small_elem;  // the final norm
   return w;
+}
+
+WeightFormat stored_weight_format(const models::StoredWeights& w, const FormatData& data) {
+  const WeightFormat* base = nullptr;
+  if (w.main_type == "f16") base = data.find("fp16");
+  else if (w.main_type == "bf16") base = data.find("bf16");
+  else
+    for (const auto& f : data.formats)
+      if (f.base_type == w.main_type) base = &f;
+  if (!base) {
+    std::vector<std::string> types = {"f16", "bf16"};
+    for (const auto& f : data.formats)
+      if (!f.base_type.empty()) types.push_back(f.base_type);
+    std::string known = strings::join(types, ", "), main = w.main_type;
+    for (auto* text : {&known, &main})
+      std::transform(text->begin(), text->end(), text->begin(), [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
+    throw InputError(fmt::format("{}: most of its weights are {}, a type gpuvs does not price (it prices files mostly in {})", w.source, main, known));
+  }
+  WeightFormat f = *base;
+  f.stored = &w;
+  f.name = fmt::format("{} kernels on the weights as stored in {} ({})", base->name, w.source, w.summary);
+  return f;
 }
 
 double format_matrix_peak(const WeightFormat& f, const catalog::Gpu& gpu, bool fp16_accumulate) {

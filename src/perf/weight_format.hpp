@@ -36,6 +36,9 @@ struct WeightFormat {
   std::string base_type, more_bits_type, output_type;
   std::vector<std::string> more_bits_tensors;  // attn_v, ffn_down: more bits in use_more_bits() layers
   int line = 0;
+  // A file's weights as stored (a GGUF file): every tensor's bits from the file, not the format's rule; the rest
+  // (math, dequantization) from the format that runs them. Points into the workload's network.
+  const models::StoredWeights* stored = nullptr;
 };
 
 struct FormatData {
@@ -67,6 +70,11 @@ WeightBytes weight_bytes(const models::DecoderConfig& d, const WeightFormat& f, 
 /// Storage bits of one projection of block `layer` ("attn_q", "attn_k", "attn_v", "attn_output",
 /// "ffn_gate", "ffn_up", "ffn_down").
 double tensor_bits(const WeightFormat& f, const std::string& tensor, int layer, int layers, const FormatData& data = builtin_formats());
+
+/// The format that runs a file's stored weights: the built-in format whose GGUF base type is the file's main type
+/// (q4_k: q4_k_m), or fp16/bf16 for 16-bit files, with `stored` set and its name saying where the weights came
+/// from. InputError when no format gpuvs prices runs that type.
+WeightFormat stored_weight_format(const models::StoredWeights& w, const FormatData& data = builtin_formats());
 
 /// The dense matrix peak (TFLOP/s or TOPS) the format's math runs at on `gpu`; `fp16_accumulate` selects
 /// FP16-accumulate FP16 math (llama.cpp's cuBLAS calls). InputError when the card lacks that math.

@@ -183,6 +183,16 @@ class ModelsHeldInMemory(unittest.TestCase):
             gpuvs.predict(net, gpu="rtx-4090")
         self.assertIn("from_torch", str(caught.exception))
 
+    def test_gguf_bytes_are_the_file(self):
+        seed = pathlib.Path(__file__).resolve().parents[2] / "fuzz" / "corpus" / "gguf" / "llama-q8_0-tied-2-layers.gguf"
+        doc = gpuvs.predict(seed.read_bytes(), gpu="rtx-4090", mode="decode")
+        code, file_doc, err = cli("predict", "--workload", str(seed), "--gpu", "rtx-4090", "--mode", "decode", "--json")
+        self.assertEqual(code, 0, err)
+        self.assertEqual(doc["workload"], "memory:model.gguf")
+        self.assertEqual((doc["format"], doc["engine"]), ("q8_0", "llama.cpp"))
+        self.assertEqual(doc["throughput"], file_doc["throughput"])
+        self.assertEqual(doc["memory_per_gpu_gib"], file_doc["memory_per_gpu_gib"])
+
     def test_bad_bytes_are_named_as_held(self):
         with self.assertRaises(gpuvs.InputError) as caught:
             gpuvs.predict(b"not a protobuf", gpu="rtx-4090")

@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/json_input.hpp"
 #include "core/strings.hpp"
+#include "import/decoder_network.hpp"
 
 namespace gpuvs::import {
 
@@ -215,31 +216,12 @@ NetworkInfo hf_network_json(const json& j, const std::string& where) {
                                 c.intermediate, c.vocab);
   } else {
     DecoderConfig c = arch == "GPT2LMHeadModel" ? gpt2(r) : arch == "GPTNeoXForCausalLM" ? gpt_neox(r, notes) : llama_family(r, arch, notes);
-    // Each size is in range; together they may not be (4,096 layers of 4,096 experts of 2^40 weights): held
-    // to 2^48 parameters, as gpuvs's own model files are.
-    std::int64_t params = 0;
-    try {
-      params = decoder_params(c);
-    } catch (const InputError& e) {
-      throw InputError(fmt::format("{}: {}", where, e.what()));
-    }
-    if (params > (std::int64_t{1} << 48))
-      throw InputError(fmt::format("{}: the config's sizes make {} parameters, more than 2^48", where, params));
-    // Each expert of each layer is an MLP of its own in the graph: 4,096 layers of 4,096 tiny experts were 16 M
-    // MLPs, a graph no build finishes (fuzz_model_json, a timeout). Real MoE models have hundreds to thousands.
-    if (constexpr std::int64_t kMaxExpertMlps = 1 << 14; std::int64_t{c.layers} * c.experts > kMaxExpertMlps)
-      throw InputError(fmt::format("{}: $.num_local_experts: {} layers of {} experts are {} expert MLPs, more than {} (each is built)", where,
-                                   c.layers, c.experts, std::int64_t{c.layers} * c.experts, kMaxExpertMlps));
-    n.family = models::Family::decoder;
-    n.sample_unit = "sequences";
-    n.default_seq_len = c.seq_len;
-    n.layers = c.layers;
-    n.hidden = c.hidden;
-    n.decoder = c;
-    n.forward = [c](const NetworkOptions& o) { return build_decoder(o, c); };
-    n.description = fmt::format("{} from {} ({} layers, hidden {}, {} heads / {} KV, MLP {}{}, vocabulary {})", arch, name, c.layers, c.hidden,
-                                c.heads, c.kv_heads, c.ffn,
-                                c.experts > 0 ? fmt::format(" x {} experts, {} per token", c.experts, c.experts_per_token) : "", c.vocab);
+    const std::string description = fmt::format(
+        "{} from {} ({} layers, hidden {}, {} heads / {} KV, MLP {}{}, vocabulary {})", arch, name, c.layers, c.hidden, c.heads, c.kv_heads, c.ffn,
+        c.experts > 0 ? fmt::format(" x {} experts, {} per token", c.experts, c.experts_per_token) : "", c.vocab);
+    NetworkInfo d = decoder_network(c, where, description, "$.num_local_experts");
+    d.params_source = n.params_source;
+    n = std::move(d);
   }
   if (!notes.empty()) n.description += "; approximated: " + strings::join(notes, "; ");
   return n;

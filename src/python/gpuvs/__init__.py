@@ -23,9 +23,9 @@ __all__ = ["Error", "InputError", "Model", "from_torch", "from_keras", "run", "p
 
 
 class Model:
-    """A model held in memory, read by the importers model files go through: ONNX bytes, or the text of a model
-    JSON (Keras ``model.to_json()``, a Hugging Face config, gpuvs's own) or TOML file. ``name`` ends in .onnx,
-    .json or .toml and is how the answers and errors name it. Pass it wherever a workload goes."""
+    """A model held in memory, read by the importers model files go through: ONNX or GGUF bytes, or the text of a
+    model JSON (Keras ``model.to_json()``, a Hugging Face config, gpuvs's own) or TOML file. ``name`` ends in .onnx,
+    .gguf, .json or .toml and is how the answers and errors name it. Pass it wherever a workload goes."""
 
     def __init__(self, data, name):
         self.data = data.encode() if isinstance(data, str) else bytes(data)
@@ -64,10 +64,10 @@ def from_keras(model):
 
 
 def _workload(value, held):
-    """What a command line names for `value`: a built-in id or a path as given; a Model, ONNX bytes or model JSON
-    text held for the call under its name."""
+    """What a command line names for `value`: a built-in id or a path as given; a Model, ONNX or GGUF bytes (told
+    apart by GGUF's magic) or model JSON text held for the call under its name."""
     if isinstance(value, (bytes, bytearray)):
-        value = Model(value, "memory:model.onnx")
+        value = Model(value, "memory:model.gguf" if bytes(value[:4]) == b"GGUF" else "memory:model.onnx")
     elif isinstance(value, str) and value.lstrip().startswith("{"):
         value = Model(value, "memory:model.json")
     elif hasattr(value, "forward") and hasattr(value, "state_dict"):
