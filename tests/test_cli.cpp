@@ -1829,3 +1829,26 @@ TEST(Gguf, ADownloadIsReadFromItsHeaderAndPricedAsStored) {
   expect_usage_error(run_gpuvs("predict --workload " + path.string() + " --gpu rtx-4090 --mode decode"),
                      "tensor 'output.weight' ends at byte 4080281024, past the end of the file (4080276928 bytes): a partial download");
 }
+
+// A hub id is a workload wherever one goes, found in the cache the environment names, priced as its config.json.
+TEST(HfCheckpoint, AHubIdIsAWorkloadLikeItsConfig) {
+  TempDir cache;
+  const std::string commit = "89abcdef0123456789abcdef0123456789abcdef";
+  const auto snapshot = cache / "models--acme--tiny" / "snapshots" / commit;
+  std::filesystem::create_directories(snapshot);
+  std::filesystem::create_directories(cache / "models--acme--tiny" / "refs");
+  gpuvs::test::write_text(cache / "models--acme--tiny" / "refs" / "main", commit);
+  gpuvs::test::write_text(snapshot / "config.json",
+                          R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 512, "num_hidden_layers": 4, "num_attention_heads": 8,
+                              "num_key_value_heads": 8, "intermediate_size": 1024, "vocab_size": 1000, "max_position_embeddings": 2048})");
+  const std::string env = "HF_HUB_CACHE=" + cache.path().string() + " ";
+  const auto by_id = gpuvs::test::run_gpuvs_with(env, "predict --workload acme/tiny --gpu rtx-4090 --mode decode --json");
+  ASSERT_EQ(by_id.exit_code, 0) << by_id.err;
+  const auto by_file = run_gpuvs_json("predict --workload " + (snapshot / "config.json").string() + " --gpu rtx-4090 --mode decode --json");
+  EXPECT_EQ(nlohmann::json::parse(by_id.out)["throughput"], by_file["throughput"]);
+  EXPECT_EQ(nlohmann::json::parse(by_id.out)["workload"], "acme/tiny");
+  const auto compared = gpuvs::test::run_gpuvs_with(env, "compare rtx-4090 a100-80gb-sxm --workload acme/tiny --json");
+  EXPECT_EQ(compared.exit_code, 0) << compared.err;
+  expect_usage_error(gpuvs::test::run_gpuvs_with(env, "predict --workload acme/absent --gpu rtx-4090"),
+                     "acme/absent is not in the Hugging Face cache (" + cache.path().string() + "), nor a file or folder here");
+}

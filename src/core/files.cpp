@@ -171,6 +171,21 @@ int InputFile::release() {
   return fd;
 }
 
+std::string InputFile::read_at(std::uint64_t offset, std::uint64_t n) {
+  if (offset > size_ || n > size_ - offset)
+    throw InputError(fmt::format("{} {}: ends at byte {}, before the {} bytes at byte {}", what_, path_.string(), size_, n, offset));
+  std::string out(static_cast<std::size_t>(n), '\0');
+  std::uint64_t got = 0;
+  while (got < n) {
+    const ssize_t r = ::pread(fd_, out.data() + got, n - got, static_cast<off_t>(offset + got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0)
+      throw InputError(fmt::format("{} {}: cannot read at byte {}: {}", what_, path_.string(), offset + got, r < 0 ? std::strerror(errno) : "the file shrank"));
+    got += static_cast<std::uint64_t>(r);
+  }
+  return out;
+}
+
 std::string InputFile::read_rest(std::uint64_t max_bytes) {
   const auto too_big = [&](std::uint64_t n, bool at_least) {
     return InputError(fmt::format("{} {}: {}{}, more than the {} it may hold", what_, path_.string(), at_least ? "at least " : "",

@@ -40,6 +40,9 @@ class InputFile {
   /// The rest of the file from the current offset; InputError naming the file when it holds more than `max_bytes`
   /// (checked against its size before reading, and while reading, for a file that grows).
   std::string read_rest(std::uint64_t max_bytes);
+  /// Exactly `n` bytes from `offset` (the header of a file too large to read whole); InputError naming the file
+  /// when it ends before them.
+  std::string read_at(std::uint64_t offset, std::uint64_t n);
   /// Gives the descriptor to a library that closes it itself (gzdopen, zip_fdopen); -1 afterwards.
   int release();
 

@@ -12,6 +12,7 @@
 #include "import/gpuvs/model_file.hpp"
 #include "import/gguf/gguf_model.hpp"
 #include "import/held_models.hpp"
+#include "import/hf/hf_checkpoint.hpp"
 #include "import/hf/hf_config.hpp"
 #include "import/keras/keras_graph.hpp"
 #include "import/keras/keras_model.hpp"
@@ -25,7 +26,7 @@ std::string extension(const std::string& path) { return strings::lower(std::file
 
 bool is_model_file(const std::string& id_or_path) {
   const std::string ext = extension(id_or_path);
-  return ext == ".toml" || ext == ".json" || ext == ".keras" || ext == ".onnx" || ext == ".gguf";
+  return ext == ".toml" || ext == ".json" || ext == ".keras" || ext == ".onnx" || ext == ".gguf" || ext == ".safetensors";
 }
 
 models::NetworkInfo network_from_file(const std::string& path, const std::map<std::string, std::string>& options) {
@@ -34,6 +35,8 @@ models::NetworkInfo network_from_file(const std::string& path, const std::map<st
       throw InputError(fmt::format("option {} sets the shape of workload {} only; '{}' has its own shape", key,
                                    models::kGptWorkload, strings::printable(path)));
   if (is_onnx_path(path)) return onnx_network(path, options);
+  if (strings::ends_with(strings::lower(path), ".safetensors") || strings::ends_with(strings::lower(path), ".safetensors.index.json"))
+    return checkpoint_network(path, options);
   const std::string ext = extension(path);
   if (ext == ".gguf") return gguf_network_from(path);
   if (ext == ".keras") {

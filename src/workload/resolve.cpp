@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "core/strings.hpp"
+#include "import/hf/hf_checkpoint.hpp"
 #include "import/model_files.hpp"
 #include "models/sequential_presets.hpp"
 
@@ -10,6 +11,7 @@ namespace gpuvs::workload {
 
 models::NetworkInfo resolve_network(const std::string& id_or_path, const std::map<std::string, std::string>& options) {
   if (import::is_model_file(id_or_path)) return import::network_from_file(id_or_path, options);
+  if (import::is_checkpoint(id_or_path)) return import::checkpoint_network(id_or_path, options);
   return models::builtin_network(id_or_path, options);
 }
 

@@ -10,8 +10,9 @@
 namespace gpuvs::workload {
 
 /// The network `id_or_path` names: a model file (import/model_files.hpp: `options` bind an ONNX file's symbolic
-/// dims) when it has a model file's extension, else a built-in name (models::builtin_network: `gpt` takes its
-/// shape from `options`). Option keys neither reads are the caller's and ignored here.
+/// dims) when it has a model file's extension, a Hugging Face checkpoint (a folder with config.json, or a hub id
+/// found in the local cache: import/hf/hf_checkpoint.hpp), else a built-in name (models::builtin_network: `gpt`
+/// takes its shape from `options`). Option keys neither reads are the caller's and ignored here.
 models::NetworkInfo resolve_network(const std::string& id_or_path, const std::map<std::string, std::string>& options = {});
 
 /// The Sequential model (what the engine trains) `id_or_path` names: a model file (.toml, .json, .keras, or any
