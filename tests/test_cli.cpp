@@ -1776,7 +1776,10 @@ TEST(UserConfig, ABadConfigIsOneLineNamingItsLine) {
       {"[assume]\nelectricty_usd_per_kwh = 0.2\n", "did you mean 'electricity_usd_per_kwh'?"},
       {"engine = \"vllm\"\n", c.string() + ":1: unknown key 'engine' (a gpuvs config holds an [assume] table"},
       {"[assume\n", c.string() + ":1: malformed TOML"},
-      {"[assume]\nprice.rtx-9999 = 5\n", "rtx-9999"}};
+      {"[assume]\nprice.rtx-9999 = 5\n", "rtx-9999"},
+      {"[serving]\nengine = \"tgi\"\n", c.string() + ":2: serving engine 'tgi' is unknown (known: trt-llm, vllm, llama.cpp"},
+      {"[serving]\nengines = \"vllm\"\n", c.string() + ":2: [serving] holds engine only, not 'engines'"},
+      {"serving = 3\n", c.string() + ":1: 'serving' must be a table"}};
   for (const auto& [text, want] : cases) {
     gpuvs::test::write_text(c, text);
     const auto r = gpuvs::test::run_gpuvs_with("GPUVS_CONFIG=" + c.string() + " ", "compare --json");
@@ -1788,6 +1791,31 @@ TEST(UserConfig, ABadConfigIsOneLineNamingItsLine) {
   const auto missing = gpuvs::test::run_gpuvs_with("GPUVS_CONFIG=" + (dir.path() / "none.toml").string() + " ", "advise --json");
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("none.toml: no such file (\"none\" reads no config)"), std::string::npos) << missing.err;
+}
+
+// A preferred engine in the config is every pricing command's default; a named one still wins; validate's rows keep
+// what their sources ran.
+TEST(UserConfig, APreferredEngineIsTheDefaultEverywhereAndSaid) {
+  gpuvs::test::TempDir dir;
+  const auto c = (dir.path() / "c.toml").string();
+  gpuvs::test::write_text(c, "[serving]\nengine = \"llama.cpp\"\n");
+  const std::string env = "GPUVS_CONFIG=" + c + " ";
+  const auto predicted = gpuvs::test::run_gpuvs_with(env, "predict --workload llama3-8b --gpu rtx-4090 --mode decode --json");
+  ASSERT_EQ(predicted.exit_code, 0) << predicted.err;
+  EXPECT_EQ(nlohmann::json::parse(predicted.out)["engine"], "llama.cpp");
+  EXPECT_NE(predicted.err.find("serving engine from " + c + ": llama.cpp (framework=ENGINE names another)"), std::string::npos) << predicted.err;
+  const auto named = gpuvs::test::run_gpuvs_with(env, "predict --workload llama3-8b --gpu rtx-4090 --mode decode --options framework=vllm --json");
+  ASSERT_EQ(named.exit_code, 0) << named.err;
+  EXPECT_EQ(nlohmann::json::parse(named.out)["engine"], "vllm");
+  const auto compared = gpuvs::test::run_gpuvs_with(env, "compare rtx-4090 a100-80gb-sxm --workload llama3-8b --mode decode --json");
+  ASSERT_EQ(compared.exit_code, 0) << compared.err;
+  EXPECT_NE(compared.out.find("\"llama.cpp\""), std::string::npos) << compared.out;
+  const std::string rows = " --data " + std::string(GPUVS_SOURCE_DIR) + "/data/validation/llamacpp-4090.csv --json";
+  const auto plain = run_gpuvs_json("validate" + rows);
+  const auto configured = gpuvs::test::run_gpuvs_with(env, "validate" + rows);
+  ASSERT_EQ(configured.exit_code, 0) << configured.err;
+  EXPECT_EQ(nlohmann::json::parse(configured.out), plain);
+  EXPECT_EQ(configured.err.find("serving engine from"), std::string::npos) << configured.err;
 }
 
 #include "gguf_builder.hpp"

@@ -11,6 +11,7 @@
 #include "core/strings.hpp"
 #include "core/toml_input.hpp"
 #include "core/units.hpp"
+#include "perf/serving_engine.hpp"
 
 namespace gpuvs::advise {
 
@@ -32,17 +33,56 @@ std::string user_config_path() {
   return fs::exists(p, ec) ? p.string() : std::string();
 }
 
+namespace {
+
+/// The config parsed, its top level checked: an [assume] table and a [serving] table, nothing else.
+toml::table read_config(const std::string& path) {
+  toml::table t = parse_toml(files::read_all(path, "config file"), path);
+  for (const auto& [k, node] : t) {
+    const std::string key(k.str());
+    if (key != "assume" && key != "serving")
+      throw InputError(fmt::format("{}:{}: unknown key '{}' (a gpuvs config holds an [assume] table, the keys --assume takes, and a [serving] table)",
+                                   path, node.source().begin.line, strings::printable(key)));
+    if (!node.as_table()) throw InputError(fmt::format("{}:{}: '{}' must be a table", path, node.source().begin.line, key));
+  }
+  return t;
+}
+
+}  // namespace
+
+std::string preferred_engine(std::string* path_out) {
+  const std::string path = user_config_path();
+  if (path_out) *path_out = path;
+  if (path.empty()) return {};
+  const toml::table t = read_config(path);
+  const auto* serving = t["serving"].as_table();
+  if (!serving) return {};
+  std::string engine;
+  for (const auto& [k, node] : *serving) {
+    const auto line = node.source().begin.line;
+    if (k.str() != "engine")
+      throw InputError(fmt::format("{}:{}: [serving] holds engine only, not '{}'", path, line, strings::printable(std::string(k.str()))));
+    const auto* v = node.as_string();
+    if (!v) throw InputError(fmt::format("{}:{}: [serving] engine must be a string", path, line));
+    engine = v->get();
+    try {
+      (void)perf::serving_engine(engine);
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("{}:{}: {}", path, line, e.what()));
+    }
+  }
+  return engine;
+}
+
 Assumptions standing_assumptions(const catalog::Catalog& cat, std::string* path_out, std::vector<std::string>* said) {
   Assumptions a = Assumptions::defaults();
   const std::string path = user_config_path();
   if (path_out) *path_out = path;
   if (path.empty()) return a;
-  const toml::table t = parse_toml(files::read_all(path, "config file"), path);
+  const toml::table t = read_config(path);
   for (const auto& [k, node] : t) {
     const std::string key(k.str());
-    if (key != "assume")
-      throw InputError(fmt::format("{}:{}: unknown key '{}' (a gpuvs config holds an [assume] table: the keys --assume takes)", path,
-                                   node.source().begin.line, strings::printable(key)));
+    if (key != "assume") continue;
     const auto* tab = node.as_table();
     if (!tab) throw InputError(fmt::format("{}:{}: 'assume' must be a table", path, node.source().begin.line));
     for (const auto& [name, value] : read_assume_table(*tab, path, a, cat))

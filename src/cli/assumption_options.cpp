@@ -30,6 +30,14 @@ advise::Assumptions standing_assumptions(const catalog::Catalog& cat) {
   return a;
 }
 
+std::unique_ptr<perf::ScopedServingEngine> install_preferred_engine() {
+  std::string path;
+  const std::string engine = advise::preferred_engine(&path);
+  if (engine.empty()) return nullptr;
+  fmt::print(stderr, "serving engine from {}: {} (framework=ENGINE names another)\n", strings::escape_control(path), engine);
+  return std::make_unique<perf::ScopedServingEngine>(engine);
+}
+
 void apply_assumption_options(const AssumptionArgs& a, advise::Assumptions& assumptions, const catalog::Catalog& cat) {
   assumptions.set_all(a.assume, cat);
   if (!std::isnan(a.utilization)) assumptions.set("utilization", a.utilization, cat);

@@ -11,6 +11,7 @@
 #include "advise/assumptions.hpp"
 #include "catalog/catalog.hpp"
 #include "perf/precision.hpp"
+#include "perf/serving_engine.hpp"
 #include "perf/system_facts.hpp"
 
 namespace gpuvs::cli {
@@ -27,6 +28,10 @@ void add_assumption_options(CLI::App* sub, AssumptionArgs& a);
 /// $XDG_CONFIG_HOME/gpuvs/config.toml), saying on stderr which file set what: what advise, compare and evaluate
 /// start from, before a scenario file and the flags.
 advise::Assumptions standing_assumptions(const catalog::Catalog& cat);
+/// The user's preferred serving engine (the config's [serving] engine) installed as the default for the command's
+/// life and said on stderr; nullptr when the config names none. Predict, compare, advise and evaluate install it;
+/// validate never does (its rows are what their sources ran).
+std::unique_ptr<perf::ScopedServingEngine> install_preferred_engine();
 /// Applies the flags over `assumptions` (already holding the defaults and any scenario file's).
 /// InputError for unknown keys and impossible values.
 void apply_assumption_options(const AssumptionArgs& a, advise::Assumptions& assumptions, const catalog::Catalog& cat);

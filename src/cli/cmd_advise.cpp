@@ -95,6 +95,7 @@ double gpu_count(const std::string& text) {
 
 int run_advise(const AdviseArgs& a) {
   const auto facts = install_facts(a.facts);  // first: everything after prices with them
+  const auto engine_preferred = install_preferred_engine();  // a user's default engine, before anything is priced
   catalog::Catalog cat = catalog::Catalog::builtin();
   for (const auto& f : a.catalogs) cat.add_file(f);
   advise::Assumptions assumptions = standing_assumptions(cat);

@@ -231,6 +231,7 @@ std::vector<std::string> assumed(const CompareArgs& a, const perf::Comparison& c
 
 int run_compare(CompareArgs a) {
   const auto facts = install_facts(a.facts);  // first: everything after prices with them
+  const auto engine_preferred = install_preferred_engine();  // a user's default engine, before anything is priced
   catalog::Catalog cat = catalog::Catalog::builtin();
   for (const auto& f : a.catalogs) cat.add_file(f);
   const bool seed_question = a.gpus.empty();

@@ -484,6 +484,7 @@ void store_and_report(const EvaluateArgs& a, store::Store& db, const std::filesy
 
 int run_evaluate(const EvaluateArgs& a) {
   const auto facts = install_facts(a.facts);  // first: everything after prices with them
+  const auto engine_preferred = install_preferred_engine();  // a user's default engine, before anything is priced
   // Under MPI every rank measures the cluster and trains its shard; rank 0 alone predicts, advises, writes.
   const dist::World& world = dist::world();
   const bool lead = world.rank == 0;

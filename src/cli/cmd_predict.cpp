@@ -326,6 +326,7 @@ void print_prediction(const perf::Prediction& p, const std::string& mode, const 
 
 int run_predict(PredictArgs a) {
   const auto facts = install_facts(a.facts);  // first: everything after prices with them
+  const auto engine_preferred = install_preferred_engine();  // a user's default engine, before anything is priced
   catalog::Catalog cat = catalog::Catalog::builtin();
   for (const auto& f : a.catalogs) cat.add_file(f);
   if (a.mode != "train" && !perf::is_serving_mode(a.mode))

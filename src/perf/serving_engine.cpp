@@ -106,6 +106,14 @@ const ServingEngine& serving_engine(const std::string& id) {
   throw InputError(fmt::format("serving engine '{}' is unknown (known: {})", strings::printable(id), strings::join(ids, ", ")));
 }
 
-const char* default_serving_engine() { return "vllm"; }
+namespace {
+// vLLM: the most used open serving engine, and the one whose published runs most rows here come from.
+std::string g_default_engine = "vllm";
+}  // namespace
+
+std::string default_serving_engine() { return g_default_engine; }
+
+ScopedServingEngine::ScopedServingEngine(const std::string& id) : previous_(g_default_engine) { g_default_engine = serving_engine(id).id; }
+ScopedServingEngine::~ScopedServingEngine() { g_default_engine = previous_; }
 
 }  // namespace gpuvs::perf

@@ -40,7 +40,21 @@ std::vector<ServingEngine> parse_engines(const std::string& text, const std::str
 bool is_serving_engine(const std::string& id);
 /// By id; InputError listing the engines when unknown.
 const ServingEngine& serving_engine(const std::string& id);
-/// The engine a serving prediction uses when none is named.
-const char* default_serving_engine();
+/// The engine a serving prediction uses when none is named: vllm, or what a ScopedServingEngine installed (a
+/// user's preferred engine, advise/user_config.hpp).
+std::string default_serving_engine();
+
+/// Installs `id` (a serving engine; InputError listing them when it is not one) as the default engine for the
+/// scope's life. Process-wide, not per thread: a command installs it once, before any work starts.
+class ScopedServingEngine {
+ public:
+  explicit ScopedServingEngine(const std::string& id);
+  ~ScopedServingEngine();
+  ScopedServingEngine(const ScopedServingEngine&) = delete;
+  ScopedServingEngine& operator=(const ScopedServingEngine&) = delete;
+
+ private:
+  std::string previous_;
+};
 
 }  // namespace gpuvs::perf
