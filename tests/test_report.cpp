@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <regex>
 
@@ -529,4 +530,85 @@ TEST(Report, ServingChartsRenderInHeadlessChromium) {
   EXPECT_GE(attribute(m.str(), "data-charts"), 7) << m.str();  // the five of every report and the two serving charts
   EXPECT_EQ(attribute(m.str(), "data-charts"), attribute(m.str(), "data-charts-ok"));
   EXPECT_EQ(attribute(m.str(), "data-layout-problems"), 0) << m.str();
+}
+
+namespace {
+
+/// The percent-encoded text after "data:text/csv;charset=utf-8," decoded.
+std::string decoded_csv(const std::string& uri) {
+  std::string out;
+  for (std::size_t i = 0; i < uri.size(); ++i) {
+    if (uri[i] == '%' && i + 2 < uri.size()) {
+      out += static_cast<char>(std::stoi(uri.substr(i + 1, 2), nullptr, 16));
+      i += 2;
+    } else {
+      out += uri[i];
+    }
+  }
+  return out;
+}
+
+/// WCAG 2.x contrast ratio of two #rrggbb colours.
+double contrast(const std::string& a, const std::string& b) {
+  const auto luminance = [](const std::string& hex) {
+    double l = 0;
+    const double weight[] = {0.2126, 0.7152, 0.0722};
+    for (int k = 0; k < 3; ++k) {
+      const double c = std::stoi(hex.substr(1 + 2 * k, 2), nullptr, 16) / 255.0;
+      l += weight[k] * (c <= 0.04045 ? c / 12.92 : std::pow((c + 0.055) / 1.055, 2.4));
+    }
+    return l;
+  };
+  const double la = luminance(a), lb = luminance(b);
+  return (std::max(la, lb) + 0.05) / (std::min(la, lb) + 0.05);
+}
+
+}  // namespace
+
+// Every chart has its figures in a table beside it, and every table of the report downloads as CSV.
+TEST(Report, EveryChartHasItsFiguresAndEveryTableItsCsv) {
+  const std::string bars = report::bar_chart("speed", "Speed", {{"a100, SXM", 10, 12.0, "fits", false, false, ""}, {"4090", 20, std::nullopt, "", false, true, ""}},
+                                             "x/s", "capacity");
+  EXPECT_NE(bars.find("</svg><details class=\"figures\"><summary>The figures in this chart</summary><table><tr><th>bar</th><th>value (x/s)</th>"
+                      "<th>capacity</th><th>note</th></tr><tr><td>a100, SXM</td><td>10</td><td>12</td><td>fits</td></tr>"
+                      "<tr><td>4090 (measured)</td><td>20</td><td></td><td></td></tr></table></details>"),
+            std::string::npos)
+      << bars;
+  const std::string lines =
+      report::line_chart("roof", "Roof", {{"fp16", {{0.00012, 2}, {10, 20000}}, true, false, 0, {"tiny", "big"}, true}}, {"intensity", true}, {"TFLOP/s", false});
+  EXPECT_NE(lines.find("<tr><th>series</th><th>intensity</th><th>TFLOP/s</th><th>point</th></tr><tr><td>fp16</td><td>0.000120</td><td>2</td>"
+                       "<td>tiny</td></tr><tr><td>fp16</td><td>10</td><td>20k</td><td>big</td></tr>"),
+            std::string::npos)
+      << lines;
+  const std::string html = report::render_html(seed_like_run());
+  std::size_t tables = 0, links = 0;
+  for (auto p = html.find("<table"); p != std::string::npos; p = html.find("<table", p + 1)) ++tables;
+  for (auto p = html.find("download=\"gpuvs-run-"); p != std::string::npos; p = html.find("download=\"gpuvs-run-", p + 1)) ++links;
+  EXPECT_GT(tables, 3u);
+  EXPECT_EQ(links, tables);
+  // The first table's CSV is its header row and its rows, quoted where a field holds a comma.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(html, m, std::regex("href=\"data:text/csv;charset=utf-8,([^\"]*)\"")));
+  const std::string csv = decoded_csv(m[1].str());
+  EXPECT_NE(csv.find("\r\n"), std::string::npos) << csv;
+  EXPECT_EQ(csv.find("<td"), std::string::npos) << csv;
+  EXPECT_EQ(csv.find("  EXPECT_EQ(csv.find('<'), std::string::npos) << csv;amp;"), std::string::npos) << csv;
+  const std::string one = report::render_html(seed_like_run());
+  EXPECT_EQ(one, html);  // the same record, the same report
+}
+
+// Caveats and notes are text people must read: every text colour the report's stylesheet sets meets WCAG AA
+// (4.5:1) on every background it sets.
+TEST(Report, TextMeetsWcagAaContrastOnEveryBackground) {
+  const std::string html = report::render_html(seed_like_run());
+  std::vector<std::string> texts, backgrounds;
+  const std::regex text_rule(R"([{;]color:(#[0-9a-fA-F]{6}))"), background_rule(R"(background:(#[0-9a-fA-F]{6}))");
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), text_rule); it != std::sregex_iterator(); ++it) texts.push_back((*it)[1].str());
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), background_rule); it != std::sregex_iterator(); ++it)
+    backgrounds.push_back((*it)[1].str());
+  ASSERT_GE(backgrounds.size(), 3u) << "the page's, the headers' and the measured rows' backgrounds were not found";
+  ASSERT_GE(texts.size(), 4u) << "the text colours (body, .meta, .ok, .bad, .muted) were not found";
+  for (const auto& t : texts)
+    for (const auto& b : backgrounds) EXPECT_GE(contrast(t, b), 4.5) << t << " on " << b;
+  EXPECT_NE(html.find(".muted{color:#595959}"), std::string::npos);
 }

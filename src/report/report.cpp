@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 
@@ -84,7 +85,7 @@ th,td{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}t
 td.n{text-align:right;font-variant-numeric:tabular-nums}
 svg.chart{background:#fff;border:1px solid #e3e3e3;margin:8px 0;max-width:100%;height:auto}
 tr.measured td{background:#eef7ec}
-.ok{color:#1a7f37}.bad{color:#b42318}.muted{color:#777}
+.ok{color:#166b2e}.bad{color:#b42318}.muted{color:#595959}
 )CSS";
 
 // The script only checks what the Chromium test reads back: every chart has data marks, and no chart's
@@ -547,6 +548,82 @@ EvaluateRecord record_of(const json& run) {
   return r;
 }
 
+/// The text of an HTML fragment the report wrote: tags dropped, the entities escape() writes read back.
+std::string cell_text(std::string_view html) {
+  std::string out;
+  for (std::size_t i = 0; i < html.size(); ++i) {
+    if (html[i] == '<') {
+      const auto end = html.find('>', i);
+      if (end == std::string_view::npos) break;
+      i = end;
+      continue;
+    }
+    if (html[i] == '&') {
+      static const std::pair<std::string_view, char> entities[] = {{"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&#39;", '\''}};
+      bool done = false;
+      for (const auto& [name, ch] : entities)
+        if (html.substr(i, name.size()) == name) {
+          out += ch;
+          i += name.size() - 1;
+          done = true;
+          break;
+        }
+      if (done) continue;
+    }
+    out += html[i];
+  }
+  return out;
+}
+
+/// One table of the report as CSV (RFC 4180: fields with a comma, quote or line break quoted, quotes doubled).
+std::string table_csv(std::string_view table) {
+  std::string csv;
+  for (std::size_t r = table.find("<tr"); r != std::string_view::npos; r = table.find("<tr", r + 3)) {
+    const std::size_t row_end = std::min(table.find("</tr>", r), table.size());
+    const std::string_view row = table.substr(r, row_end - r);
+    std::vector<std::string> fields;
+    for (std::size_t c = row.find("<t", 3); c != std::string_view::npos; c = row.find("<t", c + 2)) {
+      if (row.substr(c, 3) != "<td" && row.substr(c, 3) != "<th") continue;
+      const std::size_t open = row.find('>', c);
+      const std::size_t close = row.find(row.substr(c, 3) == "<td" ? "</td>" : "</th>", open);
+      if (open == std::string_view::npos || close == std::string_view::npos) break;
+      std::string f = cell_text(row.substr(open + 1, close - open - 1));
+      if (f.find_first_of(",\"\r\n") != std::string::npos) {
+        std::string q = "\"";
+        for (char ch : f) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+        f = q + "\"";
+      }
+      fields.push_back(std::move(f));
+      c = close;
+    }
+    csv += strings::join(fields, ",") + "\r\n";
+  }
+  return csv;
+}
+
+/// Every table followed by a link that downloads it as CSV (a data: URI, so the report stays one offline file).
+std::string with_csv_downloads(const std::string& html, const std::string& run_id) {
+  std::string out;
+  std::size_t copied = 0;
+  int n = 0;
+  for (std::size_t t = html.find("<table"); t != std::string::npos; t = html.find("<table", copied)) {
+    const std::size_t end = html.find("</table>", t);
+    if (end == std::string::npos) break;
+    const std::size_t after = end + 8;
+    std::string uri = "data:text/csv;charset=utf-8,";
+    for (const char c : table_csv(std::string_view(html).substr(t, end - t))) {
+      const auto ch = static_cast<unsigned char>(c);
+      if (std::isalnum(ch) || ch == '-' || ch == '_' || ch == '.') uri += c;
+      else uri += fmt::format("%{:02X}", ch);
+    }
+    out.append(html, copied, after - copied);
+    out += fmt::format("<p class=\"csv\"><a download=\"gpuvs-run-{}-table-{}.csv\" href=\"{}\">CSV of this table</a></p>", run_id, ++n, uri);
+    copied = after;
+  }
+  out.append(html, copied, std::string::npos);
+  return out;
+}
+
 std::string render_html_unguarded(const json& run) {
   const EvaluateRecord r = record_of(run);
   std::string h = "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
@@ -560,9 +637,10 @@ std::string render_html_unguarded(const json& run) {
   }
   // The answer first (which GPU, why, what it costs, how the others compare), then the evidence: what this
   // machine measured and how the model was calibrated.
-  h += section_advice(r) + section_predictions(r) + section_serving(r);
-  h += "<h2 class=\"evidence\">The evidence: this machine, measured</h2>";
-  h += section_machine(r) + section_bench(r) + section_training(r) + section_calibration(r) + section_measured(r) + section_cluster(r);
+  std::string body = section_advice(r) + section_predictions(r) + section_serving(r);
+  body += "<h2 class=\"evidence\">The evidence: this machine, measured</h2>";
+  body += section_machine(r) + section_bench(r) + section_training(r) + section_calibration(r) + section_measured(r) + section_cluster(r);
+  h += with_csv_downloads(body, whole(dbl(run, "id")));
   h += "<p class=\"muted\">Predicted figures come from gpuvs's calibrated per-op model (docs/VALIDATION.md gives its errors); measured figures from this machine.</p>";
   h += fmt::format("</main><script>{}</script></body></html>\n", kScript);
   return h;

@@ -163,6 +163,31 @@ std::vector<std::string> wrap_to_width(std::string_view text, double max_px, dou
   return lines;
 }
 
+namespace {
+
+/// A figure for a table cell: as the chart prints it, but never in exponent notation (a small intensity, 0.00012).
+std::string cell_num(double v) {
+  const double a = std::fabs(v);
+  if (v == 0 || !std::isfinite(v) || a >= 1e-3) return num(v);
+  return fmt::format("{:.{}f}", v, std::min(12, 2 - static_cast<int>(std::floor(std::log10(a)))));
+}
+
+/// A chart's figures as a table beside it (collapsed under it): the same figures, for a reader who wants the
+/// number, a screen reader, or a copy into a spreadsheet (the report embeds each table as a CSV too).
+std::string figures_table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
+  std::string s = "<details class=\"figures\"><summary>The figures in this chart</summary><table><tr>";
+  for (const auto& h : header) s += "<th>" + escape(h) + "</th>";
+  s += "</tr>";
+  for (const auto& row : rows) {
+    s += "<tr>";
+    for (const auto& cell : row) s += "<td>" + escape(cell) + "</td>";
+    s += "</tr>";
+  }
+  return s + "</table></details>";
+}
+
+}  // namespace
+
 std::string bar_chart(const std::string& id, const std::string& title, const std::vector<Bar>& bars, const std::string& unit,
                       const std::string& marker_label) {
   const double width = 720, row = 22;
@@ -207,7 +232,19 @@ std::string bar_chart(const std::string& id, const std::string& title, const std
       s += fmt::format(R"(<line class="marker" x1="{0:.1f}" x2="{0:.1f}" y1="{1:.1f}" y2="{2:.1f}"><title>{3}: {4}</title></line>)",
                        x(*b.marker), y + 1, y + row - 1, escape(marker_label), num(*b.marker));
   }
-  return s + "</svg>";
+  s += "</svg>";
+  std::vector<std::string> header = {"bar", fmt::format("value ({})", unit)};
+  const bool markers = std::any_of(bars.begin(), bars.end(), [](const Bar& b) { return b.marker.has_value(); });
+  if (markers) header.push_back(marker_label.empty() ? "marker" : marker_label);
+  header.push_back("note");
+  std::vector<std::vector<std::string>> rows;
+  for (std::size_t i = 0; i < bars.size(); ++i) {
+    std::vector<std::string> cells = {bars[i].label + (bars[i].measured ? " (measured)" : ""), values[i]};
+    if (markers) cells.push_back(bars[i].marker ? cell_num(*bars[i].marker) : "");
+    cells.push_back(bars[i].note);
+    rows.push_back(std::move(cells));
+  }
+  return s + figures_table(header, rows);
 }
 
 namespace {
@@ -335,7 +372,12 @@ std::string line_chart(const std::string& id, const std::string& title, const st
     }
     ly += 4;
   }
-  return s + "</svg>";
+  s += "</svg>";
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& se : in)
+    for (std::size_t i = 0; i < se.points.size(); ++i)
+      rows.push_back({se.label, cell_num(se.points[i].first), cell_num(se.points[i].second), i < se.point_labels.size() ? se.point_labels[i] : ""});
+  return s + figures_table({"series", xa.label, ya.label, "point"}, rows);
 }
 
 }  // namespace gpuvs::report
