@@ -117,3 +117,38 @@ TEST(Checkpoint, MissingFileAndForeignFile) {
     EXPECT_NE(std::string(e.what()).find("not a gpuvs checkpoint"), std::string::npos);
   }
 }
+
+#include "engine/safetensors_export.hpp"
+#include "import/safetensors/safetensors_file.hpp"
+
+// The trained weights as safetensors: read back by the safetensors reader (the reference parser's checks), each
+// Dense kernel transposed into torch.nn.Linear's [out, in], biases as they are, no optimizer slot, and the writer's
+// signature where --save-weights looks for it.
+TEST(SafetensorsExport, EachDenseLayerIsALinearPyTorchLoads) {
+  const models::ModelSpec spec = models::sequential_preset("seed-mlp");
+  const ParamStore s = seeded_store();
+  const std::string bytes = export_safetensors(spec, s);
+  const import::SafetensorsHeader h = import::read_safetensors_bytes(bytes, bytes.size(), "w.safetensors");
+  ASSERT_EQ(h.tensors.size(), 4u);
+  EXPECT_EQ(h.metadata.at("format"), "pt");
+  EXPECT_NE(h.metadata.at("gpuvs_weights").find("dense: Linear(780 -> 128), relu; dropout 0.2; dense_1: Linear(128 -> 10), softmax"),
+            std::string::npos)
+      << h.metadata.at("gpuvs_weights");
+  EXPECT_NE(bytes.substr(0, 4096).find(kSafetensorsSignature), std::string::npos);
+  std::uint64_t header = 0;
+  std::memcpy(&header, bytes.data(), 8);
+  EXPECT_EQ(header % 8, 0u);  // padded as the reference writer pads: the buffer starts 8-byte aligned
+  std::map<std::string, const import::SafetensorsTensor*> by;
+  for (const auto& t : h.tensors) by[t.name] = &t;
+  ASSERT_TRUE(by.count("dense.weight") && by.count("dense.bias") && by.count("dense_1.weight") && by.count("dense_1.bias"));
+  EXPECT_EQ(by["dense.weight"]->shape, (std::vector<std::uint64_t>{128, 780}));
+  EXPECT_EQ(by["dense_1.bias"]->shape, (std::vector<std::uint64_t>{10}));
+  EXPECT_EQ(by["dense.weight"]->dtype, "F32");
+  const char* buffer = bytes.data() + 8 + header;
+  const float* kernel = s.get("dense/kernel").as<float>();
+  for (const auto& [o, i] : std::vector<std::pair<int, int>>{{0, 0}, {0, 779}, {127, 0}, {5, 300}}) {
+    float w = 0;
+    std::memcpy(&w, buffer + by["dense.weight"]->begin + 4 * (static_cast<std::size_t>(o) * 780 + i), 4);
+    EXPECT_EQ(w, kernel[i * 128 + o]) << o << "," << i;
+  }
+}

@@ -1880,3 +1880,23 @@ TEST(HfCheckpoint, AHubIdIsAWorkloadLikeItsConfig) {
   expect_usage_error(gpuvs::test::run_gpuvs_with(env, "predict --workload acme/absent --gpu rtx-4090"),
                      "acme/absent is not in the Hugging Face cache (" + cache.path().string() + "), nor a file or folder here");
 }
+
+// --save-weights is checked before any training, refuses a file it did not write, and replaces its own.
+TEST(Train, SaveWeightsIsCheckedFirstAndReplacesOnlyItsOwnFile) {
+  TempDir dir;
+  const std::string w = (dir / "w.safetensors").string();
+  expect_usage_error(run_gpuvs("train seed-mlp" + kQuick + "--save-weights " + (dir / "w.bin").string()),
+                     "--save-weights " + (dir / "w.bin").string() + ": the file must end .safetensors");
+  gpuvs::test::write_text(w, "someone else's weights");
+  const auto foreign = run_gpuvs("train seed-mlp" + kQuick + "--save-weights " + w);
+  expect_usage_error(foreign, "--save-weights");
+  EXPECT_EQ(foreign.out.find("Epoch"), std::string::npos) << "trained before refusing: " << foreign.out;
+  EXPECT_EQ(gpuvs::test::slurp(w), "someone else's weights");
+  std::filesystem::remove(w);
+  for (int run = 0; run < 2; ++run) {  // the second run replaces the file the first wrote
+    const auto r = run_gpuvs("train seed-mlp" + kQuick + "--save-weights " + w);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("weights: " + w + " (safetensors;"), std::string::npos) << r.out;
+  }
+  EXPECT_EQ(gpuvs::test::slurp(w).substr(8).find("{\"__metadata__\":{\"format\":\"pt\",\"gpuvs_weights\""), 0u);
+}

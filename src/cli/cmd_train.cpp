@@ -13,11 +13,13 @@
 #include "cli/output.hpp"
 #include "cli/validators.hpp"
 #include "core/error.hpp"
+#include "core/files.hpp"
 #include "core/progress.hpp"
 #include "core/strings.hpp"
 #include "core/units.hpp"
 #include "dist/world.hpp"
 #include "engine/data.hpp"
+#include "engine/safetensors_export.hpp"
 #include "engine/trainer.hpp"
 #include "models/networks.hpp"
 #include "models/sequential_presets.hpp"
@@ -31,6 +33,7 @@ struct TrainArgs {
   std::string workload;
   engine::TrainConfig cfg;
   std::string data, labels, logdir, checkpoint, gemm = "onednn", memory = "growth";
+  std::string save_weights;  // --save-weights FILE.safetensors
   bool eager = false;
   std::optional<double> lr, scale;
   std::int64_t rows = 60000;
@@ -203,6 +206,13 @@ int run_train(TrainArgs& a) {
     data = engine::load_dataset(files);
     if (a.shuffle_rows) engine::shuffle_rows(data, a.cfg.seed);
   }
+  // The weights file is checked before any work (a name that cannot be written is refused now, not after training).
+  const files::OutputSpec weights_spec{"--save-weights", "safetensors weights", engine::kSafetensorsSignature, false};
+  if (!a.save_weights.empty()) {
+    if (!strings::ends_with(strings::lower(a.save_weights), ".safetensors"))
+      throw InputError(fmt::format("--save-weights {}: the file must end .safetensors (the format it writes)", strings::printable(a.save_weights)));
+    (void)files::check_output(a.save_weights, weights_spec);
+  }
   // Under MPI every rank trains; rank 0 alone prints, writes and reports. The command line was compared at start-up;
   // the data each rank read under the same path must be the same too (a node with another file trains another task).
   const dist::World& world = dist::world();
@@ -226,6 +236,7 @@ int run_train(TrainArgs& a) {
   ConsoleObserver obs(progress);
   engine::ParamStore store;
   const engine::TrainResult r = engine::train(spec, data, a.cfg, obs, store);
+  if (!a.save_weights.empty()) files::write_output(a.save_weights, weights_spec, engine::export_safetensors(spec, store));
   if (a.out == Output::json) {
     print_json(summary_json(a, spec, data, r), -1);  // one line: a log line per run
     return 0;
@@ -255,6 +266,7 @@ int run_train(TrainArgs& a) {
   if (!r.op_profile.empty()) print_profile(r);
   if (a.cfg.logdir) fmt::print("  TensorBoard logs: {} (tensorboard --logdir {})\n", e(a.logdir), e(a.logdir));
   if (a.cfg.checkpoint_dir) fmt::print("  checkpoint: {}/checkpoint.gpuvs\n", e(a.checkpoint));
+  if (!a.save_weights.empty()) fmt::print("  weights: {} (safetensors; each Dense layer as torch.nn.Linear's weight [out, in] and bias)\n", e(a.save_weights));
   return 0;
 }
 
@@ -283,6 +295,8 @@ Runner add_train_command(CLI::App& app) {
   sub->add_option("--rows", args->rows, "Rows of the synthetic task")->capture_default_str()->check(whole_in(2, std::numeric_limits<std::int64_t>::max()));
   sub->add_option("--logdir", args->logdir, "Write TensorBoard event files under DIR/train and DIR/validation");
   sub->add_option("--checkpoint", args->checkpoint, "Write a checkpoint to DIR at each epoch end");
+  sub->add_option("--save-weights", args->save_weights,
+                  "Write the trained weights to FILE.safetensors, as PyTorch holds them (torch.nn.Linear named after each Dense layer)");
   sub->add_flag("--resume", args->cfg.resume, "Continue from the checkpoint in --checkpoint DIR");
   sub->add_flag("--force", args->cfg.replace_checkpoint, "Start afresh over a checkpoint already in --checkpoint DIR (without it, that is refused)");
   sub->add_option("--threads", args->cfg.threads, "CPU threads (default: every core)")->check(threads());

@@ -193,6 +193,57 @@ class ModelsHeldInMemory(unittest.TestCase):
         self.assertEqual(doc["throughput"], file_doc["throughput"])
         self.assertEqual(doc["memory_per_gpu_gib"], file_doc["memory_per_gpu_gib"])
 
+    def test_saved_weights_load_into_torch_and_give_gpuvs_validation_loss(self):
+        """gpuvs train --save-weights writes safetensors that torch.nn.Linear modules load (strict), and PyTorch's
+        validation loss on the held-out rows with them is the one gpuvs reported."""
+        import json as js
+        import struct
+        import numpy as np
+        import torch
+
+        rng = np.random.default_rng(7)
+        x = rng.normal(size=(200, 6)).astype(np.float32)
+        y = (x[:, 0] > 0).astype(np.int64) + (x[:, 1] > 0).astype(np.int64)
+        with tempfile.TemporaryDirectory() as d:
+            d = pathlib.Path(d)
+            (d / "data.csv").write_text("".join(",".join(f"{v:.6f}" for v in r) + f",{c}\n" for r, c in zip(x, y)))
+            (d / "m.toml").write_text('name = "small"\ninput_shape = [6]\n[[layers]]\ntype = "dense"\nunits = 8\nactivation = "relu"\n'
+                                      '[[layers]]\ntype = "dropout"\nrate = 0.2\n[[layers]]\ntype = "dense"\nunits = 3\n'
+                                      'activation = "softmax"\n')
+            weights = d / "w.safetensors"
+            code, doc, err = cli("train", str(d / "m.toml"), "--data", str(d / "data.csv"), "--epochs", "3", "--threads", "1",
+                                 "--save-weights", str(weights), "--json")
+            self.assertEqual(code, 0, err)
+            raw = weights.read_bytes()
+        # The format read by hand (Debian packages no safetensors module): length, JSON header, little-endian F32.
+        (n,) = struct.unpack("<Q", raw[:8])
+        header = js.loads(raw[8:8 + n])
+        self.assertEqual(header["__metadata__"]["format"], "pt")
+        state = {}
+        for name, t in header.items():
+            if name == "__metadata__":
+                continue
+            self.assertEqual(t["dtype"], "F32")
+            begin, end = t["data_offsets"]
+            state[name] = torch.from_numpy(np.frombuffer(raw[8 + n + begin:8 + n + end], dtype="<f4").reshape(t["shape"]).copy())
+
+        class Small(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.dense = torch.nn.Linear(6, 8)
+                self.dense_1 = torch.nn.Linear(8, 3)
+
+            def forward(self, v):
+                return torch.softmax(self.dense_1(torch.relu(self.dense(v))), dim=1)
+
+        model = Small()
+        model.load_state_dict(state, strict=True)
+        val = slice(160, 200)  # Keras's validation_split: the last 20% of the rows
+        with torch.no_grad():
+            p = model(torch.from_numpy(x[val]))
+        loss = float(-torch.log(p[torch.arange(40), torch.from_numpy(y[val])].clamp(min=1e-7)).mean())
+        self.assertAlmostEqual(loss, doc["val_loss"], delta=1e-5 * max(1.0, abs(loss)))
+
     def test_bad_bytes_are_named_as_held(self):
         with self.assertRaises(gpuvs.InputError) as caught:
             gpuvs.predict(b"not a protobuf", gpu="rtx-4090")
