@@ -236,7 +236,9 @@ TEST(HfCheckpoint, AHubIdIsReadFromTheLocalCacheNeverDownloaded) {
       {"acme/tiny-llama@ffffffffffffffffffffffffffffffffffffffff", "holds no snapshot of that commit"},
       {"acme/tiny-llama@../../x", "revision '../../x' is not a branch, tag or commit name"},
   };
-  for (const auto& [id, expect] : refusals) {
+  for (const auto& c : refusals) {
+    const std::string& id = c.first;  // not a structured binding: clang 14 cannot capture one in a lambda
+    const std::string& expect = c.second;
     const std::string e = test::input_error_of([&] { (void)workload::resolve_network(id); });
     EXPECT_NE(e.find(expect), std::string::npos) << e << "\n(expected: " << expect << ")";
   }
