@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // oneDNN vs OpenBLAS on the seed workload's GEMM shapes (the evidence for the engine's default), plus a
 // large square SGEMM: the machine's GEMM rate that the step's GFLOP/s is compared with.
 // Random inputs (never zeros), warm-up by Google Benchmark's own iteration estimate, repetitions with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The model case list (tests/model_cases.hpp) in perf mode: one training step of every case, at batch 1, 64
 // and 5,000, on every backend this machine has — the CPU engine always, the CUDA engine where the plugin
 // finds a GPU (registered only then). The test suite runs the same list for gradients (test_gradients) and

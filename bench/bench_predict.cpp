@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `gpuvs predict` must answer in under 100 ms for any preset: graph build + pricing + memory, per preset.
 #include <benchmark/benchmark.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Training throughput of the seed workload: whole training steps (forward, backward, Adam) over an epoch
 // of random data, batches sliced in order as the PyTorch peer does. Reports samples/s and the step's
 // achieved FLOP/s (matrix FLOPs from the graph's own cost model).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The peer for gpuvs's MPI all-reduce sweep (scripts/bench-mpi-vs-c): a plain C program that times
  * MPI_Allreduce on float sums at the sizes gpuvs sweeps, the same way (2 warm-up calls, then each timed call
  * between barriers, the slowest rank's time, the median; one untimed pass at the first size first), and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reference for `gpuvs bench`'s STREAM triad: the plain OpenMP loop (McCalpin's kernel, doubles), built
 // with -O3 -march=native like STREAM itself, at a size given on the command line. Prints the median GB/s
 // of 10 timed runs after a warm-up (STREAM byte counting: 24 bytes per element), and checks the result.

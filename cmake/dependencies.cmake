@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Finds every library gpuvs builds against. A missing one stops configure with one line,
 #   gpuvs: missing <what>: install the Debian package <pkg> (bash scripts/install-deps installs them all)
 # printed first and unwrapped (message(NOTICE)), so scripts/build can show exactly that line instead of

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Writes OUT, a C++ source defining `const char* const NAME` with the contents of IN (a raw string literal),
 # so the binary carries its data files and works from any directory.
 file(READ ${IN} text)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Writes the git revision (or "unknown" outside a checkout) into a header, touching it only on change.
 execute_process(COMMAND git -C ${SRC} describe --always --dirty --abbrev=12
                 OUTPUT_VARIABLE rev OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE rc)

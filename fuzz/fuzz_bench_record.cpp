@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Saved bench records (`gpuvs predict --calibration FILE`): the JSON record, read into a calibration.
 #include "catalog/catalog.hpp"
 #include "cli/calibration_file.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A user's device file (`--catalog FILE`): TOML GPU entries validated against the catalog's rules.
 #include "catalog/catalog.hpp"
 #include "fuzz_util.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Checkpoints (`gpuvs train --resume`): magic, version, JSON header, tensors, CRC-32C.
 #include "engine/checkpoint.hpp"
 #include "fuzz_util.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The data loaders: CSV (label last), NPY and IDX (MNIST) features, as `gpuvs train --data` reads them. Which
 // one this binary fuzzes is FORMAT (csv, npy, idx), set at build time.
 #include "engine/data.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GGUF headers (src/import/gguf): the bytes read as a header from memory and, through the file reader's window,
 // from a file, the two held to the same answer; the decoder built from it; its stored weights priced.
 #include <cmath>

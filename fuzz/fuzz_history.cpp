@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A stored run's record (the history's payload column, which another program could have written): any JSON,
 // rendered as `gpuvs report` renders it, HTML and Markdown.
 #include <nlohmann/json.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Measurement files people already have (src/measured): the output of a tool, read as the tool writes it.
 // fuzz_llama_bench reads llama-bench's md, csv, json, jsonl and sql outputs, told apart by their first bytes.
 #include "fuzz_util.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Model files as workloads, by extension (EXT: .toml gpuvs model files; .json gpuvs, Keras and Hugging Face
 // JSON; .keras archives; .onnx graphs): read by the importers' front door as `--workload FILE` is, then built, forward and training step.
 #include "fuzz_util.hpp"

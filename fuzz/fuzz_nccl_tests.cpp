@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // nccl-tests' stdout (src/measured/nccl_tests): header lines, the device list, the column header and the size rows,
 // as the tool prints them, with NCCL's and MPI's own log lines mixed in.
 #include "fuzz_util.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NVIDIA nvbandwidth's stdout (src/measured/nvbandwidth): the header's version and device lines, each testcase's
 // description, column indices and matrix rows (N/A, the old 0.00 diagonal), SUM and Waived lines.
 #include <cmath>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // safetensors headers (src/import/safetensors): the bytes read as a file's header from memory and from a file
 // (the 8-byte length, then only the header read), the two held to the same answer; what is read indexes the
 // input whole.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Advisor scenario files (`gpuvs advise --scenario FILE`), read and validated as the advisor does.
 #include "advise/advisor.hpp"
 #include "catalog/catalog.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TensorBoard event files (src/measured/tfevents): the raw bytes as a file, and, so that mutations reach the Event
 // parser past the CRCs that would refuse almost all of them, the input split at "\x00REC" into payloads framed as
 // TFRecords with their CRCs computed here, after a valid file_version record.

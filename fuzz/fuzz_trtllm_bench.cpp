@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // trtllm-bench's report (src/measured/trtllm_bench): its sections and "key: value" lines, the percentile
 // breakdowns, and whatever a pasted console log holds around them.
 #include "fuzz_util.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What every harness shares: a private scratch folder on tmpfs (the readers take paths, as users give them),
 // and the contract each parser is held to — it reads the input, or throws one InputError of one line. Any
 // other exception escapes to libFuzzer, which reports it as a crash, as it does every sanitizer finding.

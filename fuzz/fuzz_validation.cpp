@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Published-measurement files (`gpuvs validate --data FILE`). fuzz_validation reads the CSV schema alone
 // (the parser, at parser speed); fuzz_validation_priced (GPUVS_FUZZ_PRICE) also prices a file of a row or
 // two, the model's arithmetic over whatever values the reader let through — a hundred times slower, as

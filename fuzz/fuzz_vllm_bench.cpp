@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vLLM's serving benchmark and SGLang's bench_serving (src/measured/vllm_bench): the result blocks they print, with
 // the rate and concurrency lines before or inside them and whatever a pasted log holds between them, vLLM's
 // --save-result JSON and SGLang's JSON lines.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Structure-aware mutation for fuzz_model_json. Byte edits of JSON mostly break its syntax, and when they do
 // not they change a digit or a letter; a model file's bugs lie in its structure (a layer moved into another,
 // a shape of the wrong type, a name one layer already has). This mutator parses the input and edits the tree:

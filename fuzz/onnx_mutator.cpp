@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Structure-aware mutation for fuzz_model_onnx. libFuzzer's byte edits of a protobuf mostly break its
 // framing, so they seldom make a new well-formed graph: a million of them never fed Range an integer start and
 // a float step, nor Trilu an empty k (both read past an empty vector, found by reading the code). This mutator

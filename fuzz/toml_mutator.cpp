@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Structure-aware mutation for the TOML harnesses (model files, scenarios, catalogs). As with JSON, byte
 // edits mostly break the syntax; this mutator parses the input with toml++ and edits the tree: a value set to
 // an edge number (TOML has inf and nan), a string swapped for another from the file, a value's type changed,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writes GGUF files for the tests, byte by byte as the spec lays them out (ggml docs/gguf.md: magic, version,
 // counts, metadata, tensor directory, padding, data), independently of the reader under test. Tensor data is
 // zeros: the reader sizes tensors from their types, it never reads weights.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One list of small dense models, each stressing one op or variant the engines run: every activation the
 // CUDA kernels have, dropout at two rates, a layer without bias, depth, two classes, logits without a
 // softmax layer, and the seed model itself. Every backend's tests run the same list (as ggml's

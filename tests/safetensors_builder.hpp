@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writes safetensors files for the tests as the format lays them out (huggingface/safetensors README, "Format"):
 // an 8-byte little-endian header length, the JSON header padded with spaces to 8 bytes, then the byte buffer.
 // Tensor data is zeros; the reader never reads it.

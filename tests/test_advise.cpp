@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The advisor on the scenarios a reader of the seed document brings. Each test asserts the facts that
 // decide the ranking (what fits, what meets the deadline, SLA, budget or isolation, what it costs), not
 // only that advice comes back.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The benchmark registry: keys, bad keys, and that each CPU benchmark runs and passes its own check.
 #include <gtest/gtest.h>
 

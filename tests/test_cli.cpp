@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The gpuvs binary end to end: exit codes 0/1/2, one-line errors, JSON on stdout, nothing half-written.
 #include <fmt/format.h>
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA engine's arithmetic (engine/cuda/device_math.hpp), compiled here as host code and checked
 // against the CPU oracle's kernels: so the dropout masks, Adam steps and loss rows a GPU computes are
 // the CPU's, bit for bit where the CPU's operation order is reproduced.

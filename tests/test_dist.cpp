@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gpuvs under MPI, on loopback: `mpirun --oversubscribe -np 2|4` of the real binary (Open MPI from Debian).
 // Collectives checked element by element; N ranks at batch B train exactly as one process at batch N x B;
 // a rank killed or hung makes the job end non-zero within 30 s with a line naming it; bad launches are exit 2.

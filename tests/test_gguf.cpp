@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The GGUF reader (import/gguf): the header as the spec lays it out, the decoder it describes, the weights as
 // stored, and every refusal. Fixtures are written by tests/gguf_builder.hpp, byte by byte from the spec.
 #include <sys/stat.h>
@@ -212,7 +213,7 @@ TEST(Gguf, RefusesWhatTheFormatDoesNotAllow) {
       {refusal(none, [](std::string& s) { patch_u32(s, 4, 4); }), "GGUF version 4 is newer than gpuvs reads"},
       {refusal(none, [](std::string& s) { s.resize(s.size() - 1000); }), "past the end of the file"},
       {refusal(none, [](std::string& s) { s.resize(300); }), "the file ends inside"},
-      {refusal(none, [](std::string& s) { patch_u64(s, 8, std::uint64_t{1} << 40); }), "the tensor count 1099511627776 is more than the file's"},
+      {refusal(none, [](std::string& s) { patch_u64(s, 8, std::uint64_t{1} << 40); }), "the tensor count 1099511627776 is more than"},
       {refusal(none, [](std::string& s) { patch_u64(s, 16, std::uint64_t{1} << 62); }), "the metadata count"},
       {refusal(none, [](std::string& s) { patch_u64(s, 8, std::uint64_t{1} << 63); }), "the tensor count is negative"},
       {refusal([](GgufBuilder& b) { b.append_raw([] { std::string o; GgufBuilder::put_string(o, "general.name"); GgufBuilder::put<std::int32_t>(o, 8); GgufBuilder::put_string(o, "again"); return o; }()); }),
@@ -263,6 +264,9 @@ TEST(Gguf, RefusesModelsItCannotBuild) {
       {refusal([](GgufBuilder& b) { b.u32("llama.expert_count", 4).u32("llama.expert_used_count", 2).tensor("blk.0.ffn_gate.0.weight", {256, 512}, "Q4_K"); }),
        "blk.0.ffn_gate_exps.weight: missing: this file stores each expert in a tensor of its own"},
       {refusal([](GgufBuilder& b) { b.u32("llama.expert_used_count", 2); }), "llama.expert_used_count: set without expert_count"},
+      {refusal([](GgufBuilder& b) { b.u32_array("llama.attention.head_count", {4, 4, 4}); }), "llama.attention.head_count: lists 3 values for 2 blocks"},
+      {refusal([](GgufBuilder& b) { b.tensor("blk.2.attn_norm.weight", {256}, "F32"); }), "blk.2.attn_norm.weight: not a block of the 2 the metadata's block_count makes"},
+      {refusal([](GgufBuilder& b) { b.tensor("blk.x.attn_norm.weight", {256}, "F32"); }), "blk.x.attn_norm.weight: not a block of the 2"},
   };
   for (const auto& [error, expect] : cases) {
     EXPECT_NE(error.find(expect), std::string::npos) << (error.empty() ? "accepted" : error) << "\n(expected: " << expect << ")";
@@ -298,6 +302,30 @@ TEST(Gguf, EditedBytesReadOrFailCleanly) {
     }
   }
   EXPECT_GT(built, 0);  // edits of names and unused values still read
+}
+
+TEST(Gguf, WhatRealFilesHaveIsAccepted) {
+  // llama.cpp accepts expert_used_count 0 without experts; per-layer arrays of one value per block read.
+  GgufBuilder b = test::tiny_llama_q4_k_m(2);
+  b.u32("llama.expert_count", 0).u32("llama.expert_used_count", 0).u32_array("llama.attention.head_count_kv", {2, 2});
+  EXPECT_EQ(import::gguf_network(import::read_gguf_bytes(b.bytes(), "ok.gguf"), "ok.gguf").decoder.kv_heads, 2);
+}
+
+// Counts a crafted header could claim are held far below what its bytes allow, and the directory is looked up by
+// name, not scanned: 200,000 tensors read (a quadratic check took minutes), 70,000 keys are refused.
+TEST(Gguf, HugeDirectoriesReadInLinearTimeAndCountsAreCapped) {
+  GgufBuilder many;
+  many.str("general.architecture", "llama");
+  for (int i = 0; i < 200000; ++i) many.tensor("t" + std::to_string(i), {0}, "F32");
+  const GgufHeader h = import::read_gguf_bytes(many.bytes(), "many.gguf");
+  EXPECT_EQ(h.tensors.size(), 200000u);
+  EXPECT_EQ(h.tensor("t199999")->name, "t199999");
+  EXPECT_NE(test::input_error_of([&] { (void)import::gguf_network(h, "many.gguf"); }).find("llama.embedding_length: missing"), std::string::npos);
+  GgufBuilder keys = test::tiny_llama_q4_k_m(2);
+  for (int i = 0; i < 70000; ++i) keys.u32("k" + std::to_string(i), 1);
+  const std::string e = test::input_error_of([&] { (void)import::read_gguf_bytes(keys.bytes(), "keys.gguf"); });
+  EXPECT_NE(e.find("keys.gguf: the metadata count 700"), std::string::npos) << e;
+  EXPECT_NE(e.find("is more than 65536, far past any model's"), std::string::npos) << e;
 }
 
 TEST(Gguf, HeldBytesAreTheFile) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA plugin: that a CUDA build loads it, that it reports why there is no GPU when there is none,
 // and — wherever a GPU is present (scripts/device-check) — that every GPU benchmark runs, passes its own
 // self-check and lands in a sane range. Without a GPU those tests are reported skipped, not passed.

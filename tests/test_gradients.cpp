@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every differentiable op's gradient, and the whole seed model's, against central finite differences in
 // float64: L = sum(seed * output), dL/dp from autodiff vs (L(p + h) - L(p - h)) / 2h.
 #include <gtest/gtest.h>

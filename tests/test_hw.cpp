@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The device probe on this machine (whatever it has) and the parts that do not need a GPU.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The readers of measurements people already have (src/measured), on the tools' own documented outputs
 // (tests/data/llama-bench/SOURCES.md).
 #include <gtest/gtest.h>

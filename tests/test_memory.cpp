@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The caching allocator behind --memory growth|preallocate, over real host memory: reuse, split and
 // coalesce, the preallocated pool's limit, and a random workload whose blocks never overlap.
 #include <gtest/gtest.h>

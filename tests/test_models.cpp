@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The built-in networks against published figures: parameter counts and forward multiply-accumulates.
 #include <fmt/format.h>
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ONNX reader: real exported models (tests/data/onnx, made by scripts/make-onnx-fixtures with PyTorch)
 // read with the exporting framework's parameter counts and profiler FLOPs; small models built here with the
 // ONNX protobuf API for every refusal; mutated files parse or fail with one line.

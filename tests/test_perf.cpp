@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The performance model: precision semantics, wave quantization, memory formulas, the roofline terms,
 // and accuracy on the published Lambda data.
 #include <fmt/format.h>

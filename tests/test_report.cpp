@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The report: escaping of every outside string, charts with content, Markdown, and — the real test — a
 // report written by a real `gpuvs evaluate` rendered by headless Chromium: a screenshot is taken, the
 // page logs nothing to the console, and every chart has data marks after the page's script has run.
@@ -580,6 +581,11 @@ TEST(Report, EveryChartHasItsFiguresAndEveryTableItsCsv) {
                        "<td>tiny</td></tr><tr><td>fp16</td><td>10</td><td>20k</td><td>big</td></tr>"),
             std::string::npos)
       << lines;
+  // A figure that rounds up to the next prefix takes it: never exponent notation in a cell or on an axis.
+  const std::string round_up = report::bar_chart("r", "R", {{"a", 999.7, std::nullopt, "", false, false, ""}, {"b", 999600, std::nullopt, "", false, false, ""}}, "u");
+  EXPECT_NE(round_up.find("<td>a</td><td>1k</td>"), std::string::npos) << round_up;
+  EXPECT_NE(round_up.find("<td>b</td><td>1M</td>"), std::string::npos) << round_up;
+  EXPECT_EQ(round_up.find("e+0"), std::string::npos) << round_up;
   const std::string html = report::render_html(seed_like_run());
   std::size_t tables = 0, links = 0;
   for (auto p = html.find("<table"); p != std::string::npos; p = html.find("<table", p + 1)) ++tables;

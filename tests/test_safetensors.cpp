@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // safetensors headers and sharded indexes (import/safetensors), and Hugging Face checkpoints as workloads: a
 // folder, a weights file, a hub id found in the local cache (import/hf/hf_checkpoint). Fixtures are written by
 // tests/safetensors_builder.hpp as the format lays them out.
@@ -161,6 +162,11 @@ TEST(Safetensors, AShardedIndexReadsEveryShardItNames) {
   missing["lm_head.weight"] = "model-00003-of-00002.safetensors";
   EXPECT_NE(refused(missing).find("model-00003-of-00002.safetensors: no such file"), std::string::npos);
   EXPECT_NE(refused(nlohmann::json::object()).find("weight_map names no tensors"), std::string::npos);
+  nlohmann::json control = map;
+  control["lm_head.weight"] = "a\nb.safetensors";
+  const std::string e = refused(control);
+  EXPECT_NE(e.find("'a\\x0ab.safetensors' is not a file name in the index's folder"), std::string::npos) << e;
+  EXPECT_EQ(e.find('\n'), std::string::npos) << e;
   EXPECT_NE(refused(nlohmann::json::array()).find("needs a weight_map object"), std::string::npos);
 }
 
@@ -248,9 +254,12 @@ TEST(HfCheckpoint, AHubIdIsReadFromTheLocalCacheNeverDownloaded) {
   test::write_text(cache.root / "hub" / "models--acme--tiny-llama" / "refs" / "main", "not a commit\n");
   EXPECT_NE(test::input_error_of([&] { (void)workload::resolve_network("acme/tiny-llama"); }).find("holds 'not a commit', not a commit hash"),
             std::string::npos);
-  // Built-in ids and model files are not hub ids; an existing path is never looked up in the cache.
+  // Built-in ids and model files are not hub ids; an existing path is never looked up in the cache; a name far
+  // past any hub id is none (and never reaches the pattern matcher).
   EXPECT_FALSE(import::is_checkpoint("llama3-8b"));
   EXPECT_FALSE(import::is_checkpoint("a/b/c"));
+  EXPECT_FALSE(import::is_checkpoint(std::string(100000, 'a') + "/b"));
+  EXPECT_NE(test::input_error_of([] { (void)workload::resolve_network(std::string(100000, 'a') + "/b"); }).find("unknown"), std::string::npos);
 }
 
 TEST(HfCheckpoint, TheCacheIsWhereHuggingfaceHubPutsIt) {
@@ -294,6 +303,36 @@ TEST(Safetensors, TheFuzzSeedsAreFilesTheReaderTakes) {
     ++seeds;
   }
   EXPECT_GE(seeds, 2);
+}
+
+}  // namespace
+}  // namespace gpuvs
+
+namespace gpuvs {
+namespace {
+
+// A folder in the working directory named like a built-in workload does not hide it; one named as a path, or
+// holding a config, is a checkpoint. A cache holding the config and the index but not the shards prices the config.
+TEST(HfCheckpoint, FoldersAreCheckpointsWhenTheyAreOnesAndShardsMayBeAbsent) {
+  test::TempDir dir;
+  const auto cwd = std::filesystem::current_path();
+  std::filesystem::current_path(dir.path());
+  std::filesystem::create_directories("resnet50");
+  const bool hides = import::is_checkpoint("resnet50");
+  const models::NetworkInfo builtin = workload::resolve_network("resnet50");
+  std::filesystem::current_path(cwd);
+  EXPECT_FALSE(hides);
+  EXPECT_EQ(builtin.family, models::Family::cnn);
+  EXPECT_TRUE(import::is_checkpoint((dir / "resnet50").string()));
+  EXPECT_NE(test::input_error_of([&] { (void)workload::resolve_network((dir / "resnet50").string()); }).find("no config.json in the folder"),
+            std::string::npos);
+  Sharded s;
+  test::write_text(s.dir / "config.json", kTinyLlamaConfig);
+  std::filesystem::remove(s.dir / "model-00002-of-00002.safetensors");
+  const models::NetworkInfo n = workload::resolve_network(s.dir.path().string());
+  EXPECT_NE(n.description.find("its weights are not all here (model-00002-of-00002.safetensors is missing): the shape from config.json alone"),
+            std::string::npos)
+      << n.description;
 }
 
 }  // namespace

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LLM serving (perf/serving.hpp, perf/weight_format.hpp, perf/serving_engine.hpp): weight bytes against
 // published GGUF files, the roofline bounds decode and prefill must respect, tensor parallelism, memory
 // fit, bad input, the data files' parsers, and the published serving rows.

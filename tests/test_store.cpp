@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The results history: round trips, refusal of foreign, non-SQLite and corrupt files (left untouched),
 // and a writer killed with SIGKILL mid-write leaving only whole runs behind.
 #include <gtest/gtest.h>

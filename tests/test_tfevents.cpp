@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reads TensorBoard files back with a decoder written here from the format's definition (TFRecord framing
 // and protobuf wire format), independent of the writer's protobuf library.
 #include <gtest/gtest.h>

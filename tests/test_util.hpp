@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers shared by the tests: temporary folders and running the gpuvs binary.
 #pragma once
 #include <sys/wait.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The front door: a workload resolved once, its graphs built once, and one rule for which pricer answers.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What gpuvs writes, against the real binary killed at random points (SIGKILL: no handler runs) and against
 // concurrent writers: every checkpoint, report and saved bench record is the old file or the new one, never a
 // broken one; TensorBoard event files decode up to their last whole record; two evaluate runs writing one

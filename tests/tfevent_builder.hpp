@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TensorBoard event files built by hand for the tests (test_measured, test_cli): the protocol-buffer wire format
 // and TFRecord framing, written from the formats (tensorflow/core/util/event.proto, summary.proto, tensor.proto;
 // tensorflow/core/lib/io/record_writer.cc), independently of src/measured/tfevents and src/engine/tfevents.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An independent TensorBoard event-file decoder for tests: TFRecord framing with masked CRC-32C (computed
 // bit by bit here) and a hand-written protobuf wire-format parser for Event and Summary.Value.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Advice as JSON (for `advise --json`, the stored run and the report) and as an aligned text table.
 #pragma once
 #include <nlohmann/json.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The advisor: the seed document's four yes/no questions (over ~10 B parameters? a run over 24 h?
 // multi-tenant isolation? a strict inference SLA?) replaced by quantities. For a scenario it prices every
 // option — GPU x count x strategy — with the performance model: memory fit (full training, ZeRO/FSDP,

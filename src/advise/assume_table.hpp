@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The [assume] table a scenario file and a config file share (advise/scenario.cpp, advise/user_config.cpp).
 // Kept apart from advisor.hpp so that only the two readers include toml++.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The advisor's assumptions: every number it uses that is not a measurement or a catalog figure, with
 // its unit and basis, each overridable by name (--assume key=value or a scenario file). Per-device prices
 // are overridable too: price.<gpu-id> (USD to buy) and rent.<gpu-id> (USD per GPU-hour).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Scenario files: TOML with the scenario's fields and an optional [assume] table.
 #include <fmt/format.h>
 

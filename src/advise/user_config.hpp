@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A person's standing assumptions, so that a buyer who always pays 0.21 USD/kWh or gets H100s at a negotiated price
 // stops passing --assume every time: a TOML file with an [assume] table (the keys a scenario's [assume] takes), read
 // by every command that prices costs (advise, compare, evaluate; the Python module's too) over the built-in defaults,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "bench/cluster_benchmarks.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cluster's benchmarks under MPI (`mpirun -np N gpuvs bench`): every rank's device probe gathered to
 // rank 0; a collectives sweep as nccl-tests reports it (size, count, time, algorithm and bus bandwidth,
 // #wrong from checking every element of every result) for all-reduce, all-gather and reduce-scatter over the

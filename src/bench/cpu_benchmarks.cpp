@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CPU benchmarks: STREAM-style memory bandwidth, FMA peak, and SGEMM through the engine's GEMM library.
 #include <fmt/format.h>
 #include <immintrin.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CPU microbenchmarks (used by the registry).
 #pragma once
 #include <vector>

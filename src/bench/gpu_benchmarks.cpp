@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "bench/gpu_benchmarks.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The GPU benchmarks' registry entries: keys, units, descriptions and the catalog figure each one is
 // scored against. They run in the CUDA plugin; here they are waived with the reason when the plugin,
 // the driver or enough GPUs are missing, and each result is stamped with the GPU's clocks, power,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The microbenchmark registry: each benchmark has a stable key, a description, a unit, an applicability
 // check ("waived: reason"), a run and a self-check. Every figure is the median of repetitions after a
 // warm-up, with its spread; GB = 1e9 bytes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "bench/results_json.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Benchmark results as a JSON record (schema_version 2): the figures with units, spec and % of spec,
 // the GPU environment of each, and the machine that produced them. `gpuvs bench -o json` prints it,
 // `--save` stores it for the performance model's calibration and for the report.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The GPU catalog: sourced device specifications (data/gpus.toml, compiled into the binary) plus any
 // device files the user adds. Peaks are dense unless a field says sparse; the accumulate mode is part of
 // the precision's name (fp16 = FP16 accumulate; fp16_fp32acc, bf16, fp8_fp32acc accumulate in FP32).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The catalog cards gpuvs names on its own (data/featured-gpus.toml, compiled in): the seed question's
 // pair, and the cards the report charts first. Presentation, kept as data so no catalog id is in code.
 #pragma once

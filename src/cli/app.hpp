@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The gpuvs command tree: what main parses argv against, and what a program embedding gpuvs (the Python module,
 // src/python) runs in its own process, so that both answer a question with the same code, defaults and errors.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "cli/assumption_options.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The assumptions behind every cost gpuvs prints (electricity, PUE, service life, utilization, per-card
 // prices): the same three flags on advise, compare and evaluate, applied in the same order (defaults, then the
 // user's config file, then a scenario file's [assume], then --assume, then --utilization and --electricity), so the same

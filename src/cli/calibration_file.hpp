@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reads a saved bench record (gpuvs bench --save) into the performance model's calibration for the
 // catalog device it was measured on.
 #pragma once

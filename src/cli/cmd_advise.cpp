@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gpuvs advise: ranked options (GPU x count x strategy) for a training, fine-tuning or serving scenario,
 // with time, cost, risk and the reason for each rank; every assumption printed and overridable.
 #include <fmt/format.h>

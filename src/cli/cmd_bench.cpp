@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gpuvs bench: microbenchmarks of this machine, each self-checked and scored against the catalog's spec
 // where one exists; an aligned table with a units row and N/A cells, or JSON / CSV / Markdown; --save
 // stores the JSON record for calibration and reports. Exit 1 when any benchmark fails its own check.

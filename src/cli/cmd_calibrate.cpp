@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gpuvs calibrate: what a team's own measurements say about its software stack, solved once and stored as a file
 // (issue 35): `gpuvs calibrate llama-bench.json --save my-stack.toml`, then `--stack my-stack.toml` on predict and
 // compare, on any machine, without the measurements.

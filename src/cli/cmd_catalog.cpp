@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gpuvs catalog [show ID]: the sourced device specifications the performance model uses.
 #include <fmt/format.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gpuvs compare G1 G2 ...: GPUs side by side on one workload. With no GPUs, the seed document's question:
 // RTX 4090 or A100 80GB for the seed model, and which claims the numbers confirm or refute.
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gpuvs devices: the hardware this machine has — CPU and NVIDIA GPUs — as tf.config.list_physical_devices
 // would list it, with the matching catalog entry for each GPU.
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gpuvs evaluate: the main job. Probes this machine, runs the quick benchmarks, trains the seed workload
 // briefly on the best local device, calibrates the performance model with what it measured (when a
 // catalog GPU was measured), predicts the workload on every catalog GPU, runs the advisor, prints a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gpuvs graph WORKLOAD: the graph IR the engine runs and the performance model prices, with its costs.
 #include <fmt/format.h>
 

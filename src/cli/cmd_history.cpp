@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gpuvs history / diff / report: the stored runs, two runs side by side, and a run's report.
 #include <fmt/format.h>
 

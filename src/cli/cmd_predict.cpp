@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gpuvs predict: a workload's training or inference speed and memory on a catalog GPU.
 #include <fmt/format.h>
 

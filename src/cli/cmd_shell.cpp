@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gpuvs completion bash|zsh and gpuvs man: what a shell and `man` need, generated from the command tree itself,
 // so they name every command and option the binary parses and nothing it does not. Completion also offers the
 // catalog's GPU ids after --gpu and the compare/catalog positionals, and the built-in workloads after --workload.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gpuvs train WORKLOAD|MODEL_FILE: Keras-style fit with progress, TensorBoard logs and checkpoints.
 #include <fmt/format.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gpuvs validate: predictions against published measurements, row by row and as cross-GPU ratios.
 #include <fmt/format.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gpuvs workloads: every built-in network a workload can name, with its family, size and default sequence,
 // and the other ways to name one (a decoder built to a size, the gpt shape, model files).
 #include <fmt/format.h>

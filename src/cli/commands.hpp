@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Subcommand registration. Each command adds itself to the CLI11 app and returns the function that runs it.
 #pragma once
 #include <CLI/CLI.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The devices record (`gpuvs devices --json`, and part of every evaluate run).
 #pragma once
 #include <nlohmann/json.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The names users type for a GPU: a catalog id or alias, or the name nvidia-smi and PyTorch print for the card.
 #pragma once
 #include <string>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gpuvs: measure the hardware you have, predict the hardware you don't, decide, and show it.
 #include <fmt/format.h>
 

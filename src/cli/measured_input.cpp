@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "cli/measured_input.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `--measured FILE|SPEC` (issue 35): the figures a team already has, read and put in gpuvs's terms for the
 // stack calibration (perf/stack_calibration.hpp). A FILE is read as the tool that wrote it wrote it
 // (llama-bench's md, csv, json, jsonl or sql so far); a SPEC is key=value pairs (measured/spec.hpp).

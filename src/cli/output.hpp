@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The output switch every command that prints results takes: -o/--output table|json|csv|md, and --json for
 // -o json (as llama-bench and gpuvs bench spell it). One flag, one meaning everywhere. csv and md print the
 // records the JSON holds, one row each: the same figures, never a second rendering of the text table.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Checks on numeric flags, as CLI11 validators: a bad value is a usage error (exit 2) naming the flag before anything
 // runs. NaN, infinities, zero and negative numbers never reach a command as a value that silently means "not given",
 // and a whole number past its range is refused, not saturated (strtoll's 2^63-1 for "99999999999999999999").

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sizes read from files, multiplied and added with overflow checks: a header that claims more than 64-bit
 // arithmetic holds is the file's fault, an InputError naming `what`, never a wrapped count that passes a later
 // "enough bytes?" check.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Wall-clock timestamps for records (benchmark files, stored runs).
 #pragma once
 #include <string>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CRC-32C (Castagnoli), as TFRecord framing and our checkpoints use. No Debian 12 package ships a
 // C/C++ CRC-32C library (abseil's crc32c arrived after 20220623), so this is written here.
 #pragma once

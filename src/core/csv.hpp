@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CSV records as RFC 4180 writes them (quoted fields may hold commas, doubled quotes and newlines), read
 // one at a time with the line each starts on, so a reader can name the line of a bad field.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Error kinds and the exit codes they map to: 0 ok, 1 runtime failure, 2 bad usage or input.
 #pragma once
 #include <stdexcept>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The file policy every reader and writer follows, with the project's error conventions.
 //
 // Inputs: a regular file only (a FIFO, device, socket or directory is refused before it is opened, and the open

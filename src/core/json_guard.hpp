@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A parse callback every JSON reader hands nlohmann::json::parse: it refuses, as the text is parsed,
 //  - JSON nested past kMaxJsonDepth: nlohmann parses and frees iteratively, but copies, dump() and the readers' walks
 //    recurse, and a file of a million '[' overflows the stack;

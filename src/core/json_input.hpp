@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The model readers' JSON front door: parses `text`, or throws one InputError line naming `where`
 // ("WHERE: malformed JSON at byte N", "WHERE: unreadable JSON (...)" for numbers past double's range,
 // "WHERE: JSON nested more than 256 deep").

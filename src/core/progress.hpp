@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Keras-style epoch progress: a redrawn bar on a terminal, plain lines otherwise.
 #pragma once
 #include <chrono>

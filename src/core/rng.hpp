@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Counter-based random numbers (Philox-4x32-10, Salmon et al. 2011): the value at (key, counter) is a pure
 // function, so dropout masks and initial weights are reproducible on any backend, thread count or resume point.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Robust summary statistics for timings: median and spread, never a lone mean.
 #pragma once
 #include <span>

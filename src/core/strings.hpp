@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Small string helpers: edit distance for "did you mean" suggestions, trimming, joining, word wrapping.
 #pragma once
 #include <string>

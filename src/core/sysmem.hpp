@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Memory this process may still use: the kernel's MemAvailable, lowered by a cgroup limit when one is set
 // (containers, Slurm jobs). Used to refuse, before allocating, work that cannot fit.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A check of a TOML text's nesting before any TOML library sees it. toml++ parses dotted keys and table headers
 // without recursion but frees and walks the tables it built recursively, so a key of 50,000 parts (a 100 KB file)
 // overflows the stack wherever it is read. This scan follows TOML 1.0's grammar (headers, dotted keys, strings of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one TOML front door for every reader (model files, scenarios, catalogs, the data files): the nesting checked
 // by check_toml_depth before toml++ sees the text, then parsed, or one InputError line "WHERE:LINE: malformed TOML: what".
 // Header-only: for the modules that parse TOML (they link toml++ themselves).

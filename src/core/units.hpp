@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Units: GB = 1e9 bytes and GiB = 2^30 bytes are different quantities and are never mixed.
 #pragma once
 #include <cstdint>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The processes of one gpuvs job: a single process, or every rank of an MPI launch (`mpirun -np N gpuvs ...`,
 // `srun gpuvs ...`). gpuvs has no transport of its own: MPI starts the ranks, tells each its node (ranks that
 // share memory, MPI_COMM_TYPE_SHARED) and carries the collectives.

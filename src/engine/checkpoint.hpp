@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Checkpoints: params, optimizer slots and the run's position, in one file replaced atomically.
 //
 // Layout: "GPUVSCKP" | u32 format version | u64 header length | header JSON | tensors | u32 CRC-32C of

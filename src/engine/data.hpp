@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Training data: a seeded synthetic classification task, and loaders for IDX (MNIST), CSV and NPY files
 // (each optionally gzip-compressed). Every loader reports bad content as InputError "FILE: what, where".
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Executors run a graph on a device. The CPU executor is the oracle the other backends are checked against.
 //
 // Contract: an executor is built once for a graph (all memory planned and allocated, GEMM primitives

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Executor base class's training-epoch defaults (bound row order, running totals): the synchronous
 // path every backend falls back to. Compiled into the engine and into the CUDA plugin, whose executors
 // derive from Executor across the dlopen boundary.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Whether a training run fits the memory it would run in, judged before anything is allocated: the need
 // comes from the model's parameter list and the executors' planned arenas, the memory from the system (CPU)
 // or the driver (GPU). What cannot fit is refused with the figures, where otherwise an allocator would fail

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Persistent tensors of a model: params and optimizer slots, held on the host, shared by every executor
 // built for the model (training step, evaluation, tail batch) and written to checkpoints.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The threads of data-parallel training on several GPUs in one process: one per replica for the whole
 // run. Every step runs all replicas at once (each replica's NCCL calls wait for the others' to be in
 // flight), so a step hands each worker its job and waits for all of them. Creating and joining a thread

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "engine/safetensors_export.hpp"
 
 #include <fmt/format.h>
@@ -49,6 +50,8 @@ std::string export_safetensors(const models::ModelSpec& spec, const ParamStore& 
     entries.push_back(std::move(w));
     if (l.use_bias) {
       const HostTensor& bias = store.get(keras + "/bias");
+      if (bias.dtype != ir::DType::f32 || bias.shape.size() != 1 || bias.shape[0] != l.units)
+        throw RuntimeFailure(fmt::format("{}/bias is not the [{}] f32 tensor the model makes", keras, l.units));
       const float* b = bias.as<float>();
       entries.push_back({torch + ".bias", {l.units}, std::vector<float>(b, b + l.units)});
     }
@@ -57,7 +60,8 @@ std::string export_safetensors(const models::ModelSpec& spec, const ParamStore& 
   }
   // The metadata first, so the signature sits at the file's start; then the tensors in buffer order.
   const nlohmann::json metadata = {{"format", "pt"}, {"gpuvs_weights", fmt::format("{} (input {}): {}", spec.name, spec.input_dim, strings::join(layers, "; "))}};
-  std::string header = fmt::format("{{\"__metadata__\":{}", metadata.dump());
+  // A model name from a file's stem need not be UTF-8: its bytes become U+FFFD rather than a failure after training.
+  std::string header = fmt::format("{{\"__metadata__\":{}", metadata.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   std::uint64_t offset = 0;
   for (const auto& e : entries) {
     const std::uint64_t bytes = e.values.size() * sizeof(float);

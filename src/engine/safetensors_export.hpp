@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A trained Sequential model's weights as a safetensors file (Hugging Face's format, huggingface/safetensors
 // README "Format"), laid out as PyTorch holds them so that `torch.nn.Linear` modules named after the Keras layers
 // load them with load_state_dict: "dense.weight" [out, in] (the Keras kernel [in, out] transposed), "dense.bias"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TensorBoard event files: TFRecord framing (u64 length, masked CRC-32C of the length, payload, masked
 // CRC-32C of the payload) around serialized tensorflow.Event protos. The first record carries
 // file_version "brain.Event:2"; scalars are Summary.Value.simple_value under Keras's tags.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Keras-style fit(): epochs of shuffled mini-batches through the training-step graph, validation on the
 // held-out tail of the data, TensorBoard scalars, checkpoints at each epoch end, and exact resume.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How the GPU benchmarks count work, shared by the plugin (which measures) and the tests (which check
 // the conventions without a GPU). GB = 1e9 bytes; FLOP counts are for dense math.
 #pragma once

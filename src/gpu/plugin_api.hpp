@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The contract between gpuvs and its CUDA plugin (libgpuvs_cuda.so). Everything that needs the CUDA
 // runtime, cuBLASLt or NCCL lives in the plugin, which gpuvs loads with dlopen, so one gpuvs binary runs
 // on machines without a driver or toolkit (the GPU benchmarks are then waived with the reason). Both

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "gpu/plugin_loader.hpp"
 
 #include <dlfcn.h>

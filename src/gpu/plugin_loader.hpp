@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Finds and loads the CUDA plugin once per process. Search order: $GPUVS_CUDA_PLUGIN (a path; "none"
 // disables the plugin), the directory of the running executable, ../lib/gpuvs beside it, and the build
 // directory the plugin was built into.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The host CPU: what the engine and the CPU benchmarks run on. Topology from hwloc, ISA features from
 // CPUID (what the code may use, not what the kernel reports), memory from the OS.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A shared library opened with dlopen and closed when it goes out of scope; symbols looked up by name.
 // Used for the NVIDIA driver and NVML, which gpuvs must not link against (one binary runs everywhere).
 #pragma once

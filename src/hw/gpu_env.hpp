@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The state a GPU figure was measured in: SM and memory clocks, power draw, temperature and the reasons
 // the clocks are held down (NVML's clock-event reasons), read through NVML loaded at run time.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which catalog device a probed GPU is: by its model token, SM count, memory size and form factor.
 #pragma once
 #include <string>

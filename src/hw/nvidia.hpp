@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NVIDIA GPUs through the CUDA driver API and NVML, both loaded at run time (dlopen), so one binary runs
 // on machines without a driver and says so plainly. No CUDA header is needed: the few entry points used
 // are declared here by their stable C ABI.

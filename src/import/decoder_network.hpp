@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A decoder read from a model file (a Hugging Face config, a GGUF header) as a network: the shape held to what
 // gpuvs can build and price, whichever file it came from.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Models a program embedding gpuvs holds in memory (the Python module: the text of a Keras model's to_json(), a
 // torch.nn.Module exported to ONNX bytes), read through the same importers as model files. Each is held under a
 // name with a model file's extension, which is how commands name it (`--workload NAME`) and how errors name it;

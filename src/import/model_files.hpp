@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The importers' front door: which reader a model file goes to (by its extension and, for .json and .keras, by
 // what the file holds), so callers never pick a reader themselves. Every reader refuses what it cannot build
 // with one InputError line naming the file; nothing is skipped.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reverse-mode automatic differentiation over the graph IR, and the training-step builder.
 #pragma once
 #include <map>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Model files describe convolutions and pools the IR builds with symmetric padding and no dilation. One
 // spatial axis of any of them (asymmetric or "same" padding, a dilated kernel) is the IR's padding plus a crop
 // of the input (a view) that gives the same number of outputs; each output then does the same multiply-adds

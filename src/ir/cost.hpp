@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What each op must do: FLOPs split by unit (matrix engines vs vector units) and the fewest bytes it must
 // move (every input read once, every output and saved tensor written once). The performance model prices
 // graphs with exactly these numbers; tests check them against hand counts.

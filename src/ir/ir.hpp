@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The graph IR: one representation that the engine runs and the performance model prices.
 //
 // A Graph is a list of nodes in topological order (a node's inputs always precede it). Every node has a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers shared by the files that define Graph's op constructors (ir.cpp, ir_nn.cpp). Not public.
 #pragma once
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Graph constructors for the convolutional and transformer ops: shape inference and checks.
 #include <fmt/format.h>
 

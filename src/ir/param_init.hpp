@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How a param of a graph starts: what the engine fills in before the first step (model builders say which).
 #pragma once
 #include <cstdint>

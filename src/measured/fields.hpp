@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the text readers of src/measured share: a field's value with its surrounding blanks (spaces, tabs, a
 // carriage return) trimmed, and a value read as a finite number or nothing.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // llama.cpp's `llama-bench` output in each of its formats (`-o md|csv|json|jsonl|sql`, tools/llama-bench in
 // the llama.cpp repository), told apart by their first bytes: one Measurement per test row. Every format
 // gives the model, its size and parameters, the backend, the test (pp N, tg N, pp N+tg M, at a depth) and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A measurement someone already has: one figure a tool printed on one machine (llama-bench's tokens per
 // second, ...), read from the tool's own output and kept as the tool said it. What card and workload it names
 // in gpuvs's terms is resolved later, by the commands that use it; a reader only reads.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NVIDIA nccl-tests' stdout (all_reduce_perf, all_gather_perf, reduce_scatter_perf, alltoall_perf, ...): one
 // Measurement per size row, its out-of-place bus bandwidth (nccl-tests' busbw: the figure comparable across
 // collectives and rank counts), with the ranks' device names, the hosts they ran on, the data type and, where

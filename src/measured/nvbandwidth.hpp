@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NVIDIA nvbandwidth's stdout: the copy bandwidths of a machine's links, one matrix per testcase ("Running
 // host_to_device_memcpy_ce." then its description, e.g. "memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)", the
 // column indices, one row per source, "N/A" where a pair does not apply (0.00 on the diagonal before v0.5), and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A measurement typed on the command line, for a figure no file holds:
 //   --measured 'gpu=rtx-3090;workload=llama3-8b;mode=decode;precision=q4_k_m;value=112 tokens/s'
 //   --measured 'gpu=h100-sxm;workload=llama3-8b;mode=infer;precision=bf16;framework=trt-llm;prompt_len=128;gen_len=128;value=16116 tokens/s'

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TensorBoard event files (events.out.tfevents.*): the training rate a run logged. TFRecord framing (u64 length,
 // masked CRC-32C of it, the payload, masked CRC-32C of the payload) around tensorflow.Event protos, whose summaries
 // hold scalars as simple_value (PyTorch's SummaryWriter, Keras in TF 1) or as a scalar tensor (TF 2's

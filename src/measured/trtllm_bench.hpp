@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TensorRT-LLM's `trtllm-bench throughput` report: the sections it prints when a run ends (ENGINE DETAILS or
 // PYTORCH BACKEND, REQUEST DETAILS, WORLD + RUNTIME INFORMATION, STATISTICS or PERFORMANCE OVERVIEW), read from a
 // pasted log whatever the lines around them. One Measurement per run: mode infer, output tokens/s (0.12's "Token

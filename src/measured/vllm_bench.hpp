@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // vLLM's serving benchmark (benchmarks/benchmark_serving.py; `vllm bench serve` in later releases): the result
 // block it prints ("============ Serving Benchmark Result ============", one per run, with the request rate and
 // concurrency lines printed before it where the release prints them) and the JSON `--save-result` writes. One

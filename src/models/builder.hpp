@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Builds graphs from a Sequential ModelSpec: the training step (forward, backward, Adam) or the
 // evaluation graph (forward without dropout), both with the same param names so they share storage.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A Keras-like Sequential model description: the layers, the optimizer and the loss.
 #pragma once
 #include <cstdint>

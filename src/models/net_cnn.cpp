@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Convolutional networks as in torchvision: ResNet (v1.5, stride on the 3x3 conv) and VGG-16.
 #include <fmt/format.h>
 

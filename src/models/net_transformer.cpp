@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Transformers: BERT for SQuAD-style span prediction (NVIDIA's implementation, as Lambda benchmarked it:
 // vocabulary padded to 30528, pooler kept) and GPT-style decoders (MPT, LLaMA, Mistral, GPT-2/GPT-3 presets;
 // Megatron-LM's GPT from shape options).

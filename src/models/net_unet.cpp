@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Stable Diffusion 1.5 denoiser (diffusers UNet2DConditionModel as SD 1.5 configures it): 512x512
 // images as 64x64x4 latents, channels (320, 640, 1280, 1280), two ResNet blocks per level, transformer
 // blocks (8 heads, cross-attention to 77 CLIP tokens of 768) on the first three levels, GEGLU MLPs.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Built-in networks as graphs: the workloads the performance model prices (ResNet, VGG, BERT, GPT-style
 // decoders) built from the same IR the engine runs. Each builder returns a forward graph with a scalar
 // "loss" output (a decoder's pipeline stage other than the last has one only when training: see

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Built-in Sequential models (the ones the engine trains) by id. Ids are lowercase-dashed; an unknown id is an InputError naming the closest ids.
 #pragma once
 #include <string>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Achievable peaks: what the best kernels measure on a device, beside the spec sheet's peak. Spec peaks
 // are upper bounds (boost clocks the power limit does not sustain, tensor pipelines no real shape keeps
 // full); published max-achievable figures are what a model should price against. data/achievable.toml

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The band every prediction carries: the 10th-90th percentile spread of the model's own errors,
 // log(predicted / measured), on its validation data with each source predicted by constants fitted without it
 // (leave-one-source-out), so that it holds on data the model never saw, not only on the rows it was fitted to. Stored in data/prediction-band.toml (compiled in) by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Calibration judged the way it will be used (issue 35, `gpuvs validate --calibrate-one`): for every group of
 // published rows of one source, workload and configuration on two or more GPUs, each row in turn is taken as the
 // user's own measurement on the card they have; the stack is calibrated from it (perf/stack_calibration.hpp:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Calibration: the local device was measured (gpuvs bench --save), so the model's efficiency fractions
 // for that device are corrected by measured / predicted per op class — GEMM per precision (the bench's
 // cuBLASLt GEMM against what the model expects that same GEMM to reach on a healthy card of the class)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Sustained clocks under dense math. Spec peaks assume the rated boost clock, but dense tensor math draws
 // the most power a chip ever draws, and a board at its power limit lowers its clock until it fits: an
 // RTX 6000 Ada (300 W for 364 dense TFLOP/s) runs far below its 2,505 MHz boost, an RTX 4090 (450 W for

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Multi-GPU communication: which link carries the traffic, how fast, and the collective times that data
 // parallel training needs (nccl-tests conventions: bus bandwidth, ring algorithms).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Side-by-side comparison of GPUs on one workload: speed and ratio, cost per million samples (or tokens),
 // memory fit and the largest batch that fits, precisions, interconnect and scaling, ECC, MIG, and for the
 // seed document's question the claims the numbers confirm or refute.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The performance model's fitted constants (data/model-constants.toml, compiled in): per device class, the
 // fractions of a spec peak that framework GEMMs and convolutions reach; shared by every card, what an SM
 // keeps streaming in memory-bound framework kernels and the clock dense math sustains. They are the only numbers fitted

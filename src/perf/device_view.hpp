@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One description of a card for pricing: what the per-op graph roofline (perf/roofline.hpp) and the LLM
 // serving model (perf/serving.hpp) both read — the sustained clock, the peaks at it, the memory bandwidth and
 // capacity, and the fractions of those peaks kernels reach (fitted per device class, or calibrated from a

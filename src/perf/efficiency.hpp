@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How close real kernels get to the catalog's peaks. Every parameter is physical (a fraction of a peak, a
 // tile size, a latency) and shared by all devices of a class; nothing here is fitted per device or per
 // workload. Calibration on the local device multiplies these by measured / predicted per op class.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fitting the model's few constants (perf/constants.hpp) to published rows, and the honest check of that
 // fit: leave-one-source-out, where each source file is predicted by constants fitted on the others only
 // (and without the achievable figures copied from it).

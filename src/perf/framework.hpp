@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Framework profiles (data/frameworks.toml, compiled in): the software that runs a training step, as data.
 // A profile sets the defaults of the mechanics the model prices — the attention kernel, optimizer-state
 // sharding, the convolution layout — to what that framework does out of the box, and names what it does

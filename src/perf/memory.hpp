@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Device memory a training step or an inference pass needs: weights, gradients and optimizer state by
 // precision regime, the activations the backward pass keeps (read off the graph), a transient working set,
 // and the runtime's own context; compared against the card's usable capacity.

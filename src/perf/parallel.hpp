@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Multi-GPU, multi-node training plans for decoders: tensor (tp), pipeline (pp, interleaved into vp
 // virtual stages), context (cp) and data parallelism (dp = GPUs / (tp pp cp)), micro-batches accumulated
 // to a global batch, ZeRO/FSDP sharding, and the network each collective crosses. Arithmetic, not

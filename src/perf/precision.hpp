@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Precision policies: which element type activations and weights have, and which tensor-core rate the
 // matrix work runs at, for each policy on a given device. A policy the device cannot run is an InputError.
 #pragma once

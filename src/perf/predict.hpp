@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Workload-level predictions: build the workload's graph for a precision and batch, price it on a catalog
 // GPU, and express the result as throughput in the workload's own unit.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One graph priced op by op (a roofline per op): every node on a catalog GPU under a precision policy. Whole workloads
 // (batch, parallelism, serving, memory) are perf/predict.hpp's.
 //   time(op) = max(matrix FLOPs / (matrix peak x GEMM efficiency), vector FLOPs / (vector peak x eff),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LLM serving on one GPU or a tensor-parallel group: a decoder's prompt prefill, token decode and
 // whole requests under in-flight batching, for a weight format (perf/weight_format.hpp) and a serving
 // engine (perf/serving_engine.hpp). Priced per iteration, op by op, with the roofline pieces the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Serving engines as data (data/serving-engines.toml, compiled in): what the software that runs a
 // decoder's inference does around the math — kernel launches per block and their cost, host work per
 // iteration, the attention kernel, FP16 accumulation, KV-cache blocks, how much memory it takes for the

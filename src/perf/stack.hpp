@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a measurement says about the software that ran it, carried to every card (issue 35): the stack's kernels of
 // each class reach these multiples of the efficiencies the model assumes. Solved where the stack was measured
 // (perf/stack_calibration.hpp); applied to any prediction of the same software (a serving engine or a training

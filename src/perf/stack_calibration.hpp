@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Your measurement in, the other cards out (issue 35): what measured serving figures say about the software
 // that ran them. A prefill figure (prompt tokens/s) fixes how close the engine's matrix kernels come to the
 // model's assumption; a decode figure, given that, how close its memory-bound kernels come, and where even

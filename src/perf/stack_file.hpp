@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A stored calibration is a file (issue 35): `gpuvs calibrate MEASUREMENT... --save my-stack.toml` writes what the
 // measurements said about a stack, human-readable, with the figures it came from; `--stack my-stack.toml` on predict
 // and compare applies it on another machine without the measurements.

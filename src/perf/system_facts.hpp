@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Facts about the software and systems around the math that the model prices (data/system.toml, compiled
 // in): what the CUDA runtime and the caching allocator keep, the share of a link's rate NCCL reaches, GPUs
 // per server, framework and engine thresholds, default batches per model family. Each is sourced in the

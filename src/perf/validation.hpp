@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Validation against published measurements (rows in schema v2 of data/validation/*.csv, one file per
 // source): predict each row in the row's own unit and `per` (one GPU or the whole system), report the
 // error, the same for cross-GPU ratios, and per source file. A row the model cannot price — an unknown

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Weight formats for serving: how many bytes each weight of a decoder takes, which tensor math the
 // matrix work runs on, and what dequantization costs. data/weight-formats.toml (compiled in) holds the
 // formats with their sources: 16-bit, FP8 (W8A8), INT8 (W8A8 and W8A16), INT4 AWQ/GPTQ (W4A16) and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The compiled half of `import gpuvs` (_gpuvs): runs a gpuvs command in the Python process through the same
 // library the command line is built from (cli/app.hpp's run_json) and hands back its JSON document as Python
 // objects. The Python half (gpuvs/__init__.py) turns keyword arguments into the command's flags.

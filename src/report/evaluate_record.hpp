@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The record `gpuvs evaluate` stores in the history and the report renders: one definition of its sections,
 // written by the CLI and read back by the report.
 #pragma once

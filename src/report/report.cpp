@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "report/report.hpp"
 
 #include <fmt/format.h>
@@ -555,6 +556,7 @@ std::string cell_text(std::string_view html) {
     if (html[i] == '<') {
       const auto end = html.find('>', i);
       if (end == std::string_view::npos) break;
+      if (html.substr(i, 3) == "<br") out += ' ';  // a line break in a cell is a space in its text
       i = end;
       continue;
     }
@@ -588,6 +590,8 @@ std::string table_csv(std::string_view table) {
       const std::size_t close = row.find(row.substr(c, 3) == "<td" ? "</td>" : "</th>", open);
       if (open == std::string_view::npos || close == std::string_view::npos) break;
       std::string f = cell_text(row.substr(open + 1, close - open - 1));
+      // A cell a spreadsheet would run as a formula (a name from a user's file starting "=") is kept as text.
+      if (!f.empty() && (f[0] == '=' || f[0] == '+' || f[0] == '@' || f[0] == '\t' || f[0] == '\r')) f.insert(f.begin(), '\'');
       if (f.find_first_of(",\"\r\n") != std::string::npos) {
         std::string q = "\"";
         for (char ch : f) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);

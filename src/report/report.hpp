@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The report of a stored run (gpuvs evaluate's record): one self-contained HTML file that works offline
 // — inline CSS, inline SVG charts, a few lines of script that only check the charts — or Markdown.
 // Charts: the local device's roofline with the measured benchmark points and the workload's ops;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "report/svg.hpp"
 
 #include <fmt/format.h>
@@ -25,9 +26,14 @@ constexpr int kDejaVuAdvance[95] = {
 std::string num(double v) {
   if (v == 0) return "0";
   const double a = std::fabs(v);
-  if (a >= 1e9) return fmt::format("{:.3g}G", v / 1e9);
-  if (a >= 1e6) return fmt::format("{:.3g}M", v / 1e6);
-  if (a >= 1e3) return fmt::format("{:.3g}k", v / 1e3);
+  // Three significant digits with an SI prefix; a value that rounds up to the next prefix takes it (999.7 is
+  // "1k", not "1e+03").
+  static const std::pair<double, const char*> prefixes[] = {{1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}, {1, ""}};
+  for (const auto& [scale, prefix] : prefixes)
+    if (a >= scale * 0.9995 || scale == 1) {
+      const std::string s = fmt::format("{:.3g}{}", v / scale, prefix);
+      if (s.find('e') == std::string::npos || scale == 1e12) return s;
+    }
   return fmt::format("{:.3g}", v);
 }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Small, dependency-free SVG charts for the self-contained HTML report: horizontal bar charts and
 // line/scatter charts with linear or log axes. Every data mark carries class "mark" and a <title>
 // tooltip; all text is escaped. Charts are plain strings so the report stays one offline file. Each chart is a

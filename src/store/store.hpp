@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The results history: a local SQLite database of gpuvs runs (evaluate, bench), each stored whole in
 // one transaction (WAL journal), so a run killed mid-write leaves the database as it was before it. A
 // file that is not a gpuvs database — another program's SQLite file, or not SQLite at all, or corrupt —

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The front door for a workload: a name (a built-in network, a built-to-size decoder, `gpt` with its shape
 // options, a built-in Sequential model) or a model file, resolved by one rule for every command.
 #pragma once

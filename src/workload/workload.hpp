@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A workload as the user asked for it, resolved once: the network a name or a model file gives under the
 // options that shape it, its family, and the graphs built from it. Commands resolve a workload here and pass
 // it down by `const Workload&`; nothing below resolves the name again. Which pricer answers a request — the

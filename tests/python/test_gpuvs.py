@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """`import gpuvs`: the Python module answers as the command line does, in the Python process.
 
 Run by ctest with PYTHONPATH=BUILD/python and GPUVS_BINARY the built gpuvs. The oracle is the binary: each call's

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `cmake --install` puts gpuvs where a package would (bin/, the CUDA plugin in lib/gpuvs/ where built, the license
 # and README in share/doc/gpuvs/, the bash completion and the manual page), and the installed binary answers from there, in a folder far from the source
 # tree: everything it reads is compiled in or found relative to itself.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Every #include "ROOM/..." in src/ follows the CMake link graph: a file in src/R includes only R's own headers and
 # those of the rooms R links, directly or through them. BUILD/rooms.txt (written at configure time from the
 # targets' LINK_LIBRARIES) gives each room's direct links. The CUDA plugin's sources (src/gpu/cuda, the .cu/.cuh

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A dependency missing at configure time is one line on stderr naming the Debian package, exit code 2, from
 # the README's build (scripts/build) — never CMake's backtrace. Each case hides one dependency from CMake
 # (CMAKE_DISABLE_FIND_PACKAGE_<name>, or an empty pkg-config search path) in a scratch build folder.

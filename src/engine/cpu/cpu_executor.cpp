@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CPU executor: plans one arena for every intermediate and saved tensor, binds params to the
 // ParamStore, creates a GEMM plan per matmul, then interprets the node list in order.
 #include <fmt/format.h>

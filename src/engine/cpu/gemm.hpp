@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A planned GEMM with a fused epilogue: C = act(op(A) . op(B) + bias), row-major, op = optional transpose.
 // Planned once (library primitive, scratchpad) and run many times with no allocation.
 // f32 runs through oneDNN (matmul primitive with bias and eltwise post-op) or OpenBLAS (sgemm + epilogue

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CPU kernels for every non-GEMM op, for float (the engine) and double (the gradient-check oracle).
 // Loops are written to vectorise (-O3 -march=native) and use OpenMP above a size where threads pay off.
 #pragma once

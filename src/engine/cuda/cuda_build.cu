@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Compiled by nvcc when CUDA is enabled; selected by CMake instead of cuda_build_stub.cpp.
 #include "engine/cuda/cuda_build.hpp"
 

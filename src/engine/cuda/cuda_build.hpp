@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What CUDA support this binary was built with. The CUDA backend itself arrives with the CUDA engine
 // issue; until then this records whether nvcc compiled the CUDA parts and for which architectures.
 #pragma once

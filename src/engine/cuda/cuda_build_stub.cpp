@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Selected by CMake when CUDA is not built.
 #include "engine/cuda/cuda_build.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA engine: a TrainDevice (device params and optimizer slots shared by every executor of a run,
 // the caching allocator in growth or preallocate mode, one stream, one cuBLASLt handle) and its executors.
 // An executor is built once per graph — every buffer allocated, every GEMM's cuBLASLt algorithm chosen —

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The arithmetic of the CUDA engine's kernels, written once for host and device (__host__ __device__ under
 // nvcc, plain inline functions otherwise) so the host test suite checks it against the CPU oracle's
 // kernels even where no GPU is present: the Philox dropout layout, the Keras Adam step, the fused softmax

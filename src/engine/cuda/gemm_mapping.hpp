@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How the CUDA engine hands a row-major IR matmul, C[M,N] = op(A)[M,K] · op(B)[K,N], to column-major
 // cuBLASLt: as C^T[N,M] = op'(B)[N,K] · op'(A)[K,M], where a row-major matrix is read as its column-major
 // transpose. Plain C++ so a host test can run the same mapping through a column-major BLAS.

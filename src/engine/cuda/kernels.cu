@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "engine/cuda/kernels.cuh"
 
 #include <cuda_fp16.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CUDA kernels of the engine's non-GEMM ops. Their arithmetic is device_math.hpp's (checked on the host
 // against the CPU oracle); these add only the indexing. All run on the caller's stream.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "engine/memory/caching_allocator.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The device memory allocator behind the engine's two allocation policies, TensorFlow's pair:
 //   growth       — take memory from the device as it is asked for, in segments, and keep freed blocks in a
 //                  cache for reuse (best fit, split, coalesce), so steady-state steps never call the device

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GEMM throughput through cuBLASLt for each precision the tensor cores offer, in the TN layout every
 // precision supports (FP8 requires it). Inputs are random (uniform in [-1, 1); INT8 in [-64, 64]);
 // the L2 cache is overwritten before every timed repetition; the algorithm is cuBLASLt's first heuristic

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Kernel launch cost: the round trip of one launch and synchronize, the per-kernel cost of back-to-back
 // asynchronous launches, and the per-kernel cost inside a replayed CUDA graph (the "compiled step" path).
 // All host-timed in microseconds; every launch increments a counter, which is checked at the end.

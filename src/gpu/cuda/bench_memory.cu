@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Device memory bandwidth (read, write and copy kernels; cudaMemcpy device-to-device), host<->device
 // copies (pinned and pageable) and peer-to-peer copies. Byte counting: read and write kernels count the
 // bytes they touch once; copy kernels and device-to-device copies count read + write (STREAM's

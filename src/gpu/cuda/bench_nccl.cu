@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // All-reduce sweep through NCCL across every visible GPU in one process (ncclCommInitAll), reported as
 // nccl-tests does: algbw = bytes / time, busbw = algbw * 2(n-1)/n, out of place, float sum. Waived where
 // NCCL cannot be loaded.

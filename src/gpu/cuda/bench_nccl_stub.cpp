@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Selected by CMake when the CUDA toolkit has no nccl.h: the NCCL benchmarks are waived, and multi-GPU
 // training (in one process or across MPI ranks) says why it cannot start.
 #include "core/error.hpp"

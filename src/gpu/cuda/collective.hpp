@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One rank of an all-reduce group (NCCL, loaded at run time): across the GPUs of this process, or one GPU
 // in each of several processes (MPI ranks). Kept free of NCCL's headers so the engine compiles where the
 // toolkit lacks them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared helpers of the CUDA plugin: error checks that throw with the call that failed, RAII device and
 // host buffers, a deterministic never-zero data generator usable on host and device (so self-checks can
 // recompute any element), and the repetition counts every GPU benchmark uses.

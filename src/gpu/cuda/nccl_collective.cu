@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The training engine's NCCL groups: every GPU of this process (ncclCommInitAll), or one GPU per process
 // joined by an id the host carried between them (ncclCommInitRank). Gradients are averaged (ncclAvg).
 #include "core/error.hpp"

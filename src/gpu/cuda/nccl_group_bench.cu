@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cluster benchmark's NCCL side (`mpirun -np N gpuvs bench` with a GPU per rank): this rank's GPU in a
 // group across processes, timing all-reduce, all-gather and reduce-scatter as nccl-tests does (out of
 // place, float, sum) and send/recv between a pair. Every result is checked element by element on the GPU

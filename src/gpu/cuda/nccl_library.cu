@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "gpu/cuda/nccl_library.hpp"
 
 #include <dlfcn.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // NCCL, loaded at run time (libnccl.so.2), so the plugin works where it is absent: the entry points gpuvs
 // calls, or the one-line reason they are missing. Compiled only where the toolkit has nccl.h.
 #pragma once

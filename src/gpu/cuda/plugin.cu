@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA plugin's entry point: reports what it was built with, counts devices, and dispatches each
 // benchmark key to its implementation. CUDA failures become FAILED results with the call that failed.
 #include <cublasLt.h>

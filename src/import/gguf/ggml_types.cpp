@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "import/gguf/ggml_types.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ggml's tensor storage types, as a GGUF file names them in each tensor's `type` field: how many elements one
 // block holds and how many bytes it takes (data/ggml-types.toml, compiled in, each row cited to ggml's source).
 // The GGUF reader sizes every tensor with it; the serving model prices a file's actual tensor mix with it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "import/gguf/gguf_file.hpp"
 
 #include <fmt/format.h>
@@ -182,8 +183,7 @@ void read_tensor_info(Cursor& c, GgufHeader& h, std::uint64_t index, std::uint64
   t.name = read_string(c, fmt::format("tensor {}'s name", index), kMaxNameBytes);
   if (t.name.empty()) c.fail_at(fmt::format("tensor {} has an empty name", index), at);
   const std::string name = fmt::format("tensor '{}'", strings::printable(t.name));
-  for (const auto& other : h.tensors)
-    if (other.name == t.name) c.fail_at(name + " is listed twice", at);
+  if (h.tensor_index.count(t.name)) c.fail_at(name + " is listed twice", at);
   const auto n_dims = c.get<std::uint32_t>(name + "'s dimension count");
   if (n_dims > kMaxDims) c.fail(fmt::format("{} has {} dimensions, more than ggml's {}", name, n_dims, kMaxDims));
   t.elements = 1;
@@ -215,6 +215,7 @@ void read_tensor_info(Cursor& c, GgufHeader& h, std::uint64_t index, std::uint64
   const std::uint64_t padded = (t.bytes + h.alignment - 1) / h.alignment * h.alignment;
   if (padded < t.bytes || expected_offset > std::numeric_limits<std::uint64_t>::max() - padded) c.fail(name + "'s offset overflows 64 bits");
   expected_offset += padded;
+  h.tensor_index.emplace(t.name, h.tensors.size());
   h.tensors.push_back(std::move(t));
 }
 
@@ -234,6 +235,9 @@ GgufHeader parse(Cursor& c) {
   if (n_kv < 0) c.fail_at(fmt::format("the metadata count is negative ({})", n_kv), 16);
   // A metadata pair is at least 13 bytes (key length, a one-byte key, type, a one-byte value); a tensor's entry 24.
   if (static_cast<std::uint64_t>(n_kv) > c.left() / 13) c.fail_at(fmt::format("the metadata count {} is more than the file's {} bytes hold", n_kv, c.size()), 16);
+  if (n_kv > kMaxGgufKeys) c.fail_at(fmt::format("the metadata count {} is more than {}, far past any model's", n_kv, kMaxGgufKeys), 16);
+  if (n_tensors > kMaxGgufTensors) c.fail_at(fmt::format("the tensor count {} is more than {}, far past any model's", n_tensors, kMaxGgufTensors), 8);
+  std::uint64_t alignment_at = 0;
   for (std::int64_t i = 0; i < n_kv; ++i) {
     const auto at = c.pos();
     std::string key = read_string(c, fmt::format("metadata key {}", i), kMaxKeyBytes);
@@ -244,11 +248,13 @@ GgufHeader parse(Cursor& c) {
     const auto type = c.get<std::int32_t>(shown + "'s type");
     if (type < 0 || type >= kTypeCount) c.fail_at(fmt::format("metadata key {} has type {}, not a GGUF type", shown, type), type_at);
     GgufValue v = read_value(c, type, shown);
+    if (key == "general.alignment") alignment_at = at;
     h.metadata.emplace(std::move(key), std::move(v));
   }
   if (const GgufValue* a = h.find("general.alignment")) {
-    if (a->type != 4) c.fail_at(fmt::format("general.alignment is a {}, not a uint32", type_name(a->type)), 0);
-    if (a->integer == 0 || (a->integer & (a->integer - 1)) != 0) c.fail_at(fmt::format("general.alignment {} is not a power of two", a->integer), 0);
+    if (a->type != 4) c.fail_at(fmt::format("general.alignment is a {}, not a uint32", type_name(a->type)), alignment_at);
+    if (a->integer == 0 || (a->integer & (a->integer - 1)) != 0)
+      c.fail_at(fmt::format("general.alignment {} is not a power of two", a->integer), alignment_at);
     h.alignment = static_cast<std::uint32_t>(a->integer);
   }
   if (static_cast<std::uint64_t>(n_tensors) > c.left() / 24)
@@ -272,9 +278,8 @@ const GgufValue* GgufHeader::find(const std::string& key) const {
 }
 
 const GgufTensor* GgufHeader::tensor(const std::string& name) const {
-  for (const auto& t : tensors)
-    if (t.name == name) return &t;
-  return nullptr;
+  const auto it = tensor_index.find(name);
+  return it == tensor_index.end() ? nullptr : &tensors[it->second];
 }
 
 bool has_gguf_magic(std::string_view bytes) { return bytes.substr(0, 4) == "GGUF"; }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The header of a GGUF file (llama.cpp's model format): its metadata and its tensor directory, read without
 // reading the weights. Follows the spec (ggml docs/gguf.md) and the checks of ggml's reference reader
 // (src/gguf.cpp), cited in docs/research/gguf-safetensors-hf-cache.md: versions 2 and 3, little-endian; every
@@ -9,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace gpuvs::import {
@@ -39,6 +41,7 @@ struct GgufHeader {
   std::uint32_t alignment = 32;
   std::map<std::string, GgufValue> metadata;
   std::vector<GgufTensor> tensors;  // in file order
+  std::unordered_map<std::string, std::size_t> tensor_index;  // name -> position in `tensors`
   std::uint64_t data_start = 0, file_size = 0;
 
   const GgufValue* find(const std::string& key) const;
@@ -48,6 +51,9 @@ struct GgufHeader {
 /// Most bytes the metadata and tensor directory may take: a vocabulary of 256 K tokens with its merges is about
 /// 10 MB; more is not a model header.
 inline constexpr std::uint64_t kMaxGgufHeaderBytes = std::uint64_t{256} << 20;
+/// Most metadata pairs and tensors a header may list: real models have under a hundred keys and a few thousand
+/// tensors (a 61-layer mixture of experts, about 1,100); a crafted header claiming millions is refused up front.
+inline constexpr std::int64_t kMaxGgufKeys = 1 << 16, kMaxGgufTensors = 1 << 20;
 
 /// Reads the header of the GGUF file at `path` (under the input policy: a regular file, noted as an input).
 /// InputError "PATH: what (at byte N)" for anything the format does not allow or gpuvs cannot size.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "import/gguf/gguf_model.hpp"
 
 #include <fmt/format.h>
@@ -35,6 +36,7 @@ struct Reader {
   const GgufHeader& h;
   const std::string& where;
   std::string arch;
+  std::int64_t layers = 0;  // block_count, once read: a per-layer array must list one value per block
 
   [[noreturn]] void fail(const std::string& key, const std::string& what) const { throw InputError(fmt::format("{}: {}: {}", where, key, what)); }
 
@@ -47,6 +49,8 @@ struct Reader {
     if (v->is_integer()) {
       n = v->integer;
     } else if (v->type == 9 && !v->integers.empty()) {
+      if (layers > 0 && static_cast<std::int64_t>(v->integers.size()) != layers)
+        fail(key, fmt::format("lists {} values for {} blocks", v->integers.size(), layers));
       n = v->integers.front();
       for (const auto x : v->integers)
         if (x != n) fail(key, fmt::format("differs between layers ({} and {}): layers of different shapes are not built", n, x));
@@ -86,10 +90,11 @@ std::string type_name(int type) {
 
 double type_bits(int type) { return ggml_type(type)->bits(); }
 
-DecoderConfig decoder_shape(const Reader& r, std::vector<std::string>& notes) {
+DecoderConfig decoder_shape(Reader& r, std::vector<std::string>& notes) {
   DecoderConfig c;
   c.hidden = r.integer(r.key("embedding_length"), 1, kMaxWidth);
   c.layers = static_cast<int>(r.integer(r.key("block_count"), 1, kMaxLayers));
+  r.layers = c.layers;
   c.heads = static_cast<int>(r.integer(r.key("attention.head_count"), 1, kMaxHeads));
   c.kv_heads = static_cast<int>(r.integer_or(r.key("attention.head_count_kv"), c.heads, 1, kMaxHeads));
   if (c.heads % c.kv_heads != 0)
@@ -108,7 +113,7 @@ DecoderConfig decoder_shape(const Reader& r, std::vector<std::string>& notes) {
   c.experts = static_cast<int>(r.integer_or(r.key("expert_count"), 0, 0, 4096));
   if (c.experts == 1) r.fail(r.key("expert_count"), "1 expert: a mixture needs at least 2");
   if (c.experts > 0) c.experts_per_token = static_cast<int>(r.integer(r.key("expert_used_count"), 1, c.experts));
-  else if (r.h.find(r.key("expert_used_count"))) r.fail(r.key("expert_used_count"), "set without expert_count");
+  else if (r.integer_or(r.key("expert_used_count"), 0, 0, kMaxLayers) != 0) r.fail(r.key("expert_used_count"), "set without expert_count");
   const std::int64_t positions = r.integer(r.key("context_length"), 1, kMaxPositions);
   c.max_positions = positions;
   c.seq_len = std::min(positions, kDefaultSeq);
@@ -170,6 +175,12 @@ models::StoredWeights stored_weights(const Reader& r, const DecoderConfig& c) {
   // What the file holds, by type: the summary, and the type most projection weights are in (it picks the kernels).
   std::map<std::string, std::uint64_t> tensors_of, projection_elements;
   for (const auto& t : r.h.tensors) {
+    if (t.name.rfind("blk.", 0) == 0) {
+      // A block past block_count is a model other than the one the metadata describes.
+      const std::string number = t.name.substr(4, t.name.find('.', 4) - 4);
+      if (number.empty() || number.size() > 6 || number.find_first_not_of("0123456789") != std::string::npos || std::stoi(number) >= c.layers)
+        r.fail(t.name, fmt::format("not a block of the {} the metadata's block_count makes", c.layers));
+    }
     ++tensors_of[type_name(t.type)];
     w.file_bytes += static_cast<double>(t.bytes);
     if (t.name.rfind("blk.", 0) == 0)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A GGUF file as a workload: the decoder its metadata describes (llama.cpp's `{arch}.*` keys, checked against the
 // tensors' shapes) and the weights as stored, tensor by tensor, so the serving model prices the file's actual
 // quantization mix (a Q4_K_M file keeps some tensors in Q6_K, Q5_0 or F32 by llama.cpp's rules and its rows).

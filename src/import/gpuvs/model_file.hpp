@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Model files: a Keras Sequential model described in TOML or JSON (same structure in both).
 //
 //   name = "my-model"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "import/hf/hf_checkpoint.hpp"
 
 #include <fmt/format.h>
@@ -46,6 +47,10 @@ const std::regex& hub_id_pattern() {
   return re;
 }
 
+// huggingface_hub allows repo ids of 96 characters; with a revision, well under this. A longer name is no hub id
+// (and is never handed to std::regex, whose matcher recurses per character).
+constexpr std::size_t kMaxNameChars = 512;
+
 bool is_commit(const std::string& s) { return std::regex_match(s, std::regex("^[0-9a-f]{40}$")); }
 
 /// A parameter count as people write it: 86,784; 12.3 M; 8.03 B.
@@ -77,16 +82,18 @@ fs::path hf_hub_cache() {
 }
 
 bool is_checkpoint(const std::string& name) {
-  if (name.empty()) return false;
+  if (name.empty() || name.size() > kMaxNameChars) return false;
   if (is_weights_file(name)) return true;
   std::error_code ec;
-  if (fs::is_directory(name, ec)) return true;
+  // A folder is a checkpoint when it holds a config or is named as a path: a folder called resnet50 in the
+  // working directory does not hide the built-in resnet50.
+  if (fs::is_directory(name, ec)) return name.find('/') != std::string::npos || fs::exists(fs::path(name) / "config.json", ec);
   return std::regex_match(name, hub_id_pattern()) && !fs::exists(name, ec);
 }
 
 fs::path hf_cached_snapshot(const std::string& id) {
   std::smatch m;
-  if (!std::regex_match(id, m, hub_id_pattern())) throw InputError(fmt::format("'{}' is not a Hugging Face hub id (ORG/NAME)", strings::printable(id)));
+  if (id.size() > kMaxNameChars || !std::regex_match(id, m, hub_id_pattern())) throw InputError(fmt::format("'{}' is not a Hugging Face hub id (ORG/NAME)", strings::printable(id)));
   const std::string repo = m[1].str() + "/" + m[2].str();
   const std::string revision = m[4].matched ? m[4].str() : "main";
   if (revision.find("..") != std::string::npos || revision.front() == '/' || revision.back() == '/')
@@ -138,8 +145,17 @@ models::NetworkInfo checkpoint_network(const std::string& name, const std::map<s
   models::NetworkInfo n = hf_network(files::read_all(config, "model file"), config.string());
   n.id = name;
   if (weights.empty()) {
-    if (fs::exists(dir / "model.safetensors.index.json", ec)) weights = (dir / "model.safetensors.index.json").string();
-    else if (fs::exists(dir / "model.safetensors", ec)) weights = (dir / "model.safetensors").string();
+    if (fs::exists(dir / "model.safetensors.index.json", ec)) {
+      // A cache may hold the config and the index without the shards (only what the question needed was fetched).
+      for (const auto& shard : safetensors_index_shards((dir / "model.safetensors.index.json").string()))
+        if (!fs::exists(dir / shard, ec)) {
+          n.description += fmt::format("; its weights are not all here ({} is missing): the shape from config.json alone", strings::printable(shard));
+          return n;
+        }
+      weights = (dir / "model.safetensors.index.json").string();
+    } else if (fs::exists(dir / "model.safetensors", ec)) {
+      weights = (dir / "model.safetensors").string();
+    }
   }
   if (weights.empty()) {
     n.description += "; no safetensors weights beside it: the shape from config.json alone";
@@ -150,7 +166,7 @@ models::NetworkInfo checkpoint_network(const std::string& name, const std::map<s
   n.published_params = params;
   n.params_source = "the checkpoint's tensors";
   n.description += "; weights: " + weights_summary(w);
-  if (n.family == models::Family::decoder) {
+  if (n.family == models::Family::decoder && params > 0) {
     const double shape = static_cast<double>(models::decoder_params(n.decoder));
     if (std::abs(shape / params - 1.0) > 0.01)
       n.description += fmt::format(" (the config's shape makes {}: the tensors hold what gpuvs does not build, or tied weights stored twice)",

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A Hugging Face checkpoint as a workload: a folder holding config.json (the shape) and its safetensors weights
 // (the exact parameter count and dtypes, from their headers alone), named by its path, by one of its weight files,
 // or by a hub id (`meta-llama/Meta-Llama-3-8B`) found in the local hub cache. gpuvs never downloads: a hub id not

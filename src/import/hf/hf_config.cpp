@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "import/hf/hf_config.hpp"
 
 #include <fmt/format.h>

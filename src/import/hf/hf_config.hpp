@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hugging Face `config.json` files as workloads: the decoder and encoder families people train and serve,
 // read into gpuvs's shapes (DecoderConfig, BertConfig). Only the shape is read; weights are not needed to
 // price a model. Keys that change nothing gpuvs prices (RoPE scaling, dropout probabilities, token ids)

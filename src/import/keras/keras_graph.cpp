@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "import/keras/keras_graph.hpp"
 
 #include <fmt/format.h>

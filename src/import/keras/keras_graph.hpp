@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Keras models gpuvs prices but the engine does not run: Sequential or Functional graphs with Conv1D/Conv2D,
 // MaxPooling1D/2D, AveragePooling1D/2D, GlobalAveragePooling1D/2D, GlobalMaxPooling1D/2D, BatchNormalization,
 // LayerNormalization, Embedding, MultiHeadAttention, Add, Concatenate, Reshape, Flatten, Dense, Dropout

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Keras models as Keras writes them: `model.to_json()` (Keras 2 and Keras 3 forms) and the config.json
 // inside a `.keras` archive (with its compile config). Sequential models — and Functional models whose
 // layers form one chain — of Dense, Dropout, Activation, Flatten and InputLayer become a ModelSpec the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "import/onnx/onnx_convert.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ONNX graph converter: one pass over the nodes in file order (ONNX requires topological order), each
 // node either folded (its inputs' values are known: constants and shape arithmetic), kept as a view of a weight
 // (Transpose, Reshape, Slice ... of an initializer), fused with the nodes after it into one IR op (GELU's erf

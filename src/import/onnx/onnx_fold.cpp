@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The constant folder: what each ONNX op computes on values known while converting (shapes, masks,
 // positions, weights seen through views). Converter::fold_values decides whether a node can fold (its
 // inputs known, what it reads counted) and finds the op's function in one table, as cost.cpp's switch finds

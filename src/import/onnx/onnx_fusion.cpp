@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Patterns exporters write for one operation, priced as the fused kernel a runtime runs (ONNX Runtime's
 // GeluFusion, LayerNormFusion and attention fusion; TensorRT's Myelin does the same): GELU in its erf form,
 // LayerNorm written out as ReduceMean/Sub/Pow/Sqrt/Div, and attention as MatMul -> scale -> mask -> Softmax

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tensors whose values the ONNX reader knows while it converts a graph: Constant nodes, initializers small
 // enough to read, and the shape arithmetic exporters write (Shape -> Gather -> Unsqueeze -> Concat -> Reshape),
 // which becomes concrete once the symbolic dimensions are bound. Not public: used by onnx_*.cpp.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ONNX model files (.onnx) as workloads, read with the ONNX protobuf definitions Debian ships (libonnx-dev).
 // The graph becomes gpuvs's IR for inference pricing and, through autodiff, training pricing (cross-entropy
 // on the first output when it holds class scores, else a squared-error stand-in, said in the description).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ONNX operators built as IR ops (the converter's build_op): tensors the model computes with each step.
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>

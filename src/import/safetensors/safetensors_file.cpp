@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "import/safetensors/safetensors_file.hpp"
 
 #include <fmt/format.h>
@@ -142,7 +143,10 @@ SafetensorsHeader read_safetensors_file(const std::string& path) {
   return read_safetensors_bytes(length + in.read_at(8, n), in.size(), path);
 }
 
-SafetensorsHeader read_safetensors_index(const std::string& path) {
+namespace {
+
+/// The index's weight_map by shard: each shard a plain file name in the index's folder.
+std::map<std::string, std::vector<std::string>> index_by_shard(const std::string& path) {
   const json j = parse_json(files::read_all(path, "safetensors index"), path);
   if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
     throw InputError(fmt::format("{}: a safetensors index needs a weight_map object (tensor name: shard file)", path));
@@ -150,12 +154,25 @@ SafetensorsHeader read_safetensors_index(const std::string& path) {
   for (const auto& [name, shard] : j["weight_map"].items()) {
     if (!shard.is_string()) throw InputError(fmt::format("{}: weight_map.{}: must name a shard file", path, strings::printable(name)));
     const std::string file = shard.get<std::string>();
-    // A shard is a file beside the index: a name, never a path out of the checkpoint's folder.
-    if (file.empty() || file.find('/') != std::string::npos || file == "." || file == "..")
+    // A shard is a file beside the index: a name, never a path out of the checkpoint's folder, never a control byte.
+    if (file.empty() || file.find('/') != std::string::npos || file == "." || file == ".." || strings::has_control(file))
       throw InputError(fmt::format("{}: weight_map.{}: '{}' is not a file name in the index's folder", path, strings::printable(name), strings::printable(file)));
     by_shard[file].push_back(name);
   }
   if (by_shard.empty()) throw InputError(fmt::format("{}: weight_map names no tensors", path));
+  return by_shard;
+}
+
+}  // namespace
+
+std::vector<std::string> safetensors_index_shards(const std::string& path) {
+  std::vector<std::string> out;
+  for (const auto& [file, _] : index_by_shard(path)) out.push_back(file);
+  return out;
+}
+
+SafetensorsHeader read_safetensors_index(const std::string& path) {
+  const auto by_shard = index_by_shard(path);
   // Every shard read first (a missing or broken shard is the news), then each held to the map.
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();
   std::vector<std::pair<std::string, SafetensorsHeader>> shards;
@@ -168,10 +185,12 @@ SafetensorsHeader read_safetensors_index(const std::string& path) {
     for (const auto& t : shard.tensors) {
       held.insert(t.name);
       if (!mapped.count(t.name))
-        throw InputError(fmt::format("{}: {} holds tensor '{}', which weight_map does not name (or names in another shard)", path, file, strings::printable(t.name)));
+        throw InputError(fmt::format("{}: {} holds tensor '{}', which weight_map does not name (or names in another shard)", path,
+                                     strings::printable(file), strings::printable(t.name)));
     }
     for (const auto& name : names)
-      if (!held.count(name)) throw InputError(fmt::format("{}: weight_map puts '{}' in {}, which does not hold it", path, strings::printable(name), file));
+      if (!held.count(name))
+        throw InputError(fmt::format("{}: weight_map puts '{}' in {}, which does not hold it", path, strings::printable(name), strings::printable(file)));
     all.tensor_bytes += shard.tensor_bytes;
     all.files.push_back((dir / file).string());
     for (auto& t : shard.tensors) all.tensors.push_back(std::move(t));

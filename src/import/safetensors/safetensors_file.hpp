@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The header of a safetensors file (Hugging Face's weight format) and of a sharded checkpoint's index
 // (model.safetensors.index.json): every tensor's name, dtype and shape, read without reading the weights. Held to
 // the checks of the reference parser (huggingface/safetensors src/tensor.rs, cited in
@@ -49,5 +50,9 @@ SafetensorsHeader read_safetensors_bytes(std::string_view bytes, std::uint64_t f
 /// two held to each other: every tensor the map names is in the shard it names, and every shard's tensors are in
 /// the map.
 SafetensorsHeader read_safetensors_index(const std::string& path);
+
+/// The shard file names a sharded checkpoint's index names (each a plain name in its folder), read without the
+/// shards.
+std::vector<std::string> safetensors_index_shards(const std::string& path);
 
 }  // namespace gpuvs::import

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """gpuvs from Python: which accelerator should run your model, how fast, will it fit, what will it cost.
 
 Each function runs the gpuvs command of the same name in this process, through the library the command line is
