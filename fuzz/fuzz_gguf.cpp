@@ -9,33 +9,13 @@
 #include "import/gguf/gguf_model.hpp"
 #include "perf/weight_format.hpp"
 
-namespace {
-
-/// The header read by `read`, or the InputError it threw without its "WHERE: " prefix.
-template <typename Read>
-std::string outcome(Read&& read, const std::string& where, gpuvs::import::GgufHeader& out) {
-  try {
-    out = read();
-    return "";
-  } catch (const gpuvs::InputError& e) {
-    const std::string what = e.what();
-    if (what.rfind(where + ": ", 0) != 0 || what.find('\n') != std::string::npos) {
-      std::fprintf(stderr, "InputError does not name %s on one line: [%s]\n", where.c_str(), what.c_str());
-      std::abort();
-    }
-    return what.substr(where.size() + 2);
-  }
-}
-
-}  // namespace
-
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace gpuvs;
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
   const std::string path = fuzz::write("model.gguf", data, size);
   import::GgufHeader from_memory, from_file;
-  const std::string a = outcome([&] { return import::read_gguf_bytes(bytes, "fuzz.gguf"); }, "fuzz.gguf", from_memory);
-  const std::string b = outcome([&] { return import::read_gguf_file(path); }, path, from_file);
+  const std::string a = fuzz::outcome([&] { return import::read_gguf_bytes(bytes, "fuzz.gguf"); }, "fuzz.gguf", from_memory);
+  const std::string b = fuzz::outcome([&] { return import::read_gguf_file(path); }, path, from_file);
   if (a != b || from_memory.data_start != from_file.data_start || from_memory.tensors.size() != from_file.tensors.size() ||
       from_memory.metadata.size() != from_file.metadata.size()) {
     std::fprintf(stderr, "memory and file readers differ: [%s] vs [%s]\n", a.c_str(), b.c_str());

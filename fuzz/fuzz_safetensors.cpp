@@ -7,32 +7,13 @@
 #include "fuzz_util.hpp"
 #include "import/safetensors/safetensors_file.hpp"
 
-namespace {
-
-template <typename Read>
-std::string outcome(Read&& read, const std::string& where, gpuvs::import::SafetensorsHeader& out) {
-  try {
-    out = read();
-    return "";
-  } catch (const gpuvs::InputError& e) {
-    const std::string what = e.what();
-    if (what.rfind(where + ": ", 0) != 0 || what.find('\n') != std::string::npos) {
-      std::fprintf(stderr, "InputError does not name %s on one line: [%s]\n", where.c_str(), what.c_str());
-      std::abort();
-    }
-    return what.substr(where.size() + 2);
-  }
-}
-
-}  // namespace
-
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace gpuvs;
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
   const std::string path = fuzz::write("model.safetensors", data, size);
   import::SafetensorsHeader from_memory, from_file;
-  const std::string a = outcome([&] { return import::read_safetensors_bytes(bytes, size, "fuzz.safetensors"); }, "fuzz.safetensors", from_memory);
-  const std::string b = outcome([&] { return import::read_safetensors_file(path); }, path, from_file);
+  const std::string a = fuzz::outcome([&] { return import::read_safetensors_bytes(bytes, size, "fuzz.safetensors"); }, "fuzz.safetensors", from_memory);
+  const std::string b = fuzz::outcome([&] { return import::read_safetensors_file(path); }, path, from_file);
   if (a != b || from_memory.tensors.size() != from_file.tensors.size() || from_memory.tensor_bytes != from_file.tensor_bytes) {
     std::fprintf(stderr, "memory and file readers differ: [%s] vs [%s]\n", a.c_str(), b.c_str());
     std::abort();

@@ -48,4 +48,22 @@ void expect_clean(F&& f) {
   }
 }
 
+/// Runs `read` (a reader of the input, from memory or from a file); returns "" when it read, with the result in
+/// `out`, or the InputError it threw without its "WHERE: " prefix, so two readers of the same bytes compare. An
+/// error that does not name `where` on one line aborts (a finding).
+template <typename Read, typename Result>
+std::string outcome(Read&& read, const std::string& where, Result& out) {
+  try {
+    out = read();
+    return "";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    if (what.rfind(where + ": ", 0) != 0 || what.find('\n') != std::string::npos) {
+      std::fprintf(stderr, "InputError does not name %s on one line: [%s]\n", where.c_str(), what.c_str());
+      std::abort();
+    }
+    return what.substr(where.size() + 2);
+  }
+}
+
 }  // namespace gpuvs::fuzz
