@@ -22,11 +22,6 @@ namespace {
 using import::GgufHeader;
 using test::GgufBuilder;
 
-void write_bytes(const std::filesystem::path& p, const std::string& bytes) {
-  std::ofstream f(p, std::ios::binary);
-  f << bytes;
-}
-
 TEST(GgmlTypes, TheTableHasGgmlBlockSizes) {
   for (const auto& [name, b] : test::test_ggml_types()) {
     const import::GgmlType* t = import::ggml_type(b.id);
@@ -77,7 +72,7 @@ TEST(Gguf, AFileIsReadAsItsBytesAre) {
   GgufBuilder b = test::tiny_llama_q4_k_m(2);
   b.alignment = 64;
   b.u32("general.alignment", 64);
-  write_bytes(dir / "m.gguf", b.bytes());
+  test::write_text(dir / "m.gguf", b.bytes());
   const GgufHeader f = import::read_gguf_file((dir / "m.gguf").string());
   const GgufHeader m = import::read_gguf_bytes(b.bytes(), "m.gguf");
   EXPECT_EQ(f.alignment, 64u);
@@ -316,13 +311,13 @@ TEST(Gguf, WhatRealFilesHaveIsAccepted) {
 TEST(Gguf, HugeDirectoriesReadInLinearTimeAndCountsAreCapped) {
   GgufBuilder many;
   many.str("general.architecture", "llama");
-  for (int i = 0; i < 200000; ++i) many.tensor("t" + std::to_string(i), {0}, "F32");
+  for (int i = 0; i < 200000; ++i) many.tensor(std::string("t").append(std::to_string(i)), {0}, "F32");
   const GgufHeader h = import::read_gguf_bytes(many.bytes(), "many.gguf");
   EXPECT_EQ(h.tensors.size(), 200000u);
   EXPECT_EQ(h.tensor("t199999")->name, "t199999");
   EXPECT_NE(test::input_error_of([&] { (void)import::gguf_network(h, "many.gguf"); }).find("llama.embedding_length: missing"), std::string::npos);
   GgufBuilder keys = test::tiny_llama_q4_k_m(2);
-  for (int i = 0; i < 70000; ++i) keys.u32("k" + std::to_string(i), 1);
+  for (int i = 0; i < 70000; ++i) keys.u32(std::string("k").append(std::to_string(i)), 1);
   const std::string e = test::input_error_of([&] { (void)import::read_gguf_bytes(keys.bytes(), "keys.gguf"); });
   EXPECT_NE(e.find("keys.gguf: the metadata count 700"), std::string::npos) << e;
   EXPECT_NE(e.find("is more than 65536, far past any model's"), std::string::npos) << e;
@@ -331,7 +326,7 @@ TEST(Gguf, HugeDirectoriesReadInLinearTimeAndCountsAreCapped) {
 TEST(Gguf, HeldBytesAreTheFile) {
   test::TempDir dir;
   const std::string bytes = test::tiny_llama_q4_k_m(2).bytes();
-  write_bytes(dir / "m.gguf", bytes);
+  test::write_text(dir / "m.gguf", bytes);
   const models::NetworkInfo from_file = import::network_from_file((dir / "m.gguf").string());
   const import::HeldModel held("memory:m.gguf", bytes);
   const models::NetworkInfo from_memory = import::network_from_file("memory:m.gguf");

@@ -20,11 +20,6 @@ namespace {
 
 using test::StTensor;
 
-void write_bytes(const std::filesystem::path& p, const std::string& bytes) {
-  std::ofstream f(p, std::ios::binary);
-  f << bytes;
-}
-
 import::SafetensorsHeader read(const std::string& bytes, const std::string& where = "bad.safetensors") {
   return import::read_safetensors_bytes(bytes, bytes.size(), where);
 }
@@ -48,7 +43,7 @@ TEST(Safetensors, ReadsTheHeaderAsTheFormatLaysItOut) {
   EXPECT_EQ(import::safetensors_dtype_bits("F4"), 4);
   EXPECT_EQ(import::safetensors_dtype_bits("Q4_K"), 0);
   test::TempDir dir;
-  write_bytes(dir / "m.safetensors", bytes);
+  test::write_text(dir / "m.safetensors", bytes);
   const auto f = import::read_safetensors_file((dir / "m.safetensors").string());
   EXPECT_EQ(f.tensors.size(), h.tensors.size());
   EXPECT_EQ(f.tensor_bytes, h.tensor_bytes);
@@ -123,15 +118,15 @@ struct Sharded {
   Sharded() {
     const auto tensors = test::hf_llama_tensors(2, 64, 32, 128, 100);
     const std::vector<StTensor> a(tensors.begin(), tensors.begin() + 10), b(tensors.begin() + 10, tensors.end());
-    write_bytes(dir / "model-00001-of-00002.safetensors", test::st_file(a));
-    write_bytes(dir / "model-00002-of-00002.safetensors", test::st_file(b));
+    test::write_text(dir / "model-00001-of-00002.safetensors", test::st_file(a));
+    test::write_text(dir / "model-00002-of-00002.safetensors", test::st_file(b));
     nlohmann::json map = nlohmann::json::object();
     for (const auto& t : a) map[t.name] = "model-00001-of-00002.safetensors";
     for (const auto& t : b) map[t.name] = "model-00002-of-00002.safetensors";
     write(map);
   }
   void write(const nlohmann::json& map) const {
-    write_bytes(index, nlohmann::json{{"metadata", {{"total_size", 0}}}, {"weight_map", map}}.dump(1));
+    test::write_text(index, nlohmann::json{{"metadata", {{"total_size", 0}}}, {"weight_map", map}}.dump(1));
   }
 };
 
@@ -189,7 +184,7 @@ TEST(HfCheckpoint, AFolderIsItsConfigAndItsWeights) {
   EXPECT_DOUBLE_EQ(workload::resolve_network(s.index).published_params, n.published_params);
   test::TempDir one;
   test::write_text(one / "config.json", kTinyLlamaConfig);
-  write_bytes(one / "model.safetensors", test::st_file(test::hf_llama_tensors(2, 64, 32, 128, 100, "F32")));
+  test::write_text(one / "model.safetensors", test::st_file(test::hf_llama_tensors(2, 64, 32, 128, 100, "F32")));
   const models::NetworkInfo single = workload::resolve_network((one / "model.safetensors").string());
   EXPECT_DOUBLE_EQ(single.published_params, n.published_params);
   EXPECT_NE(single.description.find("F32 86848"), std::string::npos) << single.description;
@@ -217,7 +212,7 @@ struct HubCache {
     test::write_text(repo / "refs" / "main", commit);  // written without a newline, as huggingface_hub does
     test::write_text(repo / "blobs" / "c0ffee", kTinyLlamaConfig);
     std::filesystem::create_symlink("../../blobs/c0ffee", repo / "snapshots" / commit / "config.json");
-    write_bytes(repo / "blobs" / "beef", test::st_file(test::hf_llama_tensors(2, 64, 32, 128, 100)));
+    test::write_text(repo / "blobs" / "beef", test::st_file(test::hf_llama_tensors(2, 64, 32, 128, 100)));
     std::filesystem::create_symlink("../../blobs/beef", repo / "snapshots" / commit / "model.safetensors");
     if (const char* v = std::getenv("HF_HUB_CACHE")) old_cache = v;
     ::setenv("HF_HUB_CACHE", (root / "hub").c_str(), 1);

@@ -36,8 +36,7 @@ models::NetworkInfo network_from_file(const std::string& path, const std::map<st
       throw InputError(fmt::format("option {} sets the shape of workload {} only; '{}' has its own shape", key,
                                    models::kGptWorkload, strings::printable(path)));
   if (is_onnx_path(path)) return onnx_network(path, options);
-  if (strings::ends_with(strings::lower(path), ".safetensors") || strings::ends_with(strings::lower(path), ".safetensors.index.json"))
-    return checkpoint_network(path, options);
+  if (is_safetensors_path(path)) return checkpoint_network(path, options);
   const std::string ext = extension(path);
   if (ext == ".gguf") return gguf_network_from(path);
   if (ext == ".keras") {

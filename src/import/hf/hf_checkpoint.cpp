@@ -38,8 +38,6 @@ std::string trimmed(const std::string& s) {
   return b == std::string::npos ? std::string() : s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
 }
 
-bool is_weights_file(const std::string& name) { return ends_with_nocase(name, ".safetensors") || ends_with_nocase(name, ".safetensors.index.json"); }
-
 // Hub repo ids: a namespace and a name of letters, digits, '-', '_' and '.' (huggingface_hub validate_repo_id),
 // optionally @revision (a branch, tag or commit; branches may hold '/').
 const std::regex& hub_id_pattern() {
@@ -73,6 +71,10 @@ std::string weights_summary(const SafetensorsHeader& w) {
 
 }  // namespace
 
+bool is_safetensors_path(const std::string& name) {
+  return ends_with_nocase(name, ".safetensors") || ends_with_nocase(name, ".safetensors.index.json");
+}
+
 fs::path hf_hub_cache() {
   if (const std::string v = env("HF_HUB_CACHE"); !v.empty()) return expand_home(v);
   if (const std::string v = env("HUGGINGFACE_HUB_CACHE"); !v.empty()) return expand_home(v);
@@ -83,7 +85,7 @@ fs::path hf_hub_cache() {
 
 bool is_checkpoint(const std::string& name) {
   if (name.empty() || name.size() > kMaxNameChars) return false;
-  if (is_weights_file(name)) return true;
+  if (is_safetensors_path(name)) return true;
   std::error_code ec;
   // A folder is a checkpoint when it holds a config or is named as a path: a folder called resnet50 in the
   // working directory does not hide the built-in resnet50.
@@ -130,7 +132,7 @@ models::NetworkInfo checkpoint_network(const std::string& name, const std::map<s
   std::error_code ec;
   fs::path dir;
   std::string weights;  // a weights file the name gave
-  if (is_weights_file(name)) {
+  if (is_safetensors_path(name)) {
     dir = fs::path(name).parent_path();
     weights = name;
   } else if (fs::is_directory(name, ec)) {

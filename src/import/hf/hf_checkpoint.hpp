@@ -16,6 +16,10 @@ namespace gpuvs::import {
 /// $HF_HOME/hub, else ${XDG_CACHE_HOME:-$HOME/.cache}/huggingface/hub.
 std::filesystem::path hf_hub_cache();
 
+/// True for a safetensors weights file or a sharded checkpoint's index (*.safetensors, *.safetensors.index.json,
+/// any case): what names the checkpoint of its folder.
+bool is_safetensors_path(const std::string& name);
+
 /// True for a name that is a checkpoint rather than a built-in id or a model file: an existing folder, a
 /// .safetensors file or a sharded checkpoint's *.safetensors.index.json, or a hub id ("org/name" or
 /// "org/name@revision", hub characters only, naming no existing path).
