@@ -295,6 +295,9 @@ TEST(Advise, AssumptionsAreListedAndOverridable) {
   bad("electricty_usd_per_kwh=0.2", "did you mean 'electricity_usd_per_kwh'");
   bad("pue=0.5", "impossible");
   bad("utilization=1.5", "impossible");
+  bad("failures_per_gpu_hour=0", "impossible");  // an infinite MTBF: no finite figure to print
+  bad("checkpoint_write_gbs=0", "impossible");
+  bad("peak_to_mean=0.5", "impossible");
   bad("price.rtx-4090=-1", "negative");
   bad("price.rtx-9999=1", "rtx-9999");
   bad("pue", "key=value");

@@ -58,7 +58,12 @@ void Assumptions::set(const std::string& key, double value, const catalog::Catal
   for (auto& a : items_) {
     if (a.key != key) continue;
     const bool fraction = a.unit == "fraction";
-    if (value < 0 || (fraction && (value <= 0 || value > 1)) || (key == "pue" && value < 1) ||
+    // Rates the advisor divides by (a failure rate of 0 is an infinite MTBF, no figure a document can carry), and
+    // ratios of a peak or a tail over a mean, which are at least 1.
+    const bool divisor = key == "failures_per_gpu_hour" || key == "non_ecc_failure_factor" || key == "checkpoint_write_gbs" ||
+                         key == "hours_per_month";
+    const bool at_least_one = key == "pue" || key == "peak_to_mean" || key == "p99_over_service";
+    if (value < 0 || (fraction && (value <= 0 || value > 1)) || (divisor && value <= 0) || (at_least_one && value < 1) ||
         (key == "isolation_required" && value != 0 && value != 1) || (key == "amortization_years" && value <= 0) ||
         (key == "max_gpus_per_server" && (value < 1 || value != std::floor(value))) ||
         (key == "max_gpus" && (value < 1 || value > 65536 || value != std::floor(value))) || (key == "global_batch_tokens" && value < 1))

@@ -35,7 +35,8 @@ namespace {
 
 struct BenchArgs {
   bool quick = false, store = false, force = false;
-  std::string only, format = "table", save, db;
+  std::string only, save, db;
+  Output out = Output::table;
   int threads = 0;
   int device = std::numeric_limits<int>::min();  // unset
 };
@@ -62,8 +63,6 @@ std::string csv_quote(const std::string& s) {
 }
 
 int run_bench(const BenchArgs& a) {
-  if (a.format != "table" && a.format != "json" && a.format != "csv" && a.format != "md")
-    throw InputError(fmt::format("-o '{}' is not a format (expected table, json, csv or md)", strings::printable(a.format)));
   const bool lead = dist::world().rank == 0;
   if (a.store || !a.db.empty()) files::note_input(a.db.empty() ? store::default_path() : std::filesystem::path(a.db));
   if (!a.save.empty() && lead) files::check_output(a.save, bench::record_output("--save", a.force));
@@ -124,16 +123,16 @@ int run_bench(const BenchArgs& a) {
     for (const auto& m : results) run.figures.push_back({m.key, m.device, m.unit, m.status, m.median, m.spec});
     run_id = history->add(run);
   }
-  if (a.format == "json") {
+  if (a.out == Output::json) {
     print_json(record);
-  } else if (a.format == "csv") {
+  } else if (a.out == Output::csv) {
     fmt::print("key,device,unit,status,median,min,max,spread,repetitions,spec,pct_of_spec,note\n");
     for (const auto& m : results)
       fmt::print("{},{},{},{},{},{},{},{},{},{},{},{}\n", m.key, csv_quote(m.device), m.unit, m.status, num(m, m.median),
                  num(m, m.min), num(m, m.max), m.status == "ok" ? fmt::format("{:.4f}", m.spread) : "N/A", m.repetitions,
                  spec_cell(m), pct_cell(m), csv_quote(note_cell(m)));
   } else {
-    const bool md = a.format == "md";
+    const bool md = a.out == Output::md;
     const char* row = md ? "| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n"
                          : "{:<24} {:>8} {:>8} {:>8} {:>8} {:>7} {:>8} {:>7}  {}\n";
     if (!cluster.is_null()) fmt::print("{}\n", bench::cluster_text(cluster));
@@ -161,7 +160,7 @@ Runner add_bench_command(CLI::App& app) {
   auto* sub = app.add_subcommand("bench", "Run self-checked microbenchmarks of this machine (CPU, and CUDA GPUs when present)");
   sub->add_flag("--quick", a->quick, "Smaller sizes and fewer repetitions");
   sub->add_option("--only", a->only, "Comma-separated benchmark keys");
-  sub->add_option("-o,--output", a->format, "table, json, csv or md")->capture_default_str();
+  add_output_option(sub, a->out);
   sub->add_option("--threads", a->threads, "CPU threads (default: every core)")->check(threads());
   sub->add_option("--device", a->device, "CUDA ordinal for the GPU benchmarks (default 0)")->check(whole_in(0, 1023));
   sub->add_flag("--store", a->store, "Also store the run in the results history (gpuvs history / report / diff)");

@@ -98,6 +98,7 @@ int run_show(const CatalogArgs& a) {
         ach.push_back({{"key", key}, {"unit", perf::achievable_unit(key)}, {"spec", v->spec}, {"spec_is", what},
                        {"achievable", v->value}, {"fraction", v->fraction}, {"published", v->published}, {"basis", v->basis}});
       }
+    j["schema_version"] = 1;
     j["achievable"] = ach;
     if (const perf::BaseClock* bc = perf::builtin_clocks().find(g.id)) {
       const double frac = perf::sustained_clock_fraction(g, perf::active_constants().clock_headroom);

@@ -325,7 +325,7 @@ int run_compare(CompareArgs a) {
     for (const auto& e : c.entries) {
       nlohmann::json s = nlohmann::json::object();
       for (const auto& [n, eff] : e.scaling) s[std::to_string(n)] = eff;
-      arr.push_back({{"gpu", e.gpu->id}, {"throughput", {{"value", e.single.throughput}, {"unit", e.single.unit}}},
+      arr.push_back({{"gpu", e.gpu->id}, {"throughput", {{"value", e.single.throughput}, {"unit", e.single.unit}, {"per", "gpu"}}},
                      {"ratio", e.ratio}, {"step_time_s", e.single.step_s},
                      {"hours_per_million", e.hours_per_million},
                      {"usd_per_million", e.usd_per_million ? nlohmann::json(*e.usd_per_million) : nlohmann::json(nullptr)},

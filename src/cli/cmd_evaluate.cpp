@@ -469,11 +469,11 @@ void store_and_report(const EvaluateArgs& a, store::Store& db, const std::filesy
   for (const auto& r : m.results) run.figures.push_back({r.key, r.device, r.unit, r.status, r.median, r.spec});
   const std::int64_t id = db.add(run);
   if (!a.no_report) {
-    const json stored = {{"id", id}, {"created_utc", run.created_utc}, {"payload", run.payload}};
+    const json stored = {{"schema_version", 1}, {"id", id}, {"created_utc", run.created_utc}, {"payload", run.payload}};
     files::write_output(a.report, report::html_output("--report", a.force), report::render_html(stored));
   }
   if (a.out != Output::table) {  // csv, md: one row, the summary's lines joined
-    print_structured(json{{"run", id}, {"db", db_path.string()}, {"report", a.no_report ? json(nullptr) : json(a.report)},
+    print_structured(json{{"schema_version", 1}, {"run", id}, {"db", db_path.string()}, {"report", a.no_report ? json(nullptr) : json(a.report)},
                           {"summary", record.summary}, {"seconds", seconds}},
                      a.out);
   } else {

@@ -32,7 +32,7 @@ int run_history(const std::string& db, Output out) {
     for (const auto& r : runs)
       arr.push_back({{"id", r.id}, {"created_utc", r.created_utc}, {"kind", r.kind}, {"gpuvs", r.gpuvs_version}, {"host", r.host},
                      {"gpu", r.gpu}, {"summary", r.summary}});
-    print_structured(json{{"db", s.path().string()}, {"runs", arr}}, out, {"runs"});  // csv, md: a row per run
+    print_structured(json{{"schema_version", 1}, {"db", s.path().string()}, {"runs", arr}}, out, {"runs"});  // csv, md: a row per run
     return 0;
   }
   fmt::print("{} run{} in {}\n", runs.size(), runs.size() == 1 ? "" : "s", s.path().string());
@@ -84,7 +84,8 @@ int run_diff(const std::string& db, std::int64_t a, std::int64_t b, Output out) 
     for (const auto& [k, r] : rows)
       arr.push_back({{"figure", k}, {"unit", r.unit}, {"a", r.x ? json(*r.x) : json(r.sx)}, {"b", r.y ? json(*r.y) : json(r.sy)},
                      {"change_pct", r.x && r.y && *r.x != 0 ? json(100 * (*r.y / *r.x - 1)) : json(nullptr)}});
-    print_structured(json{{"a", {{"id", a}, {"created_utc", ra.created_utc}, {"host", ra.host}, {"gpu", ra.gpu}, {"gpuvs", ra.gpuvs_version}}},
+    print_structured(json{{"schema_version", 1},
+                          {"a", {{"id", a}, {"created_utc", ra.created_utc}, {"host", ra.host}, {"gpu", ra.gpu}, {"gpuvs", ra.gpuvs_version}}},
                           {"b", {{"id", b}, {"created_utc", rb.created_utc}, {"host", rb.host}, {"gpu", rb.gpu}, {"gpuvs", rb.gpuvs_version}}},
                           {"training_samples_per_s", {training(ra), training(rb)}},
                           {"figures", arr}},
@@ -116,7 +117,7 @@ int run_report(const std::string& db, std::int64_t id, const std::string& html, 
   if (!html.empty()) files::check_output(html, report::html_output("--html", force));
   const auto s = store::Store::open(db_path(db), false);
   const store::Run r = s.get(id > 0 ? id : s.latest());
-  const json run = {{"id", r.id}, {"created_utc", r.created_utc}, {"payload", r.payload}};
+  const json run = {{"schema_version", 1}, {"id", r.id}, {"created_utc", r.created_utc}, {"payload", r.payload}};
   if (!html.empty()) {
     files::write_output(html, report::html_output("--html", force), report::render_html(run));
     fmt::print(stderr, "wrote {} (run {})\n", html, r.id);

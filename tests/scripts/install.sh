@@ -12,6 +12,9 @@ test -x "$prefix/bin/gpuvs" || { echo "no bin/gpuvs under the prefix"; exit 1; }
 test -f "$prefix/share/doc/gpuvs/LICENSE" || { echo "no share/doc/gpuvs/LICENSE"; exit 1; }
 test -s "$prefix/share/bash-completion/completions/gpuvs" || { echo "no bash completion under share/bash-completion/completions"; exit 1; }
 test -s "$prefix/share/man/man1/gpuvs.1" || { echo "no manual page under share/man/man1"; exit 1; }
+for s in common predict compare advise run; do
+  test -s "$prefix/share/gpuvs/schemas/$s.schema.json" || { echo "no share/gpuvs/schemas/$s.schema.json"; exit 1; }
+done
 # The installed completion completes: a command, then an option of it, then a catalog GPU id.
 complete_line() {  # WORDS...: the reply the completion gives for the last word
   bash -c 'complete() { :; }; source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _gpuvs; echo "${COMPREPLY[*]}"' _ \
@@ -31,6 +34,15 @@ if [ -f "$build/src/libgpuvs_cuda.so" ]; then test -f "$prefix/lib/gpuvs/libgpuv
 cd "$prefix"
 out=$(env -i HOME="$prefix" PATH=/usr/bin:/bin "$prefix/bin/gpuvs" compare rtx-4090 a100-80gb-sxm --workload resnet50 --json)
 case "$out" in *'"gpu": "a100-80gb-sxm"'*) ;; *) echo "the installed gpuvs did not answer: $out"; exit 1 ;; esac
+# The installed schema describes the installed binary's document (Debian's python3-jsonschema, where installed).
+if /usr/bin/python3 -c 'import jsonschema' 2>/dev/null; then
+  printf '%s' "$out" | /usr/bin/python3 -c '
+import json, pathlib, sys, jsonschema
+d = pathlib.Path(sys.argv[1]); s = json.loads((d / "compare.schema.json").read_text())
+v = jsonschema.Draft202012Validator(s, resolver=jsonschema.RefResolver(base_uri=d.as_uri() + "/", referrer=s))
+errors = [e.message for e in v.iter_errors(json.load(sys.stdin))]
+sys.exit("the installed compare.schema.json refuses the installed binary'"'"'s document: " + "; ".join(errors) if errors else 0)' "$prefix/share/gpuvs/schemas" || exit 1
+fi
 env -i HOME="$prefix" PATH=/usr/bin:/bin "$prefix/bin/gpuvs" validate --data /nonexistent.csv 2>/dev/null && { echo "a missing file was not refused"; exit 1; }
 # `import gpuvs` from the prefix's Python module folder (where a /usr/local install puts it on Debian's sys.path),
 # the build tree out of reach, giving the binary's answer.
