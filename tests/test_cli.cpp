@@ -1231,6 +1231,26 @@ TEST(Cli, EvaluateWithAScenarioAnswersTheScenariosQuestion) {
   }
 }
 
+// One question, one answer: a scenario naming its workload (examples/serving.toml: llama3-8b) is what evaluate
+// predicts when --workload is not given, so the report's predictions and its advice price the same model; a flag
+// says over the file, for the advice too, as gpuvs advise does.
+TEST(Cli, EvaluatePricesTheScenariosWorkloadUnlessAFlagSaysAnother) {
+  TempDir dir;
+  const std::string db = (dir / "h.db").string();
+  const std::string scenario = std::string(GPUVS_SOURCE_DIR) + "/examples/serving.toml";
+  const auto ev = run_gpuvs("evaluate --scenario " + scenario + " --rows 2000 --epochs 1 --threads 1 --no-report --db " + db);
+  ASSERT_EQ(ev.exit_code, 0) << ev.err;
+  const auto p = run_gpuvs_json("report -o json --db " + db)["payload"];
+  EXPECT_EQ(p["workload"], "llama3-8b");
+  EXPECT_EQ(p["advice"]["scenario"]["workload"], "llama3-8b");
+  EXPECT_FALSE(p["serving"].is_null()) << "a serving question of a decoder has its serving curves";
+  const auto flag = run_gpuvs("evaluate --scenario " + scenario + " --workload mistral-7b --rows 2000 --epochs 1 --threads 1 --no-report --db " + db);
+  ASSERT_EQ(flag.exit_code, 0) << flag.err;
+  const auto q = run_gpuvs_json("report -o json --db " + db)["payload"];
+  EXPECT_EQ(q["workload"], "mistral-7b");
+  EXPECT_EQ(q["advice"]["scenario"]["workload"], "mistral-7b");
+}
+
 // Issue 33 item 8: one spelling of a flag across commands. -o/--output table|json beside --json (as bench and
 // llama-bench spell it), --batch for train as for predict and compare, --dtype in --precision's and PyTorch's
 // spellings.

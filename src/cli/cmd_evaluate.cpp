@@ -71,6 +71,7 @@ struct EvaluateArgs {
   std::int64_t epochs = 2, rows = 20000;
   int threads = 0;
   bool no_report = false, force = false;
+  bool workload_given = false, options_given = false, precision_given = false;  // on the command line, over a scenario's
   Output out = Output::table;
 };
 
@@ -483,7 +484,7 @@ void store_and_report(const EvaluateArgs& a, store::Store& db, const std::filesy
   }
 }
 
-int run_evaluate(const EvaluateArgs& a) {
+int run_evaluate(EvaluateArgs a) {
   const auto facts = install_facts(a.facts);  // first: everything after prices with them
   const auto engine_preferred = install_preferred_engine();  // a user's default engine, before anything is priced
   // Under MPI every rank measures the cluster and trains its shard; rank 0 alone predicts, advises, writes.
@@ -495,24 +496,36 @@ int run_evaluate(const EvaluateArgs& a) {
   // workload, the precision, the scenario and assumptions.
   // The inputs are noted first, so that the report may land on none of them.
   files::note_input(db_path);
-  if (import::is_model_file(a.workload)) files::note_input(a.workload);
   if (!a.scenario.empty()) files::note_input(a.scenario);
   note_measured_inputs(a.measured);
-  if (!a.no_report && lead) files::check_output(a.report, report::html_output("--report", a.force));
   catalog::Catalog cat = catalog::Catalog::builtin();
-  const auto workload_options = perf::parse_option_pairs(a.options);
-  const workload::Workload w(a.workload, workload_options);  // resolved once: predictions and serving curves price it
-  const models::NetworkInfo& net = w.network();
-  const std::optional<perf::Precision> precision = named_precision(a.precision);
   advise::Assumptions assumptions = standing_assumptions(cat);
   advise::Scenario scenario;
   std::optional<workload::Workload> from_file;  // the scenario file's workload, resolved once
-  if (!a.scenario.empty()) scenario = advise::read_scenario(a.scenario, assumptions, cat, &from_file);
-  else {
+  auto workload_options = perf::parse_option_pairs(a.options);
+  // One question: the predictions, the serving curves and the advice price one workload at one precision. A
+  // scenario file says them where the flags do not; the flags say them over the file (as for gpuvs advise).
+  if (!a.scenario.empty()) {
+    scenario = advise::read_scenario(a.scenario, assumptions, cat, &from_file);
+    const advise::Scenario unsaid;
+    if (!a.workload_given && scenario.workload != unsaid.workload) {
+      a.workload = scenario.workload;
+      if (!a.options_given) workload_options = scenario.workload_options;
+    }
+    if (!a.precision_given && scenario.precision != unsaid.precision) a.precision = scenario.precision;
+  }
+  if (a.scenario.empty() || a.workload_given || a.options_given) {
     scenario.workload = a.workload;
-    if (!a.precision.empty()) scenario.precision = a.precision;
     scenario.workload_options = workload_options;
   }
+  if (!a.precision.empty()) scenario.precision = a.precision;
+  if (import::is_model_file(a.workload)) files::note_input(a.workload);
+  if (!a.no_report && lead) files::check_output(a.report, report::html_output("--report", a.force));
+  std::optional<workload::Workload> own;  // resolved once: predictions and serving curves price it
+  const workload::Workload& w =
+      from_file && from_file->is(a.workload, workload_options) ? *from_file : own.emplace(a.workload, workload_options);
+  const models::NetworkInfo& net = w.network();
+  const std::optional<perf::Precision> precision = named_precision(a.precision);
   apply_assumption_options(a.costs, assumptions, cat);
   // Your measured stack, solved before anything runs (a bad measurement is refused first): every prediction and
   // every option of the advice that runs its software and format moves by it.
@@ -609,10 +622,10 @@ Runner add_evaluate_command(CLI::App& app) {
   auto a = std::make_shared<EvaluateArgs>();
   auto* sub = app.add_subcommand("evaluate", "Measure this machine, predict the catalog GPUs, advise, report and store the run");
   add_facts_option(sub, a->facts);
-  sub->add_option("--workload", a->workload, "Workload to predict and advise on")->capture_default_str();
-  sub->add_option("--options", a->options, "The workload's shape: an ONNX file's symbolic dims ('sequence=128'), the gpt workload's");
-  sub->add_option("--precision", a->precision, precision_help("Precision policy for the predictions"));
-  sub->add_option("--scenario", a->scenario, "Advisor scenario file (TOML); default: train the workload");
+  auto* workload = sub->add_option("--workload", a->workload, "Workload to predict and advise on (default: the scenario's, else seed-mlp)");
+  auto* options = sub->add_option("--options", a->options, "The workload's shape: an ONNX file's symbolic dims ('sequence=128'), the gpt workload's");
+  auto* precision = sub->add_option("--precision", a->precision, precision_help("Precision policy for the predictions and the advice"));
+  sub->add_option("--scenario", a->scenario, "Advisor scenario file (TOML; flags say over it); default: train the workload");
   add_assumption_options(sub, a->costs);
   sub->add_option("--report", a->report, "HTML report to write")->capture_default_str();
   sub->add_flag("--no-report", a->no_report, "Do not write the HTML report");
@@ -623,7 +636,12 @@ Runner add_evaluate_command(CLI::App& app) {
   sub->add_option("--rows", a->rows, "Rows of the synthetic training data")->capture_default_str()->check(whole_in(100, std::numeric_limits<std::int64_t>::max()));
   sub->add_option("--threads", a->threads, "CPU threads (default: every core)")->check(threads());
   add_output_option(sub, a->out);  // the summary; progress goes to stderr
-  return [a] { return run_evaluate(*a); };
+  return [a, workload, options, precision] {
+    a->workload_given = workload->count() > 0;
+    a->options_given = options->count() > 0;
+    a->precision_given = precision->count() > 0;
+    return run_evaluate(*a);
+  };
 }
 
 }  // namespace gpuvs::cli
