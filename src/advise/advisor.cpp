@@ -845,6 +845,15 @@ void explain(const Scenario& s, const Assumptions& a, Advice& adv) {
     if (!o.ecc && !serving) o.reason += "; no ECC: expected failures counted at x" + fmt::format("{:g}", a.get("non_ecc_failure_factor"));
   }
   for (auto& o : adv.ruled_out) o.reason = o.why_not.empty() ? "no option fits" : o.why_not.front();
+  // The same option in the full list carries its rank and reason (the others, not a GPU's best, keep rank 0).
+  for (const auto& r : adv.ranked)
+    for (auto& o : adv.options)
+      if (o.gpu_id == r.gpu_id && o.count == r.count && o.strategy == r.strategy && o.plan == r.plan && o.precision == r.precision &&
+          o.batch == r.batch && o.recompute == r.recompute && o.tp == r.tp) {
+        o.rank = r.rank;
+        o.reason = r.reason;
+        break;
+      }
   if (adv.ranked.empty()) adv.notes.push_back("no option meets every requirement; the ruled-out list says what each GPU lacks");
   if (!serving && s.work == 0) adv.notes.push_back("no --tokens/--samples given: costs are per million " + adv.work_unit + ", not for a job");
   if (!serving && !adv.ruled_out.empty())

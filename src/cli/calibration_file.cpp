@@ -53,4 +53,12 @@ std::optional<perf::Calibration> calibration_from(const std::vector<bench::Measu
   return perf::calibrate(*gpu, figures, gemm_n, copy_bytes, source);
 }
 
+nlohmann::json calibration_classes_json(const perf::Calibration& cal, bool applied) {
+  nlohmann::json classes = nlohmann::json::array();
+  for (const auto& c : cal.classes)
+    classes.push_back({{"class", c.op_class}, {"benchmark", c.key}, {"unit", c.unit}, {"measured", c.measured}, {"predicted", c.predicted},
+                       {"measured_over_predicted", c.ratio}, {"applied", c.applied && applied}, {"note", c.note}});
+  return classes;
+}
+
 }  // namespace gpuvs::cli

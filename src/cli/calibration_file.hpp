@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "bench/registry.hpp"
 #include "catalog/catalog.hpp"
 #include "perf/calibration.hpp"
@@ -20,5 +22,9 @@ perf::Calibration load_calibration(const std::string& path, const catalog::Catal
 /// or nullopt when they hold no GPU figure from a catalog device. InputError when they mix two devices.
 std::optional<perf::Calibration> calibration_from(const std::vector<bench::Measurement>& results, bool quick,
                                                   const catalog::Catalog& cat, const std::string& source);
+
+/// Each class's benchmark, unit, measured and modelled rate and their ratio, as predict --json and a stored evaluate run
+/// both write them; `applied`: the calibration was measured on the card being priced (else reported only).
+nlohmann::json calibration_classes_json(const perf::Calibration& cal, bool applied);
 
 }  // namespace gpuvs::cli

@@ -190,11 +190,8 @@ std::pair<std::optional<perf::Calibration>, json> calibrate(const std::vector<be
   if (!engine_ops.empty()) calibration = {{"engine_ops", engine_ops}};
   std::optional<perf::Calibration> cal = calibration_from(results, true, cat, "this run's quick benchmarks");
   if (cal) {
-    json classes = json::array();
-    for (const auto& c : cal->classes)
-      classes.push_back({{"class", c.op_class}, {"measured", c.measured}, {"predicted", c.predicted}, {"ratio", c.ratio}, {"applied", c.applied}});
     calibration["measured_on"] = cal->gpu_id;
-    calibration["classes"] = classes;
+    calibration["classes"] = calibration_classes_json(*cal, true);  // measured here: applied to this card's prediction
   }
   return {std::move(cal), std::move(calibration)};
 }

@@ -244,12 +244,8 @@ nlohmann::json prediction_json(const perf::Prediction& p, const std::string& mod
                     {"comm_exposed_s", p.comm_exposed_s}, {"single_gpu_step_s", p.single_gpu_step_s},
                     {"efficiency", p.single_gpu_step_s / p.step_s}};
   if (cal) {
-    nlohmann::json classes = nlohmann::json::array();
-    for (const auto& c : cal->classes)
-      classes.push_back({{"class", c.op_class}, {"benchmark", c.key}, {"unit", c.unit}, {"measured", c.measured},
-                         {"predicted", c.predicted}, {"measured_over_predicted", c.ratio}, {"applied", c.applied && p.calibrated},
-                         {"note", c.note}});
-    j["calibration"] = {{"source", cal->source}, {"measured_on", cal->gpu_id}, {"applied", p.calibrated}, {"classes", classes}};
+    j["calibration"] = {{"source", cal->source}, {"measured_on", cal->gpu_id}, {"applied", p.calibrated},
+                        {"classes", calibration_classes_json(*cal, p.calibrated)}};
   }
   return j;
 }

@@ -460,7 +460,9 @@ std::string section_calibration(const EvaluateRecord& r) {
   std::string s = "<h2>Calibration: measured ÷ predicted</h2><table><tr><th>class</th><th>measured</th><th>model</th><th>ratio</th><th>applied</th></tr>";
   for (const auto& k : arr(c, "classes"))
     s += fmt::format("<tr><td>{}</td><td class=n>{}</td><td class=n>{}</td><td class=n>{:.3f}</td><td>{}</td></tr>", escape(str(k, "class")),
-                     human(dbl(k, "measured"), 4), human(dbl(k, "predicted"), 4), dbl(k, "ratio"), flag(k, "applied") ? "yes" : "reported");
+                     human(dbl(k, "measured"), 4), human(dbl(k, "predicted"), 4),
+                     // measured_over_predicted as predict --json writes it; ratio in runs stored before
+                     k.contains("measured_over_predicted") ? dbl(k, "measured_over_predicted") : dbl(k, "ratio"), flag(k, "applied") ? "yes" : "reported");
   for (const auto& k : arr(c, "engine_ops"))
     s += fmt::format("<tr><td>{}</td><td class=n>{} us</td><td class=n>{} us</td><td class=n>{:.3f}</td><td>reported</td></tr>",
                      escape(str(k, "class")), human(dbl(k, "measured_us"), 4), human(dbl(k, "predicted_us"), 4), dbl(k, "ratio"));

@@ -22,6 +22,7 @@ BINARY = os.environ["GPUVS_BINARY"]
 SCHEMAS = pathlib.Path(os.environ["GPUVS_SCHEMAS"]).resolve()
 DATA = pathlib.Path(__file__).resolve().parents[2] / "data"
 TESTDATA = pathlib.Path(__file__).resolve().parents[1] / "data"
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 
 # A gpuvs bench --save record of an H200 (as test_cli's calibration test writes it): predict --calibration reads it.
 BENCH_RECORD = {"schema_version": 2, "quick": False, "results": [
@@ -101,6 +102,7 @@ class JsonOutputs(unittest.TestCase):
             ("advise.schema.json", ["advise", "--task", "finetune", "--finetune", "qlora", "--workload", "llama3-70b", "--json"]),
             ("advise.schema.json", ["advise", "--task", "infer", "--workload", "resnet50", "--tenants", "8", "--json"]),
             ("advise.schema.json", ["advise", "--task", "infer", "--workload", "llama3-8b", "--measured", DECODE_60, "--json"]),
+            ("advise.schema.json", ["advise", "--scenario", str(EXAMPLES / "serving.toml"), "--engine", "trt-llm", "--json"]),
             ("catalog.schema.json", ["catalog", "--json"]),
             ("catalog-show.schema.json", ["catalog", "show", "h100-sxm", "--json"]),
             ("catalog-show.schema.json", ["catalog", "show", "rtx-4090", "--json"]),
