@@ -1879,6 +1879,37 @@ TEST(Gguf, ADownloadIsReadFromItsHeaderAndPricedAsStored) {
                      "tensor 'output.weight' ends at byte 4080281024, past the end of the file (4080276928 bytes): a partial download");
 }
 
+// Fusing changes no byte: a Phi-3 file (Q, K and V in one tensor, the MLP's gate and up in another) is priced as the
+// llama-layout file with the same shapes and types, end to end through predict.
+TEST(Gguf, AFusedLayoutPricesAsTheSameWeightsUnfused) {
+  TempDir dir;
+  gpuvs::test::GgufBuilder llama = gpuvs::test::tiny_llama_q4_k_m(2), phi = gpuvs::test::tiny_llama_q4_k_m(2);
+  phi.str("general.architecture", "phi3");
+  for (const char* k : {"context_length", "embedding_length", "block_count", "feed_forward_length", "attention.head_count", "attention.head_count_kv"}) {
+    const std::string key = std::string("llama.") + k;
+    phi.drop(key);
+  }
+  phi.u32("phi3.context_length", 4096).u32("phi3.embedding_length", 256).u32("phi3.block_count", 2).u32("phi3.feed_forward_length", 512);
+  phi.u32("phi3.attention.head_count", 4).u32("phi3.attention.head_count_kv", 2);
+  for (int l = 0; l < 2; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    for (const char* role : {"attn_q", "attn_k", "attn_v", "ffn_gate", "ffn_up"}) {
+      llama.drop_tensor(p + role + ".weight");
+      phi.drop_tensor(p + role + ".weight");
+    }
+    llama.tensor(p + "attn_q.weight", {256, 256}, "Q8_0").tensor(p + "attn_k.weight", {256, 128}, "Q8_0").tensor(p + "attn_v.weight", {256, 128}, "Q8_0");
+    llama.tensor(p + "ffn_gate.weight", {256, 512}, "Q8_0").tensor(p + "ffn_up.weight", {256, 512}, "Q8_0");
+    phi.tensor(p + "attn_qkv.weight", {256, 512}, "Q8_0").tensor(p + "ffn_up.weight", {256, 1024}, "Q8_0");
+  }
+  gpuvs::test::write_text(dir / "llama.gguf", llama.bytes());
+  gpuvs::test::write_text(dir / "phi.gguf", phi.bytes());
+  const auto a = run_gpuvs_json("predict --workload " + (dir / "llama.gguf").string() + " --gpu rtx-4090 --mode decode --json");
+  const auto b = run_gpuvs_json("predict --workload " + (dir / "phi.gguf").string() + " --gpu rtx-4090 --mode decode --json");
+  EXPECT_EQ(b["engine"], "llama.cpp");
+  EXPECT_DOUBLE_EQ(a["throughput"]["value"].get<double>(), b["throughput"]["value"].get<double>());
+  EXPECT_DOUBLE_EQ(a["memory_per_gpu_gib"]["weights"].get<double>(), b["memory_per_gpu_gib"]["weights"].get<double>());
+}
+
 // A hub id is a workload wherever one goes, found in the cache the environment names, priced as its config.json.
 TEST(HfCheckpoint, AHubIdIsAWorkloadLikeItsConfig) {
   TempDir cache;

@@ -187,6 +187,89 @@ TEST(Gguf, AMixtureOfExpertsReadsItsMergedExpertTensors) {
   EXPECT_DOUBLE_EQ(n.stored_weights->layer_bits[0].at("ffn_up"), 4.5);
 }
 
+/// The tiny two-block file under another architecture's name: its llama.* hyperparameters renamed `arch`.*.
+GgufBuilder renamed(const std::string& arch) {
+  GgufBuilder b = test::tiny_llama_q4_k_m(2);
+  b.str("general.architecture", arch);
+  const std::vector<std::pair<const char*, std::uint32_t>> keys = {{"context_length", 4096}, {"embedding_length", 256}, {"block_count", 2},
+                                                                   {"feed_forward_length", 512}, {"attention.head_count", 4},
+                                                                   {"attention.head_count_kv", 2}};
+  for (const auto& [k, v] : keys) {
+    b.drop(std::string("llama.") + k);
+    b.u32(arch + "." + k, v);
+  }
+  return b;
+}
+
+// Phi-3 stores Q, K and V in one tensor and the MLP's gate and up in another: each projection is priced at its
+// fused tensor's type, and the shapes are held to the metadata's as for separate tensors.
+TEST(Gguf, Phi3sFusedTensorsPriceEachProjection) {
+  GgufBuilder b = renamed("phi3");
+  for (int l = 0; l < 2; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    for (const char* role : {"attn_q", "attn_k", "attn_v", "ffn_gate", "ffn_up"}) b.drop_tensor(p + role + ".weight");
+    b.tensor(p + "attn_qkv.weight", {256, 256 + 2 * 128}, "Q8_0").tensor(p + "ffn_up.weight", {256, 2 * 512}, "Q5_K");
+  }
+  const models::NetworkInfo n = import::gguf_network(import::read_gguf_bytes(b.bytes(), "phi.gguf"), "phi.gguf");
+  EXPECT_TRUE(n.decoder.swiglu && !n.decoder.geglu);
+  EXPECT_EQ(n.decoder.ffn, 512);
+  for (const char* role : {"attn_q", "attn_k", "attn_v"}) EXPECT_DOUBLE_EQ(n.stored_weights->layer_bits[1].at(role), 8.5) << role;
+  EXPECT_DOUBLE_EQ(n.stored_weights->layer_bits[1].at("ffn_gate"), 5.5);
+  EXPECT_DOUBLE_EQ(n.stored_weights->layer_bits[1].at("ffn_up"), 5.5);
+  b.drop_tensor("blk.1.ffn_up.weight");
+  b.tensor("blk.1.ffn_up.weight", {256, 512}, "Q5_K");  // an unfused width: not the MLP the metadata makes
+  EXPECT_NE(test::input_error_of([&] { (void)import::gguf_network(import::read_gguf_bytes(b.bytes(), "phi.gguf"), "phi.gguf"); })
+                .find("blk.1.ffn_up.weight: shaped [256, 512], but the metadata makes it [256, 1024]"),
+            std::string::npos);
+}
+
+// GPT-2: LayerNorm with a shift, biases on every projection, learned positions, a GELU MLP, Q/K/V fused.
+TEST(Gguf, Gpt2IsLayerNormLearnedPositionsAndAnUngatedMlp) {
+  GgufBuilder b = renamed("gpt2");
+  b.drop("gpt2.attention.head_count_kv");
+  b.u32("gpt2.attention.head_count", 4);
+  for (int l = 0; l < 2; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    for (const char* role : {"attn_q", "attn_k", "attn_v", "ffn_gate"}) b.drop_tensor(p + role + ".weight");
+    b.tensor(p + "attn_qkv.weight", {256, 3 * 256}, "F16").tensor(p + "attn_qkv.bias", {3 * 256}, "F32");
+  }
+  EXPECT_NE(test::input_error_of([&] { (void)import::gguf_network(import::read_gguf_bytes(b.bytes(), "g.gguf"), "g.gguf"); })
+                .find("position_embd.weight: the tensor is missing"),
+            std::string::npos);
+  b.tensor("position_embd.weight", {256, 4096}, "F32");
+  const models::NetworkInfo n = import::gguf_network(import::read_gguf_bytes(b.bytes(), "g.gguf"), "g.gguf");
+  const auto& d = n.decoder;
+  EXPECT_FALSE(d.swiglu || d.rms_norm || d.rope);
+  EXPECT_TRUE(d.norm_bias && d.linear_bias && d.learned_positions);
+  EXPECT_EQ(d.kv_heads, 4);
+  EXPECT_DOUBLE_EQ(n.stored_weights->layer_bits[0].at("attn_v"), 16);
+  EXPECT_EQ(n.stored_weights->layer_bits[0].count("ffn_gate"), 0u);
+}
+
+// Qwen3-MoE gives its experts their own width (expert_feed_forward_length); Gemma 2 and 3 and Qwen 3 say what
+// their files hold that the model does not price.
+TEST(Gguf, NewerArchitecturesReadTheirOwnKeysAndSayWhatIsNotPriced) {
+  GgufBuilder moe = renamed("qwen3moe");
+  moe.u32("qwen3moe.expert_count", 4).u32("qwen3moe.expert_used_count", 2).u32("qwen3moe.expert_feed_forward_length", 128);
+  for (int l = 0; l < 2; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    for (const char* role : {"ffn_gate", "ffn_up", "ffn_down"}) moe.drop_tensor(p + role + ".weight");
+    moe.tensor(p + "ffn_gate_inp.weight", {256, 4}, "F32");
+    moe.tensor(p + "ffn_gate_exps.weight", {256, 128, 4}, "Q4_K").tensor(p + "ffn_up_exps.weight", {256, 128, 4}, "Q4_K");
+    moe.tensor(p + "ffn_down_exps.weight", {128, 256, 4}, "Q8_0");  // rows of 128: not whole K-quant blocks
+  }
+  const models::NetworkInfo m = import::gguf_network(import::read_gguf_bytes(moe.bytes(), "moe.gguf"), "moe.gguf");
+  EXPECT_EQ(m.decoder.ffn, 128);
+  EXPECT_EQ(m.decoder.experts, 4);
+  EXPECT_NE(m.description.find("Q/K norms"), std::string::npos) << m.description;
+  for (const char* arch : {"gemma2", "gemma3"}) {
+    const models::NetworkInfo g = import::gguf_network(import::read_gguf_bytes(renamed(arch).bytes(), "g.gguf"), "g.gguf");
+    EXPECT_TRUE(g.decoder.geglu) << arch;
+    EXPECT_NE(g.description.find("sliding-window attention"), std::string::npos) << g.description;
+  }
+  EXPECT_TRUE(import::gguf_network(import::read_gguf_bytes(renamed("qwen3").bytes(), "q.gguf"), "q.gguf").decoder.swiglu);
+}
+
 /// `edit` applied to the tiny file, then read and built: the InputError line, or "" when accepted.
 std::string refusal(const std::function<void(GgufBuilder&)>& edit, const std::function<void(std::string&)>& bytes_edit = {}) {
   GgufBuilder b = test::tiny_llama_q4_k_m(2);
@@ -245,7 +328,9 @@ TEST(Gguf, RefusesWhatTheFormatDoesNotAllow) {
 
 TEST(Gguf, RefusesModelsItCannotBuild) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {refusal([](GgufBuilder& b) { b.str("general.architecture", "phi3"); }), "general.architecture: 'phi3' is not read (read: llama, qwen2, gemma)"},
+      {refusal([](GgufBuilder& b) { b.str("general.architecture", "deepseek2"); }),
+       "general.architecture: 'deepseek2' is not read (read: llama, qwen2, qwen3, qwen3moe, gemma, gemma2, gemma3, phi3, gpt2)"},
+      {refusal([](GgufBuilder& b) { b.str("general.architecture", "phi3"); }), "phi3.embedding_length: missing"},
       {refusal([](GgufBuilder& b) { b.drop("general.architecture"); }), "general.architecture: missing"},
       {refusal([](GgufBuilder& b) { b.drop("llama.block_count"); }), "llama.block_count: missing"},
       {refusal([](GgufBuilder& b) { b.str("llama.block_count", "two"); }), "llama.block_count: must be an integer"},

@@ -19,16 +19,68 @@ using models::DecoderConfig;
 
 namespace {
 
-const std::vector<std::string> kArchitectures = {"llama", "qwen2", "gemma"};
+// What sets each architecture apart, as llama.cpp's llama-arch.cpp names its tensors and keys. The rest is
+// llama's: RMSNorm, rotary positions, a SwiGLU MLP, Q/K/V and the MLP's gate and up as tensors of their own.
+struct ArchRules {
+  std::string name;
+  bool geglu = false;          // Gemma: the gate through GELU
+  bool gated = true;           // false: GPT-2's GELU MLP (ffn_up, ffn_down)
+  bool fused_qkv = false;      // one blk.N.attn_qkv tensor [hidden, q + 2 kv] (Phi-3, GPT-2)
+  bool fused_gate_up = false;  // blk.N.ffn_up holds the gate and the up projection [hidden, 2 ffn] (Phi-3)
+  bool gpt2 = false;           // LayerNorm with a shift, biases on every projection, learned positions
+  std::string expert_ffn_key;  // the experts' inner size, where it differs from feed_forward_length (Qwen3-MoE)
+  std::string not_modelled;    // said in the description
+};
+
+const std::vector<ArchRules>& arch_rules() {
+  static const std::vector<ArchRules> rules = [] {
+    std::vector<ArchRules> r(9);
+    r[0].name = "llama";
+    r[1].name = "qwen2";
+    r[2].name = "qwen3";
+    r[2].not_modelled = "the per-head Q/K norms (a few thousand weights a block) are not counted";
+    r[3].name = "qwen3moe";
+    r[3].expert_ffn_key = "expert_feed_forward_length";
+    r[3].not_modelled = r[2].not_modelled;
+    r[4].name = "gemma";
+    r[4].geglu = true;
+    r[5].name = "gemma2";
+    r[5].geglu = true;
+    r[5].not_modelled = "sliding-window attention on alternate layers is priced as full attention, and the logit soft-capping not at all";
+    r[6].name = "gemma3";
+    r[6].geglu = true;
+    r[6].not_modelled = "sliding-window attention on five layers in six is priced as full attention; the Q/K norms are not counted";
+    r[7].name = "phi3";
+    r[7].fused_qkv = r[7].fused_gate_up = true;
+    r[8].name = "gpt2";
+    r[8].gated = false;
+    r[8].fused_qkv = r[8].gpt2 = true;
+    return r;
+  }();
+  return rules;
+}
+
+std::vector<std::string> architecture_names() {
+  std::vector<std::string> names;
+  for (const auto& a : arch_rules()) names.push_back(a.name);
+  return names;
+}
+
+const std::vector<std::string> kArchitectures = architecture_names();
 
 // The same limits as a Hugging Face config's (hf_config.cpp): far above any real model, and what keeps a crafted
 // header from building an endless graph.
 constexpr std::int64_t kMaxWidth = 1 << 20, kMaxLayers = 4096, kMaxHeads = 1 << 14, kMaxVocab = 1 << 24, kMaxPositions = 1 << 24;
 constexpr std::int64_t kDefaultSeq = 8192;  // as for a config.json: long-context models priced at 8,192 tokens
 
-// The projections of a block, by llama.cpp's tensor names (llama-arch.cpp: LLM_TENSOR_ATTN_Q "blk.%d.attn_q", ...);
-// a mixture of experts stores each MLP projection for all experts in one 3-D tensor ("blk.%d.ffn_up_exps").
-const std::vector<std::string> kProjections = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"};
+// A block's projection tensors, by llama.cpp's names (llama-arch.cpp: LLM_TENSOR_ATTN_Q "blk.%d.attn_q", ...), each
+// with its shape in ggml order and the projections it holds (a fused tensor holds several, at one type); a mixture
+// of experts stores each MLP projection for all experts in one 3-D tensor ("blk.%d.ffn_up_exps").
+struct ProjectionTensor {
+  std::string suffix;
+  std::vector<std::uint64_t> shape;
+  std::vector<std::string> roles;  // the names the serving model prices: attn_q ... ffn_down
+};
 
 std::string dims_text(const std::vector<std::uint64_t>& dims);
 
@@ -36,6 +88,7 @@ struct Reader {
   const GgufHeader& h;
   const std::string& where;
   std::string arch;
+  const ArchRules* rules = nullptr;
   std::int64_t layers = 0;  // block_count, once read: a per-layer array must list one value per block
 
   [[noreturn]] void fail(const std::string& key, const std::string& what) const { throw InputError(fmt::format("{}: {}: {}", where, key, what)); }
@@ -100,6 +153,8 @@ DecoderConfig decoder_shape(Reader& r, std::vector<std::string>& notes) {
   if (c.heads % c.kv_heads != 0)
     r.fail(r.key("attention.head_count_kv"), fmt::format("{} does not divide the {} attention heads", c.kv_heads, c.heads));
   c.ffn = r.integer(r.key("feed_forward_length"), 1, kMaxWidth);
+  if (!r.rules->expert_ffn_key.empty() && r.h.find(r.key(r.rules->expert_ffn_key)))  // the experts' own width
+    c.ffn = r.integer(r.key(r.rules->expert_ffn_key), 1, kMaxWidth);
   // The head width: attention.key_length when given (Gemma: 256 at width 3072), else width / heads.
   const std::int64_t key_length = r.integer_or(r.key("attention.key_length"), 0, 1, kMaxWidth);
   if (key_length == 0 && c.hidden % c.heads != 0)
@@ -108,8 +163,13 @@ DecoderConfig decoder_shape(Reader& r, std::vector<std::string>& notes) {
       r.integer(r.key("attention.value_length"), 1, kMaxWidth) != (key_length ? key_length : c.hidden / c.heads))
     r.fail(r.key("attention.value_length"), "differs from the key length: attention with other value widths is not built");
   if (key_length > 0 && key_length != c.hidden / c.heads) c.head_dim = key_length;
-  c.swiglu = c.rms_norm = c.rope = true;
-  c.geglu = r.arch == "gemma";
+  if (r.rules->gpt2) {  // GPT-2: LayerNorm with a shift, biases everywhere, learned positions, a GELU MLP
+    c.norm_bias = c.linear_bias = c.learned_positions = true;
+    r.tensor("position_embd.weight");
+  } else {
+    c.swiglu = c.rms_norm = c.rope = true;
+    c.geglu = r.rules->geglu;
+  }
   c.experts = static_cast<int>(r.integer_or(r.key("expert_count"), 0, 0, 4096));
   if (c.experts == 1) r.fail(r.key("expert_count"), "1 expert: a mixture needs at least 2");
   if (c.experts > 0) c.experts_per_token = static_cast<int>(r.integer(r.key("expert_used_count"), 1, c.experts));
@@ -125,35 +185,48 @@ DecoderConfig decoder_shape(Reader& r, std::vector<std::string>& notes) {
   else if (embed.dims.size() == 2) c.vocab = static_cast<std::int64_t>(embed.dims[1]);
   if (c.vocab < 1 || c.vocab > kMaxVocab) r.fail("tokenizer.ggml.tokens", fmt::format("a vocabulary of {} tokens is outside [1, {}]", c.vocab, kMaxVocab));
   c.tied_embeddings = r.h.tensor("output.weight") == nullptr;
-  c.qkv_bias = r.h.tensor("blk.0.attn_q.bias") != nullptr;
-  if (c.qkv_bias && r.arch != "qwen2") notes.push_back("Q/K/V biases in the file: built; an output-projection bias, if any, is not counted");
+  if (!r.rules->gpt2) {
+    c.qkv_bias = r.h.tensor(r.rules->fused_qkv ? "blk.0.attn_qkv.bias" : "blk.0.attn_q.bias") != nullptr;
+    if (c.qkv_bias && r.arch != "qwen2") notes.push_back("Q/K/V biases in the file: built; an output-projection bias, if any, is not counted");
+  }
+  if (c.experts > 0 && (r.rules->fused_gate_up || !r.rules->gated)) r.fail(r.key("expert_count"), fmt::format("experts in a {} file are not built", r.arch));
+  if (!r.rules->not_modelled.empty()) notes.push_back(r.rules->not_modelled);
   return c;
 }
 
 /// Every block's projections are there and shaped as the metadata says; returns their bits per weight, block by
 /// block, and counts the tensors of each type.
-std::vector<std::map<std::string, double>> projection_bits(const Reader& r, const DecoderConfig& c) {
+/// The projection tensors of one block of this architecture and shape.
+std::vector<ProjectionTensor> block_layout(const ArchRules& a, const DecoderConfig& c) {
   const auto h = static_cast<std::uint64_t>(c.hidden), hd = static_cast<std::uint64_t>(c.head_size());
   const auto q = static_cast<std::uint64_t>(c.heads) * hd, kv = static_cast<std::uint64_t>(c.kv_heads) * hd, ffn = static_cast<std::uint64_t>(c.ffn);
   const auto e = static_cast<std::uint64_t>(c.experts);
   // ggml order: a PyTorch weight [out, in] is stored [in, out]; experts are the third dimension.
-  const std::map<std::string, std::vector<std::uint64_t>> shapes = {
-      {"attn_q", {h, q}},  {"attn_k", {h, kv}},
-      {"attn_v", {h, kv}}, {"attn_output", {q, h}},
-      {"ffn_gate", e ? std::vector<std::uint64_t>{h, ffn, e} : std::vector<std::uint64_t>{h, ffn}},
-      {"ffn_up", e ? std::vector<std::uint64_t>{h, ffn, e} : std::vector<std::uint64_t>{h, ffn}},
-      {"ffn_down", e ? std::vector<std::uint64_t>{ffn, h, e} : std::vector<std::uint64_t>{ffn, h}}};
+  auto mlp = [&](std::uint64_t in, std::uint64_t out) { return e ? std::vector<std::uint64_t>{in, out, e} : std::vector<std::uint64_t>{in, out}; };
+  std::vector<ProjectionTensor> t;
+  if (a.fused_qkv) t.push_back({"attn_qkv", {h, q + 2 * kv}, {"attn_q", "attn_k", "attn_v"}});
+  else t.insert(t.end(), {{"attn_q", {h, q}, {"attn_q"}}, {"attn_k", {h, kv}, {"attn_k"}}, {"attn_v", {h, kv}, {"attn_v"}}});
+  t.push_back({"attn_output", {q, h}, {"attn_output"}});
+  if (a.fused_gate_up) t.push_back({"ffn_up", {h, 2 * ffn}, {"ffn_gate", "ffn_up"}});
+  else if (a.gated) t.insert(t.end(), {{"ffn_gate", mlp(h, ffn), {"ffn_gate"}}, {"ffn_up", mlp(h, ffn), {"ffn_up"}}});
+  else t.push_back({"ffn_up", {h, ffn}, {"ffn_up"}});
+  t.push_back({"ffn_down", mlp(ffn, h), {"ffn_down"}});
+  return t;
+}
+
+std::vector<std::map<std::string, double>> projection_bits(const Reader& r, const DecoderConfig& c) {
+  const std::vector<ProjectionTensor> layout = block_layout(*r.rules, c);
   std::vector<std::map<std::string, double>> out;
   for (int l = 0; l < c.layers; ++l) {
     std::map<std::string, double> bits;
-    for (const auto& role : kProjections) {
-      const bool expert = e > 0 && role.rfind("ffn_", 0) == 0;
-      const std::string name = fmt::format("blk.{}.{}{}.weight", l, role, expert ? "_exps" : "");
-      if (expert && !r.h.tensor(name) && r.h.tensor(fmt::format("blk.{}.{}.0.weight", l, role)))
+    for (const auto& p : layout) {
+      const bool expert = c.experts > 0 && p.suffix.rfind("ffn_", 0) == 0;
+      const std::string name = fmt::format("blk.{}.{}{}.weight", l, p.suffix, expert ? "_exps" : "");
+      if (expert && !r.h.tensor(name) && r.h.tensor(fmt::format("blk.{}.{}.0.weight", l, p.suffix)))
         r.fail(name, "missing: this file stores each expert in a tensor of its own (converted before llama.cpp merged them); convert it again");
       const GgufTensor& t = r.tensor(name);
-      r.check_shape(t, shapes.at(role));
-      bits[role] = type_bits(t.type);
+      r.check_shape(t, p.shape);
+      for (const auto& role : p.roles) bits[role] = type_bits(t.type);
     }
     out.push_back(std::move(bits));
   }
@@ -165,6 +238,7 @@ models::StoredWeights stored_weights(const Reader& r, const DecoderConfig& c) {
   w.source = r.where;
   w.engine = "llama.cpp";
   w.layer_bits = projection_bits(r, c);
+  const std::vector<ProjectionTensor> layout = block_layout(*r.rules, c);
   const GgufTensor& embed = r.tensor("token_embd.weight");
   r.check_shape(embed, {static_cast<std::uint64_t>(c.hidden), static_cast<std::uint64_t>(c.vocab)});
   w.embedding_bits = type_bits(embed.type);
@@ -184,8 +258,8 @@ models::StoredWeights stored_weights(const Reader& r, const DecoderConfig& c) {
     ++tensors_of[type_name(t.type)];
     w.file_bytes += static_cast<double>(t.bytes);
     if (t.name.rfind("blk.", 0) == 0)
-      for (const auto& role : kProjections)
-        if (t.name.find("." + role + ".weight") != std::string::npos || t.name.find("." + role + "_exps.weight") != std::string::npos)
+      for (const auto& p : layout)
+        if (t.name.find("." + p.suffix + ".weight") != std::string::npos || t.name.find("." + p.suffix + "_exps.weight") != std::string::npos)
           projection_elements[type_name(t.type)] += t.elements;
   }
   std::vector<std::pair<std::string, std::uint64_t>> by_count(tensors_of.begin(), tensors_of.end());
@@ -209,7 +283,9 @@ models::NetworkInfo gguf_network(const GgufHeader& h, const std::string& where) 
   if (!arch) r.fail("general.architecture", "missing (the spec requires it)");
   if (arch->type != 8) r.fail("general.architecture", "must be a string");
   r.arch = arch->text;
-  if (std::find(kArchitectures.begin(), kArchitectures.end(), r.arch) == kArchitectures.end())
+  for (const auto& a : arch_rules())
+    if (a.name == r.arch) r.rules = &a;
+  if (!r.rules)
     r.fail("general.architecture", fmt::format("'{}' is not read (read: {})", strings::printable(r.arch), strings::join(kArchitectures, ", ")));
   std::vector<std::string> notes;
   const DecoderConfig c = decoder_shape(r, notes);
