@@ -298,6 +298,9 @@ TEST(Advise, AssumptionsAreListedAndOverridable) {
   bad("failures_per_gpu_hour=0", "impossible");  // an infinite MTBF: no finite figure to print
   bad("checkpoint_write_gbs=0", "impossible");
   bad("peak_to_mean=0.5", "impossible");
+  bad("hours_per_month=0", "impossible");
+  bad("non_ecc_failure_factor=0", "impossible");
+  bad("p99_over_service=0.5", "impossible");
   bad("price.rtx-4090=-1", "negative");
   bad("price.rtx-9999=1", "rtx-9999");
   bad("pue", "key=value");

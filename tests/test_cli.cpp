@@ -1897,15 +1897,17 @@ TEST(Gguf, AFusedLayoutPricesAsTheSameWeightsUnfused) {
       llama.drop_tensor(p + role + ".weight");
       phi.drop_tensor(p + role + ".weight");
     }
+    // Q/K/V in Q8_0 beside a file mostly Q5_K: a projection left unpriced would fall back to the main type.
     llama.tensor(p + "attn_q.weight", {256, 256}, "Q8_0").tensor(p + "attn_k.weight", {256, 128}, "Q8_0").tensor(p + "attn_v.weight", {256, 128}, "Q8_0");
-    llama.tensor(p + "ffn_gate.weight", {256, 512}, "Q8_0").tensor(p + "ffn_up.weight", {256, 512}, "Q8_0");
-    phi.tensor(p + "attn_qkv.weight", {256, 512}, "Q8_0").tensor(p + "ffn_up.weight", {256, 1024}, "Q8_0");
+    llama.tensor(p + "ffn_gate.weight", {256, 512}, "Q5_K").tensor(p + "ffn_up.weight", {256, 512}, "Q5_K");
+    phi.tensor(p + "attn_qkv.weight", {256, 512}, "Q8_0").tensor(p + "ffn_up.weight", {256, 1024}, "Q5_K");
   }
   gpuvs::test::write_text(dir / "llama.gguf", llama.bytes());
   gpuvs::test::write_text(dir / "phi.gguf", phi.bytes());
   const auto a = run_gpuvs_json("predict --workload " + (dir / "llama.gguf").string() + " --gpu rtx-4090 --mode decode --json");
   const auto b = run_gpuvs_json("predict --workload " + (dir / "phi.gguf").string() + " --gpu rtx-4090 --mode decode --json");
   EXPECT_EQ(b["engine"], "llama.cpp");
+  EXPECT_EQ(b["format"], "q5_k_m");
   EXPECT_DOUBLE_EQ(a["throughput"]["value"].get<double>(), b["throughput"]["value"].get<double>());
   EXPECT_DOUBLE_EQ(a["memory_per_gpu_gib"]["weights"].get<double>(), b["memory_per_gpu_gib"]["weights"].get<double>());
 }

@@ -24,21 +24,6 @@
 
 namespace gpuvs::advise {
 
-namespace {
-
-constexpr double kGiB = 1073741824.0;
-
-std::optional<perf::Prediction> try_predict(const catalog::Catalog& cat, const workload::Workload& w, const perf::PredictRequest& req,
-                                            std::string& err) {
-  try {
-    return perf::predict(cat, w, req);
-  } catch (const InputError& e) {
-    err = e.what();
-    return std::nullopt;
-  }
-}
-
-/// The scenario's precision on this card, or the nearest one it runs (bf16 -> fp16 before Ampere).
 std::optional<perf::Precision> precision_for(const catalog::Gpu& gpu, const std::string& wanted, std::string& note) {
   const perf::Precision p = perf::parse_precision(wanted);
   try {
@@ -59,6 +44,21 @@ std::optional<perf::Precision> precision_for(const catalog::Gpu& gpu, const std:
   }
   return std::nullopt;
 }
+
+namespace {
+
+constexpr double kGiB = 1073741824.0;
+
+std::optional<perf::Prediction> try_predict(const catalog::Catalog& cat, const workload::Workload& w, const perf::PredictRequest& req,
+                                            std::string& err) {
+  try {
+    return perf::predict(cat, w, req);
+  } catch (const InputError& e) {
+    err = e.what();
+    return std::nullopt;
+  }
+}
+
 
 struct Costs {
   std::optional<double> rent_per_h, price, power_per_h, own_per_h;

@@ -44,6 +44,11 @@ struct Scenario {
   std::optional<perf::StackRatios> stack;
 };
 
+/// A precision policy on this card, or the nearest one it runs (bf16 -> fp16 before Ampere, fp8 -> fp16 before
+/// Hopper and Ada), with `note` saying so; nullopt when the card runs neither. One rule for the advice and every
+/// table beside it.
+std::optional<perf::Precision> precision_for(const catalog::Gpu& gpu, const std::string& wanted, std::string& note);
+
 /// Reads a scenario from TOML (the same keys as the fields above, plus an [assume] table). InputError
 /// with file:line for unknown keys, wrong types and impossible values.
 /// The scenario is validated, which resolves its workload: that workload goes to `resolved` when given, so

@@ -49,6 +49,7 @@
 #include "perf/parallel.hpp"
 #include "perf/predict.hpp"
 #include "perf/serving.hpp"
+#include "perf/weight_format.hpp"
 #include "perf/system_facts.hpp"
 #include "report/evaluate_record.hpp"
 #include "report/report.hpp"
@@ -226,7 +227,11 @@ json predict_catalog(const catalog::Catalog& cat, const workload::Workload& w, c
     perf::PredictRequest req;
     req.workload = w.name();
     req.gpu = g.id;
-    req.precision = precision;
+    std::string instead;  // a card without the named precision runs the nearest it has, as the advice prices it
+    if (precision) {
+      req.precision = advise::precision_for(g, std::string(perf::precision_name(*precision)), instead);
+      if (!req.precision) continue;
+    }
     req.options = task.options;
     req.training = task.training;
     req.calibration = cal;
@@ -505,10 +510,9 @@ int run_evaluate(EvaluateArgs a) {
   if (!a.scenario.empty()) {
     scenario = advise::read_scenario(a.scenario, assumptions, cat, &from_file);
     const advise::Scenario unsaid;
-    if (!a.workload_given && scenario.workload != unsaid.workload) {
-      a.workload = scenario.workload;
-      if (!a.options_given) workload_options = scenario.workload_options;
-    }
+    if (!a.workload_given && scenario.workload != unsaid.workload) a.workload = scenario.workload;
+    // The file's shape options go with its workload (a flag naming that same workload keeps them, as advise does).
+    if (!a.options_given && a.workload == scenario.workload) workload_options = scenario.workload_options;
     if (!a.precision_given && scenario.precision != unsaid.precision) a.precision = scenario.precision;
   }
   if (a.scenario.empty() || a.workload_given || a.options_given) {
@@ -593,7 +597,18 @@ int run_evaluate(EvaluateArgs a) {
   std::string verdict;
   if (trains_workload) std::tie(record.measured_here, verdict) = measured_here(here, record.predictions, cat, assumptions, m.tr.step_time_median_s);
   // Serving curves answer a serving question: shown for a decoder unless a scenario asks about training it.
-  if (a.scenario.empty() || scenario.task == "infer") record.serving = serving_curves(cat, w, a.precision, scenario);
+  std::string no_curves;  // why a serving question about a decoder has no curves, said beside the predictions
+  if (a.scenario.empty() || scenario.task == "infer") {
+    record.serving = serving_curves(cat, w, a.precision, scenario);
+    if (record.serving.is_null() && workload::pricer_for("infer", w.family()) == workload::Pricer::serving) {
+      try {
+        (void)perf::weight_format(perf::serving_format_for(a.precision));
+        no_curves = "; no serving curves: no card serves it on one GPU";
+      } catch (const InputError& e) {
+        no_curves = fmt::format("; no serving curves: {} (serving engines run fp16, bf16, fp8 or quantized weights)", e.what());
+      }
+    }
+  }
 
   steps.begin("advising");
   const advise::Advice advice = advise::advise(cat, scenario_workload, scenario, assumptions, trains_workload ? &here : nullptr);
@@ -604,8 +619,9 @@ int run_evaluate(EvaluateArgs a) {
   record.precision = a.precision.empty() ? perf::kDefaultPrecisionRule : a.precision;
   record.measured_here_note = trains_workload ? "" : m.measured_instead + " No measured bar beside the predictions.";
   record.prediction_note = fmt::format("{} {}, default batch per GPU, {}, priced with the {} "
-                                       "framework profile; band = the model's validation error spread",
-                                       a.workload, task.words, record.precision, record.predictions.empty() ? "pytorch" : record.predictions[0].value("framework", "pytorch"));
+                                       "framework profile; band = the model's validation error spread{}",
+                                       a.workload, task.words, record.precision, record.predictions.empty() ? "pytorch" : record.predictions[0].value("framework", "pytorch"),
+                                       no_curves);
   record.roofline = roofline(m.results, m.tr, m.measured_name, m.cpu);
   record.summary =
       summary_lines(m, record.cluster, record.network, record.predictions, a.workload, trains_workload ? &here : nullptr, verdict, cal, advice, stack);

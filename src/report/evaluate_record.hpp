@@ -11,7 +11,9 @@ namespace gpuvs::report {
 /// One evaluate run. The sections other modules produce keep those modules' JSON records (devices from hw, bench
 /// from bench, advice from advise, calibration and predictions from perf); this type says where each one lives.
 struct EvaluateRecord {
-  static constexpr int kSchemaVersion = 1;
+  /// 2: the calibration classes as predict --json writes them (benchmark, unit, measured_over_predicted, note; 1 had
+  /// ratio), and the advice's scenario with every request field. The report reads both.
+  static constexpr int kSchemaVersion = 2;
   std::string gpuvs;  ///< the version (and git revision) that wrote it
   std::string workload, precision;
   nlohmann::json devices;        ///< the probe: cpu, nvidia, cuda_plugin

@@ -5,6 +5,7 @@
 # tree: everything it reads is compiled in or found relative to itself.
 set -euo pipefail
 build=$1
+here=$(cd "$(dirname "$0")" && pwd)
 prefix=$(mktemp -d)
 trap 'rm -rf "$prefix"' EXIT
 cmake --install "$build" --prefix "$prefix" >/dev/null
@@ -36,12 +37,7 @@ out=$(env -i HOME="$prefix" PATH=/usr/bin:/bin "$prefix/bin/gpuvs" compare rtx-4
 case "$out" in *'"gpu": "a100-80gb-sxm"'*) ;; *) echo "the installed gpuvs did not answer: $out"; exit 1 ;; esac
 # The installed schema describes the installed binary's document (Debian's python3-jsonschema, where installed).
 if /usr/bin/python3 -c 'import jsonschema' 2>/dev/null; then
-  printf '%s' "$out" | /usr/bin/python3 -c '
-import json, pathlib, sys, jsonschema
-d = pathlib.Path(sys.argv[1]); s = json.loads((d / "compare.schema.json").read_text())
-v = jsonschema.Draft202012Validator(s, resolver=jsonschema.RefResolver(base_uri=d.as_uri() + "/", referrer=s))
-errors = [e.message for e in v.iter_errors(json.load(sys.stdin))]
-sys.exit("the installed compare.schema.json refuses the installed binary'"'"'s document: " + "; ".join(errors) if errors else 0)' "$prefix/share/gpuvs/schemas" || exit 1
+  printf '%s' "$out" | /usr/bin/python3 "$here/../python/json_schemas.py" "$prefix/share/gpuvs/schemas" compare.schema.json || exit 1
 fi
 env -i HOME="$prefix" PATH=/usr/bin:/bin "$prefix/bin/gpuvs" validate --data /nonexistent.csv 2>/dev/null && { echo "a missing file was not refused"; exit 1; }
 # `import gpuvs` from the prefix's Python module folder (where a /usr/local install puts it on Debian's sys.path),

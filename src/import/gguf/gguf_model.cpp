@@ -25,8 +25,6 @@ struct ArchRules {
   std::string name;
   bool geglu = false;          // Gemma: the gate through GELU
   bool gated = true;           // false: GPT-2's GELU MLP (ffn_up, ffn_down)
-  bool fused_qkv = false;      // one blk.N.attn_qkv tensor [hidden, q + 2 kv] (Phi-3, GPT-2)
-  bool fused_gate_up = false;  // blk.N.ffn_up holds the gate and the up projection [hidden, 2 ffn] (Phi-3)
   bool gpt2 = false;           // LayerNorm with a shift, biases on every projection, learned positions
   std::string expert_ffn_key;  // the experts' inner size, where it differs from feed_forward_length (Qwen3-MoE)
   std::string not_modelled;    // said in the description
@@ -38,7 +36,7 @@ const std::vector<ArchRules>& arch_rules() {
     r[0].name = "llama";
     r[1].name = "qwen2";
     r[2].name = "qwen3";
-    r[2].not_modelled = "the per-head Q/K norms (a few thousand weights a block) are not counted";
+    r[2].not_modelled = "the Q/K norms (a head's width of weights each, per block) are not counted";
     r[3].name = "qwen3moe";
     r[3].expert_ffn_key = "expert_feed_forward_length";
     r[3].not_modelled = r[2].not_modelled;
@@ -50,11 +48,10 @@ const std::vector<ArchRules>& arch_rules() {
     r[6].name = "gemma3";
     r[6].geglu = true;
     r[6].not_modelled = "sliding-window attention on five layers in six is priced as full attention; the Q/K norms are not counted";
-    r[7].name = "phi3";
-    r[7].fused_qkv = r[7].fused_gate_up = true;
+    r[7].name = "phi3";  // its Q/K/V and gate/up fused, as GPT-2's Q/K/V: told by the file's tensors (block_layout)
     r[8].name = "gpt2";
     r[8].gated = false;
-    r[8].fused_qkv = r[8].gpt2 = true;
+    r[8].gpt2 = true;
     return r;
   }();
   return rules;
@@ -82,6 +79,13 @@ struct ProjectionTensor {
   std::vector<std::string> roles;  // the names the serving model prices: attn_q ... ffn_down
 };
 
+// Which tensors a file fuses is its converter's choice, not the architecture's (llama.cpp loads a merged attn_qkv
+// where there is one and separate Q, K and V otherwise): told by block 0, held to every block.
+struct Fusion {
+  bool qkv = false;      // one blk.N.attn_qkv tensor [hidden, q + 2 kv] (Phi-3, GPT-2)
+  bool gate_up = false;  // blk.N.ffn_up holds the gate and then the up projection [hidden, 2 ffn] (Phi-3)
+};
+
 std::string dims_text(const std::vector<std::uint64_t>& dims);
 
 struct Reader {
@@ -89,6 +93,7 @@ struct Reader {
   const std::string& where;
   std::string arch;
   const ArchRules* rules = nullptr;
+  Fusion fused;
   std::int64_t layers = 0;  // block_count, once read: a per-layer array must list one value per block
 
   [[noreturn]] void fail(const std::string& key, const std::string& what) const { throw InputError(fmt::format("{}: {}: {}", where, key, what)); }
@@ -165,7 +170,9 @@ DecoderConfig decoder_shape(Reader& r, std::vector<std::string>& notes) {
   if (key_length > 0 && key_length != c.hidden / c.heads) c.head_dim = key_length;
   if (r.rules->gpt2) {  // GPT-2: LayerNorm with a shift, biases everywhere, learned positions, a GELU MLP
     c.norm_bias = c.linear_bias = c.learned_positions = true;
-    r.tensor("position_embd.weight");
+    const GgufTensor& positions = r.tensor("position_embd.weight");
+    if (positions.dims.size() != 2 || positions.dims[0] != static_cast<std::uint64_t>(c.hidden))
+      r.fail(positions.name, fmt::format("shaped {}, but a table of {}-wide positions is [{}, positions]", dims_text(positions.dims), c.hidden, c.hidden));
   } else {
     c.swiglu = c.rms_norm = c.rope = true;
     c.geglu = r.rules->geglu;
@@ -185,37 +192,39 @@ DecoderConfig decoder_shape(Reader& r, std::vector<std::string>& notes) {
   else if (embed.dims.size() == 2) c.vocab = static_cast<std::int64_t>(embed.dims[1]);
   if (c.vocab < 1 || c.vocab > kMaxVocab) r.fail("tokenizer.ggml.tokens", fmt::format("a vocabulary of {} tokens is outside [1, {}]", c.vocab, kMaxVocab));
   c.tied_embeddings = r.h.tensor("output.weight") == nullptr;
+  r.fused.qkv = r.h.tensor("blk.0.attn_qkv.weight") != nullptr;
+  r.fused.gate_up = r.rules->gated && !r.h.tensor("blk.0.ffn_gate.weight") && !r.h.tensor("blk.0.ffn_gate_exps.weight") &&
+                    r.h.tensor("blk.0.ffn_up.weight") != nullptr;
   if (!r.rules->gpt2) {
-    c.qkv_bias = r.h.tensor(r.rules->fused_qkv ? "blk.0.attn_qkv.bias" : "blk.0.attn_q.bias") != nullptr;
+    c.qkv_bias = r.h.tensor(r.fused.qkv ? "blk.0.attn_qkv.bias" : "blk.0.attn_q.bias") != nullptr;
     if (c.qkv_bias && r.arch != "qwen2") notes.push_back("Q/K/V biases in the file: built; an output-projection bias, if any, is not counted");
   }
-  if (c.experts > 0 && (r.rules->fused_gate_up || !r.rules->gated)) r.fail(r.key("expert_count"), fmt::format("experts in a {} file are not built", r.arch));
+  if (c.experts > 0 && !r.rules->gated) r.fail(r.key("expert_count"), fmt::format("experts in a {} file are not built", r.arch));
   if (!r.rules->not_modelled.empty()) notes.push_back(r.rules->not_modelled);
   return c;
 }
 
-/// Every block's projections are there and shaped as the metadata says; returns their bits per weight, block by
-/// block, and counts the tensors of each type.
-/// The projection tensors of one block of this architecture and shape.
-std::vector<ProjectionTensor> block_layout(const ArchRules& a, const DecoderConfig& c) {
+/// The projection tensors of one block of this architecture, shape and fusion.
+std::vector<ProjectionTensor> block_layout(const ArchRules& a, const Fusion& fused, const DecoderConfig& c) {
   const auto h = static_cast<std::uint64_t>(c.hidden), hd = static_cast<std::uint64_t>(c.head_size());
   const auto q = static_cast<std::uint64_t>(c.heads) * hd, kv = static_cast<std::uint64_t>(c.kv_heads) * hd, ffn = static_cast<std::uint64_t>(c.ffn);
   const auto e = static_cast<std::uint64_t>(c.experts);
   // ggml order: a PyTorch weight [out, in] is stored [in, out]; experts are the third dimension.
   auto mlp = [&](std::uint64_t in, std::uint64_t out) { return e ? std::vector<std::uint64_t>{in, out, e} : std::vector<std::uint64_t>{in, out}; };
   std::vector<ProjectionTensor> t;
-  if (a.fused_qkv) t.push_back({"attn_qkv", {h, q + 2 * kv}, {"attn_q", "attn_k", "attn_v"}});
+  if (fused.qkv) t.push_back({"attn_qkv", {h, q + 2 * kv}, {"attn_q", "attn_k", "attn_v"}});
   else t.insert(t.end(), {{"attn_q", {h, q}, {"attn_q"}}, {"attn_k", {h, kv}, {"attn_k"}}, {"attn_v", {h, kv}, {"attn_v"}}});
   t.push_back({"attn_output", {q, h}, {"attn_output"}});
-  if (a.fused_gate_up) t.push_back({"ffn_up", {h, 2 * ffn}, {"ffn_gate", "ffn_up"}});
+  if (fused.gate_up) t.push_back({"ffn_up", {h, 2 * ffn}, {"ffn_gate", "ffn_up"}});
   else if (a.gated) t.insert(t.end(), {{"ffn_gate", mlp(h, ffn), {"ffn_gate"}}, {"ffn_up", mlp(h, ffn), {"ffn_up"}}});
   else t.push_back({"ffn_up", {h, ffn}, {"ffn_up"}});
   t.push_back({"ffn_down", mlp(ffn, h), {"ffn_down"}});
   return t;
 }
 
+/// Every block's projections are there and shaped as the metadata says: their bits per weight, block by block.
 std::vector<std::map<std::string, double>> projection_bits(const Reader& r, const DecoderConfig& c) {
-  const std::vector<ProjectionTensor> layout = block_layout(*r.rules, c);
+  const std::vector<ProjectionTensor> layout = block_layout(*r.rules, r.fused, c);
   std::vector<std::map<std::string, double>> out;
   for (int l = 0; l < c.layers; ++l) {
     std::map<std::string, double> bits;
@@ -238,7 +247,7 @@ models::StoredWeights stored_weights(const Reader& r, const DecoderConfig& c) {
   w.source = r.where;
   w.engine = "llama.cpp";
   w.layer_bits = projection_bits(r, c);
-  const std::vector<ProjectionTensor> layout = block_layout(*r.rules, c);
+  const std::vector<ProjectionTensor> layout = block_layout(*r.rules, r.fused, c);
   const GgufTensor& embed = r.tensor("token_embd.weight");
   r.check_shape(embed, {static_cast<std::uint64_t>(c.hidden), static_cast<std::uint64_t>(c.vocab)});
   w.embedding_bits = type_bits(embed.type);
@@ -278,7 +287,7 @@ models::StoredWeights stored_weights(const Reader& r, const DecoderConfig& c) {
 const std::vector<std::string>& gguf_architectures() { return kArchitectures; }
 
 models::NetworkInfo gguf_network(const GgufHeader& h, const std::string& where) {
-  Reader r{h, where, {}};
+  Reader r{h, where, {}, nullptr, {}, 0};
   const GgufValue* arch = h.find("general.architecture");
   if (!arch) r.fail("general.architecture", "missing (the spec requires it)");
   if (arch->type != 8) r.fail("general.architecture", "must be a string");
