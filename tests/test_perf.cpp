@@ -102,6 +102,30 @@ TEST(Efficiency, TheKRampIsCyclesSoSlowerMatrixUnitsAmortiseItOverFewerKSteps) {
   EXPECT_LT(k_half("rtx-3090", Precision::amp_fp16), k_half("rtx-a6000", Precision::amp_fp16));
 }
 
+TEST(Efficiency, ACardsBestGemmPerClockCarriesToItsFrameworkGemms) {
+  // mamf-finder's best BF16 GEMMs (data/achievable.toml): A100 SXM 271.2 of 312 TFLOP/s, H100 SXM 794.5 of 989, at
+  // clocks the model has them sustain. Per clock the H100 reaches less of its peak than the A100, so its framework
+  // GEMMs do too; with the sustained clocks, two measured cards' GEMM rates keep their measured ratio.
+  const catalog::Gpu& a100 = cat().find("a100-80gb-sxm");
+  const catalog::Gpu& a100_pcie = cat().find("a100-80gb-pcie");
+  const catalog::Gpu& h100 = cat().find("h100-sxm");
+  EXPECT_LT(gemm_card_share(h100), gemm_card_share(a100));
+  const auto rate = [](const catalog::Gpu& g) {
+    const EfficiencyParams p = efficiency_for(g, plan_precision(Precision::amp_bf16, g));
+    return p.gemm_max * *g.bf16.dense * sustained_clock_fraction(g, active_constants().clock_headroom);
+  };
+  EXPECT_NEAR(rate(a100_pcie) / rate(a100), 252.9 / 271.2, 1e-9);
+  EXPECT_NEAR(rate(h100) / rate(a100), 794.5 / 271.2, 1e-9);
+  // H100 PCIe has no figure of its own: it takes the median per-clock fraction of its architecture's measured cards
+  // (the H100 SXM and the GH200).
+  const double pcie = gemm_card_share(cat().find("h100-pcie"));
+  EXPECT_GE(pcie, std::min(gemm_card_share(h100), gemm_card_share(cat().find("gh200"))));
+  EXPECT_LE(pcie, std::max(gemm_card_share(h100), gemm_card_share(cat().find("gh200"))));
+  // No Volta or GeForce card has a published figure: they keep the class's fitted fraction as it is.
+  EXPECT_DOUBLE_EQ(gemm_card_share(cat().find("v100-sxm2-16gb")), 1.0);
+  EXPECT_DOUBLE_EQ(gemm_card_share(cat().find("rtx-4090")), 1.0);
+}
+
 TEST(Memory, BytesPerParameterByRegime) {
   const auto& h100 = cat().find("h100-sxm");
   auto total = [](const ParamBytes& b) { return b.weights + b.gradients + b.optimizer; };

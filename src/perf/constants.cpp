@@ -103,7 +103,9 @@ std::string constants_toml(const FittedConstants& c) {
   std::string s =
       "# The performance model's fitted constants: the only numbers in gpuvs fitted to measurements of training\n"
       "# and serving throughput. Four are fractions of a spec peak that framework GEMMs and convolutions reach, per device\n"
-      "# class: data-centre HBM parts and GeForce/workstation GDDR boards. The others are shared by every card: what an\n"
+      "# class: data-centre boards and GeForce/workstation boards (the catalog's segment); a card's GEMMs reach its class's\n"
+      "# fraction times how its best GEMM compares per clock with the class's median (perf/efficiency.hpp\n"
+      "# gemm_card_share, from data/achievable.toml). The others are shared by every card: what an\n"
       "# SM keeps streaming in memory-bound framework kernels and in serving's decode attention ([memory]), where the\n"
       "# clock dense math sustains sits between the base and boost clocks (data/clocks.toml), and the share of a\n"
       "# measured figure's error a calibration carries to other cards ([calibration]). Everything else in the model\n"

@@ -7,17 +7,19 @@
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "perf/achievable.hpp"
 #include "perf/clocks.hpp"
 #include "perf/constants.hpp"
+#include "core/stats.hpp"
 #include "perf/system_facts.hpp"
 
 namespace gpuvs::perf {
 
 EfficiencyParams efficiency_for(const catalog::Gpu& gpu, const PrecisionPlan& plan) {
-  // Two device classes: HBM data-centre parts and GDDR GeForce/workstation boards. The tensor-core GEMM and
+  // Two device classes by segment: data-centre boards and GeForce/workstation boards. The tensor-core GEMM and
   // convolution fractions are the model's fitted constants (data/model-constants.toml, perf/fit.hpp): the
   // achieved fractions of the catalog's peaks for eager PyTorch-style training (cuBLAS GEMMs, cuDNN
   // convolutions). Unfused elementwise kernels stream at the lesser of a fraction of the DRAM rate and what
@@ -33,7 +35,7 @@ EfficiencyParams efficiency_for(const catalog::Gpu& gpu, const PrecisionPlan& pl
   p.bench_gemm_ref = !plan.tensor_cores ? facts.bench_gemm_cuda_cores : gddr ? facts.bench_gemm_tensor_geforce : facts.bench_gemm_tensor_datacenter;
   // Fused attention and CUDA-core math are not fitted: their fractions are data/system.toml's [kernels.*].
   if (plan.tensor_cores) {
-    p.gemm_max = fitted.gemm * (plan.precision == Precision::amp_fp8 ? fp8_gemm_share(gpu) : 1.0);
+    p.gemm_max = fitted.gemm * gemm_card_share(gpu) * (plan.precision == Precision::amp_fp8 ? fp8_gemm_share(gpu) : 1.0);
     p.conv_max = fitted.conv;
     p.attention_max = gddr ? facts.attention_geforce : facts.attention_datacenter;
   } else {
@@ -49,6 +51,39 @@ EfficiencyParams efficiency_for(const catalog::Gpu& gpu, const PrecisionPlan& pl
     p.k_half = std::min(p.k_half, facts.tile_fixed_cycles * fma_per_sm_cycle / (p.tile_m * p.tile_n));
   }
   return p;
+}
+
+double gemm_card_share(const catalog::Gpu& gpu) {
+  static const catalog::Catalog builtin = catalog::Catalog::builtin();  // the cards the figures were measured on
+  static std::mutex mutex;
+  static std::map<std::string, double> memo;  // by card and clock headroom (the per-clock fractions read it)
+  const double headroom = active_constants().clock_headroom;
+  const std::string key = fmt::format("{}|{}|{}|{}|{}", gpu.id, gpu.arch, gpu.segment, gpu.bf16.dense.value_or(0), headroom);
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (const auto it = memo.find(key); it != memo.end()) return it->second;
+  }
+  // The best GEMM's fraction of the peak at the clock a card sustains: what its matrix units reach per cycle.
+  auto per_clock = [&](const catalog::Gpu& g) -> std::optional<double> {
+    const auto a = achievable(builtin, g, "gemm-bf16");
+    const double clock = sustained_clock_fraction(g, headroom);
+    if (!a || a->fraction <= 0 || clock <= 0) return std::nullopt;
+    return a->fraction / clock;
+  };
+  std::vector<double> reference;
+  bool measured_kin = false;  // a card of this architecture and class has a published figure (or this one has)
+  for (const auto& f : builtin_achievable().figures) {
+    if (f.key != "gemm-bf16") continue;
+    const catalog::Gpu& other = builtin.find(f.gpu);
+    if (device_class(other) != device_class(gpu)) continue;
+    if (const auto v = per_clock(other)) reference.push_back(*v);
+    measured_kin = measured_kin || other.id == gpu.id || other.arch == gpu.arch;
+  }
+  const auto mine = per_clock(gpu);
+  const double share = reference.empty() || !measured_kin || !mine ? 1.0 : *mine / stats::median(reference);
+  const std::lock_guard<std::mutex> lock(mutex);
+  memo.emplace(key, share);
+  return share;
 }
 
 double fp8_gemm_share(const catalog::Gpu& gpu) {
