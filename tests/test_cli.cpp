@@ -416,10 +416,20 @@ TEST(Cli, ValidateCalibrateOneReportsTransferBesideFlatAndUncalibrated) {
   const int pairs = one["all"]["pairs"];
   EXPECT_GT(pairs, 0);
   ASSERT_EQ(one["pairs"].size(), static_cast<std::size_t>(pairs));
+  int inside = 0;
   for (const auto& p : one["pairs"]) {
     EXPECT_NE(p["from"], p["to"]);
     EXPECT_GT(p["transferred"].get<double>(), 0);
+    // The band printed with a calibrated prediction surrounds it; in_band says whether the published value is in it.
+    const double low = p["band_low"], high = p["band_high"], measured = p["measured"];
+    EXPECT_LT(low, p["transferred"].get<double>());
+    EXPECT_GT(high, p["transferred"].get<double>());
+    EXPECT_EQ(p["in_band"].get<bool>(), measured >= low && measured <= high);
+    inside += p["in_band"].get<bool>();
   }
+  EXPECT_DOUBLE_EQ(one["all"]["in_band"].get<double>(), static_cast<double>(inside) / pairs);
+  EXPECT_LE(one["all"]["transferred_spread"]["p10"].get<double>(), one["all"]["transferred_spread"]["p90"].get<double>());
+  EXPECT_NE(r.out.find("inside the band printed with them"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(" " + std::to_string(pairs) + " "), std::string::npos);
   // Without the flag the JSON says it was not run.
   const auto plain = run_gpuvs("validate --json --data " + data);

@@ -1863,10 +1863,17 @@ TEST(CalibrateOne, OneCardsFigureCarriesTheStacksKernelsToTheOthersThroughTheirP
     EXPECT_NEAR(p.ratio, 0.8, 1e-3) << p.from;
     EXPECT_LT(p.transferred_ape, 1e-3) << p.from << " -> " << p.to;
     EXPECT_GT(p.uncalibrated_ape, 0.02);  // the model alone misses the slower kernels
+    // Printed with the model's band around it, which an exact transfer sits inside.
+    EXPECT_NEAR(p.band_low, p.transferred * model_band().low(1.0), 1e-9 * p.transferred);
+    EXPECT_NEAR(p.band_high, p.transferred * model_band().high(1.0), 1e-9 * p.transferred);
+    EXPECT_TRUE(p.in_band) << p.from << " -> " << p.to;
     flat_worst = std::max(flat_worst, p.flat_ape);
   }
   EXPECT_GT(flat_worst, 0.01);  // a flat factor cannot carry what only the memory-bound part of each step took
   EXPECT_EQ(rep.all.worse, 0);
+  EXPECT_DOUBLE_EQ(rep.all.in_band, 1.0);
+  EXPECT_NEAR(rep.all.spread_low, 1.0, 1e-3);
+  EXPECT_NEAR(rep.all.spread_high, 1.0, 1e-3);
   // Another framework's or precision's stack moves nothing.
   StackRatios other = truth;
   other.format = "tf32";

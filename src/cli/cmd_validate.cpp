@@ -72,7 +72,9 @@ nlohmann::json transfer_json(const perf::TransferSummary& s) {
                         {"flat_median_abs_error", s.flat_median},
                         {"transferred_median_abs_error", s.transferred_median},
                         {"better_than_flat", s.better},
-                        {"worse_than_flat", s.worse}};
+                        {"worse_than_flat", s.worse},
+                        {"in_band", s.in_band},
+                        {"transferred_spread", s.pairs ? nlohmann::json{{"p10", s.spread_low}, {"p90", s.spread_high}} : nlohmann::json(nullptr)}};
 }
 
 /// --calibrate-one as JSON: per source and in all, and every pair (calibrated on `from`, predicted `to`).
@@ -89,6 +91,9 @@ nlohmann::json calibrate_one_json(const perf::CalibrateOneReport& c) {
                                    {"uncalibrated", p.uncalibrated},
                                    {"flat", p.flat},
                                    {"transferred", p.transferred},
+                                   {"band_low", p.band_low},
+                                   {"band_high", p.band_high},
+                                   {"in_band", p.in_band},
                                    {"note", p.note}});
   return nlohmann::json{{"sources", sources}, {"all", transfer_json(c.all)}, {"pairs", pairs}};
 }
@@ -176,11 +181,11 @@ void print_calibrate_one(const perf::CalibrateOneReport& c) {
              "sensitive to solved from it and carried to the group's other cards. Median |error| of those cards' predictions:\n"
              "uncalibrated (the model alone), flat (scaled by the measured card's measured/predicted: the cross-GPU ratio error)\n"
              "and transferred (the calibration carried through each card's physics).\n");
-  fmt::print("{:<26} {:>6} {:>6} {:>13} {:>8} {:>12} {:>15}\n", "source file", "groups", "pairs", "uncalibrated", "flat", "transferred",
-             "better/worse");
+  fmt::print("{:<26} {:>6} {:>6} {:>13} {:>8} {:>12} {:>15} {:>8}\n", "source file", "groups", "pairs", "uncalibrated", "flat", "transferred",
+             "better/worse", "in band");
   auto line = [](const perf::TransferSummary& s) {
-    fmt::print("{:<26} {:>6} {:>6} {:>12.1f}% {:>7.1f}% {:>11.1f}% {:>15}\n", s.file, s.groups, s.pairs, 100 * s.uncalibrated_median,
-               100 * s.flat_median, 100 * s.transferred_median, fmt::format("{}/{}", s.better, s.worse));
+    fmt::print("{:<26} {:>6} {:>6} {:>12.1f}% {:>7.1f}% {:>11.1f}% {:>15} {:>7.0f}%\n", s.file, s.groups, s.pairs, 100 * s.uncalibrated_median,
+               100 * s.flat_median, 100 * s.transferred_median, fmt::format("{}/{}", s.better, s.worse), 100 * s.in_band);
   };
   for (const auto& s : c.sources) line(s);
   if (c.all.pairs == 0) {
@@ -193,6 +198,11 @@ void print_calibrate_one(const perf::CalibrateOneReport& c) {
   std::vector<std::string> said;
   for (const auto& [k, n] : classes) said.push_back(fmt::format("{} {}", k, n));
   fmt::print("(better/worse: pairs whose transferred error is below/above the flat one; class solved, by pair: {})\n", strings::join(said, ", "));
+  // The band: a calibrated prediction is printed with its row's band; how often it holds, and the spread it has.
+  fmt::print("transferred predictions: {:.0f}% inside the band printed with them (the published value {:.2f}x to {:.2f}x of the prediction "
+             "in training, {:.2f}x to {:.2f}x serving); where it fell: {:.2f}x to {:.2f}x (10th-90th percentile) over {} pairs\n",
+             100 * c.all.in_band, perf::model_band().low(1.0), perf::model_band().high(1.0), perf::serving_band().low(1.0),
+             perf::serving_band().high(1.0), c.all.spread_low, c.all.spread_high, c.all.pairs);
 }
 
 void print_totals(const perf::ValidationReport& rep, std::size_t scored) {

@@ -26,11 +26,14 @@ TransferSummary summarize(const std::string& file, const std::vector<const Trans
   s.file = file;
   s.groups = groups;
   s.pairs = static_cast<int>(pairs.size());
-  std::vector<double> u, f, t;
+  std::vector<double> u, f, t, logs;
+  int inside = 0;
   for (const TransferPair* p : pairs) {
     u.push_back(p->uncalibrated_ape);
     f.push_back(p->flat_ape);
     t.push_back(p->transferred_ape);
+    logs.push_back(std::log(p->measured / p->transferred));
+    inside += p->in_band;
     s.better += p->transferred_ape < p->flat_ape - 1e-3;
     s.worse += p->transferred_ape > p->flat_ape + 1e-3;
   }
@@ -38,6 +41,9 @@ TransferSummary summarize(const std::string& file, const std::vector<const Trans
     s.uncalibrated_median = stats::quantile(u, 0.5);
     s.flat_median = stats::quantile(f, 0.5);
     s.transferred_median = stats::quantile(t, 0.5);
+    s.in_band = static_cast<double>(inside) / static_cast<double>(pairs.size());
+    s.spread_low = std::exp(stats::quantile(logs, 0.1));
+    s.spread_high = std::exp(stats::quantile(logs, 0.9));
   }
   return s;
 }
@@ -119,6 +125,10 @@ CalibrateOneReport calibrate_one(const catalog::Catalog& cat, const std::vector<
         p.uncalibrated_ape = ape(p.uncalibrated, p.measured);
         p.flat_ape = ape(p.flat, p.measured);
         p.transferred_ape = ape(p.transferred, p.measured);
+        // A calibrated prediction carries the band its row's prediction does (validate_row's factors).
+        p.band_low = to.predicted > 0 ? p.transferred * to.band_low / to.predicted : 0;
+        p.band_high = to.predicted > 0 ? p.transferred * to.band_high / to.predicted : 0;
+        p.in_band = p.measured >= p.band_low && p.measured <= p.band_high;
         out.pairs.push_back(std::move(p));
       }
     }

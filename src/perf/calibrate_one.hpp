@@ -25,6 +25,9 @@ struct TransferPair {
   double measured = 0;           // `to`'s published value
   double uncalibrated = 0, flat = 0, transferred = 0;  // `to` predicted three ways (its unit)
   double uncalibrated_ape = 0, flat_ape = 0, transferred_ape = 0;
+  double band_low = 0, band_high = 0;  // the band gpuvs prints with the transferred prediction (the row's own band's
+                                       // factors: serving's for a serving row, the model's otherwise)
+  bool in_band = false;                // the published value lies inside it
   std::string note;              // set when the calibrating figure was out of the model's reach (its step's note)
 };
 
@@ -33,6 +36,8 @@ struct TransferSummary {
   int groups = 0, pairs = 0;
   double uncalibrated_median = 0, flat_median = 0, transferred_median = 0;  // median absolute errors over the pairs
   int better = 0, worse = 0;  // pairs whose transferred error is below / above the flat one (by more than 0.1 point)
+  double in_band = 0;         // share of the transferred predictions whose published value lies inside their band
+  double spread_low = 0, spread_high = 0;  // 10th and 90th percentiles of measured / transferred (as the band reads)
 };
 
 struct CalibrateOneReport {
