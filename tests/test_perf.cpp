@@ -126,6 +126,44 @@ TEST(Efficiency, ACardsBestGemmPerClockCarriesToItsFrameworkGemms) {
   EXPECT_DOUBLE_EQ(gemm_card_share(cat().find("rtx-4090")), 1.0);
 }
 
+TEST(Efficiency, FP32KernelsLoseIssueSlotsWhereHalfTheFP32LanesAlsoRunINT32) {
+  // GA10x/AD10x SMs count both datapaths in the FP32 spec, but one also executes the kernels' integer instructions:
+  // CUDA-core FP32 math (SGEMM, convolutions, elementwise) keeps shared_lane_fp32 of the fractions other SMs reach
+  // (cuBLAS SGEMM on an RTX A6000: 0.60 of the spec). Tensor-core math is untouched; A100 and V100 SMs have INT32 units.
+  const double share = system_facts().shared_lane_fp32;
+  ASSERT_GT(share, 0.5);
+  ASSERT_LT(share, 1.0);
+  const auto eff = [](const char* id, Precision pr) {
+    const catalog::Gpu& g = cat().find(id);
+    return efficiency_for(g, plan_precision(pr, g));
+  };
+  for (const char* id : {"rtx-3090", "rtx-4090", "rtx-a6000", "rtx-6000-ada", "a10", "l4", "l40s", "rtx-5090"}) {
+    EXPECT_DOUBLE_EQ(shared_lane_fp32_share(cat().find(id)), share) << id;
+    EXPECT_DOUBLE_EQ(eff(id, Precision::fp32).gemm_max, system_facts().cuda_core_gemm * share) << id;
+    EXPECT_DOUBLE_EQ(eff(id, Precision::fp32).conv_max, system_facts().cuda_core_conv * share) << id;
+  }
+  for (const char* id : {"a100-80gb-sxm", "v100-sxm2-16gb", "h100-sxm", "t4", "rtx-2080-ti"}) {
+    EXPECT_DOUBLE_EQ(shared_lane_fp32_share(cat().find(id)), 1.0) << id;
+    EXPECT_DOUBLE_EQ(eff(id, Precision::fp32).gemm_max, system_facts().cuda_core_gemm) << id;
+  }
+  // Elementwise math loses the same slots; tensor-core GEMMs do not.
+  EXPECT_DOUBLE_EQ(eff("rtx-3090", Precision::amp_fp16).vector_max, eff("a100-80gb-sxm", Precision::amp_fp16).vector_max * share);
+  EXPECT_DOUBLE_EQ(eff("rtx-3090", Precision::tf32).gemm_max, eff("rtx-3090", Precision::amp_fp16).gemm_max);
+  // An FP32 training step on a 3090 is slower by that share in its math; its TF32 step is not.
+  PredictRequest r;
+  r.workload = "bert-base";
+  r.gpu = "rtx-3090";
+  r.precision = Precision::fp32;
+  r.batch = 16;
+  const double fp32 = predict(cat(), r).throughput;
+  SystemFacts wide = system_facts();
+  wide.shared_lane_fp32 = 1.0;
+  {
+    const ScopedSystemFacts scope(wide);
+    EXPECT_GT(predict(cat(), r).throughput, fp32 * 1.05);
+  }
+}
+
 TEST(Memory, BytesPerParameterByRegime) {
   const auto& h100 = cat().find("h100-sxm");
   auto total = [](const ParamBytes& b) { return b.weights + b.gradients + b.optimizer; };
@@ -1302,8 +1340,14 @@ TEST(SystemFacts, EveryFactIsSourcedWithItsUnitAndBadFilesAreRefusedByLine) {
        {with("compute_slices = 3\n", "compute_slices = 8\n"), "compute_slices must be a whole number from 1 to 7"},
        {with("compute_slices = 3\n", "compute_slices = 2\n"), "ascending, once each"},
        {with("memory_eighths = 4\nsource = \"NVIDIA MIG user guide: 3g.40gb\"", "memory_eighths = 4"), "needs compute_slices, memory_eighths and its source"},
-       {with("memory_eighths = 1\n", "memory_eigths = 1\n"), "unknown key 'memory_eigths'"}},
+       {with("memory_eighths = 1\n", "memory_eigths = 1\n"), "unknown key 'memory_eigths'"},
+       {with("compute_capabilities = [\"8.6\", \"8.7\", \"8.9\", \"12.0\", \"12.1\"]\n", ""), "[kernels.shared_lane_fp32] needs compute_capabilities"},
+       {with("compute_capabilities = [\"8.6\", \"8.7\", \"8.9\", \"12.0\", \"12.1\"]", "compute_capabilities = [8.6]"),
+        "[kernels.shared_lane_fp32] compute_capabilities must be strings"},
+       {with("[memory.runtime]\nvalue = 0.75", "[memory.runtime]\nvalue = 0.75\ncompute_capabilities = [\"8.6\"]"),
+        "[memory.runtime]: unknown key 'compute_capabilities' (expected value, unit, source)"}},
       [](const std::string& text) { parse_system_facts(text, "system.toml"); });
+  EXPECT_EQ(f.shared_lane_compute_capabilities, (std::vector<std::string>{"8.6", "8.7", "8.9", "12.0", "12.1"}));
   const auto src = builtin.find("source = ", builtin.find("[host.stream_fraction]"));
   const std::string unsourced = with(builtin.substr(src, builtin.find('\n', src) - src), "source = \"\"");
   EXPECT_NE(test::input_error_of([&] { parse_system_facts(unsourced, "system.toml"); }).find("[host.stream_fraction] needs its source"),

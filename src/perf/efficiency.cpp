@@ -43,6 +43,14 @@ EfficiencyParams efficiency_for(const catalog::Gpu& gpu, const PrecisionPlan& pl
     p.conv_max = facts.cuda_core_conv;
     p.attention_max = facts.cuda_core_attention;
   }
+  // FP32 on CUDA cores where half the FP32 lanes also run INT32: integer instructions take FP32 issue slots.
+  const double lanes = shared_lane_fp32_share(gpu);
+  if (!plan.tensor_cores) {
+    p.gemm_max *= lanes;
+    p.conv_max *= lanes;
+    p.attention_max *= lanes;
+  }
+  p.vector_max *= lanes;
   // The K ramp: a tile's fixed cost is SM cycles, not math, so a unit with fewer FMAs per SM-cycle (CUDA-core
   // FP32, TF32, a GeForce's half-rate FP32-accumulate path) amortises it over fewer K steps. The ceiling is
   // today's K = 48: faster units overlap one tile's epilogue with the next tile's main loop.
@@ -51,6 +59,12 @@ EfficiencyParams efficiency_for(const catalog::Gpu& gpu, const PrecisionPlan& pl
     p.k_half = std::min(p.k_half, facts.tile_fixed_cycles * fma_per_sm_cycle / (p.tile_m * p.tile_n));
   }
   return p;
+}
+
+double shared_lane_fp32_share(const catalog::Gpu& gpu) {
+  const SystemFacts& facts = system_facts();
+  const auto& ccs = facts.shared_lane_compute_capabilities;
+  return std::find(ccs.begin(), ccs.end(), gpu.compute_capability) != ccs.end() ? facts.shared_lane_fp32 : 1.0;
 }
 
 double gemm_card_share(const catalog::Gpu& gpu) {

@@ -62,6 +62,7 @@ const std::vector<FactSpec>& fact_specs() {
         {"kernels", "cuda_core_gemm", "fraction", false, 1, false, [](F& f, double x) { f.cuda_core_gemm = x; }},
         {"kernels", "cuda_core_conv", "fraction", false, 1, false, [](F& f, double x) { f.cuda_core_conv = x; }},
         {"kernels", "cuda_core_attention", "fraction", false, 1, false, [](F& f, double x) { f.cuda_core_attention = x; }},
+        {"kernels", "shared_lane_fp32", "fraction", false, 1, false, [](F& f, double x) { f.shared_lane_fp32 = x; }},
         {"kernels", "tile_fixed_cycles", "cycles", false, 1e5, false, [](F& f, double x) { f.tile_fixed_cycles = x; }},
         {"server", "gpus", "GPUs", false, 1024, true, [](F& f, double x) { f.gpus_per_server = static_cast<int>(x); }},
         {"host", "stream_fraction", "fraction", false, 1, false, [](F& f, double x) { f.host_stream_fraction = x; }},
@@ -158,9 +159,22 @@ SystemFacts parse_facts(const std::string& text, const std::string& where, const
     const int line = static_cast<int>(node->source().begin.line);
     const auto* fact = node->as_table();
     if (!fact) throw InputError(fmt::format("{}:{}: [{}] must be a table with value, unit and source", where, line, key));
+    // The shared-lane fact also names the compute capabilities it holds for.
+    const bool lists_ccs = key == "kernels.shared_lane_fp32";
     for (const auto& [k, v] : *fact)
-      if (k.str() != "value" && k.str() != "unit" && k.str() != "source")
-        throw InputError(fmt::format("{}:{}: [{}]: unknown key '{}' (expected value, unit, source)", where, line, key, strings::printable(k.str())));
+      if (k.str() != "value" && k.str() != "unit" && k.str() != "source" && !(lists_ccs && k.str() == "compute_capabilities"))
+        throw InputError(fmt::format("{}:{}: [{}]: unknown key '{}' (expected value, unit, source{})", where, line, key, strings::printable(k.str()),
+                                     lists_ccs ? ", compute_capabilities" : ""));
+    if (lists_ccs && (!base || (*fact)["compute_capabilities"])) {  // an override may keep the built-in list
+      const auto* ccs = (*fact)["compute_capabilities"].as_array();
+      if (!ccs || ccs->empty()) throw InputError(fmt::format("{}:{}: [{}] needs compute_capabilities, a list of strings", where, line, key));
+      out.shared_lane_compute_capabilities.clear();
+      for (const auto& cc : *ccs) {
+        const auto name = cc.value<std::string>();
+        if (!name || name->empty()) throw InputError(fmt::format("{}:{}: [{}] compute_capabilities must be strings", where, line, key));
+        out.shared_lane_compute_capabilities.push_back(*name);
+      }
+    }
     const auto value = (*fact)["value"].value<double>();
     const auto unit = (*fact)["unit"].value<std::string>();
     const auto source = (*fact)["source"].value<std::string>();

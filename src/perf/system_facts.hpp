@@ -45,6 +45,10 @@ struct SystemFacts {
   double cuda_core_gemm = 0;        // FP32 math on CUDA cores: no tensor-core pipeline to fill
   double cuda_core_conv = 0;
   double cuda_core_attention = 0;
+  // SMs whose second FP32 datapath also runs INT32 (GA10x, AD10x, GB20x): the share of the other SMs' CUDA-core
+  // fractions their FP32 kernels keep (integer instructions take FP32 issue slots), and which compute capabilities.
+  double shared_lane_fp32 = 0;
+  std::vector<std::string> shared_lane_compute_capabilities;
   double tile_fixed_cycles = 0;    // a GEMM tile's fixed cost beside its main loop, SM cycles (the K ramp)
   int gpus_per_server = 0;         // one NVLink domain
   double host_stream_fraction = 0; // STREAM over the DDR theoretical rate
