@@ -121,6 +121,9 @@ TEST(Efficiency, ACardsBestGemmPerClockCarriesToItsFrameworkGemms) {
   const double pcie = gemm_card_share(cat().find("h100-pcie"));
   EXPECT_GE(pcie, std::min(gemm_card_share(h100), gemm_card_share(cat().find("gh200"))));
   EXPECT_LE(pcie, std::max(gemm_card_share(h100), gemm_card_share(cat().find("gh200"))));
+  // The A10 is Ampere but a GA102 (compute capability 8.6), not an A100's GA100 SM: it learns nothing from their figures.
+  EXPECT_DOUBLE_EQ(gemm_card_share(cat().find("a10")), 1.0);
+  EXPECT_NE(gemm_card_share(cat().find("a100-40gb-sxm")), 1.0);  // a GA100 without a figure of its own does
   // No Volta or GeForce card has a published figure: they keep the class's fitted fraction as it is.
   EXPECT_DOUBLE_EQ(gemm_card_share(cat().find("v100-sxm2-16gb")), 1.0);
   EXPECT_DOUBLE_EQ(gemm_card_share(cat().find("rtx-4090")), 1.0);

@@ -51,7 +51,8 @@ double prior(const std::string& key) {
 
 std::string segment_class(const catalog::Gpu& g) { return g.segment == "datacenter" ? "data-centre" : "GeForce/workstation"; }
 
-bool same_class(const catalog::Gpu& a, const catalog::Gpu& b) { return a.arch == b.arch && segment_class(a) == segment_class(b); }
+// One SM design (compute capability: GA100 and GA102 are both Ampere, not one SM) in one segment class.
+bool same_class(const catalog::Gpu& a, const catalog::Gpu& b) { return a.compute_capability == b.compute_capability && segment_class(a) == segment_class(b); }
 
 }  // namespace
 
@@ -212,12 +213,12 @@ std::optional<Achievable> achievable(const catalog::Catalog& cat, const catalog:
       clocked ? fmt::format(" at this card's sustained clock ({:.0f}% of its rated one, as the others' at theirs)", 100 * clock_of(gpu)) : "";
   if (!same.empty()) {
     a.fraction = stats::median(same) * clock_of(gpu);
-    a.basis = fmt::format("rule: {:.0f}% of spec, the median of {} {} card(s) with a published {} figure ({}){}", 100 * a.fraction,
-                          gpu.arch, segment_class(gpu), group_of(key), unique(same_ids), at_clock);
+    a.basis = fmt::format("rule: {:.0f}% of spec, the median of {} {} card(s) of compute capability {} with a published {} figure ({}){}",
+                          100 * a.fraction, gpu.arch, segment_class(gpu), gpu.compute_capability, group_of(key), unique(same_ids), at_clock);
   } else if (!all.empty()) {
     a.fraction = stats::median(all) * clock_of(gpu);
-    a.basis = fmt::format("rule: {:.0f}% of spec, the median of every card with a published {} figure ({}){}; none of {} {}",
-                          100 * a.fraction, group_of(key), unique(all_ids), at_clock, gpu.arch, segment_class(gpu));
+    a.basis = fmt::format("rule: {:.0f}% of spec, the median of every card with a published {} figure ({}){}; none of {} {} (compute capability {})",
+                          100 * a.fraction, group_of(key), unique(all_ids), at_clock, gpu.arch, segment_class(gpu), gpu.compute_capability);
   } else {
     a.fraction = prior(key);
     a.basis = fmt::format("prior: {:.0f}% of spec (what gpuvs's microbenchmarks expect of a healthy card; no published {} figure)",

@@ -5,7 +5,7 @@
 // (compiled in) holds the published figures with their sources; where a GPU has none, the figure is
 // derived by a stated rule learned from the cards that have one:
 //   1. published for this GPU;
-//   2. spec x the median measured/spec of the other cards of its architecture and segment class
+//   2. spec x the median measured/spec of the other cards of its SM design (compute capability) and segment class
 //      (data-centre vs GeForce/workstation) for the same kind of figure;
 //   3. spec x the median measured/spec over every card with that kind of figure;
 //   4. spec x a prior: what gpuvs's own microbenchmarks expect of a healthy card.

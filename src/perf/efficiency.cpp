@@ -85,13 +85,14 @@ double gemm_card_share(const catalog::Gpu& gpu) {
     return a->fraction / clock;
   };
   std::vector<double> reference;
-  bool measured_kin = false;  // a card of this architecture and class has a published figure (or this one has)
+  bool measured_kin = false;  // a card of this SM design (compute capability) and class has a published figure (or this one has):
+                              // GA100 and GA102 are both "Ampere" but not one SM
   for (const auto& f : builtin_achievable().figures) {
     if (f.key != "gemm-bf16") continue;
     const catalog::Gpu& other = builtin.find(f.gpu);
     if (device_class(other) != device_class(gpu)) continue;
     if (const auto v = per_clock(other)) reference.push_back(*v);
-    measured_kin = measured_kin || other.id == gpu.id || other.arch == gpu.arch;
+    measured_kin = measured_kin || other.id == gpu.id || other.compute_capability == gpu.compute_capability;
   }
   const auto mine = per_clock(gpu);
   const double share = reference.empty() || !measured_kin || !mine ? 1.0 : *mine / stats::median(reference);

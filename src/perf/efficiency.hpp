@@ -39,7 +39,8 @@ double shared_lane_fp32_share(const catalog::Gpu& gpu);
 /// How a card's best GEMMs compare per clock with its device class's: its 16-bit achievable fraction (perf/achievable.hpp)
 /// at the clock it sustains (perf/clocks.hpp) over the median of the class's cards with a published figure
 /// (mamf-finder: A100 SXM 0.93, H100 SXM 0.85 of the peak at their sustained clocks). 1 where neither this card
-/// nor one of its architecture and class has a published figure. Framework GEMMs run the same libraries' kernels.
+/// nor one of its SM design (compute capability) and class has a published figure: the A10 (GA102) learns nothing from
+/// the A100s (GA100). Framework GEMMs run the same libraries' kernels.
 double gemm_card_share(const catalog::Gpu& gpu);
 /// How much of its FP8 peak a card's best GEMMs reach against how much of its 16-bit peak they reach, at most 1:
 /// the ratio of the two achievable fractions (perf/achievable.hpp, the built-in figures and rules: mamf-finder's
