@@ -469,6 +469,19 @@ TEST(StackCalibration, WhatOneFigureLeavesOpenAndWhatItCannotReachAreSaid) {
   ASSERT_EQ(graphs.steps.size(), 2u);
   EXPECT_EQ(graphs.steps[0].op_class, "memory");
   EXPECT_NE(graphs.steps[0].note.find("faster than the model allows"), std::string::npos) << graphs.steps[0].note;
+  // Held at the ceiling with the least ratio that reaches it (a little above 1), not the search's bound of 20: what is
+  // carried to other cards is what the figure asks of the kernels, not twenty times the model.
+  EXPECT_TRUE(graphs.steps[0].held_at_ceiling);
+  EXPECT_GT(graphs.steps[0].ratio, 1.0);
+  EXPECT_LT(graphs.steps[0].ratio, 2.0);
+  EXPECT_DOUBLE_EQ(graphs.ratios.memory, graphs.steps[0].ratio);
+  StackRatios more = graphs.ratios;
+  more.memory *= 1.5;
+  ServingRequest at_ceiling = qwen.request;
+  at_ceiling.stack = &more;
+  const double beyond_ceiling = predict_serving(cat(), at_ceiling).throughput;
+  at_ceiling.stack = &graphs.ratios;
+  EXPECT_NEAR(predict_serving(cat(), at_ceiling).throughput / beyond_ceiling, 1.0, 1e-6);  // more changes nothing there
   EXPECT_EQ(graphs.steps[1].op_class, "fixed-cost");
   EXPECT_TRUE(graphs.steps[1].note.empty()) << graphs.steps[1].note;
   EXPECT_LT(graphs.ratios.fixed, 1.0);

@@ -42,6 +42,17 @@ StackStep solve(const StackRate& rate, double measured, const std::string& unit,
   double lo = std::log(lowest), hi = std::log(highest);
   if (measured >= top) {
     ratios.*which = rising ? highest : lowest;
+    if (rising) {
+      // Held at the ceiling: the least ratio that reaches it (an efficiency capped at 98% rises no further), not the
+      // search's bound, so what is shown and carried is what the figure asks for, not twenty times the model.
+      for (int i = 0; i < 48; ++i) {
+        const double mid = 0.5 * (lo + hi);
+        ratios.*which = std::exp(mid);
+        (rate(ratios) >= top * (1 - 1e-9) ? hi : lo) = mid;
+      }
+      ratios.*which = std::exp(hi);
+      step.held_at_ceiling = true;
+    }
     step.note = rising ? fmt::format("faster than the model allows with these kernels at their ceiling ({:.4g} {}); held there", top, unit)
                        : fmt::format("faster than the model allows with {}x the profile's fixed costs ({:.4g} {}); held there", lowest, top, unit);
   } else if (measured <= bottom) {
@@ -135,11 +146,12 @@ StackCalibration calibrate_stack(const catalog::Catalog& cat, const std::vector<
         ++n;
         // A decode faster than its memory-bound kernels at their ceiling allow: only lower fixed costs per token
         // (fewer gaps between kernels, a graph launched once) explain it, and the same figure fixes them.
-        const bool out_of_reach = which == &StackRatios::memory && step.ratio >= kHighest;
+        const bool out_of_reach = which == &StackRatios::memory && step.held_at_ceiling;
+        const double ceiling = step.ratio;
         out.steps.push_back(std::move(step));
         if (out_of_reach) {
           StackRatios held = out.ratios;
-          held.memory = kHighest;
+          held.memory = ceiling;
           StackStep fixed = solve(cat, m, held, &StackRatios::fixed, kLowest, 1.0);
           fixed.measurement = i;
           fixed_log_sum += std::log(fixed.ratio);
@@ -157,7 +169,7 @@ StackCalibration calibrate_stack(const catalog::Catalog& cat, const std::vector<
   for (const auto& step : out.steps)
     if (step.op_class == "matrix") {
       any_prefill = true;
-      all_beyond = all_beyond && step.ratio >= kHighest;
+      all_beyond = all_beyond && step.held_at_ceiling;
     }
   if (any_prefill && all_beyond) {
     out.ratios.gemm = 1;

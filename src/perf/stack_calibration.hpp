@@ -33,6 +33,8 @@ struct StackStep {
   std::string unit = "tokens/s";             // of measured and predicted
   double measured = 0, predicted_before = 0, predicted_after = 0, ratio = 1;
   std::string note;  // set when the ratio met a bound and the model cannot reproduce the figure
+  bool held_at_ceiling = false;  // a kernel class at its efficiency ceiling short of the figure: the ratio is the least
+                                 // one that reaches the ceiling (higher changes nothing), not the search's bound
   std::size_t measurement = 0;  // which of the measurements given
 };
 
