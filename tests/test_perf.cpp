@@ -1192,11 +1192,30 @@ TEST(Constants, MemoryBoundKernelsStreamAtTheLesserOfTheDramRateAndWhatTheSmsKee
   // rate; a wide-HBM part at what its SMs keep in flight.
   const double stream = system_facts().bench_memory;
   const catalog::Gpu& rtx4090 = cat().find("rtx-4090");  // 128 SMs x 2.52 GHz x 8 B = 2.58 TB/s against 1.01 TB/s
-  const catalog::Gpu& h100 = cat().find("h100-sxm");     // 132 SMs x 1.98 GHz x 8 B = 2.09 TB/s against 3.35 TB/s
+  const catalog::Gpu& h100 = cat().find("h100-sxm");     // 132 SMs x ~1.75 GHz x 8 B = 1.85 TB/s against 3.35 TB/s
   EXPECT_DOUBLE_EQ(memory_fraction(rtx4090, 8.0), stream);
-  const double h100_side = 8.0 * h100.sm_count * h100.boost_mhz * 1e6 / (h100.memory_bandwidth_gbs * 1e9);
+  // At the clock the SMs run a training step at: the sustained one (perf/clocks.hpp), as the matrix peaks are priced.
+  const auto sustained_mhz = [](const catalog::Gpu& g) { return sustained_clock_fraction(g, active_constants().clock_headroom) * rated_clock_mhz(g); };
+  const double h100_side = 8.0 * h100.sm_count * sustained_mhz(h100) * 1e6 / (h100.memory_bandwidth_gbs * 1e9);
   EXPECT_LT(h100_side, stream);
   EXPECT_DOUBLE_EQ(memory_fraction(h100, 8.0), h100_side);
+  // A power-limited board (the 350 W H100 PCIe: 1,095 MHz base under a 1,755 boost) keeps fewer bytes in flight per
+  // second than its boost clock would: it sits further below its DRAM rate than its spec says.
+  const catalog::Gpu& pcie = cat().find("h100-pcie");
+  EXPECT_LT(sustained_mhz(pcie), 0.85 * pcie.boost_mhz);
+  EXPECT_NEAR(memory_fraction(pcie, 8.0), 8.0 * pcie.sm_count * sustained_mhz(pcie) * 1e6 / (pcie.memory_bandwidth_gbs * 1e9), 1e-12);
+  EXPECT_LT(memory_fraction(pcie, 8.0), 8.0 * pcie.sm_count * pcie.boost_mhz * 1e6 / (pcie.memory_bandwidth_gbs * 1e9));
+  // A card with no base clock of its own takes its chip's boards' of the most power not above its own (the GH200's
+  // GH100 at 1,000 W: the 700 W H100 SXM's and H200 SXM's), so it sustains what they do, not its boost.
+  const catalog::Gpu& gh200 = cat().find("gh200");
+  EXPECT_NEAR(sustained_mhz(gh200), sustained_mhz(h100), 0.05 * sustained_mhz(h100));
+  EXPECT_LT(sustained_mhz(gh200), gh200.boost_mhz);
+  EXPECT_NEAR(rated_clock_mhz(gh200), rated_clock_mhz(h100), 1.0);  // its 989 TFLOP/s are the same 1,830 MHz peak
+  // A user's card of no known chip runs at the clock its peaks are rated at.
+  catalog::Gpu mine = h100;
+  mine.id = "my-h100";
+  mine.chip = "mine";
+  EXPECT_NEAR(memory_fraction(mine, 8.0), 8.0 * mine.sm_count * mine.boost_mhz * 1e6 / (mine.memory_bandwidth_gbs * 1e9), 1e-12);
   // More bytes in flight per SM move the HBM card, not the GeForce board.
   EXPECT_GT(memory_fraction(h100, 16.0), memory_fraction(h100, 8.0));
   EXPECT_DOUBLE_EQ(memory_fraction(rtx4090, 16.0), stream);

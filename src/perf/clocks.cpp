@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <vector>
 
 #include "core/error.hpp"
 #include "core/strings.hpp"
@@ -76,17 +78,53 @@ const ClockData& builtin_clocks() {
   return d;
 }
 
+namespace {
+
+// A card's clocks as fractions of its boost: its own entry, else its chip's (see clocks.hpp).
+struct ClockShape {
+  double base = 0, peak = 0;  // base_mhz / boost, peak_mhz / boost (0: rated at the boost)
+};
+
+std::optional<ClockShape> shape_of(const catalog::Gpu& gpu, const ClockData& data) {
+  if (gpu.boost_mhz <= 0) return std::nullopt;
+  if (const BaseClock* c = data.find(gpu.id)) return ClockShape{c->base_mhz / gpu.boost_mhz, c->peak_mhz / gpu.boost_mhz};
+  if (gpu.chip.empty()) return std::nullopt;
+  // No figure of its own: the boards of its chip with the most power not above its own (a GH200's GH100 at up to
+  // 1,000 W takes the 700 W SXM boards', not the 350 W PCIe card's), the median of their shapes.
+  static const catalog::Catalog builtin = catalog::Catalog::builtin();
+  double best_tdp = -1;
+  std::vector<ClockShape> kin;
+  for (const auto& other : builtin.gpus()) {
+    const BaseClock* c = data.find(other.id);
+    if (!c || other.id == gpu.id || other.chip != gpu.chip || other.boost_mhz <= 0 || other.tdp_w > gpu.tdp_w) continue;
+    if (other.tdp_w > best_tdp) {
+      best_tdp = other.tdp_w;
+      kin.clear();
+    }
+    if (other.tdp_w == best_tdp) kin.push_back({c->base_mhz / other.boost_mhz, c->peak_mhz / other.boost_mhz});
+  }
+  if (kin.empty()) return std::nullopt;
+  std::vector<double> base, peak;
+  for (const auto& k : kin) base.push_back(k.base), peak.push_back(k.peak);
+  std::sort(base.begin(), base.end());
+  std::sort(peak.begin(), peak.end());
+  const auto median = [](const std::vector<double>& v) { return 0.5 * (v[(v.size() - 1) / 2] + v[v.size() / 2]); };
+  return ClockShape{median(base), median(peak)};
+}
+
+}  // namespace
+
 double sustained_clock_fraction(const catalog::Gpu& gpu, double headroom, const ClockData& data) {
-  const BaseClock* c = data.find(gpu.id);
-  if (!c || gpu.boost_mhz <= 0) return 1.0;
-  const double boost = gpu.boost_mhz;
-  const double rated = c->peak_mhz > 0 ? c->peak_mhz : boost;
-  return std::clamp((c->base_mhz + headroom * (boost - c->base_mhz)) / rated, 1e-3, 1.0);
+  const auto s = shape_of(gpu, data);
+  if (!s) return 1.0;
+  const double boost = gpu.boost_mhz, base = s->base * boost;
+  const double rated = s->peak > 0 ? s->peak * boost : boost;
+  return std::clamp((base + headroom * (boost - base)) / rated, 1e-3, 1.0);
 }
 
 double rated_clock_mhz(const catalog::Gpu& gpu, const ClockData& data) {
-  const BaseClock* c = data.find(gpu.id);
-  return c && c->peak_mhz > 0 ? c->peak_mhz : gpu.boost_mhz;
+  const auto s = shape_of(gpu, data);
+  return s && s->peak > 0 ? s->peak * gpu.boost_mhz : gpu.boost_mhz;
 }
 
 }  // namespace gpuvs::perf

@@ -36,8 +36,10 @@ const ClockData& builtin_clocks();
 ClockData parse_clocks(const std::string& text, const std::string& where, const catalog::Catalog& cat);
 
 /// Sustained dense-math clock over the clock the peaks are rated at (peak_mhz, else the boost):
-/// min(1, (base + headroom (boost - base)) / rated), in (0, 1]; 1 for a device with no known base clock
-/// (a user's own catalog entry): its peaks are taken as rated.
+/// min(1, (base + headroom (boost - base)) / rated), in (0, 1]. A card with no entry of its own takes, as fractions
+/// of its boost, the base and rated clocks of the built-in boards of its chip with the most power not above its own
+/// (the median over ties: a GH200 the H100 SXM's and H200 SXM's); 1 where none exists (a user's entry of another
+/// chip): its peaks are taken as rated.
 double sustained_clock_fraction(const catalog::Gpu& gpu, double headroom, const ClockData& data = builtin_clocks());
 
 /// The clock a card's matrix peaks are rated at: its peak_mhz in `data`, else its boost (MHz; 0 if unknown).

@@ -125,7 +125,7 @@ std::string constants_toml(const FittedConstants& c) {
   table("geforce", c.of(DeviceClass::geforce));
   table("prior", c.prior);
   s += "\n# Memory-bound framework kernels stream at min(a streaming microbenchmark's fraction of the DRAM rate\n"
-       "# (data/system.toml [microbench.memory]), bytes_per_sm_cycle x SMs x boost clock): Little's law, bytes in\n"
+       "# (data/system.toml [microbench.memory]), bytes_per_sm_cycle x SMs x the sustained clock): Little's law, bytes in\n"
        "# flight per SM over the DRAM latency (perf/efficiency.hpp). The prior: one 4-byte load in flight per\n"
        "# resident thread (2,048 per SM) over a DRAM latency of about 700 cycles. decode_bytes_per_sm_cycle is\n"
        "# the same for a serving engine's decode attention (the KV cache read every generated token), fitted on\n"

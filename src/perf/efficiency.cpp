@@ -122,7 +122,10 @@ double memory_fraction(const catalog::Gpu& gpu, double bytes_per_sm_cycle) {
   const double stream = system_facts().bench_memory;
   const double spec = gpu.memory_bandwidth_gbs * 1e9;
   if (spec <= 0 || gpu.sm_count <= 0 || gpu.boost_mhz <= 0) return stream;  // a user's entry without SMs or clocks
-  return std::min(stream, bytes_per_sm_cycle * gpu.sm_count * gpu.boost_mhz * 1e6 / spec);
+  // Bytes in flight per SM-cycle at the clock the SMs run a training step at: the sustained one (perf/clocks.hpp), not
+  // the boost. A board that sheds clock under its power limit keeps fewer bytes in flight per second too.
+  const double clock_mhz = sustained_clock_fraction(gpu, active_constants().clock_headroom) * rated_clock_mhz(gpu);
+  return std::min(stream, bytes_per_sm_cycle * gpu.sm_count * clock_mhz * 1e6 / spec);
 }
 
 double wave_efficiency(const GemmDims& d, const EfficiencyParams& p, int sm_count) {

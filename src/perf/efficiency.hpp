@@ -59,8 +59,10 @@ double gemm_efficiency(const GemmDims& d, double max_efficiency, const Efficienc
 /// The fraction of `gpu`'s DRAM bandwidth memory-bound framework kernels reach, in (0, 1]. A kernel keeps a
 /// bounded number of bytes in flight per SM, so by Little's law its bandwidth is at most bytes in flight
 /// over the DRAM latency per SM: min(a streaming microbenchmark's fraction (data/system.toml
-/// [microbench.memory]), bytes_per_sm_cycle x SMs x boost clock / bandwidth). GDDR boards with many fast SMs
-/// for their bandwidth sit on the first side, wide-HBM data-centre parts on the second.
+/// [microbench.memory]), bytes_per_sm_cycle x SMs x the sustained clock / bandwidth), the clock the power limit
+/// sustains (perf/clocks.hpp sustained_clock_fraction x the rated clock), as the matrix peaks are priced. GDDR boards
+/// with many fast SMs for their bandwidth sit on the first side, wide-HBM data-centre parts on the second, and a
+/// power-limited PCIe part further down the second than its SXM sibling.
 double memory_fraction(const catalog::Gpu& gpu, double bytes_per_sm_cycle);
 /// Achieved fraction of DRAM bandwidth for a kernel moving `bytes`.
 double memory_efficiency(double bytes, const EfficiencyParams& p);
