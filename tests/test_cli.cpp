@@ -258,6 +258,11 @@ TEST(Cli, CatalogListsShowsAndRejects) {
   EXPECT_FALSE(g["sources"].empty());
   const auto text = run_gpuvs("catalog show h100-sxm");
   EXPECT_NE(text.out.find("S10:"), std::string::npos);
+  // The clock each card is priced at, and where it comes from: its own base clock, its chip's boards', or its rating.
+  EXPECT_NE(text.out.find("base 1590 MHz"), std::string::npos) << text.out;
+  const auto gh200 = run_gpuvs("catalog show gh200");
+  EXPECT_NE(gh200.out.find("no sourced base clock of its own: as the GH100 boards"), std::string::npos) << gh200.out;
+  EXPECT_NE(run_gpuvs("catalog show b200").out.find("no sourced base clock: peaks priced at their rated clock"), std::string::npos);
   expect_usage_error(run_gpuvs("catalog show rtx-4900"), "did you mean: rtx-4090");
   expect_usage_error(run_gpuvs("catalog show a100"), "ambiguous");
   TempDir dir;

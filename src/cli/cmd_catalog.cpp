@@ -140,6 +140,12 @@ int run_show(const CatalogArgs& a) {
     fmt::print("  {:<22} base {:g} MHz, boost {:g} MHz{}; priced at {:.0f} MHz under dense math ({:.0f}% of the peaks' clock)\n",
                "clocks", bc->base_mhz, g.boost_mhz, bc->peak_mhz > 0 ? fmt::format(", tensor peaks rated at {:g} MHz", bc->peak_mhz) : "",
                bc->base_mhz + headroom * (g.boost_mhz - bc->base_mhz), 100 * perf::sustained_clock_fraction(g, headroom));
+  } else if (const double frac = perf::sustained_clock_fraction(g, perf::active_constants().clock_headroom); frac < 1) {
+    // No figure of its own: its chip's boards' clocks (perf/clocks.hpp), said as such.
+    const double rated = perf::rated_clock_mhz(g);
+    fmt::print("  {:<22} no sourced base clock of its own: as the {} boards of the most power up to its {:g} W, priced at {:.0f} MHz "
+               "under dense math ({:.0f}% of the peaks' clock, {:.0f} MHz)\n",
+               "clocks", g.chip, g.tdp_w, frac * rated, 100 * frac, rated);
   } else {
     fmt::print("  {:<22} no sourced base clock: peaks priced at their rated clock\n", "clocks");
   }
