@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/stats.hpp"
 #include "core/strings.hpp"
 #include "core/toml_input.hpp"
 
@@ -106,10 +107,7 @@ std::optional<ClockShape> shape_of(const catalog::Gpu& gpu, const ClockData& dat
   if (kin.empty()) return std::nullopt;
   std::vector<double> base, peak;
   for (const auto& k : kin) base.push_back(k.base), peak.push_back(k.peak);
-  std::sort(base.begin(), base.end());
-  std::sort(peak.begin(), peak.end());
-  const auto median = [](const std::vector<double>& v) { return 0.5 * (v[(v.size() - 1) / 2] + v[v.size() / 2]); };
-  return ClockShape{median(base), median(peak)};
+  return ClockShape{stats::median(base), stats::median(peak)};
 }
 
 }  // namespace

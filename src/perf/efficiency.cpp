@@ -10,10 +10,10 @@
 #include <optional>
 #include <string>
 
+#include "core/stats.hpp"
 #include "perf/achievable.hpp"
 #include "perf/clocks.hpp"
 #include "perf/constants.hpp"
-#include "core/stats.hpp"
 #include "perf/system_facts.hpp"
 
 namespace gpuvs::perf {
@@ -70,9 +70,9 @@ double shared_lane_fp32_share(const catalog::Gpu& gpu) {
 double gemm_card_share(const catalog::Gpu& gpu) {
   static const catalog::Catalog builtin = catalog::Catalog::builtin();  // the cards the figures were measured on
   static std::mutex mutex;
-  static std::map<std::string, double> memo;  // by card and clock headroom (the per-clock fractions read it)
+  static std::map<std::string, double> memo;  // by what the share reads of the card, and the clock headroom
   const double headroom = active_constants().clock_headroom;
-  const std::string key = fmt::format("{}|{}|{}|{}|{}", gpu.id, gpu.arch, gpu.segment, gpu.bf16.dense.value_or(0), headroom);
+  const std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}", gpu.id, gpu.compute_capability, gpu.segment, gpu.chip, gpu.tdp_w, gpu.bf16.dense.value_or(0), headroom);
   {
     const std::lock_guard<std::mutex> lock(mutex);
     if (const auto it = memo.find(key); it != memo.end()) return it->second;
