@@ -472,7 +472,7 @@ TEST(Collective, LinksAndRingFormulas) {
 // all-reduce on 8 H100s at a third of what nccl-tests measures; NCCL picks LL for small messages (a tenth of the
 // latency, a quarter of the bandwidth), LL128 in the middle, Simple for large ones, by its own cost model.
 TEST(Collective, NcclPicksItsProtocolBySize) {
-  const Link nv = link_for(cat().find("h100-sxm"), 8);
+  const Link nv = without_nvls(link_for(cat().find("h100-sxm"), 8));  // rings only: NVLink SHARP is the next test's
   EXPECT_EQ(collective_protocol(64 * 1024, 8, nv), "LL");
   EXPECT_EQ(collective_protocol(16 * 1048576.0, 8, nv), "LL128");
   EXPECT_EQ(collective_protocol(1073741824.0, 8, nv), "Simple");
@@ -492,6 +492,68 @@ TEST(Collective, NcclPicksItsProtocolBySize) {
   EXPECT_EQ(collective_protocol(4096, 4, pcie), "LL");
   // Host-staged PCIe and networks keep one latency per step.
   EXPECT_EQ(collective_protocol(4096, 2, link_for(cat().find("rtx-4090"), 2)), "ring");
+}
+
+// Issue 34 item 5: NVLink SHARP. On an NVSwitch that reduces and multicasts (HGX H100/H200, B200), NCCL 2.17+
+// all-reduces through the switch: (1 + 1/n) x bytes each way per GPU instead of a ring's 2 (n-1)/n, at NCCL's
+// share of the bus. 8 x H100: rings 360 GB/s busbw, NVLS about 476 (published: 370 and 480, NVIDIA/nccl-tests
+// issue 212); none on A100 (no SHARP in its NVSwitch), on bridges, nor on two GPUs (1.5 x bytes against 1).
+TEST(Collective, NvlinkSharpOnlyWhereTheSwitchAndNcclHaveIt) {
+  const Link h100 = link_for(cat().find("h100-sxm"), 8);
+  EXPECT_DOUBLE_EQ(h100.nvls_efficiency, 0.85);
+  EXPECT_DOUBLE_EQ(link_for(cat().find("b200"), 8).nvls_efficiency, 0.74);
+  EXPECT_DOUBLE_EQ(link_for(cat().find("h200-sxm"), 8).nvls_efficiency, 0.85);
+  EXPECT_DOUBLE_EQ(link_for(cat().find("a100-80gb-sxm"), 8).nvls_efficiency, 0.0);
+  EXPECT_DOUBLE_EQ(link_for(cat().find("h100-pcie"), 2).nvls_efficiency, 0.0);  // NVLink bridge: no switch
+  const double big = 17179869184.0;
+  const auto busbw = [&](const Link& l, int n) { return big * 2 * (n - 1) / n / allreduce_seconds(big, n, l) / 1e9; };
+  EXPECT_EQ(collective_protocol(big, 8, h100), "NVLS");
+  EXPECT_NEAR(busbw(h100, 8), h100.bus_gbs * 0.85 * (2.0 * 7 / 8) / (1 + 1.0 / 8), 0.5);
+  EXPECT_NEAR(busbw(h100, 8), 476.0, 2.0);
+  EXPECT_GT(busbw(h100, 8), 1.3 * busbw(without_nvls(h100), 8));
+  EXPECT_EQ(collective_protocol(big, 8, without_nvls(h100)), "Simple");
+  EXPECT_EQ(collective_protocol(big, 8, link_for(cat().find("a100-80gb-sxm"), 8)), "Simple");
+  EXPECT_EQ(collective_protocol(big, 2, link_for(cat().find("h100-sxm"), 2)), "Simple");  // two GPUs: the ring moves less
+  // All-gather and reduce-scatter keep their rings (the switch's reduction halves only the all-reduce's traffic).
+  EXPECT_DOUBLE_EQ(allgather_seconds(big, 8, h100), allgather_seconds(big, 8, without_nvls(h100)));
+  // Small messages stay on LL: NVLS's one call costs 25 us.
+  EXPECT_EQ(collective_protocol(64 * 1024, 8, h100), "LL");
+  // The option: absent or 1, NCCL's default; 0, a run without it; anything else refused.
+  EXPECT_TRUE(nvls_option({}));
+  EXPECT_TRUE(nvls_option({{"nvls", "1"}}));
+  EXPECT_FALSE(nvls_option({{"nvls", "0"}}));
+  EXPECT_THROW(nvls_option({{"nvls", "yes"}}), InputError);
+}
+
+// The software decides too: 8 x H100 data parallel all-reduces faster by default, as rings with nvls=0, and the
+// 2021 Megatron-LM profile (NCCL 2.8, before NVLS) runs rings; the prediction says what it assumed.
+TEST(Predict, NvlinkSharpFollowsTheSoftware) {
+  PredictRequest r;
+  r.workload = "bert-large";
+  r.precision = Precision::amp_fp16;
+  r.batch = 16;
+  r.gpus = 8;
+  r.gpu = "h100-sxm";
+  const Prediction on = predict(cat(), r);
+  EXPECT_GT(on.link.nvls_efficiency, 0.0);
+  const auto says = [](const PredictRequest& q, const Prediction& p) {
+    for (const auto& a : assumed(q, p))
+      if (a.find("NVLink SHARP") != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(says(r, on));
+  r.options["nvls"] = "0";
+  const Prediction off = predict(cat(), r);
+  EXPECT_EQ(off.link.nvls_efficiency, 0.0);
+  EXPECT_GT(off.comm_s, 1.3 * on.comm_s);
+  EXPECT_FALSE(says(r, off));
+  r.options["nvls"] = "2";
+  EXPECT_THROW(predict(cat(), r), InputError);
+  r.options = {{"framework", "megatron"}};
+  EXPECT_NEAR(predict(cat(), r).comm_s, off.comm_s, 1e-12);
+  r.gpu = "a100-80gb-sxm";
+  r.options.clear();
+  EXPECT_EQ(predict(cat(), r).link.nvls_efficiency, 0.0);
 }
 
 TEST(Predict, DataParallelScalingAndSharding) {
@@ -1370,6 +1432,12 @@ TEST(SystemFacts, EveryFactIsSourcedWithItsUnitAndBadFilesAreRefusedByLine) {
         "[memory.runtime]: unknown key 'compute_capabilities' (expected value, unit, source)"}},
       [](const std::string& text) { parse_system_facts(text, "system.toml"); });
   EXPECT_EQ(f.shared_lane_compute_capabilities, (std::vector<std::string>{"8.6", "8.7", "8.9", "12.0", "12.1"}));
+  // NVLink SHARP's share per switch generation names its boards' compute capabilities the same way.
+  EXPECT_EQ(f.nvls_hopper.compute_capabilities, (std::vector<std::string>{"9.0"}));
+  EXPECT_EQ(f.nvls_blackwell.compute_capabilities, (std::vector<std::string>{"10.0", "10.3"}));
+  EXPECT_DOUBLE_EQ(f.nvls_hopper.efficiency, 0.85);
+  test::expect_refused({{test::replaced(builtin, "compute_capabilities = [\"9.0\"]\n", ""), "[nccl.nvls_efficiency_hopper] needs compute_capabilities"}},
+                       [](const std::string& text) { parse_system_facts(text, "system.toml"); });
   const auto src = builtin.find("source = ", builtin.find("[host.stream_fraction]"));
   const std::string unsourced = with(builtin.substr(src, builtin.find('\n', src) - src), "source = \"\"");
   EXPECT_NE(test::input_error_of([&] { parse_system_facts(unsourced, "system.toml"); }).find("[host.stream_fraction] needs its source"),
@@ -1825,14 +1893,18 @@ TEST(Framework, TransformerEngineFusionsRemoveTheCastsAndCopiesTheyClaim) {
 TEST(Validation, CollectivesAtAMessageSizeArePricedAsBusBandwidth) {
   const std::string head = "id,gpu,n_gpus,workload,mode,precision,batch_per_gpu,options,value,unit,per,source\n";
   const auto rows = read_published(head +
-                                       "ar,h100-sxm,8,allreduce,micro,,,msg_bytes=1073741824,360,GB/s busbw,gpu,s\n"
+                                       "ar,h100-sxm,8,allreduce,micro,,,msg_bytes=1073741824;nvls=0,360,GB/s busbw,gpu,s\n"
                                        "small,h100-sxm,8,allreduce,micro,,,msg_bytes=1024,1,GB/s busbw,gpu,s\n"
                                        "nodes,h100-sxm,16,allgather,micro,,,msg_bytes=1073741824,40,GB/s busbw,gpu,s\n"
                                        "nomsg,h100-sxm,8,allreduce,micro,,,,1,GB/s busbw,gpu,s\n"
-                                       "one,h100-sxm,1,allreduce,micro,,,msg_bytes=1024,1,GB/s busbw,gpu,s\n",
+                                       "one,h100-sxm,1,allreduce,micro,,,msg_bytes=1024,1,GB/s busbw,gpu,s\n"
+                                       "sharp,h100-sxm,8,allreduce,micro,,,msg_bytes=1073741824,466,GB/s busbw,gpu,s\n"
+                                       "badnvls,h100-sxm,8,allreduce,micro,,,msg_bytes=1024;nvls=on,1,GB/s busbw,gpu,s\n",
                                    "d/c.csv");
   const ValidationReport rep = validate(cat(), rows);
-  // Large messages inside an NVLink node: the link's bus bandwidth (450 GB/s per direction x 0.8), less latency.
+  // Large messages inside an NVLink node as rings (nvls=0: NCCL_NVLS_ENABLE=0 or an NCCL before 2.17): the link's
+  // bus bandwidth (450 GB/s per direction x 0.8), less latency; with NVLink SHARP, NCCL's default on this switch,
+  // about 473 (nccl-tests on a DGX H100: 466).
   ASSERT_EQ(rep.rows[0].status, "ok") << rep.rows[0].reason;
   EXPECT_NEAR(rep.rows[0].predicted, 360, 5);
   EXPECT_LT(rep.rows[1].predicted, rep.rows[0].predicted / 10);  // latency-bound small messages
@@ -1841,6 +1913,8 @@ TEST(Validation, CollectivesAtAMessageSizeArePricedAsBusBandwidth) {
   EXPECT_NEAR(rep.rows[2].predicted, std::min(8 * 50 * 0.8, link_for(cat().find("h100-sxm"), 8).bus_gbs), 10);
   EXPECT_NE(rep.rows[3].reason.find("msg_bytes"), std::string::npos);
   EXPECT_NE(rep.rows[4].reason.find("at least 2 GPUs"), std::string::npos);
+  EXPECT_NEAR(rep.rows[5].predicted, 473, 5);
+  EXPECT_NE(rep.rows[6].reason.find("nvls=on must be 0 or 1"), std::string::npos) << rep.rows[6].reason;
 }
 
 TEST(Predict, InferenceStreamsAtTheMicrobenchmarkFractionTrainingAtTheFittedOne) {

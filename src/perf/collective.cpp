@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "core/error.hpp"
+#include "core/strings.hpp"
 #include "perf/system_facts.hpp"
 
 namespace gpuvs::perf {
@@ -33,6 +35,12 @@ Link link_for(const catalog::Gpu& gpu, int n) {
     l.bus_gbs = gpu.nvlink_gbs / 2.0 * system_facts().nvlink_busbw;  // catalog figure is bidirectional
     l.latency_s = 5e-6;
     l.description = fmt::format("{} ({:g} GB/s per direction)", gpu.nvlink, gpu.nvlink_gbs / 2.0);
+    // NVLink SHARP lives in the NVSwitch of HGX boards of these generations; a bridge has no switch.
+    const SystemFacts& f = system_facts();
+    for (const auto* share : {&f.nvls_hopper, &f.nvls_blackwell}) {
+      const auto& ccs = share->compute_capabilities;
+      if (!bridge && std::find(ccs.begin(), ccs.end(), gpu.compute_capability) != ccs.end()) l.nvls_efficiency = share->efficiency;
+    }
     return l;
   }
   const double pcie = pcie_x16_gbs(gpu.pcie_gen) * system_facts().pcie_busbw;
@@ -50,6 +58,18 @@ Link link_for(const catalog::Gpu& gpu, int n) {
     l.description = fmt::format("PCIe gen {} x16 staged through host memory (no peer-to-peer)", gpu.pcie_gen);
   }
   return l;
+}
+
+Link without_nvls(Link link) {
+  link.nvls_efficiency = 0;
+  return link;
+}
+
+bool nvls_option(const std::map<std::string, std::string>& options) {
+  const auto it = options.find("nvls");
+  if (it == options.end() || it->second == "1") return true;
+  if (it->second != "0") throw InputError(fmt::format("option nvls={} must be 0 or 1", strings::printable(it->second)));
+  return false;
 }
 
 namespace {
@@ -79,7 +99,14 @@ Priced ring(double moved, double steps, const Link& link, bool gather) {
 
 Priced allreduce(double bytes, int n, const Link& link) {
   const double steps = 2.0 * (n - 1);
-  return ring(steps / n * bytes, steps, link, false);
+  Priced best = ring(steps / n * bytes, steps, link, false);
+  if (link.kind == "nvlink" && link.nvls_efficiency > 0) {
+    // The switch reads each GPU's bytes once and returns it its 1/n of the sum (B out, B/n in), then takes that
+    // 1/n once and multicasts every GPU's share to all (B/n out, B in): (1 + 1/n) x bytes each way.
+    const double nvls = system_facts().nccl_nvls_latency_s + (1.0 + 1.0 / n) * bytes / (link.bus_gbs * 1e9 * link.nvls_efficiency);
+    if (nvls < best.seconds) best = {nvls, "NVLS"};
+  }
+  return best;
 }
 
 Priced allgather(double bytes, int n, const Link& link) {

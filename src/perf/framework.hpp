@@ -36,7 +36,7 @@ const FrameworkProfile& framework(const std::string& id);
 
 /// `options` with the profile's defaults added where the caller gave none ("model" leaves the workload
 /// family's own default in place): the convolution layout for convolutional families only, optimizer
-/// sharding only when several GPUs train, the LoRA adapters' rank and targets only when the run fine-tunes with LoRA.
+/// sharding and NVLink SHARP only when several GPUs train, the LoRA adapters' rank and targets only when the run fine-tunes with LoRA.
 std::map<std::string, std::string> with_framework_defaults(const FrameworkProfile& f, std::map<std::string, std::string> options,
                                                            models::Family family, int gpus, bool training);
 

@@ -119,9 +119,10 @@ Link group_link(const catalog::Gpu& gpu, const ParallelLayout& l, int size, int 
   const Fabric& fabric = fabric_by_id(l.network);
   const int span = size * stride;  // ranks from the group's first to past its last
   // Inside one node: NVLink, PCIe peer-to-peer or staged through host memory, as for one server.
-  if (span <= l.gpus_per_node) return link_for(gpu, size);
+  if (span <= l.gpus_per_node) return l.nvls ? link_for(gpu, size) : without_nvls(link_for(gpu, size));
   if (fabric.nvlink_domain > 0 && span <= fabric.nvlink_domain && gpu.has_nvlink()) {
     Link k = link_for(gpu, std::min(size, l.gpus_per_node));
+    if (!l.nvls) k = without_nvls(k);
     k.description = fmt::format("{} (NVLink domain of {})", k.description, fabric.nvlink_domain);
     return k;
   }

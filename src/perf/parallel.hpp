@@ -50,6 +50,7 @@ struct ParallelLayout {
   std::int64_t micro_batch = 1, global_batch = 0, micro_batches = 1;  // m = global / (dp x micro)
   std::string network;   // inter-node network id
   int gpus_per_node = 8;
+  bool nvls = true;      // the collectives' software uses NVLink SHARP where the switch has it (the `nvls` option)
 };
 
 /// The layout `gpus` GPUs run with the given splits; InputError when they do not divide (GPUs by tp pp cp,

@@ -30,7 +30,8 @@ const std::vector<std::string> kOptionKeys = {"seq_len",  "flash_attention", "sh
                                               "finetune", "lora_rank",       "lora_targets", "sample_len", "layers",   "hidden",  "heads",
                                               "kv_heads", "ffn",             "vocab",    "memory_format",
                                               "tp",       "pp",              "cp",       "vp",      "global_batch",
-                                              "network",  "framework",       "sequence_parallel", "tp_overlap", "pp_overlap"};
+                                              "network",  "framework",       "sequence_parallel", "tp_overlap", "pp_overlap",
+                                              "nvls"};
 
 std::string option_choice(const std::map<std::string, std::string>& o, const std::string& key, const std::string& fallback,
                           const std::vector<std::string>& allowed) {
@@ -144,12 +145,13 @@ void apply_accumulation(Prediction& p, const ir::Graph& g, std::int64_t k) {
 /// link inside a node (perf/parallel.hpp group_link).
 Link data_parallel_link(Prediction& p, const PredictRequest& req, const catalog::Gpu& gpu) {
   const int per_server = system_facts().gpus_per_server;
-  if (p.gpus <= per_server && !req.options.count("network")) return link_for(gpu, p.gpus);
+  if (p.gpus <= per_server && !req.options.count("network")) return nvls_option(req.options) ? link_for(gpu, p.gpus) : without_nvls(link_for(gpu, p.gpus));
   const Fabric& fabric = req.options.count("network") ? fabric_by_id(req.options.at("network")) : default_fabric(gpu, &p.network_note);
   p.network = fabric.id;
   ParallelLayout l;
   l.network = fabric.id;
   l.gpus_per_node = per_server;
+  l.nvls = nvls_option(req.options);
   return group_link(gpu, l, p.gpus, 1);
 }
 
@@ -263,7 +265,8 @@ void predict_parallel(Prediction& p, const PredictRequest& req, const workload::
   const std::int64_t global = option_int(req.options, "global_batch", 0, 1, std::int64_t{1} << 40);
   const Fabric& fabric = req.options.count("network") ? fabric_by_id(req.options.at("network")) : default_fabric(gpu, &p.network_note);
   const auto& dec = net.decoder;
-  const ParallelLayout l = make_layout(req.gpus, tp, pp, cp, vp, p.batch, global, dec.layers, dec.heads, p.seq_len, fabric.id);
+  ParallelLayout l = make_layout(req.gpus, tp, pp, cp, vp, p.batch, global, dec.layers, dec.heads, p.seq_len, fabric.id);
+  l.nvls = nvls_option(req.options);
   // LoRA/QLoRA adapters over data parallelism with accumulation are priced; inside tensor or pipeline
   // splits the stage graphs lack the adapters' input gradients at stage boundaries, so not yet.
   if (adapters && (l.tp > 1 || l.pp > 1 || l.cp > 1))
@@ -452,6 +455,9 @@ std::vector<std::string> assumed(const PredictRequest& req, const Prediction& p)
   if (!p.memory_format.empty() && !req.options.count("memory_format"))
     out.push_back(fmt::format("convolution layout {} (the {} profile's default; --options memory_format={} for the other)", p.memory_format,
                               p.framework, p.memory_format == "nchw" ? "nhwc" : "nchw"));
+  if (p.link.nvls_efficiency > 0 && !req.options.count("nvls"))
+    out.push_back("all-reduce through NVLink SHARP where it beats the rings (NCCL 2.17 and later on this board's NVSwitch; "
+                  "--options nvls=0 for rings only)");
   return out;
 }
 

@@ -437,7 +437,9 @@ Setup rank_setup(const catalog::Catalog& cat, const catalog::Gpu& gpu, const mod
     s.fixed = on.fixed;
     s.decode_mem_max = std::min(s.eff.mem_max, s.decode_mem_max * on.memory);
   }
-  s.link = link_for(gpu, p.tp);
+  // Serving engines reduce their tensor-parallel activations with their own kernels over peer-to-peer memory
+  // (TensorRT-LLM's custom all-reduce, vLLM's custom_all_reduce), a ring's traffic, not through NVLink SHARP.
+  s.link = without_nvls(link_for(gpu, p.tp));
   s.weights = weight_bytes(d, format);
   return s;
 }

@@ -28,6 +28,8 @@ struct FactSpec {
   double hi;      // value <= hi
   bool whole;     // a whole number
   std::function<void(SystemFacts&, double)> set;
+  // Facts that hold on some chips only also name those chips' compute capabilities (null: the fact holds everywhere).
+  std::function<std::vector<std::string>&(SystemFacts&)> ccs = nullptr;
 };
 
 const std::vector<FactSpec>& fact_specs() {
@@ -53,6 +55,11 @@ const std::vector<FactSpec>& fact_specs() {
         {"nccl", "ll_gather_share", "fraction", false, 1, false, [](F& f, double x) { f.nccl_ll_gather_share = x; }},
         {"nccl", "ll128_share", "fraction", false, 1, false, [](F& f, double x) { f.nccl_ll128_share = x; }},
         {"nccl", "ll_max_busbw", "GB/s", false, 1e4, false, [](F& f, double x) { f.nccl_ll_max_busbw_gbs = x; }},
+        {"nccl", "nvls_latency", "s", true, 1e-3, false, [](F& f, double x) { f.nccl_nvls_latency_s = x; }},
+        {"nccl", "nvls_efficiency_hopper", "fraction", false, 1, false, [](F& f, double x) { f.nvls_hopper.efficiency = x; },
+         [](F& f) -> std::vector<std::string>& { return f.nvls_hopper.compute_capabilities; }},
+        {"nccl", "nvls_efficiency_blackwell", "fraction", false, 1, false, [](F& f, double x) { f.nvls_blackwell.efficiency = x; },
+         [](F& f) -> std::vector<std::string>& { return f.nvls_blackwell.compute_capabilities; }},
         {"microbench", "gemm_tensor_datacenter", "fraction", false, 1, false, [](F& f, double x) { f.bench_gemm_tensor_datacenter = x; }},
         {"microbench", "gemm_tensor_geforce", "fraction", false, 1, false, [](F& f, double x) { f.bench_gemm_tensor_geforce = x; }},
         {"microbench", "gemm_cuda_cores", "fraction", false, 1, false, [](F& f, double x) { f.bench_gemm_cuda_cores = x; }},
@@ -62,7 +69,8 @@ const std::vector<FactSpec>& fact_specs() {
         {"kernels", "cuda_core_gemm", "fraction", false, 1, false, [](F& f, double x) { f.cuda_core_gemm = x; }},
         {"kernels", "cuda_core_conv", "fraction", false, 1, false, [](F& f, double x) { f.cuda_core_conv = x; }},
         {"kernels", "cuda_core_attention", "fraction", false, 1, false, [](F& f, double x) { f.cuda_core_attention = x; }},
-        {"kernels", "shared_lane_fp32", "fraction", false, 1, false, [](F& f, double x) { f.shared_lane_fp32 = x; }},
+        {"kernels", "shared_lane_fp32", "fraction", false, 1, false, [](F& f, double x) { f.shared_lane_fp32 = x; },
+         [](F& f) -> std::vector<std::string>& { return f.shared_lane_compute_capabilities; }},
         {"kernels", "tile_fixed_cycles", "cycles", false, 1e5, false, [](F& f, double x) { f.tile_fixed_cycles = x; }},
         {"server", "gpus", "GPUs", false, 1024, true, [](F& f, double x) { f.gpus_per_server = static_cast<int>(x); }},
         {"host", "stream_fraction", "fraction", false, 1, false, [](F& f, double x) { f.host_stream_fraction = x; }},
@@ -159,8 +167,8 @@ SystemFacts parse_facts(const std::string& text, const std::string& where, const
     const int line = static_cast<int>(node->source().begin.line);
     const auto* fact = node->as_table();
     if (!fact) throw InputError(fmt::format("{}:{}: [{}] must be a table with value, unit and source", where, line, key));
-    // The shared-lane fact also names the compute capabilities it holds for.
-    const bool lists_ccs = key == "kernels.shared_lane_fp32";
+    // A fact that holds on some chips only also names their compute capabilities.
+    const bool lists_ccs = s.ccs != nullptr;
     for (const auto& [k, v] : *fact)
       if (k.str() != "value" && k.str() != "unit" && k.str() != "source" && !(lists_ccs && k.str() == "compute_capabilities"))
         throw InputError(fmt::format("{}:{}: [{}]: unknown key '{}' (expected value, unit, source{})", where, line, key, strings::printable(k.str()),
@@ -168,11 +176,12 @@ SystemFacts parse_facts(const std::string& text, const std::string& where, const
     if (lists_ccs && (!base || (*fact)["compute_capabilities"])) {  // an override may keep the built-in list
       const auto* ccs = (*fact)["compute_capabilities"].as_array();
       if (!ccs || ccs->empty()) throw InputError(fmt::format("{}:{}: [{}] needs compute_capabilities, a list of strings", where, line, key));
-      out.shared_lane_compute_capabilities.clear();
+      std::vector<std::string>& list = s.ccs(out);
+      list.clear();
       for (const auto& cc : *ccs) {
         const auto name = cc.value<std::string>();
         if (!name || name->empty()) throw InputError(fmt::format("{}:{}: [{}] compute_capabilities must be strings", where, line, key));
-        out.shared_lane_compute_capabilities.push_back(*name);
+        list.push_back(*name);
       }
     }
     const auto value = (*fact)["value"].value<double>();

@@ -33,6 +33,15 @@ struct SystemFacts {
   double nccl_ll_step_nvlink_s = 0, nccl_ll128_step_nvlink_s = 0, nccl_simple_step_nvlink_s = 0;
   double nccl_ll_step_pcie_s = 0, nccl_simple_step_pcie_s = 0;
   double nccl_ll_allreduce_share = 0, nccl_ll_gather_share = 0, nccl_ll128_share = 0, nccl_ll_max_busbw_gbs = 0;
+  // NVLink SHARP (NVLS): the all-reduce NCCL runs through an NVSwitch that reduces and multicasts itself. Its latency,
+  // and per switch generation the share of the ring's bus bandwidth it keeps, with the compute capabilities of the
+  // boards whose NVSwitch has it.
+  double nccl_nvls_latency_s = 0;
+  struct ChipShare {
+    double efficiency = 0;
+    std::vector<std::string> compute_capabilities;
+  };
+  ChipShare nvls_hopper, nvls_blackwell;
   // What gpuvs's own microbenchmarks reach on a healthy card, as fractions of the catalog's peaks:
   // calibration compares a measured card with these, and they stand in where no card has a published figure.
   double bench_gemm_tensor_datacenter = 0;

@@ -62,6 +62,7 @@ double collective_busbw(const catalog::Catalog& cat, const PublishedRow& r, cons
   l.dp = r.n_gpus;
   std::string why;
   l.network = o.count("network") ? fabric_by_id(o.at("network")).id : default_fabric(gpu, &why).id;
+  l.nvls = nvls_option(o);  // nvls=0: a run with NCCL_NVLS_ENABLE=0 or an NCCL before 2.17
   const Link link = group_link(gpu, l, r.n_gpus, 1);
   const double n = r.n_gpus;
   const double seconds = r.workload == "allreduce" ? allreduce_seconds(bytes, r.n_gpus, link) : allgather_seconds(bytes, r.n_gpus, link);
@@ -72,7 +73,7 @@ double collective_busbw(const catalog::Catalog& cat, const PublishedRow& r, cons
 void price_micro(const catalog::Catalog& cat, const PublishedRow& r, const std::set<std::string>& held_out, ValidatedRow& v) {
   std::map<std::string, std::string> opts;
   for (const auto& [key, value] : parse_option_pairs(r.options))
-    if (key == "msg_bytes" || key == "network") opts[key] = value;
+    if (key == "msg_bytes" || key == "network" || key == "nvls") opts[key] = value;
     else if (!documentary_option(key)) throw InputError(fmt::format("option {}={} is not understood for a micro row", key, value));
   if (r.workload == "allreduce" || r.workload == "allgather" || r.workload == "reducescatter") {
     if (!r.unit.empty() && r.unit != "GB/s busbw")
@@ -82,7 +83,7 @@ void price_micro(const catalog::Catalog& cat, const PublishedRow& r, const std::
     v.band_low = v.predicted * model_band().low(1.0);
     v.band_high = v.predicted * model_band().high(1.0);
     v.status = "ok";
-    v.reason = "ring collective on the link the group crosses (perf/collective.hpp, perf/parallel.hpp)";
+    v.reason = "NCCL's collective (rings, or NVLink SHARP where the switch has it) on the link the group crosses (perf/collective.hpp, perf/parallel.hpp)";
     if (r.value && *r.value > 0) v.ape = std::fabs(v.predicted - *r.value) / *r.value;
     return;
   }
