@@ -133,6 +133,8 @@ TEST(Catalog, ValidationNamesFileAndLine) {
   EXPECT_NE(error_of("[[gpu]\nid=1").find("mine.toml:1: malformed TOML"), std::string::npos);
   EXPECT_NE(error_of("title = 'x'\n").find("unknown top-level key 'title'"), std::string::npos);
   EXPECT_NE(error_of(with("fp16_fp32acc_dense = 500\n", "")).find("fp16_fp32acc_dense"), std::string::npos);
+  EXPECT_NE(error_of(with("tdp_w = 500", "tdp_w = 500\nnvlink_mesh_links = 3.5")).find("'nvlink_mesh_links' must be a whole number in [0, 64]"),
+            std::string::npos);
 }
 
 TEST(Catalog, AFailedFileChangesNothing) {

@@ -525,6 +525,23 @@ TEST(Collective, NvlinkSharpOnlyWhereTheSwitchAndNcclHaveIt) {
   EXPECT_THROW(nvls_option({{"nvls", "yes"}}), InputError);
 }
 
+// Issue 34 item 5: topology per group size. Eight MI300X are a full Infinity Fabric mesh, one 64 GB/s-per-direction
+// link per pair (ROCm's RCCL usage tips: fewer than eight GPUs reach a fraction of the bandwidth): two GPUs ring over
+// one link, eight over seven. An NVSwitch gives every group the whole NVLink bandwidth.
+TEST(Collective, AFullMeshGivesAGroupOneLinkPerPeer) {
+  const catalog::Gpu& mi300x = cat().find("mi300x");
+  ASSERT_EQ(mi300x.nvlink_mesh_links, 7);
+  const double per_link = 896.0 / 2 / 7 * system_facts().nvlink_busbw;
+  EXPECT_NEAR(link_for(mi300x, 2).bus_gbs, per_link, 1e-9);
+  EXPECT_NEAR(link_for(mi300x, 4).bus_gbs, 3 * per_link, 1e-9);
+  EXPECT_NEAR(link_for(mi300x, 8).bus_gbs, 7 * per_link, 1e-9);
+  EXPECT_NE(link_for(mi300x, 2).description.find("1 of its 7 links"), std::string::npos) << link_for(mi300x, 2).description;
+  const catalog::Gpu& h100 = cat().find("h100-sxm");
+  EXPECT_DOUBLE_EQ(link_for(h100, 2).bus_gbs, link_for(h100, 8).bus_gbs);
+  // So a 2-GPU all-reduce of 1 GB takes about 7x longer than the whole mesh's bandwidth would give it.
+  EXPECT_GT(allreduce_seconds(1e9, 2, link_for(mi300x, 2)), 3.0 * allreduce_seconds(1e9, 2, link_for(mi300x, 8)));
+}
+
 // The software decides too: 8 x H100 data parallel all-reduces faster by default, as rings with nvls=0, and the
 // 2021 Megatron-LM profile (NCCL 2.8, before NVLS) runs rings; the prediction says what it assumed.
 TEST(Predict, NvlinkSharpFollowsTheSoftware) {

@@ -34,7 +34,7 @@ class DeviceReader {
         "boost_mhz", "memory_type", "memory_gb", "memory_bandwidth_gbs", "l2_mb", "fp32_tflops", "tf32_dense",
         "tf32_sparse", "fp16_dense", "fp16_sparse", "fp16_fp32acc_dense", "fp16_fp32acc_sparse", "bf16_dense",
         "bf16_sparse", "fp8_dense", "fp8_sparse", "fp8_fp32acc_dense", "fp8_fp32acc_sparse", "int8_dense_tops",
-        "int8_sparse_tops", "nvlink", "nvlink_gbs", "p2p", "pcie_gen", "tdp_w", "ecc", "ecc_note", "mig_max",
+        "int8_sparse_tops", "nvlink", "nvlink_gbs", "nvlink_mesh_links", "p2p", "pcie_gen", "tdp_w", "ecc", "ecc_note", "mig_max",
         "mig_note", "msrp_usd", "price_basis_usd", "cloud_usd_per_hr", "cloud_note", "sources", "confidence",
         "derived", "notes"};
     for (auto&& [k, v] : t_) {
@@ -73,6 +73,7 @@ class DeviceReader {
     g.int8 = peak("int8_dense_tops", "int8_sparse_tops");
     g.nvlink = opt_str("nvlink", "none");
     g.nvlink_gbs = opt_nonneg("nvlink_gbs").value_or(0.0);
+    g.nvlink_mesh_links = static_cast<int>(opt_whole("nvlink_mesh_links", 64));
     g.p2p = boolean("p2p");
     g.pcie_gen = static_cast<int>(positive_int("pcie_gen", 16));
     g.tdp_w = positive("tdp_w");

@@ -34,6 +34,7 @@ struct Gpu {
   Peak tf32, fp16, fp16_fp32acc, bf16, fp8, fp8_fp32acc, int8;
   std::string nvlink;      // "none" or a description
   double nvlink_gbs = 0;   // bidirectional per-GPU aggregate, GB/s
+  int nvlink_mesh_links = 0;  // > 0: no switch; the GPUs of a server are a full mesh, this many links each, one per peer
   bool p2p = false;        // peer-to-peer between cards works (GeForce 40/50: no)
   int pcie_gen = 0;
   double tdp_w = 0;

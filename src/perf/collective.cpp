@@ -35,6 +35,14 @@ Link link_for(const catalog::Gpu& gpu, int n) {
     l.bus_gbs = gpu.nvlink_gbs / 2.0 * system_facts().nvlink_busbw;  // catalog figure is bidirectional
     l.latency_s = 5e-6;
     l.description = fmt::format("{} ({:g} GB/s per direction)", gpu.nvlink, gpu.nvlink_gbs / 2.0);
+    if (gpu.nvlink_mesh_links > 0 && n - 1 < gpu.nvlink_mesh_links) {
+      // A full mesh without a switch: each GPU reaches a peer over that pair's own link, so a group of n has n - 1
+      // of its links to run its rings over; the rest lead to GPUs outside the group.
+      const double per_link = gpu.nvlink_gbs / 2.0 / gpu.nvlink_mesh_links;
+      l.bus_gbs = (n - 1) * per_link * system_facts().nvlink_busbw;
+      l.description = fmt::format("{}: a full mesh, {} of its {} links to the group's peers ({:g} GB/s per direction)", gpu.nvlink, n - 1,
+                                  gpu.nvlink_mesh_links, (n - 1) * per_link);
+    }
     // NVLink SHARP lives in the NVSwitch of HGX boards of these generations; a bridge has no switch.
     const SystemFacts& f = system_facts();
     for (const auto* share : {&f.nvls_hopper, &f.nvls_blackwell}) {

@@ -22,6 +22,8 @@ struct Link {
 /// The link between `n` GPUs of this kind in one server. NVLink when the card has it and the group fits
 /// the NVLink domain (8 on SXM boards, 2 with a bridge); else PCIe, staged through host memory when the
 /// cards have no PCIe peer-to-peer (every GeForce card: their P2P works only over an NVLink bridge).
+/// A full mesh without a switch (MI300X's Infinity Fabric: one link per pair) gives a group of n GPUs n - 1 of
+/// a GPU's links: two GPUs one link, eight GPUs seven.
 /// Over an NVSwitch of a generation with NVLink SHARP (HGX H100/H200, B200/B300 boards), the link carries
 /// nvls_efficiency; NCCL (2.17 and later) then runs all-reduce through the switch where that is faster.
 Link link_for(const catalog::Gpu& gpu, int n);
