@@ -1737,6 +1737,7 @@ TEST(Parallel, NetworkFileErrorsNameTheLine) {
 }
 
 #include "perf/framework.hpp"
+#include "perf/maturity.hpp"
 
 TEST(Framework, ProfilesSetDefaultsTheCallerLeftAndSayWhatTheyLeaveOut) {
   for (const char* id : {"pytorch", "tensorflow", "megatron", "nemo", "composer", "llm.c"}) {
@@ -1794,10 +1795,89 @@ TEST(Framework, FileErrorsNameTheLineAndFuzzedFilesFailCleanly) {
            {"[[framework]]\nid = \"x\"\nname = \"X\"\nsource = \"s\"\nlora_rank = 0\n", "f.toml:1: lora_rank must be a whole number from 1 to 4096"},
            {"[[framework]]\nid = \"x\"\nname = \"X\"\nsource = \"s\"\nlora_rank = \"32\"\n", "lora_rank must be a whole number"},
            {"[[framework]]\nid = \"x\"\nname = \"X\"\nsource = \"s\"\nfuses = [\"everything\"]\n", "f.toml:1: fuses lists 'everything', not a known fusion (fp8-shared-input-cast,"},
-           {"[[framework]]\nid = \"x\"\nname = \"X\"\nsource = \"s\"\nfuses = \"attention-views\"\n", "fuses must be a list of strings"}},
+           {"[[framework]]\nid = \"x\"\nname = \"X\"\nsource = \"s\"\nfuses = \"attention-views\"\n", "fuses must be a list of strings"},
+           {"[[framework]]\nid = \"x\"\nname = \"X\"\nsource = \"s\"\nreleased = 2021\n", "f.toml:1: released must be a month as YYYY-MM"}},
                        [](const std::string& text) { parse_frameworks(text, "f.toml"); });
   const std::string builtin = files::read_all(std::string(GPUVS_SOURCE_DIR) + "/data/frameworks.toml", "data");
   EXPECT_GT(test::fuzz_parser(builtin, "[]\"=,.#\n -0123456789abcdefhlmnoprstz_", 800, 3, [](const std::string& t, const std::string& w) { parse_frameworks(t, w); }), 0);
+}
+
+// Issue 34 mechanism 3: software maturity on a new architecture. A stack released before the kernels it links used an
+// architecture's own instructions runs them at data/software-maturity.toml's share: Megatron-LM's 2021 code on an H100
+// (CUDA 11.x, before any sm_90 toolkit: Ampere-style GEMMs at 0.5 of cuBLAS's Hopper ones), FlashAttention-2-era fused
+// attention on Hopper (35% of the peak against FlashAttention-3's 75%), an MI300X before ROCm 6.2's hipBLASLt (450
+// against 758 TFLOP/s). A native stack, an undated profile (today's release) or an older architecture moves nothing.
+TEST(Maturity, AStackOlderThanTheCardsNativeKernelsRunsThemAtTheirShare) {
+  const catalog::Gpu& h100 = cat().find("h100-sxm");
+  const MaturityEffect matrix = maturity_effect(h100, "megatron", parse_month("2021-04", "t"), false);
+  EXPECT_DOUBLE_EQ(matrix.matrix_share, 0.5);
+  EXPECT_DOUBLE_EQ(matrix.attention_share, 1.0);  // explicit attention is matrix work
+  ASSERT_EQ(matrix.notes.size(), 1u);
+  EXPECT_NE(matrix.notes[0].find("megatron (2021-04) predates Hopper's native matrix kernels (2022-10: CUDA 11.8"), std::string::npos)
+      << matrix.notes[0];
+  const MaturityEffect fused = maturity_effect(h100, "x", parse_month("2023-09", "t"), true);
+  EXPECT_DOUBLE_EQ(fused.matrix_share, 1.0);  // cuBLAS was native by then; FlashAttention-3 was not
+  EXPECT_DOUBLE_EQ(fused.attention_share, 0.47);
+  EXPECT_FALSE(maturity_effect(h100, "x", parse_month("2024-07", "t"), true).applies());
+  EXPECT_FALSE(maturity_effect(h100, "x", 0, true).applies());  // undated: today's release
+  EXPECT_FALSE(maturity_effect(cat().find("a100-80gb-sxm"), "x", parse_month("2021-04", "t"), true).applies());
+  EXPECT_DOUBLE_EQ(maturity_effect(cat().find("mi300x"), "x", parse_month("2024-04", "t"), true).matrix_share, 0.59);
+  EfficiencyParams eff;
+  const double gemm = eff.gemm_max, conv = eff.conv_max, attention = eff.attention_max;
+  apply_maturity(eff, fused);
+  EXPECT_DOUBLE_EQ(eff.gemm_max, gemm);
+  EXPECT_DOUBLE_EQ(eff.conv_max, conv);
+  EXPECT_DOUBLE_EQ(eff.attention_max, attention * 0.47);
+  // Months: YYYY-MM only.
+  EXPECT_EQ(month_text(parse_month("2022-10", "t")), "2022-10");
+  for (const char* bad : {"2022-13", "22-10", "2022/10", "2022-1", "", "1900-01", "２０２２-10"}) EXPECT_THROW(parse_month(bad, "t"), InputError) << bad;
+  EXPECT_EQ(release_of({}, 7), 7);
+  EXPECT_EQ(release_of({{"release", "2023-01"}}, 7), parse_month("2023-01", "t"));
+  EXPECT_THROW(release_of({{"release", "soon"}}, 7), InputError);
+}
+
+// The training prediction: priced lower, said, and a band that reaches a native stack's throughput both ways.
+TEST(Maturity, APredictionOfAnOldStackSaysWhyAndWidensItsBand) {
+  PredictRequest r;
+  r.workload = "gpt";
+  r.gpu = "h100-sxm";
+  r.batch = 4;
+  r.precision = Precision::amp_bf16;
+  r.options = {{"layers", "12"}, {"hidden", "1024"}, {"heads", "16"}, {"seq_len", "1024"}, {"framework", "megatron"}};
+  const Prediction old = predict(cat(), r);
+  ASSERT_FALSE(old.maturity_notes.empty());
+  EXPECT_GT(old.native_throughput, 1.2 * old.throughput);
+  const double r_native = old.native_throughput / old.throughput;
+  EXPECT_NEAR(old.band_high, model_band().high(old.throughput) * r_native, 1e-9 * old.band_high);
+  EXPECT_NEAR(old.band_low, model_band().low(old.throughput) / r_native, 1e-9 * old.band_low);
+  r.options["release"] = "2023-06";  // the same profile, a release with Hopper's GEMMs
+  const Prediction newer = predict(cat(), r);
+  EXPECT_TRUE(newer.maturity_notes.empty());
+  EXPECT_NEAR(newer.throughput, old.native_throughput, 1e-9 * newer.throughput);
+  EXPECT_DOUBLE_EQ(newer.band_high, model_band().high(newer.throughput));
+  r.options.erase("release");
+  r.gpu = "a100-80gb-sxm";  // the 2021 code's own card
+  EXPECT_TRUE(predict(cat(), r).maturity_notes.empty());
+  r.options["release"] = "last year";
+  EXPECT_THROW(predict(cat(), r), InputError);
+}
+
+// The table's refusals name the file and line; fuzzed tables fail cleanly.
+TEST(Maturity, TableErrorsNameTheLineAndFuzzedTablesFailCleanly) {
+  const std::string builtin = files::read_all(std::string(GPUVS_SOURCE_DIR) + "/data/software-maturity.toml", "data");
+  EXPECT_EQ(parse_kernel_maturity(builtin, "m.toml").size(), kernel_maturity().size());
+  const auto with = [&](const std::string& from, const std::string& to) { return test::replaced(builtin, from, to); };
+  test::expect_refused({{with("share_before = 0.5\n", "share_before = 1.5\n"), "m.toml:10: share_before must be a number in (0, 1]"},
+                        {with("native_since = \"2022-10\"", "native_since = \"Oct 2022\""), "m.toml:10: native_since must be a month as YYYY-MM"},
+                        {with("kernels = \"matrix\"", "kernels = \"vector\""), "m.toml:10: kernels must be matrix or attention"},
+                        {with("share_before = 0.5\n", ""), "m.toml:10: [[kernels]] needs kernels, architecture"},
+                        {with("share_before = 0.5\n", "share_before = 0.5\nspeedup = 2\n"), "m.toml:10: unknown key 'speedup'"},
+                        {with("compute_capabilities = [\"gfx942\"]", "compute_capabilities = [\"9.0\"]"), "matrix kernels on compute capability 9.0 are listed twice"},
+                        {"[kernel]\n", "unknown table 'kernel'"}},
+                       [](const std::string& text) { parse_kernel_maturity(text, "m.toml"); });
+  EXPECT_GT(test::fuzz_parser(builtin, "[]\"=,.#\n -0123456789acehikmnrstx_", 800, 5,
+                              [](const std::string& t, const std::string& w) { parse_kernel_maturity(t, w); }),
+            0);
 }
 
 TEST(Parallel, SequenceParallelismTpOverlapAndFp8CastsAreWhatTheyClaim) {

@@ -88,6 +88,29 @@ TEST(WeightFormat, Llama2SevenBFilesAreThePublishedSizes) {
   EXPECT_LT(fp8, 65.5);
 }
 
+// Issue 34 mechanism 3 in serving: a release older than the card's native kernels (option release=YYYY-MM, the
+// engine release you run) prices its GEMMs and fused attention at data/software-maturity.toml's shares, says so, and
+// widens the band to reach a native engine's figure. On a card whose kernels were native by then, nothing moves.
+TEST(Serving, AnEngineOlderThanTheCardsNativeKernelsIsSlowerAndSaysWhy) {
+  const auto today = serve("llama3-8b", "h100-sxm", "prefill", "bf16", "framework=vllm;prompt_len=2048", 8);
+  const auto old = serve("llama3-8b", "h100-sxm", "prefill", "bf16", "framework=vllm;prompt_len=2048;release=2022-06", 8);
+  EXPECT_LT(old.throughput, 0.8 * today.throughput);  // a compute-bound prefill: the matrix share shows
+  EXPECT_GT(old.throughput, 0.4 * today.throughput);
+  const auto says = [](const ServingPrediction& p) {
+    for (const auto& n : p.notes)
+      if (n.find("predates Hopper's native matrix kernels") != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(says(old));
+  EXPECT_FALSE(says(today));
+  EXPECT_GE(old.band_high, today.throughput * 0.999);  // the band reaches a native engine's figure
+  EXPECT_GT(old.band_high / old.band_low, today.band_high / today.band_low);
+  // An A100's kernels were native long before: the same release moves nothing there.
+  const auto a100 = serve("llama3-8b", "a100-80gb-sxm", "prefill", "bf16", "framework=vllm;prompt_len=2048;release=2022-06", 8);
+  EXPECT_DOUBLE_EQ(a100.throughput, serve("llama3-8b", "a100-80gb-sxm", "prefill", "bf16", "framework=vllm;prompt_len=2048", 8).throughput);
+  EXPECT_THROW(serve("llama3-8b", "h100-sxm", "prefill", "bf16", "framework=vllm;release=June 2022", 8), InputError);
+}
+
 TEST(Serving, DecodeIsBoundedByReadingEveryWeightOncePerToken) {
   // Llama-3-8B in BF16 at batch 1 on an RTX 4090: 1,008 GB/s over 16.06 GB of weights bounds decode at
   // ~63 tokens/s; a CUDA-graph engine (vLLM) gets most of the way there.

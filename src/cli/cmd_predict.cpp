@@ -214,7 +214,8 @@ nlohmann::json prediction_json(const perf::Prediction& p, const std::string& mod
       {"time_by_bound_s",
          {{"compute", d.compute_s}, {"memory", d.memory_s}, {"latency", d.latency_s}, {"launch", d.launch_s}, {"communication", p.comm_exposed_s}}},
       {"kernels", d.kernels},
-      {"framework", {{"profile", p.framework}, {"fuses", framework_fuses(p.framework)}, {"not_modelled", p.framework_unmodelled}}},
+      {"framework",
+       {{"profile", p.framework}, {"fuses", framework_fuses(p.framework)}, {"not_modelled", p.framework_unmodelled}, {"maturity", p.maturity_notes}}},
       {"memory",
        {{"peak_gib", m.peak_bytes / kGiB}, {"capacity_gib", m.capacity_bytes / kGiB}, {"fits", m.fits},
         {"weights_gib", m.weights_bytes / kGiB}, {"gradients_gib", m.gradients_bytes / kGiB},
@@ -262,6 +263,9 @@ void print_prediction(const perf::Prediction& p, const std::string& mode, const 
   const std::string fused = fuses.empty() ? "" : " (fuses " + strings::join(fuses, ", ") + ")";
   fmt::print("  framework    {} profile{}{}\n", p.framework, fused,
              p.framework_unmodelled.empty() ? "" : "; not priced: " + strings::join(p.framework_unmodelled, "; "));
+  if (!p.maturity_notes.empty())
+    fmt::print("  software     {}; a native stack: {} {} (the band spans that step both ways)\n", strings::join(p.maturity_notes, "; "),
+               units::format_si(p.native_throughput), p.unit);
   if (p.sample_len > 0)
     fmt::print("  packing      samples of about {} tokens packed into each {}-token sequence; attention within each sample (sample_len)\n",
                p.sample_len, p.seq_len);

@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "core/toml_input.hpp"
 #include "core/strings.hpp"
+#include "perf/maturity.hpp"
 
 namespace gpuvs::embedded {
 extern const char* const kFrameworks;
@@ -85,6 +86,13 @@ std::vector<FrameworkProfile> parse_frameworks(const std::string& text, const st
             throw InputError(fmt::format("{}:{}: fuses lists '{}', not a known fusion ({})", where, line,
                                          s ? strings::printable(*s) : std::string("a non-string"), strings::join(known, ", ")));
           p.fuses.push_back(*s);
+        }
+      } else if (key == "released") {
+        const auto s = v.value<std::string>();
+        try {
+          p.released = parse_month(s.value_or(""), "released");
+        } catch (const InputError& bad) {
+          throw InputError(fmt::format("{}:{}: {}", where, line, bad.what()));
         }
       } else if (key == "unmodelled") {
         const auto* list = v.as_array();

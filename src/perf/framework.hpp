@@ -18,6 +18,7 @@ struct FrameworkProfile {
   std::map<std::string, std::string> defaults;  // prediction options: flash_attention, sharding, memory_format, ...
   std::vector<std::string> fuses;               // kernels it fuses that eager code runs apart (framework_fusions())
   std::vector<std::string> unmodelled;          // what the framework does that the model does not price
+  int released = 0;  // the release it describes, perf/maturity.hpp's parse_month (0: undated, today's)
   int line = 0;
 };
 

@@ -16,6 +16,7 @@
 #include "perf/constants.hpp"
 #include "perf/device_view.hpp"
 #include "perf/framework.hpp"
+#include "perf/maturity.hpp"
 #include "perf/parallel.hpp"
 #include "perf/serving.hpp"
 #include "perf/serving_engine.hpp"
@@ -31,7 +32,7 @@ const std::vector<std::string> kOptionKeys = {"seq_len",  "flash_attention", "sh
                                               "kv_heads", "ffn",             "vocab",    "memory_format",
                                               "tp",       "pp",              "cp",       "vp",      "global_batch",
                                               "network",  "framework",       "sequence_parallel", "tp_overlap", "pp_overlap",
-                                              "nvls"};
+                                              "nvls",     "release"};
 
 std::string option_choice(const std::map<std::string, std::string>& o, const std::string& key, const std::string& fallback,
                           const std::vector<std::string>& allowed) {
@@ -251,6 +252,15 @@ StepPrediction priced(const workload::BuiltGraph& g, const catalog::Gpu& gpu, co
 
 /// Decoder training over tp x pp x cp x dp GPUs (perf/parallel.hpp): one rank's first and last stage graphs
 /// priced per micro-batch, the slower setting the pace, then the collectives, bubble and DP reduction.
+/// What the training profile's release date does to its kernels on `gpu` (perf/maturity.hpp), recorded on `p`.
+MaturityEffect training_maturity(Prediction& p, const PredictRequest& req, const catalog::Gpu& gpu, bool flash) {
+  if (req.native_kernels || is_serving_engine(p.framework)) return {};
+  const FrameworkProfile& fw = framework(p.framework);
+  MaturityEffect m = maturity_effect(gpu, fw.id, release_of(req.options, fw.released), flash);
+  p.maturity_notes = m.notes;
+  return m;
+}
+
 void predict_parallel(Prediction& p, const PredictRequest& req, const workload::Workload& w, const catalog::Gpu& gpu, bool flash) {
   const models::NetworkInfo& net = w.network();
   if (net.family != models::Family::decoder || !req.training)
@@ -281,6 +291,7 @@ void predict_parallel(Prediction& p, const PredictRequest& req, const workload::
   p.network = fabric.id;
   EfficiencyParams eff = device_view(gpu, p.plan, req.calibration, true).eff;
   p.calibrated = req.calibration && req.calibration->gpu_id == gpu.id;
+  apply_maturity(eff, training_maturity(p, req, gpu, flash));
   p.stack_applied = apply_stack(eff, req.stack, p.framework, precision_name(p.plan.precision), gpu.id);
   models::NetworkInfo stage_net = net;
   stage_net.layers = dec.layers / l.pp;
@@ -455,9 +466,11 @@ std::vector<std::string> assumed(const PredictRequest& req, const Prediction& p)
   if (!p.memory_format.empty() && !req.options.count("memory_format"))
     out.push_back(fmt::format("convolution layout {} (the {} profile's default; --options memory_format={} for the other)", p.memory_format,
                               p.framework, p.memory_format == "nchw" ? "nhwc" : "nchw"));
-  if (p.link.nvls_efficiency > 0 && !req.options.count("nvls"))
-    out.push_back("all-reduce through NVLink SHARP where it beats the rings (NCCL 2.17 and later on this board's NVSwitch; "
-                  "--options nvls=0 for rings only)");
+  const bool profile_without_nvls = !is_serving_engine(p.framework) && framework(p.framework).defaults.count("nvls") &&
+                                    framework(p.framework).defaults.at("nvls") == "0";
+  if (p.gpus > 1 && req.training && !req.options.count("nvls") && !profile_without_nvls)
+    out.push_back("all-reduce through NVLink SHARP where a board's NVSwitch has it and it beats the rings (NCCL 2.17 and later: HGX "
+                  "H100/H200, B200; --options nvls=0 for rings only)");
   return out;
 }
 
@@ -644,7 +657,9 @@ void set_throughput(Prediction& p, const models::NetworkInfo& net) {
 
 }  // namespace
 
-Prediction predict(const catalog::Catalog& cat, const workload::Workload& w, const PredictRequest& request) {
+namespace {
+
+Prediction priced(const catalog::Catalog& cat, const workload::Workload& w, const PredictRequest& request) {
   w.check_is(request.workload, request.options);
   const catalog::Gpu& gpu = cat.find(request.gpu);
   const models::NetworkInfo& net = w.network();
@@ -666,6 +681,7 @@ Prediction predict(const catalog::Catalog& cat, const workload::Workload& w, con
   p.frozen_params = models::param_count(g, false) - p.params;
   EfficiencyParams eff = device_view(gpu, p.plan, req.calibration, req.training).eff;
   p.calibrated = req.calibration && req.calibration->gpu_id == gpu.id;
+  apply_maturity(eff, training_maturity(p, req, gpu, flash));
   p.stack_applied = apply_stack(eff, req.stack, p.framework, precision_name(p.plan.precision), gpu.id);
   // Convolution layout: the framework profile's (PyTorch's contiguous NCHW unless a script converts to
   // channels-last) or the caller's; NCHW adds cuDNN's transposes around tensor-core convolutions.
@@ -693,6 +709,22 @@ Prediction predict(const catalog::Catalog& cat, const workload::Workload& w, con
     throw InputError("option sharding needs --gpus > 1 and training");
   }
   set_throughput(p, net);
+  return p;
+}
+
+}  // namespace
+
+Prediction predict(const catalog::Catalog& cat, const workload::Workload& w, const PredictRequest& request) {
+  Prediction p = priced(cat, w, request);
+  if (p.maturity_notes.empty()) return p;
+  // A stack older than this card's native kernels: priced at the shares data/software-maturity.toml gives, and as
+  // uncertain as that step, so the band reaches a native stack's throughput above and as far again below.
+  PredictRequest native = request;
+  native.native_kernels = true;
+  p.native_throughput = priced(cat, w, native).throughput;
+  const double r = std::max(1.0, p.native_throughput / p.throughput);
+  p.band_low = model_band().low(p.throughput) / r;
+  p.band_high = model_band().high(p.throughput) * r;
   return p;
 }
 

@@ -33,6 +33,8 @@ struct PredictRequest {
   const Calibration* calibration = nullptr;    // measured corrections for one device (gpuvs bench --save)
   const StackRatios* stack = nullptr;  // a measured stack's kernel efficiencies (perf/stack.hpp), applied on any card when
                                        // the framework profile and precision are the ones measured
+  bool native_kernels = false;  // price as if the profile's kernels were native on every architecture (perf/maturity.hpp):
+                                // the band's far end for a stack older than its card's native kernels
 };
 
 struct Prediction {
@@ -76,6 +78,10 @@ struct Prediction {
   bool stack_applied = false;  // the request's measured stack ratios moved this prediction's efficiencies
   std::string framework = "pytorch";           // the profile that priced it (perf/framework.hpp)
   std::vector<std::string> framework_unmodelled;  // what that framework does that the model does not price
+  // A profile released before this card's native kernels (perf/maturity.hpp): why its kernels were priced lower, and the
+  // throughput a native stack would reach; the band then spans that far on both sides.
+  std::vector<std::string> maturity_notes;
+  double native_throughput = 0;
   // Tensor/pipeline/context/data-parallel training (perf/parallel.hpp): the layout, what each part of the
   // step costs, and the network assumed between nodes.
   bool parallel = false;

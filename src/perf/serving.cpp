@@ -17,6 +17,7 @@
 #include "perf/constants.hpp"
 #include "perf/device_view.hpp"
 #include "perf/efficiency.hpp"
+#include "perf/maturity.hpp"
 #include "perf/predict.hpp"
 #include "perf/serving_engine.hpp"
 #include "perf/system_facts.hpp"
@@ -27,7 +28,7 @@ namespace gpuvs::perf {
 
 namespace {
 
-const std::vector<std::string> kServingKeys = {"prompt_len", "gen_len", "tp", "framework", "kv_dtype", "ngl", "host_gbs", "arrival"};
+const std::vector<std::string> kServingKeys = {"prompt_len", "gen_len", "tp", "framework", "kv_dtype", "ngl", "host_gbs", "arrival", "release"};
 
 // The thresholds and fractions below are data/system.toml's (perf/system_facts.hpp): llama.cpp's
 // matrix-vector row limit and ggml's offload threshold, the gap between queued kernels, host STREAM.
@@ -429,6 +430,9 @@ Setup rank_setup(const catalog::Catalog& cat, const catalog::Gpu& gpu, const mod
   s.vector_peak = view.vector_peak;
   s.bandwidth = view.bandwidth;
   if (engine.attention == "unfused") s.eff.attention_max *= 0.5;  // scores through memory: two GEMMs and a softmax apart
+  // An engine released before this card's native kernels runs them at the shares data/software-maturity.toml gives.
+  if (!req.native_kernels)
+    apply_maturity(s.eff, maturity_effect(gpu, engine.id, release_of(req.options, engine.released), engine.attention != "unfused"));
   s.decode_mem_max = std::min(s.eff.mem_max, memory_fraction(gpu, active_constants().decode_bytes_per_sm_cycle));
   // A measured stack (the same engine and format on some card) moves its kernels' efficiencies, not the card's
   // physics; its memory-bound kernels, the decode attention among them, by the same ratio.
@@ -650,7 +654,9 @@ void price_requests(const Setup& s, const models::NetworkInfo& net, const catalo
 
 }  // namespace
 
-ServingPrediction predict_serving(const catalog::Catalog& cat, const workload::Workload& w, const ServingRequest& req) {
+namespace {
+
+ServingPrediction priced_serving(const catalog::Catalog& cat, const workload::Workload& w, const ServingRequest& req) {
   if (!is_serving_mode(req.mode))
     throw InputError(fmt::format("mode '{}' is not a serving mode (prefill, decode, infer)", strings::printable(req.mode)));
   w.check_is(req.workload, req.options);
@@ -685,6 +691,26 @@ ServingPrediction predict_serving(const catalog::Catalog& cat, const workload::W
                                   p.capacity_bytes * engine->memory_utilization / units::kGiB));
   p.band_low = serving_band().low(p.throughput);
   p.band_high = serving_band().high(p.throughput);
+  return p;
+}
+
+}  // namespace
+
+ServingPrediction predict_serving(const catalog::Catalog& cat, const workload::Workload& w, const ServingRequest& req) {
+  ServingPrediction p = priced_serving(cat, w, req);
+  const ServingEngine& engine = serving_engine(p.engine);
+  const MaturityEffect m = req.native_kernels ? MaturityEffect{}
+                                               : maturity_effect(cat.find(req.gpu), engine.id, release_of(req.options, engine.released),
+                                                                 engine.attention != "unfused");
+  if (!m.applies()) return p;
+  // Older than this card's native kernels: as uncertain as that step, the band reaching a native engine's figure
+  // above and as far again below (as perf/predict.cpp does for training).
+  for (const auto& note : m.notes) p.notes.push_back(note);
+  ServingRequest native = req;
+  native.native_kernels = true;
+  const double r = std::max(1.0, priced_serving(cat, w, native).throughput / p.throughput);
+  p.band_low /= r;
+  p.band_high *= r;
   return p;
 }
 

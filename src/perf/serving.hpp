@@ -39,6 +39,7 @@ struct ServingRequest {
   std::map<std::string, std::string> options;  // prompt_len, gen_len, tp, framework, kv_dtype, ngl, host_gbs, gpt shape keys
   const Calibration* calibration = nullptr;
   const StackRatios* stack = nullptr;  // a measured stack's efficiencies, applied on every card when engine and format match
+  bool native_kernels = false;  // price as if the engine's kernels were native on every architecture (perf/maturity.hpp)
 };
 
 /// One iteration on one rank, by part (seconds).

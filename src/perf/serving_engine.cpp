@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "core/toml_input.hpp"
+#include "perf/maturity.hpp"
 #include "perf/weight_format.hpp"
 
 namespace gpuvs::embedded {
@@ -51,6 +52,12 @@ std::vector<ServingEngine> parse_engines(const std::string& text, const std::str
          : key == "cuda_graphs"       ? s.cuda_graphs
          : key == "layer_offload"     ? s.layer_offload
                                       : s.fp8_kv_cache) = *b;
+      } else if (key == "released") {
+        try {
+          s.released = parse_month(v.value<std::string>().value_or(""), "released");
+        } catch (const InputError& bad) {
+          throw InputError(fmt::format("{}:{}: {}", where, line, bad.what()));
+        }
       } else if (key == "kernels_per_layer") s.kernels_per_layer = number(v, key, 1, 1000);
       else if (key == "host_launch_s") s.host_launch_s = number(v, key, 0, 1e-3);
       else if (key == "step_overhead_s") s.step_overhead_s = number(v, key, 0, 1);
