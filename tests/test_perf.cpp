@@ -567,7 +567,9 @@ TEST(Predict, NvlinkSharpFollowsTheSoftware) {
   r.options["nvls"] = "2";
   EXPECT_THROW(predict(cat(), r), InputError);
   r.options = {{"framework", "megatron"}};
-  EXPECT_NEAR(predict(cat(), r).comm_s, off.comm_s, 1e-12);
+  const Prediction megatron = predict(cat(), r);
+  EXPECT_NEAR(megatron.comm_s, off.comm_s, 1e-12);
+  EXPECT_FALSE(says(r, megatron));  // the profile's rings are what it assumed, not NVLS
   r.gpu = "a100-80gb-sxm";
   r.options.clear();
   EXPECT_EQ(predict(cat(), r).link.nvls_efficiency, 0.0);
