@@ -146,7 +146,8 @@ void apply_accumulation(Prediction& p, const ir::Graph& g, std::int64_t k) {
 /// link inside a node (perf/parallel.hpp group_link).
 Link data_parallel_link(Prediction& p, const PredictRequest& req, const catalog::Gpu& gpu) {
   const int per_server = system_facts().gpus_per_server;
-  if (p.gpus <= per_server && !req.options.count("network")) return nvls_option(req.options) ? link_for(gpu, p.gpus) : without_nvls(link_for(gpu, p.gpus));
+  if (p.gpus <= per_server && !req.options.count("network"))
+    return nvls_option(req.options) ? link_for(gpu, p.gpus) : without_nvls(link_for(gpu, p.gpus));
   const Fabric& fabric = req.options.count("network") ? fabric_by_id(req.options.at("network")) : default_fabric(gpu, &p.network_note);
   p.network = fabric.id;
   ParallelLayout l;
@@ -250,8 +251,6 @@ StepPrediction priced(const workload::BuiltGraph& g, const catalog::Gpu& gpu, co
   return p;
 }
 
-/// Decoder training over tp x pp x cp x dp GPUs (perf/parallel.hpp): one rank's first and last stage graphs
-/// priced per micro-batch, the slower setting the pace, then the collectives, bubble and DP reduction.
 /// What the training profile's release date does to its kernels on `gpu` (perf/maturity.hpp), recorded on `p`.
 MaturityEffect training_maturity(Prediction& p, const PredictRequest& req, const catalog::Gpu& gpu, bool flash) {
   if (req.native_kernels || is_serving_engine(p.framework)) return {};
@@ -261,6 +260,8 @@ MaturityEffect training_maturity(Prediction& p, const PredictRequest& req, const
   return m;
 }
 
+/// Decoder training over tp x pp x cp x dp GPUs (perf/parallel.hpp): one rank's first and last stage graphs
+/// priced per micro-batch, the slower setting the pace, then the collectives, bubble and DP reduction.
 void predict_parallel(Prediction& p, const PredictRequest& req, const workload::Workload& w, const catalog::Gpu& gpu, bool flash) {
   const models::NetworkInfo& net = w.network();
   if (net.family != models::Family::decoder || !req.training)
