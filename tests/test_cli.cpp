@@ -508,6 +508,25 @@ TEST(Cli, CompareAnswersTheSeedQuestion) {
   expect_usage_error(run_gpuvs("compare h100-sxm"), "at least two GPUs");
 }
 
+// An old stack on a new card (issue 34 mechanism 3): predict and compare give the same figure and both say why the
+// newer card is priced lower than its peaks suggest; the older card, whose kernels were native then, says nothing.
+TEST(Cli, AnOldStackOnANewCardIsSaidByPredictAndCompare) {
+  const std::string shape = " --workload gpt --options 'framework=megatron;layers=12;hidden=1024;heads=16;seq_len=1024'";
+  const auto p = run_gpuvs_json("predict --gpu h100-sxm" + shape + " --json");
+  ASSERT_EQ(p["framework"]["maturity"].size(), 1u);
+  EXPECT_NE(p["framework"]["maturity"][0].get<std::string>().find("predates Hopper's native matrix kernels"), std::string::npos);
+  const auto text = run_gpuvs("predict --gpu h100-sxm" + shape);
+  EXPECT_NE(text.out.find("  software     megatron (2021-04) predates"), std::string::npos) << text.out;
+  const auto c = run_gpuvs_json("compare h100-sxm a100-80gb-sxm" + shape + " --json");
+  EXPECT_EQ(c["gpus"][0]["maturity"], p["framework"]["maturity"]);
+  EXPECT_TRUE(c["gpus"][1]["maturity"].empty());
+  EXPECT_DOUBLE_EQ(c["gpus"][0]["throughput"]["value"].get<double>(), p["throughput"]["value"].get<double>());
+  const auto ct = run_gpuvs("compare h100-sxm a100-80gb-sxm" + shape);
+  EXPECT_NE(ct.out.find("On h100-sxm: megatron (2021-04) predates"), std::string::npos) << ct.out;
+  expect_usage_error(run_gpuvs("predict --gpu h100-sxm" + shape.substr(0, shape.size() - 1) + ";release=2021'"),
+                     "option release must be a month as YYYY-MM, got '2021'");
+}
+
 // compare's costs are priced at the advisor's assumptions, overridden by the same flags.
 TEST(Cli, CompareCostsFollowTheAdvisorsAssumptionsAndFlags) {
   const auto def = run_gpuvs_json("compare rtx-4090 a100-80gb-sxm --json");

@@ -337,7 +337,7 @@ int run_compare(CompareArgs a) {
                                  {"max_batch_is_lower_bound", e.max_batch_capped}}},
                      {"precision", perf::precision_name(e.single.plan.precision)}, {"batch", e.single.batch},
                      {"precisions", e.precisions}, {"scaling_efficiency", s}, {"link_2gpu", e.link_2gpu},
-                     {"ecc", e.gpu->ecc}, {"mig_max", e.gpu->mig_max}});
+                     {"ecc", e.gpu->ecc}, {"mig_max", e.gpu->mig_max}, {"maturity", e.single.maturity_notes}});
       if (stack) {
         arr.back()["throughput_without_measurements"] = e.throughput_without_stack;
         arr.back()["measured_applied"] = e.single.stack_applied;
@@ -405,6 +405,9 @@ int run_compare(CompareArgs a) {
   row("MIG", [](const perf::CompareEntry& e) { return e.gpu->mig_max > 0 ? fmt::format("{} instances", e.gpu->mig_max) : "none"; });
   print_table(rows, 26, 24);
   fmt::print("\n  {}\n", cost_basis(costs));
+  // A stack older than a card's native kernels is priced lower there (perf/maturity.hpp): say where and why.
+  for (const auto& e : c.entries)
+    for (const auto& note : e.single.maturity_notes) fmt::print("  On {}: {}.\n", e.gpu->id, note);
   if (stack) {
     for (const auto& st : stack->steps) fmt::print("  Measured {}.\n", stack_step_line(st));
     for (const auto& o : stack->open) fmt::print("  Left open by the measurement: {}.\n", o);
