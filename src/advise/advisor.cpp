@@ -262,6 +262,7 @@ Option training_option(const catalog::Catalog& cat, const workload::Workload& w,
   o.capacity_gib = p->memory.capacity_bytes / kGiB;
   o.unit = p->unit;
   o.throughput = p->throughput * count;
+  o.software = p->maturity_notes;
   if (!o.fits) {
     o.why_not.push_back(fmt::format("does not fit even as {} on {} card{}: {:.1f} GiB per GPU at batch 1{} vs {:.1f} GiB usable", strategy,
                                     count, count == 1 ? "" : "s", o.peak_gib, transformer ? " with full recompute" : "", o.capacity_gib));
@@ -330,6 +331,7 @@ Option multinode_option(const catalog::Catalog& cat, const workload::Workload& w
   o.capacity_gib = best->memory.capacity_bytes / kGiB;
   o.unit = best->unit;
   o.throughput = best->throughput * count;
+  o.software = best->maturity_notes;
   o.plan = best_plan;
   o.strategy = best_strategy;
   price_training_run(o, *best, static_cast<double>(models::decoder_params(net.decoder)), s, a, gpu, count);
@@ -843,6 +845,7 @@ void explain(const Scenario& s, const Assumptions& a, Advice& adv) {
       o.reason = cmp + ": " + what;
     }
     if (!o.ecc && !serving) o.reason += "; no ECC: expected failures counted at x" + fmt::format("{:g}", a.get("non_ecc_failure_factor"));
+    for (const auto& note : o.software) o.reason += "; " + note;
   }
   for (auto& o : adv.ruled_out) o.reason = o.why_not.empty() ? "no option fits" : o.why_not.front();
   // The same option in the full list carries its rank and reason (the others, not a GPU's best, keep rank 0).

@@ -94,6 +94,7 @@ struct Option {
   std::vector<std::string> why_not;
   std::string reason;
   std::vector<std::string> would_fit_with;  // ruled out for memory: the nearest changes that make it fit, priced
+  std::vector<std::string> software;        // training: kernels the profile's release predates on this card (perf/maturity.hpp)
   int rank = 0;
 };
 
