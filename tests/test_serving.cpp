@@ -111,6 +111,23 @@ TEST(Serving, AnEngineOlderThanTheCardsNativeKernelsIsSlowerAndSaysWhy) {
   EXPECT_THROW(serve("llama3-8b", "h100-sxm", "prefill", "bf16", "framework=vllm;release=June 2022", 8), InputError);
 }
 
+// Issue 34 item 6: llama.cpp on several GPUs splits one model by layers (-sm layer), each token passing every card in
+// turn; pricing them as independent replicas doubled what one llama-bench run measures. Refused, saying what is missing.
+TEST(Serving, LlamaCppAcrossGpusIsALayerSplitNotReplicas) {
+  ASSERT_TRUE(serving_engine("llama.cpp").layer_split);
+  EXPECT_FALSE(serving_engine("vllm").layer_split);
+  try {
+    serve("llama2-7b", "rtx-4090", "decode", "q4_k_m", "framework=llama.cpp", 1, 2);
+    ADD_FAILURE() << "two GPUs under llama.cpp were priced";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("llama.cpp splits one model across 2 GPUs by layers (-sm layer, its default), which is not priced yet"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_GT(serve("llama2-7b", "rtx-4090", "decode", "q4_k_m", "framework=llama.cpp", 1, 1).throughput, 0.0);
+  EXPECT_GT(serve("llama2-7b", "rtx-4090", "decode", "bf16", "framework=vllm", 1, 2).replicas, 1);  // vLLM: two replicas
+}
+
 TEST(Serving, DecodeIsBoundedByReadingEveryWeightOncePerToken) {
   // Llama-3-8B in BF16 at batch 1 on an RTX 4090: 1,008 GB/s over 16.06 GB of weights bounds decode at
   // ~63 tokens/s; a CUDA-graph engine (vLLM) gets most of the way there.

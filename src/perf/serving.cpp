@@ -368,6 +368,12 @@ std::pair<const ServingEngine*, WeightFormat> check_request(const models::Networ
   if (!runs(engine))
     throw InputError(fmt::format("{} does not run the {} format (it runs {})", engine.id, format.id, strings::join(engine.formats, ", ")));
   if (req.gpus < 1 || req.gpus > 4096) throw InputError(fmt::format("--gpus must be in [1, 4096], got {}", req.gpus));
+  // Not independent replicas: one model split by layers, each token passing every card in turn (and pipelined only
+  // with several micro-batches in flight). A silent replica count would double what one llama-bench run measures.
+  if (engine.layer_split && req.gpus > 1)
+    throw InputError(fmt::format("{} splits one model across {} GPUs by layers (-sm layer, its default), which is not priced yet; --gpus 1 "
+                                 "prices one card (for {} independent servers, {} times its figure)",
+                                 engine.id, req.gpus, req.gpus, req.gpus));
   if (req.batch < 0 || req.batch > (1 << 20)) throw InputError(fmt::format("--batch must be in [0, 1048576], got {}", req.batch));
   return {&engine, format};
 }

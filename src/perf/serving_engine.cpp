@@ -44,13 +44,14 @@ std::vector<ServingEngine> parse_engines(const std::string& text, const std::str
         if (!str || str->empty()) throw InputError(fmt::format("{}:{}: {} must be a non-empty string", where, line, key));
         (key == "id" ? s.id : key == "name" ? s.name : key == "source" ? s.source : s.attention) = *str;
       } else if (key == "fp16_accumulate" || key == "inflight_batching" || key == "fp8_kv_cache" || key == "cuda_graphs" ||
-                 key == "layer_offload") {
+                 key == "layer_offload" || key == "layer_split") {
         const auto b = v.is_boolean() ? v.value<bool>() : std::nullopt;
         if (!b) throw InputError(fmt::format("{}:{}: {} must be true or false", where, line, key));
         (key == "fp16_accumulate"     ? s.fp16_accumulate
          : key == "inflight_batching" ? s.inflight_batching
          : key == "cuda_graphs"       ? s.cuda_graphs
          : key == "layer_offload"     ? s.layer_offload
+         : key == "layer_split"       ? s.layer_split
                                       : s.fp8_kv_cache) = *b;
       } else if (key == "released") {
         try {

@@ -29,6 +29,7 @@ struct ServingEngine {
   double runtime_bytes = 0;       // CUDA context, workspaces, activations of one iteration
   bool inflight_batching = false; // requests join and leave between iterations (continuous batching)
   bool fp8_kv_cache = false;
+  bool layer_split = false;       // several GPUs hold one model split by layers (llama.cpp's -sm layer, its default), not replicas
   bool layer_offload = false;     // can run blocks from system RAM when the GPU is too small (llama.cpp's -ngl)      // an FP8 weight format brings an FP8 KV cache unless kv_dtype says otherwise
   std::vector<std::string> formats;  // weight formats it runs
   int released = 0;                  // the release it describes, perf/maturity.hpp's parse_month (0: undated, today's)
