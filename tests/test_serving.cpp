@@ -111,21 +111,43 @@ TEST(Serving, AnEngineOlderThanTheCardsNativeKernelsIsSlowerAndSaysWhy) {
   EXPECT_THROW(serve("llama3-8b", "h100-sxm", "prefill", "bf16", "framework=vllm;release=June 2022", 8), InputError);
 }
 
-// Issue 34 item 6: llama.cpp on several GPUs splits one model by layers (-sm layer), each token passing every card in
-// turn; pricing them as independent replicas doubled what one llama-bench run measures. Refused, saying what is missing.
+// Issue 34 item 6: llama.cpp on several GPUs splits one model by layers (-sm layer, its default): each GPU holds its
+// share of the blocks and their cache, and each token passes every card in turn, handing its activations over the
+// link; not independent replicas, which would double what one llama-bench run measures. Its tensor split (-sm row)
+// and offloading with several GPUs are refused, saying so.
 TEST(Serving, LlamaCppAcrossGpusIsALayerSplitNotReplicas) {
   ASSERT_TRUE(serving_engine("llama.cpp").layer_split);
   EXPECT_FALSE(serving_engine("vllm").layer_split);
-  try {
-    serve("llama2-7b", "rtx-4090", "decode", "q4_k_m", "framework=llama.cpp", 1, 2);
-    ADD_FAILURE() << "two GPUs under llama.cpp were priced";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("llama.cpp splits one model across 2 GPUs by layers (-sm layer, its default), which is not priced yet"),
-              std::string::npos)
-        << e.what();
-  }
-  EXPECT_GT(serve("llama2-7b", "rtx-4090", "decode", "q4_k_m", "framework=llama.cpp", 1, 1).throughput, 0.0);
-  EXPECT_GT(serve("llama2-7b", "rtx-4090", "decode", "bf16", "framework=vllm", 1, 2).replicas, 1);  // vLLM: two replicas
+  const auto one = serve("llama2-7b", "rtx-4090", "decode", "q4_k_m", "framework=llama.cpp", 1, 1);
+  const auto two = serve("llama2-7b", "rtx-4090", "decode", "q4_k_m", "framework=llama.cpp", 1, 2);
+  EXPECT_EQ(two.layer_split, 2);
+  EXPECT_EQ(two.replicas, 1);
+  EXPECT_EQ(two.tp, 1);
+  EXPECT_NEAR(two.weight_bytes, one.weight_bytes / 2, 1e-6 * one.weight_bytes);
+  EXPECT_NEAR(two.kv_bytes_per_token, one.kv_bytes_per_token / 2, 1e-9 * one.kv_bytes_per_token);
+  // The same work in turn, plus one hand-over per step through host memory (GeForce cards have no P2P): a little slower.
+  EXPECT_LT(two.throughput, one.throughput);
+  EXPECT_GT(two.throughput, 0.97 * one.throughput);
+  EXPECT_GT(two.step.comm_s, 0.0);
+  // A model that does not fit one card fits two, on the GPUs, without offloading.
+  const auto big1 = serve("llama3-70b", "rtx-4090", "decode", "q4_k_m", "framework=llama.cpp;prompt_len=512;gen_len=128", 1, 1);
+  const auto big2 = serve("llama3-70b", "rtx-4090", "decode", "q4_k_m", "framework=llama.cpp;prompt_len=512;gen_len=128", 1, 2);
+  EXPECT_LT(big1.gpu_layers, big1.layers);
+  EXPECT_EQ(big2.gpu_layers, big2.layers);
+  EXPECT_TRUE(big2.fits);
+  EXPECT_GT(big2.throughput, 3 * big1.throughput);
+  const auto refused = [](const std::string& options, int gpus, const std::string& says) {
+    try {
+      serve("llama2-7b", "rtx-4090", "decode", "q4_k_m", options, 1, gpus);
+      ADD_FAILURE() << options << " was priced";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  refused("framework=llama.cpp;tp=2", 2, "llama.cpp with tp=2: its tensor split (-sm row) is not priced");
+  refused("framework=llama.cpp;ngl=10", 2, "offloading layers to system RAM (ngl) is priced on one GPU, not split over 2");
+  refused("framework=llama.cpp", 64, "llama.cpp splits llama2-7b's 32 blocks by layers: at most 32 GPUs, not 64");
+  EXPECT_EQ(serve("llama2-7b", "rtx-4090", "decode", "bf16", "framework=vllm", 1, 2).replicas, 2);  // vLLM: two replicas
 }
 
 TEST(Serving, DecodeIsBoundedByReadingEveryWeightOncePerToken) {

@@ -99,6 +99,7 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat, const workloa
         {"engine", p.engine},
         {"tp", p.tp},
         {"replicas", p.replicas},
+        {"layer_split", p.layer_split},
         {"prompt_len", p.prompt_len},
         {"gen_len", p.gen_len},
         {"batch", p.batch},
@@ -149,11 +150,16 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat, const workloa
   fmt::print("  throughput   {} {} per system (likely {} to {})\n", units::format_si(p.throughput), p.unit, units::format_si(p.band_low),
              units::format_si(p.band_high));
   fmt::print("  engine       {} profile: {}\n", p.engine, p.engine_name);
-  if (p.tp > 1 || p.replicas > 1) fmt::print("  layout       tensor parallel {} x {} replica(s)\n", p.tp, p.replicas);
-  fmt::print("  iteration    {}: GEMMs {}, dequantize {}, attention {}, elementwise {}, LM head {}, all-reduce {}, launches {}, host {}{}\n",
+  if (p.layer_split > 1) {
+    const int fewest = p.layers / p.layer_split, most = (p.layers + p.layer_split - 1) / p.layer_split;
+    fmt::print("  layout       one model split by layers over {} GPUs (-sm layer), {} blocks each: each token passes every card in turn\n",
+               p.layer_split, fewest == most ? std::to_string(most) : fmt::format("{}-{}", fewest, most));
+  } else if (p.tp > 1 || p.replicas > 1)
+    fmt::print("  layout       tensor parallel {} x {} replica(s)\n", p.tp, p.replicas);
+  fmt::print("  iteration    {}: GEMMs {}, dequantize {}, attention {}, elementwise {}, LM head {}, {} {}, launches {}, host {}{}\n",
              units::format_seconds(c.seconds), units::format_seconds(c.gemm_s), units::format_seconds(c.dequant_s),
              units::format_seconds(c.attention_s), units::format_seconds(c.elementwise_s), units::format_seconds(c.lm_head_s),
-             units::format_seconds(c.comm_s), units::format_seconds(c.launch_s), units::format_seconds(c.host_s),
+             p.layer_split > 1 ? "hand-overs between cards" : "all-reduce", units::format_seconds(c.comm_s), units::format_seconds(c.launch_s), units::format_seconds(c.host_s),
              c.offload_s > 0 ? fmt::format(" (of which {} in the {} blocks run from system RAM)", units::format_seconds(c.offload_s),
                                            p.layers - p.gpu_layers)
                              : "");

@@ -49,6 +49,7 @@ struct Setup {
   const WeightFormat* format = nullptr;
   const ServingEngine* engine = nullptr;
   int tp = 1;
+  int layer_split = 1;  // GPUs the layers are split across: each passes the activations to the next
   double kv_elem_bytes = 2;
   double matrix_peak = 0, attention_peak = 0, vector_peak = 0, bandwidth = 0;
   EfficiencyParams eff;
@@ -258,6 +259,12 @@ IterationCost iteration(const Setup& s, const TokenMix& mix) {
     c.weight_bytes_read += lm.weight_bytes_read;
     c.flops += lm.flops;
   }
+  // Split by layers: each GPU hands the tokens' activations to the next, one copy over the link per boundary.
+  if (s.layer_split > 1 && s.link.bus_gbs > 0) {
+    const double hop = s.link.latency_s + m * h * s.engine->activation_bytes / (s.link.bus_gbs * 1e9);
+    c.comm_s += (s.layer_split - 1) * hop;
+    c.seconds += (s.layer_split - 1) * hop;
+  }
   // The host launches kernels while the GPU runs earlier ones: the GPU waits only when launching takes
   // longer than the kernels (small batches in eager frameworks), and back-to-back kernels leave a short
   // gap on the GPU. Under CUDA graphs a step is one launch. Host work per iteration (scheduling,
@@ -368,12 +375,6 @@ std::pair<const ServingEngine*, WeightFormat> check_request(const models::Networ
   if (!runs(engine))
     throw InputError(fmt::format("{} does not run the {} format (it runs {})", engine.id, format.id, strings::join(engine.formats, ", ")));
   if (req.gpus < 1 || req.gpus > 4096) throw InputError(fmt::format("--gpus must be in [1, 4096], got {}", req.gpus));
-  // Not independent replicas: one model split by layers, each token passing every card in turn (and pipelined only
-  // with several micro-batches in flight). A silent replica count would double what one llama-bench run measures.
-  if (engine.layer_split && req.gpus > 1)
-    throw InputError(fmt::format("{} splits one model across {} GPUs by layers (-sm layer, its default), which is not priced yet; --gpus 1 "
-                                 "prices one card (for {} independent servers, {} times its figure)",
-                                 engine.id, req.gpus, req.gpus, req.gpus));
   if (req.batch < 0 || req.batch > (1 << 20)) throw InputError(fmt::format("--batch must be in [0, 1048576], got {}", req.batch));
   return {&engine, format};
 }
@@ -384,11 +385,20 @@ void resolve_shape(const catalog::Gpu& gpu, const models::NetworkInfo& net, cons
                    const ServingRequest& req, ServingPrediction& p) {
   const auto& d = net.decoder;
   p.tp = static_cast<int>(option_int(req.options, "tp", 1, 1, 64));
+  if (engine.layer_split && req.gpus > 1) {
+    // One model over every GPU, split by layers (llama.cpp's -sm layer, its default), not replicas: each token passes
+    // every card in turn. Its tensor split (-sm row) is another layout.
+    if (p.tp > 1) throw InputError(fmt::format("{} with tp={}: its tensor split (-sm row) is not priced; its layer split (-sm layer) is, without tp",
+                                               engine.id, p.tp));
+    if (req.gpus > d.layers) throw InputError(fmt::format("{} splits {}'s {} blocks by layers: at most {} GPUs, not {}", engine.id, net.id,
+                                                          d.layers, d.layers, req.gpus));
+    p.layer_split = req.gpus;
+  }
   if (req.gpus % p.tp != 0) throw InputError(fmt::format("tp={} does not divide --gpus {}", p.tp, req.gpus));
   if (d.heads % p.tp != 0) throw InputError(fmt::format("tp={} does not divide {}'s {} attention heads", p.tp, net.id, d.heads));
   if (p.tp > system_facts().gpus_per_server && !gpu.has_nvlink())
     throw InputError(fmt::format("tp={} spans more than one server; serving is priced inside one node", p.tp));
-  p.replicas = req.gpus / p.tp;
+  p.replicas = req.gpus / p.tp / p.layer_split;
   const std::int64_t max_len = std::int64_t{1} << 22;
   p.prompt_len = option_int(req.options, "prompt_len", req.mode == "decode" ? 0 : req.mode == "prefill" ? 512 : 128, req.mode == "decode" ? 0 : 1, max_len);
   p.gen_len = option_int(req.options, "gen_len", 128, 1, max_len);
@@ -449,7 +459,8 @@ Setup rank_setup(const catalog::Catalog& cat, const catalog::Gpu& gpu, const mod
   }
   // Serving engines reduce their tensor-parallel activations with their own kernels over peer-to-peer memory
   // (TensorRT-LLM's custom all-reduce, vLLM's custom_all_reduce), a ring's traffic, not through NVLink SHARP.
-  s.link = without_nvls(link_for(gpu, p.tp));
+  s.link = without_nvls(link_for(gpu, std::max(p.tp, p.layer_split)));
+  s.layer_split = p.layer_split;
   s.weights = weight_bytes(d, format);
   return s;
 }
@@ -468,23 +479,28 @@ void place_weights_and_cache(const catalog::Catalog& cat, const catalog::Gpu& gp
   const double kv_heads = std::max(1.0, static_cast<double>(d.kv_heads) / p.tp);
   const double kv_per_layer_token = 2.0 * kv_heads * static_cast<double>(d.head_size()) * s.kv_elem_bytes;
   const std::int64_t request_tokens = cache_blocks(engine, p.prompt_len + (req.mode == "prefill" ? 0 : p.gen_len));
+  // Split by layers, each GPU holds 1/layer_split of the blocks and of their cache (the embedding table and LM head
+  // counted evenly too: a few percent of a large model).
+  const double split = p.layer_split;
   const auto gpu_weight_bytes = [&](int n) {
-    if (n >= d.layers) return s.weights.total() / p.tp;
+    if (n >= d.layers) return s.weights.total() / p.tp / split;
     double b = 0;
     for (int l = 0; l < n; ++l) b += s.weights.per_layer[static_cast<std::size_t>(l)];
     return b;
   };
   const double needed_tokens = static_cast<double>(request_tokens) * static_cast<double>(std::max<std::int64_t>(req.batch, 1));
-  const auto fits_with = [&](int n) { return gpu_weight_bytes(n) + p.runtime_bytes + kv_per_layer_token * n * needed_tokens <= usable; };
+  const auto fits_with = [&](int n) { return gpu_weight_bytes(n) + p.runtime_bytes + kv_per_layer_token * n / split * needed_tokens <= usable; };
   p.gpu_layers = d.layers;
   if (req.options.count("ngl") || req.options.count("host_gbs")) {
     if (!engine.layer_offload) throw InputError(fmt::format("{} does not run layers from system RAM (ngl, host_gbs are llama.cpp's)", engine.id));
     p.host_gbs = static_cast<double>(option_int(req.options, "host_gbs", 90, 1, 100000));
   }
+  if (p.layer_split > 1 && req.options.count("ngl"))
+    throw InputError(fmt::format("offloading layers to system RAM (ngl) is priced on one GPU, not split over {}", p.layer_split));
   if (req.options.count("ngl")) {
     p.gpu_layers = static_cast<int>(option_int(req.options, "ngl", d.layers, 0, 100000));
     p.gpu_layers = std::min(p.gpu_layers, d.layers);
-  } else if (engine.layer_offload && !fits_with(d.layers)) {
+  } else if (engine.layer_offload && p.layer_split == 1 && !fits_with(d.layers)) {
     int n = d.layers;
     while (n > 0 && !fits_with(n)) --n;
     p.gpu_layers = n;
@@ -504,7 +520,7 @@ void place_weights_and_cache(const catalog::Catalog& cat, const catalog::Gpu& gp
     s.gpu_layers = d.layers;
   }
   p.weight_bytes = gpu_weight_bytes(p.gpu_layers);
-  p.kv_bytes_per_token = kv_per_layer_token * (p.gpu_layers < d.layers ? p.gpu_layers : d.layers);
+  p.kv_bytes_per_token = kv_per_layer_token * (p.gpu_layers < d.layers ? p.gpu_layers : d.layers) / split;
   const double kv_per_token_all = kv_per_layer_token * d.layers;
   p.kv_budget_bytes = std::max(0.0, (usable - p.weight_bytes - p.runtime_bytes) * engine.kv_free_fraction);
   const double per_token = p.gpu_layers > 0 ? p.kv_bytes_per_token : kv_per_token_all;
