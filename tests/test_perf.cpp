@@ -566,6 +566,10 @@ TEST(Predict, NvlinkSharpFollowsTheSoftware) {
   EXPECT_FALSE(says(r, off));
   r.options["nvls"] = "2";
   EXPECT_THROW(predict(cat(), r), InputError);
+  r.options["nvls"] = "0";
+  r.gpus = 1;  // one GPU all-reduces nothing: the option is refused, not ignored
+  EXPECT_THROW(predict(cat(), r), InputError);
+  r.gpus = 8;
   r.options = {{"framework", "megatron"}};
   const Prediction megatron = predict(cat(), r);
   EXPECT_NEAR(megatron.comm_s, off.comm_s, 1e-12);

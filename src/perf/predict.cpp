@@ -515,6 +515,8 @@ ResolvedRequest resolve_request(const models::NetworkInfo& net, const PredictReq
   const bool beyond = req.gpus > system_facts().gpus_per_server || req.options.count("network") > 0;
   const bool decoder_training = net.family == models::Family::decoder && req.training;
   if (splits && !decoder_training) throw InputError("tp, pp, cp and vp are modelled for decoder training only");
+  if (request.options.count("nvls") && (req.gpus < 2 || !req.training))
+    throw InputError("option nvls needs --gpus > 1 and training (it chooses how the GPUs all-reduce)");
   if (beyond && !req.training)
     throw InputError(fmt::format("more than {} GPUs and a network are modelled for training only", system_facts().gpus_per_server));
   r.parallel = decoder_training && (splits || beyond);
