@@ -146,14 +146,14 @@ void apply_accumulation(Prediction& p, const ir::Graph& g, std::int64_t k) {
 /// link inside a node (perf/parallel.hpp group_link).
 Link data_parallel_link(Prediction& p, const PredictRequest& req, const catalog::Gpu& gpu) {
   const int per_server = system_facts().gpus_per_server;
-  if (p.gpus <= per_server && !req.options.count("network"))
-    return nvls_option(req.options) ? link_for(gpu, p.gpus) : without_nvls(link_for(gpu, p.gpus));
+  const bool nvls = nvls_option(req.options);
+  if (p.gpus <= per_server && !req.options.count("network")) return nvls ? link_for(gpu, p.gpus) : without_nvls(link_for(gpu, p.gpus));
   const Fabric& fabric = req.options.count("network") ? fabric_by_id(req.options.at("network")) : default_fabric(gpu, &p.network_note);
   p.network = fabric.id;
   ParallelLayout l;
   l.network = fabric.id;
   l.gpus_per_node = per_server;
-  l.nvls = nvls_option(req.options);
+  l.nvls = nvls;
   return group_link(gpu, l, p.gpus, 1);
 }
 

@@ -414,6 +414,13 @@ void resolve_shape(const catalog::Gpu& gpu, const models::NetworkInfo& net, cons
     throw InputError(fmt::format("{} ({}) has no FP8 support for an fp8 KV cache", gpu.id, gpu.arch));
 }
 
+/// What the engine's release does to its kernels on `gpu` (perf/maturity.hpp): the release the request names or the
+/// profile's; nothing when the request prices native kernels.
+MaturityEffect serving_maturity(const catalog::Gpu& gpu, const ServingEngine& engine, const ServingRequest& req) {
+  if (req.native_kernels) return {};
+  return maturity_effect(gpu, engine.id, release_of(req.options, engine.released), engine.attention != "unfused");
+}
+
 /// One rank's view of the card and the model for the iteration pricer.
 Setup rank_setup(const catalog::Catalog& cat, const catalog::Gpu& gpu, const models::DecoderConfig& d, const ServingEngine& engine,
                  const WeightFormat& format, const ServingRequest& req, const ServingPrediction& p) {
@@ -447,8 +454,7 @@ Setup rank_setup(const catalog::Catalog& cat, const catalog::Gpu& gpu, const mod
   s.bandwidth = view.bandwidth;
   if (engine.attention == "unfused") s.eff.attention_max *= 0.5;  // scores through memory: two GEMMs and a softmax apart
   // An engine released before this card's native kernels runs them at the shares data/software-maturity.toml gives.
-  if (!req.native_kernels)
-    apply_maturity(s.eff, maturity_effect(gpu, engine.id, release_of(req.options, engine.released), engine.attention != "unfused"));
+  apply_maturity(s.eff, serving_maturity(gpu, engine, req));
   s.decode_mem_max = std::min(s.eff.mem_max, memory_fraction(gpu, active_constants().decode_bytes_per_sm_cycle));
   // A measured stack (the same engine and format on some card) moves its kernels' efficiencies, not the card's
   // physics; its memory-bound kernels, the decode attention among them, by the same ratio.
@@ -720,10 +726,7 @@ ServingPrediction priced_serving(const catalog::Catalog& cat, const workload::Wo
 
 ServingPrediction predict_serving(const catalog::Catalog& cat, const workload::Workload& w, const ServingRequest& req) {
   ServingPrediction p = priced_serving(cat, w, req);
-  const ServingEngine& engine = serving_engine(p.engine);
-  const MaturityEffect m = req.native_kernels ? MaturityEffect{}
-                                               : maturity_effect(cat.find(req.gpu), engine.id, release_of(req.options, engine.released),
-                                                                 engine.attention != "unfused");
+  const MaturityEffect m = serving_maturity(cat.find(req.gpu), serving_engine(p.engine), req);
   if (!m.applies()) return p;
   // Older than this card's native kernels: as uncertain as that step, the band reaching a native engine's figure
   // above and as far again below (as perf/predict.cpp does for training).
