@@ -1232,7 +1232,9 @@ TEST(Constants, AScopedSetPricesThisThreadOnlyAndIsUndone) {
 }
 
 TEST(Constants, FileErrorsNameWhereAndFuzzedFilesFailCleanly) {
-  const std::string memory = "[memory]\nbytes_per_sm_cycle = 8.5\nprior_bytes_per_sm_cycle = 11.7\ndecode_bytes_per_sm_cycle = 9.5\n";
+  const std::string memory =
+      "[memory]\nbytes_per_sm_cycle = 8.5\nprior_bytes_per_sm_cycle = 11.7\ndecode_bytes_per_sm_cycle = 9.5\n"
+      "ggml_gemv_bytes_per_sm_cycle = 8.25\nggml_bytes_per_sm_cycle = 7.5\n";
   const std::string good = "[datacenter]\ngemm = 0.7\nconv = 0.4\n[geforce]\ngemm = 0.9\nconv = 0.7\n"
                            "[prior]\ngemm = 0.8\nconv = 0.6\n" + memory + "[clock]\nheadroom = 0.4\nprior = 0.5\n" +
                            "[calibration]\ntransfer_share = 0.4\n";
@@ -1242,6 +1244,8 @@ TEST(Constants, FileErrorsNameWhereAndFuzzedFilesFailCleanly) {
   EXPECT_NEAR(c.bytes_per_sm_cycle, 8.5, 1e-12);
   EXPECT_NEAR(c.bytes_per_sm_cycle_prior, 11.7, 1e-12);
   EXPECT_NEAR(c.decode_bytes_per_sm_cycle, 9.5, 1e-12);
+  EXPECT_NEAR(c.ggml_gemv_bytes_per_sm_cycle, 8.25, 1e-12);
+  EXPECT_NEAR(c.ggml_bytes_per_sm_cycle, 7.5, 1e-12);
   EXPECT_NEAR(c.transfer_share, 0.4, 1e-12);
   const std::string classes = good.substr(0, good.find("[memory]"));
   const std::string upto_clock = good.substr(0, good.find("[clock]"));
@@ -1258,9 +1262,13 @@ TEST(Constants, FileErrorsNameWhereAndFuzzedFilesFailCleanly) {
            {classes + "[memory]\nbytes_per_sm_cycle = 8\nprior_bytes_per_sm_cycle = 8\n", "[memory] decode_bytes_per_sm_cycle must be in"},
            {classes + "[memory]\nbytes_per_sm_cycle = 8\nprior_bytes_per_sm_cycle = 8\ndecode_bytes_per_sm_cycle = -1\n",
             "[memory] decode_bytes_per_sm_cycle must be in (0, 1024]"},
+           {classes + "[memory]\nbytes_per_sm_cycle = 8\nprior_bytes_per_sm_cycle = 8\ndecode_bytes_per_sm_cycle = 8\n",
+            "[memory] ggml_gemv_bytes_per_sm_cycle must be in (0, 1024]"},
+           {classes + "[memory]\nbytes_per_sm_cycle = 8\nprior_bytes_per_sm_cycle = 8\ndecode_bytes_per_sm_cycle = 8\nggml_gemv_bytes_per_sm_cycle = 8\n",
+            "[memory] ggml_bytes_per_sm_cycle must be in (0, 1024]"},
            {classes + "[memory]\nspec_fraction = 0.9\nbytes_per_sm_cycle = 8\nprior_bytes_per_sm_cycle = 8\n", "[memory] unknown key 'spec_fraction'"},
            {upto_clock, "missing table [clock]"},
-           {upto_clock + "[clock]\nheadroom = 1.5\nprior = 0.5\n", "c.toml:14: [clock] headroom must be a fraction in (0, 1]"},
+           {upto_clock + "[clock]\nheadroom = 1.5\nprior = 0.5\n", "c.toml:16: [clock] headroom must be a fraction in (0, 1]"},
            {upto_clock + "[clock]\nheadroom = 0.5\n", "[clock] prior must be a fraction"},
            {upto_clock + "[clock]\nheadroom = 0.5\nprior = 0.5\nboost = 1\n", "[clock] unknown key 'boost'"},
            {upto_clock + "[clock]\nheadroom = 0.5\nprior = 0.5\n", "missing table [calibration]"},

@@ -16,9 +16,11 @@
 #include "perf/clocks.hpp"
 #include "perf/compare.hpp"
 #include "perf/constants.hpp"
+#include "perf/efficiency.hpp"
 #include "perf/predict.hpp"
 #include "perf/serving.hpp"
 #include "perf/serving_engine.hpp"
+#include "perf/system_facts.hpp"
 #include "perf/validation.hpp"
 #include "perf/weight_format.hpp"
 #include "workload/workload.hpp"
@@ -195,6 +197,36 @@ TEST(Serving, DecodeAttentionStreamsAtWhatTheSmsKeepInFlight) {
   wide.decode_bytes_per_sm_cycle = 256;
   const ScopedConstants scope(wide);
   EXPECT_NEAR(rate("gh200") / rate("h100-sxm"), 4000.0 / 3350.0, 0.03);
+}
+
+TEST(Serving, GgmlKernelsStreamTheWeightsAtWhatTheSmsKeepInFlight) {
+  // Issue 34, memory-level parallelism for one engine's kernel family: llama.cpp's matrix-vector kernels (MMVQ) read
+  // the weights every generated token at min(the streaming fraction, ggml_gemv_bytes_per_sm_cycle x SMs x clock). The
+  // A100 80GB PCIe (1,935 GB/s, 108 SMs) sits on the SM side; the RTX 4090 (1,008 GB/s, 128 SMs at 2.5 GHz) on the
+  // DRAM side, where the constant does not reach it. Other engines' kernels are not ggml's.
+  const auto rate = [&](const std::string& gpu, const std::string& engine) {
+    // Q4_0: MMVQ's integer work (1.3 operations a weight) stays well under the read on either side.
+    const auto p = serve("llama3-70b", gpu, "decode", engine == "llama.cpp" ? "q4_0" : "int4-awq", "framework=" + engine + ";gen_len=128", 1);
+    return p.step.weight_bytes_read / p.step.gemm_s;
+  };
+  const double a100 = rate("a100-80gb-pcie", "llama.cpp"), rtx = rate("rtx-4090", "llama.cpp"), vllm = rate("a100-80gb-pcie", "vllm");
+  const auto& card = cat().find("a100-80gb-pcie");
+  const double c = active_constants().ggml_gemv_bytes_per_sm_cycle;
+  ASSERT_LT(memory_fraction(card, 1.25 * c), 0.8 * system_facts().bench_memory);  // the fitted constant puts the A100 on the SM side
+  {
+    // A quarter more bytes in flight: the A100 reads a quarter faster, the 4090 and vLLM's kernels not at all.
+    FittedConstants more = active_constants();
+    more.ggml_gemv_bytes_per_sm_cycle = 1.25 * c;
+    const ScopedConstants scope(more);
+    EXPECT_NEAR(rate("a100-80gb-pcie", "llama.cpp") / a100, 1.25, 0.01);
+    EXPECT_NEAR(rate("rtx-4090", "llama.cpp") / rtx, 1.0, 1e-9);
+    EXPECT_NEAR(rate("a100-80gb-pcie", "vllm") / vllm, 1.0, 1e-9);
+  }
+  // With more in flight than any card needs, the A100 reaches its DRAM side.
+  FittedConstants wide = active_constants();
+  wide.ggml_gemv_bytes_per_sm_cycle = 256;
+  const ScopedConstants scope(wide);
+  EXPECT_LT(a100, 0.8 * rate("a100-80gb-pcie", "llama.cpp"));
 }
 
 TEST(Serving, PromptsJoinInLumpsTheDecodesDoNotHide) {
@@ -417,6 +449,7 @@ TEST(ServingData, FormatAndEngineFilesFailWithTheirLineAndSurviveFuzzing) {
            {engine + "memory_utilization = 1.5\n", "e.toml:1: memory_utilization must be a number in [0.05, 1]"},
            {engine + "cuda_graphs = 1\n", "cuda_graphs must be true or false"},
            {engine + "activation_bytes = 3\n", "activation_bytes must be 2 or 4"},
+           {engine + "kernel_family = \"cutlass\"\n", "kernel_family must be \"ggml\" (or left out), not 'cutlass'"},
            {engine + "turbo = true\n", "unknown key 'turbo'"},
            {"[[engine]]\nid = \"e\"\n", "needs id, name, source"},
            {engine + engine, "e.toml:9: engine 'e' listed twice"},

@@ -73,7 +73,9 @@ FittedConstants parse_constants(const std::string& text, const std::string& wher
   read_table(t, "memory",
              {{"bytes_per_sm_cycle", &c.bytes_per_sm_cycle},
               {"prior_bytes_per_sm_cycle", &c.bytes_per_sm_cycle_prior},
-              {"decode_bytes_per_sm_cycle", &c.decode_bytes_per_sm_cycle}},
+              {"decode_bytes_per_sm_cycle", &c.decode_bytes_per_sm_cycle},
+              {"ggml_gemv_bytes_per_sm_cycle", &c.ggml_gemv_bytes_per_sm_cycle},
+              {"ggml_bytes_per_sm_cycle", &c.ggml_bytes_per_sm_cycle}},
              kMaxBytesPerSmCycle, where);
   const auto* clock = t["clock"].as_table();
   if (!clock) throw InputError(fmt::format("{}: missing table [clock]", where));
@@ -130,9 +132,15 @@ std::string constants_toml(const FittedConstants& c) {
        "# resident thread (2,048 per SM) over a DRAM latency of about 700 cycles. decode_bytes_per_sm_cycle is\n"
        "# the same for a serving engine's decode attention (the KV cache read every generated token), fitted on\n"
        "# the LLM serving rows alone and pulled towards bytes_per_sm_cycle, which it equals where no serving row\n"
-       "# on a card whose SMs bind sees it.\n";
-  s += fmt::format("[memory]\nbytes_per_sm_cycle = {:.3f}\nprior_bytes_per_sm_cycle = {:.3f}\ndecode_bytes_per_sm_cycle = {:.3f}\n",
-                   c.bytes_per_sm_cycle, c.bytes_per_sm_cycle_prior, c.decode_bytes_per_sm_cycle);
+       "# on a card whose SMs bind sees it. ggml_gemv_bytes_per_sm_cycle and ggml_bytes_per_sm_cycle are the same for\n"
+       "# ggml's own kernels (llama.cpp): its matrix-vector kernels (a few tokens through a weight, the products over\n"
+       "# the cache at decode) and its passes (dequantize, conversions, elementwise), fitted on the serving rows of\n"
+       "# engines that run them, with the same pull.\n";
+  s += fmt::format(
+      "[memory]\nbytes_per_sm_cycle = {:.3f}\nprior_bytes_per_sm_cycle = {:.3f}\ndecode_bytes_per_sm_cycle = {:.3f}\n"
+      "ggml_gemv_bytes_per_sm_cycle = {:.3f}\nggml_bytes_per_sm_cycle = {:.3f}\n",
+      c.bytes_per_sm_cycle, c.bytes_per_sm_cycle_prior, c.decode_bytes_per_sm_cycle, c.ggml_gemv_bytes_per_sm_cycle,
+      c.ggml_bytes_per_sm_cycle);
   s += "\n# The sustained dense-math clock is base + headroom x (boost - base) on every card (perf/clocks.hpp).\n";
   s += fmt::format("[clock]\nheadroom = {:.4f}\nprior = {:.4f}\n", c.clock_headroom, c.clock_headroom_prior);
   s += "\n# A calibration moves the card it measured by its whole ratio and any other card by ratio^transfer_share: the\n"

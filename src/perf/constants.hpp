@@ -35,6 +35,13 @@ struct FittedConstants {
   // bytes_per_sm_cycle (its prior: until serving rows on a card whose SMs bind say otherwise, it streams like
   // the framework kernels), so where no serving row sees it, it is exactly that.
   double decode_bytes_per_sm_cycle = 0;
+  // The same for ggml's own CUDA kernels (llama.cpp), two classes: its matrix-vector kernels, which read the
+  // weights for a few tokens (MMVQ with dp4a on quantized weights, its F16 sibling, the products over the KV cache
+  // at decode), and its passes (dequantize a weight to FP16 for a batched GEMM, FP32<->FP16 conversions,
+  // elementwise ops), whose threads each hold a few bytes. Fitted on the serving rows of engines that run them
+  // (perf/serving_engine.hpp kernel_family), pulled towards bytes_per_sm_cycle like the decode constant.
+  double ggml_gemv_bytes_per_sm_cycle = 0;
+  double ggml_bytes_per_sm_cycle = 0;
   // Where the sustained dense-math clock sits between the base and boost clocks (perf/clocks.hpp), shared
   // by every card, and the value it starts from before a fit.
   double clock_headroom = 0.5;

@@ -42,12 +42,42 @@ double objective(const catalog::Catalog& cat, const std::vector<PublishedRow>& r
   return mean_log_error(cat, rows, held_out, c, workloads) + kPriorWeight * pull;
 }
 
-// The serving rows' objective for the decode-attention constant alone (the others are training's): the same error
-// plus the same weak pull, towards the framework kernels' figure.
+// The serving rows' objective for one of serving's kernel-class constants alone (the others are training's): the
+// same error plus the same weak pull, towards the framework kernels' figure.
 double serving_objective(const catalog::Catalog& cat, const std::vector<PublishedRow>& rows, const std::set<std::string>& held_out,
-                         const FittedConstants& c, workload::Workloads& workloads) {
-  return mean_log_error(cat, rows, held_out, c, workloads) +
-         kPriorWeight * std::pow(std::log(c.decode_bytes_per_sm_cycle / c.bytes_per_sm_cycle), 2);
+                         const FittedConstants& c, double value, workload::Workloads& workloads) {
+  return mean_log_error(cat, rows, held_out, c, workloads) + kPriorWeight * std::pow(std::log(value / c.bytes_per_sm_cycle), 2);
+}
+
+// Fits `*value` (a serving kernel class's bytes per SM-cycle, one of c's members) on the serving rows, starting
+// at the framework kernels' figure: a coarse grid around it, then halving steps. Rows that cannot see it (every
+// card on its DRAM side) leave it there. Returns the evaluations spent.
+int fit_serving_constant(const catalog::Catalog& cat, const std::vector<PublishedRow>& rows, const std::set<std::string>& held_out,
+                         FittedConstants& c, double* value, workload::Workloads& workloads) {
+  *value = c.bytes_per_sm_cycle;
+  const double start = *value;
+  double best = serving_objective(cat, rows, held_out, c, *value, workloads);
+  double best_value = start;
+  int evaluations = 1;
+  const auto try_value = [&](double candidate) {
+    *value = std::clamp(candidate, 0.5, 256.0);
+    const double obj = serving_objective(cat, rows, held_out, c, *value, workloads);
+    ++evaluations;
+    if (obj < best - 1e-12) {
+      best = obj;
+      best_value = *value;
+      return true;
+    }
+    return false;
+  };
+  for (int k = -2; k <= 4; ++k)
+    if (k != 0) try_value(start * std::pow(2.0, k / 2.0));
+  for (double step = 0.25; step > 0.004;) {
+    const double from = best_value;
+    if (!try_value(from * std::exp(step)) && !try_value(from * std::exp(-step))) step /= 2;
+  }
+  *value = best_value;
+  return evaluations;
 }
 
 }  // namespace
@@ -77,7 +107,7 @@ FitResult fit_constants(const catalog::Catalog& cat, const std::vector<Published
   c.of(DeviceClass::datacenter) = c.prior;
   c.of(DeviceClass::geforce) = c.prior;
   c.bytes_per_sm_cycle = c.bytes_per_sm_cycle_prior;
-  c.decode_bytes_per_sm_cycle = c.bytes_per_sm_cycle;
+  c.decode_bytes_per_sm_cycle = c.ggml_gemv_bytes_per_sm_cycle = c.ggml_bytes_per_sm_cycle = c.bytes_per_sm_cycle;
   c.clock_headroom = c.clock_headroom_prior;
   // Each parameter with its bounds: fractions in [0.05, 1], bytes per SM-cycle in [0.5, 256].
   struct Param {
@@ -135,33 +165,13 @@ FitResult fit_constants(const catalog::Catalog& cat, const std::vector<Published
   // card says more about the other than a microbenchmark prior does.
   for (int k = 0; k < 2; ++k)
     if (!r.classes_fitted[k] && r.classes_fitted[1 - k]) c.cls[k] = c.cls[1 - k];
-  // The decode-attention kernels, on the serving rows alone, once the rest is fitted: a coarse grid around
-  // the framework kernels' figure (where it starts), then halving steps. Rows that cannot see it (every card
-  // on its DRAM side) leave it there.
-  c.decode_bytes_per_sm_cycle = c.bytes_per_sm_cycle;
+  // Serving's own kernel classes, on the serving rows alone, once the rest is fitted, one at a time with the others
+  // in place: the decode-attention kernels, ggml's matrix-vector kernels (decode rows), ggml's passes (prefill rows),
+  // then ggml's matrix-vector kernels again with the passes settled.
+  c.decode_bytes_per_sm_cycle = c.ggml_gemv_bytes_per_sm_cycle = c.ggml_bytes_per_sm_cycle = c.bytes_per_sm_cycle;
   if (!serving_rows.empty()) {
-    const double start = c.decode_bytes_per_sm_cycle;
-    double best_decode = serving_objective(cat, serving_rows, held_out, c, workloads);
-    double best_value = start;
-    ++r.evaluations;
-    const auto try_value = [&](double value) {
-      c.decode_bytes_per_sm_cycle = std::clamp(value, 0.5, 256.0);
-      const double obj = serving_objective(cat, serving_rows, held_out, c, workloads);
-      ++r.evaluations;
-      if (obj < best_decode - 1e-12) {
-        best_decode = obj;
-        best_value = c.decode_bytes_per_sm_cycle;
-        return true;
-      }
-      return false;
-    };
-    for (int k = -2; k <= 4; ++k)
-      if (k != 0) try_value(start * std::pow(2.0, k / 2.0));
-    for (double step = 0.25; step > 0.004;) {
-      const double from = best_value;
-      if (!try_value(from * std::exp(step)) && !try_value(from * std::exp(-step))) step /= 2;
-    }
-    c.decode_bytes_per_sm_cycle = best_value;
+    for (double* value : {&c.decode_bytes_per_sm_cycle, &c.ggml_gemv_bytes_per_sm_cycle, &c.ggml_bytes_per_sm_cycle, &c.ggml_gemv_bytes_per_sm_cycle})
+      r.evaluations += fit_serving_constant(cat, serving_rows, held_out, c, value, workloads);
     r.serving_rows = static_cast<int>(serving_rows.size());
   }
   // The share of a figure's error a calibration carries to other cards: the slope of one card's log error on
@@ -191,7 +201,7 @@ FitResult fit_constants(const catalog::Catalog& cat, const std::vector<Published
       if (std::find(files.begin(), files.end(), row.file) == files.end()) files.push_back(row.file);
   r.constants.fitted_on = files;
   r.constants.method = fmt::format(
-      "coordinate descent on mean |log error| from the priors over {} training rows, the decode-attention constant over {} serving rows "
+      "coordinate descent on mean |log error| from the priors over {} training rows, the decode-attention and ggml constants over {} serving rows "
       "({} evaluations); the transfer share over {} pairs of cards",
       r.rows, r.serving_rows, r.evaluations, r.transfer_pairs);
   return r;

@@ -56,6 +56,9 @@ struct Setup {
   // The fraction of DRAM bandwidth the decode-attention kernel reaches reading the KV cache: the streaming
   // fraction, or less where the card's SMs cannot keep enough bytes in flight (perf/constants.hpp).
   double decode_mem_max = 0;
+  // The same for an engine's matrix-vector kernels (a few tokens through a weight): the streaming fraction, or
+  // ggml's own class (perf/constants.hpp ggml_gemv_bytes_per_sm_cycle).
+  double gemv_mem_max = 0;
   Link link;
   WeightBytes weights;  // whole model (each rank holds 1/tp of the projections and the vocabulary)
   // llama.cpp-style offload: blocks from gpu_layers on run from system RAM (weights and their KV cache),
@@ -102,7 +105,9 @@ void price_linear(const Setup& s, double m, double k, double n, double bits, Ite
     c.seconds += t;
     bytes -= m * (k + n) * (act - 2.0);  // the GEMM itself reads and writes FP16
   }
-  const double memory = bytes / (s.bandwidth * memory_efficiency(bytes, s.eff));
+  EfficiencyParams kernel = s.eff;
+  if (m <= system_facts().vector_kernel_rows) kernel.mem_max = s.gemv_mem_max;  // a matrix-vector kernel
+  const double memory = bytes / (s.bandwidth * memory_efficiency(bytes, kernel));
   c.gemm_s += std::max(compute, memory);
   c.seconds += std::max(compute, memory);
   c.weight_bytes_read += weight_read;
@@ -214,7 +219,7 @@ IterationCost iteration(const Setup& s, const TokenMix& mix) {
       const double before = c.seconds;
       Setup host = s;
       host.bandwidth = s.host_bandwidth;
-      host.eff.mem_max = system_facts().host_stream_fraction;
+      host.eff.mem_max = host.gemv_mem_max = system_facts().host_stream_fraction;
       host.eff.mem_half_bytes = 0;
       host.matrix_peak = host.attention_peak = host.vector_peak = 1e30;
       if (m > system_facts().offload_batch_rows) {
@@ -246,7 +251,7 @@ IterationCost iteration(const Setup& s, const TokenMix& mix) {
     if (s.gpu_layers < d.layers && mix.logits <= system_facts().offload_batch_rows) {
       // Offloaded: the LM head stays in system RAM with the CPU (llama.cpp moves it last).
       head.bandwidth = s.host_bandwidth;
-      head.eff.mem_max = system_facts().host_stream_fraction;
+      head.eff.mem_max = head.gemv_mem_max = system_facts().host_stream_fraction;
       head.eff.mem_half_bytes = 0;
       head.matrix_peak = head.vector_peak = 1e30;
     }
@@ -453,16 +458,32 @@ Setup rank_setup(const catalog::Catalog& cat, const catalog::Gpu& gpu, const mod
   s.vector_peak = view.vector_peak;
   s.bandwidth = view.bandwidth;
   if (engine.attention == "unfused") s.eff.attention_max *= 0.5;  // scores through memory: two GEMMs and a softmax apart
+  // ggml's kernels keep few bytes in flight per SM: on a card with wide HBM and few SMs they stop on the SMs' side
+  // of Little's law, not the DRAM's. Two classes: the matrix-vector kernels that read the weights for a few tokens
+  // (MMVQ and its F16 sibling, and the products over the cache at decode), and the rest (dequantize, conversion
+  // and elementwise passes), whose threads each hold a few bytes.
+  const double stream = s.eff.mem_max;
+  s.gemv_mem_max = stream;
+  if (engine.kernel_family == "ggml") {
+    const auto& k = active_constants();
+    s.eff.mem_max = std::min(stream, memory_fraction(gpu, k.ggml_bytes_per_sm_cycle));
+    s.gemv_mem_max = std::min(stream, memory_fraction(gpu, k.ggml_gemv_bytes_per_sm_cycle));
+  }
   // An engine released before this card's native kernels runs them at the shares data/software-maturity.toml gives.
   apply_maturity(s.eff, serving_maturity(gpu, engine, req));
-  s.decode_mem_max = std::min(s.eff.mem_max, memory_fraction(gpu, active_constants().decode_bytes_per_sm_cycle));
   // A measured stack (the same engine and format on some card) moves its kernels' efficiencies, not the card's
-  // physics; its memory-bound kernels, the decode attention among them, by the same ratio.
+  // physics; its memory-bound kernels, the matrix-vector and decode-attention ones among them, by the same ratio.
+  double memory_ratio = 1;
   if (apply_stack(s.eff, req.stack, engine.id, format.id, gpu.id)) {
     const StackRatios on = carried_to(*req.stack, gpu.id);
     s.fixed = on.fixed;
-    s.decode_mem_max = std::min(s.eff.mem_max, s.decode_mem_max * on.memory);
+    memory_ratio = on.memory;
   }
+  s.gemv_mem_max = std::min(0.98, s.gemv_mem_max * memory_ratio);  // apply_stack's ceiling
+  // The decode-attention kernel's own class; ggml's (products over the cache) are its matrix-vector kernels.
+  s.decode_mem_max = engine.kernel_family == "ggml"
+                         ? s.gemv_mem_max
+                         : std::min(s.eff.mem_max, memory_fraction(gpu, active_constants().decode_bytes_per_sm_cycle) * memory_ratio);
   // Serving engines reduce their tensor-parallel activations with their own kernels over peer-to-peer memory
   // (TensorRT-LLM's custom all-reduce, vLLM's custom_all_reduce), a ring's traffic, not through NVLink SHARP.
   s.link = without_nvls(link_for(gpu, std::max(p.tp, p.layer_split)));

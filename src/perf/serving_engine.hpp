@@ -17,6 +17,10 @@ struct ServingEngine {
   bool cuda_graphs = false;       // a step's kernels replayed as one graph: one launch per iteration
   double step_overhead_s = 0;     // host work per iteration (scheduling, sampling) the GPU waits for
   std::string attention;          // flash | paged | unfused (scores materialized in memory)
+  // Whose memory-bound kernels it runs: "" (its own or its framework's, streaming at a microbenchmark's
+  // fraction of the DRAM rate) or "ggml" (ggml's CUDA kernels, which keep fewer bytes in flight per SM:
+  // perf/constants.hpp ggml_bytes_per_sm_cycle).
+  std::string kernel_family;
   bool fp16_accumulate = false;   // FP16 GEMMs accumulate in FP16 (cuBLAS COMPUTE_16F)
   // Bytes per activation element between ops: 2 (16-bit), or 4 where activations stay FP32 (ggml) and
   // each batched GEMM converts its input to FP16 and its result back.
