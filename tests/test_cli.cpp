@@ -1147,6 +1147,20 @@ TEST(Cli, OneQuestionGetsOneAnswerFromEveryCommand) {
   const auto sc = run_gpuvs_json("compare h100-sxm a100-80gb-sxm --workload llama3-8b --mode decode --json");
   ASSERT_TRUE(sp.contains("throughput")) << sp.dump();
   EXPECT_NEAR(value(sp["throughput"]), value(sc["gpus"][0]["throughput"]), 1e-9 * value(sp["throughput"])) << sc.dump();
+  // ... and says what it took for what was left unsaid, as training does: one line each, gone once named.
+  const auto said = [](const nlohmann::json& j, const std::string& part) {
+    for (const auto& line : j["assumed"])
+      if (line.get<std::string>().find(part) != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(said(sp, "engine vllm (the default")) << sp["assumed"];
+  EXPECT_TRUE(said(sp, "weights bf16 (no --precision")) << sp["assumed"];
+  EXPECT_TRUE(said(sp, "128 generated tokens per request")) << sp["assumed"];
+  const auto named = run_gpuvs_json("predict --workload llama3-8b --gpu h100-sxm --mode decode --precision fp8 --batch 4 "
+                                    "--options 'framework=trt-llm;gen_len=64;prompt_len=100;kv_dtype=fp16' --json");
+  EXPECT_TRUE(named["assumed"].empty()) << named["assumed"];
+  const auto st_text = run_gpuvs("predict --workload llama3-8b --gpu h100-sxm --mode decode");
+  EXPECT_NE(st_text.out.find("  assumed      engine vllm (the default"), std::string::npos) << st_text.out;
   // One card, one unit of memory: serving's capacity is training's, in GiB (the serving text printed GB).
   const auto st = run_gpuvs("predict --workload llama3-8b --gpu rtx-4090 --mode infer");
   ASSERT_EQ(st.exit_code, 0) << st.err;

@@ -88,6 +88,7 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat, const workloa
   if (stack) stack_applied = p.engine == stack->ratios.engine && p.format == stack->ratios.format;
   const auto& c = p.step;
   const bool decode_only = p.mode == "decode";
+  const std::vector<std::string> said = perf::serving_assumed(req, p, !a.precision.empty());
   if (a.out != Output::table) {
     nlohmann::json j{
         {"schema_version", 1},
@@ -122,6 +123,7 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat, const workloa
         {"max_concurrency", p.max_concurrency},
         {"max_context", p.max_context},
         {"notes", p.notes},
+        {"assumed", said},
     };
     if (stack) {
       j["measured"] = stack_json(*stack);
@@ -180,6 +182,7 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat, const workloa
   for (const auto& n : p.notes) fmt::print("  note         {}\n", n);
   if (stack) print_stack(*stack, stack_applied, uncalibrated, p.unit);
   for (const auto& r : read_as) fmt::print("  assumed      {}\n", r);
+  if (!said.empty()) fmt::print("  assumed      {}\n", strings::join(said, "; "));
   if (p.mode == "infer" && req.batch == 0) {
     fmt::print("  latency against load (per system):\n    {:>9} {:>14} {:>10} {:>12} {:>12} {:>11} {:>12}\n", "in flight", "output tok/s",
                "requests/s", "first token", "p99", "per token", "request p99");

@@ -327,6 +327,28 @@ std::vector<ServingPrediction> serving_load_curve(const catalog::Catalog& cat, c
   return out;
 }
 
+std::vector<std::string> serving_assumed(const ServingRequest& req, const ServingPrediction& p, bool format_named) {
+  std::vector<std::string> out;
+  const auto given = [&](const char* key) { return req.options.count(key) > 0; };
+  if (!given("framework"))
+    out.push_back(p.engine == default_serving_engine()
+                      ? fmt::format("engine {} (the default; --options framework=vllm|sglang|trt-llm|llama.cpp|hf-transformers for another)", p.engine)
+                      : fmt::format("engine {} (the engine the model file is for)", p.engine));
+  if (!format_named) out.push_back(fmt::format("weights {} (no --precision: amp-bf16, the default, serves bf16 weights; a model file its own)", p.format));
+  if (p.mode != "decode" && !given("prompt_len")) out.push_back(fmt::format("prompts of {} tokens (the default for --mode {})", p.prompt_len, p.mode));
+  if (p.mode == "decode" && !given("prompt_len")) out.push_back("an empty context before the first generated token (prompt_len=0, the default for --mode decode)");
+  if (p.mode != "prefill" && !given("gen_len")) out.push_back(fmt::format("{} generated tokens per request (the default)", p.gen_len));
+  if (req.batch == 0)
+    out.push_back(p.mode == "infer" ? fmt::format("{} requests in flight (the most that fit: {})", p.batch, p.batch_limit)
+                                    : fmt::format("{} sequence(s) per step (the default)", p.batch));
+  if (!given("kv_dtype")) out.push_back(fmt::format("KV cache in {} (the engine's default for {} weights)", p.kv_dtype, p.format));
+  if (p.gpus > 1 && !given("tp"))
+    out.push_back(p.layer_split > 1 ? fmt::format("one model split by layers over {} GPUs (the engine's default)", p.layer_split)
+                                    : fmt::format("tensor parallel {} x {} replica(s) (the default: tp=1; --options tp=N)", p.tp, p.replicas));
+  if (p.mode == "infer" && !given("arrival")) out.push_back("requests arrive steadily, one joining as one leaves (arrival=steady, the default)");
+  return out;
+}
+
 std::string serving_format_for(const std::string& named) {
   // None named: the default precision's format (amp-bf16's weights are bf16), as every command assumes.
   const std::string precision = named.empty() ? "bf16" : canonical_precision_name(named);

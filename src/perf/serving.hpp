@@ -95,6 +95,11 @@ std::vector<ServingPrediction> serving_load_curve(const catalog::Catalog& cat, c
 /// amp-fp16 in fp16, amp-fp8 in fp8); any other name is taken as a format id.
 std::string serving_format_for(const std::string& precision);
 
+/// What `p` took for what `req` left unsaid, one line each, as every command resolves it: the engine, the weight
+/// format (`format_named`: the caller named one), the prompt and generated lengths, the batch, the KV cache's type,
+/// tensor parallelism over several GPUs, how requests arrive.
+std::vector<std::string> serving_assumed(const ServingRequest& req, const ServingPrediction& p, bool format_named);
+
 /// The option keys serving understands (beyond the gpt shape keys).
 const std::vector<std::string>& serving_option_keys();
 
