@@ -14,6 +14,7 @@
 
 #include "cli/app.hpp"
 #include "core/error.hpp"
+#include "perf/serving_engine.hpp"
 #include "store/store.hpp"
 #include "test_util.hpp"
 #include "tfevent_builder.hpp"
@@ -135,6 +136,12 @@ TEST(Cli, VersionAndHelp) {
   EXPECT_EQ(h.exit_code, 0);
   EXPECT_NE(h.out.find("--batch-size"), std::string::npos);
   EXPECT_EQ(run_gpuvs("graph --help").exit_code, 0);
+  // The engines the help names are the engines there are (data/serving-engines.toml), in predict and advise alike.
+  const auto ph = run_gpuvs("predict --help"), ah = run_gpuvs("advise --help");
+  for (const auto& e : gpuvs::perf::builtin_engines()) {
+    EXPECT_NE(ph.out.find(e.id), std::string::npos) << e.id;
+    EXPECT_NE(ah.out.find(e.id), std::string::npos) << e.id;
+  }
 }
 
 TEST(Cli, UsageErrorsExitTwo) {

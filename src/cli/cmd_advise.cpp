@@ -187,7 +187,7 @@ Runner add_advise_command(CLI::App& app) {
   sub->add_option("--sla-p99-ms", a->sla, "Serving: p99 latency target, ms")->check(positive());
   sub->add_option("--sla-ttft-ms", a->sla_ttft, "LLM serving: time-to-first-token target, ms")->check(positive());
   sub->add_option("--sla-tpot-ms", a->sla_tpot, "LLM serving: time-per-output-token target, ms")->check(positive());
-  sub->add_option("--engine", a->engine, "LLM serving engine: vllm (default), trt-llm, llama.cpp, hf-transformers");
+  sub->add_option("--engine", a->engine, "LLM serving engine: " + perf::engine_ids(", ") + " (default: " + perf::default_serving_engine() + ", or the engine your user config prefers)");
   sub->add_option("--requests-per-s", a->rps, "Serving: mean requests per second (all tenants)")->check(positive());
   sub->add_option("--budget", a->budget, "Budget in USD (buying: up front; renting: the job or a month of serving)")->check(positive());
   sub->add_option("--purchase", a->purchase, "buy, rent or either (default either)");

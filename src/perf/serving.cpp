@@ -332,7 +332,7 @@ std::vector<std::string> serving_assumed(const ServingRequest& req, const Servin
   const auto given = [&](const char* key) { return req.options.count(key) > 0; };
   if (!given("framework"))
     out.push_back(p.engine == default_serving_engine()
-                      ? fmt::format("engine {} (the default; --options framework=vllm|sglang|trt-llm|llama.cpp|hf-transformers for another)", p.engine)
+                      ? fmt::format("engine {} (the default; --options framework={} for another)", p.engine, engine_ids("|"))
                       : fmt::format("engine {} (the engine the model file is for)", p.engine));
   if (!format_named) out.push_back(fmt::format("weights {} (no --precision: amp-bf16, the default, serves bf16 weights; a model file its own)", p.format));
   if (p.mode != "decode" && !given("prompt_len")) out.push_back(fmt::format("prompts of {} tokens (the default for --mode {})", p.prompt_len, p.mode));

@@ -103,18 +103,21 @@ const std::vector<ServingEngine>& builtin_engines() {
   return e;
 }
 
+std::string engine_ids(const std::string& separator) {
+  std::vector<std::string> ids;
+  for (const auto& e : builtin_engines()) ids.push_back(e.id);
+  return strings::join(ids, separator);
+}
+
 bool is_serving_engine(const std::string& id) {
   const auto& e = builtin_engines();
   return std::any_of(e.begin(), e.end(), [&](const ServingEngine& x) { return x.id == id; });
 }
 
 const ServingEngine& serving_engine(const std::string& id) {
-  std::vector<std::string> ids;
-  for (const auto& e : builtin_engines()) {
+  for (const auto& e : builtin_engines())
     if (e.id == id) return e;
-    ids.push_back(e.id);
-  }
-  throw InputError(fmt::format("serving engine '{}' is unknown (known: {})", strings::printable(id), strings::join(ids, ", ")));
+  throw InputError(fmt::format("serving engine '{}' is unknown (known: {})", strings::printable(id), engine_ids(", ")));
 }
 
 namespace {

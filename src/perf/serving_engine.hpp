@@ -41,6 +41,8 @@ struct ServingEngine {
 };
 
 const std::vector<ServingEngine>& builtin_engines();
+/// The built-in engines' ids, in data/serving-engines.toml's order, joined by `separator` (for help and messages).
+std::string engine_ids(const std::string& separator);
 /// Parses engine TOML; InputError "WHERE:LINE: ..." for unknown keys or impossible values.
 std::vector<ServingEngine> parse_engines(const std::string& text, const std::string& where);
 /// Whether `id` names a serving engine (vllm, trt-llm, ...) rather than, say, a training framework profile.
