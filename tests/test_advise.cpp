@@ -327,10 +327,11 @@ TEST(Advise, ScenarioFilesAndBadScenarios) {
   gpuvs::test::TempDir dir;
   const auto f = dir / "s.toml";
   gpuvs::test::write_text(f, "name = \"lora\"\nworkload = \"llama-7b\"\ntask = \"finetune\"\nfinetune = \"qlora\"\ntokens = 1e7\n"
-                             "gpu = [\"rtx-4090\"]\n[assume]\nelectricity_usd_per_kwh = 0.25\nprice.rtx-4090 = 1700\n");
+                             "gpu = [\"rtx-4090\"]\nrelease = \"2024-06\"\n[assume]\nelectricity_usd_per_kwh = 0.25\nprice.rtx-4090 = 1700\n");
   advise::Assumptions a = advise::Assumptions::defaults();
   const auto s = advise::read_scenario(f.string(), a, cat());
   EXPECT_EQ(s.finetune, "qlora");
+  EXPECT_EQ(s.release, "2024-06");
   EXPECT_DOUBLE_EQ(s.work, 1e7);
   EXPECT_DOUBLE_EQ(a.get("electricity_usd_per_kwh"), 0.25);
   EXPECT_DOUBLE_EQ(*a.price(cat().find("rtx-4090")), 1700);  // a dotted key in TOML
@@ -590,4 +591,31 @@ TEST(Advise, PretrainingPastOneServerPicksTensorPipelineAndDataParallelPlans) {
   const auto small = run(s, "max_gpus=8");
   EXPECT_TRUE(small.ranked.empty());
   EXPECT_THROW(run(s, "max_gpus=0"), InputError);
+}
+
+// Issue 34 mechanism 3 in advise: the release a team runs (--release, scenario `release`) prices each card as
+// predict's release= does. A 2021 stack on Hopper runs Ampere-era GEMMs and attention: the H100's option says so
+// and slows; the A100, whose kernels that stack already had, does not move.
+TEST(Advise, AnOlderStackIsPricedOnTheCardsItPredatesAndSaysSo) {
+  advise::Scenario s;
+  s.workload = "llama3-8b";
+  s.work = 1e9;  // tokens
+  s.gpus = {"h100-sxm", "a100-80gb-sxm"};
+  const auto today = run(s);
+  s.release = "2021-04";
+  const auto old = run(s);
+  const auto* h100 = find(old.options, "h100-sxm");
+  const auto* h100_today = find(today.options, "h100-sxm");
+  const auto* a100 = find(old.options, "a100-80gb-sxm");
+  const auto* a100_today = find(today.options, "a100-80gb-sxm");
+  ASSERT_TRUE(h100 && h100_today && a100 && a100_today);
+  EXPECT_TRUE(h100_today->software.empty());
+  ASSERT_FALSE(h100->software.empty());
+  EXPECT_NE(h100->reason.find("predates Hopper's native matrix kernels"), std::string::npos) << h100->reason;
+  EXPECT_LT(h100->throughput / h100->count, 0.9 * h100_today->throughput / h100_today->count);
+  EXPECT_TRUE(a100->software.empty());
+  EXPECT_NEAR(a100->throughput / a100->count, a100_today->throughput / a100_today->count, 1e-9 * a100->throughput);
+  // A month that is none is refused before any work, naming the flag.
+  s.release = "2021-13";
+  EXPECT_NE(test::input_error_of([&] { run(s); }).find("--release must be a month as YYYY-MM"), std::string::npos);
 }

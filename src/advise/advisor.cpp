@@ -16,6 +16,7 @@
 #include "core/units.hpp"
 #include "models/networks.hpp"
 #include "perf/memory.hpp"
+#include "perf/maturity.hpp"
 #include "perf/predict.hpp"
 #include "perf/serving.hpp"
 #include "perf/serving_engine.hpp"
@@ -177,6 +178,7 @@ perf::PredictRequest training_request(const Scenario& s, const catalog::Gpu& gpu
   req.precision = precision;
   req.training = true;
   req.options = s.workload_options;
+  if (!s.release.empty()) req.options["release"] = s.release;
   req.stack = s.stack ? &*s.stack : nullptr;
   return req;
 }
@@ -296,6 +298,7 @@ Option multinode_option(const catalog::Catalog& cat, const workload::Workload& w
         req.options = {{"tp", std::to_string(tp)}, {"pp", std::to_string(pp)}, {"global_batch", std::to_string(sequences)},
                        {"sharding", "zero1"}, {"recompute", recompute}, {"seq_len", std::to_string(seq)}};
         req.options.insert(s.workload_options.begin(), s.workload_options.end());
+        if (!s.release.empty()) req.options["release"] = s.release;
         std::string err;
         const auto p = try_predict(cat, w, req, err);
         if (!p) {
@@ -359,6 +362,7 @@ ServingBatch best_serving_batch(const catalog::Catalog& cat, const workload::Wor
   req.precision = precision;
   req.training = false;
   req.options = s.workload_options;
+  if (!s.release.empty()) req.options["release"] = s.release;
   req.stack = s.stack ? &*s.stack : nullptr;
   if (s.seq_len > 0) req.options["seq_len"] = std::to_string(s.seq_len);
   if (s.gen_len > 0) req.options["gen_len"] = std::to_string(s.gen_len);
@@ -497,6 +501,7 @@ Option llm_serving_option(const catalog::Catalog& cat, const workload::Workload&
   r.options = w.shape();  // gpt's shape keys: the decoder the scenario names
   r.options["tp"] = std::to_string(tp);
   if (!s.engine.empty()) r.options["framework"] = s.engine;
+  if (!s.release.empty()) r.options["release"] = s.release;
   if (s.seq_len > 0) r.options["prompt_len"] = std::to_string(s.seq_len);
   if (s.gen_len > 0) r.options["gen_len"] = std::to_string(s.gen_len);
   std::optional<perf::ServingPrediction> best;
@@ -645,6 +650,7 @@ workload::Workload validated_workload(const Scenario& s, const catalog::Catalog&
   if ((s.sla_ttft_ms || s.sla_tpot_ms || !s.engine.empty()) && w.family() != models::Family::decoder)
     throw InputError("--sla-ttft-ms, --sla-tpot-ms and --engine describe LLM serving; the workload is not a decoder");
   if (!s.engine.empty()) perf::serving_engine(s.engine);  // unknown engine: InputError listing them
+  if (!s.release.empty()) perf::parse_month(s.release, "--release");
   const models::NetworkInfo& net = w.network();
   for (const auto& [key, value] : s.workload_options) {
     const bool gpt_key = s.workload == models::kGptWorkload &&

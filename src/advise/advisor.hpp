@@ -37,6 +37,9 @@ struct Scenario {
   // LLM serving (decoders): latency targets per request and the serving engine (perf/serving_engine.hpp).
   std::optional<double> sla_ttft_ms, sla_tpot_ms;
   std::string engine;              // empty: the serving default (vllm)
+  // The framework or engine release the user runs, YYYY-MM (perf/maturity.hpp): a stack older than a card's native
+  // kernels is priced at what it reaches there. Empty: the profile's own release.
+  std::string release;
   /// The workload's own shape options: the gpt workload's layers/hidden/heads..., an ONNX file's symbolic dims.
   std::map<std::string, std::string> workload_options;
   /// A measured stack (--measured, --stack: perf/stack.hpp), applied to every option whose framework or engine and

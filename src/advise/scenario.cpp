@@ -89,7 +89,7 @@ Scenario read_scenario(const std::string& path, Assumptions& assumptions, const 
   static const std::vector<std::string> keys = {"name", "workload", "task", "finetune", "precision", "tokens", "samples",
                                                 "hours", "tenants", "sla_p99_ms", "requests_per_s", "budget_usd",
                                                 "purchase", "gpu", "gpus", "seq_len", "gen_len", "assume", "sla_ttft_ms",
-                                                "sla_tpot_ms", "engine", "options"};
+                                                "sla_tpot_ms", "engine", "options", "release"};
   for (const auto& [k, node] : t) {
     const std::string key(k.str());
     const auto at = where(path, node);
@@ -105,6 +105,7 @@ Scenario read_scenario(const std::string& path, Assumptions& assumptions, const 
     else if (key == "sla_ttft_ms") s.sla_ttft_ms = positive(path, key, node);
     else if (key == "sla_tpot_ms") s.sla_tpot_ms = positive(path, key, node);
     else if (key == "engine") s.engine = text(path, key, node);
+    else if (key == "release") s.release = text(path, key, node);
     else if (key == "options") s.workload_options = perf::parse_option_pairs(text(path, key, node));
     else if (key == "requests_per_s") s.requests_per_s = positive(path, key, node);
     else if (key == "budget_usd") s.budget_usd = positive(path, key, node);

@@ -39,7 +39,7 @@ struct AdviseArgs {
   bool params_given = false;
   double tokens = kUnset, samples = kUnset, hours = kUnset, sla = kUnset, rps = kUnset, budget = kUnset;
   double sla_ttft = kUnset, sla_tpot = kUnset;
-  std::string engine, options;
+  std::string engine, options, release;
   AssumptionArgs costs;
   int tenants = -1;  // unset
   std::int64_t seq_len = 0, gen_len = 0;
@@ -124,6 +124,7 @@ int run_advise(const AdviseArgs& a) {
   if (!std::isnan(a.sla_ttft)) s.sla_ttft_ms = a.sla_ttft;
   if (!std::isnan(a.sla_tpot)) s.sla_tpot_ms = a.sla_tpot;
   if (!a.engine.empty()) s.engine = a.engine;
+  if (!a.release.empty()) s.release = a.release;
   if (!std::isnan(a.rps)) s.requests_per_s = a.rps;
   if (!std::isnan(a.budget)) s.budget_usd = a.budget;
   if (a.tenants != -1) s.tenants = a.tenants;
@@ -187,6 +188,9 @@ Runner add_advise_command(CLI::App& app) {
   sub->add_option("--sla-p99-ms", a->sla, "Serving: p99 latency target, ms")->check(positive());
   sub->add_option("--sla-ttft-ms", a->sla_ttft, "LLM serving: time-to-first-token target, ms")->check(positive());
   sub->add_option("--sla-tpot-ms", a->sla_tpot, "LLM serving: time-per-output-token target, ms")->check(positive());
+  sub->add_option("--release", a->release,
+                  "The framework or engine release you run, YYYY-MM: a stack older than a card's native kernels is priced at what it "
+                  "reaches there (as predict's --options release=)");
   sub->add_option("--engine", a->engine, "LLM serving engine: " + perf::engine_ids(", ") + " (default: " + perf::default_serving_engine() + ", or the engine your user config prefers)");
   sub->add_option("--requests-per-s", a->rps, "Serving: mean requests per second (all tenants)")->check(positive());
   sub->add_option("--budget", a->budget, "Budget in USD (buying: up front; renting: the job or a month of serving)")->check(positive());
