@@ -1166,6 +1166,8 @@ TEST(Cli, OneQuestionGetsOneAnswerFromEveryCommand) {
   const auto named = run_gpuvs_json("predict --workload llama3-8b --gpu h100-sxm --mode decode --precision fp8 --batch 4 "
                                     "--options 'framework=trt-llm;gen_len=64;prompt_len=100;kv_dtype=fp16' --json");
   EXPECT_TRUE(named["assumed"].empty()) << named["assumed"];
+  const auto gguf = run_gpuvs_json("predict --workload llama3-8b --gpu rtx-4090 --mode decode --precision q4_k_m --json");
+  EXPECT_TRUE(said(gguf, "engine llama.cpp (vllm, the default, does not run q4_k_m weights)")) << gguf["assumed"];
   const auto st_text = run_gpuvs("predict --workload llama3-8b --gpu h100-sxm --mode decode");
   EXPECT_NE(st_text.out.find("  assumed      engine vllm (the default"), std::string::npos) << st_text.out;
   // One card, one unit of memory: serving's capacity is training's, in GiB (the serving text printed GB).

@@ -295,10 +295,11 @@ Option multinode_option(const catalog::Catalog& cat, const workload::Workload& w
         // The global batch in sequences: the assumption's tokens, rounded up to whole micro-batches per rank.
         const auto sequences = static_cast<std::int64_t>(std::ceil(a.get("global_batch_tokens") / static_cast<double>(seq) / dp)) * dp;
         perf::PredictRequest req = training_request(s, gpu, count, precision);
-        req.options = {{"tp", std::to_string(tp)}, {"pp", std::to_string(pp)}, {"global_batch", std::to_string(sequences)},
-                       {"sharding", "zero1"}, {"recompute", recompute}, {"seq_len", std::to_string(seq)}};
-        req.options.insert(s.workload_options.begin(), s.workload_options.end());
-        if (!s.release.empty()) req.options["release"] = s.release;
+        // The plan's keys over the scenario's (training_request's workload options and release).
+        for (const auto& [key, value] : std::map<std::string, std::string>{{"tp", std::to_string(tp)}, {"pp", std::to_string(pp)},
+                                                                           {"global_batch", std::to_string(sequences)}, {"sharding", "zero1"},
+                                                                           {"recompute", recompute}, {"seq_len", std::to_string(seq)}})
+          req.options[key] = value;
         std::string err;
         const auto p = try_predict(cat, w, req, err);
         if (!p) {

@@ -333,7 +333,7 @@ std::vector<std::string> serving_assumed(const ServingRequest& req, const Servin
   if (!given("framework"))
     out.push_back(p.engine == default_serving_engine()
                       ? fmt::format("engine {} (the default; --options framework={} for another)", p.engine, engine_ids("|"))
-                      : fmt::format("engine {} (the engine the model file is for)", p.engine));
+                      : fmt::format("engine {} ({}, the default, does not run {} weights)", p.engine, default_serving_engine(), p.format));
   if (!format_named) out.push_back(fmt::format("weights {} (no --precision: amp-bf16, the default, serves bf16 weights; a model file its own)", p.format));
   if (p.mode != "decode" && !given("prompt_len")) out.push_back(fmt::format("prompts of {} tokens (the default for --mode {})", p.prompt_len, p.mode));
   if (p.mode == "decode" && !given("prompt_len")) out.push_back("an empty context before the first generated token (prompt_len=0, the default for --mode decode)");
