@@ -121,12 +121,18 @@ TEST(Efficiency, ACardsBestGemmPerClockCarriesToItsFrameworkGemms) {
   const double pcie = gemm_card_share(cat().find("h100-pcie"));
   EXPECT_GE(pcie, std::min(gemm_card_share(h100), gemm_card_share(cat().find("gh200"))));
   EXPECT_LE(pcie, std::max(gemm_card_share(h100), gemm_card_share(cat().find("gh200"))));
-  // The A10 is Ampere but a GA102 (compute capability 8.6), not an A100's GA100 SM: it learns nothing from their figures.
-  EXPECT_DOUBLE_EQ(gemm_card_share(cat().find("a10")), 1.0);
-  EXPECT_NE(gemm_card_share(cat().find("a100-40gb-sxm")), 1.0);  // a GA100 without a figure of its own does
-  // No Volta or GeForce card has a published figure: they keep the class's fitted fraction as it is.
+  // The A10 (a GA102 at 150 W) has its own figure, 56 of 125 TFLOP/s: its power limit, not its clock model, sets it,
+  // and its framework GEMMs keep the measured ratio to the A100's.
+  const catalog::Gpu& a10 = cat().find("a10");
+  EXPECT_LT(gemm_card_share(a10), 0.8);
+  EXPECT_NEAR(rate(a10) / rate(a100), 56.0 / 271.2, 1e-9);
+  EXPECT_NE(gemm_card_share(cat().find("a100-40gb-sxm")), 1.0);  // a GA100 without a figure of its own learns from its kin
+  // GeForce/workstation boards against their own class: the RTX 4090 and 3090 (past their rated peaks, GPU Boost).
+  const catalog::Gpu& rtx4090 = cat().find("rtx-4090");
+  const catalog::Gpu& rtx3090 = cat().find("rtx-3090");
+  EXPECT_NEAR(rate(rtx4090) / rate(rtx3090), 173.31 / 76.58, 1e-9);
+  // No Volta card has a published figure: it keeps the class's fitted fraction as it is.
   EXPECT_DOUBLE_EQ(gemm_card_share(cat().find("v100-sxm2-16gb")), 1.0);
-  EXPECT_DOUBLE_EQ(gemm_card_share(cat().find("rtx-4090")), 1.0);
 }
 
 TEST(Efficiency, FP32KernelsLoseIssueSlotsWhereHalfTheFP32LanesAlsoRunINT32) {
@@ -1101,27 +1107,29 @@ TEST(Achievable, PublishedFiguresThenRulesLearnedFromOtherCardsThenPriors) {
   const double h100_f = 794.5 / *h100.bf16.dense / clock("h100-sxm"), gh200_f = 828.6 / *cat().find("gh200").bf16.dense / clock("gh200");
   EXPECT_NEAR(h200_bf16->fraction, (h100_f + gh200_f) / 2 * clock("h200-sxm"), 1e-9);
   EXPECT_NE(h200_bf16->basis.find("Hopper data-centre"), std::string::npos) << h200_bf16->basis;
-  // Clocks everywhere: two cards that learn from the same figures (no Ada card has one) reach the same fraction of
-  // the peak at their sustained clocks, so the L40S (350 W, 1,110 MHz base under a 2,520 MHz boost) reaches less of
-  // its rated peak than the RTX 4090 (2,235 base).
-  const auto l40s = achievable(cat(), cat().find("l40s"), "gemm-bf16"), rtx = achievable(cat(), cat().find("rtx-4090"), "gemm-bf16");
-  ASSERT_TRUE(l40s && rtx);
-  EXPECT_NEAR(l40s->fraction / clock("l40s"), rtx->fraction / clock("rtx-4090"), 1e-12);
-  EXPECT_LT(l40s->fraction, 0.8 * rtx->fraction);
-  EXPECT_NE(l40s->basis.find("sustained clock"), std::string::npos) << l40s->basis;
-  // No card of its class has one: every card's median; nobody has one: the prior, said so.
-  const auto ada = achievable(cat(), cat().find("rtx-4090"), "gemm-bf16");
-  ASSERT_TRUE(ada);
-  EXPECT_NE(ada->basis.find("median of every card"), std::string::npos) << ada->basis;
+  // Clocks everywhere: a card without a figure takes its class-mate's fraction at the clock each sustains, so the RTX
+  // 6000 Ada (300 W, 915 MHz base under a 2,505 MHz boost) reaches less of its rated peak than the RTX 4090 (2,235 base).
+  const auto ada6000 = achievable(cat(), cat().find("rtx-6000-ada"), "gemm-bf16"), rtx = achievable(cat(), cat().find("rtx-4090"), "gemm-bf16");
+  ASSERT_TRUE(ada6000 && rtx);
+  EXPECT_TRUE(rtx->published);
+  EXPECT_NEAR(ada6000->fraction / clock("rtx-6000-ada"), rtx->fraction / clock("rtx-4090"), 1e-12);
+  EXPECT_LT(ada6000->fraction, 0.8 * rtx->fraction);
+  EXPECT_NE(ada6000->basis.find("sustained clock"), std::string::npos) << ada6000->basis;
+  // No card of its class has one (no Turing data-centre figure): every card's median; nobody has one: the prior, said so.
+  const auto t4 = achievable(cat(), cat().find("t4"), "gemm-fp16");
+  ASSERT_TRUE(t4);
+  EXPECT_NE(t4->basis.find("median of every card"), std::string::npos) << t4->basis;
   const auto int8 = achievable(cat(), h100, "gemm-int8");
   ASSERT_TRUE(int8);
   EXPECT_NE(int8->basis.find("prior"), std::string::npos);
   EXPECT_NEAR(int8->fraction, 0.80, 1e-12);
-  // Holding out the file the figures came from removes them: the H100 falls back to the prior too.
+  // Holding out the file the figures came from removes them: the H100 and its Hopper kin lose theirs, and it learns
+  // from the figures left (none of them from that file).
   const auto held = achievable(cat(), h100, "gemm-bf16", builtin_achievable(), {"micro"});
   ASSERT_TRUE(held);
   EXPECT_FALSE(held->published);
-  EXPECT_NE(held->basis.find("prior"), std::string::npos);
+  EXPECT_NE(held->basis.find("median of every card"), std::string::npos) << held->basis;
+  EXPECT_EQ(held->basis.find("h100-sxm"), std::string::npos) << held->basis;
   // A precision the card lacks has no figure; peer copies without P2P cross PCIe twice.
   EXPECT_FALSE(achievable(cat(), cat().find("v100-sxm2-16gb"), "gemm-bf16"));
   std::string what;
@@ -1164,10 +1172,18 @@ TEST(Achievable, Fp8GemmsReachTheCardsFp8ShareAndFp8TrainingsAttentionRunsAtTheB
 TEST(Achievable, FileErrorsNameTheLineAndFuzzedFilesFailCleanly) {
   const std::string good = "[[figure]]\ngpu = \"h100-sxm\"\nkey = \"gemm-bf16\"\nvalue = 790\nfile = \"x\"\nsource = \"s\"\n";
   EXPECT_EQ(parse_achievable(good, "a.toml", cat()).figures.size(), 1u);
+  // A GeForce board's GEMM may pass its rated peak (GPU Boost past the rated clock), by a bounded margin.
+  const std::string boosted = "[[figure]]\ngpu = \"rtx-3090\"\nkey = \"gemm-bf16\"\nvalue = 80\nsource = \"s\"\n";
+  EXPECT_EQ(parse_achievable(boosted, "a.toml", cat()).figures.size(), 1u);
+  test::expect_refused({
+           {"[[figure]]\ngpu = \"rtx-3090\"\nkey = \"gemm-bf16\"\nvalue = 90\nsource = \"s\"\n", "at most 1.2 x the spec (71)"},
+           {"[[figure]]\ngpu = \"rtx-3090\"\nkey = \"mem-read\"\nvalue = 1000\nsource = \"s\"\n", "at most 1.05 x the spec"},
+           {"[[figure]]\ngpu = \"rtx-a6000\"\nkey = \"gemm-bf16\"\nvalue = 170\nsource = \"s\"\n", "at most 1.05 x the spec"}},
+                       [](const std::string& text) { parse_achievable(text, "a.toml", cat()); });
   test::expect_refused({
            {"[[figure]]\ngpu = \"h100-sxm\"\nkey = \"gemm-bf17\"\nvalue = 790\nsource = \"s\"\n", "a.toml:1: unknown key 'gemm-bf17'"},
            {"[[figure]]\ngpu = \"h100-sxn\"\nkey = \"gemm-bf16\"\nvalue = 790\nsource = \"s\"\n", "a.toml:1: "},
-           {"[[figure]]\ngpu = \"h100-sxm\"\nkey = \"gemm-bf16\"\nvalue = 2000\nsource = \"s\"\n", "at most the spec"},
+           {"[[figure]]\ngpu = \"h100-sxm\"\nkey = \"gemm-bf16\"\nvalue = 2000\nsource = \"s\"\n", "at most 1.05 x the spec"},
            {"[[figure]]\ngpu = \"v100-sxm2-16gb\"\nkey = \"gemm-bf16\"\nvalue = 10\nsource = \"s\"\n", "the device has none"},
            {"[[figure]]\ngpu = \"h100-sxm\"\nkey = \"gemm-bf16\"\nvalue = 790\n", "needs gpu, key, value and source"},
            {"[[figure]]\ngpu = \"h100-sxm\"\nkey = \"gemm-bf16\"\nvalue = 790\nsource = \"s\"\nspeed = 1\n", "unknown field 'speed'"},
@@ -1237,8 +1253,9 @@ TEST(Constants, FileErrorsNameWhereAndFuzzedFilesFailCleanly) {
       "ggml_gemv_bytes_per_sm_cycle = 8.25\nggml_bytes_per_sm_cycle = 7.5\n";
   const std::string good = "[datacenter]\ngemm = 0.7\nconv = 0.4\n[geforce]\ngemm = 0.9\nconv = 0.7\n"
                            "[prior]\ngemm = 0.8\nconv = 0.6\n" + memory + "[clock]\nheadroom = 0.4\nprior = 0.5\n" +
-                           "[calibration]\ntransfer_share = 0.4\n";
+                           "[calibration]\ntransfer_share = 0.4\n[engine]\nggml_gemm_share = 0.85\n";
   const FittedConstants c = parse_constants(good, "c.toml");
+  EXPECT_NEAR(c.ggml_gemm_share, 0.85, 1e-12);
   EXPECT_NEAR(c.of(DeviceClass::geforce).gemm, 0.9, 1e-12);
   EXPECT_NEAR(c.clock_headroom, 0.4, 1e-12);
   EXPECT_NEAR(c.bytes_per_sm_cycle, 8.5, 1e-12);
@@ -1274,6 +1291,9 @@ TEST(Constants, FileErrorsNameWhereAndFuzzedFilesFailCleanly) {
            {upto_clock + "[clock]\nheadroom = 0.5\nprior = 0.5\n", "missing table [calibration]"},
            {upto_clock + "[clock]\nheadroom = 0.5\nprior = 0.5\n[calibration]\ntransfer_share = 1.5\n",
             "[calibration] transfer_share must be a fraction in (0, 1]"},
+           {upto_clock + "[clock]\nheadroom = 0.5\nprior = 0.5\n[calibration]\ntransfer_share = 0.5\n", "missing table [engine]"},
+           {upto_clock + "[clock]\nheadroom = 0.5\nprior = 0.5\n[calibration]\ntransfer_share = 0.5\n[engine]\nggml_gemm_share = 1.2\n",
+            "[engine] ggml_gemm_share must be a fraction in (0, 1]"},
            {"[datacenter\n", "c.toml:1:"}},
                        [](const std::string& text) { parse_constants(text, "c.toml"); });
   EXPECT_GT(test::fuzz_parser(good, "[]\"=.#\n -0123456789abcdefgmnoprst_", 1000, 9, [](const std::string& t, const std::string& w) { parse_constants(t, w); }), 0);

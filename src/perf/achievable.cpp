@@ -145,9 +145,13 @@ AchievableData parse_achievable(const std::string& text, const std::string& wher
                                    strings::join(kKeys, ", ")));
     a.value = *value;
     const auto spec = spec_for(gpu, a.key);
-    if (!std::isfinite(a.value) || a.value <= 0 || !spec || a.value > *spec * 1.05)
-      throw InputError(fmt::format("{}:{}: {} {} = {} is not a positive figure at most the spec ({})", where, line, a.gpu, a.key,
-                                   a.value, spec ? fmt::format("{:g}", *spec) : "the device has none"));
+    // A measurement may pass the spec a little (run-to-run spread); a GeForce board's GEMM by more: GPU Boost runs it
+    // bins past the boost clock its peaks are rated at while the board is under its power limit (an RTX 3090 or 4090
+    // at half tensor rate reaches 105-108% of its rated FP32-accumulate peak, docs/research/power-limited-gemm-sources.md).
+    const double allowed = gpu.segment == "geforce" && a.key.rfind("gemm-", 0) == 0 ? 1.2 : 1.05;
+    if (!std::isfinite(a.value) || a.value <= 0 || !spec || a.value > *spec * allowed)
+      throw InputError(fmt::format("{}:{}: {} {} = {} is not a positive figure at most {:g} x the spec ({})", where, line, a.gpu, a.key,
+                                   a.value, allowed, spec ? fmt::format("{:g}", *spec) : "the device has none"));
     d.figures.push_back(std::move(a));
   }
   return d;

@@ -64,7 +64,7 @@ FittedConstants parse_constants(const std::string& text, const std::string& wher
   const toml::table t = parse_toml(text, where);
   for (const auto& [k, v] : t)
     if (k.str() != "fitted_on" && k.str() != "method" && k.str() != "datacenter" && k.str() != "geforce" && k.str() != "prior" &&
-        k.str() != "memory" && k.str() != "clock" && k.str() != "calibration")
+        k.str() != "memory" && k.str() != "clock" && k.str() != "calibration" && k.str() != "engine")
       throw InputError(fmt::format("{}: unknown key '{}'", where, strings::printable(k.str())));
   FittedConstants c;
   c.of(DeviceClass::datacenter) = read_class(t, "datacenter", where);
@@ -90,6 +90,7 @@ FittedConstants parse_constants(const std::string& text, const std::string& wher
     *out = *v;
   }
   read_table(t, "calibration", {{"transfer_share", &c.transfer_share}}, 1, where);
+  read_table(t, "engine", {{"ggml_gemm_share", &c.ggml_gemm_share}}, 1, where);
   if (const auto* arr = t["fitted_on"].as_array())
     for (const auto& n : *arr)
       if (const auto s = n.value<std::string>()) c.fitted_on.push_back(*s);
@@ -147,6 +148,10 @@ std::string constants_toml(const FittedConstants& c) {
        "# least-squares slope of one card's log error on another's over the published runs of one configuration on\n"
        "# several cards (the share of a figure's error that is its stack's; the rest is the card's own).\n";
   s += fmt::format("[calibration]\ntransfer_share = {:.4f}\n", c.transfer_share);
+  s += "\n# The share of a card's best GEMM (data/achievable.toml) that ggml's batched matrix products reach at prefill\n"
+       "# (llama.cpp: dequantize to FP16 and cuBLAS in FP16 compute, or its MMQ kernels), the same on every card; fitted on\n"
+       "# the serving rows of the engines that run them, from 1, after the ggml memory constants.\n";
+  s += fmt::format("[engine]\nggml_gemm_share = {:.4f}\n", c.ggml_gemm_share);
   return s;
 }
 

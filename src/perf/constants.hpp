@@ -42,6 +42,11 @@ struct FittedConstants {
   // (perf/serving_engine.hpp kernel_family), pulled towards bytes_per_sm_cycle like the decode constant.
   double ggml_gemv_bytes_per_sm_cycle = 0;
   double ggml_bytes_per_sm_cycle = 0;
+  // The share of a card's best GEMM rate (data/achievable.toml) that ggml's batched matrix products reach at prefill:
+  // a weight dequantized to FP16 and multiplied by cuBLAS in FP16 compute, tile by tile of the micro-batch, or ggml's
+  // own MMQ kernels. A property of the engine's kernels, the same on every card; fitted on the serving rows of engines
+  // of that family, from 1 (the prior: as fast as the best GEMM).
+  double ggml_gemm_share = 1;
   // Where the sustained dense-math clock sits between the base and boost clocks (perf/clocks.hpp), shared
   // by every card, and the value it starts from before a fit.
   double clock_headroom = 0.5;

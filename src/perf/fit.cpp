@@ -42,26 +42,33 @@ double objective(const catalog::Catalog& cat, const std::vector<PublishedRow>& r
   return mean_log_error(cat, rows, held_out, c, workloads) + kPriorWeight * pull;
 }
 
-// The serving rows' objective for one of serving's kernel-class constants alone (the others are training's): the
-// same error plus the same weak pull, towards the framework kernels' figure.
+// The serving rows' objective for one of serving's constants alone (the others are training's): the same error plus
+// the same weak pull, towards `prior`.
 double serving_objective(const catalog::Catalog& cat, const std::vector<PublishedRow>& rows, const std::set<std::string>& held_out,
-                         const FittedConstants& c, double value, workload::Workloads& workloads) {
-  return mean_log_error(cat, rows, held_out, c, workloads) + kPriorWeight * std::pow(std::log(value / c.bytes_per_sm_cycle), 2);
+                         const FittedConstants& c, double value, double prior, workload::Workloads& workloads) {
+  return mean_log_error(cat, rows, held_out, c, workloads) + kPriorWeight * std::pow(std::log(value / prior), 2);
 }
 
-// Fits `*value` (a serving kernel class's bytes per SM-cycle, one of c's members) on the serving rows, starting
-// at the framework kernels' figure: a coarse grid around it, then halving steps. Rows that cannot see it (every
-// card on its DRAM side) leave it there. Returns the evaluations spent.
+// One serving constant to fit: where it starts (and is pulled towards) and its bounds.
+struct ServingParam {
+  double* value;
+  double prior, lowest, highest;
+};
+
+// Fits one serving constant (a kernel class's bytes per SM-cycle, or ggml's GEMM share) on the serving rows, starting
+// where it stands (its prior at first): a coarse grid around it, then halving steps. Rows that cannot see it (every card on its DRAM side, no
+// engine of the family) leave it there. Returns the evaluations spent.
 int fit_serving_constant(const catalog::Catalog& cat, const std::vector<PublishedRow>& rows, const std::set<std::string>& held_out,
-                         FittedConstants& c, double* value, workload::Workloads& workloads) {
-  *value = c.bytes_per_sm_cycle;
+                         FittedConstants& c, const ServingParam& p, workload::Workloads& workloads) {
+  double* value = p.value;
   const double start = *value;
-  double best = serving_objective(cat, rows, held_out, c, *value, workloads);
+  double best = serving_objective(cat, rows, held_out, c, *value, p.prior, workloads);
   double best_value = start;
   int evaluations = 1;
   const auto try_value = [&](double candidate) {
-    *value = std::clamp(candidate, 0.5, 256.0);
-    const double obj = serving_objective(cat, rows, held_out, c, *value, workloads);
+    *value = std::clamp(candidate, p.lowest, p.highest);
+    if (*value == best_value) return false;
+    const double obj = serving_objective(cat, rows, held_out, c, *value, p.prior, workloads);
     ++evaluations;
     if (obj < best - 1e-12) {
       best = obj;
@@ -170,8 +177,14 @@ FitResult fit_constants(const catalog::Catalog& cat, const std::vector<Published
   // then ggml's matrix-vector kernels again with the passes settled.
   c.decode_bytes_per_sm_cycle = c.ggml_gemv_bytes_per_sm_cycle = c.ggml_bytes_per_sm_cycle = c.bytes_per_sm_cycle;
   if (!serving_rows.empty()) {
-    for (double* value : {&c.decode_bytes_per_sm_cycle, &c.ggml_gemv_bytes_per_sm_cycle, &c.ggml_bytes_per_sm_cycle, &c.ggml_gemv_bytes_per_sm_cycle})
-      r.evaluations += fit_serving_constant(cat, serving_rows, held_out, c, value, workloads);
+    // The kernel classes' bytes per SM-cycle from the framework kernels' figure and ggml's GEMM share from 1, one at a
+    // time: decode attention, then ggml's matrix-vector class, GEMM share and passes, twice (each moves the others).
+    const double b = c.bytes_per_sm_cycle;
+    c.ggml_gemm_share = 1;
+    const ServingParam decode{&c.decode_bytes_per_sm_cycle, b, 0.5, 256.0}, gemv{&c.ggml_gemv_bytes_per_sm_cycle, b, 0.5, 256.0},
+        passes{&c.ggml_bytes_per_sm_cycle, b, 0.5, 256.0}, share{&c.ggml_gemm_share, 1.0, 0.05, 1.0};
+    for (const ServingParam& p : {decode, gemv, share, passes, gemv, share, passes})
+      r.evaluations += fit_serving_constant(cat, serving_rows, held_out, c, p, workloads);
     r.serving_rows = static_cast<int>(serving_rows.size());
   }
   // The share of a figure's error a calibration carries to other cards: the slope of one card's log error on
@@ -201,7 +214,7 @@ FitResult fit_constants(const catalog::Catalog& cat, const std::vector<Published
       if (std::find(files.begin(), files.end(), row.file) == files.end()) files.push_back(row.file);
   r.constants.fitted_on = files;
   r.constants.method = fmt::format(
-      "coordinate descent on mean |log error| from the priors over {} training rows, the decode-attention and ggml constants over {} serving rows "
+      "coordinate descent on mean |log error| from the priors over {} training rows, the decode-attention, ggml memory and GEMM-share constants over {} serving rows "
       "({} evaluations); the transfer share over {} pairs of cards",
       r.rows, r.serving_rows, r.evaluations, r.transfer_pairs);
   return r;

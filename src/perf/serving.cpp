@@ -490,6 +490,9 @@ Setup rank_setup(const catalog::Catalog& cat, const catalog::Gpu& gpu, const mod
     const auto& k = active_constants();
     s.eff.mem_max = std::min(stream, memory_fraction(gpu, k.ggml_bytes_per_sm_cycle));
     s.gemv_mem_max = std::min(stream, memory_fraction(gpu, k.ggml_gemv_bytes_per_sm_cycle));
+    // ggml's batched products (a weight dequantized to FP16, then cuBLAS with FP16 compute on the micro-batch, or
+    // its own MMQ kernels) reach a share of the card's best GEMM, whatever the card: the engine's, not the card's.
+    s.eff.gemm_max *= k.ggml_gemm_share;
   }
   // An engine released before this card's native kernels runs them at the shares data/software-maturity.toml gives.
   apply_maturity(s.eff, serving_maturity(gpu, engine, req));
