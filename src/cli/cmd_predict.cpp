@@ -219,7 +219,7 @@ nlohmann::json prediction_json(const perf::Prediction& p, const std::string& mod
       {"params", p.params},
       {"throughput", {{"value", p.throughput}, {"unit", p.unit}, {"per", "gpu"}}},
       {"step_time_s", p.step_s},
-      {"band", {{"low", p.band_low}, {"high", p.band_high}, {"basis", "10th-90th percentile of validation errors"}}},
+      {"band", {{"low", p.band_low}, {"high", p.band_high}, {"basis", "held-out validation errors: an interval that holds 80% of rows never seen (split conformal)"}}},
       {"time_by_bound_s",
          {{"compute", d.compute_s}, {"memory", d.memory_s}, {"latency", d.latency_s}, {"launch", d.launch_s}, {"communication", p.comm_exposed_s}}},
       {"kernels", d.kernels},

@@ -229,13 +229,13 @@ void print_totals(const perf::ValidationReport& rep, std::size_t scored) {
   if (rep.band_rows == 0)
     fmt::print("in-sample spread: none (no training or batch-inference row scored)");
   else
-    fmt::print("in-sample spread (10th-90th percentile of predicted/measured): {:.2f}x to {:.2f}x over {} training and batch-inference rows",
+    fmt::print("in-sample spread (the 10th to 90th percentile of predicted/measured, as conformal order statistics): {:.2f}x to {:.2f}x over {} training and batch-inference rows",
                std::exp(rep.log_err_p10), std::exp(rep.log_err_p90), rep.band_rows);
   if (rep.serving_band_rows > 0)
     fmt::print("; {:.2f}x to {:.2f}x over {} LLM serving rows", std::exp(rep.serving_log_err_p10), std::exp(rep.serving_log_err_p90),
                rep.serving_band_rows);
   // The band printed with every prediction: the held-out spread (data/prediction-band.toml, --write-band).
-  fmt::print("\nband printed with each prediction (held-out errors' 10th-90th percentile, {}): {:.2f}x to {:.2f}x; serving {:.2f}x to {:.2f}x\n",
+  fmt::print("\nband printed with each prediction (held-out errors, an interval that holds 80% of rows never seen: {}): {:.2f}x to {:.2f}x; serving {:.2f}x to {:.2f}x\n",
              perf::model_band().source, std::exp(perf::model_band().log_err_p10), std::exp(perf::model_band().log_err_p90),
              std::exp(perf::serving_band().log_err_p10), std::exp(perf::serving_band().log_err_p90));
 }
@@ -323,7 +323,7 @@ Runner add_validate_command(CLI::App& app) {
                 "and predict the other cards; report those errors beside the uncalibrated and flat-scaled ones");
   sub->add_option("--constants", a->constants, "Price with these fitted constants (a --fit file) instead of the built-in ones");
   sub->add_option("--fit", a->fit, "Fit the model's constants to these files and write them as TOML to FILE");
-  sub->add_option("--write-band", a->write_band, "Write the error band (10th-90th percentile of the leave-one-source-out errors) as TOML to FILE");
+  sub->add_option("--write-band", a->write_band, "Write the error band (the leave-one-source-out errors' 10th to 90th percentile, as split-conformal order statistics: it holds 80% of unseen rows) as TOML to FILE");
   sub->add_flag("--force", a->force, "Replace an output file that gpuvs did not write (or that has other hard links)");
   return [a] { return run_validate(*a); };
 }

@@ -26,6 +26,16 @@ double quantile(std::span<const double> values, double q) {
 
 double median(std::span<const double> values) { return quantile(values, 0.5); }
 
+Interval conformal_interval(std::span<const double> values, double alpha) {
+  if (values.empty()) return {};
+  std::vector<double> v(values.begin(), values.end());
+  std::sort(v.begin(), v.end());
+  const double n = static_cast<double>(v.size());
+  const auto k = static_cast<std::size_t>(std::max(1.0, std::floor(alpha / 2 * (n + 1))));
+  const std::size_t i = std::min(k, v.size()) - 1;
+  return {v[i], v[v.size() - 1 - i]};
+}
+
 Summary summarize(std::span<const double> values) {
   Summary s;
   s.count = values.size();

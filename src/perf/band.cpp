@@ -55,6 +55,8 @@ std::string band_toml(const ValidationReport& rep, const std::string& source) {
       "# The spread of the performance model's own errors, log(predicted / measured), on its validation data,\n"
       "# each source predicted by constants fitted without it (leave-one-source-out: a promise about data the\n"
       "# model never saw): training and batch-inference rows, and (serving_) LLM serving rows, each their own band.\n"
+      "# p10 and p90 are split-conformal order statistics (the k-th smallest and largest, k = floor(0.1 (rows + 1))): at\n"
+      "# least 80% of a new row drawn like these falls inside.\n"
       "# Written by `gpuvs validate --data {0} --write-band data/prediction-band.toml`; test_perf recomputes it.\n"
       "source = \"{0}\"\nrows = {1}\nlog_err_p10 = {2:.17g}\nlog_err_p90 = {3:.17g}\n"
       "serving_rows = {4}\nserving_log_err_p10 = {5:.17g}\nserving_log_err_p90 = {6:.17g}\n",

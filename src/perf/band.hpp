@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The band every prediction carries: the 10th-90th percentile spread of the model's own errors,
 // log(predicted / measured), on its validation data with each source predicted by constants fitted without it
-// (leave-one-source-out), so that it holds on data the model never saw, not only on the rows it was fitted to. Stored in data/prediction-band.toml (compiled in) by
+// (leave-one-source-out), so that it holds on data the model never saw, not only on the rows it was fitted to. The
+// percentiles are split-conformal order statistics (core/stats.hpp conformal_interval): at least 80% of a new row
+// drawn like these falls inside. Stored in data/prediction-band.toml (compiled in) by
 // `gpuvs validate --write-band`; a test recomputes it so it cannot go stale.
 #pragma once
 #include <string>
