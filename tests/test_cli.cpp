@@ -337,6 +337,16 @@ TEST(Cli, PredictServesLlmsAndRefusesBadServingRequests) {
   expect_usage_error(run_gpuvs("predict --workload llama3-8b --gpu h100-sxm --mode decode --precision int3"), "weight format 'int3'");
   expect_usage_error(run_gpuvs("predict --workload llama3-8b --gpu h100-sxm --mode decode --options 'framework=tgi'"), "engine 'tgi'");
   expect_usage_error(run_gpuvs("predict --workload llama3-8b --gpu h100-sxm --mode infer --options 'seq_len=512'"), "prompt_len");
+  // Quantization groups: only for grouped formats, a power of two, and said when taken by default.
+  expect_usage_error(run_gpuvs("predict --workload llama3-8b --gpu h100-sxm --mode decode --precision bf16 --options group_size=64"),
+                     "the bf16 format is not quantized in groups");
+  expect_usage_error(run_gpuvs("predict --workload llama3-8b --gpu h100-sxm --mode decode --precision int4-awq --options group_size=48"),
+                     "option group_size=48: expected a power of two");
+  expect_usage_error(run_gpuvs("predict --workload llama3-8b --gpu h100-sxm --mode decode --precision int4-awq --options group_size=nan"),
+                     "option group_size=nan");
+  const auto grouped = run_gpuvs("predict --workload llama3-8b --gpu h100-sxm --mode decode --precision int4-gptq --options framework=vllm");
+  ASSERT_EQ(grouped.exit_code, 0) << grouped.err;
+  EXPECT_NE(grouped.out.find("int4-gptq weights in groups of 128 (the format's default"), std::string::npos) << grouped.out;
   expect_usage_error(run_gpuvs("predict --workload resnet50 --gpu h100-sxm --mode decode"), "prices decoders");
   expect_usage_error(run_gpuvs("predict --workload llama3-8b --gpu h100-sxm --mode serve"), "not a mode");
   expect_usage_error(run_gpuvs("advise --task infer --workload llama3-8b --engine tgi"), "engine 'tgi'");

@@ -171,6 +171,31 @@ TEST(Serving, DecodeIsBoundedByReadingEveryWeightOncePerToken) {
   EXPECT_GT(b.tpot_s, p.tpot_s);
 }
 
+TEST(Serving, Int4GroupsOfFewerWeightsCarryMoreScalesAndReadMoreBytes) {
+  // Issue 34 item 6: AWQ and GPTQ checkpoints come in groups of 32, 64 or 128 weights, each group with an fp16 scale
+  // and a 4-bit zero point: 4 + 20/g bits a weight. Groups of 32 read 4.625 / 4.15625 of the bytes groups of 128 do.
+  const std::string opts = "framework=vllm;prompt_len=128;gen_len=128";
+  const auto g128 = serve("llama3-8b", "h100-sxm", "decode", "int4-awq", opts, 1);
+  const auto g32 = serve("llama3-8b", "h100-sxm", "decode", "int4-awq", opts + ";group_size=32", 1);
+  const auto same = serve("llama3-8b", "h100-sxm", "decode", "int4-awq", opts + ";group_size=128", 1);
+  EXPECT_EQ(g128.group_size, 128);
+  EXPECT_EQ(g32.group_size, 32);
+  EXPECT_DOUBLE_EQ(same.weight_bytes, g128.weight_bytes);
+  EXPECT_EQ(same.format_name, g128.format_name);
+  EXPECT_NE(g32.format_name.find("groups of 32"), std::string::npos) << g32.format_name;
+  // The projections (every block) scale with the bits; the 16-bit embedding table and LM head do not.
+  const models::DecoderConfig d = models::decoder_preset("llama3-8b");
+  const double blocks_128 = weight_bytes(d, weight_format("int4-awq")).layers;
+  const double blocks_32 = weight_bytes(d, with_group_size(weight_format("int4-awq"), 32)).layers;
+  EXPECT_NEAR(blocks_32 / blocks_128, 4.625 / 4.15625, 0.005);
+  EXPECT_NEAR(g32.weight_bytes - g128.weight_bytes, blocks_32 - blocks_128, 1e6);
+  EXPECT_GT(g32.step.weight_bytes_read, g128.step.weight_bytes_read);
+  EXPECT_LT(g32.throughput, g128.throughput);
+  EXPECT_THROW(with_group_size(weight_format("q4_k_m"), 32), InputError);
+  EXPECT_THROW(with_group_size(weight_format("int4-gptq"), 100), InputError);
+  EXPECT_THROW(with_group_size(weight_format("int4-gptq"), 2048), InputError);
+}
+
 TEST(Serving, DecodeAttentionStreamsAtWhatTheSmsKeepInFlight) {
   // Issue 34, memory-level parallelism: the KV cache is read at min(the streaming fraction of the DRAM rate,
   // decode_bytes_per_sm_cycle x SMs x clock). The GH200's H100 has 4.0 TB/s against the H100 SXM's 3.35,
@@ -458,6 +483,8 @@ TEST(ServingData, FormatAndEngineFilesFailWithTheirLineAndSurviveFuzzing) {
            {types + "[[format]]\nid = \"x\"\nmath = \"fp16\"\nbits = 4\ndequant_ops = 3\nsource = \"s\"\n", "are for weight_only formats"},
            {types + "[[format]]\nid = \"x\"\nmath = \"fp16\"\nbits = 99\nsource = \"s\"\n", "bits must be a number in [1, 32]"},
            {types + "[[format]]\nid = \"x\"\nmath = \"fp16\"\nbits = 4\nsource = \"s\"\nspeed = 2\n", "unknown key 'speed'"},
+           {types + "[[format]]\nid = \"x\"\nmath = \"fp16\"\nbits = 4\ngroup_size = 128\nsource = \"s\"\n", "needs both group_size and group_bits"},
+           {types + "[[format]]\nid = \"x\"\nmath = \"fp16\"\nbits = 4\ngroup_size = 2\ngroup_bits = 20\nsource = \"s\"\n", "bits must exceed what the groups add"},
            {"[[type]]\nid = \"q4_0\"\nblock_weights = 32\n", "f.toml:1: a [[type]] needs id, block_weights and block_bytes"},
            {"[[type]\n", "f.toml:1:"}},
                        [](const std::string& text) { parse_formats(text, "f.toml"); });

@@ -408,7 +408,7 @@ Runner add_predict_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--options", a->options,
                   "k=v;k=v: seq_len, flash_attention, sharding=none|zero1|zero2|full, nvls=0|1 (NVLink SHARP all-reduce), ...; serving: "
-                  "prompt_len, gen_len, tp, framework=" + perf::engine_ids("|") + ", kv_dtype=fp16|fp8, arrival=steady|wave "
+                  "prompt_len, gen_len, tp, framework=" + perf::engine_ids("|") + ", kv_dtype=fp16|fp8, group_size=32|64|128 (AWQ, GPTQ), arrival=steady|wave "
                   "(wave: --batch requests all at once, none after); both: release=YYYY-MM (the framework or engine release you run)");
   sub->add_option("--catalog", a->catalogs, "Add devices from a TOML file (repeatable)");
   sub->add_option("--calibration", a->calibration, "A gpuvs bench --save record: correct the model for the GPU it measured");

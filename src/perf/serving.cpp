@@ -28,7 +28,7 @@ namespace gpuvs::perf {
 
 namespace {
 
-const std::vector<std::string> kServingKeys = {"prompt_len", "gen_len", "tp", "framework", "kv_dtype", "ngl", "host_gbs", "arrival", "release"};
+const std::vector<std::string> kServingKeys = {"prompt_len", "gen_len", "tp", "framework", "kv_dtype", "ngl", "host_gbs", "arrival", "release", "group_size"};
 
 // The thresholds and fractions below are data/system.toml's (perf/system_facts.hpp): llama.cpp's
 // matrix-vector row limit and ggml's offload threshold, the gap between queued kernels, host STREAM.
@@ -341,6 +341,8 @@ std::vector<std::string> serving_assumed(const ServingRequest& req, const Servin
   if (req.batch == 0)
     out.push_back(p.mode == "infer" ? fmt::format("{} requests in flight (the most that fit: {})", p.batch, p.batch_limit)
                                     : fmt::format("{} sequence(s) per step (the default)", p.batch));
+  if (p.group_size > 0 && !given("group_size"))
+    out.push_back(fmt::format("{} weights in groups of {} (the format's default; --options group_size=32|64|128)", p.format, p.group_size));
   if (!given("kv_dtype")) out.push_back(fmt::format("KV cache in {} (the engine's default for {} weights)", p.kv_dtype, p.format));
   if (p.gpus > 1 && !given("tp"))
     out.push_back(p.layer_split > 1 ? fmt::format("one model split by layers over {} GPUs (the engine's default)", p.layer_split)
@@ -383,7 +385,9 @@ std::pair<const ServingEngine*, WeightFormat> check_request(const models::Networ
   // reads it unless another is named; a quantized format asked for besides is another model's (the 16-bit
   // defaults are taken as not asked: the prediction names the format it priced).
   const models::StoredWeights* stored = net.stored_weights ? &*net.stored_weights : nullptr;
-  const WeightFormat format = stored ? stored_weight_format(*stored) : weight_format(req.format);
+  WeightFormat format = stored ? stored_weight_format(*stored) : weight_format(req.format);
+  // AWQ and GPTQ checkpoints come in groups of 32, 64 or 128 weights: smaller groups carry more scales.
+  if (req.options.count("group_size")) format = with_group_size(format, option_int(req.options, "group_size", 0, -(1LL << 40), 1LL << 40));
   if (stored && strings::lower(req.format) != format.id && req.format != "bf16" && req.format != "fp16")
     throw InputError(fmt::format("{} stores its weights ({}, run as {}); --precision {} names other weights: drop it, or quantize the file again",
                                  stored->source, stored->summary, format.id, strings::printable(req.format)));
@@ -744,6 +748,7 @@ ServingPrediction priced_serving(const catalog::Catalog& cat, const workload::Wo
   p.gpu_name = gpu.name;
   p.format = format->id;
   p.format_name = format->name;
+  p.group_size = format->group_size;
   p.engine = engine->id;
   p.engine_name = engine->name;
   if (net.stored_weights)

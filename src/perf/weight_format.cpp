@@ -69,6 +69,8 @@ WeightFormat parse_format(const toml::table& t, const FormatData& data, const st
     else if (key == "dequant_pass") f.dequant_pass = need_bool(v, key, where, line);
     else if (key == "embeddings_quantized") f.embeddings_quantized = need_bool(v, key, where, line);
     else if (key == "dequant_ops") f.dequant_ops = need_number(v, key, where, line, 0, 100);
+    else if (key == "group_size") f.group_size = static_cast<int>(need_number(v, key, where, line, 1, 1 << 20));
+    else if (key == "group_bits") f.group_bits = need_number(v, key, where, line, 1, 64);
     else if (key == "bits") {
       f.bits = need_number(v, key, where, line, 1, 32);
       has_bits = true;
@@ -93,6 +95,10 @@ WeightFormat parse_format(const toml::table& t, const FormatData& data, const st
     throw InputError(fmt::format("{}:{}: a [[format]] needs id, math and source", where, line));
   if (std::find(kMaths.begin(), kMaths.end(), f.math) == kMaths.end())
     throw InputError(fmt::format("{}:{}: math '{}' is not one of {}", where, line, strings::printable(f.math), strings::join(kMaths, ", ")));
+  if ((f.group_size > 0) != (f.group_bits > 0))
+    throw InputError(fmt::format("{}:{}: a grouped format needs both group_size and group_bits", where, line));
+  if (f.group_size > 0 && f.bits <= f.group_bits / f.group_size)
+    throw InputError(fmt::format("{}:{}: bits must exceed what the groups add (group_bits / group_size)", where, line));
   if (!f.base_type.empty() && has_bits) throw InputError(fmt::format("{}:{}: a format has bits or a base_type, not both", where, line));
   if (f.base_type.empty() && !has_bits) throw InputError(fmt::format("{}:{}: a format needs bits (uniform) or base_type (GGUF)", where, line));
   if (!f.base_type.empty()) {
@@ -226,6 +232,17 @@ WeightFormat stored_weight_format(const models::StoredWeights& w, const FormatDa
   f.stored = &w;
   f.name = fmt::format("{} kernels on the weights as stored in {} ({})", base->name, w.source, w.summary);
   return f;
+}
+
+WeightFormat with_group_size(const WeightFormat& f, std::int64_t group_size) {
+  if (f.group_size <= 0) throw InputError(fmt::format("option group_size: the {} format is not quantized in groups", f.id));
+  if (group_size < 16 || group_size > 1024 || (group_size & (group_size - 1)) != 0)
+    throw InputError(fmt::format("option group_size={}: expected a power of two from 16 to 1024 (AWQ and GPTQ use 32, 64 or 128)", group_size));
+  WeightFormat g = f;
+  g.bits = f.bits - f.group_bits / f.group_size + f.group_bits / static_cast<double>(group_size);
+  g.group_size = static_cast<int>(group_size);
+  if (group_size != f.group_size) g.name = fmt::format("{}, in groups of {} ({:.3f} bits a weight)", f.name, group_size, g.bits);
+  return g;
 }
 
 double format_matrix_peak(const WeightFormat& f, const catalog::Gpu& gpu, bool fp16_accumulate) {

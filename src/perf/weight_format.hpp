@@ -31,7 +31,11 @@ struct WeightFormat {
   bool weight_only = false;
   bool dequant_pass = false;      // large batches: a separate dequantize kernel writes 16-bit weights
   double dequant_ops = 0;         // CUDA-core operations per weight each time it is dequantized
-  double bits = 16;               // linear-layer weights (uniform formats)
+  double bits = 16;               // linear-layer weights (uniform formats), scales and zero points included
+  // Group-quantized formats (AWQ, GPTQ): `bits` is at `group_size` weights a group, each group carrying `group_bits`
+  // beside its weights (an fp16 scale, a 4-bit zero point). 0: not grouped.
+  int group_size = 0;
+  double group_bits = 0;
   bool embeddings_quantized = false;  // the embedding table and LM head in the format (GGUF) or at 16 bits
   // GGUF: the storage type of each tensor, by llama.cpp's rule (empty for uniform formats).
   std::string base_type, more_bits_type, output_type;
@@ -55,6 +59,11 @@ FormatData parse_formats(const std::string& text, const std::string& where);
 /// By id (case-insensitive); InputError listing the formats when unknown.
 const WeightFormat& weight_format(const std::string& id, const FormatData& data = builtin_formats());
 std::vector<std::string> weight_format_ids(const FormatData& data = builtin_formats());
+
+/// `f` quantized in groups of `group_size` weights: its bits with each group's scale and zero point spread over that
+/// many weights, and its name saying so. InputError when `f` is not group-quantized, or for a size not a power of two
+/// in [16, 1024].
+WeightFormat with_group_size(const WeightFormat& f, std::int64_t group_size);
 
 /// llama.cpp's use_more_bits(i, n): the first and last eighth of the layers and every third between.
 bool use_more_bits(int layer, int layers);
