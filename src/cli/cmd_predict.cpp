@@ -97,6 +97,7 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat, const workloa
         {"gpus", p.gpus},
         {"mode", p.mode},
         {"format", p.format},
+        {"group_size", p.group_size > 0 ? nlohmann::json(p.group_size) : nlohmann::json(nullptr)},
         {"engine", p.engine},
         {"tp", p.tp},
         {"replicas", p.replicas},
@@ -148,7 +149,7 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat, const workloa
                                                               p.batch_chosen ? " (limited by " + p.batch_limit + ")" : "");
   fmt::print("{} {} on {} x {} ({}), {}; {} weights, KV cache {}\n", strings::escape_control(p.workload), p.mode, p.gpus,
              strings::escape_control(p.gpu_name), strings::escape_control(p.gpu_id), what,
-             p.format, p.kv_dtype);
+             p.group_size > 0 ? fmt::format("{} (groups of {})", p.format, p.group_size) : p.format, p.kv_dtype);
   fmt::print("  throughput   {} {} per system (likely {} to {})\n", units::format_si(p.throughput), p.unit, units::format_si(p.band_low),
              units::format_si(p.band_high));
   fmt::print("  engine       {} profile: {}\n", p.engine, p.engine_name);
