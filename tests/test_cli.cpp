@@ -14,6 +14,7 @@
 
 #include "cli/app.hpp"
 #include "core/error.hpp"
+#include "core/files.hpp"
 #include "perf/serving_engine.hpp"
 #include "store/store.hpp"
 #include "test_util.hpp"
@@ -355,6 +356,29 @@ TEST(Cli, PredictServesLlmsAndRefusesBadServingRequests) {
   EXPECT_LT(cj["gpus"][1]["ratio"].get<double>(), 1.0);
   expect_usage_error(run_gpuvs("compare h100-sxm --workload resnet50 --gpus-each 2"), "--gpus-each applies to LLM serving");
   expect_usage_error(run_gpuvs("advise --workload llama3-8b --sla-tpot-ms 20"), "use --task infer");
+}
+
+TEST(Cli, AQuantizedHuggingFaceCheckpointIsServedAsItsWeights) {
+  // A config.json with an AWQ quantization_config: serving prices int4-awq in the checkpoint's groups (not the 16-bit
+  // model) and says where it read them; another format or grouping asked for is another model's (exit 2); training
+  // says it prices the dequantized shape.
+  TempDir dir;
+  std::string config = gpuvs::files::read_all(std::string(GPUVS_SOURCE_DIR) + "/tests/data/hf/qwen2-7b/config.json", "test");
+  config = config.substr(0, config.rfind('}')) + ", \"quantization_config\": {\"quant_method\": \"awq\", \"bits\": 4, \"group_size\": 64}}";
+  gpuvs::test::write_text(dir / "config.json", config);
+  const std::string model = (dir / "config.json").string();
+  const auto j = run_gpuvs_json("predict --workload " + model + " --gpu rtx-4090 --mode decode --options framework=vllm --json");
+  EXPECT_EQ(j["format"], "int4-awq");
+  EXPECT_EQ(j["group_size"], 64);
+  const auto text = run_gpuvs("predict --workload " + model + " --gpu rtx-4090 --mode decode --options framework=vllm");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("as its quantization_config (quant_method awq, bits 4, group_size 64) says"), std::string::npos) << text.out;
+  expect_usage_error(run_gpuvs("predict --workload " + model + " --gpu rtx-4090 --mode decode --precision fp8"), "--precision fp8 names other weights");
+  expect_usage_error(run_gpuvs("predict --workload " + model + " --gpu rtx-4090 --mode decode --options group_size=128"),
+                     "option group_size=128: " + model + " is quantized in groups of 64");
+  const auto train = run_gpuvs("predict --workload " + model + " --gpu h100-sxm --options seq_len=1024");
+  ASSERT_EQ(train.exit_code, 0) << train.err;
+  EXPECT_NE(train.out.find("not its checkpoint's int4-awq in groups of 64 weights"), std::string::npos) << train.out;
 }
 
 TEST(Cli, HuggingFaceConfigsAreWorkloads) {

@@ -820,6 +820,36 @@ TEST(HfConfig, RealConfigsBuildTheirPublishedParameterCounts) {
   EXPECT_EQ(decoder_preset("decoder-7b").max_positions, 0);  // built to size: no window is known
 }
 
+TEST(HfConfig, AQuantizedCheckpointSaysWhichWeightsItHolds) {
+  // transformers writes a quantized checkpoint's method into config.json (quantization_config): AWQ and GPTQ at 4 bits
+  // with their group size, FP8. Serving prices those weights; any other method or width is refused by name, never
+  // priced as the 16-bit model.
+  const std::string base = R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 100)";
+  const auto with = [&](const std::string& q) { return base + ", \"quantization_config\": " + q + "}"; };
+  EXPECT_FALSE(hf_network(base + "}", "c.json").quantized);
+  const NetworkInfo awq = hf_network(with(R"({"quant_method": "awq", "bits": 4, "group_size": 64, "zero_point": true, "version": "gemm"})"), "c.json");
+  ASSERT_TRUE(awq.quantized);
+  EXPECT_EQ(awq.quantized->format, "int4-awq");
+  EXPECT_EQ(awq.quantized->group_size, 64);
+  const NetworkInfo gptq = hf_network(with(R"({"quant_method": "gptq", "bits": 4, "desc_act": false})"), "c.json");
+  ASSERT_TRUE(gptq.quantized);
+  EXPECT_EQ(gptq.quantized->format, "int4-gptq");
+  EXPECT_EQ(gptq.quantized->group_size, 128);  // GPTQConfig's default
+  const NetworkInfo fp8 = hf_network(with(R"({"quant_method": "fbgemm_fp8", "activation_scale_ub": 1200.0})"), "c.json");
+  ASSERT_TRUE(fp8.quantized);
+  EXPECT_EQ(fp8.quantized->format, "fp8");
+  EXPECT_EQ(fp8.quantized->group_size, 0);
+  test::expect_refused({{with(R"({"quant_method": "gptq", "bits": 8, "group_size": 128})"), "c.json: $.quantization_config.bits: 8-bit gptq weights are not priced"},
+                        {with(R"({"quant_method": "bitsandbytes", "load_in_4bit": true})"), "$.quantization_config.quant_method: 'bitsandbytes' is not priced"},
+                        {with(R"({"quant_method": "awq", "bits": 4, "group_size": -1})"), "$.quantization_config.group_size: -1: one scale per output channel"},
+                        {with(R"({"quant_method": "awq", "bits": 4, "group_size": 96})"), "$.quantization_config.group_size: 96: expected a power of two"},
+                        {with(R"({"bits": 4})"), "$.quantization_config.quant_method: missing"},
+                        {with(R"({"quant_method": "awq"})"), "$.quantization_config.bits: missing"},
+                        {with("[]"), "$.quantization_config: must be an object"}},
+                       [](const std::string& text) { hf_network(text, "c.json"); });
+}
+
 TEST(HfConfig, BadConfigsNameTheFileAndTheKey) {
   const std::string good = R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "num_hidden_layers": 2,
     "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 100})";

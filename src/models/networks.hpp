@@ -160,6 +160,14 @@ struct NetworkInfo {
   std::int64_t fixed_batch = 0;
   /// Set for a file that stores quantized weights (GGUF): what serving prices instead of the requested format.
   std::optional<StoredWeights> stored_weights{};
+  /// Set for a checkpoint quantized by a method serving prices as one weight format (a Hugging Face config's
+  /// quantization_config: AWQ or GPTQ at 4 bits, FP8): that format and its groups, and where it was read.
+  struct Quantized {
+    std::string format;  // a data/weight-formats.toml id: int4-awq, int4-gptq, fp8
+    int group_size = 0;  // weights a group (AWQ, GPTQ); 0 where not grouped
+    std::string source;  // "quantization_config (quant_method awq, bits 4, group_size 128)"
+  };
+  std::optional<Quantized> quantized{};
 };
 
 const std::vector<NetworkInfo>& networks();

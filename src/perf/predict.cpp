@@ -460,6 +460,10 @@ std::map<std::string, std::string> parse_options(const std::string& text, const 
 std::vector<std::string> assumed(const PredictRequest& req, const Prediction& p) {
   std::vector<std::string> out;
   if (req.batch == 0) out.push_back(fmt::format("batch {} per GPU (the workload's default)", p.batch));
+  if (!p.quantized_as.empty())
+    out.push_back(fmt::format("the model's shape at {}, not its checkpoint's {} weights (a prediction of the dequantized model{})",
+                              precision_name(p.plan.precision), p.quantized_as,
+                              p.finetune == "qlora" ? "; finetune=qlora keeps 4-bit frozen weights" : "; --mode prefill, decode or infer price them as stored"));
   if (!req.precision) out.push_back(fmt::format("precision {} (the default rule: {})", precision_name(p.plan.precision), kDefaultPrecisionRule));
   if (p.seq_len > 0 && !req.options.count("seq_len"))
     out.push_back(p.prompt_cut_to_positions ? fmt::format("prompt {} tokens (the model's positions less the generated tokens)", p.seq_len)
@@ -559,6 +563,8 @@ Prediction plan_of(const ResolvedRequest& r, const models::NetworkInfo& net, con
   p.gpu_id = gpu.id;
   p.gpu_name = gpu.name;
   p.training = req.training;
+  if (net.quantized)
+    p.quantized_as = net.quantized->format + (net.quantized->group_size > 0 ? fmt::format(" in groups of {}", net.quantized->group_size) : "");
   p.batch = req.batch > 0 ? req.batch : net.fixed_batch > 0 ? net.fixed_batch : default_batch(net.family);
   p.seq_len = net.default_seq_len > 0 ? option_int(req.options, "seq_len", net.default_seq_len, 1, models::kMaxSeqLen) : 0;
   p.finetune = option_choice(req.options, "finetune", "full", {"full", "lora", "qlora"});

@@ -81,6 +81,9 @@ struct Prediction {
   // A profile released before this card's native kernels (perf/maturity.hpp): why its kernels were priced lower, and the
   // throughput a native stack would reach; the band then spans that far on both sides.
   std::vector<std::string> maturity_notes;
+  // A checkpoint quantized as a serving format (its quantization_config): "int4-awq in groups of 128"; training prices
+  // the model's shape at the plan's precision, and says so.
+  std::string quantized_as;
   double native_throughput = 0;
   // Tensor/pipeline/context/data-parallel training (perf/parallel.hpp): the layout, what each part of the
   // step costs, and the network assumed between nodes.

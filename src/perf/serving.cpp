@@ -341,7 +341,7 @@ std::vector<std::string> serving_assumed(const ServingRequest& req, const Servin
   if (req.batch == 0)
     out.push_back(p.mode == "infer" ? fmt::format("{} requests in flight (the most that fit: {})", p.batch, p.batch_limit)
                                     : fmt::format("{} sequence(s) per step (the default)", p.batch));
-  if (p.group_size > 0 && !given("group_size"))
+  if (p.group_size > 0 && !given("group_size") && p.quantized_from.empty())
     out.push_back(fmt::format("{} weights in groups of {} (the format's default; --options group_size=32|64|128)", p.format, p.group_size));
   if (!given("kv_dtype")) out.push_back(fmt::format("KV cache in {} (the engine's default for {} weights)", p.kv_dtype, p.format));
   if (p.gpus > 1 && !given("tp"))
@@ -385,9 +385,23 @@ std::pair<const ServingEngine*, WeightFormat> check_request(const models::Networ
   // reads it unless another is named; a quantized format asked for besides is another model's (the 16-bit
   // defaults are taken as not asked: the prediction names the format it priced).
   const models::StoredWeights* stored = net.stored_weights ? &*net.stored_weights : nullptr;
-  WeightFormat format = stored ? stored_weight_format(*stored) : weight_format(req.format);
-  // AWQ and GPTQ checkpoints come in groups of 32, 64 or 128 weights: smaller groups carry more scales.
-  if (req.options.count("group_size")) format = with_group_size(format, option_int(req.options, "group_size", 0, -(1LL << 40), 1LL << 40));
+  // A checkpoint quantized by a method serving prices (a Hugging Face quantization_config) is priced in that format,
+  // in its own groups; another quantized format or grouping asked for besides is another model's.
+  const auto& quantized = net.quantized;
+  if (quantized && strings::lower(req.format) != quantized->format && req.format != "bf16" && req.format != "fp16")
+    throw InputError(fmt::format("{} is quantized as {} ({}); --precision {} names other weights: drop it, or quantize the model again", net.id,
+                                 quantized->format, quantized->source, strings::printable(req.format)));
+  WeightFormat format = stored ? stored_weight_format(*stored) : weight_format(quantized ? quantized->format : req.format);
+  if (quantized && quantized->group_size > 0) {
+    if (req.options.count("group_size") && option_int(req.options, "group_size", 0, -(1LL << 40), 1LL << 40) != quantized->group_size)
+      throw InputError(fmt::format("option group_size={}: {} is quantized in groups of {} ({})", req.options.at("group_size"), net.id,
+                                   quantized->group_size, quantized->source));
+    format = with_group_size(format, quantized->group_size);
+    format.name += fmt::format(" (from {})", quantized->source);
+  } else if (req.options.count("group_size")) {
+    // AWQ and GPTQ checkpoints come in groups of 32, 64 or 128 weights: smaller groups carry more scales.
+    format = with_group_size(format, option_int(req.options, "group_size", 0, -(1LL << 40), 1LL << 40));
+  }
   if (stored && strings::lower(req.format) != format.id && req.format != "bf16" && req.format != "fp16")
     throw InputError(fmt::format("{} stores its weights ({}, run as {}); --precision {} names other weights: drop it, or quantize the file again",
                                  stored->source, stored->summary, format.id, strings::printable(req.format)));
@@ -749,6 +763,11 @@ ServingPrediction priced_serving(const catalog::Catalog& cat, const workload::Wo
   p.format = format->id;
   p.format_name = format->name;
   p.group_size = format->group_size;
+  if (net.quantized) {
+    p.quantized_from = net.quantized->source;
+    p.notes.push_back(fmt::format("weights priced as {}{}, as {} says", format->id,
+                                  format->group_size > 0 ? fmt::format(" in groups of {}", format->group_size) : "", net.quantized->source));
+  }
   p.engine = engine->id;
   p.engine_name = engine->name;
   if (net.stored_weights)

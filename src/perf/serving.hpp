@@ -54,6 +54,7 @@ struct ServingPrediction {
   std::string workload, gpu_id, gpu_name, format, format_name, engine, engine_name, mode;
   int gpus = 1, tp = 1, replicas = 1;
   int group_size = 0;              // weights a quantization group (AWQ, GPTQ; option group_size), 0 where not grouped
+  std::string quantized_from;      // where a checkpoint's own quantization was read (its quantization_config), or empty
   int layer_split = 1;             // GPUs one model's layers are split across (llama.cpp's -sm layer), each token through all in turn
   std::int64_t prompt_len = 0, gen_len = 0;
   std::int64_t batch = 0;          // sequences per step (prefill, decode) or requests in flight (infer)

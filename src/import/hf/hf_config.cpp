@@ -190,6 +190,41 @@ NetworkInfo hf_network_parsed(const json& j, const std::string& where) {
   }
 }
 
+namespace {
+
+// A checkpoint's quantization_config (transformers' AwqConfig, GPTQConfig, FbgemmFp8Config, FineGrainedFP8Config) as
+// the weight format serving prices. A method or width gpuvs does not price is refused by name: pricing the model at
+// 16 bits instead would be another model's answer.
+NetworkInfo::Quantized quantization(const Reader& r) {
+  const json& q = r.j["quantization_config"];
+  if (!q.is_object()) r.fail("quantization_config", "must be an object");
+  const Reader qr{q, r.where};
+  const auto fail = [&](const std::string& key, const std::string& what) { r.fail("quantization_config." + key, what); };
+  if (!qr.has("quant_method")) fail("quant_method", "missing");
+  const std::string method = strings::lower(qr.text_or("quant_method", ""));
+  NetworkInfo::Quantized out;
+  if (method == "awq" || method == "gptq") {
+    if (!qr.has("bits")) fail("bits", "missing");
+    const auto bits = qr.integer("bits", 1, 16);
+    if (bits != 4) fail("bits", fmt::format("{}-bit {} weights are not priced (4-bit are: int4-{})", bits, method, method));
+    const auto group = qr.integer_or("group_size", 128, -1, 1 << 20);
+    if (group == -1 || group == 0) fail("group_size", fmt::format("{}: one scale per output channel is not priced (groups of 16 to 1024 weights are)", group));
+    if (group < 16 || group > 1024 || (group & (group - 1)) != 0)
+      fail("group_size", fmt::format("{}: expected a power of two from 16 to 1024", group));
+    out.format = "int4-" + method;
+    out.group_size = static_cast<int>(group);
+    out.source = fmt::format("its quantization_config (quant_method {}, bits 4, group_size {})", method, group);
+  } else if (method == "fbgemm_fp8" || method == "fp8") {
+    out.format = "fp8";
+    out.source = fmt::format("its quantization_config (quant_method {})", method);
+  } else {
+    fail("quant_method", fmt::format("'{}' is not priced (priced: awq and gptq at 4 bits, fbgemm_fp8, fp8)", strings::printable(method)));
+  }
+  return out;
+}
+
+}  // namespace
+
 NetworkInfo hf_network_json(const json& j, const std::string& where) {
   if (!j.is_object()) throw InputError(fmt::format("{}: $: a config must be a JSON object", where));
   const Reader r{j, where};
@@ -225,6 +260,7 @@ NetworkInfo hf_network_json(const json& j, const std::string& where) {
     n = std::move(d);
   }
   if (!notes.empty()) n.description += "; approximated: " + strings::join(notes, "; ");
+  if (r.has("quantization_config")) n.quantized = quantization(r);
   return n;
 }
 
