@@ -355,6 +355,11 @@ TEST(Cli, PredictServesLlmsAndRefusesBadServingRequests) {
   EXPECT_EQ(cj["gpus"][0]["throughput"]["unit"], "output tokens/s");
   EXPECT_LT(cj["gpus"][1]["ratio"].get<double>(), 1.0);
   expect_usage_error(run_gpuvs("compare h100-sxm --workload resnet50 --gpus-each 2"), "--gpus-each applies to LLM serving");
+  // A request no card could serve is the request's error, not a finding per card.
+  expect_usage_error(run_gpuvs("compare h100-sxm a100-80gb-sxm --workload llama3-8b --mode decode --precision bf16 --options group_size=32"),
+                     "option group_size: the bf16 format is not quantized in groups");
+  expect_usage_error(run_gpuvs("compare h100-sxm a100-80gb-sxm --workload llama3-8b --mode decode --options kv_dtype=xyz"), "option kv_dtype=xyz");
+  expect_usage_error(run_gpuvs("compare h100-sxm a100-80gb-sxm --workload llama3-8b --mode decode --options gen_len=0"), "option gen_len=0");
   expect_usage_error(run_gpuvs("advise --workload llama3-8b --sla-tpot-ms 20"), "use --task infer");
 }
 

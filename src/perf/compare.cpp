@@ -162,10 +162,12 @@ std::vector<ServingCompareEntry> compare_serving(const catalog::Catalog& cat, co
       e.prediction = predict_serving(cat, w, r);
     } catch (const InputError& err) {
       // What the card cannot do (a format it lacks, a model that leaves no room) is a finding, not a failure;
-      // a request no card could run fails for the first and is reported as such.
+      // a request no card could run fails for the first and is reported as such: an unknown name, an engine that
+      // does not run the format, an option's value ("option ..."), weights the model file does not hold.
       const std::string what = err.what();
       if (what.find("unknown") != std::string::npos || what.find("not a serving") != std::string::npos ||
-          what.find("does not run the") != std::string::npos)
+          what.find("does not run the") != std::string::npos || what.rfind("option ", 0) == 0 ||
+          what.find("names other weights") != std::string::npos)
         throw;
       e.why = what;
     }
