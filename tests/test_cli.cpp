@@ -384,6 +384,10 @@ TEST(Cli, AQuantizedHuggingFaceCheckpointIsServedAsItsWeights) {
   const auto train = run_gpuvs("predict --workload " + model + " --gpu h100-sxm --options seq_len=1024");
   ASSERT_EQ(train.exit_code, 0) << train.err;
   EXPECT_NE(train.out.find("not its checkpoint's int4-awq in groups of 64 weights"), std::string::npos) << train.out;
+  const auto advice = run_gpuvs("advise --task infer --workload " + model + " --gpu rtx-4090,l40s");
+  ASSERT_EQ(advice.exit_code, 0) << advice.err;
+  EXPECT_NE(advice.out.find("int4-awq in groups of 64 weights, as its quantization_config (quant_method awq, bits 4, group_size 64) says"),
+            std::string::npos) << advice.out;
 }
 
 TEST(Cli, HuggingFaceConfigsAreWorkloads) {

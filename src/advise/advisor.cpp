@@ -886,6 +886,12 @@ Advice advise(const catalog::Catalog& cat, const workload::Workload& resolved, c
   // A length the scenario leaves to the model rules options out as surely as one the user chose: say it.
   if (!serving && s.seq_len == 0 && net.default_seq_len > 0)
     adv.assumed.push_back(fmt::format("sequence {} tokens (the model's default; --seq-len changes it)", net.default_seq_len));
+  // A quantized checkpoint is served as its weights, whatever the precision policy says; trained as its shape.
+  if (net.quantized) {
+    const std::string held = net.quantized->format + (net.quantized->group_size > 0 ? fmt::format(" in groups of {}", net.quantized->group_size) : "");
+    adv.assumed.push_back(serving ? fmt::format("{} weights, as {} says (not {}'s)", held, net.quantized->source, s.precision)
+                                  : fmt::format("the model's shape at {}, not its checkpoint's {} weights", s.precision, held));
+  }
   std::vector<const catalog::Gpu*> gpus;
   if (s.gpus.empty())
     for (const auto& g : cat.gpus()) gpus.push_back(&g);
