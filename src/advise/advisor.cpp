@@ -888,7 +888,7 @@ Advice advise(const catalog::Catalog& cat, const workload::Workload& resolved, c
     adv.assumed.push_back(fmt::format("sequence {} tokens (the model's default; --seq-len changes it)", net.default_seq_len));
   // A quantized checkpoint is served as its weights, whatever the precision policy says; trained as its shape.
   if (net.quantized) {
-    const std::string held = net.quantized->format + (net.quantized->group_size > 0 ? fmt::format(" in groups of {}", net.quantized->group_size) : "");
+    const std::string held = net.quantized->weights();
     adv.assumed.push_back(serving ? fmt::format("{} weights, as {} says (not {}'s)", held, net.quantized->source, s.precision)
                                   : fmt::format("the model's shape at {}, not its checkpoint's {} weights", s.precision, held));
   }

@@ -166,6 +166,8 @@ struct NetworkInfo {
     std::string format;  // a data/weight-formats.toml id: int4-awq, int4-gptq, fp8
     int group_size = 0;  // weights a group (AWQ, GPTQ); 0 where not grouped
     std::string source;  // "quantization_config (quant_method awq, bits 4, group_size 128)"
+    /// "int4-awq in groups of 128", "fp8": what the checkpoint holds, as every command says it.
+    std::string weights() const { return group_size > 0 ? format + " in groups of " + std::to_string(group_size) : format; }
   };
   std::optional<Quantized> quantized{};
 };

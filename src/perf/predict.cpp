@@ -563,8 +563,7 @@ Prediction plan_of(const ResolvedRequest& r, const models::NetworkInfo& net, con
   p.gpu_id = gpu.id;
   p.gpu_name = gpu.name;
   p.training = req.training;
-  if (net.quantized)
-    p.quantized_as = net.quantized->format + (net.quantized->group_size > 0 ? fmt::format(" in groups of {}", net.quantized->group_size) : "");
+  if (net.quantized) p.quantized_as = net.quantized->weights();
   p.batch = req.batch > 0 ? req.batch : net.fixed_batch > 0 ? net.fixed_batch : default_batch(net.family);
   p.seq_len = net.default_seq_len > 0 ? option_int(req.options, "seq_len", net.default_seq_len, 1, models::kMaxSeqLen) : 0;
   p.finetune = option_choice(req.options, "finetune", "full", {"full", "lora", "qlora"});

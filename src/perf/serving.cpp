@@ -392,15 +392,18 @@ std::pair<const ServingEngine*, WeightFormat> check_request(const models::Networ
     throw InputError(fmt::format("{} is quantized as {} ({}); --precision {} names other weights: drop it, or quantize the model again", net.id,
                                  quantized->format, quantized->source, strings::printable(req.format)));
   WeightFormat format = stored ? stored_weight_format(*stored) : weight_format(quantized ? quantized->format : req.format);
+  // AWQ and GPTQ checkpoints come in groups of 32, 64 or 128 weights: smaller groups carry more scales. The range here
+  // only makes it an integer; with_group_size says which sizes are priced.
+  const std::optional<std::int64_t> asked_group =
+      req.options.count("group_size") ? std::optional(option_int(req.options, "group_size", 0, -(1LL << 40), 1LL << 40)) : std::nullopt;
   if (quantized && quantized->group_size > 0) {
-    if (req.options.count("group_size") && option_int(req.options, "group_size", 0, -(1LL << 40), 1LL << 40) != quantized->group_size)
-      throw InputError(fmt::format("option group_size={}: {} is quantized in groups of {} ({})", req.options.at("group_size"), net.id,
-                                   quantized->group_size, quantized->source));
+    if (asked_group && *asked_group != quantized->group_size)
+      throw InputError(fmt::format("option group_size={}: {} is quantized in groups of {} ({})", *asked_group, net.id, quantized->group_size,
+                                   quantized->source));
     format = with_group_size(format, quantized->group_size);
     format.name += fmt::format(" (from {})", quantized->source);
-  } else if (req.options.count("group_size")) {
-    // AWQ and GPTQ checkpoints come in groups of 32, 64 or 128 weights: smaller groups carry more scales.
-    format = with_group_size(format, option_int(req.options, "group_size", 0, -(1LL << 40), 1LL << 40));
+  } else if (asked_group) {
+    format = with_group_size(format, *asked_group);
   }
   if (stored && strings::lower(req.format) != format.id && req.format != "bf16" && req.format != "fp16")
     throw InputError(fmt::format("{} stores its weights ({}, run as {}); --precision {} names other weights: drop it, or quantize the file again",
@@ -765,8 +768,7 @@ ServingPrediction priced_serving(const catalog::Catalog& cat, const workload::Wo
   p.group_size = format->group_size;
   if (net.quantized) {
     p.quantized_from = net.quantized->source;
-    p.notes.push_back(fmt::format("weights priced as {}{}, as {} says", format->id,
-                                  format->group_size > 0 ? fmt::format(" in groups of {}", format->group_size) : "", net.quantized->source));
+    p.notes.push_back(fmt::format("weights priced as {}, as {} says", net.quantized->weights(), net.quantized->source));
   }
   p.engine = engine->id;
   p.engine_name = engine->name;
