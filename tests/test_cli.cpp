@@ -321,6 +321,23 @@ TEST(Cli, PredictSaysWhatTheFrameworkFusesTheAdaptersItAddsAndHowSamplesArePacke
   EXPECT_EQ(j["framework"]["fuses"].size(), 4u);
   expect_usage_error(run_gpuvs("predict --workload llama2-7b --gpu h100-sxm --options 'sample_len=9000'"), "option sample_len=9000 is longer");
   expect_usage_error(run_gpuvs("predict --workload llama2-7b --gpu h100-sxm --options 'lora_targets=qkv'"), "option lora_targets needs finetune=lora");
+  // Samples of a data set's lengths, each batch drawn from one bin and padded to its longest (NVIDIA's LDDL).
+  const std::string binned = "predict --workload bert-large --gpu a100-80gb-sxm --batch 32 --options 'lengths=wikipedia-512;bin_size=64'";
+  const auto b = run_gpuvs(binned);
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_NE(b.out.find("padding      samples of wikipedia-512 (256 real tokens on average) in batches drawn from bins of 64 lengths, each "
+                       "padded to its longest sample: computed at 279 tokens a sequence on average, not 512"),
+            std::string::npos)
+      << b.out;
+  EXPECT_NE(b.out.find("sequence 512 tokens (what lengths=wikipedia-512 was made for)"), std::string::npos) << b.out;
+  const auto bj = run_gpuvs_json(binned + " --json");
+  EXPECT_EQ(bj["padding"]["bin_size"], 64);
+  EXPECT_NEAR(bj["padding"]["padded_tokens_mean"].get<double>(), 279, 1);
+  EXPECT_EQ(bj["seq_len"], 512);
+  expect_usage_error(run_gpuvs("predict --workload bert-large --gpu a100-80gb-sxm --options 'lengths=wikipedia-512'"), "option lengths needs bin_size=N");
+  expect_usage_error(run_gpuvs("predict --workload bert-large --gpu a100-80gb-sxm --options 'lengths=wikipedia-512;bin_size=64;seq_len=384'"),
+                     "holds samples made for 512 tokens; seq_len is 384");
+  expect_usage_error(run_gpuvs("predict --workload bert-large --gpu a100-80gb-sxm --options 'lengths=books;bin_size=64'"), "unknown data set 'books'");
 }
 
 TEST(Cli, PredictServesLlmsAndRefusesBadServingRequests) {

@@ -27,6 +27,7 @@
 #include "perf/memory.hpp"
 #include "perf/predict.hpp"
 #include "perf/roofline.hpp"
+#include "perf/sequence_lengths.hpp"
 #include "perf/system_facts.hpp"
 #include "perf/validation.hpp"
 #include "workload/resolve.hpp"
@@ -889,6 +890,145 @@ TEST(Predict, PackedSamplesKeepAttentionInsideEachSample) {
   r.gpus = 8;
   r.options = {{"seq_len", "8192"}, {"sample_len", "512"}, {"cp", "2"}, {"global_batch", "8"}};
   refused("option sample_len with cp > 1 is not modelled yet");
+}
+
+TEST(SequenceLengths, BatchesFromOneBinArePaddedToTheirLongestSample) {
+  // Every sample 100 tokens: one bin (65..128) holds them all; a batch is padded to 104 (a multiple of 8).
+  LengthHistogram h;
+  h.max_len = 512;
+  h.counts.assign(512, 0);
+  h.counts[99] = 1000;
+  auto bins = padded_bins(h, 64, 16);
+  ASSERT_EQ(bins.size(), 1u);
+  EXPECT_EQ(bins[0].lo, 65);
+  EXPECT_EQ(bins[0].hi, 128);
+  EXPECT_DOUBLE_EQ(bins[0].share, 1.0);
+  EXPECT_DOUBLE_EQ(bins[0].padded_len, 104.0);
+  // Two lengths in one bin, equally common: a batch of one is padded to either; a batch of two to the longer
+  // unless both are short (1/4): 3/4 x 72 + 1/4 x 40.
+  h.counts.assign(512, 0);
+  h.counts[39] = 50;  // 40 tokens
+  h.counts[69] = 50;  // 70 tokens -> 72
+  bins = padded_bins(h, 512, 2);
+  ASSERT_EQ(bins.size(), 1u);
+  EXPECT_DOUBLE_EQ(bins[0].padded_len, 0.75 * 72 + 0.25 * 40);
+  bins = padded_bins(h, 64, 2);  // bins 1..64 and 65..128, half the batches each
+  ASSERT_EQ(bins.size(), 2u);
+  EXPECT_DOUBLE_EQ(bins[0].share, 0.5);
+  EXPECT_DOUBLE_EQ(bins[0].padded_len, 40.0);
+  EXPECT_DOUBLE_EQ(bins[1].padded_len, 72.0);
+  EXPECT_THROW(padded_bins(h, 0, 2), std::invalid_argument);
+  // BERT's 512-token Wikipedia samples: half the positions are padding (Krell et al.: "in excess of 50%"); in LDDL's
+  // bins of 64 a batch of 32 is computed at about 279 tokens, 54% of 512.
+  const LengthHistogram& wiki = length_histogram("wikipedia-512");
+  EXPECT_EQ(wiki.samples(), 16279552);
+  EXPECT_NEAR(wiki.mean_len(), 255.8, 0.1);
+  double padded = 0, share = 0;
+  for (const auto& b : padded_bins(wiki, 64, 32)) {
+    padded += b.share * b.padded_len;
+    share += b.share;
+    EXPECT_LE(b.padded_len, static_cast<double>(b.hi + 7));
+    EXPECT_GE(b.padded_len, static_cast<double>(b.lo));
+  }
+  EXPECT_NEAR(share, 1.0, 1e-12);
+  EXPECT_NEAR(padded, 279.1, 0.2);
+  EXPECT_THROW(length_histogram("wikipedia"), InputError);
+}
+
+TEST(SequenceLengths, FileErrorsNameTheLineAndFuzzedFilesFailCleanly) {
+  const std::string builtin = files::read_all(std::string(GPUVS_SOURCE_DIR) + "/data/sequence-lengths.toml", "data");
+  EXPECT_EQ(parse_length_histograms(builtin, "l.toml").size(), length_histograms().size());
+  const auto with = [&](const std::string& from, const std::string& to) { return test::replaced(builtin, from, to); };
+  test::expect_refused({{with("max_len = 512\n", "max_len = 511\n"), "l.toml:8: counts holds 512 entries; max_len 511 needs one per length"},
+                        {with("max_len = 512\n", "max_len = 0\n"), "l.toml:8: max_len must be a whole number"},
+                        {with("counts = [\n  0, 0, 0, 0, 1821", "counts = [\n  0, 0, 0, -1, 1821"), "l.toml:8: counts must be whole numbers"},
+                        {with("counts = [\n  0, 0, 0, 0, 1821", "counts = [\n  0, 0, 0, 0.5, 1821"), "l.toml:8: counts must be whole numbers"},
+                        {with("max_len = 512\n", "max_len = 512\nbins = 8\n"), "l.toml:8: unknown key 'bins'"},
+                        {with("id = \"squad-1.1-384\"", "id = \"wikipedia-512\""), "id 'wikipedia-512' is listed twice"},
+                        {"[[lengths]]\nid = \"z\"\nname = \"z\"\nsource = \"z\"\nmax_len = 2\ncounts = [0, 0]\n", "l.toml:1: counts hold no sample"},
+                        {"[[lengths]]\nid = \"z\"\nmax_len = 2\ncounts = [1, 0]\n", "l.toml:1: [[lengths]] needs id, name, max_len, counts and source"},
+                        {"[length]\n", "unknown table 'length'"}},
+                       [](const std::string& text) { parse_length_histograms(text, "l.toml"); });
+  EXPECT_GT(test::fuzz_parser(builtin, "[]\"=,.#\n -0123456789acdeghiklmnorstuw_", 400, 5,
+                              [](const std::string& t, const std::string& w) { parse_length_histograms(t, w); }),
+            0);
+}
+
+TEST(Predict, BinnedBatchesArePricedAtTheLengthsTheyArePaddedTo) {
+  PredictRequest r;
+  const auto refused = [&](const std::string& words) {
+    const std::string e = test::input_error_of([&] { predict(cat(), r); });
+    EXPECT_NE(e.find(words), std::string::npos) << e;
+  };
+  r.workload = "bert-large";
+  r.gpu = "a100-80gb-sxm";
+  r.precision = Precision::tf32;
+  r.batch = 16;
+  r.options = {{"seq_len", "512"}, {"global_batch", "4096"}};
+  const Prediction full = predict(cat(), r);
+  r.options["lengths"] = "wikipedia-512";
+  r.options["bin_size"] = "64";
+  const Prediction binned = predict(cat(), r);
+  EXPECT_EQ(binned.lengths, "wikipedia-512");
+  EXPECT_EQ(binned.bin_size, 64);
+  EXPECT_EQ(binned.seq_len, 512);
+  // The mean over the bins of the prediction at each bin's padded length, each weighted by its share of batches.
+  double step = 0, padded = 0;
+  for (const auto& b : padded_bins(length_histogram("wikipedia-512"), 64, 16)) {
+    PredictRequest at = r;
+    at.options.erase("lengths");
+    at.options.erase("bin_size");
+    at.options["seq_len"] = std::to_string(std::llround(b.padded_len));
+    step += b.share * predict(cat(), at).step_s;
+    padded += b.share * static_cast<double>(std::llround(b.padded_len));
+  }
+  EXPECT_NEAR(binned.step_s, step, 1e-9 * step);
+  EXPECT_NEAR(binned.padded_len, padded, 1e-9);
+  EXPECT_NEAR(binned.throughput, 4096.0 / step, 1e-6 * binned.throughput);
+  double op_seconds = 0;
+  for (const auto& op : binned.detail.ops) op_seconds += op.seconds;
+  EXPECT_NEAR(op_seconds, binned.detail.step_s, 1e-6 * binned.detail.step_s);
+  // Fewer positions, and attention's quadratic share shrinks faster: between 1/0.54 and 1/0.54^2 of the padded rate.
+  EXPECT_GT(binned.throughput / full.throughput, 1.0 / 0.545);
+  EXPECT_LT(binned.throughput / full.throughput, 1.0 / (0.545 * 0.545));
+  // Memory holds the longest bin's batches.
+  EXPECT_DOUBLE_EQ(binned.memory.peak_bytes, full.memory.peak_bytes);
+  // Padding each batch to its longest sample with no bins still pads most batches to 512 (a quarter of the samples
+  // are 512 tokens): almost no gain.
+  r.options["bin_size"] = "512";
+  const Prediction dynamic = predict(cat(), r);
+  EXPECT_GT(dynamic.padded_len, 505);
+  EXPECT_LT(dynamic.throughput, binned.throughput);
+  // seq_len comes from the data set when not given, and is said.
+  r.options.erase("seq_len");
+  const Prediction implied = predict(cat(), r);
+  EXPECT_EQ(implied.seq_len, 512);
+  const auto said = assumed(r, implied);
+  EXPECT_TRUE(std::any_of(said.begin(), said.end(), [](const std::string& s) { return s.find("what lengths=wikipedia-512 was made for") != std::string::npos; }));
+  r.options["bin_size"] = "64";
+  r.options["seq_len"] = "128";
+  refused("option lengths=wikipedia-512 holds samples made for 512 tokens; seq_len is 128");
+  r.options["seq_len"] = "512";
+  r.options["bin_size"] = "100";
+  refused("option bin_size=100 must split the 512-token sequence into whole bins");
+  r.options["bin_size"] = "0";
+  refused("option bin_size=0");
+  r.options["bin_size"] = "1024";
+  refused("option bin_size=1024");
+  r.options.erase("bin_size");
+  refused("option lengths needs bin_size=N");
+  r.options["bin_size"] = "64";
+  r.options.erase("lengths");
+  refused("option bin_size needs lengths=ID");
+  r.options["lengths"] = "wikipedia";
+  refused("option lengths: unknown data set 'wikipedia' (known: wikipedia-512, squad-1.1-384)");
+  r.options["lengths"] = "wikipedia-512";
+  r.workload = "gpt2-124m";
+  r.options.erase("global_batch");
+  refused("options lengths and bin_size apply to encoder workloads (BERT), not gpt2-124m");
+  r.workload = "bert-large";
+  r.options["bogus"] = "1";
+  refused("option 'bogus' is unknown");
 }
 
 TEST(Compare, CostPerMillionIsTheGivenHourPriceTimesTheHours) {

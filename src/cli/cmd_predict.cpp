@@ -233,6 +233,8 @@ nlohmann::json prediction_json(const perf::Prediction& p, const std::string& mod
         {"transient_gib", m.transient_bytes / kGiB}, {"runtime_gib", m.runtime_bytes / kGiB}}}};
   if (p.seq_len > 0) j["seq_len"] = p.seq_len;
   if (p.sample_len > 0) j["sample_len"] = p.sample_len;
+  if (!p.lengths.empty())
+    j["padding"] = {{"lengths", p.lengths}, {"bin_size", p.bin_size}, {"real_tokens_mean", p.real_len}, {"padded_tokens_mean", p.padded_len}};
   if (p.finetune != "full")
     j["finetune"] = {{"method", p.finetune}, {"lora_rank", p.lora_rank}, {"lora_targets", models::lora_targets_name(p.lora_targets)}};
   if (p.micro_batches > 1 && !p.parallel)
@@ -279,6 +281,12 @@ void print_prediction(const perf::Prediction& p, const std::string& mode, const 
   if (p.sample_len > 0)
     fmt::print("  packing      samples of about {} tokens packed into each {}-token sequence; attention within each sample (sample_len)\n",
                p.sample_len, p.seq_len);
+  if (!p.lengths.empty())
+    fmt::print("  padding      samples of {} ({:.0f} real tokens on average) in batches {}: computed at {:.0f} tokens a sequence on average, "
+               "not {} (lengths, bin_size)\n",
+               p.lengths, p.real_len,
+               p.bin_size == p.seq_len ? std::string("padded to their longest sample") : fmt::format("drawn from bins of {} lengths, each padded to its longest sample", p.bin_size),
+               p.padded_len, p.seq_len);
   if (p.finetune != "full")
     fmt::print("  fine-tuning  {}: rank-{} adapters on {} (lora_targets={}); every base weight frozen\n", p.finetune, p.lora_rank,
                p.lora_targets == models::LoraTargets::all         ? "every linear layer"
@@ -408,7 +416,8 @@ Runner add_predict_command(CLI::App& app) {
   sub->add_option("--mode", a->mode, "train, infer; for decoders also prefill and decode (infer = whole requests under the engine's batching)")
       ->capture_default_str();
   sub->add_option("--options", a->options,
-                  "k=v;k=v: seq_len, flash_attention, sharding=none|zero1|zero2|full, nvls=0|1 (NVLink SHARP all-reduce), ...; serving: "
+                  "k=v;k=v: seq_len, flash_attention, sharding=none|zero1|zero2|full, nvls=0|1 (NVLink SHARP all-reduce), lengths=ID;bin_size=N (encoders: "
+                  "samples of a data set's lengths, each batch padded to its longest), ...; serving: "
                   "prompt_len, gen_len, tp, framework=" + perf::engine_ids("|") + ", kv_dtype=fp16|fp8, group_size=32|64|128 (AWQ, GPTQ), arrival=steady|wave "
                   "(wave: --batch requests all at once, none after); both: release=YYYY-MM (the framework or engine release you run)");
   sub->add_option("--catalog", a->catalogs, "Add devices from a TOML file (repeatable)");

@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 
 #include "core/error.hpp"
 #include "core/strings.hpp"
@@ -18,6 +20,7 @@
 #include "perf/framework.hpp"
 #include "perf/maturity.hpp"
 #include "perf/parallel.hpp"
+#include "perf/sequence_lengths.hpp"
 #include "perf/serving.hpp"
 #include "perf/serving_engine.hpp"
 #include "perf/system_facts.hpp"
@@ -32,7 +35,7 @@ const std::vector<std::string> kOptionKeys = {"seq_len",  "flash_attention", "sh
                                               "kv_heads", "ffn",             "vocab",    "memory_format",
                                               "tp",       "pp",              "cp",       "vp",      "global_batch",
                                               "network",  "framework",       "sequence_parallel", "tp_overlap", "pp_overlap",
-                                              "nvls",     "release"};
+                                              "nvls",     "release",         "lengths",  "bin_size"};
 
 std::string option_choice(const std::map<std::string, std::string>& o, const std::string& key, const std::string& fallback,
                           const std::vector<std::string>& allowed) {
@@ -465,7 +468,9 @@ std::vector<std::string> assumed(const PredictRequest& req, const Prediction& p)
                               precision_name(p.plan.precision), p.quantized_as,
                               p.finetune == "qlora" ? "; finetune=qlora keeps 4-bit frozen weights" : "; --mode prefill, decode or infer price them as stored"));
   if (!req.precision) out.push_back(fmt::format("precision {} (the default rule: {})", precision_name(p.plan.precision), kDefaultPrecisionRule));
-  if (p.seq_len > 0 && !req.options.count("seq_len"))
+  if (p.seq_len > 0 && !req.options.count("seq_len") && !p.lengths.empty())
+    out.push_back(fmt::format("sequence {} tokens (what lengths={} was made for)", p.seq_len, p.lengths));
+  else if (p.seq_len > 0 && !req.options.count("seq_len"))
     out.push_back(p.prompt_cut_to_positions ? fmt::format("prompt {} tokens (the model's positions less the generated tokens)", p.seq_len)
                                             : fmt::format("sequence {} tokens (the model's default)", p.seq_len));
   if (!p.memory_format.empty() && !req.options.count("memory_format"))
@@ -667,7 +672,7 @@ void set_throughput(Prediction& p, const models::NetworkInfo& net) {
 
 namespace {
 
-Prediction priced(const catalog::Catalog& cat, const workload::Workload& w, const PredictRequest& request) {
+Prediction priced_padded(const catalog::Catalog& cat, const workload::Workload& w, const PredictRequest& request) {
   w.check_is(request.workload, request.options);
   const catalog::Gpu& gpu = cat.find(request.gpu);
   const models::NetworkInfo& net = w.network();
@@ -718,6 +723,91 @@ Prediction priced(const catalog::Catalog& cat, const workload::Workload& w, cons
   }
   set_throughput(p, net);
   return p;
+}
+
+/// Every time a prediction holds, added into `into` at weight `w` (one of several predictions of the same graph
+/// structure at other sequence lengths: their mean).
+void add_times(Prediction& into, const Prediction& part, double w) {
+  for (auto [to, from] : {std::pair{&into.step_s, part.step_s}, {&into.single_gpu_step_s, part.single_gpu_step_s}, {&into.comm_s, part.comm_s},
+                          {&into.comm_exposed_s, part.comm_exposed_s}, {&into.recompute_s, part.recompute_s},
+                          {&into.microbatch_s, part.microbatch_s}, {&into.optimizer_s, part.optimizer_s}})
+    *to += w * from;
+  StepPrediction& d = into.detail;
+  const StepPrediction& s = part.detail;
+  for (auto [to, from] : {std::pair{&d.step_s, s.step_s}, {&d.compute_s, s.compute_s}, {&d.memory_s, s.memory_s}, {&d.latency_s, s.latency_s},
+                          {&d.launch_s, s.launch_s}, {&d.matrix_flops, s.matrix_flops}, {&d.vector_flops, s.vector_flops}, {&d.bytes, s.bytes}})
+    *to += w * from;
+  if (d.ops.size() != s.ops.size()) throw std::logic_error("add_times: predictions of different graphs");
+  for (std::size_t i = 0; i < d.ops.size(); ++i) {
+    d.ops[i].seconds += w * s.ops[i].seconds;
+    d.ops[i].compute_s += w * s.ops[i].compute_s;
+    d.ops[i].memory_s += w * s.ops[i].memory_s;
+  }
+}
+
+void zero_times(Prediction& p) {
+  Prediction zero = p;
+  add_times(p, zero, -1.0);
+}
+
+/// Samples of a data set's lengths, each batch padded to its longest (options lengths and bin_size): the mean over
+/// the bins' batches of the prediction at the length each is padded to. A step's time is linear in its batches'
+/// times, so the mean time is exact where the batches of one step come from several bins; throughput is then the
+/// samples over that mean. Memory must hold the longest bin's batches: the full sequence's prediction.
+Prediction priced_binned(const catalog::Catalog& cat, const workload::Workload& w, const PredictRequest& request) {
+  const models::NetworkInfo& net = w.network();
+  const auto lengths_it = request.options.find("lengths");
+  if (lengths_it == request.options.end()) {
+    std::vector<std::string> known;
+    for (const auto& h : length_histograms()) known.push_back(h.id);
+    throw InputError(fmt::format("option bin_size needs lengths=ID, the data set whose sample lengths the batches hold (known: {})",
+                                 strings::join(known, ", ")));
+  }
+  const LengthHistogram& h = length_histogram(lengths_it->second);
+  if (!request.options.count("bin_size"))
+    throw InputError(fmt::format("option lengths needs bin_size=N, how batches are padded: bin_size={} pads each batch to its longest sample, "
+                                 "a smaller one draws each batch from one bin of that many lengths (NVIDIA's LDDL)",
+                                 h.max_len));
+  if (net.family != models::Family::encoder)
+    throw InputError(fmt::format("options lengths and bin_size apply to encoder workloads (BERT), not {}{}", net.id,
+                                 net.family == models::Family::decoder ? " (decoders pack samples into sequences with sample_len)" : ""));
+  PredictRequest padded = request;
+  padded.options.erase("lengths");
+  padded.options.erase("bin_size");
+  if (!request.options.count("seq_len")) padded.options["seq_len"] = std::to_string(h.max_len);
+  const Prediction full = priced_padded(cat, w, padded);  // every other option checked here
+  if (full.seq_len != h.max_len)
+    throw InputError(fmt::format("option lengths={} holds samples made for {} tokens; seq_len is {} (a data set made for another length has "
+                                 "other lengths)",
+                                 h.id, h.max_len, full.seq_len));
+  const std::int64_t bin = option_int(request.options, "bin_size", 0, 1, full.seq_len);
+  if (full.seq_len % bin != 0)
+    throw InputError(fmt::format("option bin_size={} must split the {}-token sequence into whole bins", bin, full.seq_len));
+  Prediction mixed = full;
+  zero_times(mixed);
+  double padded_len = 0;
+  for (const PaddedBin& b : padded_bins(h, bin, full.batch)) {
+    const std::int64_t len = std::clamp<std::int64_t>(std::llround(b.padded_len), 1, full.seq_len);
+    padded_len += b.share * static_cast<double>(len);
+    if (len == full.seq_len) {
+      add_times(mixed, full, b.share);
+      continue;
+    }
+    PredictRequest at = padded;
+    at.options["seq_len"] = std::to_string(len);
+    add_times(mixed, priced_padded(cat, w, at), b.share);
+  }
+  mixed.lengths = h.id;
+  mixed.bin_size = bin;
+  mixed.real_len = h.mean_len();
+  mixed.padded_len = padded_len;
+  set_throughput(mixed, net);
+  return mixed;
+}
+
+Prediction priced(const catalog::Catalog& cat, const workload::Workload& w, const PredictRequest& request) {
+  if (request.options.count("lengths") || request.options.count("bin_size")) return priced_binned(cat, w, request);
+  return priced_padded(cat, w, request);
 }
 
 }  // namespace

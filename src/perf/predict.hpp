@@ -26,7 +26,8 @@ struct PredictRequest {
   std::optional<Precision> precision;  // none named: default_precision(the card), the rule every command shares
   bool training = true;
   std::map<std::string, std::string> options;  // seq_len, flash_attention, sharding, gen_len, recompute,
-                                               // finetune, lora_rank, lora_targets, sample_len, memory_format, framework; decoder training
+                                               // finetune, lora_rank, lora_targets, sample_len, memory_format, framework, lengths,
+                                               // bin_size; decoder training
                                                // plans: tp, pp, cp, vp, global_batch, network; for
                                                // workload gpt its shape: layers, hidden, heads, kv_heads,
                                                // ffn, vocab
@@ -73,6 +74,13 @@ struct Prediction {
   std::int64_t lora_rank = 0;
   models::LoraTargets lora_targets = models::LoraTargets::all;  // the matrices that carry adapters
   std::int64_t sample_len = 0;  // training decoders: samples of about this many tokens packed per sequence; 0 = one
+  // Encoders, samples of varying length padded per batch (options lengths and bin_size, perf/sequence_lengths.hpp):
+  // the data set, the bin width, the real tokens a sample holds and the length a batch is computed at, on average.
+  // Every time is then the mean over the bins' batches; memory is the longest bin's. Empty lengths: every sample
+  // is padded to seq_len.
+  std::string lengths;
+  std::int64_t bin_size = 0;
+  double real_len = 0, padded_len = 0;
   std::int64_t frozen_params = 0;
   bool calibrated = false;  // the request's calibration was measured on this device and applied
   bool stack_applied = false;  // the request's measured stack ratios moved this prediction's efficiencies

@@ -71,6 +71,8 @@ class JsonOutputs(unittest.TestCase):
             ("predict.schema.json", ["predict", "--workload", "seed-mlp", "--gpu", "rtx-4090", "--json"]),
             ("predict.schema.json", ["predict", "--workload", "resnet50", "--gpu", "a100-80gb-sxm", "--mode", "infer", "--json"]),
             ("predict.schema.json", ["predict", "--workload", "bert-base", "--gpu", "h100-sxm", "--gpus", "8", "--json"]),
+            ("predict.schema.json", ["predict", "--workload", "bert-large", "--gpu", "a100-80gb-sxm", "--options",
+                                     "lengths=wikipedia-512;bin_size=64;global_batch=4096", "--batch", "16", "--json"]),
             ("predict.schema.json", ["predict", "--workload", "llama3-70b", "--gpu", "h100-sxm", "--gpus", "64", "--options", "tp=8;pp=2", "--json"]),
             ("predict.schema.json", ["predict", "--workload", "llama3-8b", "--gpu", "rtx-4090", "--options", "finetune=qlora", "--json"]),
             ("predict.schema.json", ["predict", "--workload", "resnet50", "--gpu", "h200", "--calibration", str(t / "bench.json"), "--json"]),
