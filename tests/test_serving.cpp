@@ -254,6 +254,53 @@ TEST(Serving, GgmlKernelsStreamTheWeightsAtWhatTheSmsKeepInFlight) {
   EXPECT_LT(a100, 0.8 * rate("a100-80gb-pcie", "llama.cpp"));
 }
 
+TEST(Serving, MatrixVectorKernelsStreamAtTheirClassesLoadsInFlight) {
+  // Issue 34, memory-level parallelism by kernel class: a few tokens through each 16-bit weight is a memory-bound decode
+  // kernel like the cache read (decode_bytes_per_sm_cycle); an engine whose weight-only kernels unpack and scale each
+  // weight in registers before the dot (gpt-fast: Inductor's int8 dequantize-and-reduce, tinygemm for int4) keeps as
+  // few loads in flight as ggml's MMVQ (ggml_gemv_bytes_per_sm_cycle). The A100 SXM (108 SMs, 2,039 GB/s) sits on the
+  // SM side of both; the RTX 4090 (128 SMs at 2.5 GHz, 1,008 GB/s) on the DRAM side of both.
+  const auto rate = [&](const std::string& gpu, const std::string& engine, const std::string& format) {
+    const auto p = serve("llama2-7b", gpu, "decode", format, "framework=" + engine + ";prompt_len=5;gen_len=200", 1);
+    return p.step.weight_bytes_read / p.step.gemm_s;
+  };
+  const double bf16 = rate("a100-80gb-sxm", "gpt-fast", "bf16"), int8 = rate("a100-80gb-sxm", "gpt-fast", "int8-w8a16");
+  const double vllm_int8 = rate("a100-80gb-sxm", "vllm", "int8-w8a16"), rtx = rate("rtx-4090", "gpt-fast", "int8-w8a16");
+  const auto& a100 = cat().find("a100-80gb-sxm");
+  ASSERT_LT(memory_fraction(a100, 1.1 * active_constants().decode_bytes_per_sm_cycle), system_facts().bench_memory);
+  EXPECT_LT(int8, 0.85 * bf16);  // the dequantizing kernels keep fewer bytes in flight
+  EXPECT_LT(int8, 0.85 * vllm_int8);  // vLLM's weight-only GEMVs stream like its 16-bit ones
+  {
+    FittedConstants more = active_constants();
+    more.ggml_gemv_bytes_per_sm_cycle *= 1.25;
+    const ScopedConstants scope(more);
+    EXPECT_NEAR(rate("a100-80gb-sxm", "gpt-fast", "int8-w8a16") / int8, 1.25, 0.02);
+    EXPECT_NEAR(rate("a100-80gb-sxm", "gpt-fast", "bf16") / bf16, 1.0, 1e-9);
+    EXPECT_NEAR(rate("a100-80gb-sxm", "vllm", "int8-w8a16") / vllm_int8, 1.0, 1e-9);
+    EXPECT_NEAR(rate("rtx-4090", "gpt-fast", "int8-w8a16") / rtx, 1.0, 1e-9);
+  }
+  {
+    FittedConstants more = active_constants();
+    more.decode_bytes_per_sm_cycle *= 1.1;
+    const ScopedConstants scope(more);
+    EXPECT_NEAR(rate("a100-80gb-sxm", "gpt-fast", "bf16") / bf16, 1.1, 0.02);
+    EXPECT_NEAR(rate("a100-80gb-sxm", "vllm", "int8-w8a16") / vllm_int8, 1.1, 0.02);
+    EXPECT_NEAR(rate("a100-80gb-sxm", "gpt-fast", "int8-w8a16") / int8, 1.0, 1e-9);
+  }
+  {
+    // Past what any card needs, every 16-bit matrix-vector product reads at the DRAM side: the RTX 4090 was there.
+    const double rtx_bf16 = rate("rtx-4090", "gpt-fast", "bf16");
+    FittedConstants wide = active_constants();
+    wide.decode_bytes_per_sm_cycle = 256;
+    const ScopedConstants scope(wide);
+    EXPECT_NEAR(rate("rtx-4090", "gpt-fast", "bf16") / rtx_bf16, 1.0, 1e-9);
+    EXPECT_GT(rate("a100-80gb-sxm", "gpt-fast", "bf16"), 1.1 * bf16);
+  }
+  // PyTorch's tinygemm layout: a bf16 scale and a bf16 zero point per group, 4 + 32/g bits a weight.
+  EXPECT_DOUBLE_EQ(weight_format("int4-tinygemm").bits, 4.25);
+  EXPECT_DOUBLE_EQ(with_group_size(weight_format("int4-tinygemm"), 32).bits, 5.0);
+}
+
 TEST(Serving, GgmlBatchedProductsReachAShareOfTheCardsBestGemm) {
   // Issue 34, what the engine runs: llama.cpp's prefill products (a weight dequantized to FP16, then cuBLAS in FP16
   // compute, tile by tile of the micro-batch) reach ggml_gemm_share of the card's best GEMM on every card; other
@@ -496,6 +543,7 @@ TEST(ServingData, FormatAndEngineFilesFailWithTheirLineAndSurviveFuzzing) {
            {engine + "cuda_graphs = 1\n", "cuda_graphs must be true or false"},
            {engine + "activation_bytes = 3\n", "activation_bytes must be 2 or 4"},
            {engine + "kernel_family = \"cutlass\"\n", "kernel_family must be \"ggml\" (or left out), not 'cutlass'"},
+           {engine + "dequant_gemv_family = \"marlin\"\n", "dequant_gemv_family must be \"ggml\" (or left out), not 'marlin'"},
            {engine + "turbo = true\n", "unknown key 'turbo'"},
            {"[[engine]]\nid = \"e\"\n", "needs id, name, source"},
            {engine + engine, "e.toml:9: engine 'e' listed twice"},

@@ -158,7 +158,7 @@ void print_held_out(const std::vector<perf::SourceSummary>& held, const std::vec
     const auto& dc = f.fit.constants.of(perf::DeviceClass::datacenter);
     const auto& gf = f.fit.constants.of(perf::DeviceClass::geforce);
     fmt::print("  without {:<24} fitted on {:>3} rows: datacenter gemm {:.2f} conv {:.2f}{}; geforce gemm {:.2f} conv {:.2f}{}; "
-               "memory {:.1f} B per SM-cycle, decode attention {:.1f}, ggml matrix-vector {:.1f}, passes {:.1f}, GEMM share {:.2f} ({} serving rows); transfer share {:.2f} ({} pairs)\n",
+               "memory {:.1f} B per SM-cycle, decode kernels {:.1f}, ggml matrix-vector {:.1f}, passes {:.1f}, GEMM share {:.2f} ({} serving rows); transfer share {:.2f} ({} pairs)\n",
                f.summary.file, f.fit.rows, dc.gemm, dc.conv, f.fit.classes_fitted[0] ? "" : " (borrowed)", gf.gemm, gf.conv,
                f.fit.classes_fitted[1] ? "" : " (borrowed)", f.fit.constants.bytes_per_sm_cycle, f.fit.constants.decode_bytes_per_sm_cycle,
                f.fit.constants.ggml_gemv_bytes_per_sm_cycle, f.fit.constants.ggml_bytes_per_sm_cycle, f.fit.constants.ggml_gemm_share, f.fit.serving_rows, f.fit.constants.transfer_share, f.fit.transfer_pairs);

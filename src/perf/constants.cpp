@@ -131,11 +131,13 @@ std::string constants_toml(const FittedConstants& c) {
        "# (data/system.toml [microbench.memory]), bytes_per_sm_cycle x SMs x the sustained clock): Little's law, bytes in\n"
        "# flight per SM over the DRAM latency (perf/efficiency.hpp). The prior: one 4-byte load in flight per\n"
        "# resident thread (2,048 per SM) over a DRAM latency of about 700 cycles. decode_bytes_per_sm_cycle is\n"
-       "# the same for a serving engine's decode attention (the KV cache read every generated token), fitted on\n"
-       "# the LLM serving rows alone and pulled towards bytes_per_sm_cycle, which it equals where no serving row\n"
-       "# on a card whose SMs bind sees it. ggml_gemv_bytes_per_sm_cycle and ggml_bytes_per_sm_cycle are the same for\n"
-       "# ggml's own kernels (llama.cpp): its matrix-vector kernels (a few tokens through a weight, the products over\n"
-       "# the cache at decode) and its passes (dequantize, conversions, elementwise), fitted on the serving rows of\n"
+       "# the same for a serving engine's memory-bound decode kernels (the KV cache read every generated token, and\n"
+       "# the matrix-vector products of a few tokens through each 16-bit weight), fitted on the LLM serving rows alone\n"
+       "# and pulled towards bytes_per_sm_cycle, which it equals where no serving row on a card whose SMs bind sees it.\n"
+       "# ggml_gemv_bytes_per_sm_cycle and ggml_bytes_per_sm_cycle are the same for ggml's own kernels (llama.cpp): its\n"
+       "# matrix-vector kernels (a few tokens through a weight, the products over the cache at decode; other engines'\n"
+       "# kernels that dequantize a weight-only format in registers are of this class too: serving-engines.toml\n"
+       "# dequant_gemv_family) and its passes (dequantize, conversions, elementwise), fitted on the serving rows of\n"
        "# engines that run them, with the same pull.\n";
   s += fmt::format(
       "[memory]\nbytes_per_sm_cycle = {:.3f}\nprior_bytes_per_sm_cycle = {:.3f}\ndecode_bytes_per_sm_cycle = {:.3f}\n"

@@ -30,7 +30,8 @@ struct FittedConstants {
   // (perf/efficiency.hpp memory_fraction). Fitted, from a prior of one 4-byte load in flight per resident thread.
   double bytes_per_sm_cycle = 0;
   double bytes_per_sm_cycle_prior = 0;
-  // The same for a serving engine's decode-attention kernel (the KV cache read once per generated token):
+  // The same for a serving engine's memory-bound decode kernels: its decode attention (the KV cache read once per
+  // generated token) and its matrix-vector products over 16-bit weights (a few tokens through each weight),
   // another kernel class, with its own loads in flight. Fitted on LLM serving rows alone, pulled towards
   // bytes_per_sm_cycle (its prior: until serving rows on a card whose SMs bind say otherwise, it streams like
   // the framework kernels), so where no serving row sees it, it is exactly that.
@@ -39,7 +40,9 @@ struct FittedConstants {
   // weights for a few tokens (MMVQ with dp4a on quantized weights, its F16 sibling, the products over the KV cache
   // at decode), and its passes (dequantize a weight to FP16 for a batched GEMM, FP32<->FP16 conversions,
   // elementwise ops), whose threads each hold a few bytes. Fitted on the serving rows of engines that run them
-  // (perf/serving_engine.hpp kernel_family), pulled towards bytes_per_sm_cycle like the decode constant.
+  // (perf/serving_engine.hpp kernel_family, and dequant_gemv_family for the matrix-vector class: another engine's
+  // weight-only kernels that unpack and scale each weight in registers before the dot), pulled towards
+  // bytes_per_sm_cycle like the decode constant.
   double ggml_gemv_bytes_per_sm_cycle = 0;
   double ggml_bytes_per_sm_cycle = 0;
   // The share of a card's best GEMM rate (data/achievable.toml) that ggml's batched matrix products reach at prefill:

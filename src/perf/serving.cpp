@@ -59,6 +59,9 @@ struct Setup {
   // The same for an engine's matrix-vector kernels (a few tokens through a weight): the streaming fraction, or
   // ggml's own class (perf/constants.hpp ggml_gemv_bytes_per_sm_cycle).
   double gemv_mem_max = 0;
+  // The same for its matrix-vector kernels over a weight-only format (dequantized in registers): gemv_mem_max, or
+  // ggml's class where the engine's dequantizing kernels are of it (ServingEngine::dequant_gemv_family).
+  double dequant_gemv_mem_max = 0;
   Link link;
   WeightBytes weights;  // whole model (each rank holds 1/tp of the projections and the vocabulary)
   // llama.cpp-style offload: blocks from gpu_layers on run from system RAM (weights and their KV cache),
@@ -106,7 +109,8 @@ void price_linear(const Setup& s, double m, double k, double n, double bits, Ite
     bytes -= m * (k + n) * (act - 2.0);  // the GEMM itself reads and writes FP16
   }
   EfficiencyParams kernel = s.eff;
-  if (m <= system_facts().vector_kernel_rows) kernel.mem_max = s.gemv_mem_max;  // a matrix-vector kernel
+  if (m <= system_facts().vector_kernel_rows)  // a matrix-vector kernel
+    kernel.mem_max = s.format->weight_only ? s.dequant_gemv_mem_max : s.gemv_mem_max;
   const double memory = bytes / (s.bandwidth * memory_efficiency(bytes, kernel));
   c.gemm_s += std::max(compute, memory);
   c.seconds += std::max(compute, memory);
@@ -219,7 +223,7 @@ IterationCost iteration(const Setup& s, const TokenMix& mix) {
       const double before = c.seconds;
       Setup host = s;
       host.bandwidth = s.host_bandwidth;
-      host.eff.mem_max = host.gemv_mem_max = system_facts().host_stream_fraction;
+      host.eff.mem_max = host.gemv_mem_max = host.dequant_gemv_mem_max = system_facts().host_stream_fraction;
       host.eff.mem_half_bytes = 0;
       host.matrix_peak = host.attention_peak = host.vector_peak = 1e30;
       if (m > system_facts().offload_batch_rows) {
@@ -251,7 +255,7 @@ IterationCost iteration(const Setup& s, const TokenMix& mix) {
     if (s.gpu_layers < d.layers && mix.logits <= system_facts().offload_batch_rows) {
       // Offloaded: the LM head stays in system RAM with the CPU (llama.cpp moves it last).
       head.bandwidth = s.host_bandwidth;
-      head.eff.mem_max = head.gemv_mem_max = system_facts().host_stream_fraction;
+      head.eff.mem_max = head.gemv_mem_max = head.dequant_gemv_mem_max = system_facts().host_stream_fraction;
       head.eff.mem_half_bytes = 0;
       head.matrix_peak = head.vector_peak = 1e30;
     }
@@ -506,7 +510,9 @@ Setup rank_setup(const catalog::Catalog& cat, const catalog::Gpu& gpu, const mod
   // (MMVQ and its F16 sibling, and the products over the cache at decode), and the rest (dequantize, conversion
   // and elementwise passes), whose threads each hold a few bytes.
   const double stream = s.eff.mem_max;
-  s.gemv_mem_max = stream;
+  // A matrix-vector product over 16-bit weights (a few tokens through each weight) is a memory-bound decode kernel
+  // like the cache read: as many bytes in flight per SM (Little's law, decode_bytes_per_sm_cycle).
+  s.gemv_mem_max = std::min(stream, memory_fraction(gpu, active_constants().decode_bytes_per_sm_cycle));
   if (engine.kernel_family == "ggml") {
     const auto& k = active_constants();
     s.eff.mem_max = std::min(stream, memory_fraction(gpu, k.ggml_bytes_per_sm_cycle));
@@ -515,6 +521,11 @@ Setup rank_setup(const catalog::Catalog& cat, const catalog::Gpu& gpu, const mod
     // its own MMQ kernels) reach a share of the card's best GEMM, whatever the card: the engine's, not the card's.
     s.eff.gemm_max *= k.ggml_gemm_share;
   }
+  // An engine whose weight-only matrix-vector kernels unpack and scale each weight in registers before the dot keeps
+  // fewer loads in flight per SM than one streaming 16-bit weights: ggml's MMVQ class, carried to such engines.
+  s.dequant_gemv_mem_max = s.gemv_mem_max;
+  if (engine.dequant_gemv_family == "ggml")
+    s.dequant_gemv_mem_max = std::min(stream, memory_fraction(gpu, active_constants().ggml_gemv_bytes_per_sm_cycle));
   // An engine released before this card's native kernels runs them at the shares data/software-maturity.toml gives.
   apply_maturity(s.eff, serving_maturity(gpu, engine, req));
   // A measured stack (the same engine and format on some card) moves its kernels' efficiencies, not the card's
@@ -526,6 +537,7 @@ Setup rank_setup(const catalog::Catalog& cat, const catalog::Gpu& gpu, const mod
     memory_ratio = on.memory;
   }
   s.gemv_mem_max = std::min(0.98, s.gemv_mem_max * memory_ratio);  // apply_stack's ceiling
+  s.dequant_gemv_mem_max = std::min(0.98, s.dequant_gemv_mem_max * memory_ratio);
   // The decode-attention kernel's own class; ggml's (products over the cache) are its matrix-vector kernels.
   s.decode_mem_max = engine.kernel_family == "ggml"
                          ? s.gemv_mem_max

@@ -39,12 +39,18 @@ std::vector<ServingEngine> parse_engines(const std::string& text, const std::str
     };
     for (const auto& [k, v] : *e) {
       const std::string key(k.str());
-      if (key == "id" || key == "name" || key == "source" || key == "attention" || key == "kernel_family") {
+      if (key == "id" || key == "name" || key == "source" || key == "attention" || key == "kernel_family" ||
+          key == "dequant_gemv_family") {
         const auto str = v.value<std::string>();
         if (!str || str->empty()) throw InputError(fmt::format("{}:{}: {} must be a non-empty string", where, line, key));
-        if (key == "kernel_family" && *str != "ggml")
-          throw InputError(fmt::format("{}:{}: kernel_family must be \"ggml\" (or left out), not '{}'", where, line, strings::printable(*str)));
-        (key == "id" ? s.id : key == "name" ? s.name : key == "source" ? s.source : key == "attention" ? s.attention : s.kernel_family) = *str;
+        if ((key == "kernel_family" || key == "dequant_gemv_family") && *str != "ggml")
+          throw InputError(fmt::format("{}:{}: {} must be \"ggml\" (or left out), not '{}'", where, line, key, strings::printable(*str)));
+        (key == "id"               ? s.id
+         : key == "name"           ? s.name
+         : key == "source"         ? s.source
+         : key == "attention"      ? s.attention
+         : key == "kernel_family"  ? s.kernel_family
+                                   : s.dequant_gemv_family) = *str;
       } else if (key == "fp16_accumulate" || key == "inflight_batching" || key == "fp8_kv_cache" || key == "cuda_graphs" ||
                  key == "layer_offload" || key == "layer_split") {
         const auto b = v.is_boolean() ? v.value<bool>() : std::nullopt;

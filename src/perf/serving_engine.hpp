@@ -21,6 +21,10 @@ struct ServingEngine {
   // fraction of the DRAM rate) or "ggml" (ggml's CUDA kernels, which keep fewer bytes in flight per SM:
   // perf/constants.hpp ggml_bytes_per_sm_cycle).
   std::string kernel_family;
+  // Whose kernels dequantize a weight-only format's weights for a few tokens (a matrix-vector product that unpacks in
+  // registers): "" (a tuned GEMV streaming like the 16-bit ones) or "ggml" (ggml's MMVQ class: few bytes in flight
+  // per SM, ggml_gemv_bytes_per_sm_cycle). A kernel_family engine's are its family's.
+  std::string dequant_gemv_family;
   bool fp16_accumulate = false;   // FP16 GEMMs accumulate in FP16 (cuBLAS COMPUTE_16F)
   // Bytes per activation element between ops: 2 (16-bit), or 4 where activations stay FP32 (ggml) and
   // each batched GEMM converts its input to FP16 and its result back.
