@@ -338,6 +338,12 @@ TEST(Cli, PredictSaysWhatTheFrameworkFusesTheAdaptersItAddsAndHowSamplesArePacke
   expect_usage_error(run_gpuvs("predict --workload bert-large --gpu a100-80gb-sxm --options 'lengths=wikipedia-512;bin_size=64;seq_len=384'"),
                      "holds samples made for 512 tokens; seq_len is 384");
   expect_usage_error(run_gpuvs("predict --workload bert-large --gpu a100-80gb-sxm --options 'lengths=books;bin_size=64'"), "unknown data set 'books'");
+  // TensorRT builds inference engines.
+  expect_usage_error(run_gpuvs("predict --workload bert-large --gpu a100-80gb-sxm --options 'framework=tensorrt'"),
+                     "framework=tensorrt builds inference engines: --mode infer, not train");
+  const auto trt = run_gpuvs("predict --workload bert-large --gpu a100-80gb-sxm --mode infer --precision fp16 --options 'framework=tensorrt'");
+  ASSERT_EQ(trt.exit_code, 0) << trt.err;
+  EXPECT_NE(trt.out.find("tensorrt profile (fuses add-norm, gemm-activation, attention-views, fused-qkv)"), std::string::npos) << trt.out;
 }
 
 TEST(Cli, PredictServesLlmsAndRefusesBadServingRequests) {

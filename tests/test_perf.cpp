@@ -1970,10 +1970,56 @@ TEST(Framework, FileErrorsNameTheLineAndFuzzedFilesFailCleanly) {
            {"[[framework]]\nid = \"x\"\nname = \"X\"\nsource = \"s\"\nlora_rank = \"32\"\n", "lora_rank must be a whole number"},
            {"[[framework]]\nid = \"x\"\nname = \"X\"\nsource = \"s\"\nfuses = [\"everything\"]\n", "f.toml:1: fuses lists 'everything', not a known fusion (fp8-shared-input-cast,"},
            {"[[framework]]\nid = \"x\"\nname = \"X\"\nsource = \"s\"\nfuses = \"attention-views\"\n", "fuses must be a list of strings"},
-           {"[[framework]]\nid = \"x\"\nname = \"X\"\nsource = \"s\"\nreleased = 2021\n", "f.toml:1: released must be a month as YYYY-MM"}},
+           {"[[framework]]\nid = \"x\"\nname = \"X\"\nsource = \"s\"\nreleased = 2021\n", "f.toml:1: released must be a month as YYYY-MM"},
+           {"[[framework]]\nid = \"x\"\nname = \"X\"\nsource = \"s\"\ninference_only = \"yes\"\n", "f.toml:1: inference_only must be true or false"},
+           {"[[framework]]\nid = \"x\"\nname = \"X\"\nsource = \"s\"\ngemms = \"fast\"\n", "f.toml:1: gemms must be framework"}},
                        [](const std::string& text) { parse_frameworks(text, "f.toml"); });
   const std::string builtin = files::read_all(std::string(GPUVS_SOURCE_DIR) + "/data/frameworks.toml", "data");
   EXPECT_GT(test::fuzz_parser(builtin, "[]\"=,.#\n -0123456789abcdefhlmnoprstz_", 800, 3, [](const std::string& t, const std::string& w) { parse_frameworks(t, w); }), 0);
+}
+
+// Issue 34 item 6 and mechanism 1: TensorRT builds an inference engine. Its GEMMs are tactics it timed on the card (the
+// card's achievable rate, data/achievable.toml, as serving engines reach), not the fraction eager frameworks reach; its
+// plugins fuse what eager code runs apart: q, k and v in one GEMM, attention reading the projections' output, the
+// residual add inside the layer norm, the GeLU in its GEMM's epilogue.
+TEST(Framework, TensorRtEnginesFuseWhatEagerCodeRunsApartAndTimeTheirGemms) {
+  PredictRequest r;
+  r.workload = "bert-large";
+  r.gpu = "a100-80gb-sxm";
+  r.precision = Precision::fp16;
+  r.training = false;
+  r.batch = 32;
+  r.options = {{"seq_len", "384"}, {"flash_attention", "1"}};
+  const Prediction eager = predict(cat(), r);
+  r.options["framework"] = "tensorrt";
+  const Prediction trt = predict(cat(), r);
+  EXPECT_EQ(trt.framework, "tensorrt");
+  // Per block: 3 projections, 4 head copies, attention, output, add and norm twice, up, GeLU, down = 16 kernels eager;
+  // one QKV GEMM, attention, output, norm (the add inside), up (the GeLU inside), down, norm = 7 for TensorRT.
+  EXPECT_EQ(eager.detail.kernels - trt.detail.kernels, 24 * (16 - 7)) << eager.detail.kernels << " " << trt.detail.kernels;
+  EXPECT_NEAR(trt.detail.matrix_flops, eager.detail.matrix_flops, 1e-9 * eager.detail.matrix_flops);  // the same math
+  EXPECT_LT(trt.detail.bytes, 0.8 * eager.detail.bytes);
+  EXPECT_EQ(trt.params, eager.params);
+  // Its GEMMs reach the card's achievable FP16 rate; the eager ones the fitted datacenter fraction, which is lower.
+  double trt_gemm = 0, eager_gemm = 0;
+  for (const auto& op : trt.detail.ops) trt_gemm = std::max(trt_gemm, op.bound == Bound::compute ? op.efficiency : 0.0);
+  for (const auto& op : eager.detail.ops) eager_gemm = std::max(eager_gemm, op.bound == Bound::compute ? op.efficiency : 0.0);
+  EXPECT_GT(trt_gemm, eager_gemm * 1.05);
+  EXPECT_GT(trt.throughput, 1.2 * eager.throughput);
+  // An engine builder does not train.
+  r.training = true;
+  const std::string e = test::input_error_of([&] { predict(cat(), r); });
+  EXPECT_NE(e.find("framework=tensorrt builds inference engines: --mode infer, not train"), std::string::npos) << e;
+  // The fused QKV is one GEMM over the three projections' weights: the same parameters and products, two fewer GEMMs.
+  models::NetworkOptions o{4, ir::DType::f16, 128, true, false};
+  const ir::Graph three = models::build_network(models::network("bert-base"), o);
+  o.fused_qkv = true;
+  const ir::Graph one = models::build_network(models::network("bert-base"), o);
+  const auto matmuls = [](const ir::Graph& g) {
+    return std::count_if(g.nodes().begin(), g.nodes().end(), [](const ir::Node& n) { return n.op == ir::OpKind::matmul; });
+  };
+  EXPECT_EQ(matmuls(three) - matmuls(one), 12 * 2);
+  EXPECT_EQ(models::param_count(three), models::param_count(one));
 }
 
 // Issue 34 mechanism 3: software maturity on a new architecture. A stack released before the kernels it links used an

@@ -24,6 +24,7 @@ struct TransformerBuilder {
   LoraTargets lora_targets = LoraTargets::all;
   std::int64_t segments = 1;   // > 1: each sequence packs this many equal samples; attention stays inside each
   bool head_copies = true;     // the permutes into and out of the attention's head layout are copies
+  bool fused_qkv = false;      // q, k and v come out of one GEMM over the concatenated weights (views of its output)
 
   /// Whether the linear layer `name` carries an adapter: by its role, read from the builders' names
   /// (".../attn/q", ".../attention/out", ".../mlp.up", BERT's ".../intermediate" and ".../output").
@@ -76,9 +77,18 @@ struct TransformerBuilder {
                    std::int64_t hd, bool causal, bool rope, bool qkv_bias, bool out_bias, double attn_dropout,
                    std::int64_t kv_context = 0) {
     const std::int64_t d = g.node(x).shape[1];
-    const NodeId q = linear(p + "/q", x, heads * hd, qkv_bias);
-    const NodeId k = linear(p + "/k", x, kv_heads * hd, qkv_bias);
-    const NodeId v = linear(p + "/v", x, kv_heads * hd, qkv_bias);
+    NodeId q, k, v;
+    if (fused_qkv && lora_rank == 0) {
+      // One GEMM over the concatenated weights; q, k and v are column views of its output.
+      const NodeId qkv = linear(p + "/qkv", x, (heads + 2 * kv_heads) * hd, qkv_bias);
+      q = g.slice(p + "/q", qkv, 1, 0, heads * hd);
+      k = g.slice(p + "/k", qkv, 1, heads * hd, kv_heads * hd);
+      v = g.slice(p + "/v", qkv, 1, (heads + kv_heads) * hd, kv_heads * hd);
+    } else {
+      q = linear(p + "/q", x, heads * hd, qkv_bias);
+      k = linear(p + "/k", x, kv_heads * hd, qkv_bias);
+      v = linear(p + "/v", x, kv_heads * hd, qkv_bias);
+    }
     // [B*T, h*hd] -> [B*h, T, hd] is a permute: a copy in eager frameworks, a view where the attention kernel
     // reads the projections' layout (head_copies false).
     NodeId q3 = g.reshape(p + "/q_heads", q, {batch * heads, seq, hd}, head_copies);
@@ -147,6 +157,8 @@ Graph build_bert(const NetworkOptions& opt, const BertConfig& cfg) {
   if (!cfg.pooler && !cfg.qa_head) throw InputError("bert: needs a pooler or a span head to have an output");
   Graph g;
   TransformerBuilder b{g, opt.dtype, opt.training, opt.flash_attention, opt.lora_rank, opt.lora_targets};
+  b.head_copies = opt.head_copies;
+  b.fused_qkv = opt.fused_qkv;
   const std::int64_t hidden = cfg.hidden;
   const std::int64_t batch = opt.batch, seq = opt.seq_len > 0 ? opt.seq_len : std::min<std::int64_t>(384, cfg.max_positions);
   if (seq > cfg.max_positions) throw InputError(fmt::format("seq_len {} exceeds BERT's {} positions", seq, cfg.max_positions));
@@ -356,6 +368,7 @@ Graph build_decoder(const NetworkOptions& opt, const DecoderConfig& cfg) {
     b.segments = packed_segments(seq, opt.sample_len);
   }
   b.head_copies = opt.head_copies;
+  b.fused_qkv = opt.fused_qkv;
   const std::int64_t head_dim = cfg.head_size();
   NodeId wte = kNone, x = kNone;
   if (shard.first) {

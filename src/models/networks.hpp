@@ -47,9 +47,14 @@ struct NetworkOptions {
   /// fine-tuning on short samples does) and attention covers each sample alone (variable-length attention,
   /// cu_seqlens), priced as seq_len / sample_len equal samples (the nearest exact split); 0 = one sample.
   std::int64_t sample_len = 0;
-  /// Decoders: true (eager frameworks) permutes q, k, v into the attention's head layout and its output back
-  /// with copies; false prices them as views (Megatron Core's fused QKV in the sbhd layout the attention reads).
+  /// Decoders and BERT: true (eager frameworks) permutes q, k, v into the attention's head layout and its output
+  /// back with copies; false prices them as views (Megatron Core's fused QKV in the sbhd layout the attention reads,
+  /// TensorRT's fused multi-head attention plugin reading the projections' output).
   bool head_copies = true;
+  /// Transformers: true computes q, k and v with one GEMM over the concatenated projection weights (TensorRT's
+  /// BERT, Megatron Core) and takes them as views of its output; false (eager frameworks) runs three GEMMs. Ignored
+  /// with LoRA adapters (they sit on the separate projections).
+  bool fused_qkv = false;
   /// Decoders (build_decoder) only: the graph ONE rank runs under Megatron-LM's tensor and pipeline model
   /// parallelism. Every other builder refuses values other than these defaults (InputError naming the option);
   /// the defaults build the whole model, exactly as before.

@@ -37,7 +37,10 @@ const std::vector<std::pair<std::string, std::string>>& framework_fusions() {
       {"fp8-activation-cast", "an activation between two GEMMs writes the next one's FP8 input, and its gradient kernel the FP8 output gradients"},
       {"attention-views", "attention reads q, k, v and writes its output in the projections' layout (no permute copies)"},
       {"scale-mask-softmax", "attention's scale and mask run inside the softmax kernel, forward and backward"},
-      {"dropout-add", "a dropout and the residual add after it are one kernel"}};
+      {"dropout-add", "a dropout and the residual add after it are one kernel"},
+      {"add-norm", "a residual add and the norm after it are one kernel, the sum not written (inference)"},
+      {"gemm-activation", "an activation after a GEMM runs in the GEMM's epilogue, the pre-activation not written (inference)"},
+      {"fused-qkv", "the query, key and value projections are one GEMM over their concatenated weights"}};
   return f;
 }
 
@@ -94,6 +97,17 @@ std::vector<FrameworkProfile> parse_frameworks(const std::string& text, const st
         } catch (const InputError& bad) {
           throw InputError(fmt::format("{}:{}: {}", where, line, bad.what()));
         }
+      } else if (key == "inference_only") {
+        const auto b = v.is_boolean() ? v.value<bool>() : std::nullopt;
+        if (!b) throw InputError(fmt::format("{}:{}: inference_only must be true or false", where, line));
+        p.inference_only = *b;
+      } else if (key == "gemms") {
+        const auto s = v.value<std::string>();
+        if (!s || (*s != "framework" && *s != "tuned"))
+          throw InputError(fmt::format("{}:{}: gemms must be framework (the fitted fraction eager frameworks reach) or tuned (the card's "
+                                       "achievable rate)",
+                                       where, line));
+        p.tuned_gemms = *s == "tuned";
       } else if (key == "unmodelled") {
         const auto* list = v.as_array();
         if (!list) throw InputError(fmt::format("{}:{}: unmodelled must be a list of strings", where, line));

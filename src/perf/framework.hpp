@@ -19,12 +19,17 @@ struct FrameworkProfile {
   std::vector<std::string> fuses;               // kernels it fuses that eager code runs apart (framework_fusions())
   std::vector<std::string> unmodelled;          // what the framework does that the model does not price
   int released = 0;  // the release it describes, perf/maturity.hpp's parse_month (0: undated, today's)
+  // An inference engine builder (TensorRT): training with it is refused, and its GEMMs are the tactics it times
+  // on the card when it builds the engine, so they reach the card's achievable GEMM rate (data/achievable.toml)
+  // as serving engines' do, not the fitted fraction eager frameworks reach.
+  bool inference_only = false;
+  bool tuned_gemms = false;
   int line = 0;
 };
 
 /// The fusions a profile's `fuses` may name, each with what it means: fp8-shared-input-cast, fp8-norm-cast,
-/// fp8-activation-cast, scale-mask-softmax, dropout-add (perf/roofline.hpp's KernelFusion) and attention-views
-/// (models::NetworkOptions::head_copies false).
+/// fp8-activation-cast, scale-mask-softmax, dropout-add, add-norm, gemm-activation (perf/roofline.hpp's KernelFusion), attention-views
+/// (models::NetworkOptions::head_copies false) and fused-qkv (models::NetworkOptions::fused_qkv).
 const std::vector<std::pair<std::string, std::string>>& framework_fusions();
 bool fuses(const FrameworkProfile& f, const std::string& fusion);
 

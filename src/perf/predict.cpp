@@ -14,6 +14,7 @@
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "models/networks.hpp"
+#include "perf/achievable.hpp"
 #include "perf/band.hpp"
 #include "perf/constants.hpp"
 #include "perf/device_view.hpp"
@@ -221,6 +222,8 @@ KernelFusion fusion_of(const Prediction& p) {
       k.activation_cast = fuses(f, "fp8-activation-cast");
       k.scale_mask_softmax = fuses(f, "scale-mask-softmax");
       k.dropout_add = fuses(f, "dropout-add");
+      k.add_norm = fuses(f, "add-norm");
+      k.gemm_activation = fuses(f, "gemm-activation");
     }
   return k;
 }
@@ -237,12 +240,12 @@ StepPrediction priced(const workload::BuiltGraph& g, const catalog::Gpu& gpu, co
   static std::mutex mutex;
   static std::map<std::string, StepPrediction> memo;
   const std::string key =
-      fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}{}{}{}{}", g.serial, gpu.id, static_cast<int>(plan.precision),
+      fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}{}{}{}{}{}{}", g.serial, gpu.id, static_cast<int>(plan.precision),
                   plan.matrix_tflops, plan.vector_tflops, plan.tensor_cores, plan.fp32_master, static_cast<int>(plan.activations),
                   e.gemm_max, e.conv_max, e.attention_max, e.vector_max, e.mem_max, e.mem_half_bytes, e.launch_s, e.k_half, e.tile_m,
                   e.tile_n, static_cast<int>(layout), gpu.memory_bandwidth_gbs, gpu.sm_count, active_constants().clock_headroom,
                   gpu.boost_mhz, fusion.shared_input_cast, fusion.norm_cast, fusion.activation_cast, fusion.scale_mask_softmax,
-                  fusion.dropout_add);
+                  fusion.dropout_add, fusion.add_norm, fusion.gemm_activation);
   {
     const std::lock_guard<std::mutex> lock(mutex);
     if (auto it = memo.find(key); it != memo.end()) return it->second;
@@ -252,6 +255,21 @@ StepPrediction priced(const workload::BuiltGraph& g, const catalog::Gpu& gpu, co
   if (memo.size() >= 1024) memo.clear();
   memo.emplace(key, p);
   return p;
+}
+
+/// A profile whose GEMMs are the tactics it timed on the card (TensorRT): the card's achievable GEMM rate for the plan's
+/// math (data/achievable.toml: a published figure, else the rule learned from other cards), as a fraction of the peak at
+/// the sustained clock predict_graph prices against; `fallback` where the card has no such figure (FP32 on CUDA cores).
+double tuned_gemm_fraction(const catalog::Catalog& cat, const catalog::Gpu& gpu, const PrecisionPlan& plan, double fallback) {
+  const char* key = plan.precision == Precision::fp32 ? "gemm-fp32"
+                    : plan.precision == Precision::tf32 ? "gemm-tf32"
+                    : plan.activations == ir::DType::bf16 ? "gemm-bf16"
+                    : plan.precision == Precision::amp_fp8 ? "gemm-fp8"
+                                                           : "gemm-fp16";
+  const auto a = achievable(cat, gpu, key);
+  if (!a) return fallback;
+  const double clock = device_view(gpu, plan, nullptr, false).clock;
+  return std::min(0.98, a->fraction / clock);
 }
 
 /// What the training profile's release date does to its kernels on `gpu` (perf/maturity.hpp), recorded on `p`.
@@ -512,6 +530,8 @@ ResolvedRequest resolve_request(const models::NetworkInfo& net, const PredictReq
   r.fw = &framework(fw_it == request.options.end() || serving_engine_named ? "pytorch" : fw_it->second);
   r.req = request;
   PredictRequest& req = r.req;
+  if (r.fw->inference_only && request.training)
+    throw InputError(fmt::format("framework={} builds inference engines: --mode infer, not train", r.fw->id));
   req.options = with_framework_defaults(*r.fw, request.options, net.family, request.gpus, request.training);
   if (req.gpus < 1 || req.gpus > 65536) throw InputError(fmt::format("--gpus must be in [1, 65536], got {}", req.gpus));
   // A plan beyond plain data parallelism inside one server: model splits, gradient accumulation, a named
@@ -687,13 +707,15 @@ Prediction priced_padded(const catalog::Catalog& cat, const workload::Workload& 
   nopt.lora_rank = p.lora_rank;
   nopt.lora_targets = p.lora_targets;
   nopt.sample_len = p.sample_len;
-  nopt.head_copies = !(net.family == models::Family::decoder && attention_views(p));
+  nopt.head_copies = !attention_views(p);  // a profile whose attention reads the projections' layout (Megatron Core, TensorRT)
+  nopt.fused_qkv = fuses(framework(p.framework), "fused-qkv");
   const auto built = w.graph(nopt);
   const ir::Graph& g = built->graph;
   p.params = models::param_count(g);
   p.frozen_params = models::param_count(g, false) - p.params;
   EfficiencyParams eff = device_view(gpu, p.plan, req.calibration, req.training).eff;
   p.calibrated = req.calibration && req.calibration->gpu_id == gpu.id;
+  if (resolved.fw->tuned_gemms) eff.gemm_max = tuned_gemm_fraction(cat, gpu, p.plan, eff.gemm_max);
   apply_maturity(eff, training_maturity(p, req, gpu, flash));
   p.stack_applied = apply_stack(eff, req.stack, p.framework, precision_name(p.plan.precision), gpu.id);
   // Convolution layout: the framework profile's (PyTorch's contiguous NCHW unless a script converts to

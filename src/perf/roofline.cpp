@@ -91,6 +91,21 @@ StepPrediction predict_graph(const ir::Graph& g, const catalog::Gpu& gpu, const 
       if (n.op == OpKind::add)
         for (const ir::NodeId in : n.inputs)
           if (g.node(in).op == OpKind::dropout) into_add[static_cast<std::size_t>(in)] = true;
+  // Inference fusions: an add read only by a norm runs inside it, an activation whose GEMM output nothing else reads
+  // runs in the GEMM's epilogue.
+  std::vector<int> readers(g.size(), 0);
+  for (const Node& n : g.nodes())
+    for (const ir::NodeId in : n.inputs) ++readers[static_cast<std::size_t>(in)];
+  std::vector<bool> into_norm(g.size(), false);    // adds a norm computes itself (add_norm)
+  std::vector<bool> in_epilogue(g.size(), false);  // activations a GEMM's epilogue computes (gemm_activation)
+  for (const Node& n : g.nodes()) {
+    if (n.inputs.empty()) continue;
+    const Node& in = g.node(n.inputs[0]);
+    const bool sole_reader = readers[static_cast<std::size_t>(in.id)] == 1;
+    if (fusion.add_norm && n.op == OpKind::normalize && in.op == OpKind::add && sole_reader) into_norm[static_cast<std::size_t>(in.id)] = true;
+    if (fusion.gemm_activation && n.op == OpKind::activation && in.op == OpKind::matmul && sole_reader)
+      in_epilogue[static_cast<std::size_t>(n.id)] = true;
+  }
   const DeviceView d = device_view(gpu, plan, p);
   const double matrix_peak = d.matrix_peak;
   const double vector_peak = d.vector_peak;
@@ -104,7 +119,13 @@ StepPrediction predict_graph(const ir::Graph& g, const catalog::Gpu& gpu, const 
     // mask, and a dropout fused with its residual add, are priced in the kernel they run in.
     if (fusion.activation_cast && n.op == OpKind::elementwise && n.fn == EwFn::gated_grad_b) continue;
     if (fusion.scale_mask_softmax && n.op == OpKind::elementwise && n.fn == EwFn::scale_mask) continue;
-    if (into_add[static_cast<std::size_t>(n.id)]) continue;
+    if (into_add[static_cast<std::size_t>(n.id)] || into_norm[static_cast<std::size_t>(n.id)] || in_epilogue[static_cast<std::size_t>(n.id)]) continue;
+    if (n.op == OpKind::normalize && into_norm[static_cast<std::size_t>(n.inputs[0])]) {
+      // One kernel reads both of the add's inputs instead of their sum, and does the add.
+      const ir::OpCost sum = ir::op_cost(g, g.node(n.inputs[0]));
+      c.bytes += static_cast<double>(ir::numel(n.shape)) * static_cast<double>(ir::dtype_size(n.dtype));
+      c.vector_flops += sum.vector_flops;
+    }
     if (fusion.dropout_add && n.op == OpKind::add)
       for (const ir::NodeId in : n.inputs)
         if (into_add[static_cast<std::size_t>(in)]) {

@@ -56,6 +56,10 @@ struct KernelFusion {
                                    // (Megatron's FusedScaleMaskSoftmax)
   bool dropout_add = false;        // a dropout and the residual add after it are one kernel (Megatron's
                                    // bias-dropout-add): its output is neither written nor read back
+  bool add_norm = false;           // a residual add whose only reader is a norm runs inside the norm's kernel
+                                   // (TensorRT's skip-layernorm): the sum is neither written nor read back
+  bool gemm_activation = false;    // an activation whose input is a GEMM's output read by nothing else runs in the
+                                   // GEMM's epilogue: the pre-activation is neither written nor read back
 };
 
 /// Prices `g` (built with plan.activations as its dtype) on `gpu`. `params` overrides the class defaults.

@@ -23,9 +23,9 @@ std::atomic<std::uint64_t> g_next_serial{1};  // graphs' and workloads' numbers:
 
 // Everything in NetworkOptions that shapes a graph.
 std::string options_key(const models::NetworkOptions& o) {
-  return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", o.batch, static_cast<int>(o.dtype), o.seq_len, o.flash_attention,
+  return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", o.batch, static_cast<int>(o.dtype), o.seq_len, o.flash_attention,
                      o.training, o.decode_context, o.lora_rank, static_cast<int>(o.lora_targets), o.sample_len, o.head_copies,
-                     o.tensor_parallel, o.stage_layers, o.first_stage, o.last_stage);
+                     o.fused_qkv, o.tensor_parallel, o.stage_layers, o.first_stage, o.last_stage);
 }
 
 // The keys of `options` that shape `net`: gpt's shape keys when it is gpt, an ONNX file's symbolic dims.
