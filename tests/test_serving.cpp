@@ -555,6 +555,41 @@ TEST(ServingData, FormatAndEngineFilesFailWithTheirLineAndSurviveFuzzing) {
   EXPECT_GT(test::fuzz_parser(engines, "[]\"=,.#\n -0123456789abcdefgiklmnoprstuw_", 800, 37, [](const std::string& t, const std::string& w) { parse_engines(t, w); }), 0);
 }
 
+TEST(Serving, AFrontSaysWhichEngineItRunsOnEachCard) {
+  // Issue 34 item 6: NVIDIA NIM serves with TensorRT-LLM engines NVIDIA builds for data-centre cards, with vLLM elsewhere;
+  // framework=nim prices the engine it picks on each card and says which.
+  const auto dc = serve("llama3-8b", "h100-sxm", "decode", "bf16", "framework=nim;gen_len=128", 1);
+  EXPECT_EQ(dc.engine, "trt-llm");
+  const auto same = serve("llama3-8b", "h100-sxm", "decode", "bf16", "framework=trt-llm;gen_len=128", 1);
+  EXPECT_DOUBLE_EQ(dc.throughput, same.throughput);
+  ASSERT_FALSE(dc.notes.empty());
+  EXPECT_NE(dc.notes[0].find("nim runs its optimized profile on this datacenter card: trt-llm"), std::string::npos) << dc.notes[0];
+  const auto geforce = serve("llama3-8b", "rtx-4090", "decode", "bf16", "framework=nim;gen_len=128", 1);
+  EXPECT_EQ(geforce.engine, "vllm");
+  ASSERT_FALSE(geforce.notes.empty());
+  EXPECT_NE(geforce.notes[0].find("nim runs its generic profile on this geforce card: vllm"), std::string::npos) << geforce.notes[0];
+  EXPECT_TRUE(is_serving_engine("nim"));
+  EXPECT_NE(engine_ids(", ").find("nim"), std::string::npos);
+  // A format neither engine runs is the request's error, as for a named engine.
+  EXPECT_THROW(serve("llama3-8b", "h100-sxm", "decode", "q4_k_m", "framework=nim", 1), InputError);
+  // The [[front]] tables' own errors.
+  const std::string engines = files::read_all(std::string(GPUVS_SOURCE_DIR) + "/data/serving-engines.toml", "data");
+  const auto all = parse_engines(engines, "e.toml");
+  EXPECT_EQ(parse_fronts(engines, "e.toml", all).size(), builtin_fronts().size());
+  const std::string front = "[[front]]\nid = \"f\"\nname = \"F\"\nsource = \"s\"\noptimized = \"trt-llm\"\ngeneric = \"vllm\"\noptimized_segments = [\"datacenter\"]\n";
+  EXPECT_EQ(parse_fronts(front, "f.toml", all).size(), 1u);
+  test::expect_refused({{test::replaced(front, "generic = \"vllm\"", "generic = \"tgi\""), "f.toml:1: generic: 'tgi' is not an [[engine]]"},
+                        {test::replaced(front, "[\"datacenter\"]", "[\"cloud\"]"), "optimized_segments lists 'cloud'"},
+                        {test::replaced(front, "id = \"f\"", "id = \"vllm\""), "front 'vllm' has an engine's id"},
+                        {front + "speed = 1\n", "[[front]] unknown key 'speed'"},
+                        {front + front, "f.toml:8: front 'f' listed twice"},
+                        {"[[front]]\nid = \"f\"\n", "needs id, name, source, optimized, generic and optimized_segments"}},
+                       [&](const std::string& text) { parse_fronts(text, "f.toml", all); });
+  EXPECT_GT(test::fuzz_parser(engines, "[]\"=,.#\n -0123456789acdefgilmnoprstuvz_", 400, 41,
+                              [&](const std::string& t, const std::string& w) { parse_fronts(t, w, all); }),
+            0);
+}
+
 TEST(ServingValidation, EveryPublishedServingRowIsPriced) {
   // Regression guards at the figures of 2026-12-01 (docs/VALIDATION.md): llama.cpp on the 4090 within 10%
   // median, TensorRT-LLM's max-throughput rows within 25% (they are over-predicted by about a fifth).

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <tuple>
 #include <cmath>
 #include <utility>
 
@@ -334,9 +335,11 @@ std::vector<ServingPrediction> serving_load_curve(const catalog::Catalog& cat, c
 std::vector<std::string> serving_assumed(const ServingRequest& req, const ServingPrediction& p, bool format_named) {
   std::vector<std::string> out;
   const auto given = [&](const char* key) { return req.options.count(key) > 0; };
+  const bool default_is_front = serving_front(default_serving_engine()) != nullptr;
   if (!given("framework"))
-    out.push_back(p.engine == default_serving_engine()
-                      ? fmt::format("engine {} (the default; --options framework={} for another)", p.engine, engine_ids("|"))
+    out.push_back(p.engine == default_serving_engine() || default_is_front
+                      ? fmt::format("engine {} (the default{}; --options framework={} for another)", p.engine,
+                                    default_is_front ? fmt::format(", {}'s choice on this card", default_serving_engine()) : "", engine_ids("|"))
                       : fmt::format("engine {} ({}, the default, does not run {} weights)", p.engine, default_serving_engine(), p.format));
   if (!format_named) out.push_back(fmt::format("weights {} (no --precision: amp-bf16, the default, serves bf16 weights; a model file its own)", p.format));
   if (p.mode != "decode" && !given("prompt_len")) out.push_back(fmt::format("prompts of {} tokens (the default for --mode {})", p.prompt_len, p.mode));
@@ -373,8 +376,15 @@ ServingPrediction predict_serving(const catalog::Catalog& cat, const ServingRequ
 
 namespace {
 
-/// The request checked against the workload, the engine and the format: the engine and format it runs.
-std::pair<const ServingEngine*, WeightFormat> check_request(const models::NetworkInfo& net, const ServingRequest& req) {
+/// What a checked request runs: the engine, the format, and (a front such as NIM named) which engine it picked and why.
+struct Checked {
+  const ServingEngine* engine = nullptr;
+  WeightFormat format;
+  std::string front_note;
+};
+
+/// The request checked against the workload, the engine and the format, on `gpu` (a front picks its engine by the card).
+Checked check_request(const models::NetworkInfo& net, const catalog::Gpu& gpu, const ServingRequest& req) {
   if (net.family != models::Family::decoder)
     throw InputError(fmt::format("--mode {} prices decoders (LLMs); {} is a {} (use --mode infer without serving options)", req.mode, net.id,
                                  models::family_name(net.family)));
@@ -413,8 +423,11 @@ std::pair<const ServingEngine*, WeightFormat> check_request(const models::Networ
     throw InputError(fmt::format("{} stores its weights ({}, run as {}); --precision {} names other weights: drop it, or quantize the file again",
                                  stored->source, stored->summary, format.id, strings::printable(req.format)));
   const auto runs = [&](const ServingEngine& e) { return std::find(e.formats.begin(), e.formats.end(), format.id) != e.formats.end(); };
-  const ServingEngine* chosen =
-      &serving_engine(fw != req.options.end() ? fw->second : stored && !stored->engine.empty() ? stored->engine : default_serving_engine());
+  const std::string named = fw != req.options.end() ? fw->second : stored && !stored->engine.empty() ? stored->engine : default_serving_engine();
+  std::string front_note;  // a front (NIM) picks its engine by the card, and says which
+  const ServingEngine* chosen = nullptr;
+  if (const ServingFront* front = serving_front(named)) std::tie(chosen, front_note) = front_engine(*front, gpu.segment);
+  else chosen = &serving_engine(named);
   // No engine named and the default does not run the format (a GGUF quantization): the engine that does, said
   // in the prediction's notes; a named engine that does not run it is the request's error.
   if (fw == req.options.end() && !runs(*chosen))
@@ -428,7 +441,7 @@ std::pair<const ServingEngine*, WeightFormat> check_request(const models::Networ
     throw InputError(fmt::format("{} does not run the {} format (it runs {})", engine.id, format.id, strings::join(engine.formats, ", ")));
   if (req.gpus < 1 || req.gpus > 4096) throw InputError(fmt::format("--gpus must be in [1, 4096], got {}", req.gpus));
   if (req.batch < 0 || req.batch > (1 << 20)) throw InputError(fmt::format("--batch must be in [0, 1048576], got {}", req.batch));
-  return {&engine, format};
+  return {&engine, format, front_note};
 }
 
 /// What the request asks for, resolved into the prediction: tensor parallelism and replicas, prompt and
@@ -769,8 +782,9 @@ ServingPrediction priced_serving(const catalog::Catalog& cat, const workload::Wo
   w.check_is(req.workload, req.options);
   const catalog::Gpu& gpu = cat.find(req.gpu);
   const models::NetworkInfo& net = w.network();
-  const auto [engine, stored_or_named] = check_request(net, req);
-  const WeightFormat* format = &stored_or_named;
+  const Checked checked = check_request(net, gpu, req);
+  const ServingEngine* engine = checked.engine;
+  const WeightFormat* format = &checked.format;
   ServingPrediction p;
   p.workload = net.id;
   p.gpu_id = gpu.id;
@@ -784,10 +798,11 @@ ServingPrediction priced_serving(const catalog::Catalog& cat, const workload::Wo
   }
   p.engine = engine->id;
   p.engine_name = engine->name;
+  if (!checked.front_note.empty()) p.notes.push_back(checked.front_note);
   if (net.stored_weights)
     p.notes.push_back(fmt::format("weights as stored in {} ({}), run by {}'s {} kernels", net.stored_weights->source, net.stored_weights->summary,
                                   engine->id, format->id));
-  else if (!req.options.count("framework") && engine->id != default_serving_engine())
+  else if (!req.options.count("framework") && engine->id != default_serving_engine() && checked.front_note.empty())
     p.notes.push_back(fmt::format("engine {}: {} (the default engine) does not run the {} format, {} does (framework=... names another)",
                                   engine->id, default_serving_engine(), format->id, engine->id));
   p.mode = req.mode;

@@ -21,7 +21,8 @@ namespace gpuvs::perf {
 std::vector<ServingEngine> parse_engines(const std::string& text, const std::string& where) {
   const toml::table t = parse_toml(text, where);
   for (const auto& [k, v] : t)
-    if (k.str() != "engine") throw InputError(fmt::format("{}: unknown table '{}' (expected [[engine]])", where, strings::printable(k.str())));
+    if (k.str() != "engine" && k.str() != "front")
+      throw InputError(fmt::format("{}: unknown table '{}' (expected [[engine]] or [[front]])", where, strings::printable(k.str())));
   const auto* arr = t["engine"].as_array();
   if (!arr) throw InputError(fmt::format("{}: no [[engine]] tables", where));
   std::vector<ServingEngine> out;
@@ -112,12 +113,81 @@ const std::vector<ServingEngine>& builtin_engines() {
 std::string engine_ids(const std::string& separator) {
   std::vector<std::string> ids;
   for (const auto& e : builtin_engines()) ids.push_back(e.id);
+  for (const auto& f : builtin_fronts()) ids.push_back(f.id);
   return strings::join(ids, separator);
+}
+
+std::vector<ServingFront> parse_fronts(const std::string& text, const std::string& where, const std::vector<ServingEngine>& engines) {
+  const toml::table t = parse_toml(text, where);
+  std::vector<ServingFront> out;
+  const auto* arr = t["front"].as_array();
+  if (!arr) return out;
+  const auto engine_named = [&](const std::string& id) {
+    return std::any_of(engines.begin(), engines.end(), [&](const ServingEngine& e) { return e.id == id; });
+  };
+  for (const auto& node : *arr) {
+    const int line = static_cast<int>(node.source().begin.line);
+    const auto* e = node.as_table();
+    if (!e) throw InputError(fmt::format("{}:{}: a [[front]] must be a table", where, line));
+    ServingFront f;
+    f.line = line;
+    for (const auto& [k, v] : *e) {
+      const std::string key(k.str());
+      if (key == "id" || key == "name" || key == "source" || key == "optimized" || key == "generic") {
+        const auto s = v.value<std::string>();
+        if (!s || s->empty()) throw InputError(fmt::format("{}:{}: {} must be a non-empty string", where, line, key));
+        if ((key == "optimized" || key == "generic") && !engine_named(*s))
+          throw InputError(fmt::format("{}:{}: {}: '{}' is not an [[engine]]", where, line, key, strings::printable(*s)));
+        (key == "id" ? f.id : key == "name" ? f.name : key == "source" ? f.source : key == "optimized" ? f.optimized : f.generic) = *s;
+      } else if (key == "optimized_segments") {
+        const auto* list = v.as_array();
+        if (!list || list->empty()) throw InputError(fmt::format("{}:{}: optimized_segments must be a list of catalog segments", where, line));
+        for (const auto& item : *list) {
+          const auto s = item.value<std::string>();
+          if (!s || (*s != "datacenter" && *s != "workstation" && *s != "geforce"))
+            throw InputError(fmt::format("{}:{}: optimized_segments lists '{}', not datacenter, workstation or geforce", where, line,
+                                         s ? strings::printable(*s) : std::string("a non-string")));
+          f.optimized_segments.push_back(*s);
+        }
+      } else {
+        throw InputError(fmt::format("{}:{}: [[front]] unknown key '{}'", where, line, strings::printable(key)));
+      }
+    }
+    if (f.id.empty() || f.name.empty() || f.source.empty() || f.optimized.empty() || f.generic.empty() || f.optimized_segments.empty())
+      throw InputError(fmt::format("{}:{}: a [[front]] needs id, name, source, optimized, generic and optimized_segments", where, line));
+    if (engine_named(f.id)) throw InputError(fmt::format("{}:{}: front '{}' has an engine's id", where, line, f.id));
+    for (const auto& o : out)
+      if (o.id == f.id) throw InputError(fmt::format("{}:{}: front '{}' listed twice", where, line, f.id));
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+const std::vector<ServingFront>& builtin_fronts() {
+  static const std::vector<ServingFront> f = parse_fronts(embedded::kServingEngines, "built-in data/serving-engines.toml", builtin_engines());
+  return f;
+}
+
+const ServingFront* serving_front(const std::string& id) {
+  for (const auto& f : builtin_fronts())
+    if (f.id == id) return &f;
+  return nullptr;
+}
+
+std::pair<const ServingEngine*, std::string> front_engine(const ServingFront& front, const std::string& segment) {
+  const bool optimized = std::find(front.optimized_segments.begin(), front.optimized_segments.end(), segment) != front.optimized_segments.end();
+  const ServingEngine& e = serving_engine(optimized ? front.optimized : front.generic);
+  const std::string segments = strings::join(front.optimized_segments, ", ");
+  return {&e, optimized ? fmt::format("{} runs its optimized profile on this {} card: {} (NVIDIA builds them per model; where a model has "
+                                      "none for the card, {} runs its generic {} profile: framework={} prices that)",
+                                      front.id, segment, e.id, front.id, front.generic, front.generic)
+                        : fmt::format("{} runs its generic profile on this {} card: {} (its optimized {} profiles are for {} cards)", front.id,
+                                      segment, e.id, front.optimized, segments)};
 }
 
 bool is_serving_engine(const std::string& id) {
   const auto& e = builtin_engines();
-  return std::any_of(e.begin(), e.end(), [&](const ServingEngine& x) { return x.id == id; });
+  return std::any_of(e.begin(), e.end(), [&](const ServingEngine& x) { return x.id == id; }) || serving_front(id) != nullptr;
 }
 
 const ServingEngine& serving_engine(const std::string& id) {

@@ -6,6 +6,7 @@
 // prediction names the profile that priced it.
 #pragma once
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gpuvs::perf {
@@ -45,11 +46,29 @@ struct ServingEngine {
 };
 
 const std::vector<ServingEngine>& builtin_engines();
-/// The built-in engines' ids, in data/serving-engines.toml's order, joined by `separator` (for help and messages).
+
+/// A product that serves with one of the engines above and picks which by the card (NVIDIA NIM: its optimized
+/// profiles are TensorRT-LLM engines NVIDIA builds for data-centre cards, its generic ones vLLM): `framework=ID`
+/// prices the engine it picks on each card and says which and why.
+struct ServingFront {
+  std::string id, name, source;
+  std::string optimized, generic;            // engine ids
+  std::vector<std::string> optimized_segments;  // catalog segments (datacenter, workstation, geforce) it ships optimized profiles for
+  int line = 0;
+};
+const std::vector<ServingFront>& builtin_fronts();
+/// Parses the file's [[front]] tables (the [[engine]] ones are parse_engines'); InputError "WHERE:LINE: ..." for unknown keys,
+/// missing fields, an engine id that `engines` lacks, an unknown segment, an id that is also an engine's.
+std::vector<ServingFront> parse_fronts(const std::string& text, const std::string& where, const std::vector<ServingEngine>& engines);
+/// The front named `id`, or nullptr.
+const ServingFront* serving_front(const std::string& id);
+/// The engine `front` runs on a card of `segment`, and a line saying which and why.
+std::pair<const ServingEngine*, std::string> front_engine(const ServingFront& front, const std::string& segment);
+/// The built-in engines' ids, then the fronts', in data/serving-engines.toml's order, joined by `separator` (for help and messages).
 std::string engine_ids(const std::string& separator);
 /// Parses engine TOML; InputError "WHERE:LINE: ..." for unknown keys or impossible values.
 std::vector<ServingEngine> parse_engines(const std::string& text, const std::string& where);
-/// Whether `id` names a serving engine (vllm, trt-llm, ...) rather than, say, a training framework profile.
+/// Whether `id` names a serving engine (vllm, trt-llm, ...) or a front (nim) rather than, say, a training framework profile.
 bool is_serving_engine(const std::string& id);
 /// By id; InputError listing the engines when unknown.
 const ServingEngine& serving_engine(const std::string& id);
