@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "core/error.hpp"
 #include "core/strings.hpp"
@@ -40,28 +41,25 @@ std::vector<ServingEngine> parse_engines(const std::string& text, const std::str
     };
     for (const auto& [k, v] : *e) {
       const std::string key(k.str());
-      if (key == "id" || key == "name" || key == "source" || key == "attention" || key == "kernel_family" ||
-          key == "dequant_gemv_family") {
+      // The string and true/false fields, each to its member.
+      static const std::map<std::string, std::string ServingEngine::*> words = {
+          {"id", &ServingEngine::id},         {"name", &ServingEngine::name},
+          {"source", &ServingEngine::source}, {"attention", &ServingEngine::attention},
+          {"kernel_family", &ServingEngine::kernel_family}, {"dequant_gemv_family", &ServingEngine::dequant_gemv_family}};
+      static const std::map<std::string, bool ServingEngine::*> flags = {
+          {"fp16_accumulate", &ServingEngine::fp16_accumulate}, {"inflight_batching", &ServingEngine::inflight_batching},
+          {"fp8_kv_cache", &ServingEngine::fp8_kv_cache},       {"cuda_graphs", &ServingEngine::cuda_graphs},
+          {"layer_offload", &ServingEngine::layer_offload},     {"layer_split", &ServingEngine::layer_split}};
+      if (const auto field = words.find(key); field != words.end()) {
         const auto str = v.value<std::string>();
         if (!str || str->empty()) throw InputError(fmt::format("{}:{}: {} must be a non-empty string", where, line, key));
         if ((key == "kernel_family" || key == "dequant_gemv_family") && *str != "ggml")
           throw InputError(fmt::format("{}:{}: {} must be \"ggml\" (or left out), not '{}'", where, line, key, strings::printable(*str)));
-        (key == "id"               ? s.id
-         : key == "name"           ? s.name
-         : key == "source"         ? s.source
-         : key == "attention"      ? s.attention
-         : key == "kernel_family"  ? s.kernel_family
-                                   : s.dequant_gemv_family) = *str;
-      } else if (key == "fp16_accumulate" || key == "inflight_batching" || key == "fp8_kv_cache" || key == "cuda_graphs" ||
-                 key == "layer_offload" || key == "layer_split") {
+        s.*(field->second) = *str;
+      } else if (const auto flag = flags.find(key); flag != flags.end()) {
         const auto b = v.is_boolean() ? v.value<bool>() : std::nullopt;
         if (!b) throw InputError(fmt::format("{}:{}: {} must be true or false", where, line, key));
-        (key == "fp16_accumulate"     ? s.fp16_accumulate
-         : key == "inflight_batching" ? s.inflight_batching
-         : key == "cuda_graphs"       ? s.cuda_graphs
-         : key == "layer_offload"     ? s.layer_offload
-         : key == "layer_split"       ? s.layer_split
-                                      : s.fp8_kv_cache) = *b;
+        s.*(flag->second) = *b;
       } else if (key == "released") {
         try {
           s.released = parse_month(v.value<std::string>().value_or(""), "released");
