@@ -18,6 +18,7 @@
 #include "perf/constants.hpp"
 #include "perf/efficiency.hpp"
 #include "perf/predict.hpp"
+#include "perf/request_error.hpp"
 #include "perf/serving.hpp"
 #include "perf/serving_engine.hpp"
 #include "perf/system_facts.hpp"
@@ -588,6 +589,32 @@ TEST(Serving, AFrontSaysWhichEngineItRunsOnEachCard) {
   EXPECT_GT(test::fuzz_parser(engines, "[]\"=,.#\n -0123456789acdefgilmnoprstuvz_", 400, 41,
                               [&](const std::string& t, const std::string& w) { parse_fronts(t, w, all); }),
             0);
+}
+
+TEST(Serving, ARequestNoCardCouldServeIsTheRequestsErrorWhatACardLacksIsTheCards) {
+  // compare prices one request on many cards: a request error (an option's value, an unknown name, weights the model
+  // does not hold) stops it with exit 2; what one card lacks stays a finding about that card.
+  const auto kind = [](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const RequestError&) {
+      return std::string("request");
+    } catch (const InputError&) {
+      return std::string("card");
+    }
+    return std::string("none");
+  };
+  EXPECT_EQ(kind([] { serve("llama3-8b", "h100-sxm", "decode", "bf16", "framework=vllm;kv_dtype=fp12", 1); }), "request");
+  EXPECT_EQ(kind([] { serve("llama3-8b", "h100-sxm", "decode", "bf16", "framework=vllm;gen_len=0", 1); }), "request");
+  EXPECT_EQ(kind([] { serve("llama3-8b", "h100-sxm", "decode", "bf16", "framework=tgi", 1); }), "request");
+  EXPECT_EQ(kind([] { serve("llama3-8b", "h100-sxm", "decode", "q9_9", "framework=vllm", 1); }), "request");
+  EXPECT_EQ(kind([] { serve("llama3-8b", "h100-sxm", "decode", "bf16", "framework=vllm;group_size=32", 1); }), "request");
+  EXPECT_EQ(kind([] { serve("llama3-8b", "h100-sxm", "decode", "q4_k_m", "framework=vllm", 1); }), "request");
+  EXPECT_EQ(kind([] { serve("llama3-8b", "h100-sxm", "decode", "bf16", "framework=vllm;tp=3", 3); }), "request");
+  EXPECT_EQ(kind([] { serve("llama3-8b", "a100-80gb-sxm", "decode", "bf16", "framework=vllm;kv_dtype=fp8", 1); }), "card");  // no FP8
+  EXPECT_EQ(kind([] { serve("llama3-8b", "rtx-4090", "infer", "bf16", "framework=vllm;arrival=wave;prompt_len=4096;gen_len=4096", 256); }),
+            "card");  // no room for the wave
+  EXPECT_EQ(kind([] { serve("llama3-8b", "h100-sxm", "decode", "bf16", "framework=vllm", 1); }), "none");
 }
 
 TEST(ServingValidation, EveryPublishedServingRowIsPriced) {

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "perf/compare.hpp"
 
+
 #include <fmt/format.h>
 
 #include <cmath>
 
 #include "core/error.hpp"
 #include "core/units.hpp"
+#include "perf/request_error.hpp"
 #include "perf/system_facts.hpp"
 #include "workload/workload.hpp"
 
@@ -160,16 +162,11 @@ std::vector<ServingCompareEntry> compare_serving(const catalog::Catalog& cat, co
     r.gpu = e.gpu->id;
     try {
       e.prediction = predict_serving(cat, w, r);
+    } catch (const RequestError&) {
+      throw;  // a request no card could serve: an option's value, an unknown name, weights the model does not hold
     } catch (const InputError& err) {
-      // What the card cannot do (a format it lacks, a model that leaves no room) is a finding, not a failure;
-      // a request no card could run fails for the first and is reported as such: an unknown name, an engine that
-      // does not run the format, an option's value ("option ..."), weights the model file does not hold.
-      const std::string what = err.what();
-      if (what.find("unknown") != std::string::npos || what.find("not a serving") != std::string::npos ||
-          what.find("does not run the") != std::string::npos || what.rfind("option ", 0) == 0 ||
-          what.find("names other weights") != std::string::npos)
-        throw;
-      e.why = what;
+      // What the card cannot do (a format it lacks, a model that leaves no room) is a finding, not a failure.
+      e.why = err.what();
     }
     if (e.prediction) {
       const double gpu_hours_per_million = 1e6 / (e.prediction->throughput * 3600.0) * e.prediction->gpus;

@@ -21,6 +21,7 @@
 #include "perf/framework.hpp"
 #include "perf/maturity.hpp"
 #include "perf/parallel.hpp"
+#include "perf/request_error.hpp"
 #include "perf/sequence_lengths.hpp"
 #include "perf/serving.hpp"
 #include "perf/serving_engine.hpp"
@@ -44,7 +45,7 @@ std::string option_choice(const std::map<std::string, std::string>& o, const std
   if (it == o.end()) return fallback;
   for (const auto& a : allowed)
     if (a == it->second) return a;
-  throw InputError(fmt::format("option {}={}: expected one of {}", key, strings::printable(it->second),
+  throw RequestError(fmt::format("option {}={}: expected one of {}", key, strings::printable(it->second),
                                strings::join(allowed, ", ")));
 }
 
@@ -431,12 +432,12 @@ std::map<std::string, std::string> parse_option_pairs(const std::string& text) {
     if (!pair.empty()) {
       const auto eq = pair.find('=');
       if (eq == std::string::npos || eq == 0)
-        throw InputError(fmt::format("--options: '{}' is not key=value", strings::printable(pair)));
+        throw RequestError(fmt::format("--options: '{}' is not key=value", strings::printable(pair)));
       std::string key = pair.substr(0, eq), value = pair.substr(eq + 1);
       key.erase(key.find_last_not_of(" \t") + 1);
       value.erase(0, value.find_first_not_of(" \t"));
       if (!out.emplace(key, value).second)
-        throw InputError(fmt::format("--options: '{}' is given twice ({} and {}); give it once", strings::printable(key),
+        throw RequestError(fmt::format("--options: '{}' is given twice ({} and {}); give it once", strings::printable(key),
                                      strings::printable(out[key]), strings::printable(value)));
     }
     pos = end + 1;
@@ -451,7 +452,7 @@ std::int64_t option_int(const std::map<std::string, std::string>& o, const std::
   std::int64_t v = 0;
   const auto r = std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
   if (r.ec != std::errc() || r.ptr != it->second.data() + it->second.size() || v < lo || v > hi)
-    throw InputError(fmt::format("option {}={}: expected an integer in [{}, {}]", key, strings::printable(it->second), lo, hi));
+    throw RequestError(fmt::format("option {}={}: expected an integer in [{}, {}]", key, strings::printable(it->second), lo, hi));
   return v;
 }
 
@@ -466,7 +467,7 @@ std::map<std::string, std::string> options_with_keys(const std::string& text, co
   keys.insert(keys.end(), more.begin(), more.end());
   for (const auto& [key, value] : out)
     if (std::find(keys.begin(), keys.end(), key) == keys.end())
-      throw InputError(fmt::format("--options: unknown key '{}' (known: {})", strings::printable(key), strings::join(keys, ", ")));
+      throw RequestError(fmt::format("--options: unknown key '{}' (known: {})", strings::printable(key), strings::join(keys, ", ")));
   return out;
 }
 

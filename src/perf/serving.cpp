@@ -4,8 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <tuple>
 #include <cmath>
+#include <tuple>
 #include <utility>
 
 #include "core/error.hpp"
@@ -20,6 +20,7 @@
 #include "perf/efficiency.hpp"
 #include "perf/maturity.hpp"
 #include "perf/predict.hpp"
+#include "perf/request_error.hpp"
 #include "perf/serving_engine.hpp"
 #include "perf/system_facts.hpp"
 #include "perf/weight_format.hpp"
@@ -320,7 +321,7 @@ std::vector<ServingPrediction> serving_load_curve(const catalog::Catalog& cat, S
 }
 
 std::vector<ServingPrediction> serving_load_curve(const catalog::Catalog& cat, const workload::Workload& w, ServingRequest req) {
-  if (req.mode != "infer") throw InputError("a load curve is for --mode infer (whole requests)");
+  if (req.mode != "infer") throw RequestError("a load curve is for --mode infer (whole requests)");
   req.batch = 0;
   const ServingPrediction top = predict_serving(cat, w, req);
   std::vector<ServingPrediction> out;
@@ -369,7 +370,7 @@ std::string serving_format_for(const std::string& named) {
 
 ServingPrediction predict_serving(const catalog::Catalog& cat, const ServingRequest& req) {
   if (!is_serving_mode(req.mode))
-    throw InputError(fmt::format("mode '{}' is not a serving mode (prefill, decode, infer)", strings::printable(req.mode)));
+    throw RequestError(fmt::format("mode '{}' is not a serving mode (prefill, decode, infer)", strings::printable(req.mode)));
   cat.find(req.gpu);  // an unknown card is named before the workload is read
   return predict_serving(cat, workload::Workload(req.workload, req.options), req);
 }
@@ -386,12 +387,12 @@ struct Checked {
 /// The request checked against the workload, the engine and the format, on `gpu` (a front picks its engine by the card).
 Checked check_request(const models::NetworkInfo& net, const catalog::Gpu& gpu, const ServingRequest& req) {
   if (net.family != models::Family::decoder)
-    throw InputError(fmt::format("--mode {} prices decoders (LLMs); {} is a {} (use --mode infer without serving options)", req.mode, net.id,
+    throw RequestError(fmt::format("--mode {} prices decoders (LLMs); {} is a {} (use --mode infer without serving options)", req.mode, net.id,
                                  models::family_name(net.family)));
   for (const auto& [k, v] : req.options) {
     const auto& shape = models::gpt_shape_keys();
     if (std::find(kServingKeys.begin(), kServingKeys.end(), k) == kServingKeys.end() && std::find(shape.begin(), shape.end(), k) == shape.end())
-      throw InputError(fmt::format("option '{}' is not a serving option{} (known: {})", strings::printable(k),
+      throw RequestError(fmt::format("option '{}' is not a serving option{} (known: {})", strings::printable(k),
                                    k == "seq_len" ? ": a prompt is prompt_len" : "", strings::join(kServingKeys, ", ")));
   }
   const auto fw = req.options.find("framework");
@@ -403,7 +404,7 @@ Checked check_request(const models::NetworkInfo& net, const catalog::Gpu& gpu, c
   // in its own groups; another quantized format or grouping asked for besides is another model's.
   const auto& quantized = net.quantized;
   if (quantized && strings::lower(req.format) != quantized->format && req.format != "bf16" && req.format != "fp16")
-    throw InputError(fmt::format("{} is quantized as {} ({}); --precision {} names other weights: drop it, or quantize the model again", net.id,
+    throw RequestError(fmt::format("{} is quantized as {} ({}); --precision {} names other weights: drop it, or quantize the model again", net.id,
                                  quantized->format, quantized->source, strings::printable(req.format)));
   WeightFormat format = stored ? stored_weight_format(*stored) : weight_format(quantized ? quantized->format : req.format);
   // AWQ and GPTQ checkpoints come in groups of 32, 64 or 128 weights: smaller groups carry more scales. The range here
@@ -412,7 +413,7 @@ Checked check_request(const models::NetworkInfo& net, const catalog::Gpu& gpu, c
       req.options.count("group_size") ? std::optional(option_int(req.options, "group_size", 0, -(1LL << 40), 1LL << 40)) : std::nullopt;
   if (quantized && quantized->group_size > 0) {
     if (asked_group && *asked_group != quantized->group_size)
-      throw InputError(fmt::format("option group_size={}: {} is quantized in groups of {} ({})", *asked_group, net.id, quantized->group_size,
+      throw RequestError(fmt::format("option group_size={}: {} is quantized in groups of {} ({})", *asked_group, net.id, quantized->group_size,
                                    quantized->source));
     format = with_group_size(format, quantized->group_size);
     format.name += fmt::format(" (from {})", quantized->source);
@@ -420,7 +421,7 @@ Checked check_request(const models::NetworkInfo& net, const catalog::Gpu& gpu, c
     format = with_group_size(format, *asked_group);
   }
   if (stored && strings::lower(req.format) != format.id && req.format != "bf16" && req.format != "fp16")
-    throw InputError(fmt::format("{} stores its weights ({}, run as {}); --precision {} names other weights: drop it, or quantize the file again",
+    throw RequestError(fmt::format("{} stores its weights ({}, run as {}); --precision {} names other weights: drop it, or quantize the file again",
                                  stored->source, stored->summary, format.id, strings::printable(req.format)));
   const auto runs = [&](const ServingEngine& e) { return std::find(e.formats.begin(), e.formats.end(), format.id) != e.formats.end(); };
   const std::string named = fw != req.options.end() ? fw->second : stored && !stored->engine.empty() ? stored->engine : default_serving_engine();
@@ -437,10 +438,13 @@ Checked check_request(const models::NetworkInfo& net, const catalog::Gpu& gpu, c
         break;
       }
   const ServingEngine& engine = *chosen;
-  if (!runs(engine))
-    throw InputError(fmt::format("{} does not run the {} format (it runs {})", engine.id, format.id, strings::join(engine.formats, ", ")));
-  if (req.gpus < 1 || req.gpus > 4096) throw InputError(fmt::format("--gpus must be in [1, 4096], got {}", req.gpus));
-  if (req.batch < 0 || req.batch > (1 << 20)) throw InputError(fmt::format("--batch must be in [0, 1048576], got {}", req.batch));
+  if (!runs(engine)) {
+    const std::string why = fmt::format("{} does not run the {} format (it runs {})", engine.id, format.id, strings::join(engine.formats, ", "));
+    if (!front_note.empty()) throw InputError(why);  // the engine a front picked for this card: a finding about the card
+    throw RequestError(why);
+  }
+  if (req.gpus < 1 || req.gpus > 4096) throw RequestError(fmt::format("--gpus must be in [1, 4096], got {}", req.gpus));
+  if (req.batch < 0 || req.batch > (1 << 20)) throw RequestError(fmt::format("--batch must be in [0, 1048576], got {}", req.batch));
   return {&engine, format, front_note};
 }
 
@@ -453,28 +457,28 @@ void resolve_shape(const catalog::Gpu& gpu, const models::NetworkInfo& net, cons
   if (engine.layer_split && req.gpus > 1) {
     // One model over every GPU, split by layers (llama.cpp's -sm layer, its default), not replicas: each token passes
     // every card in turn. Its tensor split (-sm row) is another layout.
-    if (p.tp > 1) throw InputError(fmt::format("{} with tp={}: its tensor split (-sm row) is not priced; its layer split (-sm layer) is, without tp",
+    if (p.tp > 1) throw RequestError(fmt::format("{} with tp={}: its tensor split (-sm row) is not priced; its layer split (-sm layer) is, without tp",
                                                engine.id, p.tp));
-    if (req.gpus > d.layers) throw InputError(fmt::format("{} splits {}'s {} blocks by layers: at most {} GPUs, not {}", engine.id, net.id,
+    if (req.gpus > d.layers) throw RequestError(fmt::format("{} splits {}'s {} blocks by layers: at most {} GPUs, not {}", engine.id, net.id,
                                                           d.layers, d.layers, req.gpus));
     p.layer_split = req.gpus;
   }
-  if (req.gpus % p.tp != 0) throw InputError(fmt::format("tp={} does not divide --gpus {}", p.tp, req.gpus));
-  if (d.heads % p.tp != 0) throw InputError(fmt::format("tp={} does not divide {}'s {} attention heads", p.tp, net.id, d.heads));
+  if (req.gpus % p.tp != 0) throw RequestError(fmt::format("tp={} does not divide --gpus {}", p.tp, req.gpus));
+  if (d.heads % p.tp != 0) throw RequestError(fmt::format("tp={} does not divide {}'s {} attention heads", p.tp, net.id, d.heads));
   if (p.tp > system_facts().gpus_per_server && !gpu.has_nvlink())
-    throw InputError(fmt::format("tp={} spans more than one server; serving is priced inside one node", p.tp));
+    throw RequestError(fmt::format("tp={} spans more than one server; serving is priced inside one node", p.tp));
   p.replicas = req.gpus / p.tp / p.layer_split;
   const std::int64_t max_len = std::int64_t{1} << 22;
   p.prompt_len = option_int(req.options, "prompt_len", req.mode == "decode" ? 0 : req.mode == "prefill" ? 512 : 128, req.mode == "decode" ? 0 : 1, max_len);
   p.gen_len = option_int(req.options, "gen_len", 128, 1, max_len);
-  if (req.mode == "prefill" && req.options.count("gen_len")) throw InputError("option gen_len does not apply to --mode prefill");
+  if (req.mode == "prefill" && req.options.count("gen_len")) throw RequestError("option gen_len does not apply to --mode prefill");
   const std::int64_t request_len = p.prompt_len + (req.mode == "prefill" ? 0 : p.gen_len);
   if (d.max_positions > 0 && request_len > d.max_positions)
-    throw InputError(fmt::format("a request of {} tokens (prompt_len {} + gen_len {}) is past {}'s {} positions", request_len, p.prompt_len,
+    throw RequestError(fmt::format("a request of {} tokens (prompt_len {} + gen_len {}) is past {}'s {} positions", request_len, p.prompt_len,
                                  req.mode == "prefill" ? 0 : p.gen_len, net.id, d.max_positions));
   p.kv_dtype = req.options.count("kv_dtype") ? req.options.at("kv_dtype") : engine.fp8_kv_cache && format.math == "fp8" ? "fp8" : "fp16";
   if (p.kv_dtype != "fp16" && p.kv_dtype != "bf16" && p.kv_dtype != "fp8")
-    throw InputError(fmt::format("option kv_dtype={}: expected fp16, bf16 or fp8", strings::printable(p.kv_dtype)));
+    throw RequestError(fmt::format("option kv_dtype={}: expected fp16, bf16 or fp8", strings::printable(p.kv_dtype)));
   if (p.kv_dtype == "fp8" && !gpu.fp8_fp32acc.present())
     throw InputError(fmt::format("{} ({}) has no FP8 support for an fp8 KV cache", gpu.id, gpu.arch));
 }
@@ -590,11 +594,11 @@ void place_weights_and_cache(const catalog::Catalog& cat, const catalog::Gpu& gp
   const auto fits_with = [&](int n) { return gpu_weight_bytes(n) + p.runtime_bytes + kv_per_layer_token * n / split * needed_tokens <= usable; };
   p.gpu_layers = d.layers;
   if (req.options.count("ngl") || req.options.count("host_gbs")) {
-    if (!engine.layer_offload) throw InputError(fmt::format("{} does not run layers from system RAM (ngl, host_gbs are llama.cpp's)", engine.id));
+    if (!engine.layer_offload) throw RequestError(fmt::format("{} does not run layers from system RAM (ngl, host_gbs are llama.cpp's)", engine.id));
     p.host_gbs = static_cast<double>(option_int(req.options, "host_gbs", 90, 1, 100000));
   }
   if (p.layer_split > 1 && req.options.count("ngl"))
-    throw InputError(fmt::format("offloading layers to system RAM (ngl) is priced on one GPU, not split over {}", p.layer_split));
+    throw RequestError(fmt::format("offloading layers to system RAM (ngl) is priced on one GPU, not split over {}", p.layer_split));
   if (req.options.count("ngl")) {
     p.gpu_layers = static_cast<int>(option_int(req.options, "ngl", d.layers, 0, 100000));
     p.gpu_layers = std::min(p.gpu_layers, d.layers);
@@ -604,7 +608,7 @@ void place_weights_and_cache(const catalog::Catalog& cat, const catalog::Gpu& gp
     p.gpu_layers = n;
   }
   if (p.gpu_layers < d.layers) {
-    if (p.tp > 1) throw InputError("offloading layers to system RAM (ngl) is priced on one GPU, not with tp");
+    if (p.tp > 1) throw RequestError("offloading layers to system RAM (ngl) is priced on one GPU, not with tp");
     p.host_gbs = static_cast<double>(option_int(req.options, "host_gbs", 90, 1, 100000));
     s.gpu_layers = p.gpu_layers;
     s.host_bandwidth = p.host_gbs * 1e9;
@@ -695,7 +699,7 @@ void price_requests(const Setup& s, const models::NetworkInfo& net, const catalo
   // of requests joining as others leave.
   const std::string arrival = req.options.count("arrival") ? req.options.at("arrival") : "steady";
   if (arrival != "steady" && arrival != "wave")
-    throw InputError(fmt::format("option arrival={}: expected steady (requests join as others leave) or wave (all at once, none after)",
+    throw RequestError(fmt::format("option arrival={}: expected steady (requests join as others leave) or wave (all at once, none after)",
                                  strings::printable(arrival)));
   if (arrival == "wave" && engine.inflight_batching && in_flight > p.max_concurrency)
     throw InputError(fmt::format("arrival=wave: {} requests at once do not fit {}'s KV cache on {} (at most {})", in_flight, engine.id, gpu.id,
@@ -778,7 +782,7 @@ namespace {
 
 ServingPrediction priced_serving(const catalog::Catalog& cat, const workload::Workload& w, const ServingRequest& req) {
   if (!is_serving_mode(req.mode))
-    throw InputError(fmt::format("mode '{}' is not a serving mode (prefill, decode, infer)", strings::printable(req.mode)));
+    throw RequestError(fmt::format("mode '{}' is not a serving mode (prefill, decode, infer)", strings::printable(req.mode)));
   w.check_is(req.workload, req.options);
   const catalog::Gpu& gpu = cat.find(req.gpu);
   const models::NetworkInfo& net = w.network();

@@ -11,6 +11,7 @@
 #include "core/strings.hpp"
 #include "core/toml_input.hpp"
 #include "perf/maturity.hpp"
+#include "perf/request_error.hpp"
 #include "perf/weight_format.hpp"
 
 namespace gpuvs::embedded {
@@ -191,7 +192,7 @@ bool is_serving_engine(const std::string& id) {
 const ServingEngine& serving_engine(const std::string& id) {
   for (const auto& e : builtin_engines())
     if (e.id == id) return e;
-  throw InputError(fmt::format("serving engine '{}' is unknown (known: {})", strings::printable(id), engine_ids(", ")));
+  throw RequestError(fmt::format("serving engine '{}' is unknown (known: {})", strings::printable(id), engine_ids(", ")));
 }
 
 namespace {

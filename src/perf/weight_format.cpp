@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "core/toml_input.hpp"
+#include "perf/request_error.hpp"
 
 namespace gpuvs::embedded {
 extern const char* const kWeightFormats;
@@ -167,7 +168,7 @@ std::vector<std::string> weight_format_ids(const FormatData& data) {
 
 const WeightFormat& weight_format(const std::string& id, const FormatData& data) {
   if (const WeightFormat* f = data.find(id)) return *f;
-  throw InputError(fmt::format("weight format '{}' is unknown (known: {})", strings::printable(id), strings::join(weight_format_ids(data), ", ")));
+  throw RequestError(fmt::format("weight format '{}' is unknown (known: {})", strings::printable(id), strings::join(weight_format_ids(data), ", ")));
 }
 
 bool use_more_bits(int layer, int layers) {
@@ -235,9 +236,9 @@ WeightFormat stored_weight_format(const models::StoredWeights& w, const FormatDa
 }
 
 WeightFormat with_group_size(const WeightFormat& f, std::int64_t group_size) {
-  if (f.group_size <= 0) throw InputError(fmt::format("option group_size: the {} format is not quantized in groups", f.id));
+  if (f.group_size <= 0) throw RequestError(fmt::format("option group_size: the {} format is not quantized in groups", f.id));
   if (group_size < 16 || group_size > 1024 || (group_size & (group_size - 1)) != 0)
-    throw InputError(fmt::format("option group_size={}: expected a power of two from 16 to 1024 (AWQ and GPTQ use 32, 64 or 128)", group_size));
+    throw RequestError(fmt::format("option group_size={}: expected a power of two from 16 to 1024 (AWQ and GPTQ use 32, 64 or 128)", group_size));
   WeightFormat g = f;
   g.bits = f.bits - f.group_bits / f.group_size + f.group_bits / static_cast<double>(group_size);
   g.group_size = static_cast<int>(group_size);
