@@ -2006,6 +2006,21 @@ TEST(Framework, TensorRtEnginesFuseWhatEagerCodeRunsApartAndTimeTheirGemms) {
   for (const auto& op : eager.detail.ops) eager_gemm = std::max(eager_gemm, op.bound == Bound::compute ? op.efficiency : 0.0);
   EXPECT_GT(trt_gemm, eager_gemm * 1.05);
   EXPECT_GT(trt.throughput, 1.2 * eager.throughput);
+  // FP8 engines time FP8 tactics: the H100's FP8 figure (a smaller share of its FP8 peak than BF16's of its BF16 peak).
+  {
+    PredictRequest f = r;
+    f.gpu = "h100-sxm";
+    const auto efficiency = [&](Precision p) {
+      f.precision = p;
+      double best = 0;
+      for (const auto& op : predict(cat(), f).detail.ops) best = std::max(best, op.bound == Bound::compute ? op.efficiency : 0.0);
+      return best;
+    };
+    const catalog::Gpu& h100 = cat().find("h100-sxm");
+    const double fp8 = achievable(cat(), h100, "gemm-fp8")->fraction, bf16 = achievable(cat(), h100, "gemm-bf16")->fraction;
+    ASSERT_LT(fp8, bf16);
+    EXPECT_NEAR(efficiency(Precision::amp_fp8) / efficiency(Precision::amp_bf16), fp8 / bf16, 0.03);
+  }
   // An engine builder does not train.
   r.training = true;
   const std::string e = test::input_error_of([&] { predict(cat(), r); });

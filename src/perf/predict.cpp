@@ -262,10 +262,11 @@ StepPrediction priced(const workload::BuiltGraph& g, const catalog::Gpu& gpu, co
 /// math (data/achievable.toml: a published figure, else the rule learned from other cards), as a fraction of the peak at
 /// the sustained clock predict_graph prices against; `fallback` where the card has no such figure (FP32 on CUDA cores).
 double tuned_gemm_fraction(const catalog::Catalog& cat, const catalog::Gpu& gpu, const PrecisionPlan& plan, double fallback) {
-  const char* key = plan.precision == Precision::fp32 ? "gemm-fp32"
-                    : plan.precision == Precision::tf32 ? "gemm-tf32"
-                    : plan.activations == ir::DType::bf16 ? "gemm-bf16"
+  // FP8 first: its activations are BF16, its GEMMs FP8.
+  const char* key = plan.precision == Precision::fp32      ? "gemm-fp32"
+                    : plan.precision == Precision::tf32    ? "gemm-tf32"
                     : plan.precision == Precision::amp_fp8 ? "gemm-fp8"
+                    : plan.activations == ir::DType::bf16  ? "gemm-bf16"
                                                            : "gemm-fp16";
   const auto a = achievable(cat, gpu, key);
   if (!a) return fallback;
