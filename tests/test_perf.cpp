@@ -134,6 +134,16 @@ TEST(Efficiency, ACardsBestGemmPerClockCarriesToItsFrameworkGemms) {
   EXPECT_NEAR(rate(rtx4090) / rate(rtx3090), 173.31 / 76.58, 1e-9);
   // No Volta card has a published figure: it keeps the class's fitted fraction as it is.
   EXPECT_DOUBLE_EQ(gemm_card_share(cat().find("v100-sxm2-16gb")), 1.0);
+  // A card before BF16 compares its FP16 figure with the class's BF16 ones: the T4 at its 70 W cap sustains 24 of 65
+  // TFLOP/s, so its framework GEMMs keep that ratio to the A100's (and the T4 does not move the class's reference).
+  const catalog::Gpu& t4 = cat().find("t4");
+  const auto rate16 = [](const catalog::Gpu& g) {
+    const EfficiencyParams p = efficiency_for(g, plan_precision(Precision::amp_fp16, g));
+    const double peak = g.fp16_fp32acc.dense ? *g.fp16_fp32acc.dense : *g.fp16.dense;
+    return p.gemm_max * peak * sustained_clock_fraction(g, active_constants().clock_headroom);
+  };
+  EXPECT_LT(gemm_card_share(t4), 0.7);
+  EXPECT_NEAR(rate16(t4) / rate(a100), 24.0 / 271.2, 1e-9);
 }
 
 TEST(Efficiency, FP32KernelsLoseIssueSlotsWhereHalfTheFP32LanesAlsoRunINT32) {

@@ -72,14 +72,17 @@ double gemm_card_share(const catalog::Gpu& gpu) {
   static std::mutex mutex;
   static std::map<std::string, double> memo;  // by what the share reads of the card, and the clock headroom
   const double headroom = active_constants().clock_headroom;
-  const std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}", gpu.id, gpu.compute_capability, gpu.segment, gpu.chip, gpu.tdp_w, gpu.bf16.dense.value_or(0), headroom);
+  const std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}", gpu.id, gpu.compute_capability, gpu.segment, gpu.chip, gpu.tdp_w, gpu.bf16.dense.value_or(0), gpu.fp16_fp32acc.dense.value_or(gpu.fp16.dense.value_or(0)), headroom);
   {
     const std::lock_guard<std::mutex> lock(mutex);
     if (const auto it = memo.find(key); it != memo.end()) return it->second;
   }
+  // The 16-bit tensor pipeline's figure: BF16 where the card has it, FP16 on cards before BF16 (Volta, Turing), whose
+  // power caps show there (a T4 sustains 24 of 65 TFLOP/s).
+  auto sixteen_bit = [](const catalog::Gpu& g) { return g.bf16.dense ? "gemm-bf16" : "gemm-fp16"; };
   // The best GEMM's fraction of the peak at the clock a card sustains: what its matrix units reach per cycle.
   auto per_clock = [&](const catalog::Gpu& g) -> std::optional<double> {
-    const auto a = achievable(builtin, g, "gemm-bf16");
+    const auto a = achievable(builtin, g, sixteen_bit(g));
     const double clock = sustained_clock_fraction(g, headroom);
     if (!a || a->fraction <= 0 || clock <= 0) return std::nullopt;
     return a->fraction / clock;
@@ -87,11 +90,12 @@ double gemm_card_share(const catalog::Gpu& gpu) {
   std::vector<double> reference;
   bool measured_kin = false;  // a card of this SM design (compute capability) and class has a published figure (or this one has):
                               // GA100 and GA102 are both "Ampere" but not one SM
+  // The class's reference is its BF16 figures (today's pipelines); a card before BF16 compares its FP16 figure with it.
   for (const auto& f : builtin_achievable().figures) {
-    if (f.key != "gemm-bf16") continue;
+    if (f.key != "gemm-bf16" && f.key != "gemm-fp16") continue;
     const catalog::Gpu& other = builtin.find(f.gpu);
-    if (device_class(other) != device_class(gpu)) continue;
-    if (const auto v = per_clock(other)) reference.push_back(*v);
+    if (f.key != sixteen_bit(other) || device_class(other) != device_class(gpu)) continue;
+    if (const auto v = per_clock(other); v && f.key == "gemm-bf16") reference.push_back(*v);
     measured_kin = measured_kin || other.id == gpu.id || other.compute_capability == gpu.compute_capability;
   }
   const auto mine = per_clock(gpu);

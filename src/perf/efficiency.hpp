@@ -36,7 +36,8 @@ EfficiencyParams efficiency_for(const catalog::Gpu& gpu, const PrecisionPlan& pl
 /// The share of the CUDA-core fractions FP32 kernels keep on `gpu`'s SMs: data/system.toml's kernels.shared_lane_fp32 where
 /// its second FP32 datapath also runs INT32 (the compute capabilities that fact lists: GA10x, AD10x, GB20x), else 1.
 double shared_lane_fp32_share(const catalog::Gpu& gpu);
-/// How a card's best GEMMs compare per clock with its device class's: its 16-bit achievable fraction (perf/achievable.hpp)
+/// How a card's best GEMMs compare per clock with its device class's: its 16-bit achievable fraction (perf/achievable.hpp;
+/// BF16, or FP16 on a card without BF16)
 /// at the clock it sustains (perf/clocks.hpp) over the median of the class's cards with a published figure
 /// (mamf-finder: A100 SXM 0.93, H100 SXM 0.85 of the peak at their sustained clocks). 1 where neither this card
 /// nor one of its SM design (compute capability) and class has a published figure: the A10 (GA102) learns nothing from
