@@ -311,17 +311,25 @@ void summarize_errors(ValidationReport& rep) {
 /// Cross-GPU ratios, the answer to "how much faster is X than Y".
 void pair_ratios(ValidationReport& rep) {
   // Cross-GPU ratios: rows of one source with the same workload, precision, mode, options and GPU count
-  // on different GPUs.
+  // on different GPUs. Each card at its own batch where a card has one row of the configuration (the largest batch
+  // that fits, as Lambda's tables run); where a card has a batch sweep, only rows at one batch pair.
+  const auto same_configuration = [](const PublishedRow& a, const PublishedRow& b) {
+    return a.workload == b.workload && a.precision == b.precision && a.mode == b.mode && a.source == b.source &&
+           a.file == b.file && a.options == b.options && a.n_gpus == b.n_gpus && a.per == b.per;
+  };
+  const auto swept = [&](const PublishedRow& a) {
+    return std::any_of(rep.rows.begin(), rep.rows.end(), [&](const auto& v) {
+      return v.row.gpu == a.gpu && v.row.batch != a.batch && same_configuration(v.row, a);
+    });
+  };
   std::vector<double> ratio_apes;
   for (std::size_t i = 0; i < rep.rows.size(); ++i)
     for (std::size_t j = i + 1; j < rep.rows.size(); ++j) {
       const auto& a = rep.rows[i];
       const auto& b = rep.rows[j];
       if (!a.ape || !b.ape) continue;
-      if (a.row.workload != b.row.workload || a.row.precision != b.row.precision || a.row.mode != b.row.mode ||
-          a.row.source != b.row.source || a.row.file != b.row.file || a.row.options != b.row.options ||
-          a.row.n_gpus != b.row.n_gpus || a.row.per != b.row.per || a.row.gpu == b.row.gpu)
-        continue;
+      if (a.row.gpu == b.row.gpu || !same_configuration(a.row, b.row)) continue;
+      if (a.row.batch != b.row.batch && (swept(a.row) || swept(b.row))) continue;
       RatioError e;
       e.a = a.row.id;
       e.b = b.row.id;

@@ -57,6 +57,8 @@ struct SourceSummary {
   double in_band = 0;         // fraction of scored rows whose measured value lies in the predicted band
 };
 
+/// A cross-GPU ratio: two rows of one file and source, one configuration (workload, precision, mode, options, GPU
+/// count, per), on different cards; each at its own batch only where neither card has a batch sweep of it.
 struct RatioError {
   std::string a, b;  // row ids
   double measured = 0, predicted = 0, ape = 0;
