@@ -604,10 +604,11 @@ TEST(Advise, AnOlderStackIsPricedOnTheCardsItPredatesAndSaysSo) {
   const auto today = run(s);
   s.release = "2021-04";
   const auto old = run(s);
-  const auto* h100 = find(old.options, "h100-sxm");
-  const auto* h100_today = find(today.options, "h100-sxm");
-  const auto* a100 = find(old.options, "a100-80gb-sxm");
-  const auto* a100_today = find(today.options, "a100-80gb-sxm");
+  // Each card's ranked option: the plan the advice shows and explains (the options list every plan that fits).
+  const auto* h100 = find(old.ranked, "h100-sxm");
+  const auto* h100_today = find(today.ranked, "h100-sxm");
+  const auto* a100 = find(old.ranked, "a100-80gb-sxm");
+  const auto* a100_today = find(today.ranked, "a100-80gb-sxm");
   ASSERT_TRUE(h100 && h100_today && a100 && a100_today);
   EXPECT_TRUE(h100_today->software.empty());
   ASSERT_FALSE(h100->software.empty());

@@ -107,6 +107,8 @@ void print_report_structured(const perf::ValidationReport& rep, std::size_t scor
     j["predicted"] = v.status == "ok" ? nlohmann::json(v.predicted) : nlohmann::json(nullptr);
     j["measured"] = v.row.value ? nlohmann::json(*v.row.value) : nlohmann::json(nullptr);
     j["reason"] = v.reason;
+    j["memory_peak_gib"] = v.memory_peak_gib ? nlohmann::json(*v.memory_peak_gib) : nlohmann::json(nullptr);
+    j["memory_capacity_gib"] = v.memory_capacity_gib ? nlohmann::json(*v.memory_capacity_gib) : nlohmann::json(nullptr);
     arr.push_back(j);
   }
   nlohmann::json sources = nlohmann::json::array(), held_json = nlohmann::json::array();
@@ -116,6 +118,7 @@ void print_report_structured(const perf::ValidationReport& rep, std::size_t scor
   print_structured(nlohmann::json{{"schema_version", 2}, {"rows", arr}, {"sources", sources},
                                   {"coverage", rep.coverage}, {"median_abs_error", scored ? nlohmann::json(rep.median_ape) : nlohmann::json(nullptr)},
                                   {"ratio_median_abs_error", rep.ratio_median_ape}, {"in_band", rep.in_band},
+                                  {"memory_fit", {{"rows", rep.memory_rows}, {"over_capacity", rep.memory_over}}},
                                   {"held_out_sources", held ? held_json : nlohmann::json(nullptr)},
                                   {"calibrate_one", one ? calibrate_one_json(*one) : nlohmann::json(nullptr)}},
                    out, {"rows", "sources", "held_out_sources"});
@@ -226,6 +229,15 @@ void print_totals(const perf::ValidationReport& rep, std::size_t scored) {
   else
     fmt::print("cross-GPU ratios: {} pairs; median absolute error {:.1f}%, mean {:.1f}%\n", rep.ratios.size(), 100 * rep.ratio_median_ape,
                100 * rep.ratio_mean_ape);
+  // Every row that published its batch ran at it: the memory model must not price it over the card.
+  if (rep.memory_rows > 0) {
+    std::vector<std::string> over;
+    for (const auto& v : rep.rows)
+      if (std::find(rep.memory_over.begin(), rep.memory_over.end(), v.row.id) != rep.memory_over.end())
+        over.push_back(fmt::format("{} {:.1f} of {:.1f} GiB", v.row.id, *v.memory_peak_gib, *v.memory_capacity_gib));
+    fmt::print("memory: {} of {} runs at their published batch fit as the memory model prices them{}{}\n", rep.memory_rows - rep.memory_over.size(),
+               rep.memory_rows, over.empty() ? "" : "; priced over their card: ", strings::join(over, ", "));
+  }
   if (rep.band_rows == 0)
     fmt::print("in-sample spread: none (no training or batch-inference row scored)");
   else

@@ -121,7 +121,7 @@ struct Node {
   double rate = 0.0;                      // dropout, dropout_grad
   double value = 0.0;                     // fill
   bool trainable = false;                 // param
-  NodeId ref = kNone;                     // grad ops: the forward node whose saved tensor they read
+  NodeId ref = kNone;                     // grad ops: the forward node they differentiate (its attributes, and the side data it saved: perf/memory.hpp)
   AdamConfig adam;                        // adam_update
   int kernel_h = 0, kernel_w = 0;         // conv2d (from W), pool2d
   int stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;

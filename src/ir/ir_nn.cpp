@@ -307,7 +307,9 @@ NodeId Graph::elementwise_grad(std::string name, NodeId dy, NodeId fwd, int inpu
     default:
       in.insert(in.end(), f.inputs.begin(), f.inputs.end());
   }
-  Node n = make(OpKind::elementwise, std::move(name), std::move(in), f.shape, node(dy).dtype);
+  // A cast's gradient goes back in its input's type (a 16-bit tensor cast to FP32 gets a 16-bit gradient).
+  const DType type = f.fn == EwFn::cast ? node(f.inputs[static_cast<std::size_t>(input_index)]).dtype : node(dy).dtype;
+  Node n = make(OpKind::elementwise, std::move(name), std::move(in), f.shape, type);
   n.fn = EwFn::grad;
   n.ref = fwd;
   n.axis = input_index;

@@ -2,6 +2,7 @@
 #include "perf/memory.hpp"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "perf/system_facts.hpp"
@@ -34,28 +35,114 @@ ParamBytes param_bytes(const PrecisionPlan& plan, bool training) {
   return {2, 2, 4};
 }
 
-std::vector<ir::NodeId> saved_tensors(const ir::Graph& g) {
+namespace {
+
+struct SavedParts {
+  std::set<ir::NodeId> outputs;       // forward storage a backward node reads
+  std::map<ir::NodeId, double> side;  // forward node -> side data its backward kernel reads
+};
+
+SavedParts saved_parts(const ir::Graph& g) {
+  SavedParts parts;
+  auto& outputs = parts.outputs;
+  auto& side = parts.side;
   const ir::NodeId loss = g.output("loss");
   const ir::NodeId last_forward = loss == ir::kNone ? static_cast<ir::NodeId>(g.size()) - 1 : loss;
-  std::set<ir::NodeId> saved;
+  auto keep = [&](ir::NodeId id) {
+    if (id == ir::kNone || id > last_forward) return;
+    const ir::NodeId s = storage_of(g, id);
+    const Node& src = g.node(s);
+    if (src.op == OpKind::param || src.op == OpKind::fill) return;  // counted with the weights
+    outputs.insert(s);
+  };
   for (const Node& n : g.nodes()) {
     if (n.id <= last_forward) continue;
-    auto keep = [&](ir::NodeId id) {
-      if (id == ir::kNone || id > last_forward) return;
-      const ir::NodeId s = storage_of(g, id);
-      const Node& src = g.node(s);
-      if (src.op == OpKind::param || src.op == OpKind::fill) return;  // counted with the weights
-      saved.insert(s);
-    };
     for (ir::NodeId in : n.inputs) keep(in);
-    keep(n.ref);
+    if (n.ref == ir::kNone || n.ref > last_forward) continue;
+    const Node& f = g.node(n.ref);
+    const double count = static_cast<double>(ir::numel(f.shape));
+    switch (n.op) {
+      case OpKind::dropout_grad:
+        side[f.id] = count;  // a 1-byte mask per element
+        break;
+      case OpKind::normalize_grad:
+      case OpKind::normalize_grad_scale: {
+        // Mean and inverse deviation in FP32 per normalized group: per channel (batch norm), per row (layer and RMS
+        // norm), per sample and group (group norm).
+        const double groups = f.norm == ir::NormKind::batch   ? static_cast<double>(f.shape[1])
+                              : f.norm == ir::NormKind::group ? static_cast<double>(f.shape[0] * f.groups)
+                                                              : count / static_cast<double>(f.shape.back());
+        side[f.id] = 2.0 * 4.0 * groups;
+        break;
+      }
+      case OpKind::pool2d_grad:
+        if (f.pool == ir::PoolKind::max) {  // the input and the argmax of each window (PyTorch: int64 indices)
+          keep(f.inputs[0]);
+          side[f.id] = 8.0 * count;
+        }
+        break;
+      case OpKind::softmax_xent_grad:
+        side[f.id] = 4.0 * static_cast<double>(ir::numel(g.node(f.inputs[0]).shape));  // FP32 probabilities
+        break;
+      default:  // the forward tensors the others read are their inputs
+        break;
+    }
   }
-  return {saved.begin(), saved.end()};
+  return parts;
 }
 
-double saved_bytes(const ir::Graph& g, ir::NodeId id) {
-  const Node& n = g.node(id);
-  return node_bytes(n) + (n.op == OpKind::dropout ? static_cast<double>(ir::numel(n.shape)) : 0.0);
+}  // namespace
+
+std::vector<SavedTensor> saved_tensors(const ir::Graph& g) {
+  const SavedParts parts = saved_parts(g);
+  std::map<ir::NodeId, double> bytes = parts.side;
+  for (ir::NodeId id : parts.outputs) bytes[id] += node_bytes(g.node(id));
+  std::vector<SavedTensor> saved;
+  saved.reserve(bytes.size());
+  for (const auto& [id, b] : bytes) saved.push_back({id, b});
+  return saved;
+}
+
+double peak_live_bytes(const ir::Graph& g) {
+  const auto size = static_cast<std::size_t>(g.size());
+  // The end of the step's own work: the optimizer's first node (none in an inference graph).
+  std::size_t end = size;
+  std::set<ir::NodeId> param_grads;
+  for (const Node& n : g.nodes())
+    if (n.op == OpKind::adam_update) {
+      end = std::min(end, static_cast<std::size_t>(n.id));
+      param_grads.insert(storage_of(g, n.inputs[1]));
+    }
+  std::vector<ir::NodeId> last(size, ir::kNone);  // the last node reading each storage
+  std::map<ir::NodeId, ir::NodeId> side_until;     // forward node -> the backward node reading its side data
+  for (const Node& n : g.nodes()) {
+    if (static_cast<std::size_t>(n.id) >= end) break;
+    for (ir::NodeId in : n.inputs) {
+      const ir::NodeId s = storage_of(g, in);
+      last[static_cast<std::size_t>(s)] = std::max(last[static_cast<std::size_t>(s)], n.id);
+    }
+    if (n.ref != ir::kNone) side_until[n.ref] = std::max(side_until[n.ref], n.id);
+  }
+  const std::map<ir::NodeId, double> side = saved_parts(g).side;
+  std::vector<double> delta(end + 1, 0.0);
+  for (const Node& n : g.nodes()) {
+    const auto i = static_cast<std::size_t>(n.id);
+    if (i >= end) break;
+    if (n.op == OpKind::param || n.op == OpKind::fill || is_view(n) || param_grads.count(n.id)) continue;
+    const std::size_t until = last[i] == ir::kNone ? i : static_cast<std::size_t>(last[i]);
+    delta[i] += node_bytes(n);
+    delta[std::min(until, end - 1) + 1] -= node_bytes(n);
+  }
+  for (const auto& [id, bytes] : side) {
+    delta[static_cast<std::size_t>(id)] += bytes;
+    delta[std::min(static_cast<std::size_t>(side_until[id]), end - 1) + 1] -= bytes;
+  }
+  double live = 0, peak = 0;
+  for (std::size_t i = 0; i < end; ++i) {
+    live += delta[i];
+    peak = std::max(peak, live);
+  }
+  return peak;
 }
 
 MemoryEstimate estimate_memory(const ir::Graph& g, std::int64_t params, const PrecisionPlan& plan, bool training,
@@ -68,16 +155,10 @@ MemoryEstimate estimate_memory(const ir::Graph& g, std::int64_t params, const Pr
   m.optimizer_bytes = pb.optimizer * p;
   m.weights_bytes += static_cast<double>(frozen_params) * frozen_bytes_per_param;
   if (training)
-    for (ir::NodeId id : saved_tensors(g)) m.activations_bytes += saved_bytes(g, id);
-  // Transient: the largest tensor produced anywhere, twice (an op's input gradient and output gradient).
-  double largest = 0;
-  for (const Node& n : g.nodes())
-    if (n.op != OpKind::param && !is_view(n)) largest = std::max(largest, node_bytes(n));
-  m.transient_bytes = 2.0 * largest;
-  if (!training) {
-    // Inference keeps no activations beyond the live ones: two of the largest.
-    m.activations_bytes = 0;
-  }
+    for (const SavedTensor& t : saved_tensors(g)) m.activations_bytes += t.bytes;
+  // Saved tensors are all live where the forward pass ends, so the peak is at least their sum; what is live beside
+  // them at the peak is the step's transient. Inference keeps nothing for a backward pass: its peak is all transient.
+  m.transient_bytes = std::max(0.0, peak_live_bytes(g) - m.activations_bytes);
   m.runtime_bytes = system_facts().runtime_bytes;
   m.capacity_bytes = usable_device_bytes(gpu.memory_bytes());
   update_peak(m);

@@ -15,7 +15,7 @@ namespace gpuvs::perf {
 struct MemoryEstimate {
   double weights_bytes = 0, gradients_bytes = 0, optimizer_bytes = 0;
   double activations_bytes = 0;  // tensors saved by the forward pass for the backward pass
-  double transient_bytes = 0;    // largest working set of one op beyond the saved tensors
+  double transient_bytes = 0;    // what else is live at the step's peak (peak_live_bytes less the saved tensors)
   double runtime_bytes = 0;      // CUDA context, library workspaces
   double fragmentation_bytes = 0;
   double peak_bytes = 0;
@@ -42,9 +42,25 @@ void update_peak(MemoryEstimate& m);
 /// What a process can allocate of `bytes` of device memory (a card's, or a MIG slice's): the rest the driver
 /// and ECC keep. Every fit check (training, the advisor's serving slices) measures against this.
 double usable_device_bytes(double bytes);
-/// Forward tensors the backward pass reads (views resolved to their storage), in node order.
-std::vector<ir::NodeId> saved_tensors(const ir::Graph& g);
-/// Bytes of a saved tensor, with the 1-byte mask of a dropout node.
-double saved_bytes(const ir::Graph& g, ir::NodeId id);
+/// What the backward pass keeps of one forward node: its output where a backward node reads it, and the side data a
+/// backward kernel reads instead (a dropout's 1-byte mask, a norm's FP32 mean and inverse deviation, a max pool's
+/// int64 indices, a loss's FP32 probabilities).
+struct SavedTensor {
+  ir::NodeId id = ir::kNone;
+  double bytes = 0;
+};
+/// The forward pass's tensors the backward pass keeps, in node order: each forward output a backward node takes as
+/// an input (views resolved to their storage), and the side data of the forward node a backward node refers to. A
+/// reference alone keeps no output: a batch norm's backward reads its input and statistics, not its output (PyTorch's
+/// and cuDNN's kernels), so a BN followed by a ReLU keeps the convolution's output and the ReLU's, not the BN's; a
+/// dropout before a residual add keeps its mask, not its output.
+std::vector<SavedTensor> saved_tensors(const ir::Graph& g);
+/// The most bytes of the step's own tensors live at once, the graph run in node order (forward, backward) as an
+/// eager framework frees memory: each tensor from the node that writes it to its last reader (a view keeps its
+/// storage alive; a backward kernel's side data lives from its forward node to that kernel). Parameters, constants,
+/// the parameters' gradients (MemoryEstimate's gradients) and the optimizer are not counted. A training step peaks
+/// where the backward pass has freed some saved tensors and holds the gradients it is computing: a CNN at the start
+/// of its backward pass (its largest gradients come last, when most of what they needed is freed).
+double peak_live_bytes(const ir::Graph& g);
 
 }  // namespace gpuvs::perf

@@ -74,10 +74,10 @@ void apply_recompute(Prediction& p, const ir::Graph& g, const models::NetworkInf
                               static_cast<double>(ir::dtype_size(p.plan.activations));
     p.memory.activations_bytes = boundaries + p.memory.activations_bytes / net.layers;
   } else {
-    for (ir::NodeId id : saved_tensors(g))
-      if (attention_core(g, g.node(id))) {
-        p.memory.activations_bytes -= saved_bytes(g, id);
-        if (op_seconds.count(id)) p.recompute_s += op_seconds[id];
+    for (const SavedTensor& t : saved_tensors(g))
+      if (attention_core(g, g.node(t.id))) {
+        p.memory.activations_bytes -= t.bytes;
+        if (op_seconds.count(t.id)) p.recompute_s += op_seconds[t.id];
       }
   }
   update_peak(p.memory);

@@ -262,6 +262,10 @@ ValidatedRow validate_row(const catalog::Catalog& cat, const PublishedRow& r, co
     v.format = std::string(precision_name(p.plan.precision));
     v.batch = p.batch;
     v.batch_chosen = r.batch == 0;
+    if (r.batch > 0) {
+      v.memory_peak_gib = p.memory.peak_bytes / 1073741824.0;
+      v.memory_capacity_gib = p.memory.capacity_bytes / 1073741824.0;
+    }
     if (!r.unit.empty() && r.unit != p.unit) {
       v.reason = fmt::format("row unit {} differs from the prediction's {}", r.unit, p.unit);
     } else {
@@ -380,6 +384,11 @@ void summarize_sources(ValidationReport& rep) {
 ValidationReport report_of(std::vector<ValidatedRow> rows) {
   ValidationReport rep;
   rep.rows = std::move(rows);
+  for (const auto& v : rep.rows)
+    if (v.status == "ok" && v.memory_peak_gib && v.memory_capacity_gib) {
+      ++rep.memory_rows;
+      if (*v.memory_peak_gib > *v.memory_capacity_gib) rep.memory_over.push_back(v.row.id);
+    }
   summarize_errors(rep);
   pair_ratios(rep);
   summarize_sources(rep);

@@ -44,6 +44,9 @@ struct ValidatedRow {
   bool serving = false;       // priced by the serving model (perf/serving.hpp)
   std::string engine, format;  // the software profile and format that priced it (a serving engine and weight format, or a
                                // training framework profile and precision); empty for microbenchmark rows
+  /// A training or batch-inference row that published its batch ran, so it fit: the memory model's peak and the card's
+  /// usable memory for it (GiB, 2^30 B). Unset for serving, microbenchmark and chosen-batch rows.
+  std::optional<double> memory_peak_gib, memory_capacity_gib;
 };
 
 /// One source file's figures.
@@ -76,6 +79,9 @@ struct ValidationReport {
   double log_err_p10 = 0, log_err_p90 = 0;                  // training and batch-inference rows
   double serving_log_err_p10 = 0, serving_log_err_p90 = 0;  // LLM serving rows (their own band)
   int band_rows = 0, serving_band_rows = 0;
+  /// The memory model judged by what ran: rows with a peak and capacity, and the ids of those priced over their card.
+  int memory_rows = 0;
+  std::vector<std::string> memory_over;
 };
 
 /// A report over rows already predicted: the errors, the band's percentiles, the ratios and the per-source
