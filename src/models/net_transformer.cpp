@@ -452,7 +452,7 @@ Graph build_decoder(const NetworkOptions& opt, const DecoderConfig& cfg) {
   // PyTorch trains the language-model loss in FP32: autocast runs cross_entropy in FP32, and Hugging Face's causal-LM
   // heads and Megatron's vocab-parallel cross-entropy cast the logits with .float(). The FP32 logits, their softmax's
   // probabilities and their gradient are what long sequences over large vocabularies run out of memory on.
-  const NodeId scored = opt.training && opt.dtype != DType::f32 ? g.cast("lm_head/fp32", logits, DType::f32) : logits;
+  const NodeId scored = opt.training && dtype_size(opt.dtype) < 4 ? g.cast("lm_head/fp32", logits, DType::f32) : logits;
   g.set_output("loss", g.softmax_xent("loss", scored, g.input("labels", {batch * seq}, DType::i32)));
   return g;
 }

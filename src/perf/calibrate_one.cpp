@@ -15,9 +15,6 @@ namespace gpuvs::perf {
 namespace {
 
 // Rows that make a group: everything about the run but the card.
-std::string group_key(const PublishedRow& r) {
-  return fmt::format("{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}", r.file, r.source, r.workload, r.mode, r.precision, r.options, r.n_gpus, r.per);
-}
 
 double ape(double predicted, double measured) { return std::fabs(predicted / measured - 1.0); }
 
@@ -64,10 +61,11 @@ CalibrateOneReport calibrate_one(const catalog::Catalog& cat, const std::vector<
   for (const auto& r : rows) priced.push_back(validate_row(cat, r, withheld(r), workloads));
   std::vector<std::string> order;
   std::map<std::string, std::vector<std::size_t>> groups;
+  const std::vector<std::string> keys = configuration_keys(rows);
   for (std::size_t i = 0; i < priced.size(); ++i) {
     const ValidatedRow& v = priced[i];
     if (v.status != "ok" || !v.ape) continue;
-    const std::string key = group_key(v.row);
+    const std::string& key = keys[i];
     if (!groups.count(key)) order.push_back(key);
     groups[key].push_back(i);
   }
@@ -149,8 +147,13 @@ CalibrateOneReport calibrate_one(const catalog::Catalog& cat, const std::vector<
 
 std::optional<ErrorSlope> error_slope(const std::vector<ValidatedRow>& rows) {
   std::map<std::string, std::vector<const ValidatedRow*>> groups;
-  for (const auto& v : rows)
-    if (v.status == "ok" && v.ape && v.predicted > 0 && *v.row.value > 0) groups[group_key(v.row)].push_back(&v);
+  std::vector<PublishedRow> published;
+  for (const auto& v : rows) published.push_back(v.row);
+  const std::vector<std::string> keys = configuration_keys(published);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const ValidatedRow& v = rows[i];
+    if (v.status == "ok" && v.ape && v.predicted > 0 && *v.row.value > 0) groups[keys[i]].push_back(&v);
+  }
   double xy = 0, xx = 0;
   int pairs = 0;
   for (const auto& [key, members] : groups)

@@ -38,28 +38,29 @@ ParamBytes param_bytes(const PrecisionPlan& plan, bool training) {
 namespace {
 
 struct SavedParts {
-  std::set<ir::NodeId> outputs;       // forward storage a backward node reads
-  std::map<ir::NodeId, double> side;  // forward node -> side data its backward kernel reads
+  std::map<ir::NodeId, ir::NodeId> outputs;  // forward storage a backward node reads -> the last such node
+  std::map<ir::NodeId, ir::NodeId> side_until;  // forward node -> the last backward node reading its side data
+  std::map<ir::NodeId, double> side;         // forward node -> the bytes of that side data
 };
 
 SavedParts saved_parts(const ir::Graph& g) {
   SavedParts parts;
-  auto& outputs = parts.outputs;
   auto& side = parts.side;
   const ir::NodeId loss = g.output("loss");
   const ir::NodeId last_forward = loss == ir::kNone ? static_cast<ir::NodeId>(g.size()) - 1 : loss;
-  auto keep = [&](ir::NodeId id) {
-    if (id == ir::kNone || id > last_forward) return;
-    const ir::NodeId s = storage_of(g, id);
-    const Node& src = g.node(s);
-    if (src.op == OpKind::param || src.op == OpKind::fill) return;  // counted with the weights
-    outputs.insert(s);
-  };
   for (const Node& n : g.nodes()) {
-    if (n.id <= last_forward) continue;
+    if (n.id <= last_forward || n.op == OpKind::adam_update) continue;
+    auto keep = [&](ir::NodeId id) {
+      if (id == ir::kNone || id > last_forward) return;
+      const ir::NodeId s = storage_of(g, id);
+      const Node& src = g.node(s);
+      if (src.op == OpKind::param || src.op == OpKind::fill) return;  // counted with the weights
+      parts.outputs[s] = std::max(parts.outputs.count(s) ? parts.outputs[s] : n.id, n.id);
+    };
     for (ir::NodeId in : n.inputs) keep(in);
     if (n.ref == ir::kNone || n.ref > last_forward) continue;
     const Node& f = g.node(n.ref);
+    parts.side_until[f.id] = std::max(parts.side_until.count(f.id) ? parts.side_until[f.id] : n.id, n.id);
     const double count = static_cast<double>(ir::numel(f.shape));
     switch (n.op) {
       case OpKind::dropout_grad:
@@ -67,12 +68,12 @@ SavedParts saved_parts(const ir::Graph& g) {
         break;
       case OpKind::normalize_grad:
       case OpKind::normalize_grad_scale: {
-        // Mean and inverse deviation in FP32 per normalized group: per channel (batch norm), per row (layer and RMS
-        // norm), per sample and group (group norm).
+        // FP32 statistics per normalized group — per channel (batch norm), per row (layer and RMS norm), per sample and
+        // group (group norm): the mean and inverse deviation, or the inverse root mean square alone (RMS norm).
         const double groups = f.norm == ir::NormKind::batch   ? static_cast<double>(f.shape[1])
                               : f.norm == ir::NormKind::group ? static_cast<double>(f.shape[0] * f.groups)
                                                               : count / static_cast<double>(f.shape.back());
-        side[f.id] = 2.0 * 4.0 * groups;
+        side[f.id] = (f.norm == ir::NormKind::rms ? 1.0 : 2.0) * 4.0 * groups;
         break;
       }
       case OpKind::pool2d_grad:
@@ -96,7 +97,7 @@ SavedParts saved_parts(const ir::Graph& g) {
 std::vector<SavedTensor> saved_tensors(const ir::Graph& g) {
   const SavedParts parts = saved_parts(g);
   std::map<ir::NodeId, double> bytes = parts.side;
-  for (ir::NodeId id : parts.outputs) bytes[id] += node_bytes(g.node(id));
+  for (const auto& [id, reader] : parts.outputs) bytes[id] += node_bytes(g.node(id));
   std::vector<SavedTensor> saved;
   saved.reserve(bytes.size());
   for (const auto& [id, b] : bytes) saved.push_back({id, b});
@@ -114,28 +115,35 @@ double peak_live_bytes(const ir::Graph& g) {
       param_grads.insert(storage_of(g, n.inputs[1]));
     }
   std::vector<ir::NodeId> last(size, ir::kNone);  // the last node reading each storage
-  std::map<ir::NodeId, ir::NodeId> side_until;     // forward node -> the backward node reading its side data
   for (const Node& n : g.nodes()) {
     if (static_cast<std::size_t>(n.id) >= end) break;
     for (ir::NodeId in : n.inputs) {
       const ir::NodeId s = storage_of(g, in);
       last[static_cast<std::size_t>(s)] = std::max(last[static_cast<std::size_t>(s)], n.id);
     }
-    if (n.ref != ir::kNone) side_until[n.ref] = std::max(side_until[n.ref], n.id);
   }
-  const std::map<ir::NodeId, double> side = saved_parts(g).side;
+  // A saved tensor lives until the backward node that keeps it, even one that reads it only through its forward
+  // node (a max pool's input), so the saved tensors are all live together where the forward pass ends.
+  const SavedParts parts = saved_parts(g);
+  for (const auto& [id, reader] : parts.outputs)
+    last[static_cast<std::size_t>(id)] = std::max(last[static_cast<std::size_t>(id)], reader);
   std::vector<double> delta(end + 1, 0.0);
   for (const Node& n : g.nodes()) {
     const auto i = static_cast<std::size_t>(n.id);
     if (i >= end) break;
+    // Parameters' gradients are MemoryEstimate's gradients. One that shares its storage with an activation's gradient
+    // (a parameter added to a same-shaped activation) drops that gradient from the count: rare, and small.
     if (n.op == OpKind::param || n.op == OpKind::fill || is_view(n) || param_grads.count(n.id)) continue;
     const std::size_t until = last[i] == ir::kNone ? i : static_cast<std::size_t>(last[i]);
     delta[i] += node_bytes(n);
     delta[std::min(until, end - 1) + 1] -= node_bytes(n);
   }
-  for (const auto& [id, bytes] : side) {
+  for (const auto& [id, bytes] : parts.side) {
+    if (static_cast<std::size_t>(id) >= end) continue;
+    const auto reader = parts.side_until.find(id);
+    const std::size_t until = reader == parts.side_until.end() ? static_cast<std::size_t>(id) : static_cast<std::size_t>(reader->second);
     delta[static_cast<std::size_t>(id)] += bytes;
-    delta[std::min(static_cast<std::size_t>(side_until[id]), end - 1) + 1] -= bytes;
+    delta[std::min(until, end - 1) + 1] -= bytes;
   }
   double live = 0, peak = 0;
   for (std::size_t i = 0; i < end; ++i) {

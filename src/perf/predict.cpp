@@ -72,7 +72,14 @@ void apply_recompute(Prediction& p, const ir::Graph& g, const models::NetworkInf
     const double tokens = static_cast<double>(p.batch * std::max<std::int64_t>(p.seq_len, 1));
     const double boundaries = static_cast<double>(net.layers) * tokens * static_cast<double>(net.hidden) *
                               static_cast<double>(ir::dtype_size(p.plan.activations));
-    p.memory.activations_bytes = boundaries + p.memory.activations_bytes / net.layers;
+    // The blocks' saved tensors give way to their inputs (and one block's come back while it is recomputed); the
+    // embedding's, the head's and the loss's (its FP32 probabilities) stay: checkpointing covers the blocks.
+    double in_blocks = 0, outside = 0;
+    for (const SavedTensor& t : saved_tensors(g)) {
+      const std::string& name = g.node(t.id).name;
+      (name.rfind("blocks.", 0) == 0 || name.rfind("encoder.", 0) == 0 ? in_blocks : outside) += t.bytes;
+    }
+    p.memory.activations_bytes = boundaries + in_blocks / net.layers + outside;
   } else {
     for (const SavedTensor& t : saved_tensors(g))
       if (attention_core(g, g.node(t.id))) {
@@ -360,10 +367,9 @@ void predict_parallel(Prediction& p, const PredictRequest& req, const workload::
     return s;
   };
   const Stage first = price_stage(true, l.pp == 1);
-  const Stage slow = l.pp == 1 ? first : [&] {
-    Stage last = price_stage(false, true);
-    return last.cost.compute_s > first.cost.compute_s ? last : first;
-  }();
+  std::optional<Stage> last_stage;
+  if (l.pp > 1) last_stage = price_stage(false, true);
+  const Stage& slow = last_stage && last_stage->cost.compute_s > first.cost.compute_s ? *last_stage : first;
   TrafficShape t;
   t.tokens = static_cast<double>(p.batch) * static_cast<double>(p.seq_len / l.cp);
   t.hidden = static_cast<double>(dec.hidden);
@@ -401,13 +407,21 @@ void predict_parallel(Prediction& p, const PredictRequest& req, const workload::
   p.unit = "tokens/s";
   p.throughput = static_cast<double>(l.global_batch) * static_cast<double>(p.seq_len) / p.step_s / req.gpus;
   // Memory on the heavier stage: its weights, gradients and optimizer (the optimizer sharded over dp with
-  // zero1, Megatron's distributed optimizer) and, with 1F1B, up to pp micro-batches of activations in
-  // flight on the first stage (interleaving adds (pp - 1) / vp more).
-  MemoryEstimate m = first.pred.memory.peak_bytes >= slow.pred.memory.peak_bytes ? first.pred.memory : slow.pred.memory;
-  if (p.sharding == "zero1") m.optimizer_bytes /= l.dp;
+  // zero1, Megatron's distributed optimizer) and its activations in flight: with 1F1B up to pp micro-batches on the
+  // first stage (interleaving adds (pp - 1) / vp more), one on the last.
+  auto stage_memory = [&](const Stage& s, double in_flight) {
+    MemoryEstimate m = s.pred.memory;
+    if (p.sharding == "zero1") m.optimizer_bytes /= l.dp;
+    m.activations_bytes *= std::min<double>(in_flight, static_cast<double>(l.micro_batches));
+    update_peak(m);
+    return m;
+  };
   const double in_flight = l.pp > 1 ? l.pp + static_cast<double>(l.pp - 1) / l.vp * (l.vp > 1 ? 1.0 : 0.0) : 1.0;
-  m.activations_bytes *= std::min<double>(in_flight, static_cast<double>(l.micro_batches));
-  update_peak(m);
+  MemoryEstimate m = stage_memory(first, in_flight);
+  if (last_stage) {
+    const MemoryEstimate tail = stage_memory(*last_stage, 1.0);
+    if (tail.peak_bytes > m.peak_bytes) m = tail;
+  }
   p.memory = m;
   p.band_low = model_band().low(p.throughput);
   p.band_high = model_band().high(p.throughput);

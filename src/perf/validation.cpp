@@ -159,6 +159,26 @@ bool documentary_option(const std::string& key) {
   return std::find(kDocumentaryKeys.begin(), kDocumentaryKeys.end(), key) != kDocumentaryKeys.end();
 }
 
+std::vector<std::string> configuration_keys(const std::vector<PublishedRow>& rows) {
+  auto base = [](const PublishedRow& r) {
+    return fmt::format("{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}", r.file, r.source, r.workload, r.mode, r.precision, r.options,
+                       r.n_gpus, r.per);
+  };
+  // A configuration in which some card has several batches is a sweep: its rows group only at one batch.
+  std::map<std::string, std::map<std::string, std::set<std::int64_t>>> batches;  // configuration -> card -> batches
+  for (const auto& r : rows) batches[base(r)][r.gpu].insert(r.batch);
+  std::vector<std::string> keys;
+  keys.reserve(rows.size());
+  for (const auto& r : rows) {
+    std::string key = base(r);
+    const auto& cards = batches[key];
+    if (std::any_of(cards.begin(), cards.end(), [](const auto& c) { return c.second.size() > 1; }))
+      key += fmt::format("\x1f{}", r.batch);
+    keys.push_back(std::move(key));
+  }
+  return keys;
+}
+
 std::vector<PublishedRow> read_published(const std::string& text, const std::string& where) {
   std::size_t pos = 0;
   int line = 1, start = 1;
@@ -314,26 +334,17 @@ void summarize_errors(ValidationReport& rep) {
 
 /// Cross-GPU ratios, the answer to "how much faster is X than Y".
 void pair_ratios(ValidationReport& rep) {
-  // Cross-GPU ratios: rows of one source with the same workload, precision, mode, options and GPU count
-  // on different GPUs. Each card at its own batch where a card has one row of the configuration (the largest batch
-  // that fits, as Lambda's tables run); where a card has a batch sweep, only rows at one batch pair.
-  const auto same_configuration = [](const PublishedRow& a, const PublishedRow& b) {
-    return a.workload == b.workload && a.precision == b.precision && a.mode == b.mode && a.source == b.source &&
-           a.file == b.file && a.options == b.options && a.n_gpus == b.n_gpus && a.per == b.per;
-  };
-  const auto swept = [&](const PublishedRow& a) {
-    return std::any_of(rep.rows.begin(), rep.rows.end(), [&](const auto& v) {
-      return v.row.gpu == a.gpu && v.row.batch != a.batch && same_configuration(v.row, a);
-    });
-  };
+  // Cross-GPU ratios: rows of one configuration (configuration_keys) on different GPUs.
+  std::vector<PublishedRow> published;
+  published.reserve(rep.rows.size());
+  for (const auto& v : rep.rows) published.push_back(v.row);
+  const std::vector<std::string> keys = configuration_keys(published);
   std::vector<double> ratio_apes;
   for (std::size_t i = 0; i < rep.rows.size(); ++i)
     for (std::size_t j = i + 1; j < rep.rows.size(); ++j) {
       const auto& a = rep.rows[i];
       const auto& b = rep.rows[j];
-      if (!a.ape || !b.ape) continue;
-      if (a.row.gpu == b.row.gpu || !same_configuration(a.row, b.row)) continue;
-      if (a.row.batch != b.row.batch && (swept(a.row) || swept(b.row))) continue;
+      if (!a.ape || !b.ape || a.row.gpu == b.row.gpu || keys[i] != keys[j]) continue;
       RatioError e;
       e.a = a.row.id;
       e.b = b.row.id;

@@ -60,8 +60,12 @@ struct SourceSummary {
   double in_band = 0;         // fraction of scored rows whose measured value lies in the predicted band
 };
 
-/// A cross-GPU ratio: two rows of one file and source, one configuration (workload, precision, mode, options, GPU
-/// count, per), on different cards; each at its own batch only where neither card has a batch sweep of it.
+/// Per row, the configuration it belongs to, for cross-GPU ratios and calibrate-one: its file, source, workload, mode,
+/// precision, options, GPU count and per; and its batch where a card has several batches of the configuration (a
+/// sweep pairs only at one batch; one row per card, as Lambda's largest-batch tables, pairs each card at its own).
+std::vector<std::string> configuration_keys(const std::vector<PublishedRow>& rows);
+
+/// A cross-GPU ratio: two rows of one configuration (configuration_keys) on different cards.
 struct RatioError {
   std::string a, b;  // row ids
   double measured = 0, predicted = 0, ape = 0;
