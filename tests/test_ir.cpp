@@ -40,6 +40,32 @@ TEST(Ir, ShapesAndChecks) {
   EXPECT_EQ(g.find("nope"), kNone);
 }
 
+TEST(Ir, MixedPrecisionTrainsTheLossInFp32AndSendsA16BitGradientBack) {
+  // 16-bit logits are cast to FP32 before the fused cross-entropy (autocast's cross_entropy, .float() in Hugging Face's
+  // and Megatron's heads); the cast's gradient goes back in the logits' own type. FP32 logits go straight in.
+  Graph g;
+  const NodeId x = g.input("x", {4, 8}, DType::bf16);
+  const NodeId w = g.param("w", {8, 10}, DType::bf16);
+  const NodeId logits = g.matmul("logits", x, w);
+  const NodeId loss = g.softmax_xent_fp32("loss", logits, g.input("labels", {4}, DType::i32));
+  g.set_output("loss", loss);
+  const Node& xent = g.node(loss);
+  ASSERT_EQ(g.node(xent.inputs[0]).fn, EwFn::cast);
+  EXPECT_EQ(g.node(xent.inputs[0]).dtype, DType::f32);
+  EXPECT_EQ(g.node(xent.inputs[0]).name, "loss/fp32");
+  append_training_step(g, {});
+  bool cast_grad = false;
+  for (const Node& n : g.nodes())
+    if (n.op == OpKind::elementwise && n.fn == EwFn::grad && n.ref == xent.inputs[0]) {
+      cast_grad = true;
+      EXPECT_EQ(n.dtype, DType::bf16);
+    }
+  EXPECT_TRUE(cast_grad);
+  Graph f;
+  const NodeId y = f.input("y", {4, 10}, DType::f32);
+  EXPECT_EQ(f.node(f.node(f.softmax_xent_fp32("loss", y, f.input("labels", {4}, DType::i32))).inputs[0]).id, y);
+}
+
 TEST(Ir, UniqueNamesTakeTheSmallestFreeSuffix) {
   // The smallest free suffix, as before the names were remembered per base (probing from 2 each time was
   // quadratic in the nodes sharing a base: 20,000 ONNX nodes named alike took over 100 s under ASan).

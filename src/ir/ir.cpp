@@ -273,6 +273,11 @@ NodeId Graph::softmax_xent(std::string name, NodeId logits, NodeId labels) {
   return add_node(std::move(n));
 }
 
+NodeId Graph::softmax_xent_fp32(std::string name, NodeId logits, NodeId labels) {
+  const NodeId scored = dtype_size(node(logits).dtype) < 4 ? cast(name + "/fp32", logits, DType::f32) : logits;
+  return softmax_xent(std::move(name), scored, labels);
+}
+
 NodeId Graph::softmax_xent_grad(std::string name, NodeId dloss, NodeId xent_node) {
   const Node& x = node(xent_node);
   if (x.op != OpKind::softmax_xent) bad("softmax_xent_grad", name, "ref must be a softmax_xent node");

@@ -154,6 +154,10 @@ class Graph {
   NodeId dropout_grad(std::string name, NodeId dy, NodeId dropout_node);
   NodeId softmax(std::string name, NodeId x);
   NodeId softmax_xent(std::string name, NodeId logits, NodeId labels);
+  /// The loss as mixed-precision training runs it: 16-bit logits cast to FP32 first (`name` + "/fp32"), then
+  /// softmax_xent (PyTorch's autocast runs cross_entropy in FP32; Hugging Face's and Megatron's heads call .float();
+  /// Keras losses compute in float32). FP32 logits go straight in.
+  NodeId softmax_xent_fp32(std::string name, NodeId logits, NodeId labels);
   NodeId softmax_xent_grad(std::string name, NodeId dloss, NodeId xent_node);
   NodeId reduce_rows(std::string name, NodeId x);
   NodeId add(std::string name, NodeId a, NodeId b);

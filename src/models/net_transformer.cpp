@@ -449,11 +449,10 @@ Graph build_decoder(const NetworkOptions& opt, const DecoderConfig& cfg) {
     logits = g.matmul("lm_head", x, g.param("lm_head/weight", {cfg.hidden, shard.vocab}, opt.dtype, base_trainable));
   }
   g.set_output("logits", logits);
-  // PyTorch trains the language-model loss in FP32: autocast runs cross_entropy in FP32, and Hugging Face's causal-LM
-  // heads and Megatron's vocab-parallel cross-entropy cast the logits with .float(). The FP32 logits, their softmax's
-  // probabilities and their gradient are what long sequences over large vocabularies run out of memory on.
-  const NodeId scored = opt.training && dtype_size(opt.dtype) < 4 ? g.cast("lm_head/fp32", logits, DType::f32) : logits;
-  g.set_output("loss", g.softmax_xent("loss", scored, g.input("labels", {batch * seq}, DType::i32)));
+  // Training runs the language-model loss in FP32 (softmax_xent_fp32): the FP32 logits' softmax probabilities and
+  // their gradient are what long sequences over large vocabularies run out of memory on.
+  const NodeId labels = g.input("labels", {batch * seq}, DType::i32);
+  g.set_output("loss", opt.training ? g.softmax_xent_fp32("loss", logits, labels) : g.softmax_xent("loss", logits, labels));
   return g;
 }
 

@@ -66,20 +66,23 @@ void apply_recompute(Prediction& p, const ir::Graph& g, const models::NetworkInf
   const ir::NodeId loss = g.output("loss");
   std::map<ir::NodeId, double> op_seconds;
   for (const auto& op : p.detail.ops) op_seconds[op.id] = op.seconds;
+  // Checkpointing covers the blocks (Megatron's full recompute, Hugging Face's gradient checkpointing): the embedding,
+  // the head and the loss are neither recomputed nor dropped.
+  auto in_blocks = [&](ir::NodeId id) {
+    const std::string& name = g.node(id).name;
+    return name.rfind("blocks.", 0) == 0 || name.rfind("encoder.", 0) == 0;
+  };
   if (p.recompute == "full") {
     for (const auto& [id, sec] : op_seconds)
-      if (id <= loss) p.recompute_s += sec;
+      if (id <= loss && in_blocks(id)) p.recompute_s += sec;
     const double tokens = static_cast<double>(p.batch * std::max<std::int64_t>(p.seq_len, 1));
     const double boundaries = static_cast<double>(net.layers) * tokens * static_cast<double>(net.hidden) *
                               static_cast<double>(ir::dtype_size(p.plan.activations));
     // The blocks' saved tensors give way to their inputs (and one block's come back while it is recomputed); the
-    // embedding's, the head's and the loss's (its FP32 probabilities) stay: checkpointing covers the blocks.
-    double in_blocks = 0, outside = 0;
-    for (const SavedTensor& t : saved_tensors(g)) {
-      const std::string& name = g.node(t.id).name;
-      (name.rfind("blocks.", 0) == 0 || name.rfind("encoder.", 0) == 0 ? in_blocks : outside) += t.bytes;
-    }
-    p.memory.activations_bytes = boundaries + in_blocks / net.layers + outside;
+    // embedding's, the head's and the loss's (its FP32 probabilities) stay.
+    double blocks = 0, outside = 0;
+    for (const SavedTensor& t : saved_tensors(g)) (in_blocks(t.id) ? blocks : outside) += t.bytes;
+    p.memory.activations_bytes = boundaries + blocks / net.layers + outside;
   } else {
     for (const SavedTensor& t : saved_tensors(g))
       if (attention_core(g, g.node(t.id))) {

@@ -564,7 +564,7 @@ const std::map<std::string, LayerBuilder>& builders() {
 
 /// The training head on the last layer: class scores over its last axis, the loss taking the logits before a
 /// final softmax.
-void add_head(Graph& g, const Built& last, const std::string& where) {
+void add_head(Graph& g, const Built& last, const std::string& where, bool training) {
   NodeId logits = last.softmax && last.pre_softmax != kNone ? last.pre_softmax : last.y;
   const Shape s = g.node(logits).shape;
   if (s.size() == 4) throw InputError(fmt::format("{}: the model's output is an image; a class output is needed to price training", where));
@@ -572,7 +572,8 @@ void add_head(Graph& g, const Built& last, const std::string& where) {
   if (s.size() == 3) logits = g.reshape(g.unique_name("output/rows"), logits, {s[0] * s[1], s[2]});
   g.set_output("logits", logits);
   const NodeId labels = g.input(g.unique_name("labels"), {g.node(logits).shape[0]}, DType::i32);
-  g.set_output("loss", g.softmax_xent(g.unique_name("loss"), logits, labels));
+  g.set_output("loss", training ? g.softmax_xent_fp32(g.unique_name("loss"), logits, labels)
+                                 : g.softmax_xent(g.unique_name("loss"), logits, labels));
 }
 
 /// Builds the model's forward graph on `opt`, with its training head.
@@ -604,7 +605,7 @@ Graph build_layers(const std::vector<Layer>& layers, const NetworkOptions& opt, 
   }
   if (std::none_of(layers.begin(), layers.end(), [](const Layer& l) { return l.cls != "InputLayer"; }))
     throw InputError(fmt::format("{}: the model has no layers after its input", where));
-  add_head(g, last, where);
+  add_head(g, last, where, opt.training);
   return g;
 }
 

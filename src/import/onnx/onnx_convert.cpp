@@ -648,7 +648,8 @@ Graph Converter::build() {
     if (s.size() == 3) y = g_.reshape(g_.unique_name("output/rows"), y, {rows, s.back()});
     g_.set_output("logits", y);
     const NodeId labels = g_.input(g_.unique_name("labels"), {rows}, DType::i32);
-    g_.set_output("loss", g_.softmax_xent(g_.unique_name("loss"), y, labels));
+    g_.set_output("loss", opt_.training ? g_.softmax_xent_fp32(g_.unique_name("loss"), y, labels)
+                                        : g_.softmax_xent(g_.unique_name("loss"), y, labels));
   } else {
     summary_.notes.insert(fmt::format("training is priced with a squared-error loss on output '{}' {} (not class scores)",
                                       strings::printable(out_name), shape_str(s)));
