@@ -49,14 +49,14 @@ TEST(Ir, MixedPrecisionTrainsTheLossInFp32AndSendsA16BitGradientBack) {
   const NodeId logits = g.matmul("logits", x, w);
   const NodeId loss = g.softmax_xent_fp32("loss", logits, g.input("labels", {4}, DType::i32));
   g.set_output("loss", loss);
-  const Node& xent = g.node(loss);
-  ASSERT_EQ(g.node(xent.inputs[0]).fn, EwFn::cast);
-  EXPECT_EQ(g.node(xent.inputs[0]).dtype, DType::f32);
-  EXPECT_EQ(g.node(xent.inputs[0]).name, "loss/fp32");
+  const NodeId cast = g.node(loss).inputs[0];  // an id, not a reference: the training step grows the node list
+  ASSERT_EQ(g.node(cast).fn, EwFn::cast);
+  EXPECT_EQ(g.node(cast).dtype, DType::f32);
+  EXPECT_EQ(g.node(cast).name, "loss/fp32");
   append_training_step(g, {});
   bool cast_grad = false;
   for (const Node& n : g.nodes())
-    if (n.op == OpKind::elementwise && n.fn == EwFn::grad && n.ref == xent.inputs[0]) {
+    if (n.op == OpKind::elementwise && n.fn == EwFn::grad && n.ref == cast) {
       cast_grad = true;
       EXPECT_EQ(n.dtype, DType::bf16);
     }
