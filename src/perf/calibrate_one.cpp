@@ -14,8 +14,6 @@ namespace gpuvs::perf {
 
 namespace {
 
-// Rows that make a group: everything about the run but the card.
-
 double ape(double predicted, double measured) { return std::fabs(predicted / measured - 1.0); }
 
 TransferSummary summarize(const std::string& file, const std::vector<const TransferPair*>& pairs, int groups) {
@@ -147,9 +145,7 @@ CalibrateOneReport calibrate_one(const catalog::Catalog& cat, const std::vector<
 
 std::optional<ErrorSlope> error_slope(const std::vector<ValidatedRow>& rows) {
   std::map<std::string, std::vector<const ValidatedRow*>> groups;
-  std::vector<PublishedRow> published;
-  for (const auto& v : rows) published.push_back(v.row);
-  const std::vector<std::string> keys = configuration_keys(published);
+  const std::vector<std::string> keys = configuration_keys(rows);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const ValidatedRow& v = rows[i];
     if (v.status == "ok" && v.ape && v.predicted > 0 && *v.row.value > 0) groups[keys[i]].push_back(&v);

@@ -55,12 +55,12 @@ SavedParts saved_parts(const ir::Graph& g) {
       const ir::NodeId s = storage_of(g, id);
       const Node& src = g.node(s);
       if (src.op == OpKind::param || src.op == OpKind::fill) return;  // counted with the weights
-      parts.outputs[s] = std::max(parts.outputs.count(s) ? parts.outputs[s] : n.id, n.id);
+      parts.outputs[s] = n.id;  // nodes come in order: the last write is the last reader
     };
     for (ir::NodeId in : n.inputs) keep(in);
     if (n.ref == ir::kNone || n.ref > last_forward) continue;
     const Node& f = g.node(n.ref);
-    parts.side_until[f.id] = std::max(parts.side_until.count(f.id) ? parts.side_until[f.id] : n.id, n.id);
+    parts.side_until[f.id] = n.id;
     const double count = static_cast<double>(ir::numel(f.shape));
     switch (n.op) {
       case OpKind::dropout_grad:

@@ -179,6 +179,13 @@ std::vector<std::string> configuration_keys(const std::vector<PublishedRow>& row
   return keys;
 }
 
+std::vector<std::string> configuration_keys(const std::vector<ValidatedRow>& rows) {
+  std::vector<PublishedRow> published;
+  published.reserve(rows.size());
+  for (const auto& v : rows) published.push_back(v.row);
+  return configuration_keys(published);
+}
+
 std::vector<PublishedRow> read_published(const std::string& text, const std::string& where) {
   std::size_t pos = 0;
   int line = 1, start = 1;
@@ -335,10 +342,7 @@ void summarize_errors(ValidationReport& rep) {
 /// Cross-GPU ratios, the answer to "how much faster is X than Y".
 void pair_ratios(ValidationReport& rep) {
   // Cross-GPU ratios: rows of one configuration (configuration_keys) on different GPUs.
-  std::vector<PublishedRow> published;
-  published.reserve(rep.rows.size());
-  for (const auto& v : rep.rows) published.push_back(v.row);
-  const std::vector<std::string> keys = configuration_keys(published);
+  const std::vector<std::string> keys = configuration_keys(rep.rows);
   std::vector<double> ratio_apes;
   for (std::size_t i = 0; i < rep.rows.size(); ++i)
     for (std::size_t j = i + 1; j < rep.rows.size(); ++j) {

@@ -64,6 +64,8 @@ struct SourceSummary {
 /// precision, options, GPU count and per; and its batch where a card has several batches of the configuration (a
 /// sweep pairs only at one batch; one row per card, as Lambda's largest-batch tables, pairs each card at its own).
 std::vector<std::string> configuration_keys(const std::vector<PublishedRow>& rows);
+/// The same over priced rows (their published rows).
+std::vector<std::string> configuration_keys(const std::vector<ValidatedRow>& rows);
 
 /// A cross-GPU ratio: two rows of one configuration (configuration_keys) on different cards.
 struct RatioError {
