@@ -368,6 +368,16 @@ TEST(Cli, PredictServesLlmsAndRefusesBadServingRequests) {
                      "option group_size=48: expected a power of two");
   expect_usage_error(run_gpuvs("predict --workload llama3-8b --gpu h100-sxm --mode decode --precision int4-awq --options group_size=nan"),
                      "option group_size=nan");
+  // EXL2's rate: a number from 2 to 8 bits a weight, only for EXL2.
+  expect_usage_error(run_gpuvs("predict --workload llama2-7b --gpu rtx-4090 --mode decode --precision exl2 --options 'framework=exllamav2;bpw=nan'"),
+                     "option bpw=nan");
+  expect_usage_error(run_gpuvs("predict --workload llama2-7b --gpu rtx-4090 --mode decode --precision exl2 --options 'framework=exllamav2;bpw=1.5'"),
+                     "option bpw=1.5: the exl2 format runs 2 to 8 bits a weight");
+  expect_usage_error(run_gpuvs("predict --workload llama2-7b --gpu rtx-4090 --mode decode --precision int4-awq --options 'bpw=4'"),
+                     "option bpw: the int4-awq format has fixed bits");
+  const auto exl2 = run_gpuvs("predict --workload llama2-7b --gpu rtx-4090 --mode decode --precision exl2 --options framework=exllamav2");
+  ASSERT_EQ(exl2.exit_code, 0) << exl2.err;
+  EXPECT_NE(exl2.out.find("exl2 weights at 4 bits a weight (the format's default"), std::string::npos) << exl2.out;
   const auto grouped = run_gpuvs("predict --workload llama3-8b --gpu h100-sxm --mode decode --precision int4-gptq --options framework=vllm");
   ASSERT_EQ(grouped.exit_code, 0) << grouped.err;
   EXPECT_NE(grouped.out.find("int4-gptq weights in groups of 128 (the format's default"), std::string::npos) << grouped.out;

@@ -74,6 +74,28 @@ TEST(Efficiency, WaveQuantizationAndSplitK) {
   EXPECT_NEAR(memory_efficiency(p.mem_half_bytes, p), p.mem_max / 2, 1e-12);
 }
 
+TEST(Efficiency, AStreamingKernelsRampIsTimeSoAFasterMemoryLosesMoreBytesToIt) {
+  // Issue 34 mechanism 4: a memory-bound kernel's fill and drain are time (data/system.toml kernels.stream_ramp), not
+  // bytes: the bytes at which it reaches half its streaming fraction are that time at the card's DRAM rate. An 8 MB
+  // read (a 4096 x 4096 projection at 4 bits) reaches a larger share of an RTX 4090's 1,008 GB/s than of an H100's
+  // 3,350, and takes the two the ramp's time apart, not the same bytes.
+  const double ramp = system_facts().stream_ramp_s;
+  ASSERT_GT(ramp, 0);
+  const auto params = [](const char* id) {
+    const catalog::Gpu& g = cat().find(id);
+    return std::pair{efficiency_for(g, plan_precision(Precision::amp_bf16, g)), g.memory_bandwidth_gbs * 1e9};
+  };
+  const auto [geforce, geforce_bw] = params("rtx-4090");
+  const auto [hbm, hbm_bw] = params("h100-sxm");
+  EXPECT_DOUBLE_EQ(geforce.mem_half_bytes, ramp * geforce_bw);
+  EXPECT_DOUBLE_EQ(hbm.mem_half_bytes, ramp * hbm_bw);
+  const double bytes = 4096.0 * 4096 * 0.5;
+  EXPECT_GT(memory_efficiency(bytes, geforce) / geforce.mem_max, memory_efficiency(bytes, hbm) / hbm.mem_max);
+  // Time = bytes / (rate x mem_max) + the ramp, on any card.
+  for (const auto& [p, bw] : {std::pair{geforce, geforce_bw}, std::pair{hbm, hbm_bw}})
+    EXPECT_NEAR(bytes / (bw * memory_efficiency(bytes, p)), bytes / (bw * p.mem_max) + ramp / p.mem_max, 1e-12);
+}
+
 TEST(Efficiency, TheKRampIsCyclesSoSlowerMatrixUnitsAmortiseItOverFewerKSteps) {
   // A tile's fixed cost is SM cycles (data/system.toml tile_fixed_cycles): K_half = cycles x FMAs per SM-cycle /
   // the 128 x 128 tile, at most 48. A100 FP16 (1,024 FMA per SM-cycle) sits at the ceiling, and so does H100

@@ -197,6 +197,50 @@ TEST(Serving, Int4GroupsOfFewerWeightsCarryMoreScalesAndReadMoreBytes) {
   EXPECT_THROW(with_group_size(weight_format("int4-gptq"), 2048), InputError);
 }
 
+TEST(Serving, Exl2CheckpointsArePricedAtTheirOwnRateAndReconstructAboveTheFusedKernelsRows) {
+  // Issue 34 item 6: ExLlamaV2's EXL2 checkpoints come at any average rate from 2 to 8 bits a weight (the name says:
+  // 3.0bpw, 4.65bpw), scales included; the head at about 6.3 bits. Up to MAX_Q_GEMM_ROWS (32) tokens its fused kernels
+  // read the packed weights; above, each layer is reconstructed to FP16 for cuBLAS (a dequantize pass).
+  const std::string opts = "framework=exllamav2;gen_len=128";
+  const auto four = serve("llama2-7b", "rtx-4090", "decode", "exl2", opts, 1);
+  const auto three = serve("llama2-7b", "rtx-4090", "decode", "exl2", opts + ";bpw=3.0", 1);
+  const auto five = serve("llama2-7b", "rtx-4090", "decode", "exl2", opts + ";bpw=5", 1);
+  EXPECT_EQ(four.engine, "exllamav2");
+  EXPECT_TRUE(four.variable_bits);
+  EXPECT_DOUBLE_EQ(four.bits_per_weight, 4.0);
+  EXPECT_DOUBLE_EQ(three.bits_per_weight, 3.0);
+  const models::DecoderConfig d = models::decoder_preset("llama2-7b");
+  const double blocks_4 = weight_bytes(d, weight_format("exl2")).layers;
+  const double blocks_3 = weight_bytes(d, with_bits_per_weight(weight_format("exl2"), 3.0)).layers;
+  EXPECT_NEAR(blocks_3 / blocks_4, 0.75, 0.001);
+  // The head is quantized (6.3 bits), the embedding table is not.
+  const WeightBytes w = weight_bytes(d, weight_format("exl2"));
+  EXPECT_NEAR(w.output, 32000.0 * 4096 * 6.3 / 8, 1e3);
+  EXPECT_GT(three.throughput, four.throughput);
+  EXPECT_GT(four.throughput, five.throughput);
+  EXPECT_NE(three.format_name.find("3 bits a weight"), std::string::npos) << three.format_name;
+  // Prefill of 16 tokens stays in the fused kernels; of 64, each layer is reconstructed first.
+  const auto p16 = serve("llama2-7b", "rtx-4090", "prefill", "exl2", "framework=exllamav2;prompt_len=16", 1);
+  const auto p64 = serve("llama2-7b", "rtx-4090", "prefill", "exl2", "framework=exllamav2;prompt_len=64", 1);
+  EXPECT_EQ(p16.step.dequant_s, 0.0);
+  EXPECT_GT(p64.step.dequant_s, 0.0);
+  // A rate outside 2 to 8 bits, or a format with fixed bits, is the request's error.
+  EXPECT_THROW(serve("llama2-7b", "rtx-4090", "decode", "exl2", opts + ";bpw=9", 1), InputError);
+  EXPECT_THROW(serve("llama2-7b", "rtx-4090", "decode", "exl2", opts + ";bpw=nan", 1), InputError);
+  EXPECT_THROW(serve("llama2-7b", "rtx-4090", "decode", "exl2", opts + ";bpw=4x", 1), InputError);
+  EXPECT_THROW(serve("llama2-7b", "rtx-4090", "decode", "int4-gptq", opts + ";bpw=4", 1), InputError);
+  EXPECT_THROW(with_bits_per_weight(weight_format("q4_k_m"), 4.0), InputError);
+}
+
+TEST(Serving, AnEngineThatGraphsEachModuleLaunchesAFewGraphsABlock) {
+  // ExLlamaV2 replays a CUDA graph per attention and MLP module with flash-attn called between: the host launches
+  // three times a block, not once a step (vLLM's whole-step graph) nor once a kernel (eager PyTorch).
+  EXPECT_DOUBLE_EQ(host_launches(serving_engine("exllamav2"), 32), 3 * 32 + 4);
+  EXPECT_DOUBLE_EQ(host_launches(serving_engine("vllm"), 32), 1);
+  const ServingEngine& eager = serving_engine("hf-transformers");
+  EXPECT_DOUBLE_EQ(host_launches(eager, 32), eager.kernels_per_layer * 32 + 4);
+}
+
 TEST(Serving, DecodeAttentionStreamsAtWhatTheSmsKeepInFlight) {
   // Issue 34, memory-level parallelism: the KV cache is read at min(the streaming fraction of the DRAM rate,
   // decode_bytes_per_sm_cycle x SMs x clock). The GH200's H100 has 4.0 TB/s against the H100 SXM's 3.35,
@@ -533,6 +577,10 @@ TEST(ServingData, FormatAndEngineFilesFailWithTheirLineAndSurviveFuzzing) {
            {types + "[[format]]\nid = \"x\"\nmath = \"fp16\"\nbits = 4\nsource = \"s\"\nspeed = 2\n", "unknown key 'speed'"},
            {types + "[[format]]\nid = \"x\"\nmath = \"fp16\"\nbits = 4\ngroup_size = 128\nsource = \"s\"\n", "needs both group_size and group_bits"},
            {types + "[[format]]\nid = \"x\"\nmath = \"fp16\"\nbits = 4\ngroup_size = 2\ngroup_bits = 20\nsource = \"s\"\n", "bits must exceed what the groups add"},
+           {types + "[[format]]\nid = \"x\"\nmath = \"fp16\"\nbits = 4\nmin_bits = 2\nsource = \"s\"\n", "min_bits and max_bits go together, around bits"},
+           {types + "[[format]]\nid = \"x\"\nmath = \"fp16\"\nbits = 9\nmin_bits = 2\nmax_bits = 8\nsource = \"s\"\n", "min_bits and max_bits go together"},
+           {types + "[[format]]\nid = \"x\"\nmath = \"fp16\"\nbase_type = \"q4_0\"\noutput_bits = 6\nsource = \"s\"\n", "head is its output_type, not output_bits"},
+           {types + "[[format]]\nid = \"x\"\nmath = \"fp16\"\nbits = 4\nweight_only = true\nfused_rows = 32\nsource = \"s\"\n", "fused_rows is for dequant_pass formats"},
            {"[[type]]\nid = \"q4_0\"\nblock_weights = 32\n", "f.toml:1: a [[type]] needs id, block_weights and block_bytes"},
            {"[[type]\n", "f.toml:1:"}},
                        [](const std::string& text) { parse_formats(text, "f.toml"); });
@@ -546,6 +594,8 @@ TEST(ServingData, FormatAndEngineFilesFailWithTheirLineAndSurviveFuzzing) {
            {engine + "kernel_family = \"cutlass\"\n", "kernel_family must be \"ggml\" (or left out), not 'cutlass'"},
            {engine + "dequant_gemv_family = \"marlin\"\n", "dequant_gemv_family must be \"ggml\" (or left out), not 'marlin'"},
            {engine + "turbo = true\n", "unknown key 'turbo'"},
+           {engine + "graph_launches_per_layer = 3\n", "graph_launches_per_layer is for cuda_graphs engines"},
+           {engine + "cuda_graphs = true\ngraph_launches_per_layer = 9\n", "at most kernels_per_layer"},
            {"[[engine]]\nid = \"e\"\n", "needs id, name, source"},
            {engine + engine, "e.toml:9: engine 'e' listed twice"},
            {engine.substr(0, engine.find("formats")) + "formats = [\"q3\"]\n", "formats: 'q3' is not a weight format"}},

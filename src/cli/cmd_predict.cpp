@@ -98,6 +98,7 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat, const workloa
         {"mode", p.mode},
         {"format", p.format},
         {"group_size", p.group_size > 0 ? nlohmann::json(p.group_size) : nlohmann::json(nullptr)},
+        {"bits_per_weight", p.bits_per_weight},
         {"engine", p.engine},
         {"tp", p.tp},
         {"replicas", p.replicas},
@@ -149,7 +150,10 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat, const workloa
                                                               p.batch_chosen ? " (limited by " + p.batch_limit + ")" : "");
   fmt::print("{} {} on {} x {} ({}), {}; {} weights, KV cache {}\n", strings::escape_control(p.workload), p.mode, p.gpus,
              strings::escape_control(p.gpu_name), strings::escape_control(p.gpu_id), what,
-             p.group_size > 0 ? fmt::format("{} (groups of {})", p.format, p.group_size) : p.format, p.kv_dtype);
+             p.group_size > 0     ? fmt::format("{} (groups of {})", p.format, p.group_size)
+             : p.variable_bits    ? fmt::format("{} ({:.3g} bits a weight)", p.format, p.bits_per_weight)
+                                  : p.format,
+             p.kv_dtype);
   fmt::print("  throughput   {} {} per system (likely {} to {})\n", units::format_si(p.throughput), p.unit, units::format_si(p.band_low),
              units::format_si(p.band_high));
   fmt::print("  engine       {} profile: {}\n", p.engine, p.engine_name);
@@ -418,7 +422,7 @@ Runner add_predict_command(CLI::App& app) {
   sub->add_option("--options", a->options,
                   "k=v;k=v: seq_len, flash_attention, sharding=none|zero1|zero2|full, nvls=0|1 (NVLink SHARP all-reduce), lengths=ID;bin_size=N (encoders: "
                   "samples of a data set's lengths, each batch padded to its longest), ...; serving: "
-                  "prompt_len, gen_len, tp, framework=" + perf::engine_ids("|") + ", kv_dtype=fp16|fp8, group_size=32|64|128 (AWQ, GPTQ), arrival=steady|wave "
+                  "prompt_len, gen_len, tp, framework=" + perf::engine_ids("|") + ", kv_dtype=fp16|fp8, group_size=32|64|128 (AWQ, GPTQ), bpw=N (EXL2: 2 to 8 bits a weight), arrival=steady|wave "
                   "(wave: --batch requests all at once, none after); both: release=YYYY-MM (the framework or engine release you run)");
   sub->add_option("--catalog", a->catalogs, "Add devices from a TOML file (repeatable)");
   sub->add_option("--calibration", a->calibration, "A gpuvs bench --save record: correct the model for the GPU it measured");

@@ -29,6 +29,8 @@ EfficiencyParams efficiency_for(const catalog::Gpu& gpu, const PrecisionPlan& pl
   const FittedConstants& constants = active_constants();
   const ClassFractions& fitted = constants.of(device_class(gpu));
   p.mem_max = memory_fraction(gpu, constants.bytes_per_sm_cycle);
+  // A streaming kernel's ramp and tail are time: at the card's DRAM rate they cost this many bytes' worth.
+  p.mem_half_bytes = system_facts().stream_ramp_s * gpu.memory_bandwidth_gbs * 1e9;
   // Microbenchmark references (see the header), sourced in data/system.toml.
   const SystemFacts& facts = system_facts();
   p.bench_mem_ref = facts.bench_memory;

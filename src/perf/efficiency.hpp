@@ -19,7 +19,8 @@ struct EfficiencyParams {
                                 // at most 48; data/system.toml's tile_fixed_cycles x FMAs per SM-cycle / tile area
   double vector_max = 0.5;      // fraction of CUDA-core FP32 peak elementwise math reaches
   double mem_max = 0.60;        // fraction of DRAM bandwidth a large memory-bound kernel reaches
-  double mem_half_bytes = 4e6;  // bytes at which a streaming kernel reaches half of mem_max (ramp, tail)
+  double mem_half_bytes = 4e6;  // bytes at which a streaming kernel reaches half of mem_max (ramp, tail): data/system.toml's
+                                // kernels.stream_ramp at the card's DRAM rate
   double launch_s = 4e-6;       // fixed cost per kernel (launch and ramp), seconds
   // What a healthy card of the class reaches in gpuvs's own microbenchmarks (a large cuBLASLt GEMM; a
   // streaming copy kernel), as fractions of the catalog's peaks. Calibration compares a measured card

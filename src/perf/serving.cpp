@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <tuple>
 #include <utility>
@@ -30,7 +31,7 @@ namespace gpuvs::perf {
 
 namespace {
 
-const std::vector<std::string> kServingKeys = {"prompt_len", "gen_len", "tp", "framework", "kv_dtype", "ngl", "host_gbs", "arrival", "release", "group_size"};
+const std::vector<std::string> kServingKeys = {"prompt_len", "gen_len", "tp", "framework", "kv_dtype", "ngl", "host_gbs", "arrival", "release", "group_size", "bpw"};
 
 // The thresholds and fractions below are data/system.toml's (perf/system_facts.hpp): llama.cpp's
 // matrix-vector row limit and ggml's offload threshold, the gap between queued kernels, host STREAM.
@@ -88,7 +89,8 @@ void price_linear(const Setup& s, double m, double k, double n, double bits, Ite
   double compute = flops / (s.matrix_peak * eff);
   double weight_read = elems * bits / 8.0;
   if (s.format->weight_only) {
-    if (s.format->dequant_pass && m > system_facts().vector_kernel_rows) {
+    const double fused_rows = s.format->fused_rows > 0 ? s.format->fused_rows : system_facts().vector_kernel_rows;
+    if (s.format->dequant_pass && m > fused_rows) {
       // A dequantize kernel reads the packed weights and writes a 16-bit copy; the GEMM reads the copy.
       const double pass = elems * (bits / 8.0 + 2.0);
       const double t = pass / (s.bandwidth * memory_efficiency(pass, s.eff));
@@ -241,13 +243,13 @@ IterationCost iteration(const Setup& s, const TokenMix& mix) {
     price_block(s, l, mix, c, nullptr);
   }
   // The LM head for the tokens that need logits, its vocabulary split over the ranks, then the logits
-  // gathered. GGUF files quantize it (output.weight); the other formats keep it (and the embedding) in 16 bits.
+  // gathered. GGUF files quantize it (output.weight), as EXL2 and MLC's formats do (output_bits); the others keep it in 16 bits.
   if (mix.logits > 0) {
     const double vocab = static_cast<double>(d.vocab);
     Setup head = s;
     WeightFormat f = *s.format;
     double bits = 16.0;
-    if (f.embeddings_quantized) {
+    if (f.embeddings_quantized || f.output_bits > 0) {
       bits = 8.0 * (d.tied_embeddings ? s.weights.embedding : s.weights.output) / (vocab * h);
     } else {
       f.weight_only = f.dequant_pass = false;
@@ -283,7 +285,7 @@ IterationCost iteration(const Setup& s, const TokenMix& mix) {
   const double kernels = d.layers * s.engine->kernels_per_layer + 4;
   c.launch_s = kernels * system_facts().kernel_gap_s * s.fixed;
   const double gpu = c.seconds + c.launch_s;
-  const double host = (s.engine->cuda_graphs ? 1.0 : kernels) * s.engine->host_launch_s * s.fixed;
+  const double host = host_launches(*s.engine, d.layers) * s.engine->host_launch_s * s.fixed;
   c.host_s = s.engine->step_overhead_s * s.fixed + std::max(0.0, host - gpu);
   c.seconds = gpu + c.host_s;
   return c;
@@ -351,6 +353,8 @@ std::vector<std::string> serving_assumed(const ServingRequest& req, const Servin
                                     : fmt::format("{} sequence(s) per step (the default)", p.batch));
   if (p.group_size > 0 && !given("group_size") && p.quantized_from.empty())
     out.push_back(fmt::format("{} weights in groups of {} (the format's default; --options group_size=32|64|128)", p.format, p.group_size));
+  if (p.variable_bits && !given("bpw"))
+    out.push_back(fmt::format("{} weights at {:.3g} bits a weight (the format's default; --options bpw=N names a checkpoint's rate)", p.format, p.bits_per_weight));
   if (!given("kv_dtype")) out.push_back(fmt::format("KV cache in {} (the engine's default for {} weights)", p.kv_dtype, p.format));
   if (p.gpus > 1 && !given("tp"))
     out.push_back(p.layer_split > 1 ? fmt::format("one model split by layers over {} GPUs (the engine's default)", p.layer_split)
@@ -419,6 +423,14 @@ Checked check_request(const models::NetworkInfo& net, const catalog::Gpu& gpu, c
     format.name += fmt::format(" (from {})", quantized->source);
   } else if (asked_group) {
     format = with_group_size(format, *asked_group);
+  }
+  // EXL2 checkpoints come at any average rate from 2 to 8 bits a weight; the name of one says which (4.0bpw, 4.65bpw).
+  if (const auto bpw = req.options.find("bpw"); bpw != req.options.end()) {
+    double rate = 0;
+    const auto r = std::from_chars(bpw->second.data(), bpw->second.data() + bpw->second.size(), rate);
+    if (r.ec != std::errc() || r.ptr != bpw->second.data() + bpw->second.size())
+      throw RequestError(fmt::format("option bpw={}: expected a number of bits a weight", strings::printable(bpw->second)));
+    format = with_bits_per_weight(format, rate);
   }
   if (stored && strings::lower(req.format) != format.id && req.format != "bf16" && req.format != "fp16")
     throw RequestError(fmt::format("{} stores its weights ({}, run as {}); --precision {} names other weights: drop it, or quantize the file again",
@@ -796,6 +808,8 @@ ServingPrediction priced_serving(const catalog::Catalog& cat, const workload::Wo
   p.format = format->id;
   p.format_name = format->name;
   p.group_size = format->group_size;
+  p.variable_bits = format->min_bits > 0;
+  p.bits_per_weight = format->bits;
   if (net.quantized) {
     p.quantized_from = net.quantized->source;
     p.notes.push_back(fmt::format("weights priced as {}, as {} says", net.quantized->weights(), net.quantized->source));

@@ -54,6 +54,8 @@ struct ServingPrediction {
   std::string workload, gpu_id, gpu_name, format, format_name, engine, engine_name, mode;
   int gpus = 1, tp = 1, replicas = 1;
   int group_size = 0;              // weights a quantization group (AWQ, GPTQ; option group_size), 0 where not grouped
+  bool variable_bits = false;      // a format quantized to any rate in a range (EXL2; option bpw)
+  double bits_per_weight = 16;     // the linear layers' storage a weight, scales included
   std::string quantized_from;      // where a checkpoint's own quantization was read (its quantization_config), or empty
   int layer_split = 1;             // GPUs one model's layers are split across (llama.cpp's -sm layer), each token through all in turn
   std::int64_t prompt_len = 0, gen_len = 0;

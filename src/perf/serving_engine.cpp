@@ -69,6 +69,7 @@ std::vector<ServingEngine> parse_engines(const std::string& text, const std::str
         }
       } else if (key == "kernels_per_layer") s.kernels_per_layer = number(v, key, 1, 1000);
       else if (key == "host_launch_s") s.host_launch_s = number(v, key, 0, 1e-3);
+      else if (key == "graph_launches_per_layer") s.graph_launches_per_layer = number(v, key, 1, 1000);
       else if (key == "step_overhead_s") s.step_overhead_s = number(v, key, 0, 1);
       else if (key == "activation_bytes") {
         s.activation_bytes = number(v, key, 2, 4);
@@ -95,6 +96,8 @@ std::vector<ServingEngine> parse_engines(const std::string& text, const std::str
     }
     if (s.id.empty() || s.name.empty() || s.source.empty() || s.kernels_per_layer == 0 || s.max_num_tokens == 0 || s.formats.empty())
       throw InputError(fmt::format("{}:{}: an [[engine]] needs id, name, source, kernels_per_layer, max_num_tokens and formats", where, line));
+    if (s.graph_launches_per_layer > 0 && (!s.cuda_graphs || s.graph_launches_per_layer > s.kernels_per_layer))
+      throw InputError(fmt::format("{}:{}: graph_launches_per_layer is for cuda_graphs engines, at most kernels_per_layer", where, line));
     if (s.attention != "flash" && s.attention != "paged" && s.attention != "unfused")
       throw InputError(fmt::format("{}:{}: attention must be flash, paged or unfused", where, line));
     for (const auto& o : out)
@@ -107,6 +110,11 @@ std::vector<ServingEngine> parse_engines(const std::string& text, const std::str
 const std::vector<ServingEngine>& builtin_engines() {
   static const std::vector<ServingEngine> e = parse_engines(embedded::kServingEngines, "built-in data/serving-engines.toml");
   return e;
+}
+
+double host_launches(const ServingEngine& e, int layers) {
+  if (!e.cuda_graphs) return layers * e.kernels_per_layer + 4;
+  return e.graph_launches_per_layer > 0 ? layers * e.graph_launches_per_layer + 4 : 1.0;
 }
 
 std::string engine_ids(const std::string& separator) {

@@ -15,7 +15,8 @@ struct ServingEngine {
   std::string id, name, source;
   double kernels_per_layer = 0;   // kernel launches per transformer block in one forward step
   double host_launch_s = 0;       // host time to launch one kernel (the GPU waits when kernels are shorter)
-  bool cuda_graphs = false;       // a step's kernels replayed as one graph: one launch per iteration
+  bool cuda_graphs = false;       // a step's kernels replayed as graphs: one launch per iteration ...
+  double graph_launches_per_layer = 0;  // ... or, where each module is its own graph (ExLlamaV2), this many host launches a block
   double step_overhead_s = 0;     // host work per iteration (scheduling, sampling) the GPU waits for
   std::string attention;          // flash | paged | unfused (scores materialized in memory)
   // Whose memory-bound kernels it runs: "" (its own or its framework's, streaming at a microbenchmark's
@@ -46,6 +47,10 @@ struct ServingEngine {
 };
 
 const std::vector<ServingEngine>& builtin_engines();
+/// Kernel launches the host makes for one forward step of `layers` blocks: one a kernel (eager), one a step (a
+/// whole-step CUDA graph), or graph_launches_per_layer a block (a graph per module). The 4 are the embedding, the
+/// final norm, the LM head and sampling.
+double host_launches(const ServingEngine& e, int layers);
 
 /// A product that serves with one of the engines above and picks which by the card (NVIDIA NIM: its optimized
 /// profiles are TensorRT-LLM engines NVIDIA builds for data-centre cards, its generic ones vLLM): `framework=ID`

@@ -75,6 +75,7 @@ const std::vector<FactSpec>& fact_specs() {
         {"server", "gpus", "GPUs", false, 1024, true, [](F& f, double x) { f.gpus_per_server = static_cast<int>(x); }},
         {"host", "stream_fraction", "fraction", false, 1, false, [](F& f, double x) { f.host_stream_fraction = x; }},
         {"kernels", "gap", "s", true, 1e-3, false, [](F& f, double x) { f.kernel_gap_s = x; }},
+        {"kernels", "stream_ramp", "s", false, 1e-3, false, [](F& f, double x) { f.stream_ramp_s = x; }},
         {"training", "ddp_bucket", "bytes", false, 1e12, false, [](F& f, double x) { f.ddp_bucket_bytes = x; }},
         {"training", "megatron_bucket", "bytes", false, 1e12, false, [](F& f, double x) { f.megatron_bucket_bytes = x; }},
         {"training", "qlora_bytes_per_param", "bytes", false, 8, false, [](F& f, double x) { f.qlora_bytes_per_param = x; }},

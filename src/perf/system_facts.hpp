@@ -62,6 +62,7 @@ struct SystemFacts {
   int gpus_per_server = 0;         // one NVLink domain
   double host_stream_fraction = 0; // STREAM over the DDR theoretical rate
   double kernel_gap_s = 0;         // idle time between queued kernels
+  double stream_ramp_s = 0;        // a memory-bound kernel's fill and drain at the card's DRAM rate (its bytes reach half of mem_max at rate x this)
   double ddp_bucket_bytes = 0;     // PyTorch DDP's gradient bucket
   double megatron_bucket_bytes = 0;
   double qlora_bytes_per_param = 0;

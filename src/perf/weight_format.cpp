@@ -72,6 +72,10 @@ WeightFormat parse_format(const toml::table& t, const FormatData& data, const st
     else if (key == "dequant_ops") f.dequant_ops = need_number(v, key, where, line, 0, 100);
     else if (key == "group_size") f.group_size = static_cast<int>(need_number(v, key, where, line, 1, 1 << 20));
     else if (key == "group_bits") f.group_bits = need_number(v, key, where, line, 1, 64);
+    else if (key == "min_bits") f.min_bits = need_number(v, key, where, line, 1, 32);
+    else if (key == "max_bits") f.max_bits = need_number(v, key, where, line, 1, 32);
+    else if (key == "output_bits") f.output_bits = need_number(v, key, where, line, 1, 32);
+    else if (key == "fused_rows") f.fused_rows = static_cast<int>(need_number(v, key, where, line, 1, 4096));
     else if (key == "bits") {
       f.bits = need_number(v, key, where, line, 1, 32);
       has_bits = true;
@@ -108,6 +112,12 @@ WeightFormat parse_format(const toml::table& t, const FormatData& data, const st
     if (f.more_bits_tensors.empty() != f.more_bits_type.empty())
       throw InputError(fmt::format("{}:{}: more_bits_type and more_bits_tensors go together", where, line));
   }
+  if ((f.min_bits > 0) != (f.max_bits > 0) || (f.min_bits > 0 && (f.min_bits > f.bits || f.bits > f.max_bits)))
+    throw InputError(fmt::format("{}:{}: min_bits and max_bits go together, around bits", where, line));
+  if (f.output_bits > 0 && !f.base_type.empty())
+    throw InputError(fmt::format("{}:{}: a GGUF format's head is its output_type, not output_bits", where, line));
+  if (f.fused_rows > 0 && !f.dequant_pass)
+    throw InputError(fmt::format("{}:{}: fused_rows is for dequant_pass formats", where, line));
   if ((f.dequant_pass || f.dequant_ops > 0) && !f.weight_only)
     throw InputError(fmt::format("{}:{}: dequant_pass and dequant_ops are for weight_only formats", where, line));
   return f;
@@ -206,7 +216,10 @@ WeightBytes weight_bytes(const models::DecoderConfig& d, const WeightFormat& f, 
   }
   const double table = vocab * h;
   const double embed_bits = f.stored ? f.stored->embedding_bits : f.embeddings_quantized ? data.type(f.base_type)->bits() : 16.0;
-  const double output_bits = f.stored ? f.stored->output_bits : f.embeddings_quantized ? data.type(f.output_type)->bits() : 16.0;
+  const double output_bits = f.stored                ? f.stored->output_bits
+                             : f.embeddings_quantized ? data.type(f.output_type)->bits()
+                             : f.output_bits > 0      ? f.output_bits
+                                                      : 16.0;
   w.embedding = table * embed_bits / 8.0 + (d.learned_positions ? static_cast<double>(d.seq_len) * h * 2.0 : 0.0);
   w.output = d.tied_embeddings ? 0.0 : table * output_bits / 8.0;
   w.embedding += (d.norm_bias ? 2.0 : 1.0) * h * small_elem;  // the final norm
@@ -243,6 +256,16 @@ WeightFormat with_group_size(const WeightFormat& f, std::int64_t group_size) {
   g.bits = f.bits - f.group_bits / f.group_size + f.group_bits / static_cast<double>(group_size);
   g.group_size = static_cast<int>(group_size);
   if (group_size != f.group_size) g.name = fmt::format("{}, in groups of {} ({:.3f} bits a weight)", f.name, group_size, g.bits);
+  return g;
+}
+
+WeightFormat with_bits_per_weight(const WeightFormat& f, double bpw) {
+  if (f.min_bits <= 0) throw RequestError(fmt::format("option bpw: the {} format has fixed bits ({:.3g} a weight)", f.id, f.bits));
+  if (!std::isfinite(bpw) || bpw < f.min_bits || bpw > f.max_bits)
+    throw RequestError(fmt::format("option bpw={}: the {} format runs {:.3g} to {:.3g} bits a weight", bpw, f.id, f.min_bits, f.max_bits));
+  WeightFormat g = f;
+  g.bits = bpw;
+  if (bpw != f.bits) g.name = fmt::format("{}, at {:.3g} bits a weight", f.name, bpw);
   return g;
 }
 

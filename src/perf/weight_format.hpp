@@ -36,6 +36,14 @@ struct WeightFormat {
   // beside its weights (an fp16 scale, a 4-bit zero point). 0: not grouped.
   int group_size = 0;
   double group_bits = 0;
+  // Formats quantized to any average rate in a range (EXL2: 2 to 8 bits a weight, mixed within each layer): `bits` is
+  // the default, the serving option bpw= names a checkpoint's (perf::with_bits_per_weight). 0: fixed bits.
+  double min_bits = 0, max_bits = 0;
+  // The LM head's bits where a uniform format stores it apart (EXL2: 6 bits by default); 0: 16 bits, or a GGUF output_type.
+  double output_bits = 0;
+  // Tokens up to which the fused kernel reads the packed weights before a dequant_pass format reconstructs a 16-bit
+  // copy for a cuBLAS GEMM (EXL2: MAX_Q_GEMM_ROWS); 0: system fact serving.vector_kernel_rows (llama.cpp's MMVQ limit).
+  int fused_rows = 0;
   bool embeddings_quantized = false;  // the embedding table and LM head in the format (GGUF) or at 16 bits
   // GGUF: the storage type of each tensor, by llama.cpp's rule (empty for uniform formats).
   std::string base_type, more_bits_type, output_type;
@@ -64,6 +72,10 @@ std::vector<std::string> weight_format_ids(const FormatData& data = builtin_form
 /// many weights, and its name saying so. InputError when `f` is not group-quantized, or for a size not a power of two
 /// in [16, 1024].
 WeightFormat with_group_size(const WeightFormat& f, std::int64_t group_size);
+
+/// `f` at `bpw` bits a weight (a format quantized to any average rate in a range, EXL2), its name saying so. InputError
+/// when `f` has fixed bits, or for a rate outside its range.
+WeightFormat with_bits_per_weight(const WeightFormat& f, double bpw);
 
 /// llama.cpp's use_more_bits(i, n): the first and last eighth of the layers and every third between.
 bool use_more_bits(int layer, int layers);
