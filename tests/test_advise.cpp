@@ -439,7 +439,7 @@ TEST(Advise, LlmServingMeetsLatencyTargetsWithInflightBatching) {
   bad.sla_tpot_ms = 10;
   EXPECT_THROW(advise::advise(cat(), bad, advise::Assumptions::defaults()), InputError);
   bad.workload = "llama-7b";
-  bad.engine = "tgi";
+  bad.engine = "lmdeploy";
   EXPECT_THROW(advise::advise(cat(), bad, advise::Assumptions::defaults()), InputError);
 }
 

@@ -359,7 +359,7 @@ TEST(Cli, PredictServesLlmsAndRefusesBadServingRequests) {
   ASSERT_EQ(off.exit_code, 0) << off.err;
   EXPECT_NE(off.out.find("blocks on the GPU"), std::string::npos) << off.out;
   expect_usage_error(run_gpuvs("predict --workload llama3-8b --gpu h100-sxm --mode decode --precision int3"), "weight format 'int3'");
-  expect_usage_error(run_gpuvs("predict --workload llama3-8b --gpu h100-sxm --mode decode --options 'framework=tgi'"), "engine 'tgi'");
+  expect_usage_error(run_gpuvs("predict --workload llama3-8b --gpu h100-sxm --mode decode --options 'framework=lmdeploy'"), "engine 'lmdeploy'");
   expect_usage_error(run_gpuvs("predict --workload llama3-8b --gpu h100-sxm --mode infer --options 'seq_len=512'"), "prompt_len");
   // Quantization groups: only for grouped formats, a power of two, and said when taken by default.
   expect_usage_error(run_gpuvs("predict --workload llama3-8b --gpu h100-sxm --mode decode --precision bf16 --options group_size=64"),
@@ -383,7 +383,7 @@ TEST(Cli, PredictServesLlmsAndRefusesBadServingRequests) {
   EXPECT_NE(grouped.out.find("int4-gptq weights in groups of 128 (the format's default"), std::string::npos) << grouped.out;
   expect_usage_error(run_gpuvs("predict --workload resnet50 --gpu h100-sxm --mode decode"), "prices decoders");
   expect_usage_error(run_gpuvs("predict --workload llama3-8b --gpu h100-sxm --mode serve"), "not a mode");
-  expect_usage_error(run_gpuvs("advise --task infer --workload llama3-8b --engine tgi"), "engine 'tgi'");
+  expect_usage_error(run_gpuvs("advise --task infer --workload llama3-8b --engine lmdeploy"), "engine 'lmdeploy'");
   const auto cj = run_gpuvs_json("compare h100-sxm a100-80gb-sxm --workload llama3-8b --mode infer --precision bf16 --json");
   EXPECT_EQ(cj["gpus"][0]["throughput"]["unit"], "output tokens/s");
   EXPECT_LT(cj["gpus"][1]["ratio"].get<double>(), 1.0);
@@ -1931,7 +1931,7 @@ TEST(UserConfig, ABadConfigIsOneLineNamingItsLine) {
       {"engine = \"vllm\"\n", c.string() + ":1: unknown key 'engine' (a gpuvs config holds an [assume] table"},
       {"[assume\n", c.string() + ":1: malformed TOML"},
       {"[assume]\nprice.rtx-9999 = 5\n", "rtx-9999"},
-      {"[serving]\nengine = \"tgi\"\n", c.string() + ":2: serving engine 'tgi' is unknown (known: trt-llm, vllm, llama.cpp"},
+      {"[serving]\nengine = \"lmdeploy\"\n", c.string() + ":2: serving engine 'lmdeploy' is unknown (known: trt-llm, vllm, llama.cpp"},
       {"[serving]\nengines = \"vllm\"\n", c.string() + ":2: [serving] holds engine only, not 'engines'"},
       {"serving = 3\n", c.string() + ":1: 'serving' must be a table"}};
   for (const auto& [text, want] : cases) {

@@ -376,7 +376,9 @@ TEST(Predictor, SmallKernelsAreLatencyBoundNotMemoryBound) {
   req.gpu = "rtx-4090";
   const auto seed = predict(cat(), req);
   const auto& d = seed.detail;
-  EXPECT_GT(d.latency_s, 10 * d.memory_s);
+  // Every kernel but the optimizer's step over all 101 k parameters and their moments (about 2.8 MB, past the 4090's
+  // 2 MB ramp: kernels.stream_ramp at 1,008 GB/s) is too small to stream.
+  EXPECT_GT(d.latency_s, 4 * d.memory_s);
   EXPECT_NEAR(d.step_s, d.compute_s + d.memory_s + d.latency_s + d.launch_s, 1e-12);
 }
 
@@ -797,8 +799,11 @@ TEST(Compare, SeedQuestionClaimsFollowTheNumbers) {
   const Comparison c = compare(cat(), {"rtx-4090", "a100-80gb-sxm"}, "seed-mlp", Precision::tf32, 32, true, test_prices());
   ASSERT_EQ(c.entries.size(), 2u);
   EXPECT_DOUBLE_EQ(c.entries[0].ratio, 1.0);
-  EXPECT_GT(c.entries[1].ratio, 1.0);  // the A100 is faster, but not by its peak ratio
-  EXPECT_LT(c.entries[1].ratio, 312.0 / 165.2);
+  // On a model this small both cards spend the step launching kernels and waiting out their fill and drain (time, not
+  // bytes): neither is much faster, and the A100 nowhere near its peak ratio.
+  EXPECT_GT(c.entries[1].ratio, 0.8);
+  EXPECT_LT(c.entries[1].ratio, 1.1);
+  EXPECT_EQ(c.claims[0].verdict, "refuted");   // the A100 does not train it much faster
   ASSERT_EQ(c.claims.size(), 5u);
   EXPECT_EQ(c.claims[1].verdict, "refuted");   // the 80 GB are not needed
   EXPECT_EQ(c.claims[2].verdict, "refuted");   // GeForce FP16 peak is not what training sees
@@ -858,7 +863,7 @@ TEST(Band, StoredBandIsTheHeldOutSpreadOfTheModelsErrors) {
   const Band& b = model_band();
   EXPECT_NEAR(b.log_err_p10, held.log_err_p10, 1e-12);
   EXPECT_NEAR(b.log_err_p90, held.log_err_p90, 1e-12);
-  EXPECT_EQ(b.rows, 136);  // priced training and inference rows; microbenchmarks stay out of the band
+  EXPECT_EQ(b.rows, 137);  // priced training and inference rows; microbenchmarks stay out of the band
   EXPECT_NEAR(serving_band().log_err_p10, held.serving_log_err_p10, 1e-12);
   EXPECT_NEAR(serving_band().log_err_p90, held.serving_log_err_p90, 1e-12);
   const ValidationReport in_sample = validate(cat(), rows);

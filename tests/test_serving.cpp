@@ -535,7 +535,7 @@ TEST(Serving, BadRequestsAreOneLineErrors) {
   for (const auto& [call, expect] : std::vector<std::pair<std::function<void()>, std::string>>{
            {[] { serve("resnet50", "h100-sxm", "decode", "bf16", ""); }, "prices decoders"},
            {[] { serve("llama3-8b", "h100-sxm", "decode", "int3", ""); }, "weight format 'int3' is unknown"},
-           {[] { serve("llama3-8b", "h100-sxm", "decode", "bf16", "framework=tgi"); }, "serving engine 'tgi' is unknown"},
+           {[] { serve("llama3-8b", "h100-sxm", "decode", "bf16", "framework=lmdeploy"); }, "serving engine 'lmdeploy' is unknown"},
            {[] { serve("llama3-8b", "h100-sxm", "decode", "q4_0", "framework=trt-llm"); }, "trt-llm does not run the q4_0 format"},
            {[] { serve("llama3-8b", "a100-80gb-sxm", "decode", "fp8", ""); }, "no FP8 tensor math"},
            {[] { serve("llama3-8b", "v100-sxm2-16gb", "decode", "bf16", ""); }, "no BF16 tensor math"},
@@ -629,7 +629,7 @@ TEST(Serving, AFrontSaysWhichEngineItRunsOnEachCard) {
   EXPECT_EQ(parse_fronts(engines, "e.toml", all).size(), builtin_fronts().size());
   const std::string front = "[[front]]\nid = \"f\"\nname = \"F\"\nsource = \"s\"\noptimized = \"trt-llm\"\ngeneric = \"vllm\"\noptimized_segments = [\"datacenter\"]\n";
   EXPECT_EQ(parse_fronts(front, "f.toml", all).size(), 1u);
-  test::expect_refused({{test::replaced(front, "generic = \"vllm\"", "generic = \"tgi\""), "f.toml:1: generic: 'tgi' is not an [[engine]]"},
+  test::expect_refused({{test::replaced(front, "generic = \"vllm\"", "generic = \"lmdeploy\""), "f.toml:1: generic: 'lmdeploy' is not an [[engine]]"},
                         {test::replaced(front, "[\"datacenter\"]", "[\"cloud\"]"), "optimized_segments lists 'cloud'"},
                         {test::replaced(front, "id = \"f\"", "id = \"vllm\""), "front 'vllm' has an engine's id"},
                         {front + "speed = 1\n", "[[front]] unknown key 'speed'"},
@@ -656,7 +656,7 @@ TEST(Serving, ARequestNoCardCouldServeIsTheRequestsErrorWhatACardLacksIsTheCards
   };
   EXPECT_EQ(kind([] { serve("llama3-8b", "h100-sxm", "decode", "bf16", "framework=vllm;kv_dtype=fp12", 1); }), "request");
   EXPECT_EQ(kind([] { serve("llama3-8b", "h100-sxm", "decode", "bf16", "framework=vllm;gen_len=0", 1); }), "request");
-  EXPECT_EQ(kind([] { serve("llama3-8b", "h100-sxm", "decode", "bf16", "framework=tgi", 1); }), "request");
+  EXPECT_EQ(kind([] { serve("llama3-8b", "h100-sxm", "decode", "bf16", "framework=lmdeploy", 1); }), "request");
   EXPECT_EQ(kind([] { serve("llama3-8b", "h100-sxm", "decode", "q9_9", "framework=vllm", 1); }), "request");
   EXPECT_EQ(kind([] { serve("llama3-8b", "h100-sxm", "decode", "bf16", "framework=vllm;group_size=32", 1); }), "request");
   EXPECT_EQ(kind([] { serve("llama3-8b", "h100-sxm", "decode", "q4_k_m", "framework=vllm", 1); }), "request");
@@ -766,9 +766,10 @@ TEST(StackCalibration, WhatOneFigureLeavesOpenAndWhatItCannotReachAreSaid) {
   EXPECT_NE(decode_only.open[0].find("matrix kernels"), std::string::npos);
   EXPECT_DOUBLE_EQ(decode_only.ratios.gemm, 1.0);
   // A decode faster than the memory-bound kernels at their ceiling allow is explained by lower fixed costs per
-  // token (a newer build launching a graph): the real RTX 3090 run of tests/data/llama-bench (Qwen2.5-Coder-32B
-  // Q4_K_M, tg128 37.71 tokens/s; the early-2024 profile gives 33.1 and at most 36.7 by kernels alone).
-  StackMeasurement qwen = measured_run("rtx-3090", "decode", 37.71, "prompt_len=1;gen_len=128;ngl=99");
+  // token (a newer build launching a graph): Qwen2.5-Coder-32B Q4_K_M on an RTX 3090 at 40 tokens/s, 6% past the real
+  // run of tests/data/llama-bench (tg128 37.71; the early-2024 profile gives 34.8, and its kernels alone reach about 38).
+  const double fast = 40;
+  StackMeasurement qwen = measured_run("rtx-3090", "decode", fast, "prompt_len=1;gen_len=128;ngl=99");
   qwen.request.workload = "decoder-32.8b";
   const StackCalibration graphs = calibrate_stack(cat(), {qwen});
   ASSERT_EQ(graphs.steps.size(), 2u);
@@ -793,7 +794,7 @@ TEST(StackCalibration, WhatOneFigureLeavesOpenAndWhatItCannotReachAreSaid) {
   EXPECT_GT(graphs.ratios.fixed, 0.05);
   ServingRequest again = qwen.request;
   again.stack = &graphs.ratios;
-  EXPECT_NEAR(predict_serving(cat(), again).throughput / 37.71, 1.0, 0.005);
+  EXPECT_NEAR(predict_serving(cat(), again).throughput / fast, 1.0, 0.005);
   // A prefill figure beyond the profile's matrix kernels at their ceiling names kernels the profile does not price:
   // not carried to other cards, and said.
   const StackCalibration beyond = calibrate_stack(cat(), {measured_run("rtx-3090", "prefill", 50000, "prompt_len=512")});
