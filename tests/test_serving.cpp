@@ -230,15 +230,30 @@ TEST(Serving, Exl2CheckpointsArePricedAtTheirOwnRateAndReconstructAboveTheFusedK
   EXPECT_THROW(serve("llama2-7b", "rtx-4090", "decode", "exl2", opts + ";bpw=4x", 1), InputError);
   EXPECT_THROW(serve("llama2-7b", "rtx-4090", "decode", "int4-gptq", opts + ";bpw=4", 1), InputError);
   EXPECT_THROW(with_bits_per_weight(weight_format("q4_k_m"), 4.0), InputError);
+  // MLC's q4f16_1 quantizes the embedding table and the head (4.5 bits): a model that ties them reads the head at 4.5
+  // bits too, not at the 16 of an unquantized table.
+  const models::DecoderConfig mpt = models::decoder_preset("mpt-1b");
+  ASSERT_TRUE(mpt.tied_embeddings);
+  const WeightBytes q = weight_bytes(mpt, weight_format("q4f16_1"));
+  EXPECT_EQ(q.output, 0.0);
+  EXPECT_NEAR(q.embedding, static_cast<double>(mpt.vocab) * static_cast<double>(mpt.hidden) * 4.5 / 8, 0.01 * q.embedding);
+  const auto mlc = serve("mpt-1b", "rtx-4090", "decode", "q4f16_1", "framework=mlc-llm;gen_len=16", 1);
+  const auto fp16 = serve("mpt-1b", "rtx-4090", "decode", "fp16", "framework=mlc-llm;gen_len=16", 1);
+  EXPECT_LT(mlc.step.lm_head_s, 0.5 * fp16.step.lm_head_s);
+  EXPECT_THROW(serve("mpt-1b", "rtx-4090", "decode", "q4f16_1", "framework=mlc-llm;group_size=64", 1), InputError);
 }
 
 TEST(Serving, AnEngineThatGraphsEachModuleLaunchesAFewGraphsABlock) {
   // ExLlamaV2 replays a CUDA graph per attention and MLP module with flash-attn called between: the host launches
-  // three times a block, not once a step (vLLM's whole-step graph) nor once a kernel (eager PyTorch).
-  EXPECT_DOUBLE_EQ(host_launches(serving_engine("exllamav2"), 32), 3 * 32 + 4);
-  EXPECT_DOUBLE_EQ(host_launches(serving_engine("vllm"), 32), 1);
+  // four times a block (its O matmul launches apart), not once a step (vLLM's whole-step graph) nor once a kernel
+  // (eager PyTorch); past 32 tokens (MAX_Q_GEMM_ROWS) it skips the graphs and launches every kernel.
+  const ServingEngine& exl = serving_engine("exllamav2");
+  EXPECT_DOUBLE_EQ(host_launches(exl, 32, 1), 4 * 32 + 4);
+  EXPECT_DOUBLE_EQ(host_launches(exl, 32, 32), 4 * 32 + 4);
+  EXPECT_DOUBLE_EQ(host_launches(exl, 32, 33), exl.kernels_per_layer * 32 + 4);
+  EXPECT_DOUBLE_EQ(host_launches(serving_engine("vllm"), 32, 64), 1);
   const ServingEngine& eager = serving_engine("hf-transformers");
-  EXPECT_DOUBLE_EQ(host_launches(eager, 32), eager.kernels_per_layer * 32 + 4);
+  EXPECT_DOUBLE_EQ(host_launches(eager, 32, 1), eager.kernels_per_layer * 32 + 4);
 }
 
 TEST(Serving, DecodeAttentionStreamsAtWhatTheSmsKeepInFlight) {
@@ -579,7 +594,8 @@ TEST(ServingData, FormatAndEngineFilesFailWithTheirLineAndSurviveFuzzing) {
            {types + "[[format]]\nid = \"x\"\nmath = \"fp16\"\nbits = 4\ngroup_size = 2\ngroup_bits = 20\nsource = \"s\"\n", "bits must exceed what the groups add"},
            {types + "[[format]]\nid = \"x\"\nmath = \"fp16\"\nbits = 4\nmin_bits = 2\nsource = \"s\"\n", "min_bits and max_bits go together, around bits"},
            {types + "[[format]]\nid = \"x\"\nmath = \"fp16\"\nbits = 9\nmin_bits = 2\nmax_bits = 8\nsource = \"s\"\n", "min_bits and max_bits go together"},
-           {types + "[[format]]\nid = \"x\"\nmath = \"fp16\"\nbase_type = \"q4_0\"\noutput_bits = 6\nsource = \"s\"\n", "head is its output_type, not output_bits"},
+           {types + "[[format]]\nid = \"x\"\nmath = \"fp16\"\nbase_type = \"q4_0\"\noutput_bits = 6\nsource = \"s\"\n", "head and embedding are its types"},
+           {types + "[[format]]\nid = \"x\"\nmath = \"fp16\"\nbits = 4.5\nmin_bits = 2\nmax_bits = 8\ngroup_size = 32\ngroup_bits = 16\nsource = \"s\"\n", "min_bits and max_bits are for uniform formats without fixed groups"},
            {types + "[[format]]\nid = \"x\"\nmath = \"fp16\"\nbits = 4\nweight_only = true\nfused_rows = 32\nsource = \"s\"\n", "fused_rows is for dequant_pass formats"},
            {"[[type]]\nid = \"q4_0\"\nblock_weights = 32\n", "f.toml:1: a [[type]] needs id, block_weights and block_bytes"},
            {"[[type]\n", "f.toml:1:"}},
@@ -596,6 +612,7 @@ TEST(ServingData, FormatAndEngineFilesFailWithTheirLineAndSurviveFuzzing) {
            {engine + "turbo = true\n", "unknown key 'turbo'"},
            {engine + "graph_launches_per_layer = 3\n", "graph_launches_per_layer is for cuda_graphs engines"},
            {engine + "cuda_graphs = true\ngraph_launches_per_layer = 9\n", "at most kernels_per_layer"},
+           {engine + "graph_max_tokens = 32\n", "graph_max_tokens is for cuda_graphs engines"},
            {"[[engine]]\nid = \"e\"\n", "needs id, name, source"},
            {engine + engine, "e.toml:9: engine 'e' listed twice"},
            {engine.substr(0, engine.find("formats")) + "formats = [\"q3\"]\n", "formats: 'q3' is not a weight format"}},

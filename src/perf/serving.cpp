@@ -249,7 +249,9 @@ IterationCost iteration(const Setup& s, const TokenMix& mix) {
     Setup head = s;
     WeightFormat f = *s.format;
     double bits = 16.0;
-    if (f.embeddings_quantized || f.output_bits > 0) {
+    if (f.output_bits > 0 && !f.embeddings_quantized) {
+      bits = f.output_bits;  // the head as the format stores it (a tied table too: MLC quantizes the embedding it reads)
+    } else if (f.embeddings_quantized) {
       bits = 8.0 * (d.tied_embeddings ? s.weights.embedding : s.weights.output) / (vocab * h);
     } else {
       f.weight_only = f.dequant_pass = false;
@@ -280,12 +282,12 @@ IterationCost iteration(const Setup& s, const TokenMix& mix) {
   }
   // The host launches kernels while the GPU runs earlier ones: the GPU waits only when launching takes
   // longer than the kernels (small batches in eager frameworks), and back-to-back kernels leave a short
-  // gap on the GPU. Under CUDA graphs a step is one launch. Host work per iteration (scheduling,
-  // sampling) is serial with the step.
+  // gap on the GPU. Under CUDA graphs a step is one launch, or one a module's graph (host_launches). Host work per
+  // iteration (scheduling, sampling) is serial with the step.
   const double kernels = d.layers * s.engine->kernels_per_layer + 4;
   c.launch_s = kernels * system_facts().kernel_gap_s * s.fixed;
   const double gpu = c.seconds + c.launch_s;
-  const double host = host_launches(*s.engine, d.layers) * s.engine->host_launch_s * s.fixed;
+  const double host = host_launches(*s.engine, d.layers, m) * s.engine->host_launch_s * s.fixed;
   c.host_s = s.engine->step_overhead_s * s.fixed + std::max(0.0, host - gpu);
   c.seconds = gpu + c.host_s;
   return c;

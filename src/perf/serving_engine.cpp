@@ -70,6 +70,7 @@ std::vector<ServingEngine> parse_engines(const std::string& text, const std::str
       } else if (key == "kernels_per_layer") s.kernels_per_layer = number(v, key, 1, 1000);
       else if (key == "host_launch_s") s.host_launch_s = number(v, key, 0, 1e-3);
       else if (key == "graph_launches_per_layer") s.graph_launches_per_layer = number(v, key, 1, 1000);
+      else if (key == "graph_max_tokens") s.graph_max_tokens = static_cast<int>(number(v, key, 1, 1 << 20));
       else if (key == "step_overhead_s") s.step_overhead_s = number(v, key, 0, 1);
       else if (key == "activation_bytes") {
         s.activation_bytes = number(v, key, 2, 4);
@@ -98,6 +99,8 @@ std::vector<ServingEngine> parse_engines(const std::string& text, const std::str
       throw InputError(fmt::format("{}:{}: an [[engine]] needs id, name, source, kernels_per_layer, max_num_tokens and formats", where, line));
     if (s.graph_launches_per_layer > 0 && (!s.cuda_graphs || s.graph_launches_per_layer > s.kernels_per_layer))
       throw InputError(fmt::format("{}:{}: graph_launches_per_layer is for cuda_graphs engines, at most kernels_per_layer", where, line));
+    if (s.graph_max_tokens > 0 && !s.cuda_graphs)
+      throw InputError(fmt::format("{}:{}: graph_max_tokens is for cuda_graphs engines", where, line));
     if (s.attention != "flash" && s.attention != "paged" && s.attention != "unfused")
       throw InputError(fmt::format("{}:{}: attention must be flash, paged or unfused", where, line));
     for (const auto& o : out)
@@ -112,8 +115,8 @@ const std::vector<ServingEngine>& builtin_engines() {
   return e;
 }
 
-double host_launches(const ServingEngine& e, int layers) {
-  if (!e.cuda_graphs) return layers * e.kernels_per_layer + 4;
+double host_launches(const ServingEngine& e, int layers, double tokens) {
+  if (!e.cuda_graphs || (e.graph_max_tokens > 0 && tokens > e.graph_max_tokens)) return layers * e.kernels_per_layer + 4;
   return e.graph_launches_per_layer > 0 ? layers * e.graph_launches_per_layer + 4 : 1.0;
 }
 

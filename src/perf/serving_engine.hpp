@@ -17,6 +17,7 @@ struct ServingEngine {
   double host_launch_s = 0;       // host time to launch one kernel (the GPU waits when kernels are shorter)
   bool cuda_graphs = false;       // a step's kernels replayed as graphs: one launch per iteration ...
   double graph_launches_per_layer = 0;  // ... or, where each module is its own graph (ExLlamaV2), this many host launches a block
+  int graph_max_tokens = 0;       // iterations of more tokens run eagerly (ExLlamaV2: MAX_Q_GEMM_ROWS; TGI: its largest captured batch); 0: any
   double step_overhead_s = 0;     // host work per iteration (scheduling, sampling) the GPU waits for
   std::string attention;          // flash | paged | unfused (scores materialized in memory)
   // Whose memory-bound kernels it runs: "" (its own or its framework's, streaming at a microbenchmark's
@@ -47,10 +48,10 @@ struct ServingEngine {
 };
 
 const std::vector<ServingEngine>& builtin_engines();
-/// Kernel launches the host makes for one forward step of `layers` blocks: one a kernel (eager), one a step (a
-/// whole-step CUDA graph), or graph_launches_per_layer a block (a graph per module). The 4 are the embedding, the
-/// final norm, the LM head and sampling.
-double host_launches(const ServingEngine& e, int layers);
+/// Kernel launches the host makes for one forward step of `layers` blocks over `tokens` tokens: one a kernel (eager,
+/// or a step past the engine's graph_max_tokens), one a step (a whole-step CUDA graph), or graph_launches_per_layer a
+/// block (a graph per module). The 4 are the embedding, the final norm, the LM head and sampling.
+double host_launches(const ServingEngine& e, int layers, double tokens);
 
 /// A product that serves with one of the engines above and picks which by the card (NVIDIA NIM: its optimized
 /// profiles are TensorRT-LLM engines NVIDIA builds for data-centre cards, its generic ones vLLM): `framework=ID`

@@ -75,6 +75,7 @@ WeightFormat parse_format(const toml::table& t, const FormatData& data, const st
     else if (key == "min_bits") f.min_bits = need_number(v, key, where, line, 1, 32);
     else if (key == "max_bits") f.max_bits = need_number(v, key, where, line, 1, 32);
     else if (key == "output_bits") f.output_bits = need_number(v, key, where, line, 1, 32);
+    else if (key == "embedding_bits") f.embedding_bits = need_number(v, key, where, line, 1, 32);
     else if (key == "fused_rows") f.fused_rows = static_cast<int>(need_number(v, key, where, line, 1, 4096));
     else if (key == "bits") {
       f.bits = need_number(v, key, where, line, 1, 32);
@@ -114,8 +115,10 @@ WeightFormat parse_format(const toml::table& t, const FormatData& data, const st
   }
   if ((f.min_bits > 0) != (f.max_bits > 0) || (f.min_bits > 0 && (f.min_bits > f.bits || f.bits > f.max_bits)))
     throw InputError(fmt::format("{}:{}: min_bits and max_bits go together, around bits", where, line));
-  if (f.output_bits > 0 && !f.base_type.empty())
-    throw InputError(fmt::format("{}:{}: a GGUF format's head is its output_type, not output_bits", where, line));
+  if ((f.output_bits > 0 || f.embedding_bits > 0) && !f.base_type.empty())
+    throw InputError(fmt::format("{}:{}: a GGUF format's head and embedding are its types, not output_bits or embedding_bits", where, line));
+  if (f.min_bits > 0 && (!f.base_type.empty() || f.group_size > 0))
+    throw InputError(fmt::format("{}:{}: min_bits and max_bits are for uniform formats without fixed groups", where, line));
   if (f.fused_rows > 0 && !f.dequant_pass)
     throw InputError(fmt::format("{}:{}: fused_rows is for dequant_pass formats", where, line));
   if ((f.dequant_pass || f.dequant_ops > 0) && !f.weight_only)
@@ -215,7 +218,10 @@ WeightBytes weight_bytes(const models::DecoderConfig& d, const WeightFormat& f, 
     w.layers += bytes;
   }
   const double table = vocab * h;
-  const double embed_bits = f.stored ? f.stored->embedding_bits : f.embeddings_quantized ? data.type(f.base_type)->bits() : 16.0;
+  const double embed_bits = f.stored                ? f.stored->embedding_bits
+                            : f.embeddings_quantized ? data.type(f.base_type)->bits()
+                            : f.embedding_bits > 0   ? f.embedding_bits
+                                                     : 16.0;
   const double output_bits = f.stored                ? f.stored->output_bits
                              : f.embeddings_quantized ? data.type(f.output_type)->bits()
                              : f.output_bits > 0      ? f.output_bits

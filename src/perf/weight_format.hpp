@@ -39,8 +39,9 @@ struct WeightFormat {
   // Formats quantized to any average rate in a range (EXL2: 2 to 8 bits a weight, mixed within each layer): `bits` is
   // the default, the serving option bpw= names a checkpoint's (perf::with_bits_per_weight). 0: fixed bits.
   double min_bits = 0, max_bits = 0;
-  // The LM head's bits where a uniform format stores it apart (EXL2: 6 bits by default); 0: 16 bits, or a GGUF output_type.
-  double output_bits = 0;
+  // The LM head's and the embedding table's bits where a uniform format quantizes them (EXL2's head: 6.3 bits; MLC's
+  // q4f16_1 both at 4.5); 0: 16 bits, or a GGUF format's types.
+  double output_bits = 0, embedding_bits = 0;
   // Tokens up to which the fused kernel reads the packed weights before a dequant_pass format reconstructs a 16-bit
   // copy for a cuBLAS GEMM (EXL2: MAX_Q_GEMM_ROWS); 0: system fact serving.vector_kernel_rows (llama.cpp's MMVQ limit).
   int fused_rows = 0;
