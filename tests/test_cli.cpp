@@ -1384,6 +1384,49 @@ TEST(Cli, EvaluatePricesTheScenariosWorkloadUnlessAFlagSaysAnother) {
   EXPECT_EQ(q["advice"]["scenario"]["workload"], "mistral-7b");
 }
 
+// One question, one answer: a serving scenario's engine, weights, lengths and release price evaluate's table, its
+// serving charts and its advice alike. Its table priced vLLM at batch 8 and the default 128 generated tokens where
+// the advice priced TensorRT-LLM at as many requests as fit: the report and its advice disagreed on every card.
+TEST(Cli, AServingScenarioIsPricedAlikeByTheTableTheChartsAndTheAdvice) {
+  TempDir dir;
+  const std::string db = (dir / "h.db").string();
+  const std::string scenario = (dir / "trt.toml").string();
+  gpuvs::test::write_text(scenario, "workload = \"llama3-8b\"\ntask = \"infer\"\nengine = \"trt-llm\"\nprecision = \"fp8\"\n"
+                             "seq_len = 1024\ngen_len = 256\nrelease = \"2024-06\"\nrequests_per_s = 5\n");
+  const auto ev = run_gpuvs("evaluate --scenario " + scenario + " --rows 2000 --epochs 1 --threads 1 --no-report --db " + db);
+  ASSERT_EQ(ev.exit_code, 0) << ev.err;
+  const auto p = run_gpuvs_json("report -o json --db " + db)["payload"];
+  const auto h100 = run_gpuvs_json("predict --workload llama3-8b --gpu h100-sxm --mode infer --precision fp8 "
+                                   "--options 'framework=trt-llm;prompt_len=1024;gen_len=256;release=2024-06' --json");
+  std::map<std::string, std::int64_t> in_flight;
+  ASSERT_GT(p["predictions"].size(), 10u);
+  for (const auto& e : p["predictions"]) {
+    EXPECT_EQ(e["engine"], "trt-llm") << e["gpu"];
+    EXPECT_EQ(e["prompt_len"], 1024) << e["gpu"];
+    EXPECT_EQ(e["gen_len"], 256) << e["gpu"];
+    in_flight[e["gpu"]] = e["in_flight"].get<std::int64_t>();
+    if (e["gpu"] == "h100-sxm") {
+      EXPECT_DOUBLE_EQ(e["throughput"].get<double>(), h100["throughput"]["value"].get<double>());
+      EXPECT_EQ(e["in_flight"], h100["batch"]);
+      EXPECT_EQ(e["precision"], "fp8");
+    }
+  }
+  ASSERT_TRUE(in_flight.count("h100-sxm"));
+  EXPECT_EQ(p["serving"]["engine"], "trt-llm");
+  EXPECT_EQ(p["serving"]["gen_len"], 256);
+  // No latency target: each replica of the advice holds what the table's card holds.
+  ASSERT_FALSE(p["advice"]["ranked"].empty());
+  for (const auto& o : p["advice"]["ranked"])
+    if (o["strategy"] == "serve-llm" && o["tp"] == 1 && in_flight.count(o["gpu"])) {
+      EXPECT_EQ(o["batch"], in_flight[o["gpu"]]) << o["gpu"];
+    }
+  std::string line;
+  for (const auto& l : p["summary"])
+    if (l.get<std::string>().rfind("Predicted", 0) == 0) line = l.get<std::string>();
+  EXPECT_NE(line.find("served by trt-llm, requests of 1024 + 256 tokens"), std::string::npos) << line;
+  EXPECT_NE(p["prediction_note"].get<std::string>().find("trt-llm engine"), std::string::npos) << p["prediction_note"];
+}
+
 // Issue 33 item 8: one spelling of a flag across commands. -o/--output table|json beside --json (as bench and
 // llama-bench spell it), --batch for train as for predict and compare, --dtype in --precision's and PyTorch's
 // spellings.

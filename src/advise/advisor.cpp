@@ -46,6 +46,23 @@ std::optional<perf::Precision> precision_for(const catalog::Gpu& gpu, const std:
   return std::nullopt;
 }
 
+perf::ServingRequest serving_request(const Scenario& s, const workload::Workload& w, const std::string& gpu_id, const std::string& format, int tp) {
+  perf::ServingRequest r;
+  r.workload = w.name();  // the scenario's workload as resolved (validated_workload)
+  r.gpu = gpu_id;
+  r.gpus = tp;
+  r.mode = "infer";
+  r.stack = s.stack ? &*s.stack : nullptr;
+  r.format = format;
+  r.options = w.shape();  // gpt's shape keys: the decoder the scenario names
+  r.options["tp"] = std::to_string(tp);
+  if (!s.engine.empty()) r.options["framework"] = s.engine;
+  if (!s.release.empty()) r.options["release"] = s.release;
+  if (s.seq_len > 0) r.options["prompt_len"] = std::to_string(s.seq_len);
+  if (s.gen_len > 0) r.options["gen_len"] = std::to_string(s.gen_len);
+  return r;
+}
+
 namespace {
 
 constexpr double kGiB = 1073741824.0;
@@ -492,19 +509,7 @@ Option llm_serving_option(const catalog::Catalog& cat, const workload::Workload&
                           perf::Precision precision, const std::string& precision_note, int tp) {
   Option o = new_option(gpu, tp, "serve-llm", precision, precision_note);
   o.tp = tp;
-  perf::ServingRequest r;
-  r.workload = s.workload;
-  r.gpu = gpu.id;
-  r.gpus = tp;
-  r.mode = "infer";
-  r.stack = s.stack ? &*s.stack : nullptr;
-  r.format = perf::serving_format_for(std::string(perf::precision_name(precision)));
-  r.options = w.shape();  // gpt's shape keys: the decoder the scenario names
-  r.options["tp"] = std::to_string(tp);
-  if (!s.engine.empty()) r.options["framework"] = s.engine;
-  if (!s.release.empty()) r.options["release"] = s.release;
-  if (s.seq_len > 0) r.options["prompt_len"] = std::to_string(s.seq_len);
-  if (s.gen_len > 0) r.options["gen_len"] = std::to_string(s.gen_len);
+  perf::ServingRequest r = serving_request(s, w, gpu.id, perf::serving_format_for(std::string(perf::precision_name(precision))), tp);
   std::optional<perf::ServingPrediction> best;
   std::string why;
   try {

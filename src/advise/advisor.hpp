@@ -14,6 +14,7 @@
 
 #include "advise/assumptions.hpp"
 #include "catalog/catalog.hpp"
+#include "perf/serving.hpp"
 #include "perf/stack.hpp"
 #include "workload/workload.hpp"
 
@@ -132,6 +133,13 @@ Advice advise(const catalog::Catalog& cat, const Scenario& s, const Assumptions&
 /// The same with the scenario's workload resolved by the caller (validated_workload).
 Advice advise(const catalog::Catalog& cat, const workload::Workload& w, const Scenario& s, const Assumptions& a,
               const MeasuredMachine* here = nullptr);
+
+/// The serving request a scenario's decoder is priced with on `gpu_id`: the scenario's engine, release and lengths
+/// (seq_len is the prompt), `format` weights, replicas of `tp` GPUs, the measured stack, as many requests in flight
+/// as fit (batch 0). The advice prices each LLM serving option with it and evaluate its predictions and curves, so
+/// that every figure of one serving question comes from one request.
+perf::ServingRequest serving_request(const Scenario& s, const workload::Workload& w, const std::string& gpu_id, const std::string& format,
+                                     int tp = 1);
 
 /// Young/Daly: the checkpoint interval that minimises expected waste, sqrt(2 C M), hours.
 double optimal_checkpoint_interval(double checkpoint_hours, double mtbf_hours);

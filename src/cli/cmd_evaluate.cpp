@@ -203,6 +203,7 @@ std::pair<std::optional<perf::Calibration>, json> calibrate(const std::vector<be
 struct PricedTask {
   std::map<std::string, std::string> options;
   bool training = true;
+  bool serving = false;  // a decoder served: each card priced as predict --mode infer and the advice price it
   std::string words;  // "training", "LoRA fine-tuning", "inference"
 };
 
@@ -213,7 +214,62 @@ PricedTask priced_task(const advise::Scenario& s, const std::map<std::string, st
   t.words = s.task == "infer" ? "inference" : s.task == "finetune" ? (s.finetune == "full" ? "full fine-tuning" : s.finetune + " fine-tuning") : "training";
   if (s.task == "finetune" && s.finetune != "full" && net.layers > 0) t.options["finetune"] = s.finetune;
   if (s.seq_len > 0 && net.default_seq_len > 0) t.options["seq_len"] = std::to_string(s.seq_len);
+  if (!s.release.empty()) t.options["release"] = s.release;  // as the advice prices its options
+  t.serving = !t.training && workload::pricer_for("infer", net.family) == workload::Pricer::serving;
   return t;
+}
+
+/// The cost of a million of the prediction's units at the hour prices: the rent where the card can be rented, else
+/// owning it (as compare and advise price a GPU-hour), and owning it for every card with a list price (the one basis
+/// the report's cost chart compares on).
+void price_entry(json& e, const catalog::Gpu& g, double throughput, const perf::GpuHourPrices& hour_prices) {
+  const double hours_per_million = 1e6 / throughput / 3600.0;
+  if (const auto rent = hour_prices.rent(g)) {
+    e["usd_per_million"] = hours_per_million * *rent;
+    e["cost_basis"] = "cloud rent";
+  } else if (const auto own = hour_prices.own(g)) {
+    e["usd_per_million"] = hours_per_million * *own;
+    e["cost_basis"] = "owned";
+  }
+  if (const auto own = hour_prices.own(g)) e["owned_usd_per_million"] = hours_per_million * *own;
+}
+
+/// A served decoder on every catalog GPU: the request the advice prices (advise::serving_request: the scenario's
+/// engine, release and lengths, its precision's weights on each card, as many requests in flight as fit, one GPU),
+/// so that a card's figure here is `gpuvs predict --mode infer`'s and the advice's for one replica. Throughput is
+/// output tokens per second at that load.
+json predict_catalog_serving(const catalog::Catalog& cat, const workload::Workload& w, const advise::Scenario& scenario,
+                             const perf::Calibration* cal, const perf::GpuHourPrices& hour_prices, const std::string& local_gpu) {
+  json predictions = json::array();
+  for (const auto& g : cat.gpus()) {
+    std::string instead;  // a card without the precision serves the nearest it has, as the advice prices it
+    const auto precision = advise::precision_for(g, scenario.precision, instead);
+    if (!precision) continue;
+    perf::ServingRequest req = advise::serving_request(scenario, w, g.id, perf::serving_format_for(std::string(perf::precision_name(*precision))));
+    req.calibration = cal;
+    std::optional<perf::ServingPrediction> p;
+    try {
+      p = perf::predict_serving(cat, w, req);
+    } catch (const InputError&) {
+      continue;  // a card that cannot serve it on one GPU (its math, the engine's formats)
+    }
+    json e = {{"gpu", g.id}, {"name", g.name}, {"precision", p->format}, {"throughput", p->throughput}, {"unit", p->unit},
+              {"band_low", p->band_low}, {"band_high", p->band_high}, {"step_time_s", p->step.seconds}, {"batch", p->batch},
+              {"in_flight", p->batch}, {"engine", p->engine}, {"prompt_len", p->prompt_len}, {"gen_len", p->gen_len},
+              {"peak_gib", (p->weight_bytes + p->kv_bytes + p->runtime_bytes) / 1073741824.0}, {"capacity_gib", p->capacity_bytes / 1073741824.0},
+              {"fits", p->fits}, {"calibrated", cal && cal->gpu_id == g.id}, {"local", g.id == local_gpu}, {"framework", p->engine}};
+    if (req.stack) {  // your measurement applied where its engine and format match, and this card without it
+      perf::ServingRequest plain = req;
+      plain.stack = nullptr;
+      const bool applied = p->engine == req.stack->engine && p->format == req.stack->format;
+      e["measured_applied"] = applied;
+      e["without_measured"] = applied ? perf::predict_serving(cat, w, plain).throughput : p->throughput;
+    }
+    price_entry(e, g, p->throughput, hour_prices);
+    e["scaling"] = json::array({{{"gpus", 1}, {"efficiency", 1.0}}});
+    predictions.push_back(e);
+  }
+  return predictions;
 }
 
 /// Every catalog GPU's prediction of the task (at the named precision, else each card's default), with its cost
@@ -252,17 +308,7 @@ json predict_catalog(const catalog::Catalog& cat, const workload::Workload& w, c
       e["measured_applied"] = p->stack_applied;
       e["without_measured"] = p->stack_applied ? perf::predict(cat, w, plain).throughput : p->throughput;
     }
-    const double hours_per_million = 1e6 / p->throughput / 3600.0;
-    // A GPU-hour priced as compare and advise price it: the rent where the card can be rented, else owning it.
-    if (const auto rent = hour_prices.rent(g)) {
-      e["usd_per_million"] = hours_per_million * *rent;
-      e["cost_basis"] = "cloud rent";
-    } else if (const auto own = hour_prices.own(g)) {
-      e["usd_per_million"] = hours_per_million * *own;
-      e["cost_basis"] = "owned";
-    }
-    // Owning is priced for every card with a list price: the one basis the report's cost chart compares on.
-    if (const auto own = hour_prices.own(g)) e["owned_usd_per_million"] = hours_per_million * *own;
+    price_entry(e, g, p->throughput, hour_prices);
     json scaling = json::array();
     scaling.push_back({{"gpus", 1}, {"efficiency", 1.0}});
     for (int n = 2; task.training && n <= perf::system_facts().gpus_per_server; n *= 2) {  // data parallel within one server
@@ -321,21 +367,19 @@ std::pair<json, std::string> measured_here(const advise::MeasuredMachine& here, 
 }
 
 /// LLM serving (decoders): each card's latency against load under in-flight batching, for the report's
-/// serving charts — the scenario's lengths, the serving default engine, the precision's serving format.
-json serving_curves(const catalog::Catalog& cat, const workload::Workload& w, const std::string& precision, const advise::Scenario& scenario) {
+/// serving charts — the request the advice and the predictions price (advise::serving_request: the scenario's
+/// engine, release and lengths, its precision's weights on each card, the measured stack), one GPU.
+json serving_curves(const catalog::Catalog& cat, const workload::Workload& w, const advise::Scenario& scenario, const perf::Calibration* cal) {
   if (workload::pricer_for("infer", w.family()) != workload::Pricer::serving) return json();
   json curves = json::array();
-  perf::ServingRequest sr;
-  sr.workload = w.name();
-  sr.mode = "infer";
-  sr.format = perf::serving_format_for(precision);
-  sr.options = w.shape();  // gpt's shape keys: the curves price the decoder the predictions did
-  if (scenario.seq_len > 0) sr.options["prompt_len"] = std::to_string(scenario.seq_len);
-  if (scenario.gen_len > 0) sr.options["gen_len"] = std::to_string(scenario.gen_len);
   std::string engine, format;
   std::int64_t prompt = 0, gen = 0;
   for (const auto& g : cat.gpus()) {
-    sr.gpu = g.id;
+    std::string instead;
+    const auto precision = advise::precision_for(g, scenario.precision, instead);
+    if (!precision) continue;
+    perf::ServingRequest sr = advise::serving_request(scenario, w, g.id, perf::serving_format_for(std::string(perf::precision_name(*precision))));
+    sr.calibration = cal;
     std::vector<perf::ServingPrediction> curve;
     try {
       curve = perf::serving_load_curve(cat, w, sr);
@@ -411,6 +455,16 @@ std::string predictions_line(const json& predictions, const std::string& workloa
                        workload, predictions.empty() ? 0 : batch(predictions[0]), predictions.size());
   const std::string unit = (*fastest)["unit"].get<std::string>();
   const std::string per = unit.size() > 2 && unit.ends_with("/s") ? unit.substr(0, unit.size() - 2) : unit;
+  if (fastest->contains("in_flight"))  // served: each card at as many requests in flight as it holds
+    return fmt::format("Predicted {} served by {}, requests of {} + {} tokens, as many in flight as each card holds (fits on {} of {} GPUs): "
+                       "fastest {} at {} {} ({} in flight){}",
+                       workload, (*fastest)["engine"].get<std::string>(), (*fastest)["prompt_len"].get<std::int64_t>(),
+                       (*fastest)["gen_len"].get<std::int64_t>(), fitting, predictions.size(), (*fastest)["gpu"].get<std::string>(),
+                       units::format_si((*fastest)["throughput"].get<double>()), unit, batch(*fastest),
+                       cheapest ? fmt::format("; cheapest at full load: {} ({} per billion {}, {})", (*cheapest)["gpu"].get<std::string>(),
+                                              units::format_usd(1e3 * (*cheapest)["usd_per_million"].get<double>()), per,
+                                              (*cheapest)["cost_basis"].get<std::string>())
+                                : "");
   return fmt::format("Predicted {} at batch {} per GPU (fits on {} of {} GPUs{}): fastest {} at {} {} per GPU{}", workload, batch(*fastest),
                      fitting, predictions.size(), fitting < predictions.size() ? "; the advice searches batch and recompute per card" : "",
                      (*fastest)["gpu"].get<std::string>(), units::format_si((*fastest)["throughput"].get<double>()), unit,
@@ -587,8 +641,9 @@ int run_evaluate(EvaluateArgs a) {
 
   steps.begin(fmt::format("predicting {} on {} catalog GPUs", a.workload, cat.gpus().size()));
   const PricedTask task = priced_task(scenario, workload_options, net);
-  record.predictions = predict_catalog(cat, w, task, precision, cal ? &*cal : nullptr, assumptions.hour_prices(), m.local_gpu,
-                                       stack ? &stack->ratios : nullptr);
+  record.predictions = task.serving ? predict_catalog_serving(cat, w, scenario, cal ? &*cal : nullptr, assumptions.hour_prices(), m.local_gpu)
+                                    : predict_catalog(cat, w, task, precision, cal ? &*cal : nullptr, assumptions.hour_prices(), m.local_gpu,
+                                                      stack ? &stack->ratios : nullptr);
   record.measured = stack ? stack_json(*stack) : json(nullptr);
 
   // This machine, measured, beside the predictions and among the advisor's options, when what it trained
@@ -599,10 +654,10 @@ int run_evaluate(EvaluateArgs a) {
   // Serving curves answer a serving question: shown for a decoder unless a scenario asks about training it.
   std::string no_curves;  // why a serving question about a decoder has no curves, said beside the predictions
   if (a.scenario.empty() || scenario.task == "infer") {
-    record.serving = serving_curves(cat, w, a.precision, scenario);
+    record.serving = serving_curves(cat, w, scenario, cal ? &*cal : nullptr);
     if (record.serving.is_null() && workload::pricer_for("infer", w.family()) == workload::Pricer::serving) {
       try {
-        (void)perf::weight_format(perf::serving_format_for(a.precision));
+        (void)perf::weight_format(perf::serving_format_for(scenario.precision));
         no_curves = "; no serving curves: no card serves it on one GPU";
       } catch (const InputError& e) {
         no_curves = fmt::format("; no serving curves: {} (serving engines run fp16, bf16, fp8 or quantized weights)", e.what());
@@ -618,10 +673,15 @@ int run_evaluate(EvaluateArgs a) {
   record.workload = a.workload;
   record.precision = a.precision.empty() ? perf::kDefaultPrecisionRule : a.precision;
   record.measured_here_note = trains_workload ? "" : m.measured_instead + " No measured bar beside the predictions.";
-  record.prediction_note = fmt::format("{} {}, default batch per GPU, {}, priced with the {} "
-                                       "framework profile; band = the model's validation error spread{}",
-                                       a.workload, task.words, record.precision, record.predictions.empty() ? "pytorch" : record.predictions[0].value("framework", "pytorch"),
-                                       no_curves);
+  const json* first = record.predictions.empty() ? nullptr : &record.predictions[0];
+  record.prediction_note =
+      task.serving && first
+          ? fmt::format("{} served, requests of {} + {} tokens, as many in flight as each card holds, {} weights, priced with the {} engine "
+                        "profile (as predict --mode infer and each option of the advice); band = the model's validation error spread{}",
+                        a.workload, (*first)["prompt_len"].get<std::int64_t>(), (*first)["gen_len"].get<std::int64_t>(),
+                        perf::serving_format_for(scenario.precision) + " (or the nearest a card runs)", (*first)["engine"].get<std::string>(), no_curves)
+          : fmt::format("{} {}, default batch per GPU, {}, priced with the {} framework profile; band = the model's validation error spread{}",
+                        a.workload, task.words, record.precision, first ? first->value("framework", "pytorch") : "pytorch", no_curves);
   record.roofline = roofline(m.results, m.tr, m.measured_name, m.cpu);
   record.summary =
       summary_lines(m, record.cluster, record.network, record.predictions, a.workload, trains_workload ? &here : nullptr, verdict, cal, advice, stack);

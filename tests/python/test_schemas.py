@@ -53,10 +53,12 @@ class JsonOutputs(unittest.TestCase):
         for name in ("lambda-pytorch-2023.csv", "llamacpp-4090.csv", "micro.csv"):
             shutil.copy(DATA / "validation" / name, subset / name)
         cls.run_ok("calibrate", DECODE_60, "--save", str(t / "stack.toml"))
-        # The history: two evaluate runs (one with a measurement and a serving scenario) and a bench run.
+        # The history: two evaluate runs (the second a decoder with a measurement) and a bench run.
         cls.run_ok("evaluate", "--epochs", "1", "--rows", "1000", "--no-report")
         cls.run_ok("evaluate", "--epochs", "1", "--rows", "1000", "--no-report", "--workload", "llama3-8b", "--measured", DECODE_60)
         cls.run_ok("bench", "--quick", "--only", "cpu.stream.copy,cuda.mem.read", "--store")
+        # Run 4: a serving scenario, whose predictions are served decoders (requests in flight, engine, lengths).
+        cls.run_ok("evaluate", "--epochs", "1", "--rows", "1000", "--no-report", "--scenario", str(EXAMPLES / "serving.toml"))
         cls.t = t
         cls.documents = {}  # (schema, args) -> document, filled by test_every_case
 
@@ -129,6 +131,7 @@ class JsonOutputs(unittest.TestCase):
             ("run.schema.json", ["report", "-o", "json", "--run", "1"]),
             ("run.schema.json", ["report", "-o", "json", "--run", "2"]),
             ("run.schema.json", ["report", "-o", "json", "--run", "3"]),
+            ("run.schema.json", ["report", "-o", "json", "--run", "4"]),
         ]
 
     def document(self, schema, args):
