@@ -443,6 +443,50 @@ TEST(Advise, LlmServingMeetsLatencyTargetsWithInflightBatching) {
   EXPECT_THROW(advise::advise(cat(), bad, advise::Assumptions::defaults()), InputError);
 }
 
+// One question, one answer: predict and compare serve a decoder in a weight format (int4-awq, q4_k_m, ...); the
+// advisor refused the same name ("unknown precision"). It prices each replica with the request predict prices.
+TEST(Advise, AServedDecoderIsPricedInTheWeightFormatPredictServesItIn) {
+  advise::Scenario s;
+  s.workload = "llama3-8b";
+  s.task = "infer";
+  s.precision = "int4-awq";
+  s.requests_per_s = 1;
+  s.gpus = {"rtx-4090", "l4"};
+  const auto a = run(s);
+  const auto* o = find(a.ranked, "rtx-4090");
+  ASSERT_NE(o, nullptr);
+  EXPECT_EQ(o->precision, "int4-awq");
+  EXPECT_NE(o->isolation.find("int4-awq weights"), std::string::npos) << o->isolation;
+  const workload::Workload w("llama3-8b", {});
+  perf::ServingRequest r = advise::serving_request(s, w, "rtx-4090", "int4-awq");
+  const perf::ServingPrediction p = perf::predict_serving(cat(), w, r);
+  EXPECT_EQ(o->batch, p.batch);
+  EXPECT_DOUBLE_EQ(o->per_token_ms, p.tpot_s * 1e3);
+  // A precision policy still serves in its weights, with the fallback a card needs.
+  std::string note;
+  EXPECT_EQ(advise::serving_format_on(cat().find("v100-sxm2-32gb"), "amp-bf16", note), "fp16");
+  EXPECT_NE(note.find("instead of amp-bf16"), std::string::npos) << note;
+  note.clear();
+  EXPECT_EQ(advise::serving_format_on(cat().find("h100-sxm"), "fp8", note), "fp8");
+  EXPECT_EQ(advise::serving_format_on(cat().find("h100-sxm"), "q4_k_m", note), "q4_k_m");
+  // A name that is neither, a format with tenants (priced as graphs) or for training: refused, naming both lists.
+  s.precision = "int5";
+  try {
+    (void)run(s);
+    ADD_FAILURE() << "int5 accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("neither a precision policy"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("q4_k_m"), std::string::npos) << e.what();
+  }
+  s.precision = "q4_k_m";
+  s.tenants = 2;
+  EXPECT_THROW((void)run(s), InputError);
+  s.tenants = 1;
+  s.task = "train";
+  s.requests_per_s = 0;
+  EXPECT_THROW((void)run(s), InputError);
+}
+
 TEST(Advise, ScenarioAndAssumptionParsersSurviveMutatedInput) {
   // Fuzz-style: flip characters of valid inputs; every outcome is a scenario or an InputError.
   const std::string good = "name = \"x\"\nworkload = \"llama-7b\"\ntask = \"finetune\"\nfinetune = \"lora\"\ntokens = 1e7\n"

@@ -1427,6 +1427,25 @@ TEST(Cli, AServingScenarioIsPricedAlikeByTheTableTheChartsAndTheAdvice) {
   EXPECT_NE(p["prediction_note"].get<std::string>().find("trt-llm engine"), std::string::npos) << p["prediction_note"];
 }
 
+// The weight formats predict serves a decoder in (int4-awq, q4_k_m, ...) are what advise and evaluate serve it in too.
+TEST(Cli, AdviseAndEvaluateServeTheWeightFormatsPredictServes) {
+  const auto adv = run_gpuvs_json("advise --task infer --workload llama3-8b --precision int4-awq --requests-per-s 1 --gpu rtx-4090 --json");
+  ASSERT_FALSE(adv["ranked"].empty());
+  EXPECT_EQ(adv["ranked"][0]["precision"], "int4-awq");
+  const auto p = run_gpuvs_json("predict --workload llama3-8b --gpu rtx-4090 --mode infer --precision int4-awq --json");
+  EXPECT_EQ(adv["ranked"][0]["batch"], p["batch"]);
+  expect_usage_error(run_gpuvs("advise --task infer --workload llama3-8b --precision int5"), "neither a precision policy");
+  expect_usage_error(run_gpuvs("advise --workload llama3-8b --precision int4-awq"), "unknown precision 'int4-awq'");
+  TempDir dir;
+  const std::string db = (dir / "h.db").string();
+  const auto ev = run_gpuvs("evaluate --scenario " + std::string(GPUVS_SOURCE_DIR) +
+                            "/examples/serving.toml --precision q4_k_m --rows 2000 --epochs 1 --threads 1 --no-report --db " + db);
+  ASSERT_EQ(ev.exit_code, 0) << ev.err;
+  const auto run = run_gpuvs_json("report -o json --db " + db)["payload"];
+  ASSERT_FALSE(run["predictions"].empty());
+  for (const auto& e : run["predictions"]) EXPECT_EQ(e["precision"], "q4_k_m") << e["gpu"];
+}
+
 // Issue 33 item 8: one spelling of a flag across commands. -o/--output table|json beside --json (as bench and
 // llama-bench spell it), --batch for train as for predict and compare, --dtype in --precision's and PyTorch's
 // spellings.

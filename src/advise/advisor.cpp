@@ -20,6 +20,7 @@
 #include "perf/predict.hpp"
 #include "perf/serving.hpp"
 #include "perf/serving_engine.hpp"
+#include "perf/weight_format.hpp"
 #include "perf/system_facts.hpp"
 #include "workload/workload.hpp"
 
@@ -44,6 +45,22 @@ std::optional<perf::Precision> precision_for(const catalog::Gpu& gpu, const std:
     }
   }
   return std::nullopt;
+}
+
+bool is_precision_policy(const std::string& name) {
+  try {
+    (void)perf::parse_precision(name);
+    return true;
+  } catch (const InputError&) {
+    return false;
+  }
+}
+
+std::optional<std::string> serving_format_on(const catalog::Gpu& gpu, const std::string& wanted, std::string& note) {
+  if (!is_precision_policy(wanted)) return perf::weight_format(wanted).id;  // InputError naming the formats when it is neither
+  const auto p = precision_for(gpu, wanted, note);
+  if (!p) return std::nullopt;
+  return perf::serving_format_for(std::string(perf::precision_name(*p)));
 }
 
 perf::ServingRequest serving_request(const Scenario& s, const workload::Workload& w, const std::string& gpu_id, const std::string& format, int tp) {
@@ -173,17 +190,23 @@ std::vector<std::string> strategies(const Scenario& s, int count) {
   return {"ddp", "zero2", "fsdp"};
 }
 
-/// An option on `count` x `gpu` under `strategy`, before it is priced.
-Option new_option(const catalog::Gpu& gpu, int count, const std::string& strategy, perf::Precision precision,
+/// An option on `count` x `gpu` under `strategy` in `precision` (a policy's name or a served weight format), before
+/// it is priced.
+Option new_option(const catalog::Gpu& gpu, int count, const std::string& strategy, const std::string& precision,
                   const std::string& precision_note) {
   Option o;
   o.gpu_id = gpu.id;
   o.gpu_name = gpu.name;
   o.count = count;
   o.strategy = strategy;
-  o.precision = std::string(perf::precision_name(precision)) + (precision_note.empty() ? "" : " (" + precision_note + ")");
+  o.precision = precision + (precision_note.empty() ? "" : " (" + precision_note + ")");
   o.ecc = gpu.ecc == "yes";
   return o;
+}
+
+Option new_option(const catalog::Gpu& gpu, int count, const std::string& strategy, perf::Precision precision,
+                  const std::string& precision_note) {
+  return new_option(gpu, count, strategy, std::string(perf::precision_name(precision)), precision_note);
 }
 
 /// The scenario's workload trained on `count` x `gpu`.
@@ -506,10 +529,10 @@ Option serving_option(const catalog::Catalog& cat, const workload::Workload& w, 
 /// to first token at p99, time per output token, or the whole request at p99: perf/serving.hpp's latency
 /// under load); replicas are added for the peak request rate at the serving headroom.
 Option llm_serving_option(const catalog::Catalog& cat, const workload::Workload& w, const catalog::Gpu& gpu, const Scenario& s, const Assumptions& a,
-                          perf::Precision precision, const std::string& precision_note, int tp) {
-  Option o = new_option(gpu, tp, "serve-llm", precision, precision_note);
+                          const std::string& shown_as, const std::string& format, const std::string& precision_note, int tp) {
+  Option o = new_option(gpu, tp, "serve-llm", shown_as, precision_note);
   o.tp = tp;
-  perf::ServingRequest r = serving_request(s, w, gpu.id, perf::serving_format_for(std::string(perf::precision_name(precision))), tp);
+  perf::ServingRequest r = serving_request(s, w, gpu.id, format, tp);
   std::optional<perf::ServingPrediction> best;
   std::string why;
   try {
@@ -561,8 +584,8 @@ Option llm_serving_option(const catalog::Catalog& cat, const workload::Workload&
   o.throughput = o.capacity_rps;
   o.unit = "requests/s";
   o.tenants_per_card = 1;
-  o.isolation = fmt::format("{} replica{} of tp {} ({} engine, {} weights, {} requests in flight each)", replicas, replicas == 1 ? "" : "s",
-                            tp, p.engine, p.format, p.batch);
+  o.isolation = fmt::format("{} replica{} of tp {} ({} engine, {} weights, {} request{} in flight each)", replicas, replicas == 1 ? "" : "s",
+                            tp, p.engine, p.format, p.batch, p.batch == 1 ? "" : "s");
   price_serving_month(o, gpu, s, a);
   const double month = a.get("hours_per_month");
   // What a million output tokens cost on this fleet: at the requested rate, or at its capacity when none.
@@ -668,7 +691,21 @@ workload::Workload validated_workload(const Scenario& s, const catalog::Catalog&
                                    : net.shape_options.empty()      ? "none"
                                                                      : strings::join(net.shape_options, ", ")));
   }
-  perf::parse_precision(s.precision);
+  // A decoder served alone is priced as predict serves it: a precision policy's weights or a weight format.
+  const bool llm_served = s.task == "infer" && workload::pricer_for("infer", w.family()) == workload::Pricer::serving;
+  if (llm_served && !is_precision_policy(s.precision)) {
+    const auto ids = perf::weight_format_ids();
+    if (std::find(ids.begin(), ids.end(), s.precision) == ids.end())
+      throw InputError(fmt::format("precision '{}' is neither a precision policy (fp32, tf32, fp16, bf16, amp-fp16, amp-bf16, amp-fp8) nor "
+                                   "a weight format a served decoder is priced in ({})",
+                                   strings::printable(s.precision), strings::join(ids, ", ")));
+    if (s.tenants > 1)
+      throw InputError(fmt::format("precision '{}' with --tenants {}: tenants sharing a card are priced as graphs in a precision policy "
+                                   "(fp16, bf16, amp-fp8, ...), not in a quantized weight format",
+                                   strings::printable(s.precision), s.tenants));
+  } else {
+    perf::parse_precision(s.precision);
+  }
   for (const auto& g : s.gpus) cat.find(g);
   return w;
 }
@@ -692,23 +729,30 @@ std::vector<Option> options_for(const catalog::Catalog& cat, const workload::Wor
   std::vector<Option> out;
   std::map<std::string, TrainingBatch> fit_cache;
   std::string note;
-  const auto precision = precision_for(gpu, s.precision, note);
-  if (!precision) {
+  const auto runs_neither = [&] {
     Option o;
     o.gpu_id = gpu.id;
     o.gpu_name = gpu.name;
     o.why_not.push_back(fmt::format("runs neither {} nor a 16-bit fallback", s.precision));
     out.push_back(o);
     return out;
-  }
+  };
   // workload::pricer_for's rule, as predict and compare apply it; several tenants of one decoder share a card
   // through MIG slices or time-slicing, which the serving model does not price: the graph path below does.
   if (serving && workload::pricer_for("infer", w.family()) == workload::Pricer::serving && s.tenants == 1) {
-    // LLMs: in-flight batching on 1, 2, 4 ... GPUs per replica, up to a server (the heads split evenly).
+    // LLMs: in-flight batching on 1, 2, 4 ... GPUs per replica, up to a server (the heads split evenly), in the
+    // precision's weights or a weight format named as such (int4-awq, q4_k_m, ...), as predict serves them.
+    const auto format = serving_format_on(gpu, s.precision, note);
+    if (!format) return runs_neither();
+    std::string policy_note;
+    const auto policy = is_precision_policy(s.precision) ? precision_for(gpu, s.precision, policy_note) : std::nullopt;
+    const std::string shown_as = policy ? std::string(perf::precision_name(*policy)) : *format;
     for (int tp = 1; tp <= max_gpus; tp *= 2)
-      if (net.decoder.heads % tp == 0) out.push_back(llm_serving_option(cat, w, gpu, s, a, *precision, note, tp));
+      if (net.decoder.heads % tp == 0) out.push_back(llm_serving_option(cat, w, gpu, s, a, shown_as, *format, note, tp));
     return out;
   }
+  const auto precision = precision_for(gpu, s.precision, note);
+  if (!precision) return runs_neither();
   if (serving) {
     std::vector<std::string> modes = {"serve-dedicated"};
     if (s.tenants > 1) modes.push_back(gpu.mig_max >= 2 ? "serve-mig" : "serve-shared");

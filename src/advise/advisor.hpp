@@ -134,6 +134,13 @@ Advice advise(const catalog::Catalog& cat, const Scenario& s, const Assumptions&
 Advice advise(const catalog::Catalog& cat, const workload::Workload& w, const Scenario& s, const Assumptions& a,
               const MeasuredMachine* here = nullptr);
 
+/// Whether `name` is a precision policy (perf::parse_precision reads it), not a weight format.
+bool is_precision_policy(const std::string& name);
+/// The weights an LLM is served in on `gpu`: a precision policy's serving format, with precision_for's fallback
+/// (`note` says it), or a weight format named as such (int4-awq, q4_k_m, ...; whether the card and engine run it is
+/// the serving model's to say). nullopt when the card runs neither the policy nor its fallback; InputError for a
+/// name that is neither a policy nor a format.
+std::optional<std::string> serving_format_on(const catalog::Gpu& gpu, const std::string& wanted, std::string& note);
 /// The serving request a scenario's decoder is priced with on `gpu_id`: the scenario's engine, release and lengths
 /// (seq_len is the prompt), `format` weights, replicas of `tp` GPUs, the measured stack, as many requests in flight
 /// as fit (batch 0). The advice prices each LLM serving option with it and evaluate its predictions and curves, so

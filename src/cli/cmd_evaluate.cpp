@@ -243,9 +243,9 @@ json predict_catalog_serving(const catalog::Catalog& cat, const workload::Worklo
   json predictions = json::array();
   for (const auto& g : cat.gpus()) {
     std::string instead;  // a card without the precision serves the nearest it has, as the advice prices it
-    const auto precision = advise::precision_for(g, scenario.precision, instead);
-    if (!precision) continue;
-    perf::ServingRequest req = advise::serving_request(scenario, w, g.id, perf::serving_format_for(std::string(perf::precision_name(*precision))));
+    const auto format = advise::serving_format_on(g, scenario.precision, instead);
+    if (!format) continue;
+    perf::ServingRequest req = advise::serving_request(scenario, w, g.id, *format);
     req.calibration = cal;
     std::optional<perf::ServingPrediction> p;
     try {
@@ -376,9 +376,9 @@ json serving_curves(const catalog::Catalog& cat, const workload::Workload& w, co
   std::int64_t prompt = 0, gen = 0;
   for (const auto& g : cat.gpus()) {
     std::string instead;
-    const auto precision = advise::precision_for(g, scenario.precision, instead);
-    if (!precision) continue;
-    perf::ServingRequest sr = advise::serving_request(scenario, w, g.id, perf::serving_format_for(std::string(perf::precision_name(*precision))));
+    const auto weights = advise::serving_format_on(g, scenario.precision, instead);
+    if (!weights) continue;
+    perf::ServingRequest sr = advise::serving_request(scenario, w, g.id, *weights);
     sr.calibration = cal;
     std::vector<perf::ServingPrediction> curve;
     try {
@@ -580,7 +580,11 @@ int run_evaluate(EvaluateArgs a) {
   const workload::Workload& w =
       from_file && from_file->is(a.workload, workload_options) ? *from_file : own.emplace(a.workload, workload_options);
   const models::NetworkInfo& net = w.network();
-  const std::optional<perf::Precision> precision = named_precision(a.precision);
+  // A served decoder may be named in a weight format (int4-awq, q4_k_m, ...); the advice's check below refuses what
+  // is neither that nor a policy.
+  const bool served = scenario.task == "infer" && workload::pricer_for("infer", net.family) == workload::Pricer::serving;
+  const std::optional<perf::Precision> precision =
+      served && !a.precision.empty() && !advise::is_precision_policy(a.precision) ? std::nullopt : named_precision(a.precision);
   apply_assumption_options(a.costs, assumptions, cat);
   // Your measured stack, solved before anything runs (a bad measurement is refused first): every prediction and
   // every option of the advice that runs its software and format moves by it.

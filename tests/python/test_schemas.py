@@ -105,6 +105,7 @@ class JsonOutputs(unittest.TestCase):
             ("advise.schema.json", ["advise", "--task", "infer", "--workload", "resnet50", "--tenants", "8", "--json"]),
             ("advise.schema.json", ["advise", "--task", "infer", "--workload", "llama3-8b", "--measured", DECODE_60, "--json"]),
             ("advise.schema.json", ["advise", "--scenario", str(EXAMPLES / "serving.toml"), "--engine", "trt-llm", "--json"]),
+            ("advise.schema.json", ["advise", "--task", "infer", "--workload", "llama3-8b", "--precision", "int4-awq", "--json"]),
             ("catalog.schema.json", ["catalog", "--json"]),
             ("catalog-show.schema.json", ["catalog", "show", "h100-sxm", "--json"]),
             ("catalog-show.schema.json", ["catalog", "show", "rtx-4090", "--json"]),
