@@ -1446,6 +1446,55 @@ TEST(Cli, AdviseAndEvaluateServeTheWeightFormatsPredictServes) {
   for (const auto& e : run["predictions"]) EXPECT_EQ(e["precision"], "q4_k_m") << e["gpu"];
 }
 
+// One question, one answer: predict's --options words for a request (framework, seq_len, prompt_len, gen_len,
+// release) say the same to advise and evaluate, which refused them as "not a shape option"; what advise chooses
+// itself, or a flag saying otherwise, is refused naming why.
+TEST(Cli, AdviseAndEvaluateTakePredictsRequestOptions) {
+  const std::string serve = "advise --task infer --workload llama3-8b --precision fp8 --requests-per-s 5 --gpu l40s,h100-sxm --json ";
+  auto by_options = run_gpuvs_json(serve + "--options 'framework=trt-llm;prompt_len=1024;gen_len=256;release=2024-06'");
+  auto by_flags = run_gpuvs_json(serve + "--engine trt-llm --seq-len 1024 --gen-len 256 --release 2024-06");
+  EXPECT_EQ(by_options["ranked"], by_flags["ranked"]);
+  EXPECT_EQ(by_options["scenario"]["engine"], "trt-llm");
+  EXPECT_EQ(by_options["scenario"]["gen_len"], 256);
+  // Training: framework is the profile the options are priced under, as predict's.
+  const auto nemo = run_gpuvs_json("advise --workload bert-large --gpu h100-sxm --options framework=nemo --json");
+  EXPECT_EQ(nemo["scenario"]["framework"], "nemo");
+  const auto p = run_gpuvs_json("predict --workload bert-large --gpu h100-sxm --options framework=nemo --json");
+  bool found = false;
+  for (const auto& o : nemo["options"])
+    if (o["count"] == 1 && o["strategy"] == "single" && o["batch"] == p["batch"]) {
+      EXPECT_DOUBLE_EQ(o["throughput"].get<double>(), p["throughput"]["value"].get<double>());
+      found = true;
+    }
+  EXPECT_TRUE(found) << nemo["options"].dump().substr(0, 400);
+  const std::vector<std::pair<std::string, std::string>> refused = {{"advise --task infer --workload llama3-8b --engine vllm --options framework=sglang", "say two things"},
+                  {"advise --task infer --workload llama3-8b --options tp=2", "advise chooses tp for each option"},
+                  {"advise --workload llama3-8b --options sharding=full", "advise chooses sharding"},
+                  {"advise --task infer --workload llama3-8b --options kv_dtype=fp8", "one of predict's keys"},
+                  {"advise --workload llama3-8b --options finetune=lora", "--task finetune --finetune lora"},
+                  {"advise --workload llama3-8b --task finetune --options framework=vllm", "a serving engine serves a decoder"},
+                  {"advise --workload bert-large --options framework=pytorch-lightning", "pytorch-lightning"},
+                  {"advise --workload bert-large --options gen_len=64", "generates none"},
+                  {"advise --task infer --workload llama3-8b --options 'prompt_len=512;seq_len=1024'", "two lengths"},
+                  {"advise --workload bert-large --options seq_len=0", "whole number of tokens"},
+                  {"advise --workload bert-large --options release=2024-13", "release"},
+                  {"evaluate --workload bert-large --options tp=2 --no-report", "advise chooses tp"}};
+  for (const auto& [command, needle] : refused) expect_usage_error(run_gpuvs(command), needle);
+  // evaluate: the same words set its scenario, so its table and its advice price them.
+  TempDir dir;
+  const std::string db = (dir / "h.db").string();
+  const auto ev = run_gpuvs("evaluate --scenario " + std::string(GPUVS_SOURCE_DIR) +
+                            "/examples/serving.toml --options 'framework=sglang;gen_len=64' --rows 2000 --epochs 1 --threads 1 --no-report --db " + db);
+  ASSERT_EQ(ev.exit_code, 0) << ev.err;
+  const auto run = run_gpuvs_json("report -o json --db " + db)["payload"];
+  EXPECT_EQ(run["advice"]["scenario"]["engine"], "sglang");
+  ASSERT_FALSE(run["predictions"].empty());
+  for (const auto& e : run["predictions"]) {
+    EXPECT_EQ(e["engine"], "sglang") << e["gpu"];
+    EXPECT_EQ(e["gen_len"], 64) << e["gpu"];
+  }
+}
+
 // Issue 33 item 8: one spelling of a flag across commands. -o/--output table|json beside --json (as bench and
 // llama-bench spell it), --batch for train as for predict and compare, --dtype in --precision's and PyTorch's
 // spellings.

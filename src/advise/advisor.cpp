@@ -218,6 +218,7 @@ perf::PredictRequest training_request(const Scenario& s, const catalog::Gpu& gpu
   req.precision = precision;
   req.training = true;
   req.options = s.workload_options;
+  if (!s.framework.empty()) req.options["framework"] = s.framework;
   if (!s.release.empty()) req.options["release"] = s.release;
   req.stack = s.stack ? &*s.stack : nullptr;
   return req;
@@ -403,6 +404,7 @@ ServingBatch best_serving_batch(const catalog::Catalog& cat, const workload::Wor
   req.precision = precision;
   req.training = false;
   req.options = s.workload_options;
+  if (!s.framework.empty()) req.options["framework"] = s.framework;
   if (!s.release.empty()) req.options["release"] = s.release;
   req.stack = s.stack ? &*s.stack : nullptr;
   if (s.seq_len > 0) req.options["seq_len"] = std::to_string(s.seq_len);

@@ -38,6 +38,10 @@ struct Scenario {
   // LLM serving (decoders): latency targets per request and the serving engine (perf/serving_engine.hpp).
   std::optional<double> sla_ttft_ms, sla_tpot_ms;
   std::string engine;              // empty: the serving default (vllm)
+  // The framework profile training and non-LLM inference are priced under (data/frameworks.toml: pytorch, nemo,
+  // tensorrt, ...; perf/framework.hpp), as predict's --options framework=. Empty: the default profile. Not a
+  // scenario-file key: it comes from the command line (--options framework=).
+  std::string framework;
   // The framework or engine release the user runs, YYYY-MM (perf/maturity.hpp): a stack older than a card's native
   // kernels is priced at what it reaches there. Empty: the profile's own release.
   std::string release;

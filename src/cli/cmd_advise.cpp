@@ -13,6 +13,7 @@
 #include "advise/advice_json.hpp"
 #include "advise/advisor.hpp"
 #include "cli/assumption_options.hpp"
+#include "cli/request_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/measured_input.hpp"
 #include "cli/gpu_names.hpp"
@@ -105,7 +106,6 @@ int run_advise(const AdviseArgs& a) {
   if (!a.scenario_file.empty()) s = advise::read_scenario(a.scenario_file, assumptions, cat, &from_file);
   // Flags override the file.
   if (!a.workload.empty()) s.workload = a.workload;
-  if (!a.options.empty()) s.workload_options = perf::parse_option_pairs(a.options);
   double params = kUnset;
   if (a.params_given) {
     if (!a.workload.empty()) throw InputError("--workload and --params both name the model; give one");
@@ -130,6 +130,8 @@ int run_advise(const AdviseArgs& a) {
   if (a.tenants != -1) s.tenants = a.tenants;
   if (a.seq_len != 0) s.seq_len = a.seq_len;
   if (a.gen_len != 0) s.gen_len = a.gen_len;
+  // predict's words for the same request (framework, seq_len, prompt_len, gen_len, release), once the task is known.
+  if (!a.options.empty()) apply_request_options(perf::parse_option_pairs(a.options), {a.engine, a.release, a.seq_len, a.gen_len}, s);
   if (!a.gpu.empty()) {
     s.gpus.clear();
     for (const auto& item : a.gpu) {
@@ -173,8 +175,7 @@ Runner add_advise_command(CLI::App& app) {
   add_facts_option(sub, a->facts);
   sub->add_option("--scenario", a->scenario_file, "A TOML scenario file (flags override it)");
   sub->add_option("--workload", a->workload, "Workload id or model file");
-  sub->add_option("--options", a->options,
-                  "The workload's shape: an ONNX file's symbolic dims ('sequence=128'), the gpt workload's 'layers=..;hidden=..;heads=..'");
+  sub->add_option("--options", a->options, kRequestOptionsHelp);
   auto* params = sub->add_option("--params", a->params,
                                  "Model size in parameters (7e9, 13b, 500m; 1e7 to 2e12): a LLaMA-style decoder built "
                                  "to it, width = 128 x layers (workload decoder-<size>)");

@@ -24,6 +24,7 @@
 #include "cli/calibration_file.hpp"
 #include "cli/measured_input.hpp"
 #include "cli/assumption_options.hpp"
+#include "cli/request_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
 #include "cli/devices_json.hpp"
@@ -215,6 +216,7 @@ PricedTask priced_task(const advise::Scenario& s, const std::map<std::string, st
   if (s.task == "finetune" && s.finetune != "full" && net.layers > 0) t.options["finetune"] = s.finetune;
   if (s.seq_len > 0 && net.default_seq_len > 0) t.options["seq_len"] = std::to_string(s.seq_len);
   if (!s.release.empty()) t.options["release"] = s.release;  // as the advice prices its options
+  if (!s.framework.empty()) t.options["framework"] = s.framework;
   t.serving = !t.training && workload::pricer_for("infer", net.family) == workload::Pricer::serving;
   return t;
 }
@@ -574,6 +576,10 @@ int run_evaluate(EvaluateArgs a) {
     scenario.workload_options = workload_options;
   }
   if (!a.precision.empty()) scenario.precision = a.precision;
+  if (a.options_given) {  // predict's words for the same request, over the file's (evaluate has no flags of its own for them)
+    apply_request_options(perf::parse_option_pairs(a.options), {}, scenario);
+    workload_options = scenario.workload_options;
+  }
   if (import::is_model_file(a.workload)) files::note_input(a.workload);
   if (!a.no_report && lead) files::check_output(a.report, report::html_output("--report", a.force));
   std::optional<workload::Workload> own;  // resolved once: predictions and serving curves price it
@@ -700,7 +706,7 @@ Runner add_evaluate_command(CLI::App& app) {
   auto* sub = app.add_subcommand("evaluate", "Measure this machine, predict the catalog GPUs, advise, report and store the run");
   add_facts_option(sub, a->facts);
   auto* workload = sub->add_option("--workload", a->workload, "Workload to predict and advise on (default: the scenario's, else seed-mlp)");
-  auto* options = sub->add_option("--options", a->options, "The workload's shape: an ONNX file's symbolic dims ('sequence=128'), the gpt workload's");
+  auto* options = sub->add_option("--options", a->options, kRequestOptionsHelp);
   auto* precision = sub->add_option("--precision", a->precision, precision_help("Precision policy for the predictions and the advice"));
   sub->add_option("--scenario", a->scenario, "Advisor scenario file (TOML; flags say over it); default: train the workload");
   add_assumption_options(sub, a->costs);
