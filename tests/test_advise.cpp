@@ -323,6 +323,23 @@ TEST(Advise, CompareAndTheAdvisorPriceACardHourAlike) {
   EXPECT_NEAR(*before.own(g), at_half, 1e-12);  // prices taken earlier keep the assumptions they were taken at
 }
 
+TEST(Advise, CostsOfManyUnitsArePerBillionOnlyWhereEveryFigureIsUnderACentPerMillion) {
+  EXPECT_EQ(advise::cost_scale(0.0099).per, "billion");
+  EXPECT_DOUBLE_EQ(advise::cost_scale(0.0099).factor, 1000);
+  EXPECT_EQ(advise::cost_scale(0.01).per, "million");
+  EXPECT_EQ(advise::cost_scale(0).per, "million");  // no price known: nothing to scale
+  advise::Scenario s;  // the seed model, no amount of work: its costs are hundredths of a cent per million
+  s.gpus = {"rtx-4090"};
+  const auto per_billion = run(s);
+  EXPECT_EQ(per_billion.cost_what, "per billion samples");
+  s.work = 1e9;  // a billion samples: the same figure, to finish the job
+  const auto job = run(s);
+  ASSERT_FALSE(per_billion.ranked.empty());
+  ASSERT_FALSE(job.ranked.empty());
+  EXPECT_EQ(job.cost_what, "to finish the job");
+  EXPECT_NEAR(*job.ranked[0].cost_usd, *per_billion.ranked[0].cost_usd, 0.02 * *job.ranked[0].cost_usd);  // failures add a little
+}
+
 TEST(Advise, ScenarioFilesAndBadScenarios) {
   gpuvs::test::TempDir dir;
   const auto f = dir / "s.toml";

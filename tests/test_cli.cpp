@@ -1351,7 +1351,8 @@ TEST(Cli, EvaluateWithAScenarioAnswersTheScenariosQuestion) {
   std::string cheapest_line;
   for (const auto& line : p["summary"])
     if (line.get<std::string>().rfind("Predicted", 0) == 0) cheapest_line = line.get<std::string>();
-  EXPECT_NE(cheapest_line.find("per billion tokens"), std::string::npos) << cheapest_line;
+  EXPECT_NE(cheapest_line.find(" tokens, "), std::string::npos) << cheapest_line;  // the unit the throughput counts
+  EXPECT_EQ(cheapest_line.find("sequences"), std::string::npos) << cheapest_line;
   for (const auto& e : p["predictions"]) {
     if (e["gpu"] == "h100-sxm") {
       EXPECT_DOUBLE_EQ(e["throughput"].get<double>(), lora["throughput"]["value"].get<double>());
@@ -1493,6 +1494,31 @@ TEST(Cli, AdviseAndEvaluateTakePredictsRequestOptions) {
     EXPECT_EQ(e["engine"], "sglang") << e["gpu"];
     EXPECT_EQ(e["gen_len"], 64) << e["gpu"];
   }
+}
+
+// A figure shown in two places is the same figure: the seed model's cost read $0.0370 per billion samples in
+// evaluate's summary, $0.0000370 per million in its advice and 5.705e-05 in compare. One rule (advise::cost_scale):
+// per billion where every figure is under a cent per million, dollars always as dollars.
+TEST(Cli, CostsOfManyUnitsReadAlikeInCompareAdviseAndEvaluate) {
+  const auto adv = run_gpuvs("advise --workload seed-mlp --gpu rtx-4090,a100-80gb-sxm");
+  ASSERT_EQ(adv.exit_code, 0) << adv.err;
+  const auto cmp = run_gpuvs("compare rtx-4090 a100-80gb-sxm");
+  ASSERT_EQ(cmp.exit_code, 0) << cmp.err;
+  const auto four = run_gpuvs_json("advise --workload seed-mlp --gpu rtx-4090 --json");
+  EXPECT_EQ(four["cost_what"], "per billion samples");
+  const double per_billion = four["ranked"][0]["cost_usd"].get<double>();
+  const std::string shown = fmt::format("${:.4f}", per_billion).substr(0, 7);  // $0.0571
+  EXPECT_NE(adv.out.find(shown + " per billion samples"), std::string::npos) << adv.out.substr(0, 800);
+  std::string owned_row;
+  std::istringstream lines(cmp.out);
+  for (std::string line; std::getline(lines, line);)
+    if (line.find("owned $ per") != std::string::npos) owned_row = line;
+  EXPECT_NE(owned_row.find("owned $ per billion"), std::string::npos) << cmp.out;
+  EXPECT_NE(owned_row.find(shown), std::string::npos) << owned_row << " vs " << shown;
+  EXPECT_EQ(cmp.out.find("e-0"), std::string::npos) << cmp.out;  // no exponents on money
+  // A served decoder's costs are cents per million output tokens: per million, as compare prints them.
+  const auto llm = run_gpuvs("compare l40s h100-sxm --workload llama3-8b --mode infer");
+  EXPECT_NE(llm.out.find("per million output tokens"), std::string::npos) << llm.out;
 }
 
 // Issue 33 item 8: one spelling of a flag across commands. -o/--output table|json beside --json (as bench and

@@ -916,7 +916,7 @@ void explain(const Scenario& s, const Assumptions& a, Advice& adv) {
         break;
       }
   if (adv.ranked.empty()) adv.notes.push_back("no option meets every requirement; the ruled-out list says what each GPU lacks");
-  if (!serving && s.work == 0) adv.notes.push_back("no --tokens/--samples given: costs are per million " + adv.work_unit + ", not for a job");
+  if (!serving && s.work == 0) adv.notes.push_back("no --tokens/--samples given: costs are " + adv.cost_what + ", not for a job");
   if (!serving && !adv.ruled_out.empty())
     adv.notes.push_back(fmt::format("options run up to {} GPUs (--gpus, max_gpus; {} per server, multi-node plans for decoders)",
                                     static_cast<int>(a.get("max_gpus")), static_cast<int>(a.get("max_gpus_per_server"))));
@@ -964,6 +964,18 @@ Advice advise(const catalog::Catalog& cat, const workload::Workload& resolved, c
   for (auto& o : all)
     if (o.count > cap) o.why_not.push_back(fmt::format("needs {} GPUs; plans use at most {} (--gpus, max_gpus)", o.count, cap));
   for (auto& o : all) o.feasible = o.fits && o.why_not.empty();
+  // Costs per many units: per billion where every figure would be under a cent per million (cost_scale's rule, as
+  // compare and evaluate show them).
+  if (!serving && s.work == 0) {
+    double largest = 0;
+    for (const auto& o : all)
+      if (o.cost_usd) largest = std::max(largest, *o.cost_usd);
+    const CostScale scale = cost_scale(largest);
+    for (auto& o : all)
+      for (std::optional<double>* c : {&o.cost_usd, &o.rent_usd, &o.buy_usd, &o.energy_usd})
+        if (*c) **c *= scale.factor;
+    adv.cost_what = "per " + scale.per + " " + adv.work_unit;
+  }
   pick_best_per_gpu(all, s, adv);
   explain(s, a, adv);
   // A plan past one server says why one server will not do: nothing of the card fits in one, or what fits misses

@@ -139,4 +139,9 @@ std::vector<Assumption> Assumptions::list() const {
   return out;
 }
 
+CostScale cost_scale(double largest_usd_per_million) {
+  if (largest_usd_per_million > 0 && largest_usd_per_million < 0.01) return {1000, "billion"};
+  return {};
+}
+
 }  // namespace gpuvs::advise

@@ -45,4 +45,13 @@ class Assumptions {
   std::map<std::string, double> price_, rent_;
 };
 
+/// The unit a table of costs per many units is shown in: per million, or per billion where the largest figure the
+/// table shows is under a cent per million (a small model's $0.0000370 per million reads $0.0370 per billion).
+/// One rule for advise, compare and evaluate's summary (the report's cost chart applies the same).
+struct CostScale {
+  double factor = 1;              // multiplies a cost per million
+  std::string per = "million";    // "million" or "billion"
+};
+CostScale cost_scale(double largest_usd_per_million);
+
 }  // namespace gpuvs::advise

@@ -382,12 +382,17 @@ int run_compare(CompareArgs a) {
                        100 * d.latency_s / d.step_s, 100 * d.launch_s / d.step_s);
   });
   row("hours per million " + per_million, [](const perf::CompareEntry& e) { return fmt::format("{:.4g}", e.hours_per_million); });
-  row("cloud $ per million", [](const perf::CompareEntry& e) {
-    return e.usd_per_million ? fmt::format("{:.4g} (at {:.2f}/h)", *e.usd_per_million, *e.usd_per_million / e.hours_per_million)
+  // Dollars as advise and evaluate show them: per billion where every figure is under a cent per million.
+  double largest = 0;
+  for (const auto& e : c.entries) largest = std::max({largest, e.usd_per_million.value_or(0), e.owned_usd_per_million.value_or(0)});
+  const advise::CostScale scale = advise::cost_scale(largest);
+  row("cloud $ per " + scale.per, [&](const perf::CompareEntry& e) {
+    return e.usd_per_million ? fmt::format("{} (at {}/h)", units::format_usd(*e.usd_per_million * scale.factor),
+                                           units::format_usd(*e.usd_per_million / e.hours_per_million))
                              : std::string("no price in catalog");
   });
-  row("owned $ per million", [](const perf::CompareEntry& e) {
-    return e.owned_usd_per_million ? fmt::format("{:.4g}", *e.owned_usd_per_million) : std::string("no price in catalog");
+  row("owned $ per " + scale.per, [&](const perf::CompareEntry& e) {
+    return e.owned_usd_per_million ? units::format_usd(*e.owned_usd_per_million * scale.factor) : std::string("no price in catalog");
   });
   row("memory needed", [](const perf::CompareEntry& e) {
     return fmt::format("{:.2f} of {:.1f} GiB", e.single.memory.peak_bytes / units::kGiB,

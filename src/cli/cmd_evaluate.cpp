@@ -436,10 +436,9 @@ std::string cluster_line(const json& cluster, const json& network, const dist::W
                                               : network["note"].get<std::string>());
 }
 
-/// The summary's line on the predictions: the fastest card, and the cheapest per billion units with its
-/// cost basis.
 /// The headline: the fastest and the cheapest among the cards the workload fits on (a card that does not fit
-/// is neither), costs per billion of the unit the throughput counts (tokens for a decoder, not sequences).
+/// is neither), costs per million or billion (advise::cost_scale) of the unit the throughput counts (tokens for a decoder,
+/// not sequences).
 std::string predictions_line(const json& predictions, const std::string& workload) {
   const json* fastest = nullptr;
   const json* cheapest = nullptr;
@@ -457,23 +456,30 @@ std::string predictions_line(const json& predictions, const std::string& workloa
                        workload, predictions.empty() ? 0 : batch(predictions[0]), predictions.size());
   const std::string unit = (*fastest)["unit"].get<std::string>();
   const std::string per = unit.size() > 2 && unit.ends_with("/s") ? unit.substr(0, unit.size() - 2) : unit;
+  // Dollars as the report's cost chart shows them (owning each card where the record prices that for every card)
+  // and as advise and compare do: per billion where every figure is under a cent per million.
+  bool owned_basis = false;
+  for (const auto& e : predictions) owned_basis = owned_basis || e.contains("owned_usd_per_million");
+  double largest = 0;
+  for (const auto& e : predictions)
+    if (e.contains(owned_basis ? "owned_usd_per_million" : "usd_per_million"))
+      largest = std::max(largest, e[owned_basis ? "owned_usd_per_million" : "usd_per_million"].get<double>());
+  const advise::CostScale scale = advise::cost_scale(largest);
+  const auto cost = [&](const json& e) {
+    return fmt::format("{} per {} {}, {}", units::format_usd(scale.factor * e["usd_per_million"].get<double>()), scale.per, per,
+                       e["cost_basis"].get<std::string>());
+  };
   if (fastest->contains("in_flight"))  // served: each card at as many requests in flight as it holds
     return fmt::format("Predicted {} served by {}, requests of {} + {} tokens, as many in flight as each card holds (fits on {} of {} GPUs): "
                        "fastest {} at {} {} ({} in flight){}",
                        workload, (*fastest)["engine"].get<std::string>(), (*fastest)["prompt_len"].get<std::int64_t>(),
                        (*fastest)["gen_len"].get<std::int64_t>(), fitting, predictions.size(), (*fastest)["gpu"].get<std::string>(),
                        units::format_si((*fastest)["throughput"].get<double>()), unit, batch(*fastest),
-                       cheapest ? fmt::format("; cheapest at full load: {} ({} per billion {}, {})", (*cheapest)["gpu"].get<std::string>(),
-                                              units::format_usd(1e3 * (*cheapest)["usd_per_million"].get<double>()), per,
-                                              (*cheapest)["cost_basis"].get<std::string>())
-                                : "");
+                       cheapest ? fmt::format("; cheapest at full load: {} ({})", (*cheapest)["gpu"].get<std::string>(), cost(*cheapest)) : "");
   return fmt::format("Predicted {} at batch {} per GPU (fits on {} of {} GPUs{}): fastest {} at {} {} per GPU{}", workload, batch(*fastest),
                      fitting, predictions.size(), fitting < predictions.size() ? "; the advice searches batch and recompute per card" : "",
                      (*fastest)["gpu"].get<std::string>(), units::format_si((*fastest)["throughput"].get<double>()), unit,
-                     cheapest ? fmt::format("; cheapest: {} ({} per billion {}, {})", (*cheapest)["gpu"].get<std::string>(),
-                                            units::format_usd(1e3 * (*cheapest)["usd_per_million"].get<double>()), per,
-                                            (*cheapest)["cost_basis"].get<std::string>())
-                              : "");
+                     cheapest ? fmt::format("; cheapest: {} ({})", (*cheapest)["gpu"].get<std::string>(), cost(*cheapest)) : "");
 }
 
 /// What this machine measured in the run, and what it stands for.
