@@ -1417,10 +1417,13 @@ TEST(Cli, AServingScenarioIsPricedAlikeByTheTableTheChartsAndTheAdvice) {
   EXPECT_EQ(p["serving"]["gen_len"], 256);
   // No latency target: each replica of the advice holds what the table's card holds.
   ASSERT_FALSE(p["advice"]["ranked"].empty());
+  int compared = 0;
   for (const auto& o : p["advice"]["ranked"])
     if (o["strategy"] == "serve-llm" && o["tp"] == 1 && in_flight.count(o["gpu"])) {
       EXPECT_EQ(o["batch"], in_flight[o["gpu"]]) << o["gpu"];
+      ++compared;
     }
+  EXPECT_GE(compared, 3);
   std::string line;
   for (const auto& l : p["summary"])
     if (l.get<std::string>().rfind("Predicted", 0) == 0) line = l.get<std::string>();
@@ -1468,19 +1471,33 @@ TEST(Cli, AdviseAndEvaluateTakePredictsRequestOptions) {
       found = true;
     }
   EXPECT_TRUE(found) << nemo["options"].dump().substr(0, 400);
-  const std::vector<std::pair<std::string, std::string>> refused = {{"advise --task infer --workload llama3-8b --engine vllm --options framework=sglang", "say two things"},
+  const std::vector<std::pair<std::string, std::string>> refused = {{"advise --task infer --workload llama3-8b --engine vllm --options framework=sglang", "framework=sglang: --engine says vllm"},
                   {"advise --task infer --workload llama3-8b --options tp=2", "advise chooses tp for each option"},
                   {"advise --workload llama3-8b --options sharding=full", "advise chooses sharding"},
                   {"advise --task infer --workload llama3-8b --options kv_dtype=fp8", "one of predict's keys"},
                   {"advise --workload llama3-8b --options finetune=lora", "--task finetune --finetune lora"},
-                  {"advise --workload llama3-8b --task finetune --options framework=vllm", "a serving engine serves a decoder"},
-                  {"advise --workload bert-large --options framework=pytorch-lightning", "pytorch-lightning"},
+                  {"advise --workload llama3-8b --task finetune --options framework=vllm", "a serving engine serves a decoder alone"},
+                  {"advise --workload bert-large --options framework=tensorrt", "prices inference only"},
+                  {"advise --task infer --workload llama3-8b --seq-len 512 --options prompt_len=1024", "say two lengths"},
+                  {"advise --workload bert-large --options framework=pytorch-lightning", "has no profile"},
                   {"advise --workload bert-large --options gen_len=64", "generates none"},
                   {"advise --task infer --workload llama3-8b --options 'prompt_len=512;seq_len=1024'", "two lengths"},
                   {"advise --workload bert-large --options seq_len=0", "whole number of tokens"},
-                  {"advise --workload bert-large --options release=2024-13", "release"},
+                  {"advise --workload bert-large --options release=2024-13", "must be a month as YYYY-MM"},
                   {"evaluate --workload bert-large --options tp=2 --no-report", "advise chooses tp"}};
   for (const auto& [command, needle] : refused) expect_usage_error(run_gpuvs(command), needle);
+  // The same length said twice the same way is one length; tenants sharing cards are priced as graphs (a profile).
+  EXPECT_EQ(run_gpuvs("advise --task infer --workload llama3-8b --seq-len 512 --options seq_len=0512 --gpu l4").exit_code, 0);
+  EXPECT_EQ(run_gpuvs_json("advise --task infer --workload llama3-8b --tenants 2 --options framework=tensorrt --gpu h100-sxm --json")
+                ["scenario"]["framework"],
+            "tensorrt");
+  // Options that say no shape leave a scenario file's shape as it is.
+  TempDir files;
+  const std::string gpt = (files / "gpt.toml").string();
+  gpuvs::test::write_text(gpt, "workload = \"gpt\"\ntask = \"infer\"\noptions = \"layers=4;hidden=512;heads=8\"\n");
+  const auto kept = run_gpuvs_json("advise --scenario " + gpt + " --options gen_len=64 --gpu l4 --json");
+  EXPECT_EQ(kept["scenario"]["options"]["layers"], "4");
+  EXPECT_EQ(kept["scenario"]["gen_len"], 64);
   // evaluate: the same words set its scenario, so its table and its advice price them.
   TempDir dir;
   const std::string db = (dir / "h.db").string();

@@ -773,10 +773,11 @@ std::vector<Option> options_for(const catalog::Catalog& cat, const workload::Wor
 }
 
 /// "fits at 21.3 GiB, 12.4 h, $41 (rent)" for an option that fits, with what it still misses.
-std::string fit_summary(const Option& o) {
+/// `cost_factor` scales its cost as the advice's are (cost_scale).
+std::string fit_summary(const Option& o, double cost_factor) {
   std::string s = fmt::format("fits at {:.1f} GiB per GPU, batch {}", o.peak_gib, o.batch);
   if (o.total_hours > 0) s += fmt::format(", {:.3g} h", o.total_hours);
-  if (o.cost_usd) s += fmt::format(", {} ({})", units::format_usd(*o.cost_usd), o.cost_basis);
+  if (o.cost_usd) s += fmt::format(", {} ({})", units::format_usd(*o.cost_usd * cost_factor), o.cost_basis);
   if (!o.why_not.empty()) s += "; but " + o.why_not.front();
   return s;
 }
@@ -785,7 +786,7 @@ std::string fit_summary(const Option& o) {
 /// the nearest attempt's cards and strategy — the longest shorter sequence (halving, down to 512 tokens), and
 /// QLoRA where the scenario fine-tunes another way. Empty where nothing is near or the miss is not memory.
 std::vector<std::string> fit_hints(const catalog::Catalog& cat, const workload::Workload& w, const catalog::Gpu& gpu, const Scenario& s,
-                                   const Assumptions& a, const Option& nearest) {
+                                   const Assumptions& a, const Option& nearest, double cost_factor) {
   const models::NetworkInfo& net = w.network();
   std::vector<std::string> hints;
   if (s.task == "infer" || nearest.fits || net.layers == 0 || !nearest.plan.empty() || nearest.count == 0) return hints;
@@ -803,14 +804,14 @@ std::vector<std::string> fit_hints(const catalog::Catalog& cat, const workload::
     std::map<std::string, TrainingBatch> cache;
     const Option o = training_option(cat, w, gpu, shorter, a, cards, strategy, *precision, note, true, cache);
     if (o.fits) {
-      hints.push_back(fmt::format("--seq-len {} (from {}), {} on {} card{}: {}", len, seq, strategy, cards, cards == 1 ? "" : "s", fit_summary(o)));
+      hints.push_back(fmt::format("--seq-len {} (from {}), {} on {} card{}: {}", len, seq, strategy, cards, cards == 1 ? "" : "s", fit_summary(o, cost_factor)));
       break;
     }
   }
   if (s.task == "finetune" && s.finetune != "qlora") {
     std::map<std::string, TrainingBatch> cache;
     const Option o = training_option(cat, w, gpu, s, a, 1, "qlora", *precision, note, true, cache);
-    if (o.fits) hints.push_back(fmt::format("--finetune qlora on 1 card: {}", fit_summary(o)));
+    if (o.fits) hints.push_back(fmt::format("--finetune qlora on 1 card: {}", fit_summary(o, cost_factor)));
   }
   return hints;
 }
@@ -966,6 +967,7 @@ Advice advise(const catalog::Catalog& cat, const workload::Workload& resolved, c
   for (auto& o : all) o.feasible = o.fits && o.why_not.empty();
   // Costs per many units: per billion where every figure would be under a cent per million (cost_scale's rule, as
   // compare and evaluate show them).
+  double cost_factor = 1;  // the fit hints' costs are scaled alike
   if (!serving && s.work == 0) {
     double largest = 0;
     for (const auto& o : all)
@@ -975,6 +977,7 @@ Advice advise(const catalog::Catalog& cat, const workload::Workload& resolved, c
       for (std::optional<double>* c : {&o.cost_usd, &o.rent_usd, &o.buy_usd, &o.energy_usd})
         if (*c) **c *= scale.factor;
     adv.cost_what = "per " + scale.per + " " + adv.work_unit;
+    cost_factor = scale.factor;
   }
   pick_best_per_gpu(all, s, adv);
   explain(s, a, adv);
@@ -995,7 +998,7 @@ Advice advise(const catalog::Catalog& cat, const workload::Workload& resolved, c
   // What would make a card that does not fit fit: said beside why it is ruled out.
   for (auto& o : adv.ruled_out) {
     if (o.gpu_id == "this-machine") continue;
-    o.would_fit_with = fit_hints(cat, w, cat.find(o.gpu_id), s, a, o);
+    o.would_fit_with = fit_hints(cat, w, cat.find(o.gpu_id), s, a, o, cost_factor);
     if (!o.would_fit_with.empty()) o.reason += "; would fit with " + strings::join(o.would_fit_with, "; or ");
   }
   return adv;

@@ -181,7 +181,8 @@ Runner add_advise_command(CLI::App& app) {
                                  "to it, width = 128 x layers (workload decoder-<size>)");
   sub->add_option("--task", a->task, "train, finetune or infer (default train)");
   sub->add_option("--finetune", a->finetune, "full, lora or qlora (default lora)");
-  sub->add_option("--precision", a->precision, "Precision policy (default amp-bf16)");
+  sub->add_option("--precision", a->precision,
+                  precision_help("Precision policy; a decoder served alone: or a weight format as predict takes it (int4-awq, q4_k_m, ...)"));
   sub->add_option("--tokens", a->tokens, "Tokens to train on (decoders)")->check(positive());
   sub->add_option("--samples", a->samples, "Samples to train on (other workloads)")->check(positive());
   sub->add_option("--hours", a->hours, "Deadline for the training run, hours")->check(positive());

@@ -217,7 +217,8 @@ PricedTask priced_task(const advise::Scenario& s, const std::map<std::string, st
   if (s.seq_len > 0 && net.default_seq_len > 0) t.options["seq_len"] = std::to_string(s.seq_len);
   if (!s.release.empty()) t.options["release"] = s.release;  // as the advice prices its options
   if (!s.framework.empty()) t.options["framework"] = s.framework;
-  t.serving = !t.training && workload::pricer_for("infer", net.family) == workload::Pricer::serving;
+  // A decoder served alone; tenants sharing cards are priced as graphs, as the advice prices them.
+  t.serving = !t.training && s.tenants == 1 && workload::pricer_for("infer", net.family) == workload::Pricer::serving;
   return t;
 }
 
@@ -451,6 +452,10 @@ std::string predictions_line(const json& predictions, const std::string& workloa
       cheapest = &e;
   }
   const auto batch = [](const json& e) { return e.contains("batch") && e["batch"].is_number_integer() ? e["batch"].get<std::int64_t>() : 0; };
+  if (!fastest && !predictions.empty() && predictions[0].contains("in_flight"))
+    return fmt::format("Predicted {} served on one GPU: it fits on none of the {} catalog GPUs that run its weights (the advice splits it "
+                       "over 2, 4 or 8 GPUs a replica)",
+                       workload, predictions.size());
   if (!fastest)
     return fmt::format("Predicted {} at batch {} per GPU: it fits on none of the {} catalog GPUs (the advice searches batch and recompute per card)",
                        workload, predictions.empty() ? 0 : batch(predictions[0]), predictions.size());
@@ -566,15 +571,16 @@ int run_evaluate(EvaluateArgs a) {
   advise::Assumptions assumptions = standing_assumptions(cat);
   advise::Scenario scenario;
   std::optional<workload::Workload> from_file;  // the scenario file's workload, resolved once
-  auto workload_options = perf::parse_option_pairs(a.options);
+  std::map<std::string, std::string> workload_options;  // the workload's shape: a file's for its workload, else --options
   // One question: the predictions, the serving curves and the advice price one workload at one precision. A
   // scenario file says them where the flags do not; the flags say them over the file (as for gpuvs advise).
   if (!a.scenario.empty()) {
     scenario = advise::read_scenario(a.scenario, assumptions, cat, &from_file);
     const advise::Scenario unsaid;
     if (!a.workload_given && scenario.workload != unsaid.workload) a.workload = scenario.workload;
-    // The file's shape options go with its workload (a flag naming that same workload keeps them, as advise does).
-    if (!a.options_given && a.workload == scenario.workload) workload_options = scenario.workload_options;
+    // The file's shape options go with its workload (a flag naming that same workload keeps them, as advise does;
+    // --options saying a shape replaces them below).
+    if (a.workload == scenario.workload) workload_options = scenario.workload_options;
     if (!a.precision_given && scenario.precision != unsaid.precision) a.precision = scenario.precision;
   }
   if (a.scenario.empty() || a.workload_given || a.options_given) {
@@ -594,7 +600,7 @@ int run_evaluate(EvaluateArgs a) {
   const models::NetworkInfo& net = w.network();
   // A served decoder may be named in a weight format (int4-awq, q4_k_m, ...); the advice's check below refuses what
   // is neither that nor a policy.
-  const bool served = scenario.task == "infer" && workload::pricer_for("infer", net.family) == workload::Pricer::serving;
+  const bool served = scenario.task == "infer" && scenario.tenants == 1 && workload::pricer_for("infer", net.family) == workload::Pricer::serving;
   const std::optional<perf::Precision> precision =
       served && !a.precision.empty() && !advise::is_precision_policy(a.precision) ? std::nullopt : named_precision(a.precision);
   apply_assumption_options(a.costs, assumptions, cat);
@@ -696,6 +702,8 @@ int run_evaluate(EvaluateArgs a) {
                         "profile (as predict --mode infer and each option of the advice); band = the model's validation error spread{}",
                         a.workload, (*first)["prompt_len"].get<std::int64_t>(), (*first)["gen_len"].get<std::int64_t>(),
                         perf::serving_format_for(scenario.precision) + " (or the nearest a card runs)", (*first)["engine"].get<std::string>(), no_curves)
+      : task.serving ? fmt::format("{} served: no catalog GPU serves its {} weights on one GPU{}", a.workload,
+                                   perf::serving_format_for(scenario.precision), no_curves)
           : fmt::format("{} {}, default batch per GPU, {}, priced with the {} framework profile; band = the model's validation error spread{}",
                         a.workload, task.words, record.precision, first ? first->value("framework", "pytorch") : "pytorch", no_curves);
   record.roofline = roofline(m.results, m.tr, m.measured_name, m.cpu);

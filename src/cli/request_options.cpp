@@ -29,13 +29,6 @@ std::int64_t length_of(const std::string& key, const std::string& value) {
   return n;
 }
 
-/// The command's flag said `flag_value` (empty: nothing); --options saying another is refused, naming both.
-void agree(const std::string& key, const std::string& value, const std::string& flag, const std::string& flag_value) {
-  if (!flag_value.empty() && flag_value != value)
-    throw InputError(fmt::format("--options {}={} and {} {} say two things; give one", key, strings::printable(value), flag,
-                                 strings::printable(flag_value)));
-}
-
 }  // namespace
 
 void apply_request_options(const std::map<std::string, std::string>& options, const RequestFlags& flags, advise::Scenario& s) {
@@ -43,66 +36,85 @@ void apply_request_options(const std::map<std::string, std::string>& options, co
   static const std::vector<std::string> searched = {"tp", "pp", "vp", "cp", "sharding", "recompute", "global_batch", "sequence_parallel"};
   static const std::vector<std::string> request = {"framework", "seq_len", "prompt_len", "gen_len", "release"};
   const bool gpt = s.workload == models::kGptWorkload;
-  // The workload's own keys first: an ONNX file's dims may be named seq_len; the gpt workload's shape keys.
+  const auto predicts = [](const std::string& key) {
+    return key != "network" && (among(key, perf::prediction_option_keys()) || among(key, perf::serving_option_keys()));
+  };
+  const auto gpt_shape = [&](const std::string& key) { return gpt && (key == "seq_len" || among(key, models::gpt_shape_keys())); };
+  // The workload's shape as these options say it, else as the scenario has it (a file's); resolved only when a key's
+  // meaning depends on the workload (an ONNX file's dims may be named seq_len; framework means an engine when served).
   std::map<std::string, std::string> shape;
   for (const auto& [key, value] : options)
-    if (!among(key, request) || (gpt && key == "seq_len")) shape[key] = value;
+    if (gpt_shape(key) || !predicts(key)) shape[key] = value;
+  const std::map<std::string, std::string> resolve_with = shape.empty() ? s.workload_options : shape;
   std::optional<models::NetworkInfo> net;
   const auto resolved = [&]() -> const models::NetworkInfo& {
-    if (!net) net = workload::Workload(s.workload, shape).network();
+    if (!net) net = workload::Workload(s.workload, resolve_with).network();
     return *net;
   };
-  const auto served = [&] { return s.task == "infer" && workload::pricer_for("infer", resolved().family) == workload::Pricer::serving; };
+  // A decoder served alone (one tenant) goes to the serving model, as the advisor prices it.
+  const auto served = [&] {
+    return s.task == "infer" && s.tenants == 1 && workload::pricer_for("infer", resolved().family) == workload::Pricer::serving;
+  };
   std::int64_t seq_len = 0;
   for (const auto& [key, value] : options) {
-    if ((gpt && (key == "seq_len" || among(key, models::gpt_shape_keys()))) ||
-        (among(key, request) && among(key, resolved().shape_options))) {
+    if (gpt_shape(key) || (among(key, request) && among(key, resolved().shape_options))) {
       shape[key] = value;  // the workload's shape
     } else if (key == "framework") {
-      if (served()) {
-        agree(key, value, "--engine", flags.engine);
-        (void)perf::serving_engine(value);  // InputError listing the engines
-        s.engine = value;
-      } else {
-        if (perf::is_serving_engine(value))
-          throw InputError(fmt::format("--options framework={}: a serving engine serves a decoder (task infer); {} {} is priced under a "
-                                       "framework profile (pytorch, nemo, tensorrt, ...)",
-                                       strings::printable(value), s.task, strings::printable(s.workload)));
-        (void)perf::framework(value);  // InputError listing the profiles
-        s.framework = value;
+      try {
+        if (served()) {
+          if (!flags.engine.empty() && flags.engine != value)
+            throw InputError(fmt::format("--engine says {}; give one", strings::printable(flags.engine)));
+          (void)perf::serving_engine(value);  // InputError listing the engines
+          s.engine = value;
+        } else {
+          if (perf::is_serving_engine(value))
+            throw InputError(fmt::format("a serving engine serves a decoder alone (task infer, one tenant); {} {} is priced under a "
+                                         "framework profile (pytorch, nemo, tensorrt, ...)",
+                                         s.task, strings::printable(s.workload)));
+          if (perf::framework(value).inference_only && s.task != "infer")  // InputError listing the profiles first
+            throw InputError(fmt::format("the {} profile prices inference only; the task is {}", strings::printable(value), s.task));
+          s.framework = value;
+        }
+      } catch (const InputError& e) {
+        throw InputError(fmt::format("--options framework={}: {}", strings::printable(value), e.what()));
       }
     } else if (key == "seq_len" || key == "prompt_len") {
       if (key == "prompt_len" && !served())
-        throw InputError(fmt::format("--options prompt_len: the prompt of a served decoder (task infer); {} {} takes seq_len",
+        throw InputError(fmt::format("--options prompt_len: the prompt of a decoder served alone (task infer, one tenant); {} {} takes seq_len",
                                      s.task, strings::printable(s.workload)));
       const std::int64_t n = length_of(key, value);
       if (seq_len != 0 && seq_len != n) throw InputError("--options seq_len and prompt_len say two lengths; give one");
-      agree(key, value, "--seq-len", flags.seq_len > 0 ? std::to_string(flags.seq_len) : "");
+      if (flags.seq_len > 0 && flags.seq_len != n)
+        throw InputError(fmt::format("--options {}={} and --seq-len {} say two lengths; give one", key, n, flags.seq_len));
       seq_len = n;
       s.seq_len = n;
     } else if (key == "gen_len") {
       if (!served())
-        throw InputError(fmt::format("--options gen_len: the tokens a served decoder generates (task infer); {} {} generates none",
+        throw InputError(fmt::format("--options gen_len: the tokens a decoder served alone generates (task infer, one tenant); {} {} "
+                                     "generates none here",
                                      s.task, strings::printable(s.workload)));
-      agree(key, value, "--gen-len", flags.gen_len > 0 ? std::to_string(flags.gen_len) : "");
-      s.gen_len = length_of(key, value);
+      const std::int64_t n = length_of(key, value);
+      if (flags.gen_len > 0 && flags.gen_len != n)
+        throw InputError(fmt::format("--options gen_len={} and --gen-len {} say two lengths; give one", n, flags.gen_len));
+      s.gen_len = n;
     } else if (key == "release") {
-      agree(key, value, "--release", flags.release);
+      if (!flags.release.empty() && flags.release != value)
+        throw InputError(fmt::format("--options release={} and --release {} say two things; give one", strings::printable(value),
+                                     strings::printable(flags.release)));
       (void)perf::parse_month(value, "--options release");
       s.release = value;
     } else if (among(key, searched)) {
       throw InputError(fmt::format("--options {}: advise chooses {} for each option it ranks (predict prices the one you name)", key, key));
     } else if (key == "finetune") {
       throw InputError(fmt::format("--options finetune={}: say it with --task finetune --finetune {}", strings::printable(value), strings::printable(value)));
-    } else if (key != "network" && (among(key, perf::prediction_option_keys()) || among(key, perf::serving_option_keys()))) {
+    } else if (predicts(key)) {
       throw InputError(fmt::format("--options {}: one of predict's keys for the one request it prices; advise and evaluate take framework, "
                                    "seq_len, prompt_len, gen_len, release and the workload's shape keys",
                                    key));
-    } else {
-      shape[key] = value;  // the workload's shape: advise checks it against the workload's own keys
     }
   }
-  s.workload_options = shape;
+  // Options that say no shape leave the scenario's (a file's) as it is; options that say one replace it, as before.
+  if (!shape.empty()) s.workload_options = shape;
 }
 
 }  // namespace gpuvs::cli
