@@ -237,6 +237,18 @@ void price_entry(json& e, const catalog::Gpu& g, double throughput, const perf::
   if (const auto own = hour_prices.own(g)) e["owned_usd_per_million"] = hours_per_million * *own;
 }
 
+/// The request one card serves the scenario's decoder with, as the advice prices one replica (advise::serving_request),
+/// with this run's calibration; nullopt where the card runs neither the precision nor its fallback.
+std::optional<perf::ServingRequest> card_request(const advise::Scenario& scenario, const workload::Workload& w, const catalog::Gpu& g,
+                                                 const perf::Calibration* cal) {
+  std::string instead;  // a card without the precision serves the nearest it has, as the advice prices it
+  const auto format = advise::serving_format_on(g, scenario.precision, instead);
+  if (!format) return std::nullopt;
+  perf::ServingRequest req = advise::serving_request(scenario, w, g.id, *format);
+  req.calibration = cal;
+  return req;
+}
+
 /// A served decoder on every catalog GPU: the request the advice prices (advise::serving_request: the scenario's
 /// engine, release and lengths, its precision's weights on each card, as many requests in flight as fit, one GPU),
 /// so that a card's figure here is `gpuvs predict --mode infer`'s and the advice's for one replica. Throughput is
@@ -245,14 +257,11 @@ json predict_catalog_serving(const catalog::Catalog& cat, const workload::Worklo
                              const perf::Calibration* cal, const perf::GpuHourPrices& hour_prices, const std::string& local_gpu) {
   json predictions = json::array();
   for (const auto& g : cat.gpus()) {
-    std::string instead;  // a card without the precision serves the nearest it has, as the advice prices it
-    const auto format = advise::serving_format_on(g, scenario.precision, instead);
-    if (!format) continue;
-    perf::ServingRequest req = advise::serving_request(scenario, w, g.id, *format);
-    req.calibration = cal;
+    const auto req = card_request(scenario, w, g, cal);
+    if (!req) continue;
     std::optional<perf::ServingPrediction> p;
     try {
-      p = perf::predict_serving(cat, w, req);
+      p = perf::predict_serving(cat, w, *req);
     } catch (const InputError&) {
       continue;  // a card that cannot serve it on one GPU (its math, the engine's formats)
     }
@@ -261,10 +270,10 @@ json predict_catalog_serving(const catalog::Catalog& cat, const workload::Worklo
               {"in_flight", p->batch}, {"engine", p->engine}, {"prompt_len", p->prompt_len}, {"gen_len", p->gen_len},
               {"peak_gib", (p->weight_bytes + p->kv_bytes + p->runtime_bytes) / 1073741824.0}, {"capacity_gib", p->capacity_bytes / 1073741824.0},
               {"fits", p->fits}, {"calibrated", cal && cal->gpu_id == g.id}, {"local", g.id == local_gpu}, {"framework", p->engine}};
-    if (req.stack) {  // your measurement applied where its engine and format match, and this card without it
-      perf::ServingRequest plain = req;
+    if (req->stack) {  // your measurement applied where its engine and format match, and this card without it
+      perf::ServingRequest plain = *req;
       plain.stack = nullptr;
-      const bool applied = p->engine == req.stack->engine && p->format == req.stack->format;
+      const bool applied = p->engine == req->stack->engine && p->format == req->stack->format;
       e["measured_applied"] = applied;
       e["without_measured"] = applied ? perf::predict_serving(cat, w, plain).throughput : p->throughput;
     }
@@ -378,14 +387,11 @@ json serving_curves(const catalog::Catalog& cat, const workload::Workload& w, co
   std::string engine, format;
   std::int64_t prompt = 0, gen = 0;
   for (const auto& g : cat.gpus()) {
-    std::string instead;
-    const auto weights = advise::serving_format_on(g, scenario.precision, instead);
-    if (!weights) continue;
-    perf::ServingRequest sr = advise::serving_request(scenario, w, g.id, *weights);
-    sr.calibration = cal;
+    const auto sr = card_request(scenario, w, g, cal);
+    if (!sr) continue;
     std::vector<perf::ServingPrediction> curve;
     try {
-      curve = perf::serving_load_curve(cat, w, sr);
+      curve = perf::serving_load_curve(cat, w, *sr);
     } catch (const InputError&) {
       continue;  // the card cannot serve it on one GPU (its math, its memory)
     }
