@@ -1429,6 +1429,16 @@ TEST(Cli, AServingScenarioIsPricedAlikeByTheTableTheChartsAndTheAdvice) {
     if (l.get<std::string>().rfind("Predicted", 0) == 0) line = l.get<std::string>();
   EXPECT_NE(line.find("served by trt-llm, requests of 1024 + 256 tokens"), std::string::npos) << line;
   EXPECT_NE(p["prediction_note"].get<std::string>().find("trt-llm engine"), std::string::npos) << p["prediction_note"];
+  // Tenants sharing cards: the advice prices graphs, and so do the table (no requests in flight) and no curves.
+  const std::string shared = (dir / "shared.toml").string();
+  gpuvs::test::write_text(shared, "workload = \"llama3-8b\"\ntask = \"infer\"\ntenants = 2\nrequests_per_s = 1\n");
+  const auto ev2 = run_gpuvs("evaluate --scenario " + shared + " --rows 2000 --epochs 1 --threads 1 --no-report --db " + db);
+  ASSERT_EQ(ev2.exit_code, 0) << ev2.err;
+  const auto q = run_gpuvs_json("report -o json --db " + db)["payload"];
+  EXPECT_TRUE(q["serving"].is_null());
+  ASSERT_FALSE(q["predictions"].empty());
+  EXPECT_FALSE(q["predictions"][0].contains("in_flight"));
+  EXPECT_NE(q["prediction_note"].get<std::string>().find("tenants share the cards"), std::string::npos) << q["prediction_note"];
 }
 
 // The weight formats predict serves a decoder in (int4-awq, q4_k_m, ...) are what advise and evaluate serve it in too.
@@ -1498,6 +1508,22 @@ TEST(Cli, AdviseAndEvaluateTakePredictsRequestOptions) {
   const auto kept = run_gpuvs_json("advise --scenario " + gpt + " --options gen_len=64 --gpu l4 --json");
   EXPECT_EQ(kept["scenario"]["options"]["layers"], "4");
   EXPECT_EQ(kept["scenario"]["gen_len"], 64);
+  // A shape key said over the file's, key by key; a flag naming another workload leaves the file's shape behind.
+  const auto over = run_gpuvs_json("advise --scenario " + gpt + " --options 'seq_len=256;layers=6' --gpu l4 --json");
+  EXPECT_EQ(over["scenario"]["options"]["layers"], "6");
+  EXPECT_EQ(over["scenario"]["options"]["hidden"], "512");
+  EXPECT_EQ(run_gpuvs_json("advise --scenario " + gpt + " --workload llama3-8b --options framework=sglang --gpu l4 --json")
+                ["scenario"]["engine"],
+            "sglang");
+  {
+    TempDir evdir;
+    const auto ev = run_gpuvs("evaluate --scenario " + gpt + " --options gen_len=64 --rows 2000 --epochs 1 --threads 1 --no-report --db " +
+                              (evdir / "h.db").string());
+    ASSERT_EQ(ev.exit_code, 0) << ev.err;
+    const auto stored = run_gpuvs_json("report -o json --db " + (evdir / "h.db").string())["payload"];
+    EXPECT_EQ(stored["advice"]["scenario"]["options"]["layers"], "4");
+    EXPECT_EQ(stored["advice"]["scenario"]["gen_len"], 64);
+  }
   // evaluate: the same words set its scenario, so its table and its advice price them.
   TempDir dir;
   const std::string db = (dir / "h.db").string();

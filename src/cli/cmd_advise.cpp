@@ -104,13 +104,17 @@ int run_advise(const AdviseArgs& a) {
   advise::Scenario s;
   std::optional<workload::Workload> from_file;  // the scenario file's workload, resolved once
   if (!a.scenario_file.empty()) s = advise::read_scenario(a.scenario_file, assumptions, cat, &from_file);
-  // Flags override the file.
-  if (!a.workload.empty()) s.workload = a.workload;
+  // Flags override the file; a file's shape options belong to its workload, not to another a flag names.
+  const auto name_workload = [&s](const std::string& id) {
+    if (id != s.workload) s.workload_options.clear();
+    s.workload = id;
+  };
+  if (!a.workload.empty()) name_workload(a.workload);
   double params = kUnset;
   if (a.params_given) {
     if (!a.workload.empty()) throw InputError("--workload and --params both name the model; give one");
     params = models::parse_decoder_size(a.params, "--params");
-    s.workload = models::sized_decoder_id(params);
+    name_workload(models::sized_decoder_id(params));
   }
   if (!a.task.empty()) s.task = a.task;
   if (!a.finetune.empty()) s.finetune = a.finetune;

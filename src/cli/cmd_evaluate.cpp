@@ -604,11 +604,6 @@ int run_evaluate(EvaluateArgs a) {
   const workload::Workload& w =
       from_file && from_file->is(a.workload, workload_options) ? *from_file : own.emplace(a.workload, workload_options);
   const models::NetworkInfo& net = w.network();
-  // A served decoder may be named in a weight format (int4-awq, q4_k_m, ...); the advice's check below refuses what
-  // is neither that nor a policy.
-  const bool served = scenario.task == "infer" && scenario.tenants == 1 && workload::pricer_for("infer", net.family) == workload::Pricer::serving;
-  const std::optional<perf::Precision> precision =
-      served && !a.precision.empty() && !advise::is_precision_policy(a.precision) ? std::nullopt : named_precision(a.precision);
   apply_assumption_options(a.costs, assumptions, cat);
   // Your measured stack, solved before anything runs (a bad measurement is refused first): every prediction and
   // every option of the advice that runs its software and format moves by it.
@@ -617,6 +612,11 @@ int run_evaluate(EvaluateArgs a) {
   // The advice prices the predictions' workload where the scenario names it (one graph store), else the file's.
   const workload::Workload* known = w.is(scenario.workload, scenario.workload_options) || !from_file ? &w : &*from_file;
   const workload::Workload scenario_workload = advise::validated_workload(scenario, cat, known);
+  // A decoder served alone may be named in a weight format (int4-awq, q4_k_m, ...): the check above refused what is
+  // neither that nor a policy, and a format for anything else.
+  const bool served = scenario.task == "infer" && scenario.tenants == 1 && workload::pricer_for("infer", net.family) == workload::Pricer::serving;
+  const std::optional<perf::Precision> precision =
+      served && !a.precision.empty() && !advise::is_precision_policy(a.precision) ? std::nullopt : named_precision(a.precision);
   if (a.epochs < 1 || a.rows < 100) throw InputError("--epochs must be at least 1 and --rows at least 100");
   // What to train here: the workload itself when the engine can run it (dense Sequential models: seed-mlp,
   // a gpuvs model file, a Keras file), else the seed model, said in one line. Its synthetic rows are refused
@@ -681,7 +681,9 @@ int run_evaluate(EvaluateArgs a) {
   if (trains_workload) std::tie(record.measured_here, verdict) = measured_here(here, record.predictions, cat, assumptions, m.tr.step_time_median_s);
   // Serving curves answer a serving question: shown for a decoder unless a scenario asks about training it.
   std::string no_curves;  // why a serving question about a decoder has no curves, said beside the predictions
-  if (a.scenario.empty() || scenario.task == "infer") {
+  // Tenants sharing cards are priced as graphs (the table, the advice): no one-tenant curves beside them.
+  if (scenario.tenants > 1) no_curves = "; no serving curves: tenants share the cards (priced as graphs, as the advice prices them)";
+  if ((a.scenario.empty() || scenario.task == "infer") && scenario.tenants == 1) {
     record.serving = serving_curves(cat, w, scenario, cal ? &*cal : nullptr);
     if (record.serving.is_null() && workload::pricer_for("infer", w.family()) == workload::Pricer::serving) {
       try {

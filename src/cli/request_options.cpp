@@ -45,7 +45,8 @@ void apply_request_options(const std::map<std::string, std::string>& options, co
   std::map<std::string, std::string> shape;
   for (const auto& [key, value] : options)
     if (gpt_shape(key) || !predicts(key)) shape[key] = value;
-  const std::map<std::string, std::string> resolve_with = shape.empty() ? s.workload_options : shape;
+  std::map<std::string, std::string> resolve_with = s.workload_options;  // the scenario's (a file's), each key said over
+  for (const auto& [key, value] : shape) resolve_with[key] = value;
   std::optional<models::NetworkInfo> net;
   const auto resolved = [&]() -> const models::NetworkInfo& {
     if (!net) net = workload::Workload(s.workload, resolve_with).network();
@@ -113,8 +114,8 @@ void apply_request_options(const std::map<std::string, std::string>& options, co
                                    key));
     }
   }
-  // Options that say no shape leave the scenario's (a file's) as it is; options that say one replace it, as before.
-  if (!shape.empty()) s.workload_options = shape;
+  // Shape keys said here are said over the scenario's (a file's), key by key; the others stay.
+  for (const auto& [key, value] : shape) s.workload_options[key] = value;
 }
 
 }  // namespace gpuvs::cli

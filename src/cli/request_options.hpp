@@ -25,8 +25,9 @@ struct RequestFlags {
 /// Applies `options` (predict's --options keys) to the scenario, whose task and workload the command has set:
 /// framework (the serving engine for a served decoder, else the framework profile: pytorch, nemo, tensorrt, ...),
 /// seq_len (prompt_len too for a served decoder), gen_len and release set its fields, over a scenario file's; every
-/// other key stays a shape option of the workload (an ONNX file's symbolic dims, the gpt workload's layers, ...), which
-/// advise checks; a key that is one of the workload's own shape options (an ONNX dim named seq_len) stays one. InputError (one line)
+/// other key is a shape option of the workload (an ONNX file's symbolic dims, the gpt workload's layers, ...), said over
+/// the scenario's key by key (the command clears a file's when a flag names another workload), which advise checks; a
+/// key that is one of the workload's own shape options (an ONNX dim named seq_len) stays one. InputError (one line)
 /// for a value the command's own flag says otherwise, a framework no profile or engine has, a key advise chooses for
 /// each option itself (tp, pp, vp, cp, sharding, recompute, global_batch, sequence_parallel), finetune (--task
 /// finetune --finetune), and predict's keys advise does not take, naming why.
