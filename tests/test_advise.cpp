@@ -5,11 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 
 #include "advise/advice_json.hpp"
 #include "advise/advisor.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "core/strings.hpp"
 #include "test_util.hpp"
 
 using namespace gpuvs;
@@ -652,6 +654,72 @@ TEST(Advise, PretrainingPastOneServerPicksTensorPipelineAndDataParallelPlans) {
   const auto small = run(s, "max_gpus=8");
   EXPECT_TRUE(small.ranked.empty());
   EXPECT_THROW(run(s, "max_gpus=0"), InputError);
+}
+
+// The fabric between servers is said where the scenario leaves it to gpuvs, and a scenario naming one (--options
+// network=, a file's `network`, evaluate's measured cluster) prices every plan past one server over it, and only them.
+TEST(Advise, PlansPastOneServerCrossTheNetworkTheScenarioNamesOrSayWhichTheyAssumed) {
+  advise::Scenario s;
+  s.workload = "llama2-70b";
+  s.work = 1e12;
+  s.hours = 720;
+  s.purchase = "rent";
+  s.gpus = {"h100-sxm"};
+  const auto typical = run(s);
+  ASSERT_FALSE(typical.ranked.empty());
+  EXPECT_EQ(typical.ranked.front().network, "ib-ndr-8x400");
+  bool said = false;
+  for (const auto& line : typical.assumed) said = said || line.find("servers joined by InfiniBand NDR") != std::string::npos;
+  EXPECT_TRUE(said) << strings::join(typical.assumed, " | ");
+  // An 8 B model fits one server and also plans past it: only those plans move.
+  s.workload = "llama3-8b";
+  s.work = 2e10;
+  s.hours.reset();
+  s.network = "eth-100";
+  const auto slow = run(s);
+  s.network.clear();
+  const auto fast = run(s);
+  std::map<std::pair<int, std::string>, double> rate;  // one server's options: the same whatever the network
+  for (const auto& o : fast.options)
+    if (o.count <= 8) rate[{o.count, o.strategy}] = o.throughput;
+  int inside = 0, past = 0;
+  for (const auto& o : slow.options) {
+    if (o.count <= 8) {
+      ++inside;
+      EXPECT_EQ(o.network, "");
+      EXPECT_DOUBLE_EQ(o.throughput, rate.at({o.count, o.strategy})) << o.count << " " << o.strategy;
+    } else if (o.fits) {
+      ++past;
+      EXPECT_EQ(o.network, "eth-100") << o.plan;
+      EXPECT_EQ(o.plan.find("InfiniBand"), std::string::npos) << o.plan;
+    }
+  }
+  EXPECT_GT(inside, 0);
+  EXPECT_GT(past, 0);
+  ASSERT_FALSE(slow.ranked.empty());
+  for (const auto& line : slow.assumed) EXPECT_EQ(line.find("servers joined by"), std::string::npos) << line;
+  // 100 GbE between servers: the best plan past one server is slower than over NDR.
+  double best_fast = 0, best_slow = 0;
+  for (const auto& o : fast.options)
+    if (o.count > 8 && o.fits) best_fast = std::max(best_fast, o.throughput / o.count);
+  for (const auto& o : slow.options)
+    if (o.count > 8 && o.fits) best_slow = std::max(best_slow, o.throughput / o.count);
+  EXPECT_LT(best_slow, best_fast);
+  // A network no plan crosses, or none known, is an error naming it.
+  s.network = "infiniband-xdr";
+  EXPECT_THROW(run(s), InputError);
+  s.network = "eth-100";
+  s.workload = "bert-large";
+  s.work = 1e9;
+  EXPECT_THROW(run(s), InputError);
+  s.workload = "llama3-8b";
+  s.task = "finetune";  // LoRA: inside one server
+  EXPECT_THROW(run(s), InputError);
+  s.finetune = "full";
+  EXPECT_NO_THROW(run(s));
+  s.task = "infer";
+  s.work = 0;
+  EXPECT_THROW(run(s), InputError);
 }
 
 // Issue 34 mechanism 3 in advise: the release a team runs (--release, scenario `release`) prices each card as

@@ -1494,8 +1494,26 @@ TEST(Cli, AdviseAndEvaluateTakePredictsRequestOptions) {
                   {"advise --task infer --workload llama3-8b --options 'prompt_len=512;seq_len=1024'", "two lengths"},
                   {"advise --workload bert-large --options seq_len=0", "whole number of tokens"},
                   {"advise --workload bert-large --options release=2024-13", "must be a month as YYYY-MM"},
-                  {"evaluate --workload bert-large --options tp=2 --no-report", "advise chooses tp"}};
+                  {"evaluate --workload bert-large --options tp=2 --no-report", "advise chooses tp"},
+                  {"advise --workload llama2-70b --options network=infiniband-xdr", "network 'infiniband-xdr' is unknown"},
+                  {"advise --workload bert-large --options network=eth-100", "network eth-100: the fabric between servers"},
+                  {"advise --task infer --workload llama3-8b --options network=eth-100", "is planned inside one server"}};
   for (const auto& [command, needle] : refused) expect_usage_error(run_gpuvs(command), needle);
+  // network: the fabric a plan past one server crosses, as predict's network= prices it; a scenario file says it too.
+  {
+    const std::string big = "advise --workload llama2-70b --tokens 1e12 --gpu h100-sxm --purchase rent --json ";
+    const auto named = run_gpuvs_json(big + "--options network=eth-100");
+    EXPECT_EQ(named["scenario"]["network"], "eth-100");
+    ASSERT_FALSE(named["ranked"].empty());
+    EXPECT_EQ(named["ranked"][0]["network"], "eth-100");
+    TempDir sdir;
+    const std::string file = (sdir / "cluster.toml").string();
+    gpuvs::test::write_text(file, "workload = \"llama2-70b\"\ntokens = 1e12\nnetwork = \"eth-100\"\ngpu = [\"h100-sxm\"]\npurchase = \"rent\"\n");
+    EXPECT_EQ(run_gpuvs_json("advise --scenario " + file + " --json")["ranked"], named["ranked"]);
+    const auto typical = run_gpuvs_json(big);
+    EXPECT_EQ(typical["scenario"]["network"], nullptr);
+    EXPECT_EQ(typical["ranked"][0]["network"], "ib-ndr-8x400");
+  }
   // The same length said twice the same way is one length; tenants sharing cards are priced as graphs (a profile).
   EXPECT_EQ(run_gpuvs("advise --task infer --workload llama3-8b --seq-len 512 --options seq_len=0512 --gpu l4").exit_code, 0);
   EXPECT_EQ(run_gpuvs_json("advise --task infer --workload llama3-8b --tenants 2 --options framework=tensorrt --gpu h100-sxm --json")

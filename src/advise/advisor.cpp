@@ -9,6 +9,7 @@
 #include <thread>
 #include <cmath>
 #include <map>
+#include <set>
 #include <optional>
 
 #include "core/error.hpp"
@@ -16,6 +17,7 @@
 #include "core/units.hpp"
 #include "models/networks.hpp"
 #include "perf/memory.hpp"
+#include "perf/parallel.hpp"
 #include "perf/maturity.hpp"
 #include "perf/predict.hpp"
 #include "perf/serving.hpp"
@@ -341,6 +343,7 @@ Option multinode_option(const catalog::Catalog& cat, const workload::Workload& w
                                                                            {"global_batch", std::to_string(sequences)}, {"sharding", "zero1"},
                                                                            {"recompute", recompute}, {"seq_len", std::to_string(seq)}})
           req.options[key] = value;
+        if (!s.network.empty()) req.options["network"] = s.network;  // past one server only: inside one, its own links
         std::string err;
         const auto p = try_predict(cat, w, req, err);
         if (!p) {
@@ -379,6 +382,7 @@ Option multinode_option(const catalog::Catalog& cat, const workload::Workload& w
   o.software = best->maturity_notes;
   o.plan = best_plan;
   o.strategy = best_strategy;
+  o.network = best->network;
   price_training_run(o, *best, static_cast<double>(models::decoder_params(net.decoder)), s, a, gpu, count);
   return o;
 }
@@ -683,6 +687,14 @@ workload::Workload validated_workload(const Scenario& s, const catalog::Catalog&
   if (!s.engine.empty()) perf::serving_engine(s.engine);  // unknown engine: InputError listing them
   if (!s.release.empty()) perf::parse_month(s.release, "--release");
   const models::NetworkInfo& net = w.network();
+  if (!s.network.empty()) {
+    (void)perf::fabric_by_id(s.network);  // unknown: InputError listing the networks
+    if (net.family != models::Family::decoder || !(s.task == "train" || (s.task == "finetune" && s.finetune == "full")))
+      throw InputError(fmt::format("network {}: the fabric between servers, which only a decoder's training plans past one server cross "
+                                   "(task train, or finetune full); {} {} is planned inside one server",
+                                   strings::printable(s.network), s.task == "finetune" ? s.finetune + " finetune" : s.task,
+                                   strings::printable(s.workload)));
+  }
   for (const auto& [key, value] : s.workload_options) {
     const bool gpt_key = s.workload == models::kGptWorkload &&
                          (key == "seq_len" || std::find(models::gpt_shape_keys().begin(), models::gpt_shape_keys().end(), key) != models::gpt_shape_keys().end());
@@ -981,6 +993,15 @@ Advice advise(const catalog::Catalog& cat, const workload::Workload& resolved, c
   }
   pick_best_per_gpu(all, s, adv);
   explain(s, a, adv);
+  // The fabric a plan past one server crosses, where the scenario names none: each card's DGX-class one, said.
+  if (s.network.empty()) {
+    std::set<std::string> fabrics;
+    for (const auto& o : adv.ranked)
+      if (!o.network.empty()) fabrics.insert(perf::fabric_by_id(o.network).name);
+    if (!fabrics.empty())
+      adv.assumed.push_back(fmt::format("servers joined by {} (what a DGX-class system of the card has; --options network=ID names yours)",
+                                        strings::join(std::vector<std::string>(fabrics.begin(), fabrics.end()), "; ")));
+  }
   // A plan past one server says why one server will not do: nothing of the card fits in one, or what fits misses
   // a requirement (the nearest miss inside a server, as the ruled-out list says it).
   const int per_server = static_cast<int>(a.get("max_gpus_per_server"));

@@ -45,6 +45,9 @@ struct Scenario {
   // The framework or engine release the user runs, YYYY-MM (perf/maturity.hpp): a stack older than a card's native
   // kernels is priced at what it reaches there. Empty: the profile's own release.
   std::string release;
+  // The fabric between servers in a plan past one (data/networks.toml's id, as predict's --options network=): evaluate
+  // sets the one it measured across an MPI job's nodes. Empty: the one a DGX-class system of each card has, said.
+  std::string network;
   /// The workload's own shape options: the gpt workload's layers/hidden/heads..., an ONNX file's symbolic dims.
   std::map<std::string, std::string> workload_options;
   /// A measured stack (--measured, --stack: perf/stack.hpp), applied to every option whose framework or engine and
@@ -79,6 +82,7 @@ struct Option {
   std::int64_t batch = 0;
   std::string recompute = "none";
   std::string plan;               // past one server: tp x pp x dp, micro-batches, the link each dimension runs over
+  std::string network;            // past one server: the fabric between the servers (data/networks.toml's id)
   bool fits = false;
   double peak_gib = 0, capacity_gib = 0;  // per GPU (per MIG slice when serving on MIG)
   double throughput = 0;          // all cards together, in `unit`

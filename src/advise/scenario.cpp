@@ -106,6 +106,7 @@ Scenario read_scenario(const std::string& path, Assumptions& assumptions, const 
     else if (key == "sla_tpot_ms") s.sla_tpot_ms = positive(path, key, node);
     else if (key == "engine") s.engine = text(path, key, node);
     else if (key == "release") s.release = text(path, key, node);
+    else if (key == "network") s.network = text(path, key, node);
     else if (key == "options") s.workload_options = perf::parse_option_pairs(text(path, key, node));
     else if (key == "requests_per_s") s.requests_per_s = positive(path, key, node);
     else if (key == "budget_usd") s.budget_usd = positive(path, key, node);

@@ -153,13 +153,14 @@ json roofline(const std::vector<bench::Measurement>& results, const engine::Trai
   return r;
 }
 
-/// Under MPI, the cluster's measured network replaces the catalog's for multi-node decoder plans (the
-/// scenario prices on it unless it names one); its record, or why there is none.
+/// Under MPI, the cluster's measured network replaces the catalog's for a decoder's training plans past one server
+/// (the scenario's, unless it names one); its record, or why there is none.
 json use_measured_fabric(const json& cluster, const models::NetworkInfo& net, advise::Scenario& scenario) {
   const auto m = bench::measured_network(cluster);
   if (!m) return {{"note", "one node: no inter-node link to measure; multi-node predictions keep the catalog's network figures"}};
   perf::register_fabric({m->id, m->name, m->source, m->gbs_per_gpu, m->latency_s, 0});
-  if (net.family == models::Family::decoder && !scenario.workload_options.count("network")) scenario.workload_options["network"] = m->id;
+  const bool plans_past_one_server = scenario.task == "train" || (scenario.task == "finetune" && scenario.finetune == "full");
+  if (net.family == models::Family::decoder && plans_past_one_server && scenario.network.empty()) scenario.network = m->id;
   return {{"id", m->id}, {"name", m->name}, {"gbs_per_gpu", m->gbs_per_gpu}, {"latency_us", m->latency_s * 1e6}, {"source", m->source}};
 }
 

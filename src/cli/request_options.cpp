@@ -34,10 +34,10 @@ std::int64_t length_of(const std::string& key, const std::string& value) {
 void apply_request_options(const std::map<std::string, std::string>& options, const RequestFlags& flags, advise::Scenario& s) {
   // What advise chooses for each option it ranks (predict prices the one plan its request names).
   static const std::vector<std::string> searched = {"tp", "pp", "vp", "cp", "sharding", "recompute", "global_batch", "sequence_parallel"};
-  static const std::vector<std::string> request = {"framework", "seq_len", "prompt_len", "gen_len", "release"};
+  static const std::vector<std::string> request = {"framework", "seq_len", "prompt_len", "gen_len", "release", "network"};
   const bool gpt = s.workload == models::kGptWorkload;
   const auto predicts = [](const std::string& key) {
-    return key != "network" && (among(key, perf::prediction_option_keys()) || among(key, perf::serving_option_keys()));
+    return among(key, perf::prediction_option_keys()) || among(key, perf::serving_option_keys());
   };
   const auto gpt_shape = [&](const std::string& key) { return gpt && (key == "seq_len" || among(key, models::gpt_shape_keys())); };
   // The workload's shape as these options say it, else as the scenario has it (a file's); resolved only when a key's
@@ -104,13 +104,15 @@ void apply_request_options(const std::map<std::string, std::string>& options, co
                                      strings::printable(flags.release)));
       (void)perf::parse_month(value, "--options release");
       s.release = value;
+    } else if (key == "network") {
+      s.network = value;  // the advisor checks it: a known fabric, and a scenario with plans past one server
     } else if (among(key, searched)) {
       throw InputError(fmt::format("--options {}: advise chooses {} for each option it ranks (predict prices the one you name)", key, key));
     } else if (key == "finetune") {
       throw InputError(fmt::format("--options finetune={}: say it with --task finetune --finetune {}", strings::printable(value), strings::printable(value)));
     } else if (predicts(key)) {
       throw InputError(fmt::format("--options {}: one of predict's keys for the one request it prices; advise and evaluate take framework, "
-                                   "seq_len, prompt_len, gen_len, release and the workload's shape keys",
+                                   "seq_len, prompt_len, gen_len, release, network and the workload's shape keys",
                                    key));
     }
   }

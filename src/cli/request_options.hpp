@@ -13,7 +13,7 @@ namespace gpuvs::cli {
 /// --options' help on advise and evaluate.
 inline constexpr const char* kRequestOptionsHelp =
     "k=v;k=v as predict takes them: framework (the serving engine of a served decoder, else the framework profile), seq_len "
-    "(prompt_len when serving), gen_len, release=YYYY-MM; and the workload's shape: an ONNX file's symbolic dims ('sequence=128'), "
+    "(prompt_len when serving), gen_len, release=YYYY-MM, network=ID (the fabric between servers of a plan past one); and the workload's shape: an ONNX file's symbolic dims ('sequence=128'), "
     "the gpt workload's 'layers=..;hidden=..;heads=..'";
 
 /// What the command's own flags said (empty or 0: not given), so that --options saying otherwise is refused.
@@ -24,7 +24,7 @@ struct RequestFlags {
 
 /// Applies `options` (predict's --options keys) to the scenario, whose task and workload the command has set:
 /// framework (the serving engine for a served decoder, else the framework profile: pytorch, nemo, tensorrt, ...),
-/// seq_len (prompt_len too for a served decoder), gen_len and release set its fields, over a scenario file's; every
+/// seq_len (prompt_len too for a served decoder), gen_len, release and network set its fields, over a scenario file's; every
 /// other key is a shape option of the workload (an ONNX file's symbolic dims, the gpt workload's layers, ...), said over
 /// the scenario's key by key (the command clears a file's when a flag names another workload), which advise checks; a
 /// key that is one of the workload's own shape options (an ONNX dim named seq_len) stays one. InputError (one line)
