@@ -12,6 +12,7 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "core/strings.hpp"
+#include "perf/parallel.hpp"
 #include "test_util.hpp"
 
 using namespace gpuvs;
@@ -705,6 +706,17 @@ TEST(Advise, PlansPastOneServerCrossTheNetworkTheScenarioNamesOrSayWhichTheyAssu
   for (const auto& o : slow.options)
     if (o.count > 8 && o.fits) best_slow = std::max(best_slow, o.throughput / o.count);
   EXPECT_LT(best_slow, best_fast);
+  // The network evaluate measured across an MPI job's nodes, registered as it registers it, is priced alike.
+  perf::register_fabric({"measured-test", "this cluster's network, measured", "test", 1.5625, 30e-6, 0});
+  s.network = "measured-test";
+  const auto measured = run(s);
+  ASSERT_EQ(measured.options.size(), slow.options.size());
+  for (std::size_t i = 0; i < measured.options.size(); ++i) {
+    EXPECT_DOUBLE_EQ(measured.options[i].throughput, slow.options[i].throughput);
+    if (measured.options[i].count > 8 && measured.options[i].fits) {
+      EXPECT_EQ(measured.options[i].network, "measured-test");
+    }
+  }
   // A network no plan crosses, or none known, is an error naming it.
   s.network = "infiniband-xdr";
   EXPECT_THROW(run(s), InputError);
