@@ -299,7 +299,7 @@ TEST(Cli, PredictJsonAndErrors) {
   EXPECT_EQ(nlohmann::json::parse(file.out)["params"], 650);
   gpuvs::test::write_text(dir / "bad.toml", "input_shape = [64]\n[[layers]]\ntype = \"conv\"\n");
   expect_usage_error(run_gpuvs("predict --workload " + (dir / "bad.toml").string() + " --gpu l4"), "bad.toml:3");
-  expect_usage_error(run_gpuvs("predict --workload resnet50 --gpu a100-80gb-sxm --precision amp-fp8"), "no FP8");
+  expect_usage_error(run_gpuvs("predict --workload resnet50 --gpu v100-sxm2-32gb --precision tf32"), "no TF32");
   expect_usage_error(run_gpuvs("predict --workload resnet50 --gpu rtx-4900"), "did you mean: rtx-4090");
   expect_usage_error(run_gpuvs("predict --workload resnet-50 --gpu rtx-4090"), "closest: resnet50");
   expect_usage_error(run_gpuvs("predict --workload bert-base --gpu rtx-4090 --options 'seq_len=99999'"), "seq_len");
@@ -587,8 +587,58 @@ TEST(Cli, CompareAnswersTheSeedQuestion) {
   const auto doc = run_gpuvs_json("compare h100-sxm 4090 --workload bert-base --precision amp-fp16 --batch 16 --json");
   EXPECT_EQ(doc["gpus"].size(), 2u);
   EXPECT_EQ(doc["gpus"][1]["gpu"], "rtx-4090");
-  expect_usage_error(run_gpuvs("compare h100-sxm a100-80gb-sxm --precision amp-fp8"), "no FP8");
+  expect_usage_error(run_gpuvs("compare h100-sxm v100-sxm2-32gb --precision tf32"), "no TF32");
   expect_usage_error(run_gpuvs("compare h100-sxm"), "at least two GPUs");
+}
+
+// One question, one answer: a precision a card lacks is priced at the nearest it runs, and said, by predict, compare,
+// advise and evaluate alike (they refused, showed the card as unable, or fell back, each its own way); serving's
+// default weights follow the default rule on a card without BF16 (predict refused a T4 its default).
+TEST(Cli, APrecisionACardLacksIsPricedAtTheNearestItRunsByEveryCommand) {
+  const auto p = run_gpuvs_json("predict --workload bert-large --gpu a100-80gb-sxm --precision amp-fp8 --json");
+  EXPECT_EQ(p["precision"], "amp-fp16");
+  EXPECT_NE(p["assumed"].dump().find("precision amp-fp16 (the nearest to amp-fp8 that a100-80gb-sxm runs)"), std::string::npos) << p["assumed"];
+  const auto c = run_gpuvs_json("compare h100-sxm a100-80gb-sxm --workload bert-large --precision amp-fp8 --json");
+  EXPECT_EQ(c["gpus"][0]["precision"], "amp-fp8");
+  EXPECT_EQ(c["gpus"][1]["precision"], "amp-fp16");
+  EXPECT_DOUBLE_EQ(c["gpus"][1]["throughput"]["value"].get<double>(), p["throughput"]["value"].get<double>());
+  EXPECT_NE(c["assumed"].dump().find("precision amp-fp16 (the nearest to amp-fp8 that a100-80gb-sxm runs)"), std::string::npos) << c["assumed"];
+  const auto a = run_gpuvs_json("advise --workload bert-large --gpu a100-80gb-sxm --precision amp-fp8 --json");
+  int same = 0;
+  for (const auto& o : a["options"])
+    if (o["count"] == 1 && o["strategy"] == "single" && o["batch"] == p["batch"]) {
+      EXPECT_EQ(o["precision"], "amp-fp16 (the nearest to amp-fp8 that a100-80gb-sxm runs)");
+      EXPECT_DOUBLE_EQ(o["throughput"].get<double>(), p["throughput"]["value"].get<double>());
+      ++same;
+    }
+  EXPECT_EQ(same, 1) << a["options"].dump().substr(0, 400);
+  // Serving: fp8 weights on an Ampere card are its fp16 weights, said, in predict and compare as in advise.
+  const auto s = run_gpuvs_json("predict --workload llama3-8b --gpu a100-80gb-sxm --mode infer --precision fp8 --json");
+  EXPECT_EQ(s["format"], "fp16");
+  EXPECT_NE(s["assumed"].dump().find("weights fp16 (the nearest to fp8 weights that a100-80gb-sxm runs)"), std::string::npos) << s["assumed"];
+  const auto cs = run_gpuvs_json("compare h100-sxm a100-80gb-sxm --workload llama3-8b --mode infer --precision fp8 --json");
+  EXPECT_EQ(cs["gpus"][0]["format"], "fp8");
+  EXPECT_EQ(cs["gpus"][1]["format"], "fp16");
+  EXPECT_TRUE(cs["gpus"][1].contains("format_note"));
+  EXPECT_FALSE(cs["gpus"][0].contains("format_note"));
+  EXPECT_DOUBLE_EQ(cs["gpus"][1]["throughput"]["value"].get<double>(), s["throughput"]["value"].get<double>());
+  const auto as = run_gpuvs_json("advise --task infer --workload llama3-8b --gpu a100-80gb-sxm --precision fp8 --json");
+  ASSERT_FALSE(as["ranked"].empty());
+  EXPECT_NE(as["ranked"][0]["reason"].get<std::string>().find("fp16 weights"), std::string::npos) << as["ranked"][0]["reason"];
+  const auto table = run_gpuvs("compare h100-sxm a100-80gb-sxm --workload llama3-8b --mode infer --precision fp8");
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("a100-80gb-sxm: fp16 weights (the nearest to fp8 weights that a100-80gb-sxm runs)"), std::string::npos) << table.out;
+  EXPECT_EQ(table.out.find("cannot serve it"), std::string::npos) << table.out;
+  // No --precision on a card without BF16: the default rule's fp16 weights, not a refusal.
+  const auto t4 = run_gpuvs_json("predict --workload mpt-1b --gpu t4 --mode infer --json");
+  EXPECT_EQ(t4["format"], "fp16");
+  const auto ct4 = run_gpuvs_json("compare t4 l4 --workload mpt-1b --mode infer --json");
+  EXPECT_EQ(ct4["gpus"][0]["format"], "fp16");
+  EXPECT_EQ(ct4["gpus"][1]["format"], "bf16");
+  EXPECT_DOUBLE_EQ(ct4["gpus"][0]["throughput"]["value"].get<double>(), t4["throughput"]["value"].get<double>());
+  // A card that runs neither the precision nor a fallback is still refused, naming what it lacks.
+  expect_usage_error(run_gpuvs("predict --workload bert-large --gpu v100-sxm2-32gb --precision tf32"), "no TF32");
+  expect_usage_error(run_gpuvs("compare a100-80gb-sxm v100-sxm2-32gb --workload bert-large --precision tf32"), "no TF32");
 }
 
 // An old stack on a new card (issue 34 mechanism 3): predict and compare give the same figure and both say why the

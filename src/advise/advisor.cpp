@@ -28,27 +28,6 @@
 
 namespace gpuvs::advise {
 
-std::optional<perf::Precision> precision_for(const catalog::Gpu& gpu, const std::string& wanted, std::string& note) {
-  const perf::Precision p = perf::parse_precision(wanted);
-  try {
-    perf::plan_precision(p, gpu);
-    return p;
-  } catch (const InputError&) {
-  }
-  const perf::Precision fallback = p == perf::Precision::amp_bf16 || p == perf::Precision::amp_fp8 ? perf::Precision::amp_fp16
-                                   : p == perf::Precision::bf16                                    ? perf::Precision::fp16
-                                                                                                   : p;
-  if (fallback != p) {
-    try {
-      perf::plan_precision(fallback, gpu);
-      note = fmt::format("{} instead of {} (not on this card)", perf::precision_name(fallback), wanted);
-      return fallback;
-    } catch (const InputError&) {
-    }
-  }
-  return std::nullopt;
-}
-
 bool is_precision_policy(const std::string& name) {
   try {
     (void)perf::parse_precision(name);
@@ -56,13 +35,6 @@ bool is_precision_policy(const std::string& name) {
   } catch (const InputError&) {
     return false;
   }
-}
-
-std::optional<std::string> serving_format_on(const catalog::Gpu& gpu, const std::string& wanted, std::string& note) {
-  if (!is_precision_policy(wanted)) return perf::weight_format(wanted).id;  // InputError naming the formats when it is neither
-  const auto p = precision_for(gpu, wanted, note);
-  if (!p) return std::nullopt;
-  return perf::serving_format_for(std::string(perf::precision_name(*p)));
 }
 
 perf::ServingRequest serving_request(const Scenario& s, const workload::Workload& w, const std::string& gpu_id, const std::string& format, int tp) {
@@ -756,16 +728,16 @@ std::vector<Option> options_for(const catalog::Catalog& cat, const workload::Wor
   if (serving && workload::pricer_for("infer", w.family()) == workload::Pricer::serving && s.tenants == 1) {
     // LLMs: in-flight batching on 1, 2, 4 ... GPUs per replica, up to a server (the heads split evenly), in the
     // precision's weights or a weight format named as such (int4-awq, q4_k_m, ...), as predict serves them.
-    const auto format = serving_format_on(gpu, s.precision, note);
+    const auto format = perf::serving_format_on(gpu, s.precision, &note);
     if (!format) return runs_neither();
     std::string policy_note;
-    const auto policy = is_precision_policy(s.precision) ? precision_for(gpu, s.precision, policy_note) : std::nullopt;
+    const auto policy = is_precision_policy(s.precision) ? perf::precision_run(perf::parse_precision(s.precision), gpu, &policy_note) : std::nullopt;
     const std::string shown_as = policy ? std::string(perf::precision_name(*policy)) : *format;
     for (int tp = 1; tp <= max_gpus; tp *= 2)
       if (net.decoder.heads % tp == 0) out.push_back(llm_serving_option(cat, w, gpu, s, a, shown_as, *format, note, tp));
     return out;
   }
-  const auto precision = precision_for(gpu, s.precision, note);
+  const auto precision = perf::precision_run(perf::parse_precision(s.precision), gpu, &note);
   if (!precision) return runs_neither();
   if (serving) {
     std::vector<std::string> modes = {"serve-dedicated"};
@@ -803,7 +775,7 @@ std::vector<std::string> fit_hints(const catalog::Catalog& cat, const workload::
   std::vector<std::string> hints;
   if (s.task == "infer" || nearest.fits || net.layers == 0 || !nearest.plan.empty() || nearest.count == 0) return hints;
   std::string note;
-  const auto precision = precision_for(gpu, s.precision, note);
+  const auto precision = perf::precision_run(perf::parse_precision(s.precision), gpu, &note);
   if (!precision) return hints;
   // Sharded states need the cards they are sharded over; a replicated strategy fits on one card or none.
   const bool sharded = nearest.strategy == "fsdp" || nearest.strategy == "zero2";

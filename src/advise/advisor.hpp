@@ -55,11 +55,6 @@ struct Scenario {
   std::optional<perf::StackRatios> stack;
 };
 
-/// A precision policy on this card, or the nearest one it runs (bf16 -> fp16 before Ampere, fp8 -> fp16 before
-/// Hopper and Ada), with `note` saying so; nullopt when the card runs neither. One rule for the advice and every
-/// table beside it.
-std::optional<perf::Precision> precision_for(const catalog::Gpu& gpu, const std::string& wanted, std::string& note);
-
 /// Reads a scenario from TOML (the same keys as the fields above, plus an [assume] table). InputError
 /// with file:line for unknown keys, wrong types and impossible values.
 /// The scenario is validated, which resolves its workload: that workload goes to `resolved` when given, so
@@ -144,11 +139,6 @@ Advice advise(const catalog::Catalog& cat, const workload::Workload& w, const Sc
 
 /// Whether `name` is a precision policy (perf::parse_precision reads it), not a weight format.
 bool is_precision_policy(const std::string& name);
-/// The weights an LLM is served in on `gpu`: a precision policy's serving format, with precision_for's fallback
-/// (`note` says it), or a weight format named as such (int4-awq, q4_k_m, ...; whether the card and engine run it is
-/// the serving model's to say). nullopt when the card runs neither the policy nor its fallback; InputError for a
-/// name that is neither a policy nor a format.
-std::optional<std::string> serving_format_on(const catalog::Gpu& gpu, const std::string& wanted, std::string& note);
 /// The serving request a scenario's decoder is priced with on `gpu_id`: the scenario's engine, release and lengths
 /// (seq_len is the prompt), `format` weights, replicas of `tp` GPUs, the measured stack, as many requests in flight
 /// as fit (batch 0). The advice prices each LLM serving option with it and evaluate its predictions and curves, so

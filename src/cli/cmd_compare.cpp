@@ -108,15 +108,17 @@ int run_compare_serving(const CompareArgs& a, const catalog::Catalog& cat, const
   if (a.gpus_each > 1 && !r.options.count("tp")) r.options["tp"] = std::to_string(a.gpus_each);
   std::vector<perf::ServingCompareEntry> without;
   if (stack) {
-    without = perf::compare_serving(cat, a.gpus, w, r, costs.hour_prices());
+    without = perf::compare_serving(cat, a.gpus, w, r, costs.hour_prices(), a.precision);
     r.stack = &stack->ratios;
   }
-  const auto entries = perf::compare_serving(cat, a.gpus, w, r, costs.hour_prices());
+  // Each card in the precision's weights, or the nearest it has (said), as predict, advise and evaluate serve it.
+  const auto entries = perf::compare_serving(cat, a.gpus, w, r, costs.hour_prices(), a.precision);
   const auto usd = [](const std::optional<double>& v) { return v ? units::format_usd(*v) : std::string("-"); };
   if (a.out != Output::table) {
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& e : entries) {
       nlohmann::json j{{"gpu", e.gpu->id}};
+      if (!e.format_note.empty()) j["format_note"] = e.format_note;
       if (!e.prediction) {
         j["cannot_serve"] = e.why;
       } else {
@@ -174,6 +176,9 @@ int run_compare_serving(const CompareArgs& a, const catalog::Catalog& cat, const
     row("first token", [](const perf::ServingPrediction& p, const perf::ServingCompareEntry&) { return units::format_seconds(p.ttft_s); });
     row("per token", [](const perf::ServingPrediction& p, const perf::ServingCompareEntry&) { return units::format_seconds(p.tpot_s); });
   }
+  bool formats_differ = false;
+  for (const auto& e : entries) formats_differ = formats_differ || (e.prediction && any && e.prediction->format != any->format);
+  if (formats_differ) row("weights", [](const perf::ServingPrediction& p, const perf::ServingCompareEntry&) { return p.format; });
   row("weights/GPU", [](const perf::ServingPrediction& p, const perf::ServingCompareEntry&) { return fmt::format("{:.1f} GiB", p.weight_bytes / units::kGiB); });
   row("max in flight", [](const perf::ServingPrediction& p, const perf::ServingCompareEntry&) { return std::to_string(p.max_concurrency); });
   row("fits", [](const perf::ServingPrediction& p, const perf::ServingCompareEntry&) {
@@ -183,8 +188,10 @@ int run_compare_serving(const CompareArgs& a, const catalog::Catalog& cat, const
   row("$/M tokens cloud", [&](const perf::ServingPrediction&, const perf::ServingCompareEntry& e) { return usd(e.usd_per_million); });
   row("$/M tokens owned", [&](const perf::ServingPrediction&, const perf::ServingCompareEntry& e) { return usd(e.owned_usd_per_million); });
   print_table(rows, 16, 12);
-  for (const auto& e : entries)
+  for (const auto& e : entries) {
     if (!e.prediction) fmt::print("  {} cannot serve it: {}\n", e.gpu->id, e.why);
+    else if (!e.format_note.empty()) fmt::print("  {}: {} weights ({})\n", e.gpu->id, e.prediction->format, e.format_note);
+  }
   fmt::print("Cost per million output tokens at full load; {}.\n", cost_basis(costs));
   if (stack) {
     for (const auto& st : stack->steps) fmt::print("Measured {}.\n", stack_step_line(st));
@@ -212,6 +219,8 @@ bool precisions_differ(const perf::Comparison& c) {
 }
 
 std::string precision_said(const perf::Comparison& c) {
+  if (c.precision && precisions_differ(c))
+    return fmt::format("{} (the nearest a card has where it lacks it)", perf::precision_name(*c.precision));
   if (c.precision) return std::string(perf::precision_name(*c.precision));
   return precisions_differ(c) ? perf::kDefaultPrecisionRule : std::string(perf::precision_name(c.entries.front().single.plan.precision));
 }
@@ -227,6 +236,9 @@ std::vector<std::string> assumed(const CompareArgs& a, const perf::Comparison& c
   if (!c.precision && precisions_differ(c))
     for (auto& line : out)
       if (line.rfind("precision ", 0) == 0) line = fmt::format("precision by card (the default rule: {})", perf::kDefaultPrecisionRule);
+  for (const auto& e : c.entries)
+    if (!e.precision_note.empty())
+      out.push_back(fmt::format("precision {} ({})", perf::precision_name(e.single.plan.precision), e.precision_note));
   return out;
 }
 

@@ -243,7 +243,7 @@ void price_entry(json& e, const catalog::Gpu& g, double throughput, const perf::
 std::optional<perf::ServingRequest> card_request(const advise::Scenario& scenario, const workload::Workload& w, const catalog::Gpu& g,
                                                  const perf::Calibration* cal) {
   std::string instead;  // a card without the precision serves the nearest it has, as the advice prices it
-  const auto format = advise::serving_format_on(g, scenario.precision, instead);
+  const auto format = perf::serving_format_on(g, scenario.precision, &instead);
   if (!format) return std::nullopt;
   perf::ServingRequest req = advise::serving_request(scenario, w, g.id, *format);
   req.calibration = cal;
@@ -298,7 +298,7 @@ json predict_catalog(const catalog::Catalog& cat, const workload::Workload& w, c
     req.gpu = g.id;
     std::string instead;  // a card without the named precision runs the nearest it has, as the advice prices it
     if (precision) {
-      req.precision = advise::precision_for(g, std::string(perf::precision_name(*precision)), instead);
+      req.precision = perf::precision_run(*precision, g, &instead);
       if (!req.precision) continue;
     }
     req.options = task.options;

@@ -62,7 +62,12 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat, const workloa
   req.gpu = a.gpu;
   req.gpus = a.gpus;
   req.batch = a.batch;
-  req.format = perf::serving_format_for(a.precision);
+  // The precision's weights on this card, or the nearest it has (said), as compare, advise and evaluate serve it; a card
+  // that runs neither is refused by the serving model, naming what it lacks.
+  const catalog::Gpu& gpu = cat.find(a.gpu);
+  std::string instead;
+  req.format = perf::serving_format_on(gpu, a.precision, &instead)
+                   .value_or(perf::serving_format_for(a.precision.empty() ? std::string(perf::precision_name(perf::default_precision(gpu))) : a.precision));
   req.mode = a.mode;
   req.options = perf::parse_option_pairs(a.options);
   const std::optional<perf::Calibration> cal = calibration_of(a, cat);
@@ -88,7 +93,8 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat, const workloa
   if (stack) stack_applied = p.engine == stack->ratios.engine && p.format == stack->ratios.format;
   const auto& c = p.step;
   const bool decode_only = p.mode == "decode";
-  const std::vector<std::string> said = perf::serving_assumed(req, p, !a.precision.empty());
+  std::vector<std::string> said = perf::serving_assumed(req, p, !a.precision.empty());
+  if (!instead.empty() && p.quantized_from.empty()) said.insert(said.begin(), fmt::format("weights {} ({})", p.format, instead));
   if (a.out != Output::table) {
     nlohmann::json j{
         {"schema_version", 1},
@@ -375,7 +381,10 @@ int run_predict(PredictArgs a) {
   req.gpu = a.gpu;
   req.gpus = a.gpus;
   req.batch = a.batch;
-  req.precision = named_precision(a.precision);
+  // The named precision on this card, or the nearest it has (said), as compare, advise and evaluate price it; a card
+  // that runs neither is refused by predict, naming what it lacks.
+  std::string instead;
+  if (const auto named = named_precision(a.precision)) req.precision = perf::precision_run(*named, cat.find(a.gpu), &instead).value_or(*named);
   req.training = a.mode == "train";
   req.options = perf::parse_options(a.options, w);
   const std::optional<perf::Calibration> cal = calibration_of(a, cat);
@@ -386,7 +395,8 @@ int run_predict(PredictArgs a) {
     req.stack = &stack->ratios;
   }
   const perf::Prediction p = perf::predict(cat, w, req);
-  const std::vector<std::string> said = perf::assumed(req, p);
+  std::vector<std::string> said = perf::assumed(req, p);
+  if (!instead.empty()) said.insert(said.begin(), fmt::format("precision {} ({})", perf::precision_name(p.plan.precision), instead));
   if (a.out != Output::table) {
     nlohmann::json j = prediction_json(p, a.mode, cal ? &*cal : nullptr);
     j["assumed"] = said;

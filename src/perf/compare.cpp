@@ -63,7 +63,7 @@ Comparison compare(const catalog::Catalog& cat, const std::vector<std::string>& 
     req.workload = workload;
     req.gpu = e.gpu->id;
     req.batch = batch;
-    req.precision = precision;
+    if (precision) req.precision = precision_run(*precision, *e.gpu, &e.precision_note).value_or(*precision);  // neither: predict says why
     req.training = training;
     req.options = options;
     req.stack = stack;
@@ -153,13 +153,16 @@ std::vector<ServingCompareEntry> compare_serving(const catalog::Catalog& cat, co
 }
 
 std::vector<ServingCompareEntry> compare_serving(const catalog::Catalog& cat, const std::vector<std::string>& gpus,
-                                                 const workload::Workload& w, const ServingRequest& base, const GpuHourPrices& prices) {
+                                                 const workload::Workload& w, const ServingRequest& base, const GpuHourPrices& prices,
+                                                 const std::optional<std::string>& named_precision) {
   std::vector<ServingCompareEntry> out;
   for (const auto& id : gpus) {
     ServingCompareEntry e;
     e.gpu = &cat.find(id);
     ServingRequest r = base;
     r.gpu = e.gpu->id;
+    if (named_precision)  // a card that runs neither the policy nor its fallback keeps base.format: the model says why
+      r.format = serving_format_on(*e.gpu, *named_precision, &e.format_note).value_or(base.format);
     try {
       e.prediction = predict_serving(cat, w, r);
     } catch (const RequestError&) {
@@ -168,6 +171,7 @@ std::vector<ServingCompareEntry> compare_serving(const catalog::Catalog& cat, co
       // What the card cannot do (a format it lacks, a model that leaves no room) is a finding, not a failure.
       e.why = err.what();
     }
+    if (e.prediction && !e.prediction->quantized_from.empty()) e.format_note.clear();  // a checkpoint serves its own weights
     if (e.prediction) {
       const double gpu_hours_per_million = 1e6 / (e.prediction->throughput * 3600.0) * e.prediction->gpus;
       if (const auto rent = prices.rent(*e.gpu)) e.usd_per_million = gpu_hours_per_million * *rent;

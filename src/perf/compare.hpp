@@ -27,6 +27,7 @@ struct CompareEntry {
   std::vector<std::pair<int, double>> scaling;  // (GPUs, scaling efficiency)
   std::string link_2gpu;
   double throughput_without_stack = 0;  // with a measured stack given: this card's throughput without it (else 0)
+  std::string precision_note;  // the named precision is not on this card: what it runs instead (precision_run)
 };
 
 /// What one GPU-hour of a card costs, rented (a cloud quote) and owned (its purchase spread over its
@@ -43,7 +44,8 @@ struct Claim {
 
 struct Comparison {
   std::string workload;
-  std::optional<Precision> precision;  // as named; none: each card's default_precision (its entry's plan says which)
+  std::optional<Precision> precision;  // as named (a card without it runs precision_run's, said in its entry); none: each
+                                       // card's default_precision (its entry's plan says which)
   std::int64_t batch = 0;
   bool training = true;
   std::vector<CompareEntry> entries;
@@ -53,7 +55,9 @@ struct Comparison {
 Comparison compare(const catalog::Catalog& cat, const std::vector<std::string>& gpus, const std::string& workload,
                    std::optional<Precision> precision, std::int64_t batch, bool training, const GpuHourPrices& prices,
                    const std::map<std::string, std::string>& options = {});
-/// The same with the workload resolved by the caller from w.name() under `options`.
+/// The same with the workload resolved by the caller from w.name() under `options`. A card without the named precision
+/// runs the nearest it has (precision_run, said in its entry), as predict, advise and evaluate price it; one that runs
+/// neither is an InputError naming what it lacks.
 /// `stack`: a measured stack's ratios (perf/stack.hpp), applied to every card where its framework and precision match.
 Comparison compare(const catalog::Catalog& cat, const std::vector<std::string>& gpus, const workload::Workload& w, std::optional<Precision> precision,
                    std::int64_t batch, bool training, const GpuHourPrices& prices, const std::map<std::string, std::string>& options = {},
@@ -65,6 +69,7 @@ struct ServingCompareEntry {
   const catalog::Gpu* gpu = nullptr;
   std::optional<ServingPrediction> prediction;  // empty when the card cannot serve it (`why`)
   std::string why;
+  std::string format_note;  // the named precision's weights are not on this card: what it serves instead (serving_format_on)
   double ratio = 0;  // throughput relative to the first card that serves it
   std::optional<double> usd_per_million, owned_usd_per_million;
 };
@@ -73,8 +78,11 @@ struct ServingCompareEntry {
 std::vector<ServingCompareEntry> compare_serving(const catalog::Catalog& cat, const std::vector<std::string>& gpus,
                                                  const ServingRequest& base, const GpuHourPrices& prices);
 /// The same with the workload resolved by the caller from base.workload under base.options.
+/// `named_precision` (--precision as the user gave it, "" for none): each card serves in serving_format_on's weights for
+/// it, the fallback said in its entry, as predict, advise and evaluate serve it; not given: base.format on every card.
 std::vector<ServingCompareEntry> compare_serving(const catalog::Catalog& cat, const std::vector<std::string>& gpus,
-                                                 const workload::Workload& w, const ServingRequest& base, const GpuHourPrices& prices);
+                                                 const workload::Workload& w, const ServingRequest& base, const GpuHourPrices& prices,
+                                                 const std::optional<std::string>& named_precision = std::nullopt);
 
 /// The largest per-GPU batch (up to `limit`) whose predicted memory fits; 0 if batch 1 does not.
 std::int64_t largest_batch_that_fits(const catalog::Catalog& cat, PredictRequest req, std::int64_t limit);

@@ -20,6 +20,24 @@ Precision default_precision(const catalog::Gpu& gpu) { return gpu.bf16.present()
 
 Precision precision_on(const std::optional<Precision>& named, const catalog::Gpu& gpu) { return named ? *named : default_precision(gpu); }
 
+std::optional<Precision> precision_run(Precision wanted, const catalog::Gpu& gpu, std::string* note) {
+  const auto runs = [&](Precision p) {
+    try {
+      (void)plan_precision(p, gpu);
+      return true;
+    } catch (const InputError&) {
+      return false;
+    }
+  };
+  if (runs(wanted)) return wanted;
+  const Precision fallback = wanted == Precision::amp_bf16 || wanted == Precision::amp_fp8 ? Precision::amp_fp16
+                             : wanted == Precision::bf16                                    ? Precision::fp16
+                                                                                            : wanted;
+  if (fallback == wanted || !runs(fallback)) return std::nullopt;
+  if (note) *note = fmt::format("the nearest to {} that {} runs", precision_name(wanted), gpu.id);
+  return fallback;
+}
+
 Precision parse_precision(std::string_view s) {
   const std::string v = strings::lower(canonical_precision_name(s));
   if (v == "fp32") return Precision::fp32;

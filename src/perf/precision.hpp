@@ -27,6 +27,11 @@ Precision default_precision(const catalog::Gpu& gpu);
 inline constexpr const char* kDefaultPrecisionRule = "amp-bf16; amp-fp16 on a card without BF16";
 /// `named` when the request named one (a card that lacks it is the caller's error), else default_precision.
 Precision precision_on(const std::optional<Precision>& named, const catalog::Gpu& gpu);
+/// What a card runs when a command resolves a user's request on it, one rule for predict, compare, advise and
+/// evaluate: `wanted` where the card has it, else the nearest it has with more bits (amp-bf16 and amp-fp8 ->
+/// amp-fp16, bf16 -> fp16), `note` saying so ("the nearest to amp-fp8 that a100-80gb-sxm runs"); nullopt when it runs neither (tf32 before Ampere). predict() itself
+/// prices only what it is asked: a published row in a precision its card lacks is unsupported, never re-priced.
+std::optional<Precision> precision_run(Precision wanted, const catalog::Gpu& gpu, std::string* note);
 
 struct PrecisionPlan {
   Precision precision;

@@ -346,7 +346,9 @@ std::vector<std::string> serving_assumed(const ServingRequest& req, const Servin
                       ? fmt::format("engine {} (the default{}; --options framework={} for another)", p.engine,
                                     default_is_front ? fmt::format(", {}'s choice on this card", default_serving_engine()) : "", engine_ids("|"))
                       : fmt::format("engine {} ({}, the default, does not run {} weights)", p.engine, default_serving_engine(), p.format));
-  if (!format_named) out.push_back(fmt::format("weights {} (no --precision: amp-bf16, the default, serves bf16 weights; a model file its own)", p.format));
+  if (!format_named)
+    out.push_back(fmt::format("weights {} (no --precision: the default rule, {}, serves its 16-bit weights; a model file its own)", p.format,
+                              kDefaultPrecisionRule));
   if (p.mode != "decode" && !given("prompt_len")) out.push_back(fmt::format("prompts of {} tokens (the default for --mode {})", p.prompt_len, p.mode));
   if (p.mode == "decode" && !given("prompt_len")) out.push_back("an empty context before the first generated token (prompt_len=0, the default for --mode decode)");
   if (p.mode != "prefill" && !given("gen_len")) out.push_back(fmt::format("{} generated tokens per request (the default)", p.gen_len));
@@ -372,6 +374,25 @@ std::string serving_format_for(const std::string& named) {
   if (precision == "amp-fp16" || precision == "amp") return "fp16";
   if (precision == "amp-fp8") return "fp8";
   return precision;
+}
+
+std::optional<std::string> serving_format_on(const catalog::Gpu& gpu, const std::string& named, std::string* note) {
+  Precision policy{};
+  if (named.empty()) {
+    policy = default_precision(gpu);
+  } else {
+    try {
+      policy = parse_precision(named);
+    } catch (const InputError&) {
+      return weight_format(named).id;  // InputError naming the formats when it is neither
+    }
+  }
+  const auto p = precision_run(policy, gpu, nullptr);
+  if (!p) return std::nullopt;
+  const std::string format = serving_format_for(std::string(precision_name(*p)));
+  const std::string wanted = serving_format_for(std::string(precision_name(policy)));
+  if (note && format != wanted) *note = fmt::format("the nearest to {} weights that {} runs", wanted, gpu.id);
+  return format;
 }
 
 ServingPrediction predict_serving(const catalog::Catalog& cat, const ServingRequest& req) {

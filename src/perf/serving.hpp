@@ -98,6 +98,11 @@ std::vector<ServingPrediction> serving_load_curve(const catalog::Catalog& cat, c
 /// The weight format a training-style precision name stands for when serving (amp-bf16 serves in bf16,
 /// amp-fp16 in fp16, amp-fp8 in fp8); any other name is taken as a format id.
 std::string serving_format_for(const std::string& precision);
+/// The weight format a served decoder runs in on `gpu` when a command resolves --precision `named` on it: a precision
+/// policy's weights as precision_run resolves the policy on the card (none named: default_precision's, bf16 or fp16
+/// weights), `note` saying where it fell back ("the nearest to fp8 weights that a100-80gb-sxm runs"); any other name the weight format it names (InputError listing the
+/// formats when it is neither). nullopt when the card runs neither the policy nor its fallback.
+std::optional<std::string> serving_format_on(const catalog::Gpu& gpu, const std::string& named, std::string* note);
 
 /// What `p` took for what `req` left unsaid, one line each, as every command resolves it: the engine, the weight
 /// format (`format_named`: the caller named one), the prompt and generated lengths, the batch, the KV cache's type,
