@@ -670,7 +670,8 @@ TEST(Advise, PlansPastOneServerCrossTheNetworkTheScenarioNamesOrSayWhichTheyAssu
   ASSERT_FALSE(typical.ranked.empty());
   EXPECT_EQ(typical.ranked.front().network, "ib-ndr-8x400");
   bool said = false;
-  for (const auto& line : typical.assumed) said = said || line.find("servers joined by InfiniBand NDR") != std::string::npos;
+  for (const auto& line : typical.assumed)
+    said = said || line.find("past one server, h100-sxm: DGX H100/B200-class nodes: InfiniBand NDR") != std::string::npos;
   EXPECT_TRUE(said) << strings::join(typical.assumed, " | ");
   // An 8 B model fits one server and also plans past it: only those plans move.
   s.workload = "llama3-8b";
@@ -698,7 +699,7 @@ TEST(Advise, PlansPastOneServerCrossTheNetworkTheScenarioNamesOrSayWhichTheyAssu
   EXPECT_GT(inside, 0);
   EXPECT_GT(past, 0);
   ASSERT_FALSE(slow.ranked.empty());
-  for (const auto& line : slow.assumed) EXPECT_EQ(line.find("servers joined by"), std::string::npos) << line;
+  for (const auto& line : slow.assumed) EXPECT_EQ(line.find("network=ID names yours"), std::string::npos) << line;
   // 100 GbE between servers: the best plan past one server is slower than over NDR.
   double best_fast = 0, best_slow = 0;
   for (const auto& o : fast.options)
@@ -732,6 +733,89 @@ TEST(Advise, PlansPastOneServerCrossTheNetworkTheScenarioNamesOrSayWhichTheyAssu
   s.task = "infer";
   s.work = 0;
   EXPECT_THROW(run(s), InputError);
+}
+
+// A measured card's corrections (advise --calibration, evaluate's own run) price its options as predict prices it with
+// the same calibration: training, serving and plans past one server; the other cards are untouched.
+TEST(Advise, AMeasuredCardIsPricedWithItsCalibrationAsPredictPricesIt) {
+  perf::Calibration cal;
+  cal.gpu_id = "h100-sxm";
+  cal.source = "a test's figures";
+  for (auto p : {perf::Precision::tf32, perf::Precision::amp_fp16, perf::Precision::amp_bf16, perf::Precision::amp_fp8}) cal.gemm_ratio[p] = 0.6;
+  cal.memory_ratio = 0.7;
+  advise::Scenario s;
+  s.workload = "bert-large";
+  s.gpus = {"h100-sxm", "a100-80gb-sxm"};
+  const auto plain = run(s);
+  s.calibration = cal;
+  const auto measured = run(s);
+  int checked = 0;
+  for (const auto& o : measured.options) {
+    if (o.count != 1 || o.strategy != "single") continue;
+    perf::PredictRequest req;
+    req.workload = "bert-large";
+    req.gpu = o.gpu_id;
+    req.batch = o.batch;
+    req.precision = perf::Precision::amp_bf16;
+    req.training = true;
+    req.calibration = &cal;
+    EXPECT_DOUBLE_EQ(o.throughput, perf::predict(cat(), req).throughput) << o.gpu_id;
+    for (const auto& u : plain.options)
+      if (u.gpu_id == o.gpu_id && u.count == 1 && u.strategy == "single" && u.batch == o.batch) {
+        if (o.gpu_id == "h100-sxm") {
+          EXPECT_LT(o.throughput, u.throughput);
+        } else {
+          EXPECT_DOUBLE_EQ(o.throughput, u.throughput);
+        }
+        ++checked;
+      }
+  }
+  EXPECT_EQ(checked, 2);
+  bool said = false;
+  for (const auto& line : measured.assumed) said = said || line.find("h100-sxm's options corrected by what was measured on it") != std::string::npos;
+  EXPECT_TRUE(said);
+  // Serving: one replica is predict --mode infer's request with the calibration.
+  advise::Scenario serve;
+  serve.workload = "llama3-8b";
+  serve.task = "infer";
+  serve.requests_per_s = 1;
+  serve.gpus = {"h100-sxm"};
+  serve.calibration = cal;
+  const auto served = run(serve);
+  const auto* o = find(served.ranked, "h100-sxm");
+  ASSERT_NE(o, nullptr);
+  const workload::Workload w("llama3-8b", {});
+  advise::Scenario uncorrected = serve;
+  uncorrected.calibration.reset();
+  perf::ServingRequest r = advise::serving_request(uncorrected, w, "h100-sxm", "bf16");
+  const double without = perf::predict_serving(cat(), w, r).tpot_s;
+  r.calibration = &cal;
+  const perf::ServingPrediction p = perf::predict_serving(cat(), w, r);
+  EXPECT_EQ(o->batch, p.batch);
+  EXPECT_DOUBLE_EQ(o->per_token_ms, p.tpot_s * 1e3);
+  EXPECT_GT(p.tpot_s, without);
+  // Past one server: the measured card's plans slow as its kernels do.
+  advise::Scenario big;
+  big.workload = "llama3-8b";
+  big.work = 2e10;
+  big.gpus = {"h100-sxm"};
+  const auto fast = run(big);
+  big.calibration = cal;
+  const auto slow = run(big);
+  int past = 0;
+  for (const auto& x : slow.options)
+    for (const auto& y : fast.options)
+      if (x.count > 8 && x.count == y.count && x.plan == y.plan) {
+        EXPECT_LT(x.throughput, y.throughput) << x.plan;
+        ++past;
+      }
+  EXPECT_GT(past, 0);
+  // A measured card not among those considered corrects nothing, and says so.
+  s.gpus = {"a100-80gb-sxm"};
+  const auto other = run(s);
+  bool noted = false;
+  for (const auto& line : other.notes) noted = noted || line.find("correct no option: it is not among the cards considered") != std::string::npos;
+  EXPECT_TRUE(noted);
 }
 
 // Issue 34 mechanism 3 in advise: the release a team runs (--release, scenario `release`) prices each card as

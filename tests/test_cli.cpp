@@ -765,6 +765,24 @@ TEST(Cli, PredictWithCalibrationFromABenchRecord) {
   EXPECT_LT(j["calibration"]["classes"][0]["measured_over_predicted"].get<double>(), 0.85);
   const auto plain = nlohmann::json::parse(run_gpuvs("predict --workload resnet50 --gpu h200 --json").out);
   EXPECT_LT(j["throughput"]["value"].get<double>(), plain["throughput"]["value"].get<double>());
+  // advise takes the same record and prices the card it measured as predict does (evaluate hands its own run's in).
+  const auto adv = run_gpuvs_json("advise --workload resnet50 --gpu h200,h100-sxm --json --calibration " + rec.string());
+  int same = 0;
+  for (const auto& o : adv["options"])
+    if (o["gpu"] == "h200-sxm" && o["count"] == 1 && o["strategy"] == "single" && o["batch"] == j["batch"]) {
+      EXPECT_DOUBLE_EQ(o["throughput"].get<double>(), j["throughput"]["value"].get<double>());
+      ++same;
+    }
+  EXPECT_EQ(same, 1) << adv["options"].dump().substr(0, 400);
+  EXPECT_NE(adv["assumed"].dump().find("h200-sxm's options corrected by what was measured on it"), std::string::npos) << adv["assumed"];
+  const auto h100 = run_gpuvs_json("predict --workload resnet50 --gpu h100-sxm --json --calibration " + rec.string());
+  for (const auto& o : adv["options"])
+    if (o["gpu"] == "h100-sxm" && o["count"] == 1 && o["strategy"] == "single" && o["batch"] == h100["batch"]) {
+      EXPECT_DOUBLE_EQ(o["throughput"].get<double>(), h100["throughput"]["value"].get<double>());  // not the card it measured
+      ++same;
+    }
+  EXPECT_EQ(same, 2);
+  expect_usage_error(run_gpuvs("advise --workload resnet50 --calibration " + (dir / "missing.json").string()), "--calibration");
   // Bad records: one line, exit 2, naming the file.
   const auto empty = dir / "empty.json";
   gpuvs::test::write_text(empty, R"({"schema_version": 2, "results": []})");

@@ -44,6 +44,7 @@ perf::ServingRequest serving_request(const Scenario& s, const workload::Workload
   r.gpus = tp;
   r.mode = "infer";
   r.stack = s.stack ? &*s.stack : nullptr;
+  r.calibration = s.calibration ? &*s.calibration : nullptr;
   r.format = format;
   r.options = w.shape();  // gpt's shape keys: the decoder the scenario names
   r.options["tp"] = std::to_string(tp);
@@ -195,6 +196,7 @@ perf::PredictRequest training_request(const Scenario& s, const catalog::Gpu& gpu
   if (!s.framework.empty()) req.options["framework"] = s.framework;
   if (!s.release.empty()) req.options["release"] = s.release;
   req.stack = s.stack ? &*s.stack : nullptr;
+  req.calibration = s.calibration ? &*s.calibration : nullptr;
   return req;
 }
 
@@ -355,6 +357,7 @@ Option multinode_option(const catalog::Catalog& cat, const workload::Workload& w
   o.plan = best_plan;
   o.strategy = best_strategy;
   o.network = best->network;
+  o.network_note = best->network_note;
   price_training_run(o, *best, static_cast<double>(models::decoder_params(net.decoder)), s, a, gpu, count);
   return o;
 }
@@ -383,6 +386,7 @@ ServingBatch best_serving_batch(const catalog::Catalog& cat, const workload::Wor
   if (!s.framework.empty()) req.options["framework"] = s.framework;
   if (!s.release.empty()) req.options["release"] = s.release;
   req.stack = s.stack ? &*s.stack : nullptr;
+  req.calibration = s.calibration ? &*s.calibration : nullptr;
   if (s.seq_len > 0) req.options["seq_len"] = std::to_string(s.seq_len);
   if (s.gen_len > 0) req.options["gen_len"] = std::to_string(s.gen_len);
   std::string last_why;
@@ -719,7 +723,16 @@ std::vector<Option> options_for(const catalog::Catalog& cat, const workload::Wor
     Option o;
     o.gpu_id = gpu.id;
     o.gpu_name = gpu.name;
-    o.why_not.push_back(fmt::format("runs neither {} nor a 16-bit fallback", s.precision));
+    // predict's reason (the math the card lacks), and that the nearest precision with more bits is missing too.
+    const perf::Precision wanted = perf::parse_precision(s.precision);
+    std::string why = fmt::format("does not run {}", s.precision);
+    try {
+      (void)perf::plan_precision(wanted, gpu);
+    } catch (const InputError& e) {
+      why = e.what();
+    }
+    const bool has_nearest = wanted == perf::Precision::amp_bf16 || wanted == perf::Precision::amp_fp8 || wanted == perf::Precision::bf16;
+    o.why_not.push_back(has_nearest ? why + ", nor the 16-bit precision nearest it" : why);
     out.push_back(o);
     return out;
   };
@@ -933,6 +946,15 @@ Advice advise(const catalog::Catalog& cat, const workload::Workload& resolved, c
     for (const auto& g : cat.gpus()) gpus.push_back(&g);
   else
     for (const auto& id : s.gpus) gpus.push_back(&cat.find(id));
+  if (s.calibration) {
+    const bool considered = std::any_of(gpus.begin(), gpus.end(), [&](const catalog::Gpu* g) { return g->id == s.calibration->gpu_id; });
+    if (considered)
+      adv.assumed.push_back(fmt::format("{}'s options corrected by what was measured on it ({}), as predict --calibration corrects it",
+                                        s.calibration->gpu_id, strings::printable(s.calibration->source)));
+    else
+      adv.notes.push_back(fmt::format("the measurements of {} ({}) correct no option: it is not among the cards considered",
+                                      s.calibration->gpu_id, strings::printable(s.calibration->source)));
+  }
   std::vector<Option> all = all_options(cat, w, gpus, s, a);
   // The machine an evaluate run measured, ranked beside the catalog where it trained this workload.
   if (here && !serving && here->workload == s.workload && here->throughput > 0 && s.task == "train") {
@@ -965,14 +987,24 @@ Advice advise(const catalog::Catalog& cat, const workload::Workload& resolved, c
   }
   pick_best_per_gpu(all, s, adv);
   explain(s, a, adv);
-  // The fabric a plan past one server crosses, where the scenario names none: each card's DGX-class one, said.
+  // The fabric each card's plans past one server cross where the scenario names none, with predict's reason, once per
+  // reason (ranked, ruled out or listed alike: every plan priced on it).
   if (s.network.empty()) {
-    std::set<std::string> fabrics;
-    for (const auto& o : adv.ranked)
-      if (!o.network.empty()) fabrics.insert(perf::fabric_by_id(o.network).name);
-    if (!fabrics.empty())
-      adv.assumed.push_back(fmt::format("servers joined by {} (what a DGX-class system of the card has; --options network=ID names yours)",
-                                        strings::join(std::vector<std::string>(fabrics.begin(), fabrics.end()), "; ")));
+    std::map<std::string, std::vector<std::string>> cards_by_reason;
+    for (const auto& o : all) {
+      if (o.network_note.empty()) continue;
+      auto& cards = cards_by_reason[o.network_note];
+      if (std::find(cards.begin(), cards.end(), o.gpu_id) == cards.end()) cards.push_back(o.gpu_id);
+    }
+    for (const auto& [reason, cards] : cards_by_reason) {
+      std::string why = reason;
+      const std::string tail = " (network=ID to change)";
+      if (why.size() > tail.size() && why.compare(why.size() - tail.size(), tail.size(), tail) == 0) why.resize(why.size() - tail.size());
+      adv.assumed.push_back(fmt::format("past one server, {}: {} (--options network=ID names yours)", strings::join(cards, ", "), why));
+    }
+  } else if (a.get("max_gpus") <= a.get("max_gpus_per_server")) {
+    adv.notes.push_back(fmt::format("network {} is not crossed: no plan runs past one server (--gpus, max_gpus {})", s.network,
+                                    static_cast<int>(a.get("max_gpus"))));
   }
   // A plan past one server says why one server will not do: nothing of the card fits in one, or what fits misses
   // a requirement (the nearest miss inside a server, as the ruled-out list says it).

@@ -53,6 +53,9 @@ struct Scenario {
   /// A measured stack (--measured, --stack: perf/stack.hpp), applied to every option whose framework or engine and
   /// precision or format match it. Not a scenario-file key: it comes from the command line.
   std::optional<perf::StackRatios> stack;
+  /// A device's measured corrections (a gpuvs bench --save record: --calibration; evaluate's own run's), applied to the
+  /// options on the card it measured, as predict --calibration applies them. Not a scenario-file key.
+  std::optional<perf::Calibration> calibration;
 };
 
 /// Reads a scenario from TOML (the same keys as the fields above, plus an [assume] table). InputError
@@ -78,6 +81,7 @@ struct Option {
   std::string recompute = "none";
   std::string plan;               // past one server: tp x pp x dp, micro-batches, the link each dimension runs over
   std::string network;            // past one server: the fabric between the servers (data/networks.toml's id)
+  std::string network_note;       // ... and why that one, where the scenario named none (perf::default_fabric's reason)
   bool fits = false;
   double peak_gib = 0, capacity_gib = 0;  // per GPU (per MIG slice when serving on MIG)
   double throughput = 0;          // all cards together, in `unit`

@@ -89,7 +89,7 @@ Scenario read_scenario(const std::string& path, Assumptions& assumptions, const 
   static const std::vector<std::string> keys = {"name", "workload", "task", "finetune", "precision", "tokens", "samples",
                                                 "hours", "tenants", "sla_p99_ms", "requests_per_s", "budget_usd",
                                                 "purchase", "gpu", "gpus", "seq_len", "gen_len", "assume", "sla_ttft_ms",
-                                                "sla_tpot_ms", "engine", "options", "release"};
+                                                "sla_tpot_ms", "engine", "options", "release", "network"};
   for (const auto& [k, node] : t) {
     const std::string key(k.str());
     const auto at = where(path, node);

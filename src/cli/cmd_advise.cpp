@@ -13,6 +13,7 @@
 #include "advise/advice_json.hpp"
 #include "advise/advisor.hpp"
 #include "cli/assumption_options.hpp"
+#include "cli/calibration_file.hpp"
 #include "cli/request_options.hpp"
 #include "cli/commands.hpp"
 #include "cli/measured_input.hpp"
@@ -48,6 +49,7 @@ struct AdviseArgs {
   std::int64_t measured_run = 0;  // an evaluate run whose measured machine is ranked too
   std::vector<std::string> measured;  // --measured FILE|SPEC: your stack, calibrated
   std::string stack_file;             // --stack FILE (gpuvs calibrate --save)
+  std::string calibration;            // --calibration FILE (gpuvs bench --save), as predict takes it
   std::string db;
   std::vector<std::string> catalogs;
   Output out = Output::table;
@@ -153,6 +155,8 @@ int run_advise(const AdviseArgs& a) {
   std::vector<std::string> read_as;
   const std::optional<perf::StackCalibration> stack = measured_stack(cat, a.measured, a.stack_file, &read_as);
   if (stack) s.stack = stack->ratios;
+  // A card's benchmarks: its options corrected as predict --calibration corrects its prediction.
+  if (!a.calibration.empty()) s.calibration = load_calibration(a.calibration, cat);
   // Flags may have named another workload than the file's: advise resolves that one (validated_workload).
   advise::Advice adv = from_file ? advise::advise(cat, *from_file, s, assumptions, here ? &*here : nullptr)
                                  : advise::advise(cat, s, assumptions, here ? &*here : nullptr);
@@ -212,6 +216,7 @@ Runner add_advise_command(CLI::App& app) {
                   "Rank the machine an evaluate run measured too (gpuvs history lists runs): measured speed, no purchase")
       ->check(whole_in(1, std::numeric_limits<std::int64_t>::max()));
   sub->add_option("--db", a->db, "Results database for --measured-run (default $XDG_DATA_HOME/gpuvs/history.db)");
+  sub->add_option("--calibration", a->calibration, "A gpuvs bench --save record: correct the model for the GPU it measured (as predict does)");
   add_measured_options(sub, a->measured, a->stack_file);
   add_output_option(sub, a->out);
   return [a, params] {

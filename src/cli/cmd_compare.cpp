@@ -152,7 +152,14 @@ int run_compare_serving(const CompareArgs& a, const catalog::Catalog& cat, const
   for (const auto& e : entries)
     if (e.prediction && !any) any = &*e.prediction;
   const int tp = static_cast<int>(perf::option_int(r.options, "tp", 1, 1, 64));
-  fmt::print("{} {} ({} weights, {} engine{}), {} GPU(s) each{}\n", strings::escape_control(a.workload), a.mode, any ? any->format : r.format,
+  bool formats_differ = false;
+  for (const auto& e : entries) formats_differ = formats_differ || (e.prediction && any && e.prediction->format != any->format);
+  // The weights as every card served them, else by card: the default rule's, or the named ones where a card has them.
+  const std::string weights = !formats_differ ? fmt::format("{} weights", any ? any->format : r.format)
+                              : a.precision.empty()
+                                  ? fmt::format("weights by card: the default rule, {}, serves its 16-bit weights", perf::kDefaultPrecisionRule)
+                                  : fmt::format("{} weights, the nearest a card has where it lacks them", perf::serving_format_for(a.precision));
+  fmt::print("{} {} ({}, {} engine{}), {} GPU(s) each{}\n", strings::escape_control(a.workload), a.mode, weights,
              any ? any->engine : "-", any && any->mode != "prefill" ? fmt::format(", {} + {} tokens", any->prompt_len, any->gen_len) : "",
              a.gpus_each, a.gpus_each > 1 ? fmt::format(": {} replica(s) of tensor parallel {}", a.gpus_each / tp, tp) : "");
   std::vector<std::pair<std::string, std::vector<std::string>>> rows;
@@ -176,8 +183,6 @@ int run_compare_serving(const CompareArgs& a, const catalog::Catalog& cat, const
     row("first token", [](const perf::ServingPrediction& p, const perf::ServingCompareEntry&) { return units::format_seconds(p.ttft_s); });
     row("per token", [](const perf::ServingPrediction& p, const perf::ServingCompareEntry&) { return units::format_seconds(p.tpot_s); });
   }
-  bool formats_differ = false;
-  for (const auto& e : entries) formats_differ = formats_differ || (e.prediction && any && e.prediction->format != any->format);
   if (formats_differ) row("weights", [](const perf::ServingPrediction& p, const perf::ServingCompareEntry&) { return p.format; });
   row("weights/GPU", [](const perf::ServingPrediction& p, const perf::ServingCompareEntry&) { return fmt::format("{:.1f} GiB", p.weight_bytes / units::kGiB); });
   row("max in flight", [](const perf::ServingPrediction& p, const perf::ServingCompareEntry&) { return std::to_string(p.max_concurrency); });
@@ -219,8 +224,12 @@ bool precisions_differ(const perf::Comparison& c) {
 }
 
 std::string precision_said(const perf::Comparison& c) {
-  if (c.precision && precisions_differ(c))
-    return fmt::format("{} (the nearest a card has where it lacks it)", perf::precision_name(*c.precision));
+  bool fell_back = false;
+  for (const auto& e : c.entries) fell_back = fell_back || !e.precision_note.empty();
+  if (c.precision && fell_back && !precisions_differ(c))  // every card lacks it
+    return fmt::format("{} (the nearest to {} these cards run)", perf::precision_name(c.entries.front().single.plan.precision),
+                       perf::precision_name(*c.precision));
+  if (c.precision && fell_back) return fmt::format("{} (the nearest a card has where it lacks it)", perf::precision_name(*c.precision));
   if (c.precision) return std::string(perf::precision_name(*c.precision));
   return precisions_differ(c) ? perf::kDefaultPrecisionRule : std::string(perf::precision_name(c.entries.front().single.plan.precision));
 }

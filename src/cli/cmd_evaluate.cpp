@@ -160,7 +160,14 @@ json use_measured_fabric(const json& cluster, const models::NetworkInfo& net, ad
   if (!m) return {{"note", "one node: no inter-node link to measure; multi-node predictions keep the catalog's network figures"}};
   perf::register_fabric({m->id, m->name, m->source, m->gbs_per_gpu, m->latency_s, 0});
   const bool plans_past_one_server = scenario.task == "train" || (scenario.task == "finetune" && scenario.finetune == "full");
-  if (net.family == models::Family::decoder && plans_past_one_server && scenario.network.empty()) scenario.network = m->id;
+  std::string not_applied;  // why no plan here crosses it, or ""
+  if (!scenario.network.empty())
+    not_applied = fmt::format("the scenario names network {}", scenario.network);
+  else if (net.family != models::Family::decoder || !plans_past_one_server)
+    not_applied = fmt::format("no plan for {} {} runs past one server (a decoder's training plans do)", scenario.task, scenario.workload);
+  if (!not_applied.empty())
+    return {{"note", fmt::format("{}; not applied: {}", m->name, not_applied)}};
+  scenario.network = m->id;
   return {{"id", m->id}, {"name", m->name}, {"gbs_per_gpu", m->gbs_per_gpu}, {"latency_us", m->latency_s * 1e6}, {"source", m->source}};
 }
 
@@ -241,9 +248,9 @@ void price_entry(json& e, const catalog::Gpu& g, double throughput, const perf::
 /// The request one card serves the scenario's decoder with, as the advice prices one replica (advise::serving_request),
 /// with this run's calibration; nullopt where the card runs neither the precision nor its fallback.
 std::optional<perf::ServingRequest> card_request(const advise::Scenario& scenario, const workload::Workload& w, const catalog::Gpu& g,
-                                                 const perf::Calibration* cal) {
-  std::string instead;  // a card without the precision serves the nearest it has, as the advice prices it
-  const auto format = perf::serving_format_on(g, scenario.precision, &instead);
+                                                 const perf::Calibration* cal, std::string* instead = nullptr) {
+  // A card without the precision serves the nearest it has, as the advice prices it (`instead` says so).
+  const auto format = perf::serving_format_on(g, scenario.precision, instead);
   if (!format) return std::nullopt;
   perf::ServingRequest req = advise::serving_request(scenario, w, g.id, *format);
   req.calibration = cal;
@@ -258,7 +265,8 @@ json predict_catalog_serving(const catalog::Catalog& cat, const workload::Worklo
                              const perf::Calibration* cal, const perf::GpuHourPrices& hour_prices, const std::string& local_gpu) {
   json predictions = json::array();
   for (const auto& g : cat.gpus()) {
-    const auto req = card_request(scenario, w, g, cal);
+    std::string instead;
+    const auto req = card_request(scenario, w, g, cal, &instead);
     if (!req) continue;
     std::optional<perf::ServingPrediction> p;
     try {
@@ -271,6 +279,7 @@ json predict_catalog_serving(const catalog::Catalog& cat, const workload::Worklo
               {"in_flight", p->batch}, {"engine", p->engine}, {"prompt_len", p->prompt_len}, {"gen_len", p->gen_len},
               {"peak_gib", (p->weight_bytes + p->kv_bytes + p->runtime_bytes) / 1073741824.0}, {"capacity_gib", p->capacity_bytes / 1073741824.0},
               {"fits", p->fits}, {"calibrated", cal && cal->gpu_id == g.id}, {"local", g.id == local_gpu}, {"framework", p->engine}};
+    if (!instead.empty() && p->quantized_from.empty()) e["precision_note"] = instead;
     if (req->stack) {  // your measurement applied where its engine and format match, and this card without it
       perf::ServingRequest plain = *req;
       plain.stack = nullptr;
@@ -315,6 +324,7 @@ json predict_catalog(const catalog::Catalog& cat, const workload::Workload& w, c
               {"band_low", p->band_low}, {"band_high", p->band_high}, {"step_time_s", p->step_s}, {"batch", p->batch},
               {"peak_gib", p->memory.peak_bytes / 1073741824.0}, {"capacity_gib", p->memory.capacity_bytes / 1073741824.0},
               {"fits", p->memory.fits}, {"calibrated", p->calibrated}, {"local", g.id == local_gpu}, {"framework", p->framework}};
+    if (!instead.empty()) e["precision_note"] = instead;
     if (stack) {  // your measurement applied where its software and format match, and this card without it
       perf::PredictRequest plain = req;
       plain.stack = nullptr;
@@ -697,6 +707,7 @@ int run_evaluate(EvaluateArgs a) {
   }
 
   steps.begin("advising");
+  scenario.calibration = cal;  // the advice prices this run's card as the table beside it does
   const advise::Advice advice = advise::advise(cat, scenario_workload, scenario, assumptions, trains_workload ? &here : nullptr);
   record.advice = advise::advice_json(advice);
 
@@ -705,6 +716,8 @@ int run_evaluate(EvaluateArgs a) {
   record.precision = a.precision.empty() ? perf::kDefaultPrecisionRule : a.precision;
   record.measured_here_note = trains_workload ? "" : m.measured_instead + " No measured bar beside the predictions.";
   const json* first = record.predictions.empty() ? nullptr : &record.predictions[0];
+  bool fell_back = false;  // a card priced at the nearest precision it runs (its entry's precision_note)
+  for (const auto& e : record.predictions) fell_back = fell_back || e.contains("precision_note");
   record.prediction_note =
       task.serving && first
           ? fmt::format("{} served, requests of {} + {} tokens, as many in flight as each card holds, {} weights, priced with the {} engine "
@@ -713,8 +726,9 @@ int run_evaluate(EvaluateArgs a) {
                         perf::serving_format_for(scenario.precision) + " (or the nearest a card runs)", (*first)["engine"].get<std::string>(), no_curves)
       : task.serving ? fmt::format("{} served: no catalog GPU serves its {} weights on one GPU{}", a.workload,
                                    perf::serving_format_for(scenario.precision), no_curves)
-          : fmt::format("{} {}, default batch per GPU, {}, priced with the {} framework profile; band = the model's validation error spread{}",
-                        a.workload, task.words, record.precision, first ? first->value("framework", "pytorch") : "pytorch", no_curves);
+          : fmt::format("{} {}, default batch per GPU, {}{}, priced with the {} framework profile; band = the model's validation error spread{}",
+                        a.workload, task.words, record.precision, fell_back ? " (or the nearest a card runs)" : "",
+                        first ? first->value("framework", "pytorch") : "pytorch", no_curves);
   record.roofline = roofline(m.results, m.tr, m.measured_name, m.cpu);
   record.summary =
       summary_lines(m, record.cluster, record.network, record.predictions, a.workload, trains_workload ? &here : nullptr, verdict, cal, advice, stack);
