@@ -624,11 +624,25 @@ TEST(Cli, APrecisionACardLacksIsPricedAtTheNearestItRunsByEveryCommand) {
   EXPECT_DOUBLE_EQ(cs["gpus"][1]["throughput"]["value"].get<double>(), s["throughput"]["value"].get<double>());
   const auto as = run_gpuvs_json("advise --task infer --workload llama3-8b --gpu a100-80gb-sxm --precision fp8 --json");
   ASSERT_FALSE(as["ranked"].empty());
-  EXPECT_NE(as["ranked"][0]["reason"].get<std::string>().find("fp16 weights"), std::string::npos) << as["ranked"][0]["reason"];
+  EXPECT_NE(as["ranked"][0]["reason"].get<std::string>().find(", the nearest to fp8 weights that a100-80gb-sxm runs, $"), std::string::npos)
+      << as["ranked"][0]["reason"];
+  EXPECT_NE(as["ranked"][0]["reason"].get<std::string>().find("(vllm engine, fp16 weights, "), std::string::npos)
+      << as["ranked"][0]["reason"];
   const auto table = run_gpuvs("compare h100-sxm a100-80gb-sxm --workload llama3-8b --mode infer --precision fp8");
   ASSERT_EQ(table.exit_code, 0) << table.err;
   EXPECT_NE(table.out.find("a100-80gb-sxm: fp16 weights (the nearest to fp8 weights that a100-80gb-sxm runs)"), std::string::npos) << table.out;
   EXPECT_EQ(table.out.find("cannot serve it"), std::string::npos) << table.out;
+  // The headers say the weights as every card served them: the nearest where all lack them, by card where they differ.
+  const auto all_lack = run_gpuvs("compare t4 v100-sxm2-32gb --workload mpt-1b --mode infer --precision bf16");
+  ASSERT_EQ(all_lack.exit_code, 0) << all_lack.err;
+  EXPECT_NE(all_lack.out.find("(fp16 weights, the nearest to bf16 these cards run,"), std::string::npos) << all_lack.out;
+  const auto by_card = run_gpuvs("compare t4 l4 --workload mpt-1b --mode infer");
+  EXPECT_NE(by_card.out.find("(weights by card, the default rule's 16-bit ones (bf16, fp16 on a card without BF16),"), std::string::npos)
+      << by_card.out;
+  // advise rules out a card with no such fallback, naming the math it lacks.
+  const auto tf32 = run_gpuvs_json("advise --workload bert-large --gpu v100-sxm2-32gb --precision tf32 --json");
+  ASSERT_EQ(tf32["ruled_out"].size(), 1u);
+  EXPECT_NE(tf32["ruled_out"][0]["reason"].get<std::string>().find("has no TF32 tensor math"), std::string::npos) << tf32["ruled_out"][0];
   // No --precision on a card without BF16: the default rule's fp16 weights, not a refusal.
   const auto t4 = run_gpuvs_json("predict --workload mpt-1b --gpu t4 --mode infer --json");
   EXPECT_EQ(t4["format"], "fp16");
@@ -1578,6 +1592,9 @@ TEST(Cli, AdviseAndEvaluateTakePredictsRequestOptions) {
     const std::string file = (sdir / "cluster.toml").string();
     gpuvs::test::write_text(file, "workload = \"llama2-70b\"\ntokens = 1e12\nnetwork = \"eth-100\"\ngpu = [\"h100-sxm\"]\npurchase = \"rent\"\n");
     EXPECT_EQ(run_gpuvs_json("advise --scenario " + file + " --json")["ranked"], named["ranked"]);
+    // A network that no plan crosses (at most 12 GPUs: nothing reaches two servers) is said to be idle.
+    const auto idle = run_gpuvs_json("advise --workload llama3-8b --gpu h100-sxm --gpus 12 --options network=eth-100 --json");
+    EXPECT_NE(idle["notes"].dump().find("network eth-100 is not crossed"), std::string::npos) << idle["notes"];
     const auto typical = run_gpuvs_json(big);
     EXPECT_EQ(typical["scenario"]["network"], nullptr);
     EXPECT_EQ(typical["ranked"][0]["network"], "ib-ndr-8x400");

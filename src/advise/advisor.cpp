@@ -886,6 +886,10 @@ void explain(const Scenario& s, const Assumptions& a, Advice& adv) {
                        : !o.plan.empty() ? fmt::format("{} x {} in a {}", o.count, o.gpu_id, o.plan)
                                : fmt::format("{} on {} x {}, batch {}{}", o.strategy, o.count, o.gpu_id, o.batch,
                                              o.recompute != "none" ? ", recompute " + o.recompute : "");
+    // A card that lacks the precision asked runs the nearest it has: said where the option is (its precision's note).
+    if (const auto at = o.precision.find(" (the nearest to "); o.gpu_id != kThisMachine && at != std::string::npos)
+      what += o.strategy == "serve-llm" ? ", " + o.precision.substr(at + 2, o.precision.size() - at - 3)  // its weights said above
+                                        : ", in " + o.precision;
     if (!serving && s.work > 0) what += fmt::format(", {:.1f} h", o.total_hours);
     if (o.cost_usd) what += fmt::format(", {} {} ({})", money(*o.cost_usd), adv.cost_what, o.cost_basis);
     if (o.usd_per_million_tokens) what += fmt::format(", {} per million output tokens", money(*o.usd_per_million_tokens));
@@ -1002,7 +1006,7 @@ Advice advise(const catalog::Catalog& cat, const workload::Workload& resolved, c
       if (why.size() > tail.size() && why.compare(why.size() - tail.size(), tail.size(), tail) == 0) why.resize(why.size() - tail.size());
       adv.assumed.push_back(fmt::format("past one server, {}: {} (--options network=ID names yours)", strings::join(cards, ", "), why));
     }
-  } else if (a.get("max_gpus") <= a.get("max_gpus_per_server")) {
+  } else if (std::none_of(all.begin(), all.end(), [&](const Option& o) { return o.count > static_cast<int>(a.get("max_gpus_per_server")); })) {
     adv.notes.push_back(fmt::format("network {} is not crossed: no plan runs past one server (--gpus, max_gpus {})", s.network,
                                     static_cast<int>(a.get("max_gpus"))));
   }

@@ -46,7 +46,7 @@ struct Scenario {
   // kernels is priced at what it reaches there. Empty: the profile's own release.
   std::string release;
   // The fabric between servers in a plan past one (data/networks.toml's id, as predict's --options network=): evaluate
-  // sets the one it measured across an MPI job's nodes. Empty: the one a DGX-class system of each card has, said.
+  // sets the one it measured across an MPI job's nodes. Empty: the one a cluster of each card usually has (perf::default_fabric), said.
   std::string network;
   /// The workload's own shape options: the gpt workload's layers/hidden/heads..., an ONNX file's symbolic dims.
   std::map<std::string, std::string> workload_options;

@@ -155,10 +155,14 @@ int run_compare_serving(const CompareArgs& a, const catalog::Catalog& cat, const
   bool formats_differ = false;
   for (const auto& e : entries) formats_differ = formats_differ || (e.prediction && any && e.prediction->format != any->format);
   // The weights as every card served them, else by card: the default rule's, or the named ones where a card has them.
-  const std::string weights = !formats_differ ? fmt::format("{} weights", any ? any->format : r.format)
-                              : a.precision.empty()
-                                  ? fmt::format("weights by card: the default rule, {}, serves its 16-bit weights", perf::kDefaultPrecisionRule)
-                                  : fmt::format("{} weights, the nearest a card has where it lacks them", perf::serving_format_for(a.precision));
+  bool fell_back = false;
+  for (const auto& e : entries) fell_back = fell_back || (e.prediction && !e.format_note.empty());
+  const std::string named = perf::serving_format_for(a.precision);
+  const std::string weights =
+      formats_differ && a.precision.empty() ? "weights by card, the default rule's 16-bit ones (bf16, fp16 on a card without BF16)"
+      : formats_differ                      ? fmt::format("{} weights, the nearest a card has where it lacks them", named)
+      : fell_back && any                    ? fmt::format("{} weights, the nearest to {} these cards run", any->format, named)
+                                            : fmt::format("{} weights", any ? any->format : r.format);
   fmt::print("{} {} ({}, {} engine{}), {} GPU(s) each{}\n", strings::escape_control(a.workload), a.mode, weights,
              any ? any->engine : "-", any && any->mode != "prefill" ? fmt::format(", {} + {} tokens", any->prompt_len, any->gen_len) : "",
              a.gpus_each, a.gpus_each > 1 ? fmt::format(": {} replica(s) of tensor parallel {}", a.gpus_each / tp, tp) : "");

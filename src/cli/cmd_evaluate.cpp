@@ -155,16 +155,20 @@ json roofline(const std::vector<bench::Measurement>& results, const engine::Trai
 
 /// Under MPI, the cluster's measured network replaces the catalog's for a decoder's training plans past one server
 /// (the scenario's, unless it names one); its record, or why there is none.
-json use_measured_fabric(const json& cluster, const models::NetworkInfo& net, advise::Scenario& scenario) {
+json use_measured_fabric(const json& cluster, const models::NetworkInfo& net, advise::Scenario& scenario, const advise::Assumptions& a) {
   const auto m = bench::measured_network(cluster);
   if (!m) return {{"note", "one node: no inter-node link to measure; multi-node predictions keep the catalog's network figures"}};
   perf::register_fabric({m->id, m->name, m->source, m->gbs_per_gpu, m->latency_s, 0});
-  const bool plans_past_one_server = scenario.task == "train" || (scenario.task == "finetune" && scenario.finetune == "full");
+  // The advisor's rule: a decoder's training (full fine-tuning too) plans from two servers up to max_gpus.
+  const bool trains = scenario.task == "train" || (scenario.task == "finetune" && scenario.finetune == "full");
+  const std::string what = scenario.task == "finetune" ? scenario.finetune + " fine-tuning" : scenario.task;
   std::string not_applied;  // why no plan here crosses it, or ""
   if (!scenario.network.empty())
     not_applied = fmt::format("the scenario names network {}", scenario.network);
-  else if (net.family != models::Family::decoder || !plans_past_one_server)
-    not_applied = fmt::format("no plan for {} {} runs past one server (a decoder's training plans do)", scenario.task, scenario.workload);
+  else if (net.family != models::Family::decoder || !trains)
+    not_applied = fmt::format("no plan for {} {} runs past one server (a decoder's full training plans do)", what, scenario.workload);
+  else if (a.get("max_gpus") < 2 * a.get("max_gpus_per_server"))
+    not_applied = fmt::format("no plan runs past one server (max_gpus {})", static_cast<int>(a.get("max_gpus")));
   if (!not_applied.empty())
     return {{"note", fmt::format("{}; not applied: {}", m->name, not_applied)}};
   scenario.network = m->id;
@@ -671,7 +675,7 @@ int run_evaluate(EvaluateArgs a) {
   engine::ParamStore params;
   m.tr = engine::train(spec, data, cfg, obs, params);
   if (!lead) return 0;  // the other ranks' part is done
-  if (world.size > 1) record.network = use_measured_fabric(record.cluster, net, scenario);
+  if (world.size > 1) record.network = use_measured_fabric(record.cluster, net, scenario, assumptions);
   record.training = training_record(m.tr, m.measured_name, m.batch);
 
   steps.begin("calibrating the model");
