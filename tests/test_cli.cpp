@@ -779,6 +779,11 @@ TEST(Cli, PredictWithCalibrationFromABenchRecord) {
   EXPECT_LT(j["calibration"]["classes"][0]["measured_over_predicted"].get<double>(), 0.85);
   const auto plain = nlohmann::json::parse(run_gpuvs("predict --workload resnet50 --gpu h200 --json").out);
   EXPECT_LT(j["throughput"]["value"].get<double>(), plain["throughput"]["value"].get<double>());
+  // Serving says it too (it was applied without a word).
+  const auto served = run_gpuvs_json("predict --workload llama3-8b --gpu h200 --mode infer --json --calibration " + rec.string());
+  EXPECT_TRUE(served["calibration"]["applied"].get<bool>());
+  EXPECT_NE(run_gpuvs("predict --workload llama3-8b --gpu h200 --mode infer --calibration " + rec.string()).out.find("calibration  from"),
+            std::string::npos);
   // advise takes the same record and prices the card it measured as predict does (evaluate hands its own run's in).
   const auto adv = run_gpuvs_json("advise --workload resnet50 --gpu h200,h100-sxm --json --calibration " + rec.string());
   int same = 0;

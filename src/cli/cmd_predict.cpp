@@ -147,6 +147,11 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat, const workloa
                          {"per_output_token_s", q.tpot_s}, {"request_p99_s", q.request_p99_s}});
       j["load_curve"] = curve;
     }
+    if (cal) {  // as the training output says it: applied only on the card it measured
+      const bool applied = cal->gpu_id == p.gpu_id;
+      j["calibration"] = {{"source", cal->source}, {"measured_on", cal->gpu_id}, {"applied", applied},
+                          {"classes", calibration_classes_json(*cal, applied)}};
+    }
     print_structured(j, a.out);  // csv, md: one row
     return 0;
   }
@@ -163,6 +168,9 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat, const workloa
   fmt::print("  throughput   {} {} per system (likely {} to {})\n", units::format_si(p.throughput), p.unit, units::format_si(p.band_low),
              units::format_si(p.band_high));
   fmt::print("  engine       {} profile: {}\n", p.engine, p.engine_name);
+  if (cal)
+    fmt::print("  calibration  from {} (measured on {}): {}\n", cal->source, cal->gpu_id,
+               cal->gpu_id == p.gpu_id ? "applied" : "not applied (measured on another device)");
   if (p.layer_split > 1) {
     const int fewest = p.layers / p.layer_split, most = (p.layers + p.layer_split - 1) / p.layer_split;
     fmt::print("  layout       one model split by layers over {} GPUs (-sm layer), {} blocks each: each token passes every card in turn\n",
