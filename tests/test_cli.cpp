@@ -1890,6 +1890,84 @@ TEST(Cli, ACalibrationSavedAsAFileAppliesLikeTheMeasurementItCameFrom) {
   EXPECT_NE(run_gpuvs("predict --gpu a100-80gb-sxm --stack " + file + " --measured " + spec).exit_code, 0);  // one or the other
 }
 
+// A stack is solved against the model the command prices with: with --calibration, the card it measured is corrected
+// once (its figure reproduces the measurement), by predict, compare and advise alike; a stored stack says which record
+// it was solved with and is refused with another, or without it.
+TEST(Cli, AStackIsSolvedWithTheCalibrationTheCommandApplies) {
+  TempDir dir;
+  const auto bench_record = [&](const std::string& name, double tflops, double gbs) {
+    const auto path = dir / name;
+    gpuvs::test::write_text(path, fmt::format(R"J({{"schema_version": 2, "quick": false, "results": [
+      {{"key": "cuda.gemm.fp16", "unit": "TFLOP/s", "status": "ok", "median": {}, "device": "cuda:0 NVIDIA GeForce RTX 3090 (rtx-3090)"}},
+      {{"key": "cuda.mem.copy", "unit": "GB/s", "status": "ok", "median": {}, "device": "cuda:0 NVIDIA GeForce RTX 3090 (rtx-3090)"}}]}})J",
+                                              tflops, gbs));
+    return path.string();
+  };
+  const std::string rec = bench_record("bench.json", 45, 700), other = bench_record("other.json", 50, 800);
+  const std::string spec = "'gpu=rtx-3090;workload=resnet50;mode=train;precision=amp-fp16;batch=128;value=700 images/s'";
+  const std::string req = " --workload resnet50 --precision amp-fp16 --batch 128 --json";
+  const auto on = [&](const std::string& gpu, const std::string& flags) {
+    const auto r = run_gpuvs("predict --gpu " + gpu + req + flags);
+    EXPECT_EQ(r.exit_code, 0) << flags << "\n" << r.err;
+    return r.exit_code == 0 ? nlohmann::json::parse(r.out)["throughput"]["value"].get<double>() : 0.0;
+  };
+  // The measured card reproduces its measurement with the calibration applied, as it does without one.
+  const double mine = on("rtx-3090", " --measured " + spec + " --calibration " + rec);
+  EXPECT_NEAR(mine, 700, 0.7);
+  EXPECT_NEAR(on("rtx-3090", " --measured " + spec), 700, 0.7);
+  const double a100 = on("a100-80gb-sxm", " --measured " + spec + " --calibration " + rec);
+  EXPECT_NE(a100, on("a100-80gb-sxm", " --measured " + spec)) << "the stack solved under the calibration carries other ratios";
+  // compare and advise give the same figures for the same request.
+  const auto c = run_gpuvs_json("compare rtx-3090 a100-80gb-sxm --batch 128 --json --measured " + spec + " --calibration " + rec);
+  EXPECT_NEAR(c["gpus"][0]["throughput"]["value"].get<double>(), mine, 1e-9 * mine);
+  EXPECT_NEAR(c["gpus"][1]["throughput"]["value"].get<double>(), a100, 1e-9 * a100);
+  EXPECT_NE(c["assumed"].dump().find("rtx-3090's figures corrected by what was measured on it"), std::string::npos) << c["assumed"];
+  EXPECT_EQ(c["measured"]["solved_with"]["measured_on"], "rtx-3090");
+  const auto adv = run_gpuvs_json("advise --workload resnet50 --precision amp-fp16 --samples 1e9 --gpu rtx-3090 --gpus 1 --json --measured " +
+                                  spec + " --calibration " + rec);
+  int same = 0;
+  for (const auto& o : adv["options"])
+    if (o["gpu"] == "rtx-3090" && o["count"] == 1) {  // at the batch advise chose, predict's figure for it
+      const auto at = run_gpuvs_json("predict --gpu rtx-3090 --workload resnet50 --precision amp-fp16 --json --batch " +
+                                     std::to_string(o["batch"].get<int>()) + " --measured " + spec + " --calibration " + rec);
+      EXPECT_NEAR(o["throughput"].get<double>(), at["throughput"]["value"].get<double>(), 1e-9 * mine);
+      ++same;
+    }
+  EXPECT_EQ(same, 1) << adv["options"].dump().substr(0, 400);
+  // A stored stack says the record it was solved with, and applies with that record only.
+  const std::string solved = (dir / "solved.toml").string(), bare = (dir / "bare.toml").string();
+  const auto saved = run_gpuvs("calibrate " + spec + " --calibration " + rec + " --save " + solved);
+  ASSERT_EQ(saved.exit_code, 0) << saved.err;
+  EXPECT_NE(saved.out.find("solved with rtx-3090's calibration from " + rec), std::string::npos) << saved.out;
+  ASSERT_EQ(run_gpuvs("calibrate " + spec + " --save " + bare).exit_code, 0);
+  EXPECT_NEAR(on("rtx-3090", " --stack " + solved + " --calibration " + rec), mine, 1e-5 * mine);
+  EXPECT_NEAR(on("a100-80gb-sxm", " --stack " + solved + " --calibration " + rec), a100, 1e-5 * a100);
+  const auto h200 = dir / "h200.json";
+  gpuvs::test::write_text(h200, R"J({"schema_version": 2, "quick": false, "results": [
+    {"key": "cuda.mem.copy", "unit": "GB/s", "status": "ok", "median": 4200.0, "device": "cuda:0 NVIDIA H200 (h200-sxm)"}]})J");
+  EXPECT_EQ(run_gpuvs("predict --gpu rtx-3090" + req + " --stack " + bare + " --calibration " + h200.string()).exit_code, 0)
+      << "a calibration of a card no figure ran on changes nothing the stack solved";
+  for (const auto& [args, expect] : std::vector<std::pair<std::string, std::string>>{
+           {"predict --gpu rtx-3090" + req + " --stack " + bare + " --calibration " + rec, "would correct rtx-3090 twice"},
+           {"predict --gpu a100-80gb-sxm" + req + " --stack " + solved, "name that record with --calibration"},
+           {"predict --gpu rtx-3090" + req + " --stack " + solved + " --calibration " + h200.string(), "name that record with --calibration"},
+           {"compare rtx-3090 a100-80gb-sxm --stack " + solved + " --calibration " + other, "corrects it differently"},
+           {"advise --workload resnet50 --gpu rtx-3090 --json --stack " + bare + " --calibration " + rec, "would correct rtx-3090 twice"},
+           {"evaluate --no-report --db " + (dir / "h.db").string() + " --stack " + solved, "evaluate corrects only the card it runs on"}}) {
+    const auto bad = run_gpuvs(args);
+    EXPECT_EQ(bad.exit_code, 2) << args << "\n" << bad.err;
+    EXPECT_NE(bad.err.find(expect), std::string::npos) << args << "\n" << bad.err;
+    EXPECT_EQ(count_lines(bad.err), 1) << bad.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "h.db")) << "a refused run creates no database";
+  // A served decoder's stack the same way: the decode figure is reproduced on the calibrated card.
+  const std::string decode = "'gpu=rtx-3090;workload=llama3-8b;mode=decode;precision=q4_k_m;value=100 tokens/s'";
+  const auto served = run_gpuvs_json("predict --gpu rtx-3090 --workload llama3-8b --mode decode --precision q4_k_m --json --measured " + decode +
+                                     " --calibration " + rec);
+  EXPECT_NEAR(served["throughput"]["value"].get<double>(), 100, 0.1) << served.dump().substr(0, 600);
+  EXPECT_EQ(served["measured"]["solved_with"]["source"], rec);
+}
+
 // advise --measured: every option that runs the measured stack moves by it, and a card's figure there is the figure
 // compare gives for the same request (one question, one answer).
 TEST(Cli, AdviseRanksWithTheMeasuredStackAndAgreesWithCompare) {

@@ -922,6 +922,64 @@ TEST(StackFile, ACalibrationReadsBackAsWrittenAndRefusesWhatItCannotBe) {
   EXPECT_GT(test::fuzz_parser(text, "[]\"=,.#\n -0123456789abcdefgiklmnoprstuxy_", 800, 41, [](const std::string& t, const std::string& w) { parse_stack(t, w); }), 0);
 }
 
+// A figure's card priced with a calibration is solved with it (its figure reproduced with the calibration applied), the
+// stack records the record and its file keeps it; check_stack_calibration accepts the same record only.
+TEST(StackFile, AStackSolvedWithACalibrationKeepsItAndAppliesWithItOnly) {
+  Calibration cal;
+  cal.gpu_id = "rtx-3090";
+  cal.source = "bench.json";
+  cal.gemm_ratio[Precision::amp_fp16] = 0.7;
+  cal.memory_ratio = 0.85;
+  StackMeasurement decode = measured_run("rtx-3090", "decode", 110, "prompt_len=1;gen_len=128");
+  decode.request.calibration = &cal;
+  const StackCalibration s = calibrate_stack(cat(), {decode});
+  ASSERT_TRUE(s.solved_with.has_value());
+  EXPECT_EQ(s.solved_with->gpu_id, "rtx-3090");
+  ServingRequest q = decode.request;
+  q.stack = &s.ratios;
+  EXPECT_NEAR(predict_serving(cat(), q).throughput, 110, 0.11) << "reproduced with the calibration applied";
+  const StackCalibration plain = calibrate_stack(cat(), {measured_run("rtx-3090", "decode", 110, "prompt_len=1;gen_len=128")});
+  EXPECT_FALSE(plain.solved_with.has_value());
+  EXPECT_NE(plain.ratios.memory, s.ratios.memory);
+  // A calibration of a card no figure ran on is not the stack's.
+  Calibration h200 = cal;
+  h200.gpu_id = "h200-sxm";
+  StackMeasurement elsewhere = measured_run("rtx-3090", "decode", 110, "prompt_len=1;gen_len=128");
+  elsewhere.request.calibration = &h200;
+  EXPECT_FALSE(calibrate_stack(cat(), {elsewhere}).solved_with.has_value());
+  // The file keeps the record's corrections to the bit; the check takes that record and refuses the others.
+  const StackCalibration back = parse_stack(stack_toml(s), "s.toml");
+  ASSERT_TRUE(back.solved_with.has_value());
+  EXPECT_EQ(back.solved_with->source, "bench.json");
+  EXPECT_EQ(back.solved_with->gemm_ratio.at(Precision::amp_fp16), 0.7);
+  EXPECT_EQ(back.solved_with->memory_ratio, 0.85);
+  EXPECT_NO_THROW(check_stack_calibration(back, &cal, "s.toml"));
+  EXPECT_NO_THROW(check_stack_calibration(plain, nullptr, "s.toml"));
+  EXPECT_NO_THROW(check_stack_calibration(plain, &h200, "s.toml"));
+  Calibration other = cal;
+  other.memory_ratio = 0.9;
+  test::expect_refused({{"with", "s.toml: this stack was solved with rtx-3090 corrected by the calibration from bench.json, and the calibration"},
+                        {"without", "s.toml: this stack was solved with rtx-3090 corrected by the calibration from bench.json; name that record"},
+                        {"twice", "s.toml: this stack was solved without a calibration of rtx-3090"}},
+                       [&](const std::string& which) {
+                         if (which == "with") check_stack_calibration(back, &other, "s.toml");
+                         if (which == "without") check_stack_calibration(back, nullptr, "s.toml");
+                         if (which == "twice") check_stack_calibration(plain, &cal, "s.toml");
+                       });
+  const std::string head = "schema = 1\nengine = \"vllm\"\nformat = \"bf16\"\nmatrix_ratio = 0.9\nmemory_ratio = 1\nfixed_cost_ratio = 1\n";
+  test::expect_refused({{head + "[calibration]\nsource = \"b\"\ngemm_ratio = {}\n", "missing key 'measured_on'"},
+                        {head + "[calibration]\nmeasured_on = \"x\"\nsource = \"b\"\n", "'gemm_ratio' must be a table"},
+                        {head + "[calibration]\nmeasured_on = \"x\"\nsource = \"b\"\ngemm_ratio = { fp99 = 1 }\n", "gemm_ratio names 'fp99'"},
+                        {head + "[calibration]\nmeasured_on = \"x\"\nsource = \"b\"\ngemm_ratio = { fp16 = -1 }\n", "'fp16' must be a number"},
+                        {head + "[calibration]\nmeasured_on = \"x\"\nsource = \"b\"\nmemory_ratio = nan\ngemm_ratio = {}\n", "'memory_ratio'"},
+                        {head + "[calibration]\nmeasured_on = \"x\"\nsource = \"b\"\nspeed = 1\ngemm_ratio = {}\n", "unknown key 'speed'"},
+                        {head + "calibration = 3\n", "'calibration' must be a table"}},
+                       [](const std::string& t) { parse_stack(t, "s.toml"); });
+  EXPECT_GT(test::fuzz_parser(stack_toml(s), "[]\"=,.{}#\n -0123456789abcdefgiklmnoprstuxy_", 800, 43,
+                              [](const std::string& t, const std::string& w) { parse_stack(t, w); }),
+            0);
+}
+
 // A whole-requests figure (a TensorRT-LLM max-throughput run, as its 0.15 perf-overview publishes it: Llama 3.1 8B BF16,
 // 128 + 128 tokens) fixes the class it is most sensitive to; the H100 reproduces it, and carried to the A100 the
 // prediction moves towards what the same release published there (6,552.62 output tokens/s).

@@ -151,12 +151,14 @@ int run_advise(const AdviseArgs& a) {
   if (!a.gpus.empty()) assumptions.set("max_gpus", gpu_count(a.gpus), cat);  // over --assume max_gpus: the flag is the narrower
   std::optional<advise::MeasuredMachine> here;
   if (a.measured_run != 0) here = measured_machine(a);
-  // Your stack, measured: every option whose framework or engine and precision or format match moves by it.
-  std::vector<std::string> read_as;
-  const std::optional<perf::StackCalibration> stack = measured_stack(cat, a.measured, a.stack_file, &read_as);
-  if (stack) s.stack = stack->ratios;
   // A card's benchmarks: its options corrected as predict --calibration corrects its prediction.
   if (!a.calibration.empty()) s.calibration = load_calibration(a.calibration, cat);
+  // Your stack, measured (solved with that calibration, so its card is corrected once): every option whose framework or
+  // engine and precision or format match moves by it.
+  std::vector<std::string> read_as;
+  const std::optional<perf::StackCalibration> stack =
+      measured_stack(cat, a.measured, a.stack_file, s.calibration ? &*s.calibration : nullptr, &read_as);
+  if (stack) s.stack = stack->ratios;
   // Flags may have named another workload than the file's: advise resolves that one (validated_workload).
   advise::Advice adv = from_file ? advise::advise(cat, *from_file, s, assumptions, here ? &*here : nullptr)
                                  : advise::advise(cat, s, assumptions, here ? &*here : nullptr);

@@ -5,9 +5,11 @@
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "catalog/catalog.hpp"
 #include "cli/assumption_options.hpp"
+#include "cli/calibration_file.hpp"
 #include "cli/commands.hpp"
 #include "cli/measured_input.hpp"
 #include "cli/output.hpp"
@@ -23,7 +25,7 @@ namespace {
 struct CalibrateArgs {
   std::vector<std::string> measured;  // files or specs, as --measured takes them
   std::vector<std::string> catalogs;
-  std::string save, facts;
+  std::string save, facts, calibration;  // calibration: a gpuvs bench --save record of a measured card
   bool force = false;
   Output out = Output::table;
 };
@@ -34,9 +36,12 @@ int run_calibrate(const CalibrateArgs& a) {
   for (const auto& f : a.catalogs) cat.add_file(f);
   // Every input is noted before the output is checked: the stack file may not land on a measurement.
   note_measured_inputs(a.measured);
+  // A measured card's benchmarks: its figures are solved as predict --calibration prices it, and the stack says so.
+  std::optional<perf::Calibration> cal;
+  if (!a.calibration.empty()) cal = load_calibration(a.calibration, cat);
   if (!a.save.empty()) files::check_output(a.save, perf::stack_output("--save", a.force));
   std::vector<std::string> read_as;
-  const perf::StackCalibration s = calibrate_measured(cat, a.measured, &read_as);
+  const perf::StackCalibration s = calibrate_measured(cat, a.measured, &read_as, cal ? &*cal : nullptr);
   if (!a.save.empty()) files::write_output(a.save, perf::stack_output("--save", a.force), perf::stack_toml(s));
   if (a.out != Output::table) {
     nlohmann::json j = stack_json(s);
@@ -50,8 +55,13 @@ int run_calibrate(const CalibrateArgs& a) {
              s.ratios.memory, s.ratios.fixed);
   for (const auto& st : s.steps) fmt::print("  measured   {}\n", stack_step_line(st));
   for (const auto& o : s.open) fmt::print("  left open  {}\n", o);
+  if (s.solved_with)
+    fmt::print("  solved with {}'s calibration from {} (apply the stack with it: --calibration {})\n", s.solved_with->gpu_id,
+               strings::escape_control(s.solved_with->source), strings::escape_control(s.solved_with->source));
+  else if (cal)
+    fmt::print("  not applied  the calibration from {}: it measured {}, which no figure ran on\n", strings::escape_control(cal->source), cal->gpu_id);
   for (const auto& r : read_as) fmt::print("  assumed    {}\n", r);
-  if (!a.save.empty()) fmt::print("saved to {} (apply it with --stack {} on predict and compare)\n", strings::escape_control(a.save),
+  if (!a.save.empty()) fmt::print("saved to {} (apply it with --stack {} on predict, compare, advise and evaluate)\n", strings::escape_control(a.save),
                                   strings::escape_control(a.save));
   return 0;
 }
@@ -67,7 +77,10 @@ Runner add_calibrate_command(CLI::App& app) {
                   "('gpu=ID;workload=ID;mode=prefill|decode|train;precision=P;value=N UNIT', or 'file=OUT;gpu=ID' for a vLLM "
                   "serving-benchmark or trtllm-bench output)")
       ->required();
-  sub->add_option("--save", a->save, "Write the calibration as TOML to FILE (apply it with --stack FILE on predict and compare)");
+  sub->add_option("--save", a->save, "Write the calibration as TOML to FILE (apply it with --stack FILE on predict, compare, advise and evaluate)");
+  sub->add_option("--calibration", a->calibration,
+                  "A gpuvs bench --save record of a card the measurements ran on: solve the stack with that card corrected by it "
+                  "(then apply the stack with the same --calibration)");
   sub->add_flag("--force", a->force, "Replace an output file that gpuvs did not write (or that has other hard links)");
   sub->add_option("--catalog", a->catalogs, "Add devices from a TOML file (repeatable)");
   add_output_option(sub, a->out);

@@ -10,6 +10,7 @@
 #include "catalog/catalog.hpp"
 #include "catalog/featured.hpp"
 #include "cli/assumption_options.hpp"
+#include "cli/calibration_file.hpp"
 #include "cli/commands.hpp"
 #include "cli/gpu_names.hpp"
 #include "cli/measured_input.hpp"
@@ -46,6 +47,7 @@ struct CompareArgs {
   AssumptionArgs costs;
   std::vector<std::string> measured;  // --measured FILE|SPEC
   std::string stack_file;             // --stack FILE (gpuvs calibrate --save)
+  std::string calibration;            // --calibration FILE (gpuvs bench --save), as predict takes it
   bool workload_given = false, mode_given = false;  // set from the parsed command line
 };
 
@@ -95,8 +97,9 @@ void print_table(const std::vector<std::pair<std::string, std::vector<std::strin
 
 /// LLM serving side by side (decoders with --mode prefill, decode or infer).
 int run_compare_serving(const CompareArgs& a, const catalog::Catalog& cat, const workload::Workload& w, const advise::Assumptions& costs,
-                        const std::optional<perf::StackCalibration>& stack, const std::vector<std::string>& said) {
+                        const std::optional<perf::StackCalibration>& stack, const perf::Calibration* cal, const std::vector<std::string>& said) {
   perf::ServingRequest r;
+  r.calibration = cal;
   r.workload = a.workload;
   r.mode = a.mode;
   r.batch = a.batch;
@@ -270,10 +273,21 @@ int run_compare(CompareArgs a) {
   a.gpus = gpu_ids(cat, a.gpus);  // an unknown card is named before the workload is read; nvidia-smi names read too
   advise::Assumptions costs = standing_assumptions(cat);
   apply_assumption_options(a.costs, costs, cat);
-  // Your measurements: the stack they ran, calibrated; what the command leaves unsaid is what they ran (the
-  // decode figure's workload, format, engine and lengths, else the first figure's), and said so.
-  std::optional<perf::StackCalibration> stack;
+  // A card's benchmarks: its column corrected as predict --calibration corrects its prediction, said either way.
+  std::optional<perf::Calibration> cal;
   std::vector<std::string> said;
+  if (!a.calibration.empty()) {
+    cal = load_calibration(a.calibration, cat);
+    said.push_back(std::find(a.gpus.begin(), a.gpus.end(), cal->gpu_id) != a.gpus.end()
+                       ? fmt::format("{}'s figures corrected by what was measured on it ({})", cal->gpu_id, strings::escape_control(cal->source))
+                       : fmt::format("the calibration from {} measured {}, which is not compared: not applied", strings::escape_control(cal->source),
+                                     cal->gpu_id));
+  }
+  const perf::Calibration* cal_ptr = cal ? &*cal : nullptr;
+  // Your measurements: the stack they ran, calibrated (with that calibration, so its card is corrected once); what the
+  // command leaves unsaid is what they ran (the decode figure's workload, format, engine and lengths, else the first
+  // figure's), and said so.
+  std::optional<perf::StackCalibration> stack;
   const std::optional<TrainingMeasured> trained = a.measured.empty() ? std::nullopt : training_measured(cat, a.measured);
   if (trained) {
     // A training run: what the command leaves unsaid is what it ran, said so.
@@ -297,11 +311,12 @@ int run_compare(CompareArgs a) {
       said.push_back(fmt::format("framework {} (your measurement's)", options["framework"]));
       a.options = perf::option_pairs_text(options);
     }
-    stack = calibrate_trained(cat, training_figures(cat, a.measured));
+    stack = calibrate_trained(cat, training_figures(cat, a.measured), cal_ptr);
   } else if (!a.stack_file.empty()) {
-    stack = load_stack(a.stack_file);
+    stack = load_stack(a.stack_file, cal_ptr);
   } else if (!a.measured.empty()) {
-    const auto ms = measured_inputs(cat, a.measured);
+    auto ms = measured_inputs(cat, a.measured);
+    for (auto& m : ms) m.request.calibration = cal_ptr;
     stack = perf::calibrate_stack(cat, ms);
     const perf::StackMeasurement* ref = &ms.front();
     for (const auto& m : ms)
@@ -335,14 +350,14 @@ int run_compare(CompareArgs a) {
     if (a.batch == 0) a.batch = ref->request.batch;
   }
   const workload::Workload w(a.workload, perf::parse_option_pairs(a.options));
-  if (workload::pricer_for(a.mode, w.family()) == workload::Pricer::serving) return run_compare_serving(a, cat, w, costs, stack, said);
+  if (workload::pricer_for(a.mode, w.family()) == workload::Pricer::serving) return run_compare_serving(a, cat, w, costs, stack, cal_ptr, said);
   if (stack && !trained && a.stack_file.empty())
     throw InputError(fmt::format("--measured: these are figures of a served decoder (prefill, decode, infer), and {} {} is not one: a "
                                  "training run calibrates training (mode=train in a spec)",
                                  a.workload, a.mode));
   if (a.gpus_each != 1) throw InputError("--gpus-each applies to LLM serving (tensor-parallel replicas)");
   const perf::Comparison c = perf::compare(cat, a.gpus, w, named_precision(a.precision), a.batch, a.mode == "train",
-                                           costs.hour_prices(), perf::parse_options(a.options, w), stack ? &stack->ratios : nullptr);
+                                           costs.hour_prices(), perf::parse_options(a.options, w), stack ? &stack->ratios : nullptr, cal_ptr);
   const std::string unit = c.entries.front().single.unit;
   const std::string per_million = unit == "tokens/s" ? "tokens" : unit.substr(0, unit.size() - 2);
   if (a.out != Output::table) {
@@ -471,6 +486,7 @@ Runner add_compare_command(CLI::App& app) {
   sub->add_option("--batch", a->batch, "Batch per GPU (default: the workload family's; 32 for the seed question)")->check(whole_in(1, models::kMaxBatch));
   auto* mode_opt = sub->add_option("--mode", a->mode, "train or infer; decoders also prefill and decode (LLM serving)")->capture_default_str();
   add_measured_options(sub, a->measured, a->stack_file);
+  sub->add_option("--calibration", a->calibration, "A gpuvs bench --save record: correct the model for the GPU it measured (as predict does)");
   sub->add_option("--options", a->options, "k=v;k=v: seq_len, flash_attention; serving: prompt_len, gen_len, tp, framework, kv_dtype");
   sub->add_option("--gpus-each", a->gpus_each, "LLM serving: GPUs per system (with tp=N in --options)")->capture_default_str()->check(whole_in(1, 64));
   sub->add_option("--catalog", a->catalogs, "Add devices from a TOML file (repeatable)");

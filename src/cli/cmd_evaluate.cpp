@@ -621,8 +621,17 @@ int run_evaluate(EvaluateArgs a) {
   const models::NetworkInfo& net = w.network();
   apply_assumption_options(a.costs, assumptions, cat);
   // Your measured stack, solved before anything runs (a bad measurement is refused first): every prediction and
-  // every option of the advice that runs its software and format moves by it.
-  const std::optional<perf::StackCalibration> stack = measured_stack(cat, a.measured, a.stack_file);
+  // every option of the advice that runs its software and format moves by it. Measurements are solved again once this
+  // run has calibrated its card; a stored stack solved with a calibration cannot be (evaluate applies its own run's).
+  std::optional<perf::StackCalibration> stack = measured_stack(cat, a.measured, "", nullptr);
+  if (!a.stack_file.empty()) {
+    stack = read_stack(a.stack_file);
+    if (const auto& c = stack->solved_with)
+      throw InputError(fmt::format("--stack {}: this stack was solved with {} corrected by the calibration from {}, and evaluate corrects only "
+                                   "the card it runs on, by its own benchmarks: give the measurements with --measured (solved under this "
+                                   "run's calibration), or a stack solved without a calibration",
+                                   a.stack_file, c->gpu_id, c->source));
+  }
   if (stack) scenario.stack = stack->ratios;
   // The advice prices the predictions' workload where the scenario names it (one graph store), else the file's.
   const workload::Workload* known = w.is(scenario.workload, scenario.workload_options) || !from_file ? &w : &*from_file;
@@ -639,14 +648,22 @@ int run_evaluate(EvaluateArgs a) {
   const bool trains_workload = net.family == models::Family::mlp;
   const models::ModelSpec spec = trains_workload ? workload::resolve_sequential(a.workload) : models::sequential_preset("seed-mlp");
   engine::check_synthetic_fits(a.rows, spec.input_dim, spec.num_classes());
-  std::optional<store::Store> db;
-  if (lead) db.emplace(store::Store::open(db_path, true));  // last: a refused run creates no database
 
   LocalRun m;
   steps.begin("probing devices");
   m.cpu = hw::probe_cpu();
   m.nv = hw::probe_nvidia_matched(cat);
   m.local_gpu = m.nv.gpus.empty() ? "" : m.nv.gpus.front().catalog_id;
+  // This run corrects its card (rank 0's: the one that benchmarks) by its own benchmarks; a stored stack whose figures
+  // ran on that card was solved without them, and would correct it twice. Every rank refuses alike.
+  const std::string calibrated_here = world.size > 1 ? dist::broadcast(m.local_gpu, "the benchmarked card") : m.local_gpu;
+  if (stack && !a.stack_file.empty() && !calibrated_here.empty() &&
+      std::find(stack->ratios.measured_gpus.begin(), stack->ratios.measured_gpus.end(), calibrated_here) != stack->ratios.measured_gpus.end())
+    throw InputError(fmt::format("--stack {}: this stack was solved on {}'s figures, and this run corrects {} by its own benchmarks: its ratios "
+                                 "would correct it twice; give the measurements with --measured (solved under this run's calibration)",
+                                 a.stack_file, calibrated_here, calibrated_here));
+  std::optional<store::Store> db;
+  if (lead) db.emplace(store::Store::open(db_path, true));  // last: a refused run creates no database
   report::EvaluateRecord record;
   record.devices = devices_record(m.cpu, m.nv);
 
@@ -681,6 +698,12 @@ int run_evaluate(EvaluateArgs a) {
   steps.begin("calibrating the model");
   std::optional<perf::Calibration> cal;
   std::tie(cal, record.calibration) = calibrate(m.results, m.tr, spec, m.batch, m.nv, cat);
+  // Your measurements solved again with this run's calibration, so its card is corrected once (as predict
+  // --calibration does with them).
+  if (cal && !a.measured.empty()) {
+    stack = measured_stack(cat, a.measured, "", &*cal);
+    scenario.stack = stack->ratios;
+  }
 
   steps.begin(fmt::format("predicting {} on {} catalog GPUs", a.workload, cat.gpus().size()));
   const PricedTask task = priced_task(scenario, workload_options, net);

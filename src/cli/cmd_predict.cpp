@@ -72,17 +72,14 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat, const workloa
   req.options = perf::parse_option_pairs(a.options);
   const std::optional<perf::Calibration> cal = calibration_of(a, cat);
   req.calibration = cal ? &*cal : nullptr;
-  // Your measurements: the stack they ran, calibrated, and this prediction with and without it.
-  std::optional<perf::StackCalibration> stack;
+  // Your measurements: the stack they ran, calibrated (solved with the calibration this prediction applies, so its card
+  // is corrected once), and this prediction with and without it.
   std::vector<std::string> read_as;  // how the measurements' names were read
-  if (!a.measured.empty()) {
-    const auto ms = measured_inputs(cat, a.measured);
-    for (const auto& m : ms)
-      if (!m.note.empty() && std::find(read_as.begin(), read_as.end(), m.note) == read_as.end()) read_as.push_back(m.note);
-    stack = perf::calibrate_stack(cat, ms);
-  } else if (!a.stack_file.empty()) {
-    stack = load_stack(a.stack_file);
-  }
+  if (!a.measured.empty() && training_measured(cat, a.measured))
+    throw InputError(fmt::format("--measured: these are figures of a training run, and {} {} is served: a served decoder's figures "
+                                 "(prefill, decode, infer) calibrate serving",
+                                 a.workload, a.mode));
+  const std::optional<perf::StackCalibration> stack = measured_stack(cat, a.measured, a.stack_file, req.calibration, &read_as);
   double uncalibrated = 0;
   bool stack_applied = false;
   if (stack) {
@@ -372,7 +369,9 @@ int run_predict(PredictArgs a) {
   a.gpu = gpu_id(cat, a.gpu);  // an unknown card is named before the workload is read; nvidia-smi names read too
   const workload::Workload w(a.workload, perf::parse_option_pairs(a.options));
   if (workload::pricer_for(a.mode, w.family()) == workload::Pricer::serving) return run_serving(a, cat, w);
-  // A measured training run: the stack it ran, calibrated on its card, and this prediction with and without it.
+  // A measured training run: the stack it ran, calibrated on its card (with the calibration this prediction applies, so
+  // its card is corrected once), and this prediction with and without it.
+  const std::optional<perf::Calibration> cal = calibration_of(a, cat);
   std::optional<perf::StackCalibration> stack;
   if (!a.measured.empty()) {
     const std::optional<TrainingMeasured> tm = training_measured(cat, a.measured);
@@ -380,9 +379,9 @@ int run_predict(PredictArgs a) {
       throw InputError(fmt::format("--measured: these are figures of a served decoder (prefill, decode, infer), and {} {} is not one: "
                                    "a training run calibrates training (mode=train in a spec)",
                                    a.workload, a.mode));
-    stack = calibrate_trained(cat, training_figures(cat, a.measured));
+    stack = calibrate_trained(cat, training_figures(cat, a.measured), cal ? &*cal : nullptr);
   } else if (!a.stack_file.empty()) {
-    stack = load_stack(a.stack_file);
+    stack = load_stack(a.stack_file, cal ? &*cal : nullptr);
   }
   perf::PredictRequest req;
   req.workload = a.workload;
@@ -395,7 +394,6 @@ int run_predict(PredictArgs a) {
   if (const auto named = named_precision(a.precision)) req.precision = perf::precision_run(*named, cat.find(a.gpu), &instead).value_or(*named);
   req.training = a.mode == "train";
   req.options = perf::parse_options(a.options, w);
-  const std::optional<perf::Calibration> cal = calibration_of(a, cat);
   req.calibration = cal ? &*cal : nullptr;
   double uncalibrated = 0;
   if (stack) {

@@ -237,12 +237,15 @@ std::optional<TrainingMeasured> training_measured(const catalog::Catalog& cat, c
   return std::move(all.front());
 }
 
-perf::StackCalibration calibrate_trained(const catalog::Catalog& cat, const std::vector<TrainingMeasured>& figures) {
+perf::StackCalibration calibrate_trained(const catalog::Catalog& cat, const std::vector<TrainingMeasured>& figures, const perf::Calibration* cal) {
   std::vector<workload::Workload> workloads;
   workloads.reserve(figures.size());  // the figures point into it
   for (const auto& t : figures) workloads.emplace_back(t.request.workload, t.request.options);
   std::vector<perf::TrainingFigure> fs;
-  for (std::size_t i = 0; i < figures.size(); ++i) fs.push_back({&workloads[i], figures[i].request, figures[i].value, figures[i].unit, figures[i].source});
+  for (std::size_t i = 0; i < figures.size(); ++i) {
+    fs.push_back({&workloads[i], figures[i].request, figures[i].value, figures[i].unit, figures[i].source});
+    fs.back().request.calibration = cal;
+  }
   return perf::calibrate_training(cat, fs);
 }
 
@@ -365,9 +368,11 @@ std::vector<perf::PublishedRow> measured_rows(const catalog::Catalog& cat, const
   return out;
 }
 
-perf::StackCalibration calibrate_measured(const catalog::Catalog& cat, const std::vector<std::string>& args, std::vector<std::string>* read_as) {
-  if (const auto figures = training_figures(cat, args); !figures.empty()) return calibrate_trained(cat, figures);
-  const auto ms = measured_inputs(cat, args);
+perf::StackCalibration calibrate_measured(const catalog::Catalog& cat, const std::vector<std::string>& args, std::vector<std::string>* read_as,
+                                          const perf::Calibration* cal) {
+  if (const auto figures = training_figures(cat, args); !figures.empty()) return calibrate_trained(cat, figures, cal);
+  auto ms = measured_inputs(cat, args);
+  for (auto& m : ms) m.request.calibration = cal;
   if (read_as)
     for (const auto& m : ms)
       if (!m.note.empty() && std::find(read_as->begin(), read_as->end(), m.note) == read_as->end()) read_as->push_back(m.note);
@@ -381,15 +386,22 @@ void note_measured_inputs(const std::vector<std::string>& args) {
   }
 }
 
-perf::StackCalibration load_stack(const std::string& path) {
+perf::StackCalibration read_stack(const std::string& path) {
   files::note_input(path);
   return perf::parse_stack(files::read_all(path, "--stack"), path);
 }
 
+perf::StackCalibration load_stack(const std::string& path, const perf::Calibration* cal) {
+  perf::StackCalibration s = read_stack(path);
+  perf::check_stack_calibration(s, cal, "--stack " + path);
+  return s;
+}
+
 std::optional<perf::StackCalibration> measured_stack(const catalog::Catalog& cat, const std::vector<std::string>& measured,
-                                                     const std::string& stack_file, std::vector<std::string>* read_as) {
-  if (!measured.empty()) return calibrate_measured(cat, measured, read_as);
-  if (!stack_file.empty()) return load_stack(stack_file);
+                                                     const std::string& stack_file, const perf::Calibration* cal,
+                                                     std::vector<std::string>* read_as) {
+  if (!measured.empty()) return calibrate_measured(cat, measured, read_as, cal);
+  if (!stack_file.empty()) return load_stack(stack_file, cal);
   return std::nullopt;
 }
 
@@ -411,7 +423,8 @@ nlohmann::json stack_json(const perf::StackCalibration& s) {
     steps.push_back({{"source", st.source}, {"gpu", st.gpu}, {"mode", st.mode}, {"kernels", st.op_class}, {"measured", st.measured},
                      {"predicted_before", st.predicted_before}, {"predicted_after", st.predicted_after}, {"ratio", st.ratio}, {"note", st.note}});
   return {{"engine", s.ratios.engine}, {"format", s.ratios.format},      {"memory_ratio", s.ratios.memory}, {"matrix_ratio", s.ratios.gemm},
-          {"fixed_cost_ratio", s.ratios.fixed}, {"steps", steps}, {"open", s.open}};
+          {"fixed_cost_ratio", s.ratios.fixed}, {"steps", steps}, {"open", s.open},
+          {"solved_with", s.solved_with ? nlohmann::json{{"measured_on", s.solved_with->gpu_id}, {"source", s.solved_with->source}} : nlohmann::json(nullptr)}};
 }
 
 std::string stack_step_line(const perf::StackStep& st) {

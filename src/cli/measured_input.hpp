@@ -37,23 +37,32 @@ struct TrainingMeasured {
 std::vector<TrainingMeasured> training_figures(const catalog::Catalog& cat, const std::vector<std::string>& args);
 /// The first of training_figures (what a command leaves unsaid is what it ran); nullopt when there is none.
 std::optional<TrainingMeasured> training_measured(const catalog::Catalog& cat, const std::vector<std::string>& args);
-/// perf::calibrate_training over the figures: one stack, each figure fixing the class it is most sensitive to.
-perf::StackCalibration calibrate_trained(const catalog::Catalog& cat, const std::vector<TrainingMeasured>& figures);
+/// perf::calibrate_training over the figures: one stack, each figure fixing the class it is most sensitive to. `cal`:
+/// the calibration (gpuvs bench --save) the command applies, so its card's figures are solved as the command prices it.
+perf::StackCalibration calibrate_trained(const catalog::Catalog& cat, const std::vector<TrainingMeasured>& figures,
+                                         const perf::Calibration* cal = nullptr);
 
 /// Every measurement `args` name calibrated as one stack: a training figure by perf::calibrate_training, served
-/// decoders' figures by perf::calibrate_stack. `read_as` gets how the measurements' names were read (each once).
-perf::StackCalibration calibrate_measured(const catalog::Catalog& cat, const std::vector<std::string>& args, std::vector<std::string>* read_as = nullptr);
+/// decoders' figures by perf::calibrate_stack. `read_as` gets how the measurements' names were read (each once); `cal`
+/// as calibrate_trained's.
+perf::StackCalibration calibrate_measured(const catalog::Catalog& cat, const std::vector<std::string>& args, std::vector<std::string>* read_as = nullptr,
+                                          const perf::Calibration* cal = nullptr);
 
 /// --stack FILE: a stored calibration (gpuvs calibrate --save), read as one of this run's inputs.
-perf::StackCalibration load_stack(const std::string& path);
+perf::StackCalibration read_stack(const std::string& path);
+/// read_stack, checked against the
+/// calibration the command applies (`cal`, null for none: perf::check_stack_calibration).
+perf::StackCalibration load_stack(const std::string& path, const perf::Calibration* cal);
 
 /// Notes every file `args` reads (an output named as is, or a spec's file=) as an input the command's outputs may
 /// not land on; call before checking the outputs.
 void note_measured_inputs(const std::vector<std::string>& args);
 
-/// The stack a pricing command was given: calibrate_measured of `measured`, else load_stack of `stack_file`, else none.
+/// The stack a pricing command was given: calibrate_measured of `measured`, else load_stack of `stack_file`, else none;
+/// `cal`: the calibration the command applies (gpuvs bench --save), null for none.
 std::optional<perf::StackCalibration> measured_stack(const catalog::Catalog& cat, const std::vector<std::string>& measured,
-                                                     const std::string& stack_file, std::vector<std::string>* read_as = nullptr);
+                                                     const std::string& stack_file, const perf::Calibration* cal,
+                                                     std::vector<std::string>* read_as = nullptr);
 
 /// `--measured FILE|SPEC` (repeatable) and `--stack FILE` (the one or the other) on a pricing command, said the same
 /// way on every command that takes them.

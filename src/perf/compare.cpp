@@ -49,7 +49,7 @@ Comparison compare(const catalog::Catalog& cat, const std::vector<std::string>& 
 
 Comparison compare(const catalog::Catalog& cat, const std::vector<std::string>& gpus, const workload::Workload& w, std::optional<Precision> precision,
                    std::int64_t batch, bool training, const GpuHourPrices& prices, const std::map<std::string, std::string>& options,
-                   const StackRatios* stack) {
+                   const StackRatios* stack, const Calibration* calibration) {
   if (gpus.size() < 2) throw InputError("compare needs at least two GPUs");
   const std::string& workload = w.name();
   Comparison c;
@@ -67,6 +67,7 @@ Comparison compare(const catalog::Catalog& cat, const std::vector<std::string>& 
     req.training = training;
     req.options = options;
     req.stack = stack;
+    req.calibration = calibration;
     e.single = predict(cat, w, req);
     if (stack) {
       PredictRequest plain = req;

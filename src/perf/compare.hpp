@@ -59,9 +59,10 @@ Comparison compare(const catalog::Catalog& cat, const std::vector<std::string>& 
 /// runs the nearest it has (precision_run, said in its entry), as predict, advise and evaluate price it; one that runs
 /// neither is an InputError naming what it lacks.
 /// `stack`: a measured stack's ratios (perf/stack.hpp), applied to every card where its framework and precision match.
+/// `calibration`: a card's benchmarks (gpuvs bench --save), applied to that card's entry as predict applies them.
 Comparison compare(const catalog::Catalog& cat, const std::vector<std::string>& gpus, const workload::Workload& w, std::optional<Precision> precision,
                    std::int64_t batch, bool training, const GpuHourPrices& prices, const std::map<std::string, std::string>& options = {},
-                   const StackRatios* stack = nullptr);
+                   const StackRatios* stack = nullptr, const Calibration* calibration = nullptr);
 
 /// LLM serving side by side: each GPU's prediction for the same request (perf/serving.hpp), its ratio to
 /// the first, and what a million output tokens cost at that rate (cloud $/h, or owning the card).

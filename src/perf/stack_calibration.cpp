@@ -84,7 +84,9 @@ StackStep solve(const catalog::Catalog& cat, const StackMeasurement& m, const St
 
 }  // namespace
 
-StackCalibration calibrate_stack(const catalog::Catalog& cat, const std::vector<StackMeasurement>& ms) {
+namespace {
+
+StackCalibration solve_serving_stack(const catalog::Catalog& cat, const std::vector<StackMeasurement>& ms) {
   if (ms.empty()) throw InputError("no measurements to calibrate from");
   StackCalibration out;
   // The engine and format each measurement ran, as the serving model resolves them.
@@ -193,6 +195,30 @@ StackCalibration calibrate_stack(const catalog::Catalog& cat, const std::vector<
   return out;
 }
 
+// The calibration a figure's card was priced with while the stack was solved, if it measured that card.
+const Calibration* applied_calibration(const catalog::Catalog& cat, const Calibration* cal, const std::string& gpu) {
+  return cal && cal->gpu_id == cat.find(gpu).id ? cal : nullptr;
+}
+
+// The one calibration the figures were solved with (stored with the stack); two that differ are refused, as the stack
+// would then reproduce its figures under neither.
+void record_calibration(StackCalibration& out, const Calibration* cal, const std::string& source) {
+  if (!cal) return;
+  if (out.solved_with && (out.solved_with->gpu_id != cal->gpu_id || out.solved_with->source != cal->source))
+    throw InputError(fmt::format("{}: priced with the calibration from {} (measured on {}), and another figure with the one from {} (measured on {}): "
+                                 "one calibration per stack",
+                                 source, cal->source, cal->gpu_id, out.solved_with->source, out.solved_with->gpu_id));
+  if (!out.solved_with) out.solved_with = *cal;
+}
+
+}  // namespace
+
+StackCalibration calibrate_stack(const catalog::Catalog& cat, const std::vector<StackMeasurement>& ms) {
+  StackCalibration out = solve_serving_stack(cat, ms);
+  for (const auto& m : ms) record_calibration(out, applied_calibration(cat, m.request.calibration, m.request.gpu), m.source);
+  return out;
+}
+
 StackCalibration calibrate_figure(const StackRate& rate, double measured, const std::string& unit, StackRatios base) {
   if (!(measured > 0) || !std::isfinite(measured)) throw InputError(fmt::format("the figure {} is not a positive rate", measured));
   StackCalibration out;
@@ -276,9 +302,7 @@ PricedFigure priced_figure(const catalog::Catalog& cat, const TrainingFigure& f)
           }};
 }
 
-}  // namespace
-
-StackCalibration calibrate_training(const catalog::Catalog& cat, const std::vector<TrainingFigure>& figures) {
+StackCalibration solve_training_stack(const catalog::Catalog& cat, const std::vector<TrainingFigure>& figures) {
   if (figures.empty()) throw InputError("no training figure to calibrate from");
   std::vector<PricedFigure> priced;
   for (const TrainingFigure& f : figures) priced.push_back(priced_figure(cat, f));
@@ -359,6 +383,51 @@ StackCalibration calibrate_training(const catalog::Catalog& cat, const std::vect
   for (auto& st : out.steps) st.predicted_after = priced[st.measurement].rate(out.ratios);
   name_steps(out);
   return out;
+}
+
+}  // namespace
+
+StackCalibration calibrate_training(const catalog::Catalog& cat, const std::vector<TrainingFigure>& figures) {
+  StackCalibration out = solve_training_stack(cat, figures);
+  for (const auto& f : figures) record_calibration(out, applied_calibration(cat, f.request.calibration, f.request.gpu), f.source);
+  return out;
+}
+
+namespace {
+
+bool same_ratio(double a, double b) { return std::fabs(a - b) <= 1e-9 * std::max(std::fabs(a), std::fabs(b)); }
+
+bool same_corrections(const Calibration& a, const Calibration& b) {
+  if (a.gpu_id != b.gpu_id || a.gemm_ratio.size() != b.gemm_ratio.size() || a.memory_ratio.has_value() != b.memory_ratio.has_value()) return false;
+  if (a.memory_ratio && !same_ratio(*a.memory_ratio, *b.memory_ratio)) return false;
+  for (const auto& [p, r] : a.gemm_ratio) {
+    const auto it = b.gemm_ratio.find(p);
+    if (it == b.gemm_ratio.end() || !same_ratio(r, it->second)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void check_stack_calibration(const StackCalibration& s, const Calibration* cal, const std::string& where) {
+  const auto measured_on = [&](const std::string& gpu) {
+    return std::find(s.ratios.measured_gpus.begin(), s.ratios.measured_gpus.end(), gpu) != s.ratios.measured_gpus.end();
+  };
+  const Calibration* used = cal && measured_on(cal->gpu_id) ? cal : nullptr;
+  const Calibration* solved = s.solved_with ? &*s.solved_with : nullptr;
+  if (!used && !solved) return;
+  if (used && !solved)
+    throw InputError(fmt::format("{}: this stack was solved without a calibration of {}, which the calibration from {} corrects: its ratios would "
+                                 "correct {} twice; solve it with that record (gpuvs calibrate ... --calibration {})",
+                                 where, used->gpu_id, used->source, used->gpu_id, used->source));
+  if (!used)
+    throw InputError(fmt::format("{}: this stack was solved with {} corrected by the calibration from {}; name that record with --calibration (without "
+                                 "it {}'s figure no longer reproduces its measurement), or solve the stack without it",
+                                 where, solved->gpu_id, solved->source, solved->gpu_id));
+  if (!same_corrections(*used, *solved))
+    throw InputError(fmt::format("{}: this stack was solved with {} corrected by the calibration from {}, and the calibration from {} corrects it "
+                                 "differently: solve the stack with the record you apply (gpuvs calibrate ... --calibration {})",
+                                 where, solved->gpu_id, solved->source, used->source, used->source));
 }
 
 }  // namespace gpuvs::perf

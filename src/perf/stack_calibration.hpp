@@ -10,6 +10,7 @@
 // a different correction than a flat scale factor would give.
 #pragma once
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,7 +43,17 @@ struct StackCalibration {
   StackRatios ratios;
   std::vector<StackStep> steps;
   std::vector<std::string> open;  // what the measurements leave at the model's assumption, said in words
+  /// The bench record (gpuvs bench --save) that corrected a measured card while the ratios were solved: they reproduce
+  /// that card's figures only with it applied, so the stack is used with it and no other (check_stack_calibration).
+  /// Empty when no figure's card was calibrated.
+  std::optional<Calibration> solved_with;
 };
+
+/// InputError "WHERE: ..." when a stack and the calibration a command applies (`cal`, null for none) disagree about a
+/// card the stack's figures ran on: the ratios were solved against the model with s.solved_with, so a calibration the
+/// stack was solved without corrects that card twice, and without the one it was solved with (or with another) the
+/// card's figure no longer reproduces its measurement. A calibration of a card no figure ran on changes nothing here.
+void check_stack_calibration(const StackCalibration& s, const Calibration* cal, const std::string& where);
 
 /// A prediction's rate under a stack's ratios (the caller's request, priced with them).
 using StackRate = std::function<double(const StackRatios&)>;
@@ -77,6 +88,9 @@ struct TrainingFigure {
 /// figure whose unit is not its prediction's, or figures of different frameworks or precisions.
 StackCalibration calibrate_training(const catalog::Catalog& cat, const std::vector<TrainingFigure>& figures);
 
+/// A figure's request may carry a calibration (gpuvs bench --save): the ratios are then solved against the model with
+/// it, so the card it measured is not corrected twice, and the stack records it (solved_with). The same holds for
+/// calibrate_training's requests.
 /// The stack's ratios from `ms` (one engine and weight format; any cards): the matrix ratio from the prefill
 /// figures, then the memory ratio from the decode figures under it; several figures of one class give the
 /// geometric mean of their ratios. A ratio is held to [0.05, 20] (and the efficiencies it moves to 98% of a

@@ -20,6 +20,9 @@ namespace {
 
 constexpr const char* kFirstLine = "# A gpuvs stack calibration";
 constexpr double kLowest = 0.05, kHighest = 20.0;  // the solver's bounds (perf/stack_calibration.cpp)
+// A bench record's corrections are measured / modelled rates, clamped so no efficiency passes 98% of a peak; any
+// positive finite ratio is a record's, so only the absurd is refused.
+constexpr double kLowestCorrection = 1e-6, kHighestCorrection = 1e6;
 
 // A TOML basic string: quotes, backslashes and control characters escaped.
 std::string quoted(const std::string& s) {
@@ -74,7 +77,7 @@ double number(const toml::table& t, const char* key, const std::string& where, d
 std::string stack_toml(const StackCalibration& s) {
   std::string out = std::string(kFirstLine) +
                     ": what measured figures say about the software that ran them, carried to any card\n"
-                    "# (gpuvs calibrate; applied with --stack FILE on predict and compare). Each ratio multiplies what the model\n"
+                    "# (gpuvs calibrate; applied with --stack FILE on predict, compare, advise and evaluate). Each ratio multiplies what the model\n"
                     "# assumes for that class of the engine's (or training framework's) kernels with this format: matrix kernels'\n"
                     "# fraction of the matrix peak, memory-bound kernels' fraction of DRAM bandwidth, fixed costs per kernel and\n"
                     "# step. Every card keeps its own peaks, bandwidth, clock, waves and launches (perf/stack.hpp).\n";
@@ -83,6 +86,14 @@ std::string stack_toml(const StackCalibration& s) {
   std::vector<std::string> open;
   for (const auto& o : s.open) open.push_back(quoted(o));
   out += fmt::format("open = [{}]\n", strings::join(open, ", "));
+  if (const auto& cal = s.solved_with) {
+    // What a card's benchmarks corrected while the ratios were solved (the stack applies with that record only).
+    out += fmt::format("\n[calibration]\nmeasured_on = {}\nsource = {}\n", quoted(cal->gpu_id), quoted(cal->source));
+    if (cal->memory_ratio) out += fmt::format("memory_ratio = {:.17g}\n", *cal->memory_ratio);
+    std::vector<std::string> gemm;
+    for (const auto& [p, r] : cal->gemm_ratio) gemm.push_back(fmt::format("{} = {:.17g}", precision_name(p), r));
+    out += fmt::format("gemm_ratio = {{ {} }}\n", strings::join(gemm, ", "));
+  }
   for (const auto& st : s.steps)
     out += fmt::format(
         "\n[[step]]\nsource = {}\ngpu = {}\nmode = {}\nkernels = {}\nunit = {}\nmeasured = {:.10g}\npredicted_before = {:.10g}\n"
@@ -94,7 +105,7 @@ std::string stack_toml(const StackCalibration& s) {
 
 StackCalibration parse_stack(const std::string& text_in, const std::string& where) {
   const toml::table t = parse_toml(text_in, where);
-  only_keys(t, {"schema", "engine", "format", "matrix_ratio", "memory_ratio", "fixed_cost_ratio", "open", "step"}, where);
+  only_keys(t, {"schema", "engine", "format", "matrix_ratio", "memory_ratio", "fixed_cost_ratio", "open", "calibration", "step"}, where);
   const toml::node* schema = t.get("schema");
   if (!schema || schema->value<std::int64_t>() != 1) throw InputError(fmt::format("{}: schema must be 1 (a file gpuvs calibrate wrote)", where));
   StackCalibration s;
@@ -112,6 +123,28 @@ StackCalibration parse_stack(const std::string& text_in, const std::string& wher
       if (!v || strings::has_control(*v)) throw InputError(fmt::format("{}: 'open' must be a list of strings", where_at(where, n)));
       s.open.push_back(*v);
     }
+  }
+  if (const toml::node* node = t.get("calibration")) {
+    const toml::table* c = node->as_table();
+    if (!c) throw InputError(fmt::format("{}: 'calibration' must be a table", where_at(where, *node)));
+    only_keys(*c, {"measured_on", "source", "memory_ratio", "gemm_ratio"}, where);
+    Calibration cal;
+    cal.gpu_id = text(*c, "measured_on", where);
+    cal.source = text(*c, "source", where);
+    if (c->get("memory_ratio")) cal.memory_ratio = number(*c, "memory_ratio", where, kLowestCorrection, kHighestCorrection);
+    const toml::node* gemm = c->get("gemm_ratio");
+    if (!gemm || !gemm->as_table()) throw InputError(fmt::format("{}: 'gemm_ratio' must be a table of precision = ratio", where_at(where, *c)));
+    for (const auto& [k, v] : *gemm->as_table()) {
+      Precision p;
+      try {
+        p = parse_precision(k.str());
+      } catch (const InputError&) {
+        throw InputError(fmt::format("{}: gemm_ratio names '{}', not a precision", where_at(where, v), strings::printable(std::string(k.str()))));
+      }
+      cal.gemm_ratio[p] = number(*gemm->as_table(), std::string(k.str()).c_str(), where, kLowestCorrection, kHighestCorrection);
+    }
+    if (cal.gpu_id.empty()) throw InputError(fmt::format("{}: 'measured_on' must name the card the calibration measured", where_at(where, *c)));
+    s.solved_with = std::move(cal);
   }
   if (const toml::node* steps = t.get("step")) {
     const toml::array* arr = steps->as_array();
