@@ -699,6 +699,10 @@ TEST(Advise, PlansPastOneServerCrossTheNetworkTheScenarioNamesOrSayWhichTheyAssu
   EXPECT_GT(inside, 0);
   EXPECT_GT(past, 0);
   ASSERT_FALSE(slow.ranked.empty());
+  // The same plans say the network they assume where none is named, and not once one is.
+  bool default_said = false;
+  for (const auto& line : fast.assumed) default_said = default_said || line.find("network=ID names yours") != std::string::npos;
+  EXPECT_TRUE(default_said) << strings::join(fast.assumed, " | ");
   for (const auto& line : slow.assumed) EXPECT_EQ(line.find("network=ID names yours"), std::string::npos) << line;
   // 100 GbE between servers: the best plan past one server is slower than over NDR.
   double best_fast = 0, best_slow = 0;

@@ -650,6 +650,26 @@ TEST(Cli, APrecisionACardLacksIsPricedAtTheNearestItRunsByEveryCommand) {
   EXPECT_EQ(ct4["gpus"][0]["format"], "fp16");
   EXPECT_EQ(ct4["gpus"][1]["format"], "bf16");
   EXPECT_DOUBLE_EQ(ct4["gpus"][0]["throughput"]["value"].get<double>(), t4["throughput"]["value"].get<double>());
+  // advise with no --precision says the default rule on such a card as predict says it (it said "the nearest to
+  // amp-bf16", a precision nobody named); a named amp-bf16 is the nearest to it.
+  const std::string rule = "amp-fp16 (the default rule: amp-bf16; amp-fp16 on a card without BF16)";
+  const auto pt4 = run_gpuvs_json("predict --workload bert-large --gpu t4 --json");
+  EXPECT_NE(pt4["assumed"].dump().find("precision " + rule), std::string::npos) << pt4["assumed"];
+  const auto at4 = run_gpuvs_json("advise --workload bert-large --gpu t4 --json");
+  int priced = 0;
+  for (const auto& o : at4["options"]) {
+    EXPECT_EQ(o["precision"], rule);
+    if (o["count"] == 1 && o["strategy"] == "single") {  // predict's figure at the batch advise chose
+      const auto at = run_gpuvs_json("predict --workload bert-large --gpu t4 --json --batch " + std::to_string(o["batch"].get<int>()));
+      EXPECT_DOUBLE_EQ(o["throughput"].get<double>(), at["throughput"]["value"].get<double>());
+      ++priced;
+    }
+  }
+  EXPECT_EQ(priced, 1) << at4["options"].dump().substr(0, 400);
+  EXPECT_EQ(run_gpuvs("advise --workload bert-large --gpu t4").out.rfind("train bert-large (amp-bf16; amp-fp16 on a card without BF16)", 0), 0u);
+  const auto named_bf16 = run_gpuvs_json("advise --workload bert-large --gpu t4 --precision amp-bf16 --json");
+  ASSERT_FALSE(named_bf16["options"].empty());
+  EXPECT_EQ(named_bf16["options"][0]["precision"], "amp-fp16 (the nearest to amp-bf16 that t4 runs)");
   // A card that runs neither the precision nor a fallback is still refused, naming what it lacks.
   expect_usage_error(run_gpuvs("predict --workload bert-large --gpu v100-sxm2-32gb --precision tf32"), "no TF32");
   expect_usage_error(run_gpuvs("compare a100-80gb-sxm v100-sxm2-32gb --workload bert-large --precision tf32"), "no TF32");

@@ -93,7 +93,7 @@ std::string advice_text(const Advice& a, std::size_t limit) {
   std::string t;
   const Scenario& s = a.scenario;
   t += fmt::format("{}{} {} ({}{}){}\n", s.name.empty() ? "" : s.name + ": ", s.task, s.workload,
-                   s.task == "finetune" ? s.finetune + ", " : "", s.precision,
+                   s.task == "finetune" ? s.finetune + ", " : "", s.precision_named ? s.precision : std::string(perf::kDefaultPrecisionRule),
                    s.work > 0 ? fmt::format(", {:.3g} {}", s.work, a.work_unit) : "");
   if (!a.assumed.empty()) t += "assumed: " + strings::join(a.assumed, "; ") + "\n";
   const bool serving = s.task == "infer";

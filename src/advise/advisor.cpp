@@ -28,6 +28,15 @@
 
 namespace gpuvs::advise {
 
+namespace {
+
+/// A card's fallback from the precision asked, said as predict says it: the default rule's where none was named.
+std::string fallback_said(const Scenario& s, const std::string& note) {
+  return note.empty() || s.precision_named ? note : fmt::format("the default rule: {}", perf::kDefaultPrecisionRule);
+}
+
+}  // namespace
+
 bool is_precision_policy(const std::string& name) {
   try {
     (void)perf::parse_precision(name);
@@ -743,6 +752,7 @@ std::vector<Option> options_for(const catalog::Catalog& cat, const workload::Wor
     // precision's weights or a weight format named as such (int4-awq, q4_k_m, ...), as predict serves them.
     const auto format = perf::serving_format_on(gpu, s.precision, &note);
     if (!format) return runs_neither();
+    note = fallback_said(s, note);
     std::string policy_note;
     const auto policy = is_precision_policy(s.precision) ? perf::precision_run(perf::parse_precision(s.precision), gpu, &policy_note) : std::nullopt;
     const std::string shown_as = policy ? std::string(perf::precision_name(*policy)) : *format;
@@ -752,6 +762,7 @@ std::vector<Option> options_for(const catalog::Catalog& cat, const workload::Wor
   }
   const auto precision = perf::precision_run(perf::parse_precision(s.precision), gpu, &note);
   if (!precision) return runs_neither();
+  note = fallback_said(s, note);
   if (serving) {
     std::vector<std::string> modes = {"serve-dedicated"};
     if (s.tenants > 1) modes.push_back(gpu.mig_max >= 2 ? "serve-mig" : "serve-shared");
@@ -790,6 +801,7 @@ std::vector<std::string> fit_hints(const catalog::Catalog& cat, const workload::
   std::string note;
   const auto precision = perf::precision_run(perf::parse_precision(s.precision), gpu, &note);
   if (!precision) return hints;
+  note = fallback_said(s, note);
   // Sharded states need the cards they are sharded over; a replicated strategy fits on one card or none.
   const bool sharded = nearest.strategy == "fsdp" || nearest.strategy == "zero2";
   const int cards = sharded ? nearest.count : 1;
@@ -887,7 +899,8 @@ void explain(const Scenario& s, const Assumptions& a, Advice& adv) {
                                : fmt::format("{} on {} x {}, batch {}{}", o.strategy, o.count, o.gpu_id, o.batch,
                                              o.recompute != "none" ? ", recompute " + o.recompute : "");
     // A card that lacks the precision asked runs the nearest it has: said where the option is (its precision's note).
-    if (const auto at = o.precision.find(" (the nearest to "); o.gpu_id != kThisMachine && at != std::string::npos)
+    if (const auto at = std::min(o.precision.find(" (the nearest to "), o.precision.find(" (the default rule: "));
+        o.gpu_id != kThisMachine && at != std::string::npos)
       what += o.strategy == "serve-llm" ? ", " + o.precision.substr(at + 2, o.precision.size() - at - 3)  // its weights said above
                                         : ", in " + o.precision;
     if (!serving && s.work > 0) what += fmt::format(", {:.1f} h", o.total_hours);

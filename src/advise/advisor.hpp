@@ -26,6 +26,7 @@ struct Scenario {
   std::string task = "train";      // train | finetune | infer
   std::string finetune = "lora";   // with task=finetune: full | lora | qlora
   std::string precision = "amp-bf16";
+  bool precision_named = false;    // false: the default rule (perf::default_precision), said as predict says it
   double work = 0;                 // tokens (decoders) or samples to process; 0: rate only
   std::optional<double> hours;     // deadline for training
   int tenants = 1;                 // serving: independent tenants sharing the fleet

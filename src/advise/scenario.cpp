@@ -97,7 +97,10 @@ Scenario read_scenario(const std::string& path, Assumptions& assumptions, const 
     else if (key == "workload") s.workload = text(path, key, node);
     else if (key == "task") s.task = text(path, key, node);
     else if (key == "finetune") s.finetune = text(path, key, node);
-    else if (key == "precision") s.precision = text(path, key, node);
+    else if (key == "precision") {
+      s.precision = text(path, key, node);
+      s.precision_named = true;
+    }
     else if (key == "tokens" || key == "samples") s.work = positive(path, key, node);
     else if (key == "hours") s.hours = positive(path, key, node);
     else if (key == "tenants") s.tenants = static_cast<int>(whole(path, key, node, 1, 1 << 20));

@@ -120,7 +120,10 @@ int run_advise(const AdviseArgs& a) {
   }
   if (!a.task.empty()) s.task = a.task;
   if (!a.finetune.empty()) s.finetune = a.finetune;
-  if (!a.precision.empty()) s.precision = a.precision;
+  if (!a.precision.empty()) {
+    s.precision = a.precision;
+    s.precision_named = true;
+  }
   if (!a.purchase.empty()) s.purchase = a.purchase;
   if (!std::isnan(a.tokens) && !std::isnan(a.samples)) throw InputError("--tokens and --samples both give the work; give one");
   if (!std::isnan(a.tokens)) s.work = a.tokens;

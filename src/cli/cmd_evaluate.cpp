@@ -602,13 +602,16 @@ int run_evaluate(EvaluateArgs a) {
     // The file's shape options go with its workload (a flag naming that same workload keeps them, as advise does;
     // --options saying a shape replaces them below).
     if (a.workload == scenario.workload) workload_options = scenario.workload_options;
-    if (!a.precision_given && scenario.precision != unsaid.precision) a.precision = scenario.precision;
+    if (!a.precision_given && scenario.precision_named) a.precision = scenario.precision;
   }
   if (a.scenario.empty() || a.workload_given || a.options_given) {
     scenario.workload = a.workload;
     scenario.workload_options = workload_options;
   }
-  if (!a.precision.empty()) scenario.precision = a.precision;
+  if (!a.precision.empty()) {
+    scenario.precision = a.precision;
+    scenario.precision_named = true;
+  }
   if (a.options_given) {  // predict's words for the same request, over the file's (evaluate has no flags of its own for them)
     apply_request_options(perf::parse_option_pairs(a.options), {}, scenario);
     workload_options = scenario.workload_options;

@@ -82,7 +82,7 @@ const Fabric& default_fabric(const catalog::Gpu& gpu, std::string* why) {
     say("DGX H100/B200-class nodes: InfiniBand NDR, 8 x 400 Gb/s (network=ID to change)");
     return fabric_by_id("ib-ndr-8x400");
   }
-  say("no GPU fabric is typical for this card: one 100 GbE NIC per node (network=ID to change)");
+  say("outside DGX-class nodes no GPU fabric is typical: one 100 GbE NIC per node (network=ID to change)");
   return fabric_by_id("eth-100");
 }
 
