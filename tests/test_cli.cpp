@@ -1485,6 +1485,18 @@ TEST(Cli, EvaluatePricesTheScenariosWorkloadUnlessAFlagSaysAnother) {
   EXPECT_EQ(p["workload"], "llama3-8b");
   EXPECT_EQ(p["advice"]["scenario"]["workload"], "llama3-8b");
   EXPECT_FALSE(p["serving"].is_null()) << "a serving question of a decoder has its serving curves";
+  // No precision named: each card's weights by the default rule, said as predict says it (not "the nearest to bf16").
+  EXPECT_NE(p["prediction_note"].get<std::string>().find("the default rule's 16-bit (bf16, fp16 on a card without BF16) weights"), std::string::npos)
+      << p["prediction_note"];
+  EXPECT_FALSE(p["advice"]["scenario"]["precision_named"].get<bool>());
+  int v100 = 0;
+  for (const auto& e : p["predictions"])
+    if (e["gpu"] == "v100-sxm2-32gb") {
+      EXPECT_EQ(e["precision"], "fp16");
+      EXPECT_FALSE(e.contains("precision_note")) << e;
+      ++v100;
+    }
+  EXPECT_EQ(v100, 1);
   const auto flag = run_gpuvs("evaluate --scenario " + scenario + " --workload mistral-7b --rows 2000 --epochs 1 --threads 1 --no-report --db " + db);
   ASSERT_EQ(flag.exit_code, 0) << flag.err;
   const auto q = run_gpuvs_json("report -o json --db " + db)["payload"];
@@ -1910,6 +1922,34 @@ TEST(Cli, ACalibrationSavedAsAFileAppliesLikeTheMeasurementItCameFrom) {
   EXPECT_NE(run_gpuvs("predict --gpu a100-80gb-sxm --stack " + file + " --measured " + spec).exit_code, 0);  // one or the other
 }
 
+// One question, one answer: predict takes what it leaves unsaid from the measurement as compare does (it priced its
+// own defaults: the seed model where a decoder's figures came, the model's prompt where the figure's was 1 token).
+TEST(Cli, PredictTakesWhatItLeavesUnsaidFromTheMeasurementAsCompareDoes) {
+  const std::string decode = "'gpu=rtx-3090;workload=llama3-8b;mode=decode;precision=q4_k_m;value=100 tokens/s'";
+  const auto p = run_gpuvs_json("predict --gpu h100-sxm --json --measured " + decode);
+  EXPECT_EQ(p["workload"], "llama3-8b");
+  EXPECT_EQ(p["mode"], "decode");
+  EXPECT_EQ(p["format"], "q4_k_m");
+  EXPECT_NE(p["assumed"].dump().find("workload llama3-8b (your measurement's"), std::string::npos) << p["assumed"];
+  const auto own = run_gpuvs_json("predict --gpu rtx-3090 --json --measured " + decode);
+  const auto c = run_gpuvs_json("compare rtx-3090 h100-sxm --json --measured " + decode);
+  EXPECT_DOUBLE_EQ(c["gpus"][0]["throughput"]["value"].get<double>(), own["throughput"]["value"].get<double>());
+  EXPECT_DOUBLE_EQ(c["gpus"][1]["throughput"]["value"].get<double>(), p["throughput"]["value"].get<double>());
+  EXPECT_NEAR(own["throughput"]["value"].get<double>(), 100, 0.1);
+  const std::string train = "'gpu=rtx-3090;workload=resnet50;mode=train;precision=amp-fp16;batch=128;value=700 images/s'";
+  const auto t = run_gpuvs_json("predict --gpu a100-80gb-sxm --json --measured " + train);
+  EXPECT_EQ(t["workload"], "resnet50");
+  EXPECT_EQ(t["batch"], 128);
+  EXPECT_EQ(t["precision"], "amp-fp16");
+  const auto ct = run_gpuvs_json("compare rtx-3090 a100-80gb-sxm --json --measured " + train);
+  EXPECT_DOUBLE_EQ(ct["gpus"][1]["throughput"]["value"].get<double>(), t["throughput"]["value"].get<double>());
+  // What the flags say stays theirs; figures of another kind than the request are refused.
+  EXPECT_EQ(run_gpuvs_json("predict --gpu h100-sxm --json --mode prefill --measured " + decode)["mode"], "prefill");
+  expect_usage_error(run_gpuvs("predict --gpu h100-sxm --workload resnet50 --measured " + decode), "is not a decoder");
+  expect_usage_error(run_gpuvs("compare rtx-3090 h100-sxm --workload resnet50 --measured " + decode), "is not a decoder");
+  expect_usage_error(run_gpuvs("predict --gpu h100-sxm --workload llama3-8b --mode decode --measured " + train), "figures of a training run");
+}
+
 // A stack is solved against the model the command prices with: with --calibration, the card it measured is corrected
 // once (its figure reproduces the measurement), by predict, compare and advise alike; a stored stack says which record
 // it was solved with and is refused with another, or without it.
@@ -1958,15 +1998,27 @@ TEST(Cli, AStackIsSolvedWithTheCalibrationTheCommandApplies) {
   const std::string solved = (dir / "solved.toml").string(), bare = (dir / "bare.toml").string();
   const auto saved = run_gpuvs("calibrate " + spec + " --calibration " + rec + " --save " + solved);
   ASSERT_EQ(saved.exit_code, 0) << saved.err;
-  EXPECT_NE(saved.out.find("solved with rtx-3090's calibration from " + rec), std::string::npos) << saved.out;
+  EXPECT_NE(saved.out.find("the stack was solved with rtx-3090's figures corrected by the calibration from " + rec), std::string::npos) << saved.out;
   ASSERT_EQ(run_gpuvs("calibrate " + spec + " --save " + bare).exit_code, 0);
   EXPECT_NEAR(on("rtx-3090", " --stack " + solved + " --calibration " + rec), mine, 1e-5 * mine);
   EXPECT_NEAR(on("a100-80gb-sxm", " --stack " + solved + " --calibration " + rec), a100, 1e-5 * a100);
   const auto h200 = dir / "h200.json";
   gpuvs::test::write_text(h200, R"J({"schema_version": 2, "quick": false, "results": [
     {"key": "cuda.mem.copy", "unit": "GB/s", "status": "ok", "median": 4200.0, "device": "cuda:0 NVIDIA H200 (h200-sxm)"}]})J");
-  EXPECT_EQ(run_gpuvs("predict --gpu rtx-3090" + req + " --stack " + bare + " --calibration " + h200.string()).exit_code, 0)
+  EXPECT_EQ(on("rtx-3090", " --stack " + bare + " --calibration " + h200.string()), on("rtx-3090", " --stack " + bare))
       << "a calibration of a card no figure ran on changes nothing the stack solved";
+  // Where the measured card is not priced, the calibration still solved the stack: said, not "not applied".
+  const auto others = run_gpuvs_json("compare a100-80gb-sxm h100-sxm --batch 128 --json --measured " + spec + " --calibration " + rec);
+  EXPECT_NE(others["assumed"].dump().find("which is not compared: it priced only the stack's figures on it"), std::string::npos) << others["assumed"];
+  EXPECT_NE(others["assumed"].dump().find("the stack was solved with rtx-3090's figures corrected by the calibration from"), std::string::npos)
+      << others["assumed"];
+  EXPECT_NEAR(others["gpus"][0]["throughput"]["value"].get<double>(), a100, 1e-9 * a100);
+  const auto text = run_gpuvs("predict --gpu a100-80gb-sxm --workload resnet50 --precision amp-fp16 --batch 128 --measured " + spec +
+                              " --calibration " + rec);
+  EXPECT_NE(text.out.find("the stack was solved with rtx-3090's figures corrected by the calibration from"), std::string::npos) << text.out;
+  const auto plain_json = run_gpuvs_json("calibrate " + spec + " --json --calibration " + h200.string());
+  EXPECT_FALSE(plain_json["calibration"]["applied"].get<bool>());
+  EXPECT_TRUE(plain_json["solved_with"].is_null());
   for (const auto& [args, expect] : std::vector<std::pair<std::string, std::string>>{
            {"predict --gpu rtx-3090" + req + " --stack " + bare + " --calibration " + rec, "would correct rtx-3090 twice"},
            {"predict --gpu a100-80gb-sxm" + req + " --stack " + solved, "name that record with --calibration"},

@@ -224,6 +224,14 @@ TEST(Serving, Exl2CheckpointsArePricedAtTheirOwnRateAndReconstructAboveTheFusedK
   const auto p64 = serve("llama2-7b", "rtx-4090", "prefill", "exl2", "framework=exllamav2;prompt_len=64", 1);
   EXPECT_EQ(p16.step.dequant_s, 0.0);
   EXPECT_GT(p64.step.dequant_s, 0.0);
+  // The limit is the engine's: a GPTQ checkpoint on ExLlamaV2 runs the same kernels (its QMatrix) and is reconstructed
+  // past 32 tokens too; on vLLM its fused kernels read the packed weights at any size.
+  const auto g16 = serve("llama-7b", "rtx-4090", "prefill", "int4-gptq", "framework=exllamav2;prompt_len=16", 1);
+  const auto g64 = serve("llama-7b", "rtx-4090", "prefill", "int4-gptq", "framework=exllamav2;prompt_len=64", 1);
+  const auto v64 = serve("llama-7b", "rtx-4090", "prefill", "int4-gptq", "framework=vllm;prompt_len=64", 1);
+  EXPECT_EQ(g16.step.dequant_s, 0.0);
+  EXPECT_GT(g64.step.dequant_s, 0.0);
+  EXPECT_EQ(v64.step.dequant_s, 0.0);
   // A rate outside 2 to 8 bits, or a format with fixed bits, is the request's error.
   EXPECT_THROW(serve("llama2-7b", "rtx-4090", "decode", "exl2", opts + ";bpw=9", 1), InputError);
   EXPECT_THROW(serve("llama2-7b", "rtx-4090", "decode", "exl2", opts + ";bpw=nan", 1), InputError);
@@ -596,7 +604,7 @@ TEST(ServingData, FormatAndEngineFilesFailWithTheirLineAndSurviveFuzzing) {
            {types + "[[format]]\nid = \"x\"\nmath = \"fp16\"\nbits = 9\nmin_bits = 2\nmax_bits = 8\nsource = \"s\"\n", "min_bits and max_bits go together"},
            {types + "[[format]]\nid = \"x\"\nmath = \"fp16\"\nbase_type = \"q4_0\"\noutput_bits = 6\nsource = \"s\"\n", "head and embedding are its types"},
            {types + "[[format]]\nid = \"x\"\nmath = \"fp16\"\nbits = 4.5\nmin_bits = 2\nmax_bits = 8\ngroup_size = 32\ngroup_bits = 16\nsource = \"s\"\n", "min_bits and max_bits are for uniform formats without fixed groups"},
-           {types + "[[format]]\nid = \"x\"\nmath = \"fp16\"\nbits = 4\nweight_only = true\nfused_rows = 32\nsource = \"s\"\n", "fused_rows is for dequant_pass formats"},
+           {types + "[[format]]\nid = \"x\"\nmath = \"fp16\"\nbits = 4\nweight_only = true\nfused_rows = 32\nsource = \"s\"\n", "unknown key 'fused_rows'"},
            {"[[type]]\nid = \"q4_0\"\nblock_weights = 32\n", "f.toml:1: a [[type]] needs id, block_weights and block_bytes"},
            {"[[type]\n", "f.toml:1:"}},
                        [](const std::string& text) { parse_formats(text, "f.toml"); });
@@ -613,6 +621,7 @@ TEST(ServingData, FormatAndEngineFilesFailWithTheirLineAndSurviveFuzzing) {
            {engine + "graph_launches_per_layer = 3\n", "graph_launches_per_layer is for cuda_graphs engines"},
            {engine + "cuda_graphs = true\ngraph_launches_per_layer = 9\n", "at most kernels_per_layer"},
            {engine + "graph_max_tokens = 32\n", "graph_max_tokens is for cuda_graphs engines"},
+           {engine + "fused_quant_rows = 0\n", "fused_quant_rows"},
            {"[[engine]]\nid = \"e\"\n", "needs id, name, source"},
            {engine + engine, "e.toml:9: engine 'e' listed twice"},
            {engine.substr(0, engine.find("formats")) + "formats = [\"q3\"]\n", "formats: 'q3' is not a weight format"}},
@@ -973,7 +982,9 @@ TEST(StackFile, AStackSolvedWithACalibrationKeepsItAndAppliesWithItOnly) {
                         {head + "[calibration]\nmeasured_on = \"x\"\nsource = \"b\"\ngemm_ratio = { fp16 = -1 }\n", "'fp16' must be a number"},
                         {head + "[calibration]\nmeasured_on = \"x\"\nsource = \"b\"\nmemory_ratio = nan\ngemm_ratio = {}\n", "'memory_ratio'"},
                         {head + "[calibration]\nmeasured_on = \"x\"\nsource = \"b\"\nspeed = 1\ngemm_ratio = {}\n", "unknown key 'speed'"},
-                        {head + "calibration = 3\n", "'calibration' must be a table"}},
+                        {head + "calibration = 3\n", "'calibration' must be a table"},
+                        {head + "[calibration]\nmeasured_on = \"x\"\nsource = \"b\"\ngemm_ratio = {}\n", "measured_on 'x' is no card a [[step]] ran on"},
+                        {head + "[calibration]\nmeasured_on = \"x\"\nsource = \"b\"\ngemm_ratio = { amp = 1, amp-fp16 = 1 }\n", "names amp-fp16 twice"}},
                        [](const std::string& t) { parse_stack(t, "s.toml"); });
   EXPECT_GT(test::fuzz_parser(stack_toml(s), "[]\"=,.{}#\n -0123456789abcdefgiklmnoprstuxy_", 800, 43,
                               [](const std::string& t, const std::string& w) { parse_stack(t, w); }),

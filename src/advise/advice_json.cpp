@@ -71,6 +71,7 @@ nlohmann::json advice_json(const Advice& a) {
   return {{"schema_version", 1},
           {"scenario",
            {{"name", s.name}, {"workload", s.workload}, {"task", s.task}, {"finetune", s.finetune}, {"precision", s.precision},
+            {"precision_named", s.precision_named},
             {"work", s.work}, {"work_unit", a.work_unit}, {"hours", opt(s.hours)}, {"tenants", s.tenants},
             {"sla_p99_ms", opt(s.sla_p99_ms)}, {"sla_ttft_ms", opt(s.sla_ttft_ms)}, {"sla_tpot_ms", opt(s.sla_tpot_ms)},
             {"requests_per_s", s.requests_per_s}, {"budget_usd", opt(s.budget_usd)}, {"purchase", s.purchase},

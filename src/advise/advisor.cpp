@@ -955,8 +955,10 @@ Advice advise(const catalog::Catalog& cat, const workload::Workload& resolved, c
   // A quantized checkpoint is served as its weights, whatever the precision policy says; trained as its shape.
   if (net.quantized) {
     const std::string held = net.quantized->weights();
-    adv.assumed.push_back(serving ? fmt::format("{} weights, as {} says (not {}'s)", held, net.quantized->source, s.precision)
-                                  : fmt::format("the model's shape at {}, not its checkpoint's {} weights", s.precision, held));
+    const std::string policy = s.precision_named ? s.precision : fmt::format("the default rule's precision ({})", perf::kDefaultPrecisionRule);
+    adv.assumed.push_back(serving ? fmt::format("{} weights, as {} says (not {}'s)", held, net.quantized->source,
+                                                s.precision_named ? s.precision : std::string("the default rule"))
+                                  : fmt::format("the model's shape at {}, not its checkpoint's {} weights", policy, held));
   }
   std::vector<const catalog::Gpu*> gpus;
   if (s.gpus.empty())

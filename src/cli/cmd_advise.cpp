@@ -172,6 +172,7 @@ int run_advise(const AdviseArgs& a) {
                                       "on every option that runs it (the others as the model has them)",
                                       stack->ratios.engine, stack->ratios.format, stack->ratios.gemm, stack->ratios.memory, stack->ratios.fixed));
     for (const auto& st : stack->steps) adv.notes.push_back("measured " + stack_step_line(st));
+    if (stack->solved_with) adv.assumed.push_back(stack_solved_with_line(*stack));
     for (const auto& r : read_as) adv.assumed.push_back(r);
   }
   nlohmann::json doc = advise::advice_json(adv);

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "advise/assumptions.hpp"
@@ -276,81 +277,35 @@ int run_compare(CompareArgs a) {
   // A card's benchmarks: its column corrected as predict --calibration corrects its prediction, said either way.
   std::optional<perf::Calibration> cal;
   std::vector<std::string> said;
-  if (!a.calibration.empty()) {
-    cal = load_calibration(a.calibration, cat);
-    said.push_back(std::find(a.gpus.begin(), a.gpus.end(), cal->gpu_id) != a.gpus.end()
-                       ? fmt::format("{}'s figures corrected by what was measured on it ({})", cal->gpu_id, strings::escape_control(cal->source))
-                       : fmt::format("the calibration from {} measured {}, which is not compared: not applied", strings::escape_control(cal->source),
-                                     cal->gpu_id));
-  }
+  if (!a.calibration.empty()) cal = load_calibration(a.calibration, cat);
   const perf::Calibration* cal_ptr = cal ? &*cal : nullptr;
   // Your measurements: the stack they ran, calibrated (with that calibration, so its card is corrected once); what the
-  // command leaves unsaid is what they ran (the decode figure's workload, format, engine and lengths, else the first
-  // figure's), and said so.
-  std::optional<perf::StackCalibration> stack;
-  const std::optional<TrainingMeasured> trained = a.measured.empty() ? std::nullopt : training_measured(cat, a.measured);
-  if (trained) {
-    // A training run: what the command leaves unsaid is what it ran, said so.
-    const perf::PredictRequest& m = trained->request;
-    if (!a.workload_given) {
-      a.workload = m.workload;
-      said.push_back(fmt::format("workload {} (your measurement's)", a.workload));
-    }
-    if (!a.mode_given) a.mode = "train";
-    if (a.precision.empty() && m.precision) {
-      a.precision = std::string(perf::precision_name(*m.precision));
-      said.push_back(fmt::format("precision {} (your measurement's)", a.precision));
-    }
-    if (a.batch == 0 && m.batch > 0) {
-      a.batch = m.batch;
-      said.push_back(fmt::format("batch {} per GPU (your measurement's)", a.batch));
-    }
-    auto options = perf::parse_option_pairs(a.options);
-    if (m.options.count("framework") && !options.count("framework")) {
-      options["framework"] = m.options.at("framework");
-      said.push_back(fmt::format("framework {} (your measurement's)", options["framework"]));
-      a.options = perf::option_pairs_text(options);
-    }
-    stack = calibrate_trained(cat, training_figures(cat, a.measured), cal_ptr);
-  } else if (!a.stack_file.empty()) {
-    stack = load_stack(a.stack_file, cal_ptr);
-  } else if (!a.measured.empty()) {
-    auto ms = measured_inputs(cat, a.measured);
-    for (auto& m : ms) m.request.calibration = cal_ptr;
-    stack = perf::calibrate_stack(cat, ms);
-    const perf::StackMeasurement* ref = &ms.front();
-    for (const auto& m : ms)
-      if (m.request.mode == "decode") {
-        ref = &m;
-        break;
-      }
-    for (const auto& m : ms)
-      if (!m.note.empty() && std::find(said.begin(), said.end(), m.note) == said.end()) said.push_back(m.note);
-    if (!a.workload_given) {
-      a.workload = ref->request.workload;
-      said.push_back(fmt::format("workload {} (your measurement's, {})", a.workload, ref->source));
-    }
-    if (!a.mode_given) {
-      a.mode = ref->request.mode;
-      said.push_back(fmt::format("mode {} (your measurement's)", a.mode));
-    }
-    if (a.precision.empty()) {
-      a.precision = ref->request.format;
-      said.push_back(fmt::format("weights {} (your measurement's)", a.precision));
-    }
-    auto options = perf::parse_option_pairs(a.options);
-    std::vector<std::string> taken;
-    for (const auto& [k, v] : ref->request.options)
-      if (!options.count(k)) {
-        options[k] = v;
-        taken.push_back(k + "=" + v);
-      }
-    if (!taken.empty()) said.push_back(fmt::format("{} (your measurement's)", strings::join(taken, ", ")));
-    a.options = perf::option_pairs_text(options);
-    if (a.batch == 0) a.batch = ref->request.batch;
-  }
+  // command leaves unsaid is what they ran, and said so (predict's rule).
+  FlagRequest fr{a.workload, a.mode, a.precision, a.options, a.batch, a.workload_given, a.mode_given};
+  const std::optional<perf::StackCalibration> stack = measured_request(cat, a.measured, a.stack_file, cal_ptr, fr, said);
+  const bool trained = !a.measured.empty() && training_measured(cat, a.measured).has_value();
+  std::tie(a.workload, a.mode, a.precision, a.options, a.batch) = std::tie(fr.workload, fr.mode, fr.precision, fr.options, fr.batch);
+  if (cal)
+    said.push_back(std::find(a.gpus.begin(), a.gpus.end(), cal->gpu_id) != a.gpus.end()
+                       ? fmt::format("{}'s figures corrected by what was measured on it ({})", cal->gpu_id, strings::escape_control(cal->source))
+                   : stack && stack->solved_with
+                       ? fmt::format("the calibration from {} measured {}, which is not compared: it priced only the stack's figures on it",
+                                     strings::escape_control(cal->source), cal->gpu_id)
+                       : fmt::format("the calibration from {} measured {}, which is not compared: not applied", strings::escape_control(cal->source),
+                                     cal->gpu_id));
+  if (stack && stack->solved_with) said.push_back(stack_solved_with_line(*stack));
   const workload::Workload w(a.workload, perf::parse_option_pairs(a.options));
-  if (workload::pricer_for(a.mode, w.family()) == workload::Pricer::serving) return run_compare_serving(a, cat, w, costs, stack, cal_ptr, said);
+  if (!a.measured.empty() && !trained && w.family() != models::Family::decoder)
+    throw InputError(fmt::format("--measured: these are figures of a served decoder (prefill, decode, infer), and {} is not a decoder: a "
+                                 "training run calibrates training (mode=train in a spec)",
+                                 a.workload));
+  if (workload::pricer_for(a.mode, w.family()) == workload::Pricer::serving) {
+    if (trained)
+      throw InputError(fmt::format("--measured: these are figures of a training run, and {} {} is served: a served decoder's figures "
+                                   "(prefill, decode, infer) calibrate serving",
+                                   a.workload, a.mode));
+    return run_compare_serving(a, cat, w, costs, stack, cal_ptr, said);
+  }
   if (stack && !trained && a.stack_file.empty())
     throw InputError(fmt::format("--measured: these are figures of a served decoder (prefill, decode, infer), and {} {} is not one: a "
                                  "training run calibrates training (mode=train in a spec)",

@@ -254,7 +254,7 @@ void price_entry(json& e, const catalog::Gpu& g, double throughput, const perf::
 std::optional<perf::ServingRequest> card_request(const advise::Scenario& scenario, const workload::Workload& w, const catalog::Gpu& g,
                                                  const perf::Calibration* cal, std::string* instead = nullptr) {
   // A card without the precision serves the nearest it has, as the advice prices it (`instead` says so).
-  const auto format = perf::serving_format_on(g, scenario.precision, instead);
+  const auto format = perf::serving_format_on(g, scenario.precision_named ? scenario.precision : std::string(), instead);
   if (!format) return std::nullopt;
   perf::ServingRequest req = advise::serving_request(scenario, w, g.id, *format);
   req.calibration = cal;
@@ -522,8 +522,8 @@ struct LocalRun {
 
 std::vector<std::string> summary_lines(const LocalRun& m, const json& cluster, const json& network, const json& predictions, const std::string& workload,
                                        const advise::MeasuredMachine* here, const std::string& verdict,
-                                       const std::optional<perf::Calibration>& cal, const advise::Advice& advice,
-                                       const std::optional<perf::StackCalibration>& stack) {
+                                       const std::optional<perf::Calibration>& cal, const std::string& cal_withheld,
+                                       const advise::Advice& advice, const std::optional<perf::StackCalibration>& stack) {
   std::vector<std::string> summary;
   summary.push_back(fmt::format("This machine: {} ({} cores); GPU: {}", m.cpu.model, m.cpu.cores,
                                 m.nv.status == "ok" ? fmt::format("{} x {}", m.nv.gpus.size(), m.nv.gpus.front().name) : "none (" + m.nv.detail + ")"));
@@ -535,12 +535,14 @@ std::vector<std::string> summary_lines(const LocalRun& m, const json& cluster, c
   if (!cluster.is_null()) summary.push_back(cluster_line(cluster, network, dist::world(), m.batch));
   if (!predictions.empty()) summary.push_back(predictions_line(predictions, workload));
   if (here) summary.push_back(fmt::format("This machine (measured): {} samples/s at batch {}. {}", units::format_si(here->throughput), here->batch, verdict));
-  summary.push_back(cal ? fmt::format("Calibrated on the measured {}", cal->gpu_id)
-                        : "Not calibrated: no catalog GPU was measured here (predictions use the class defaults)");
+  summary.push_back(!cal                  ? std::string("Not calibrated: no catalog GPU was measured here (predictions use the class defaults)")
+                    : cal_withheld.empty() ? fmt::format("Calibrated on the measured {}", cal->gpu_id)
+                                           : fmt::format("Measured {}'s benchmarks, {}", cal->gpu_id, cal_withheld));
   if (stack)
     summary.push_back(fmt::format("Your measured stack, {} {}: matrix kernels x{:.3f}, memory-bound kernels x{:.3f}, fixed costs x{:.3f}, on "
-                                  "every card and option that runs it",
-                                  stack->ratios.engine, stack->ratios.format, stack->ratios.gemm, stack->ratios.memory, stack->ratios.fixed));
+                                  "every card and option that runs it{}",
+                                  stack->ratios.engine, stack->ratios.format, stack->ratios.gemm, stack->ratios.memory, stack->ratios.fixed,
+                                  stack->solved_with ? fmt::format(" (solved with this run's calibration of {})", stack->solved_with->gpu_id) : ""));
   summary.push_back(advice.ranked.empty() ? "Advice: no option meets every requirement (see the ruled-out list)" : "Advice: #1 " + advice.ranked.front().reason);
   return summary;
 }
@@ -657,14 +659,6 @@ int run_evaluate(EvaluateArgs a) {
   m.cpu = hw::probe_cpu();
   m.nv = hw::probe_nvidia_matched(cat);
   m.local_gpu = m.nv.gpus.empty() ? "" : m.nv.gpus.front().catalog_id;
-  // This run corrects its card (rank 0's: the one that benchmarks) by its own benchmarks; a stored stack whose figures
-  // ran on that card was solved without them, and would correct it twice. Every rank refuses alike.
-  const std::string calibrated_here = world.size > 1 ? dist::broadcast(m.local_gpu, "the benchmarked card") : m.local_gpu;
-  if (stack && !a.stack_file.empty() && !calibrated_here.empty() &&
-      std::find(stack->ratios.measured_gpus.begin(), stack->ratios.measured_gpus.end(), calibrated_here) != stack->ratios.measured_gpus.end())
-    throw InputError(fmt::format("--stack {}: this stack was solved on {}'s figures, and this run corrects {} by its own benchmarks: its ratios "
-                                 "would correct it twice; give the measurements with --measured (solved under this run's calibration)",
-                                 a.stack_file, calibrated_here, calibrated_here));
   std::optional<store::Store> db;
   if (lead) db.emplace(store::Store::open(db_path, true));  // last: a refused run creates no database
   report::EvaluateRecord record;
@@ -702,16 +696,27 @@ int run_evaluate(EvaluateArgs a) {
   std::optional<perf::Calibration> cal;
   std::tie(cal, record.calibration) = calibrate(m.results, m.tr, spec, m.batch, m.nv, cat);
   // Your measurements solved again with this run's calibration, so its card is corrected once (as predict
-  // --calibration does with them).
+  // --calibration does with them). A stored stack solved on this card's figures was solved without it: the card is
+  // priced as the stack was solved, and the calibration reported only (applied too, it would correct the card twice).
+  const perf::Calibration* pricing_cal = cal ? &*cal : nullptr;
+  std::string cal_withheld;
   if (cal && !a.measured.empty()) {
     stack = measured_stack(cat, a.measured, "", &*cal);
     scenario.stack = stack->ratios;
+  } else if (cal && stack &&
+             std::find(stack->ratios.measured_gpus.begin(), stack->ratios.measured_gpus.end(), cal->gpu_id) != stack->ratios.measured_gpus.end()) {
+    cal_withheld = fmt::format("not applied: --stack {} was solved on {}'s figures without it, and both would correct the card twice "
+                               "(--measured with the figures solves them with it)",
+                               strings::escape_control(a.stack_file), cal->gpu_id);
+    record.calibration["classes"] = calibration_classes_json(*cal, false);
+    record.calibration["not_applied"] = cal_withheld;
+    pricing_cal = nullptr;
   }
 
   steps.begin(fmt::format("predicting {} on {} catalog GPUs", a.workload, cat.gpus().size()));
   const PricedTask task = priced_task(scenario, workload_options, net);
-  record.predictions = task.serving ? predict_catalog_serving(cat, w, scenario, cal ? &*cal : nullptr, assumptions.hour_prices(), m.local_gpu)
-                                    : predict_catalog(cat, w, task, precision, cal ? &*cal : nullptr, assumptions.hour_prices(), m.local_gpu,
+  record.predictions = task.serving ? predict_catalog_serving(cat, w, scenario, pricing_cal, assumptions.hour_prices(), m.local_gpu)
+                                    : predict_catalog(cat, w, task, precision, pricing_cal, assumptions.hour_prices(), m.local_gpu,
                                                       stack ? &stack->ratios : nullptr);
   record.measured = stack ? stack_json(*stack) : json(nullptr);
 
@@ -725,7 +730,7 @@ int run_evaluate(EvaluateArgs a) {
   // Tenants sharing cards are priced as graphs (the table, the advice): no one-tenant curves beside them.
   if (scenario.tenants > 1) no_curves = "; no serving curves: tenants share the cards (priced as graphs, as the advice prices them)";
   if ((a.scenario.empty() || scenario.task == "infer") && scenario.tenants == 1) {
-    record.serving = serving_curves(cat, w, scenario, cal ? &*cal : nullptr);
+    record.serving = serving_curves(cat, w, scenario, pricing_cal);
     if (record.serving.is_null() && workload::pricer_for("infer", w.family()) == workload::Pricer::serving) {
       try {
         (void)perf::weight_format(perf::serving_format_for(scenario.precision));
@@ -737,7 +742,7 @@ int run_evaluate(EvaluateArgs a) {
   }
 
   steps.begin("advising");
-  scenario.calibration = cal;  // the advice prices this run's card as the table beside it does
+  if (pricing_cal) scenario.calibration = *pricing_cal;  // the advice prices this run's card as the table beside it does
   const advise::Advice advice = advise::advise(cat, scenario_workload, scenario, assumptions, trains_workload ? &here : nullptr);
   record.advice = advise::advice_json(advice);
 
@@ -748,20 +753,22 @@ int run_evaluate(EvaluateArgs a) {
   const json* first = record.predictions.empty() ? nullptr : &record.predictions[0];
   bool fell_back = false;  // a card priced at the nearest precision it runs (its entry's precision_note)
   for (const auto& e : record.predictions) fell_back = fell_back || e.contains("precision_note");
+  // The weights as named, else the default rule's by card (as predict and compare say it).
+  const std::string weights_said = scenario.precision_named ? perf::serving_format_for(scenario.precision)
+                                                            : std::string("the default rule's 16-bit (bf16, fp16 on a card without BF16)");
   record.prediction_note =
       task.serving && first
           ? fmt::format("{} served, requests of {} + {} tokens, as many in flight as each card holds, {} weights, priced with the {} engine "
                         "profile (as predict --mode infer and each option of the advice); band = the model's validation error spread{}",
                         a.workload, (*first)["prompt_len"].get<std::int64_t>(), (*first)["gen_len"].get<std::int64_t>(),
-                        perf::serving_format_for(scenario.precision) + " (or the nearest a card runs)", (*first)["engine"].get<std::string>(), no_curves)
-      : task.serving ? fmt::format("{} served: no catalog GPU serves its {} weights on one GPU{}", a.workload,
-                                   perf::serving_format_for(scenario.precision), no_curves)
+                        weights_said + (scenario.precision_named ? " (or the nearest a card runs)" : ""), (*first)["engine"].get<std::string>(), no_curves)
+      : task.serving ? fmt::format("{} served: no catalog GPU serves its {} weights on one GPU{}", a.workload, weights_said, no_curves)
           : fmt::format("{} {}, default batch per GPU, {}{}, priced with the {} framework profile; band = the model's validation error spread{}",
                         a.workload, task.words, record.precision, fell_back ? " (or the nearest a card runs)" : "",
                         first ? first->value("framework", "pytorch") : "pytorch", no_curves);
   record.roofline = roofline(m.results, m.tr, m.measured_name, m.cpu);
   record.summary =
-      summary_lines(m, record.cluster, record.network, record.predictions, a.workload, trains_workload ? &here : nullptr, verdict, cal, advice, stack);
+      summary_lines(m, record.cluster, record.network, record.predictions, a.workload, trains_workload ? &here : nullptr, verdict, cal, cal_withheld, advice, stack);
   store_and_report(a, *db, db_path, record, m, advice, steps.seconds());
   return failed ? 1 : 0;
 }

@@ -2,6 +2,8 @@
 // gpuvs predict: a workload's training or inference speed and memory on a catalog GPU.
 #include <fmt/format.h>
 
+#include <tuple>
+
 #include <algorithm>
 
 #include <nlohmann/json.hpp>
@@ -37,6 +39,15 @@ struct PredictArgs {
   int gpus = 1;
   std::int64_t batch = 0;
   Output out = Output::table;
+  bool workload_given = false, mode_given = false;  // set from the parsed command line
+};
+
+/// What a prediction's measurements gave: the stack (solved with the calibration it applies), what the request took from
+/// them (said), and how their names were read.
+struct Measured {
+  std::optional<perf::StackCalibration> stack;
+  std::vector<std::string> taken, read_as;
+  bool trained = false;  // training figures (a served request may not take them)
 };
 
 /// --calibration FILE, read once for the request; nullopt without the flag.
@@ -47,6 +58,7 @@ std::optional<perf::Calibration> calibration_of(const PredictArgs& a, const cata
 
 void print_stack(const perf::StackCalibration& s, bool applied, double uncalibrated, const std::string& unit) {
   for (const auto& st : s.steps) fmt::print("  measured     {}\n", stack_step_line(st));
+  if (const std::string solved = stack_solved_with_line(s); !solved.empty()) fmt::print("  measured     {}\n", solved);
   for (const auto& o : s.open) fmt::print("  measured     left open: {}\n", o);
   if (applied)
     fmt::print("  calibrated   {} {} as measured; without the measurements: {} {}\n", s.ratios.engine, s.ratios.format,
@@ -56,7 +68,8 @@ void print_stack(const perf::StackCalibration& s, bool applied, double uncalibra
                s.ratios.engine, s.ratios.format);
 }
 
-int run_serving(const PredictArgs& a, const catalog::Catalog& cat, const workload::Workload& w) {
+int run_serving(const PredictArgs& a, const catalog::Catalog& cat, const workload::Workload& w, const std::optional<perf::Calibration>& cal,
+                const Measured& measured) {
   perf::ServingRequest req;
   req.workload = a.workload;
   req.gpu = a.gpu;
@@ -70,16 +83,15 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat, const workloa
                    .value_or(perf::serving_format_for(a.precision.empty() ? std::string(perf::precision_name(perf::default_precision(gpu))) : a.precision));
   req.mode = a.mode;
   req.options = perf::parse_option_pairs(a.options);
-  const std::optional<perf::Calibration> cal = calibration_of(a, cat);
   req.calibration = cal ? &*cal : nullptr;
   // Your measurements: the stack they ran, calibrated (solved with the calibration this prediction applies, so its card
   // is corrected once), and this prediction with and without it.
-  std::vector<std::string> read_as;  // how the measurements' names were read
-  if (!a.measured.empty() && training_measured(cat, a.measured))
+  if (measured.trained)
     throw InputError(fmt::format("--measured: these are figures of a training run, and {} {} is served: a served decoder's figures "
                                  "(prefill, decode, infer) calibrate serving",
                                  a.workload, a.mode));
-  const std::optional<perf::StackCalibration> stack = measured_stack(cat, a.measured, a.stack_file, req.calibration, &read_as);
+  const std::optional<perf::StackCalibration>& stack = measured.stack;
+  const std::vector<std::string>& read_as = measured.read_as;
   double uncalibrated = 0;
   bool stack_applied = false;
   if (stack) {
@@ -90,7 +102,8 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat, const workloa
   if (stack) stack_applied = p.engine == stack->ratios.engine && p.format == stack->ratios.format;
   const auto& c = p.step;
   const bool decode_only = p.mode == "decode";
-  std::vector<std::string> said = perf::serving_assumed(req, p, !a.precision.empty());
+  std::vector<std::string> said = measured.taken;
+  for (auto& line : perf::serving_assumed(req, p, !a.precision.empty())) said.push_back(std::move(line));
   if (!instead.empty() && p.quantized_from.empty()) said.insert(said.begin(), fmt::format("weights {} ({})", p.format, instead));
   if (a.out != Output::table) {
     nlohmann::json j{
@@ -367,22 +380,25 @@ int run_predict(PredictArgs a) {
     throw InputError(fmt::format("--mode '{}' is not a mode (expected train, prefill, decode or infer)", strings::printable(a.mode)));
   if (a.gpus < 1) throw InputError(fmt::format("--gpus must be at least 1, got {}", a.gpus));
   a.gpu = gpu_id(cat, a.gpu);  // an unknown card is named before the workload is read; nvidia-smi names read too
-  const workload::Workload w(a.workload, perf::parse_option_pairs(a.options));
-  if (workload::pricer_for(a.mode, w.family()) == workload::Pricer::serving) return run_serving(a, cat, w);
-  // A measured training run: the stack it ran, calibrated on its card (with the calibration this prediction applies, so
-  // its card is corrected once), and this prediction with and without it.
   const std::optional<perf::Calibration> cal = calibration_of(a, cat);
-  std::optional<perf::StackCalibration> stack;
-  if (!a.measured.empty()) {
-    const std::optional<TrainingMeasured> tm = training_measured(cat, a.measured);
-    if (!tm)
-      throw InputError(fmt::format("--measured: these are figures of a served decoder (prefill, decode, infer), and {} {} is not one: "
-                                   "a training run calibrates training (mode=train in a spec)",
-                                   a.workload, a.mode));
-    stack = calibrate_trained(cat, training_figures(cat, a.measured), cal ? &*cal : nullptr);
-  } else if (!a.stack_file.empty()) {
-    stack = load_stack(a.stack_file, cal ? &*cal : nullptr);
-  }
+  // Your measurements: the stack they ran, calibrated (with the calibration this prediction applies, so its card is
+  // corrected once); what the request leaves unsaid is what they ran, said (compare's rule).
+  Measured measured;
+  FlagRequest fr{a.workload, a.mode, a.precision, a.options, a.batch, a.workload_given, a.mode_given};
+  measured.stack = measured_request(cat, a.measured, a.stack_file, cal ? &*cal : nullptr, fr, measured.taken, &measured.read_as);
+  measured.trained = !a.measured.empty() && training_measured(cat, a.measured).has_value();
+  std::tie(a.workload, a.mode, a.precision, a.options, a.batch) = std::tie(fr.workload, fr.mode, fr.precision, fr.options, fr.batch);
+  const workload::Workload w(a.workload, perf::parse_option_pairs(a.options));
+  if (!a.measured.empty() && !measured.trained && w.family() != models::Family::decoder)
+    throw InputError(fmt::format("--measured: these are figures of a served decoder (prefill, decode, infer), and {} is not a decoder: a "
+                                 "training run calibrates training (mode=train in a spec)",
+                                 a.workload));
+  if (workload::pricer_for(a.mode, w.family()) == workload::Pricer::serving) return run_serving(a, cat, w, cal, measured);
+  if (!a.measured.empty() && !measured.trained)
+    throw InputError(fmt::format("--measured: these are figures of a served decoder (prefill, decode, infer), and {} {} is not one: "
+                                 "a training run calibrates training (mode=train in a spec)",
+                                 a.workload, a.mode));
+  const std::optional<perf::StackCalibration>& stack = measured.stack;
   perf::PredictRequest req;
   req.workload = a.workload;
   req.gpu = a.gpu;
@@ -401,7 +417,8 @@ int run_predict(PredictArgs a) {
     req.stack = &stack->ratios;
   }
   const perf::Prediction p = perf::predict(cat, w, req);
-  std::vector<std::string> said = perf::assumed(req, p);
+  std::vector<std::string> said = measured.taken;
+  for (auto& line : perf::assumed(req, p)) said.push_back(std::move(line));
   if (!instead.empty()) said.insert(said.begin(), fmt::format("precision {} ({})", perf::precision_name(p.plan.precision), instead));
   if (a.out != Output::table) {
     nlohmann::json j = prediction_json(p, a.mode, cal ? &*cal : nullptr);
@@ -426,14 +443,14 @@ Runner add_predict_command(CLI::App& app) {
   auto a = std::make_shared<PredictArgs>();
   auto* sub = app.add_subcommand("predict", "Predict a workload's throughput and memory on a catalog GPU");
   add_facts_option(sub, a->facts);
-  sub->add_option("--workload", a->workload, "Workload id or model file (gpuvs workloads lists the built-in ones)")->capture_default_str();
+  auto* workload_opt = sub->add_option("--workload", a->workload, "Workload id or model file (gpuvs workloads lists the built-in ones)")->capture_default_str();
   sub->add_option("--gpu", a->gpu, "Catalog GPU id or alias")->required();
   sub->add_option("--gpus", a->gpus, "GPUs (data parallel)")->capture_default_str()->check(whole_in(1, 1 << 20));
   sub->add_option("--batch", a->batch, "Batch per GPU (default: the workload family's)")->check(whole_in(1, models::kMaxBatch));
   sub->add_option("--precision", a->precision,
                   precision_help("fp32, tf32, fp16, bf16, amp-fp16, amp-bf16, amp-fp8; serving a decoder: a weight format (fp16, bf16, fp8, int8, "
                                  "int8-w8a16, int4-awq, int4-gptq, q8_0, q6_k, q5_k_m, q4_k_m, q4_0)"));
-  sub->add_option("--mode", a->mode, "train, infer; for decoders also prefill and decode (infer = whole requests under the engine's batching)")
+  auto* mode_opt = sub->add_option("--mode", a->mode, "train, infer; for decoders also prefill and decode (infer = whole requests under the engine's batching)")
       ->capture_default_str();
   sub->add_option("--options", a->options,
                   "k=v;k=v: seq_len, flash_attention, sharding=none|zero1|zero2|full, nvls=0|1 (NVLink SHARP all-reduce), lengths=ID;bin_size=N (encoders: "
@@ -444,7 +461,11 @@ Runner add_predict_command(CLI::App& app) {
   sub->add_option("--calibration", a->calibration, "A gpuvs bench --save record: correct the model for the GPU it measured");
   add_measured_options(sub, a->measured, a->stack_file);
   add_output_option(sub, a->out);
-  return [a] { return run_predict(*a); };
+  return [a, workload_opt, mode_opt] {
+    a->workload_given = workload_opt->count() > 0;
+    a->mode_given = mode_opt->count() > 0;
+    return run_predict(*a);
+  };
 }
 
 }  // namespace gpuvs::cli

@@ -405,6 +405,70 @@ std::optional<perf::StackCalibration> measured_stack(const catalog::Catalog& cat
   return std::nullopt;
 }
 
+std::optional<perf::StackCalibration> measured_request(const catalog::Catalog& cat, const std::vector<std::string>& measured,
+                                                       const std::string& stack_file, const perf::Calibration* cal, FlagRequest& r,
+                                                       std::vector<std::string>& said, std::vector<std::string>* read_as) {
+  if (measured.empty()) return stack_file.empty() ? std::nullopt : std::optional(load_stack(stack_file, cal));
+  std::vector<std::string>& names = read_as ? *read_as : said;
+  if (const std::optional<TrainingMeasured> trained = training_measured(cat, measured)) {
+    const perf::PredictRequest& m = trained->request;
+    if (!r.workload_given) {
+      r.workload = m.workload;
+      said.push_back(fmt::format("workload {} (your measurement's)", r.workload));
+    }
+    if (!r.mode_given) r.mode = "train";
+    if (r.precision.empty() && m.precision) {
+      r.precision = std::string(perf::precision_name(*m.precision));
+      said.push_back(fmt::format("precision {} (your measurement's)", r.precision));
+    }
+    if (r.batch == 0 && m.batch > 0) {
+      r.batch = m.batch;
+      said.push_back(fmt::format("batch {} per GPU (your measurement's)", r.batch));
+    }
+    auto options = perf::parse_option_pairs(r.options);
+    if (m.options.count("framework") && !options.count("framework")) {
+      options["framework"] = m.options.at("framework");
+      said.push_back(fmt::format("framework {} (your measurement's)", options["framework"]));
+      r.options = perf::option_pairs_text(options);
+    }
+    return calibrate_trained(cat, training_figures(cat, measured), cal);
+  }
+  auto ms = measured_inputs(cat, measured);
+  for (auto& m : ms) m.request.calibration = cal;
+  perf::StackCalibration stack = perf::calibrate_stack(cat, ms);
+  const perf::StackMeasurement* ref = &ms.front();
+  for (const auto& m : ms)
+    if (m.request.mode == "decode") {
+      ref = &m;
+      break;
+    }
+  for (const auto& m : ms)
+    if (!m.note.empty() && std::find(names.begin(), names.end(), m.note) == names.end()) names.push_back(m.note);
+  if (!r.workload_given) {
+    r.workload = ref->request.workload;
+    said.push_back(fmt::format("workload {} (your measurement's, {})", r.workload, ref->source));
+  }
+  if (!r.mode_given) {
+    r.mode = ref->request.mode;
+    said.push_back(fmt::format("mode {} (your measurement's)", r.mode));
+  }
+  if (r.precision.empty()) {
+    r.precision = ref->request.format;
+    said.push_back(fmt::format("weights {} (your measurement's)", r.precision));
+  }
+  auto options = perf::parse_option_pairs(r.options);
+  std::vector<std::string> taken;
+  for (const auto& [k, v] : ref->request.options)
+    if (!options.count(k)) {
+      options[k] = v;
+      taken.push_back(k + "=" + v);
+    }
+  if (!taken.empty()) said.push_back(fmt::format("{} (your measurement's)", strings::join(taken, ", ")));
+  r.options = perf::option_pairs_text(options);
+  if (r.batch == 0) r.batch = ref->request.batch;
+  return stack;
+}
+
 void add_measured_options(CLI::App* sub, std::vector<std::string>& measured, std::string& stack_file) {
   sub->add_option("--measured", measured,
                   "Your measurement of your stack, carried to every card (and option) that runs it: a llama-bench output file (md, csv, "
@@ -425,6 +489,12 @@ nlohmann::json stack_json(const perf::StackCalibration& s) {
   return {{"engine", s.ratios.engine}, {"format", s.ratios.format},      {"memory_ratio", s.ratios.memory}, {"matrix_ratio", s.ratios.gemm},
           {"fixed_cost_ratio", s.ratios.fixed}, {"steps", steps}, {"open", s.open},
           {"solved_with", s.solved_with ? nlohmann::json{{"measured_on", s.solved_with->gpu_id}, {"source", s.solved_with->source}} : nlohmann::json(nullptr)}};
+}
+
+std::string stack_solved_with_line(const perf::StackCalibration& s) {
+  if (!s.solved_with) return "";
+  return fmt::format("the stack was solved with {}'s figures corrected by the calibration from {}, as --calibration prices that card",
+                     s.solved_with->gpu_id, strings::escape_control(s.solved_with->source));
 }
 
 std::string stack_step_line(const perf::StackStep& st) {

@@ -64,6 +64,21 @@ std::optional<perf::StackCalibration> measured_stack(const catalog::Catalog& cat
                                                      const std::string& stack_file, const perf::Calibration* cal,
                                                      std::vector<std::string>* read_as = nullptr);
 
+/// A pricing request as a command's flags gave it, for measured_request to complete.
+struct FlagRequest {
+  std::string workload, mode, precision, options;  // precision "": the default rule
+  std::int64_t batch = 0;                           // 0: the default
+  bool workload_given = false, mode_given = false;
+};
+
+/// The stack a pricing command's measurements give (measured_stack with `cal`), and what the command left unsaid taken
+/// from the figures as they ran, each said in `said` (predict's and compare's rule, one for both): a training run's
+/// workload, precision, batch and framework (mode train); a served decoder's workload, mode, weights, options and batch
+/// (its decode figure's, else its first). How the figures' names were read goes to `read_as`, else to `said`.
+std::optional<perf::StackCalibration> measured_request(const catalog::Catalog& cat, const std::vector<std::string>& measured,
+                                                       const std::string& stack_file, const perf::Calibration* cal, FlagRequest& r,
+                                                       std::vector<std::string>& said, std::vector<std::string>* read_as = nullptr);
+
 /// `--measured FILE|SPEC` (repeatable) and `--stack FILE` (the one or the other) on a pricing command, said the same
 /// way on every command that takes them.
 void add_measured_options(CLI::App* sub, std::vector<std::string>& measured, std::string& stack_file);
@@ -77,6 +92,8 @@ std::vector<perf::PublishedRow> measured_rows(const catalog::Catalog& cat, const
 /// The calibration as JSON, the same in every command: the engine and format, the ratios, each measurement's step
 /// (source, card, mode, kernels, measured, predicted before and after, ratio, note) and what it leaves open.
 nlohmann::json stack_json(const perf::StackCalibration& s);
+/// How the stack was solved where a calibration (gpuvs bench --save) priced its figures, in words; "" where none did.
+std::string stack_solved_with_line(const perf::StackCalibration& s);
 /// One step in words: "SOURCE: decode 37.71 tokens/s on rtx-3090; the model gave 33.14: memory kernels x0.902 (NOTE)".
 std::string stack_step_line(const perf::StackStep& st);
 

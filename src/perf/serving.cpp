@@ -89,8 +89,10 @@ void price_linear(const Setup& s, double m, double k, double n, double bits, Ite
   double compute = flops / (s.matrix_peak * eff);
   double weight_read = elems * bits / 8.0;
   if (s.format->weight_only) {
-    const double fused_rows = s.format->fused_rows > 0 ? s.format->fused_rows : system_facts().vector_kernel_rows;
-    if (s.format->dequant_pass && m > fused_rows) {
+    // The engine's own quantized kernels (ExLlamaV2's) up to their row limit, whatever the format; else the format's rule.
+    const int engine_rows = s.engine->fused_quant_rows;
+    const double fused_rows = engine_rows > 0 ? engine_rows : system_facts().vector_kernel_rows;
+    if ((engine_rows > 0 || s.format->dequant_pass) && m > fused_rows) {
       // A dequantize kernel reads the packed weights and writes a 16-bit copy; the GEMM reads the copy.
       const double pass = elems * (bits / 8.0 + 2.0);
       const double t = pass / (s.bandwidth * memory_efficiency(pass, s.eff));

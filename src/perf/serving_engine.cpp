@@ -71,6 +71,7 @@ std::vector<ServingEngine> parse_engines(const std::string& text, const std::str
       else if (key == "host_launch_s") s.host_launch_s = number(v, key, 0, 1e-3);
       else if (key == "graph_launches_per_layer") s.graph_launches_per_layer = number(v, key, 1, 1000);
       else if (key == "graph_max_tokens") s.graph_max_tokens = static_cast<int>(number(v, key, 1, 1 << 20));
+      else if (key == "fused_quant_rows") s.fused_quant_rows = static_cast<int>(number(v, key, 1, 4096));
       else if (key == "step_overhead_s") s.step_overhead_s = number(v, key, 0, 1);
       else if (key == "activation_bytes") {
         s.activation_bytes = number(v, key, 2, 4);

@@ -18,6 +18,10 @@ struct ServingEngine {
   bool cuda_graphs = false;       // a step's kernels replayed as graphs: one launch per iteration ...
   double graph_launches_per_layer = 0;  // ... or, where each module is its own graph (ExLlamaV2), this many host launches a block
   int graph_max_tokens = 0;       // iterations of more tokens run eagerly (ExLlamaV2: MAX_Q_GEMM_ROWS; TGI: its largest captured batch); 0: any
+  // Tokens an iteration up to which the engine's own quantized matmuls read any weight-only format packed; past it each
+  // layer is dequantized to a 16-bit copy for a cuBLAS GEMM (ExLlamaV2: MAX_Q_GEMM_ROWS, for EXL2 and GPTQ alike).
+  // 0: the format's rule (perf/weight_format.hpp dequant_pass, above serving.vector_kernel_rows).
+  int fused_quant_rows = 0;
   double step_overhead_s = 0;     // host work per iteration (scheduling, sampling) the GPU waits for
   std::string attention;          // flash | paged | unfused (scores materialized in memory)
   // Whose memory-bound kernels it runs: "" (its own or its framework's, streaming at a microbenchmark's

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/strings.hpp"
 
 namespace gpuvs::perf {
 
@@ -207,7 +208,8 @@ void record_calibration(StackCalibration& out, const Calibration* cal, const std
   if (out.solved_with && (out.solved_with->gpu_id != cal->gpu_id || out.solved_with->source != cal->source))
     throw InputError(fmt::format("{}: priced with the calibration from {} (measured on {}), and another figure with the one from {} (measured on {}): "
                                  "one calibration per stack",
-                                 source, cal->source, cal->gpu_id, out.solved_with->source, out.solved_with->gpu_id));
+                                 source, strings::escape_control(cal->source), cal->gpu_id, strings::escape_control(out.solved_with->source),
+                                 out.solved_with->gpu_id));
   if (!out.solved_with) out.solved_with = *cal;
 }
 
@@ -419,15 +421,16 @@ void check_stack_calibration(const StackCalibration& s, const Calibration* cal, 
   if (used && !solved)
     throw InputError(fmt::format("{}: this stack was solved without a calibration of {}, which the calibration from {} corrects: its ratios would "
                                  "correct {} twice; solve it with that record (gpuvs calibrate ... --calibration {})",
-                                 where, used->gpu_id, used->source, used->gpu_id, used->source));
+                                 where, used->gpu_id, strings::escape_control(used->source), used->gpu_id, strings::escape_control(used->source)));
   if (!used)
     throw InputError(fmt::format("{}: this stack was solved with {} corrected by the calibration from {}; name that record with --calibration (without "
                                  "it {}'s figure no longer reproduces its measurement), or solve the stack without it",
-                                 where, solved->gpu_id, solved->source, solved->gpu_id));
+                                 where, solved->gpu_id, strings::escape_control(solved->source), solved->gpu_id));
   if (!same_corrections(*used, *solved))
     throw InputError(fmt::format("{}: this stack was solved with {} corrected by the calibration from {}, and the calibration from {} corrects it "
                                  "differently: solve the stack with the record you apply (gpuvs calibrate ... --calibration {})",
-                                 where, solved->gpu_id, solved->source, used->source, used->source));
+                                 where, solved->gpu_id, strings::escape_control(solved->source), strings::escape_control(used->source),
+                                 strings::escape_control(used->source)));
 }
 
 }  // namespace gpuvs::perf

@@ -141,6 +141,9 @@ StackCalibration parse_stack(const std::string& text_in, const std::string& wher
       } catch (const InputError&) {
         throw InputError(fmt::format("{}: gemm_ratio names '{}', not a precision", where_at(where, v), strings::printable(std::string(k.str()))));
       }
+      if (cal.gemm_ratio.count(p))
+        throw InputError(fmt::format("{}: gemm_ratio names {} twice ('{}' is another name for it)", where_at(where, v), precision_name(p),
+                                     strings::printable(std::string(k.str()))));
       cal.gemm_ratio[p] = number(*gemm->as_table(), std::string(k.str()).c_str(), where, kLowestCorrection, kHighestCorrection);
     }
     if (cal.gpu_id.empty()) throw InputError(fmt::format("{}: 'measured_on' must name the card the calibration measured", where_at(where, *c)));
@@ -172,6 +175,11 @@ StackCalibration parse_stack(const std::string& text_in, const std::string& wher
   for (const auto& st : s.steps)
     if (std::find(s.ratios.measured_gpus.begin(), s.ratios.measured_gpus.end(), st.gpu) == s.ratios.measured_gpus.end())
       s.ratios.measured_gpus.push_back(st.gpu);
+  // A calibration corrected a card a figure ran on, or it changed nothing the stack solved.
+  if (s.solved_with &&
+      std::find(s.ratios.measured_gpus.begin(), s.ratios.measured_gpus.end(), s.solved_with->gpu_id) == s.ratios.measured_gpus.end())
+    throw InputError(fmt::format("{}: [calibration] measured_on '{}' is no card a [[step]] ran on", where,
+                                 strings::printable(s.solved_with->gpu_id)));
   return s;
 }
 

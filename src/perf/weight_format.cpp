@@ -76,7 +76,6 @@ WeightFormat parse_format(const toml::table& t, const FormatData& data, const st
     else if (key == "max_bits") f.max_bits = need_number(v, key, where, line, 1, 32);
     else if (key == "output_bits") f.output_bits = need_number(v, key, where, line, 1, 32);
     else if (key == "embedding_bits") f.embedding_bits = need_number(v, key, where, line, 1, 32);
-    else if (key == "fused_rows") f.fused_rows = static_cast<int>(need_number(v, key, where, line, 1, 4096));
     else if (key == "bits") {
       f.bits = need_number(v, key, where, line, 1, 32);
       has_bits = true;
@@ -119,8 +118,6 @@ WeightFormat parse_format(const toml::table& t, const FormatData& data, const st
     throw InputError(fmt::format("{}:{}: a GGUF format's head and embedding are its types, not output_bits or embedding_bits", where, line));
   if (f.min_bits > 0 && (!f.base_type.empty() || f.group_size > 0))
     throw InputError(fmt::format("{}:{}: min_bits and max_bits are for uniform formats without fixed groups", where, line));
-  if (f.fused_rows > 0 && !f.dequant_pass)
-    throw InputError(fmt::format("{}:{}: fused_rows is for dequant_pass formats", where, line));
   if ((f.dequant_pass || f.dequant_ops > 0) && !f.weight_only)
     throw InputError(fmt::format("{}:{}: dequant_pass and dequant_ops are for weight_only formats", where, line));
   return f;

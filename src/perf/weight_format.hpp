@@ -42,9 +42,6 @@ struct WeightFormat {
   // The LM head's and the embedding table's bits where a uniform format quantizes them (EXL2's head: 6.3 bits; MLC's
   // q4f16_1 both at 4.5); 0: 16 bits, or a GGUF format's types.
   double output_bits = 0, embedding_bits = 0;
-  // Tokens up to which the fused kernel reads the packed weights before a dequant_pass format reconstructs a 16-bit
-  // copy for a cuBLAS GEMM (EXL2: MAX_Q_GEMM_ROWS); 0: system fact serving.vector_kernel_rows (llama.cpp's MMVQ limit).
-  int fused_rows = 0;
   bool embeddings_quantized = false;  // the embedding table and LM head in the format (GGUF) or at 16 bits
   // GGUF: the storage type of each tensor, by llama.cpp's rule (empty for uniform formats).
   std::string base_type, more_bits_type, output_type;
