@@ -1943,8 +1943,31 @@ TEST(Cli, PredictTakesWhatItLeavesUnsaidFromTheMeasurementAsCompareDoes) {
   EXPECT_EQ(t["precision"], "amp-fp16");
   const auto ct = run_gpuvs_json("compare rtx-3090 a100-80gb-sxm --json --measured " + train);
   EXPECT_DOUBLE_EQ(ct["gpus"][1]["throughput"]["value"].get<double>(), t["throughput"]["value"].get<double>());
-  // What the flags say stays theirs; figures of another kind than the request are refused.
-  EXPECT_EQ(run_gpuvs_json("predict --gpu h100-sxm --json --mode prefill --measured " + decode)["mode"], "prefill");
+  // What the flags say stays theirs: another test than the figure's takes none of its lengths or batch (--mode infer
+  // priced one request of a 1-token prompt in flight: 55x off the same stack stored), another model none of its batch.
+  const auto prefill = run_gpuvs_json("predict --gpu h100-sxm --json --mode prefill --measured " + decode);
+  EXPECT_EQ(prefill["mode"], "prefill");
+  EXPECT_EQ(prefill["assumed"].dump().find("prompt_len=1"), std::string::npos) << prefill["assumed"];
+  TempDir dir;
+  const std::string vllm = "'gpu=rtx-4090;workload=llama3-8b;mode=decode;precision=fp16;framework=vllm;batch=8;value=50 tokens/s'";
+  const std::string stored = (dir / "v.toml").string();
+  ASSERT_EQ(run_gpuvs("calibrate " + vllm + " --save " + stored).exit_code, 0);
+  const std::string infer = "predict --gpu h100-sxm --workload llama3-8b --mode infer --precision fp16 --options 'framework=vllm;prompt_len=512' --json";
+  const auto by_figures = run_gpuvs_json(infer + " --measured " + vllm), by_file = run_gpuvs_json(infer + " --stack " + stored);
+  EXPECT_EQ(by_figures["batch"], by_file["batch"]);
+  EXPECT_NEAR(by_figures["throughput"]["value"].get<double>(), by_file["throughput"]["value"].get<double>(),
+              1e-4 * by_file["throughput"]["value"].get<double>());
+  const auto at_8 = run_gpuvs_json("predict --gpu h100-sxm --json --measured " + vllm);  // the figure's own test: its batch, said
+  EXPECT_EQ(at_8["batch"], 8);
+  EXPECT_NE(at_8["assumed"].dump().find("batch 8 (your measurement's)"), std::string::npos) << at_8["assumed"];
+  const auto bert = run_gpuvs_json("predict --gpu a100-80gb-sxm --workload bert-large --json --measured " + train);
+  EXPECT_EQ(bert["batch"], run_gpuvs_json("predict --gpu a100-80gb-sxm --workload bert-large --json")["batch"]);
+  // A card's name as a tool printed it is read, and said, once.
+  const auto named = run_gpuvs("predict --gpu a100-80gb-sxm --json --measured 'gpu=NVIDIA GeForce RTX 3090;workload=resnet50;mode=train;"
+                               "precision=amp-fp16;batch=128;value=700 images/s'");
+  ASSERT_EQ(named.exit_code, 0) << named.err;
+  EXPECT_EQ(count_lines(named.err), 1) << named.err;
+  // Figures of another kind than the request are refused.
   expect_usage_error(run_gpuvs("predict --gpu h100-sxm --workload resnet50 --measured " + decode), "is not a decoder");
   expect_usage_error(run_gpuvs("compare rtx-3090 h100-sxm --workload resnet50 --measured " + decode), "is not a decoder");
   expect_usage_error(run_gpuvs("predict --gpu h100-sxm --workload llama3-8b --mode decode --measured " + train), "figures of a training run");

@@ -58,7 +58,7 @@ int run_calibrate(const CalibrateArgs& a) {
   for (const auto& st : s.steps) fmt::print("  measured   {}\n", stack_step_line(st));
   for (const auto& o : s.open) fmt::print("  left open  {}\n", o);
   if (s.solved_with)
-    fmt::print("  solved       {}: apply it with the same --calibration {}\n", stack_solved_with_line(s), strings::escape_control(s.solved_with->source));
+    fmt::print("  solved     {}: apply it with the same --calibration {}\n", stack_solved_with_line(s), strings::escape_control(s.solved_with->source));
   else if (cal)
     fmt::print("  not applied  the calibration from {}: it measured {}, which no figure ran on\n", strings::escape_control(cal->source), cal->gpu_id);
   for (const auto& r : read_as) fmt::print("  assumed    {}\n", r);

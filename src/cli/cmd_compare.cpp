@@ -283,7 +283,7 @@ int run_compare(CompareArgs a) {
   // command leaves unsaid is what they ran, and said so (predict's rule).
   FlagRequest fr{a.workload, a.mode, a.precision, a.options, a.batch, a.workload_given, a.mode_given};
   const std::optional<perf::StackCalibration> stack = measured_request(cat, a.measured, a.stack_file, cal_ptr, fr, said);
-  const bool trained = !a.measured.empty() && training_measured(cat, a.measured).has_value();
+  const bool trained = fr.trained;
   std::tie(a.workload, a.mode, a.precision, a.options, a.batch) = std::tie(fr.workload, fr.mode, fr.precision, fr.options, fr.batch);
   if (cal)
     said.push_back(std::find(a.gpus.begin(), a.gpus.end(), cal->gpu_id) != a.gpus.end()

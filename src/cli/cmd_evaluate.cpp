@@ -653,14 +653,14 @@ int run_evaluate(EvaluateArgs a) {
   const bool trains_workload = net.family == models::Family::mlp;
   const models::ModelSpec spec = trains_workload ? workload::resolve_sequential(a.workload) : models::sequential_preset("seed-mlp");
   engine::check_synthetic_fits(a.rows, spec.input_dim, spec.num_classes());
+  std::optional<store::Store> db;
+  if (lead) db.emplace(store::Store::open(db_path, true));  // last: a refused run creates no database
 
   LocalRun m;
   steps.begin("probing devices");
   m.cpu = hw::probe_cpu();
   m.nv = hw::probe_nvidia_matched(cat);
   m.local_gpu = m.nv.gpus.empty() ? "" : m.nv.gpus.front().catalog_id;
-  std::optional<store::Store> db;
-  if (lead) db.emplace(store::Store::open(db_path, true));  // last: a refused run creates no database
   report::EvaluateRecord record;
   record.devices = devices_record(m.cpu, m.nv);
 
@@ -762,7 +762,8 @@ int run_evaluate(EvaluateArgs a) {
                         "profile (as predict --mode infer and each option of the advice); band = the model's validation error spread{}",
                         a.workload, (*first)["prompt_len"].get<std::int64_t>(), (*first)["gen_len"].get<std::int64_t>(),
                         weights_said + (scenario.precision_named ? " (or the nearest a card runs)" : ""), (*first)["engine"].get<std::string>(), no_curves)
-      : task.serving ? fmt::format("{} served: no catalog GPU serves its {} weights on one GPU{}", a.workload, weights_said, no_curves)
+      : task.serving ? fmt::format("{} served: no catalog GPU serves its {} weights on one GPU{}", a.workload,
+                                   scenario.precision_named ? weights_said : std::string("16-bit"), no_curves)
           : fmt::format("{} {}, default batch per GPU, {}{}, priced with the {} framework profile; band = the model's validation error spread{}",
                         a.workload, task.words, record.precision, fell_back ? " (or the nearest a card runs)" : "",
                         first ? first->value("framework", "pytorch") : "pytorch", no_curves);

@@ -104,7 +104,8 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat, const workloa
   const bool decode_only = p.mode == "decode";
   std::vector<std::string> said = measured.taken;
   for (auto& line : perf::serving_assumed(req, p, !a.precision.empty())) said.push_back(std::move(line));
-  if (!instead.empty() && p.quantized_from.empty()) said.insert(said.begin(), fmt::format("weights {} ({})", p.format, instead));
+  if (!instead.empty() && p.quantized_from.empty())  // after what the request took from the measurement
+    said.insert(said.begin() + static_cast<std::ptrdiff_t>(measured.taken.size()), fmt::format("weights {} ({})", p.format, instead));
   if (a.out != Output::table) {
     nlohmann::json j{
         {"schema_version", 1},
@@ -386,7 +387,7 @@ int run_predict(PredictArgs a) {
   Measured measured;
   FlagRequest fr{a.workload, a.mode, a.precision, a.options, a.batch, a.workload_given, a.mode_given};
   measured.stack = measured_request(cat, a.measured, a.stack_file, cal ? &*cal : nullptr, fr, measured.taken, &measured.read_as);
-  measured.trained = !a.measured.empty() && training_measured(cat, a.measured).has_value();
+  measured.trained = fr.trained;
   std::tie(a.workload, a.mode, a.precision, a.options, a.batch) = std::tie(fr.workload, fr.mode, fr.precision, fr.options, fr.batch);
   const workload::Workload w(a.workload, perf::parse_option_pairs(a.options));
   if (!a.measured.empty() && !measured.trained && w.family() != models::Family::decoder)
@@ -419,7 +420,9 @@ int run_predict(PredictArgs a) {
   const perf::Prediction p = perf::predict(cat, w, req);
   std::vector<std::string> said = measured.taken;
   for (auto& line : perf::assumed(req, p)) said.push_back(std::move(line));
-  if (!instead.empty()) said.insert(said.begin(), fmt::format("precision {} ({})", perf::precision_name(p.plan.precision), instead));
+  if (!instead.empty())  // after what the request took from the measurement
+    said.insert(said.begin() + static_cast<std::ptrdiff_t>(measured.taken.size()),
+                fmt::format("precision {} ({})", perf::precision_name(p.plan.precision), instead));
   if (a.out != Output::table) {
     nlohmann::json j = prediction_json(p, a.mode, cal ? &*cal : nullptr);
     j["assumed"] = said;

@@ -410,8 +410,9 @@ std::optional<perf::StackCalibration> measured_request(const catalog::Catalog& c
                                                        std::vector<std::string>& said, std::vector<std::string>* read_as) {
   if (measured.empty()) return stack_file.empty() ? std::nullopt : std::optional(load_stack(stack_file, cal));
   std::vector<std::string>& names = read_as ? *read_as : said;
-  if (const std::optional<TrainingMeasured> trained = training_measured(cat, measured)) {
-    const perf::PredictRequest& m = trained->request;
+  if (const std::vector<TrainingMeasured> figures = training_figures(cat, measured); !figures.empty()) {  // read once: names said once
+    r.trained = true;
+    const perf::PredictRequest& m = figures.front().request;
     if (!r.workload_given) {
       r.workload = m.workload;
       said.push_back(fmt::format("workload {} (your measurement's)", r.workload));
@@ -421,7 +422,7 @@ std::optional<perf::StackCalibration> measured_request(const catalog::Catalog& c
       r.precision = std::string(perf::precision_name(*m.precision));
       said.push_back(fmt::format("precision {} (your measurement's)", r.precision));
     }
-    if (r.batch == 0 && m.batch > 0) {
+    if (r.batch == 0 && m.batch > 0 && r.workload == m.workload) {  // another model's batch means nothing here
       r.batch = m.batch;
       said.push_back(fmt::format("batch {} per GPU (your measurement's)", r.batch));
     }
@@ -431,7 +432,7 @@ std::optional<perf::StackCalibration> measured_request(const catalog::Catalog& c
       said.push_back(fmt::format("framework {} (your measurement's)", options["framework"]));
       r.options = perf::option_pairs_text(options);
     }
-    return calibrate_trained(cat, training_figures(cat, measured), cal);
+    return calibrate_trained(cat, figures, cal);
   }
   auto ms = measured_inputs(cat, measured);
   for (auto& m : ms) m.request.calibration = cal;
@@ -456,16 +457,21 @@ std::optional<perf::StackCalibration> measured_request(const catalog::Catalog& c
     r.precision = ref->request.format;
     said.push_back(fmt::format("weights {} (your measurement's)", r.precision));
   }
+  // Another test than the figure's takes its engine and system (framework, tp, ngl), not its lengths or batch.
+  const bool same_test = r.mode == ref->request.mode;
   auto options = perf::parse_option_pairs(r.options);
   std::vector<std::string> taken;
   for (const auto& [k, v] : ref->request.options)
-    if (!options.count(k)) {
+    if (!options.count(k) && (same_test || (k != "prompt_len" && k != "gen_len"))) {
       options[k] = v;
       taken.push_back(k + "=" + v);
     }
   if (!taken.empty()) said.push_back(fmt::format("{} (your measurement's)", strings::join(taken, ", ")));
   r.options = perf::option_pairs_text(options);
-  if (r.batch == 0) r.batch = ref->request.batch;
+  if (same_test && r.batch == 0 && ref->request.batch > 0) {
+    r.batch = ref->request.batch;
+    said.push_back(fmt::format("batch {} (your measurement's)", r.batch));
+  }
   return stack;
 }
 

@@ -69,12 +69,14 @@ struct FlagRequest {
   std::string workload, mode, precision, options;  // precision "": the default rule
   std::int64_t batch = 0;                           // 0: the default
   bool workload_given = false, mode_given = false;
+  bool trained = false;  // set by measured_request: the figures are training runs
 };
 
 /// The stack a pricing command's measurements give (measured_stack with `cal`), and what the command left unsaid taken
 /// from the figures as they ran, each said in `said` (predict's and compare's rule, one for both): a training run's
-/// workload, precision, batch and framework (mode train); a served decoder's workload, mode, weights, options and batch
-/// (its decode figure's, else its first). How the figures' names were read goes to `read_as`, else to `said`.
+/// workload, precision and framework (mode train), and its batch where the request is of its workload; a served
+/// decoder's workload and weights (its decode figure's, else its first), and its mode, and where the request is of that
+/// mode its lengths, options and batch. How the figures' names were read goes to `read_as`, else to `said`.
 std::optional<perf::StackCalibration> measured_request(const catalog::Catalog& cat, const std::vector<std::string>& measured,
                                                        const std::string& stack_file, const perf::Calibration* cal, FlagRequest& r,
                                                        std::vector<std::string>& said, std::vector<std::string>* read_as = nullptr);
