@@ -283,7 +283,6 @@ int run_compare(CompareArgs a) {
   // command leaves unsaid is what they ran, and said so (predict's rule).
   FlagRequest fr{a.workload, a.mode, a.precision, a.options, a.batch, a.workload_given, a.mode_given};
   const std::optional<perf::StackCalibration> stack = measured_request(cat, a.measured, a.stack_file, cal_ptr, fr, said);
-  const bool trained = fr.trained;
   std::tie(a.workload, a.mode, a.precision, a.options, a.batch) = std::tie(fr.workload, fr.mode, fr.precision, fr.options, fr.batch);
   if (cal)
     said.push_back(std::find(a.gpus.begin(), a.gpus.end(), cal->gpu_id) != a.gpus.end()
@@ -295,21 +294,8 @@ int run_compare(CompareArgs a) {
                                      cal->gpu_id));
   if (stack && stack->solved_with) said.push_back(stack_solved_with_line(*stack));
   const workload::Workload w(a.workload, perf::parse_option_pairs(a.options));
-  if (!a.measured.empty() && !trained && w.family() != models::Family::decoder)
-    throw InputError(fmt::format("--measured: these are figures of a served decoder (prefill, decode, infer), and {} is not a decoder: a "
-                                 "training run calibrates training (mode=train in a spec)",
-                                 a.workload));
-  if (workload::pricer_for(a.mode, w.family()) == workload::Pricer::serving) {
-    if (trained)
-      throw InputError(fmt::format("--measured: these are figures of a training run, and {} {} is served: a served decoder's figures "
-                                   "(prefill, decode, infer) calibrate serving",
-                                   a.workload, a.mode));
-    return run_compare_serving(a, cat, w, costs, stack, cal_ptr, said);
-  }
-  if (stack && !trained && a.stack_file.empty())
-    throw InputError(fmt::format("--measured: these are figures of a served decoder (prefill, decode, infer), and {} {} is not one: a "
-                                 "training run calibrates training (mode=train in a spec)",
-                                 a.workload, a.mode));
+  check_measured_request(fr, !a.measured.empty(), w);
+  if (workload::pricer_for(a.mode, w.family()) == workload::Pricer::serving) return run_compare_serving(a, cat, w, costs, stack, cal_ptr, said);
   if (a.gpus_each != 1) throw InputError("--gpus-each applies to LLM serving (tensor-parallel replicas)");
   const perf::Comparison c = perf::compare(cat, a.gpus, w, named_precision(a.precision), a.batch, a.mode == "train",
                                            costs.hour_prices(), perf::parse_options(a.options, w), stack ? &stack->ratios : nullptr, cal_ptr);

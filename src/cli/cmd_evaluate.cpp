@@ -703,8 +703,7 @@ int run_evaluate(EvaluateArgs a) {
   if (cal && !a.measured.empty()) {
     stack = measured_stack(cat, a.measured, "", &*cal);
     scenario.stack = stack->ratios;
-  } else if (cal && stack &&
-             std::find(stack->ratios.measured_gpus.begin(), stack->ratios.measured_gpus.end(), cal->gpu_id) != stack->ratios.measured_gpus.end()) {
+  } else if (cal && stack && perf::measured_on(*stack, cal->gpu_id)) {
     cal_withheld = fmt::format("not applied: --stack {} was solved on {}'s figures without it, and both would correct the card twice "
                                "(--measured with the figures solves them with it)",
                                strings::escape_control(a.stack_file), cal->gpu_id);

@@ -47,7 +47,6 @@ struct PredictArgs {
 struct Measured {
   std::optional<perf::StackCalibration> stack;
   std::vector<std::string> taken, read_as;
-  bool trained = false;  // training figures (a served request may not take them)
 };
 
 /// --calibration FILE, read once for the request; nullopt without the flag.
@@ -86,10 +85,6 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat, const workloa
   req.calibration = cal ? &*cal : nullptr;
   // Your measurements: the stack they ran, calibrated (solved with the calibration this prediction applies, so its card
   // is corrected once), and this prediction with and without it.
-  if (measured.trained)
-    throw InputError(fmt::format("--measured: these are figures of a training run, and {} {} is served: a served decoder's figures "
-                                 "(prefill, decode, infer) calibrate serving",
-                                 a.workload, a.mode));
   const std::optional<perf::StackCalibration>& stack = measured.stack;
   const std::vector<std::string>& read_as = measured.read_as;
   double uncalibrated = 0;
@@ -387,18 +382,10 @@ int run_predict(PredictArgs a) {
   Measured measured;
   FlagRequest fr{a.workload, a.mode, a.precision, a.options, a.batch, a.workload_given, a.mode_given};
   measured.stack = measured_request(cat, a.measured, a.stack_file, cal ? &*cal : nullptr, fr, measured.taken, &measured.read_as);
-  measured.trained = fr.trained;
   std::tie(a.workload, a.mode, a.precision, a.options, a.batch) = std::tie(fr.workload, fr.mode, fr.precision, fr.options, fr.batch);
   const workload::Workload w(a.workload, perf::parse_option_pairs(a.options));
-  if (!a.measured.empty() && !measured.trained && w.family() != models::Family::decoder)
-    throw InputError(fmt::format("--measured: these are figures of a served decoder (prefill, decode, infer), and {} is not a decoder: a "
-                                 "training run calibrates training (mode=train in a spec)",
-                                 a.workload));
+  check_measured_request(fr, !a.measured.empty(), w);
   if (workload::pricer_for(a.mode, w.family()) == workload::Pricer::serving) return run_serving(a, cat, w, cal, measured);
-  if (!a.measured.empty() && !measured.trained)
-    throw InputError(fmt::format("--measured: these are figures of a served decoder (prefill, decode, infer), and {} {} is not one: "
-                                 "a training run calibrates training (mode=train in a spec)",
-                                 a.workload, a.mode));
   const std::optional<perf::StackCalibration>& stack = measured.stack;
   perf::PredictRequest req;
   req.workload = a.workload;

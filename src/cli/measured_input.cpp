@@ -368,15 +368,26 @@ std::vector<perf::PublishedRow> measured_rows(const catalog::Catalog& cat, const
   return out;
 }
 
+namespace {
+
+/// A served decoder's figures priced with `cal` (the calibration the command applies), how their names were read added
+/// to `read_as` (each once).
+std::vector<perf::StackMeasurement> served_figures(const catalog::Catalog& cat, const std::vector<std::string>& args, const perf::Calibration* cal,
+                                                   std::vector<std::string>* read_as) {
+  auto ms = measured_inputs(cat, args);
+  for (auto& m : ms) {
+    m.request.calibration = cal;
+    if (read_as && !m.note.empty() && std::find(read_as->begin(), read_as->end(), m.note) == read_as->end()) read_as->push_back(m.note);
+  }
+  return ms;
+}
+
+}  // namespace
+
 perf::StackCalibration calibrate_measured(const catalog::Catalog& cat, const std::vector<std::string>& args, std::vector<std::string>* read_as,
                                           const perf::Calibration* cal) {
   if (const auto figures = training_figures(cat, args); !figures.empty()) return calibrate_trained(cat, figures, cal);
-  auto ms = measured_inputs(cat, args);
-  for (auto& m : ms) m.request.calibration = cal;
-  if (read_as)
-    for (const auto& m : ms)
-      if (!m.note.empty() && std::find(read_as->begin(), read_as->end(), m.note) == read_as->end()) read_as->push_back(m.note);
-  return perf::calibrate_stack(cat, ms);
+  return perf::calibrate_stack(cat, served_figures(cat, args, cal, read_as));
 }
 
 void note_measured_inputs(const std::vector<std::string>& args) {
@@ -409,7 +420,6 @@ std::optional<perf::StackCalibration> measured_request(const catalog::Catalog& c
                                                        const std::string& stack_file, const perf::Calibration* cal, FlagRequest& r,
                                                        std::vector<std::string>& said, std::vector<std::string>* read_as) {
   if (measured.empty()) return stack_file.empty() ? std::nullopt : std::optional(load_stack(stack_file, cal));
-  std::vector<std::string>& names = read_as ? *read_as : said;
   if (const std::vector<TrainingMeasured> figures = training_figures(cat, measured); !figures.empty()) {  // read once: names said once
     r.trained = true;
     const perf::PredictRequest& m = figures.front().request;
@@ -434,8 +444,7 @@ std::optional<perf::StackCalibration> measured_request(const catalog::Catalog& c
     }
     return calibrate_trained(cat, figures, cal);
   }
-  auto ms = measured_inputs(cat, measured);
-  for (auto& m : ms) m.request.calibration = cal;
+  const auto ms = served_figures(cat, measured, cal, read_as ? read_as : &said);
   perf::StackCalibration stack = perf::calibrate_stack(cat, ms);
   const perf::StackMeasurement* ref = &ms.front();
   for (const auto& m : ms)
@@ -443,8 +452,6 @@ std::optional<perf::StackCalibration> measured_request(const catalog::Catalog& c
       ref = &m;
       break;
     }
-  for (const auto& m : ms)
-    if (!m.note.empty() && std::find(names.begin(), names.end(), m.note) == names.end()) names.push_back(m.note);
   if (!r.workload_given) {
     r.workload = ref->request.workload;
     said.push_back(fmt::format("workload {} (your measurement's, {})", r.workload, ref->source));
@@ -473,6 +480,19 @@ std::optional<perf::StackCalibration> measured_request(const catalog::Catalog& c
     said.push_back(fmt::format("batch {} (your measurement's)", r.batch));
   }
   return stack;
+}
+
+void check_measured_request(const FlagRequest& r, bool measured, const workload::Workload& w) {
+  if (!measured) return;
+  const bool served = workload::pricer_for(r.mode, w.family()) == workload::Pricer::serving;
+  if (r.trained && served)
+    throw InputError(fmt::format("--measured: these are figures of a training run, and {} {} is served: a served decoder's figures "
+                                 "(prefill, decode, infer) calibrate serving",
+                                 r.workload, r.mode));
+  if (!r.trained && (w.family() != models::Family::decoder || !served))
+    throw InputError(fmt::format("--measured: these are figures of a served decoder (prefill, decode, infer), and {} {}: a training run "
+                                 "calibrates training (mode=train in a spec)",
+                                 r.workload, w.family() != models::Family::decoder ? std::string("is not a decoder") : r.mode + " is not served"));
 }
 
 void add_measured_options(CLI::App* sub, std::vector<std::string>& measured, std::string& stack_file) {

@@ -13,6 +13,7 @@
 #include "catalog/catalog.hpp"
 #include "perf/stack_calibration.hpp"
 #include "perf/validation.hpp"
+#include "workload/workload.hpp"
 
 namespace gpuvs::cli {
 
@@ -80,6 +81,11 @@ struct FlagRequest {
 std::optional<perf::StackCalibration> measured_request(const catalog::Catalog& cat, const std::vector<std::string>& measured,
                                                        const std::string& stack_file, const perf::Calibration* cal, FlagRequest& r,
                                                        std::vector<std::string>& said, std::vector<std::string>* read_as = nullptr);
+
+/// InputError where the figures measured_request read cannot calibrate the request it completed (`w`: its workload): a
+/// served decoder's figures for a workload that is not a decoder or for its training, a training run's for a served
+/// request. Nothing where `measured` is false (no --measured).
+void check_measured_request(const FlagRequest& r, bool measured, const workload::Workload& w);
 
 /// `--measured FILE|SPEC` (repeatable) and `--stack FILE` (the one or the other) on a pricing command, said the same
 /// way on every command that takes them.

@@ -411,11 +411,12 @@ bool same_corrections(const Calibration& a, const Calibration& b) {
 
 }  // namespace
 
+bool measured_on(const StackCalibration& s, const std::string& gpu) {
+  return std::find(s.ratios.measured_gpus.begin(), s.ratios.measured_gpus.end(), gpu) != s.ratios.measured_gpus.end();
+}
+
 void check_stack_calibration(const StackCalibration& s, const Calibration* cal, const std::string& where) {
-  const auto measured_on = [&](const std::string& gpu) {
-    return std::find(s.ratios.measured_gpus.begin(), s.ratios.measured_gpus.end(), gpu) != s.ratios.measured_gpus.end();
-  };
-  const Calibration* used = cal && measured_on(cal->gpu_id) ? cal : nullptr;
+  const Calibration* used = cal && measured_on(s, cal->gpu_id) ? cal : nullptr;
   const Calibration* solved = s.solved_with ? &*s.solved_with : nullptr;
   if (!used && !solved) return;
   if (used && !solved)

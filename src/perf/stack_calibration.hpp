@@ -49,6 +49,9 @@ struct StackCalibration {
   std::optional<Calibration> solved_with;
 };
 
+/// Whether one of the stack's figures ran on `gpu` (a catalog id): that card takes its ratios whole.
+bool measured_on(const StackCalibration& s, const std::string& gpu);
+
 /// InputError "WHERE: ..." when a stack and the calibration a command applies (`cal`, null for none) disagree about a
 /// card the stack's figures ran on: the ratios were solved against the model with s.solved_with, so a calibration the
 /// stack was solved without corrects that card twice, and without the one it was solved with (or with another) the

@@ -176,8 +176,7 @@ StackCalibration parse_stack(const std::string& text_in, const std::string& wher
     if (std::find(s.ratios.measured_gpus.begin(), s.ratios.measured_gpus.end(), st.gpu) == s.ratios.measured_gpus.end())
       s.ratios.measured_gpus.push_back(st.gpu);
   // A calibration corrected a card a figure ran on, or it changed nothing the stack solved.
-  if (s.solved_with &&
-      std::find(s.ratios.measured_gpus.begin(), s.ratios.measured_gpus.end(), s.solved_with->gpu_id) == s.ratios.measured_gpus.end())
+  if (s.solved_with && !measured_on(s, s.solved_with->gpu_id))
     throw InputError(fmt::format("{}: [calibration] measured_on '{}' is no card a [[step]] ran on", where,
                                  strings::printable(s.solved_with->gpu_id)));
   return s;
