@@ -1973,6 +1973,61 @@ TEST(Cli, PredictTakesWhatItLeavesUnsaidFromTheMeasurementAsCompareDoes) {
   expect_usage_error(run_gpuvs("predict --gpu h100-sxm --workload llama3-8b --mode decode --measured " + train), "figures of a training run");
 }
 
+// A stored stack answers as the figures it was solved from: --stack takes what a command leaves unsaid from what its
+// figures ran (predict --stack priced seed-mlp training, and said "not applied", where --measured with the same figure
+// priced the decoder it measured); a file that does not say what they ran takes nothing, said.
+TEST(Cli, AStoredStackTakesWhatItLeavesUnsaidAsItsFiguresWould) {
+  TempDir dir;
+  const auto same = [](const nlohmann::json& a, const nlohmann::json& b) {
+    for (const char* key : {"workload", "mode", "format", "batch", "precision"}) EXPECT_EQ(a.value(key, nlohmann::json()), b.value(key, nlohmann::json())) << key;
+    const double x = a["throughput"]["value"].get<double>(), y = b["throughput"]["value"].get<double>();
+    EXPECT_NEAR(x, y, 1e-4 * y);  // the file keeps the ratios to 6 digits
+  };
+  const std::string decode = "'gpu=rtx-3090;workload=llama3-8b;mode=decode;precision=q4_k_m;value=100 tokens/s'";
+  const std::string train = "'gpu=rtx-3090;workload=resnet50;mode=train;precision=amp-fp16;batch=128;value=700 images/s'";
+  for (const auto& [name, spec] : {std::pair{"decode", decode}, std::pair{"train", train}}) {
+    const std::string stored = (dir / (std::string(name) + ".toml")).string();
+    ASSERT_EQ(run_gpuvs("calibrate " + spec + " --save " + stored).exit_code, 0);
+    const auto by_file = run_gpuvs_json("predict --gpu h100-sxm --json --stack " + stored);
+    same(run_gpuvs_json("predict --gpu h100-sxm --json --measured " + spec), by_file);
+    EXPECT_NE(by_file["assumed"].dump().find("stored in " + stored), std::string::npos) << by_file["assumed"];
+    const auto c_file = run_gpuvs_json("compare rtx-3090 h100-sxm --json --stack " + stored);
+    const auto c_figures = run_gpuvs_json("compare rtx-3090 h100-sxm --json --measured " + spec);
+    for (int i = 0; i < 2; ++i) same(c_figures["gpus"][i], c_file["gpus"][i]);
+    EXPECT_EQ(c_file["workload"], name == std::string("train") ? "resnet50" : "llama3-8b");
+  }
+  const auto stored_decode = run_gpuvs_json("predict --gpu h100-sxm --json --stack " + (dir / "decode.toml").string());
+  EXPECT_EQ(stored_decode["workload"], "llama3-8b");
+  EXPECT_EQ(stored_decode["format"], "q4_k_m");
+  // What the flags say stays theirs, as with the figures.
+  const auto prefill = run_gpuvs_json("predict --gpu h100-sxm --json --mode prefill --stack " + (dir / "decode.toml").string());
+  EXPECT_EQ(prefill["mode"], "prefill");
+  EXPECT_EQ(prefill["assumed"].dump().find("prompt_len=1"), std::string::npos) << prefill["assumed"];
+  // A file written before gpuvs kept what its figures ran: nothing taken, said.
+  const std::string written = gpuvs::files::read_all((dir / "decode.toml").string(), "the stack file");
+  ASSERT_NE(written.find("\n[[figure]]"), std::string::npos) << written;
+  const std::string old_file = written.substr(0, written.find("\n[[figure]]"));
+  const auto old_path = dir / "old.toml";
+  gpuvs::test::write_text(old_path, old_file);
+  const auto old = run_gpuvs_json("predict --gpu h100-sxm --json --stack " + old_path.string());
+  EXPECT_EQ(old["workload"], "seed-mlp");
+  EXPECT_NE(old["assumed"].dump().find("nothing from --stack " + old_path.string()), std::string::npos) << old["assumed"];
+  // A hand-edited run is one line naming the file, line and key.
+  gpuvs::test::write_text(dir / "bad.toml", old_file + "\n[[figure]]\nsource = \"x\"\nmode = \"decode\"\nworkload = \"llama3-8b\"\n"
+                                                          "precision = \"q4_k_m\"\nbatch = -1\noptions = {}\n");
+  expect_usage_error(run_gpuvs("predict --gpu h100-sxm --stack " + (dir / "bad.toml").string()), "'batch' must be a whole number");
+  // Figures of another kind than the request are refused as --measured refuses them, naming the file.
+  expect_usage_error(run_gpuvs("predict --gpu h100-sxm --workload resnet50 --stack " + (dir / "decode.toml").string()),
+                     "--stack " + (dir / "decode.toml").string() + ": these are figures of a served decoder");
+  expect_usage_error(run_gpuvs("predict --gpu h100-sxm --workload llama3-8b --mode decode --stack " + (dir / "train.toml").string()),
+                     "figures of a training run");
+  // Several training figures: the first given is what --stack takes, as --measured takes it.
+  const std::string bert = "'gpu=a100-80gb-sxm;workload=bert-large;mode=train;precision=amp-fp16;batch=32;value=120 sequences/s'";
+  const std::string two = (dir / "two.toml").string();
+  ASSERT_EQ(run_gpuvs("calibrate " + bert + " " + train + " --save " + two).exit_code, 0);
+  same(run_gpuvs_json("predict --gpu h100-sxm --json --measured " + bert + " --measured " + train), run_gpuvs_json("predict --gpu h100-sxm --json --stack " + two));
+}
+
 // A stack is solved against the model the command prices with: with --calibration, the card it measured is corrected
 // once (its figure reproduces the measurement), by predict, compare and advise alike; a stored stack says which record
 // it was solved with and is refused with another, or without it.
@@ -2039,6 +2094,8 @@ TEST(Cli, AStackIsSolvedWithTheCalibrationTheCommandApplies) {
   const auto text = run_gpuvs("predict --gpu a100-80gb-sxm --workload resnet50 --precision amp-fp16 --batch 128 --measured " + spec +
                               " --calibration " + rec);
   EXPECT_NE(text.out.find("the stack was solved with rtx-3090's figures corrected by the calibration from"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("not applied here (measured on rtx-3090): it priced only the stack's figures on it"), std::string::npos)
+      << "compare's words for the same case: " << text.out;
   const auto plain_json = run_gpuvs_json("calibrate " + spec + " --json --calibration " + h200.string());
   EXPECT_FALSE(plain_json["calibration"]["applied"].get<bool>());
   EXPECT_TRUE(plain_json["solved_with"].is_null());
@@ -2092,6 +2149,50 @@ TEST(Cli, AdviseRanksWithTheMeasuredStackAndAgreesWithCompare) {
               1e-6 * mine["throughput"].get<double>());
   const auto both = run_gpuvs(base + " --measured " + spec + " --stack x.toml");
   EXPECT_EQ(both.exit_code, 2) << both.err;
+}
+
+// advise answers the question the measurement asks, as predict and compare do: what its flags (and no scenario file)
+// leave unsaid is what the figures ran (advise --measured with a decoder's decode figure ranked seed-mlp training, the
+// stack applied to nothing); it takes no batch or tp (it chooses them per option), and a scenario file says the request.
+TEST(Cli, AdviseTakesWhatItLeavesUnsaidFromTheMeasurementAsPredictDoes) {
+  TempDir dir;
+  const std::string train = "'gpu=rtx-3090;workload=resnet50;mode=train;precision=amp-fp16;batch=128;value=700 images/s'";
+  const std::string base = " --samples 1e9 --gpu rtx-3090,a100-80gb-sxm --gpus 1 --json";
+  const auto said = run_gpuvs_json("advise" + base + " --measured " + train);
+  const auto named = run_gpuvs_json("advise --workload resnet50 --precision amp-fp16" + base + " --measured " + train);
+  EXPECT_EQ(said["scenario"]["workload"], "resnet50");
+  EXPECT_EQ(said["scenario"]["task"], "train");
+  EXPECT_EQ(said["scenario"]["precision"], "amp-fp16");
+  EXPECT_EQ(said["ranked"], named["ranked"]);
+  EXPECT_NE(said["assumed"].dump().find("workload resnet50 (your measurement's"), std::string::npos) << said["assumed"];
+  EXPECT_EQ(said["assumed"].dump().find("batch 128"), std::string::npos) << "advise chooses the batch: " << said["assumed"];
+  // A served decoder's figure: its model served, in its weights, whole requests (not the figure's 1-token prompt).
+  const std::string decode = "'gpu=rtx-3090;workload=llama3-8b;mode=decode;precision=q4_k_m;value=100 tokens/s'";
+  const auto served = run_gpuvs_json("advise --gpu rtx-3090,h100-sxm --json --measured " + decode);
+  EXPECT_EQ(served["scenario"]["workload"], "llama3-8b");
+  EXPECT_EQ(served["scenario"]["task"], "infer");
+  EXPECT_EQ(served["scenario"]["precision"], "q4_k_m");
+  EXPECT_NE(served["assumed"].dump().find("task infer (your measurement's: a served decoder)"), std::string::npos) << served["assumed"];
+  EXPECT_EQ(served["assumed"].dump().find("prompt_len=1"), std::string::npos) << served["assumed"];
+  const auto served_named = run_gpuvs_json("advise --workload llama3-8b --task infer --precision q4_k_m --gpu rtx-3090,h100-sxm --json --measured " + decode);
+  EXPECT_EQ(served["ranked"], served_named["ranked"]);
+  // --options mean what the task taken makes them: the served request's generated tokens.
+  EXPECT_EQ(run_gpuvs_json("advise --gpu rtx-3090 --json --options gen_len=256 --measured " + decode)["scenario"]["gen_len"], 256);
+  // The same figures stored give the same advice.
+  const std::string stored = (dir / "s.toml").string();
+  ASSERT_EQ(run_gpuvs("calibrate " + decode + " --save " + stored).exit_code, 0);
+  const auto by_file = run_gpuvs_json("advise --gpu rtx-3090,h100-sxm --json --stack " + stored);
+  ASSERT_EQ(by_file["ranked"].size(), served["ranked"].size());
+  for (std::size_t i = 0; i < served["ranked"].size(); ++i)
+    EXPECT_NEAR(by_file["ranked"][i]["throughput"].get<double>(), served["ranked"][i]["throughput"].get<double>(),
+                1e-4 * served["ranked"][i]["throughput"].get<double>());
+  // A scenario file says the request, said; figures of another kind than the request named are refused as predict refuses them.
+  gpuvs::test::write_text(dir / "scenario.toml", "workload = \"bert-large\"\n");
+  const auto from_file = run_gpuvs_json("advise --scenario " + (dir / "scenario.toml").string() + base + " --measured " + train);
+  EXPECT_EQ(from_file["scenario"]["workload"], "bert-large");
+  EXPECT_NE(from_file["assumed"].dump().find("nothing taken from your measurements"), std::string::npos) << from_file["assumed"];
+  expect_usage_error(run_gpuvs("advise --workload resnet50 --gpu h100-sxm --measured " + decode), "is not a decoder");
+  expect_usage_error(run_gpuvs("advise --workload llama3-8b --task infer --gpu h100-sxm --measured " + train), "figures of a training run");
 }
 
 TEST(Cli, AVllmBenchmarkRunCalibratesOnceItsCardAndModelAreSaid) {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <sstream>
 
 #include "core/error.hpp"
 #include "core/files.hpp"
@@ -915,7 +916,29 @@ TEST(StackFile, ACalibrationReadsBackAsWrittenAndRefusesWhatItCannotBe) {
   EXPECT_EQ(back.steps[0].source, cal.steps[0].source);
   EXPECT_EQ(back.steps[1].op_class, cal.steps[1].op_class);
   EXPECT_EQ(back.open, cal.open);
-  EXPECT_EQ(stack_toml(back).substr(0, 300), text.substr(0, 300));
+  EXPECT_EQ(stack_toml(back), text);
+  // What each figure ran, in the order given, so --stack takes what a command leaves unsaid as the figures would.
+  ASSERT_EQ(cal.runs.size(), 2u);
+  ASSERT_EQ(back.runs.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(back.runs[i].source, cal.runs[i].source);
+    EXPECT_EQ(back.runs[i].mode, cal.runs[i].mode);
+    EXPECT_EQ(back.runs[i].workload, cal.runs[i].workload);
+    EXPECT_EQ(back.runs[i].precision, cal.runs[i].precision);
+    EXPECT_EQ(back.runs[i].batch, cal.runs[i].batch);
+    EXPECT_EQ(back.runs[i].options, cal.runs[i].options);
+  }
+  EXPECT_EQ(back.runs[0].mode, "prefill");
+  EXPECT_EQ(back.runs[0].options.at("prompt_len"), "512");
+  EXPECT_EQ(back.runs[1].options.at("gen_len"), "128");
+  EXPECT_FALSE(back.trained());
+  // A file written before gpuvs kept the runs reads as not knowing them.
+  const StackCalibration old = parse_stack(text.substr(0, text.find("\n[[figure]]")), "old.toml");
+  ASSERT_EQ(old.steps.size(), cal.steps.size());
+  EXPECT_TRUE(old.runs.empty());
+  const std::string figure = "[[figure]]\nsource = \"x\"\nmode = \"decode\"\nworkload = \"llama3-8b\"\nprecision = \"q4_0\"\nbatch = 1\n"
+                             "options = { \"gen_len\" = \"128\" }\n";
+  const auto replaced = [](std::string t, const std::string& from, const std::string& to) { return t.replace(t.find(from), from.size(), to); };
   const std::string head = "schema = 1\nengine = \"vllm\"\nformat = \"bf16\"\nmatrix_ratio = 0.9\nmemory_ratio = 1\nfixed_cost_ratio = 1\n";
   EXPECT_DOUBLE_EQ(parse_stack(head, "s.toml").ratios.gemm, 0.9);
   test::expect_refused({{"schema = 2\n" + head.substr(head.find('\n') + 1), "s.toml: schema must be 1"},
@@ -926,9 +949,20 @@ TEST(StackFile, ACalibrationReadsBackAsWrittenAndRefusesWhatItCannotBe) {
                         {head.substr(0, head.find("fixed_cost_ratio")), "missing key 'fixed_cost_ratio'"},
                         {head + "[[step]]\nsource = \"x\"\n", "missing key 'gpu'"},
                         {head + "step = 3\n", "'step' must be [[step]] tables"},
-                        {"engine = ", "s.toml:1: malformed TOML"}},
+                        {"engine = ", "s.toml:1: malformed TOML"},
+                        {head + figure + "speed = 1\n", "s.toml:14: unknown key 'speed'"},
+                        {head + replaced(figure, "workload = \"llama3-8b\"\n", ""), "s.toml:7: missing key 'workload'"},
+                        {head + replaced(figure, "\"decode\"", "\"serve\""), "s.toml:7: mode 'serve' is not train, prefill, decode or infer"},
+                        {head + replaced(figure, "batch = 1\n", ""), "s.toml:7: 'batch' must be a whole number in [0, 16777216]"},
+                        {head + replaced(figure, "batch = 1", "batch = -1"), "s.toml:12: 'batch' must be a whole number"},
+                        {head + replaced(figure, "batch = 1", "batch = 1.5"), "s.toml:12: 'batch' must be a whole number"},
+                        {head + replaced(figure, "batch = 1", "batch = 16777217"), "s.toml:12: 'batch' must be a whole number"},
+                        {head + replaced(figure, "\"128\"", "128"), "s.toml:13: options 'gen_len' must be a name = \"value\""},
+                        {head + replaced(figure, "options = {", "options = 3 #"), "s.toml:13: 'options' must be a table"},
+                        {head + replaced(figure, "\"llama3-8b\"", "\"\""), "'workload' must name what the figure ran"},
+                        {head + "figure = 3\n", "'figure' must be [[figure]] tables"}},
                        [](const std::string& t) { parse_stack(t, "s.toml"); });
-  EXPECT_GT(test::fuzz_parser(text, "[]\"=,.#\n -0123456789abcdefgiklmnoprstuxy_", 800, 41, [](const std::string& t, const std::string& w) { parse_stack(t, w); }), 0);
+  EXPECT_GT(test::fuzz_parser(text, "[]{}\"=,.#\n -0123456789abcdefghiklmnopqrstuwxy_", 800, 41, [](const std::string& t, const std::string& w) { parse_stack(t, w); }), 0);
 }
 
 // A figure's card priced with a calibration is solved with it (its figure reproduced with the calibration applied), the

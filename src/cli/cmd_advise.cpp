@@ -25,6 +25,7 @@
 #include "models/networks.hpp"
 #include "perf/predict.hpp"
 #include "store/store.hpp"
+#include "workload/workload.hpp"
 
 namespace gpuvs::cli {
 
@@ -139,6 +140,49 @@ int run_advise(const AdviseArgs& a) {
   if (a.tenants != -1) s.tenants = a.tenants;
   if (a.seq_len != 0) s.seq_len = a.seq_len;
   if (a.gen_len != 0) s.gen_len = a.gen_len;
+  // A card's benchmarks: its options corrected as predict --calibration corrects its prediction.
+  if (!a.calibration.empty()) s.calibration = load_calibration(a.calibration, cat);
+  // Your stack, measured (solved with that calibration, so its card is corrected once): every option whose framework or
+  // engine and precision or format match moves by it. What neither the flags nor a scenario file say is what the figures
+  // ran, taken as predict and compare take it (measured_request): the workload, the task, the precision or weights, the
+  // engine or framework and a whole request's lengths; advise chooses batch, tp and the rest for each option it ranks.
+  // Before --options, whose keys mean what the task and workload make them.
+  std::vector<std::string> read_as, taken;
+  std::optional<perf::StackCalibration> stack;
+  const perf::Calibration* cal = s.calibration ? &*s.calibration : nullptr;
+  if (a.scenario_file.empty() && (!a.measured.empty() || !a.stack_file.empty())) {
+    auto said_options = perf::parse_option_pairs(a.options);  // what the flags say stays theirs
+    if (!a.engine.empty()) said_options.try_emplace("framework", a.engine);
+    if (a.seq_len != 0 || said_options.count("seq_len"))
+      said_options.try_emplace("prompt_len", a.seq_len != 0 ? std::to_string(a.seq_len) : said_options.at("seq_len"));
+    if (a.gen_len != 0) said_options.try_emplace("gen_len", std::to_string(a.gen_len));
+    const bool task_given = !a.task.empty();
+    FlagRequest fr{.workload = s.workload,
+                   .mode = task_given ? (s.task == "infer" ? "infer" : "train") : "",
+                   .precision = a.precision,
+                   .options = perf::option_pairs_text(said_options),
+                   .workload_given = !a.workload.empty() || a.params_given,
+                   .mode_given = task_given};
+    // A serving engine and a whole request's lengths belong to a decoder served alone; batch and tp advise chooses.
+    fr.takes_options = s.tenants == 1 ? std::vector<std::string>{"framework", "prompt_len", "gen_len"} : std::vector<std::string>{};
+    fr.takes_batch = false;
+    fr.served_as = "infer";  // whole requests
+    stack = measured_request(cat, a.measured, a.stack_file, cal, fr, taken, &read_as);
+    if (!fr.workload_given) name_workload(fr.workload);
+    if (!task_given) s.task = fr.mode == "infer" ? "infer" : "train";
+    if (a.precision.empty() && !fr.precision.empty()) {
+      s.precision = fr.precision;
+      s.precision_named = true;
+    }
+    if (!fr.figures_from.empty()) check_measured_request(fr, workload::Workload(s.workload, s.workload_options));  // as predict and compare refuse
+    std::map<std::string, std::string> from_figures;
+    for (const auto& [k, v] : perf::parse_option_pairs(fr.options))
+      if (!said_options.count(k)) from_figures[k] = v;
+    if (!from_figures.empty()) apply_request_options(from_figures, {a.engine, a.release, a.seq_len, a.gen_len}, s);
+  } else {
+    stack = measured_stack(cat, a.measured, a.stack_file, cal, &read_as);
+  }
+  if (stack) s.stack = stack->ratios;
   // predict's words for the same request (framework, seq_len, prompt_len, gen_len, release), once the task is known.
   if (!a.options.empty()) apply_request_options(perf::parse_option_pairs(a.options), {a.engine, a.release, a.seq_len, a.gen_len}, s);
   if (!a.gpu.empty()) {
@@ -154,14 +198,6 @@ int run_advise(const AdviseArgs& a) {
   if (!a.gpus.empty()) assumptions.set("max_gpus", gpu_count(a.gpus), cat);  // over --assume max_gpus: the flag is the narrower
   std::optional<advise::MeasuredMachine> here;
   if (a.measured_run != 0) here = measured_machine(a);
-  // A card's benchmarks: its options corrected as predict --calibration corrects its prediction.
-  if (!a.calibration.empty()) s.calibration = load_calibration(a.calibration, cat);
-  // Your stack, measured (solved with that calibration, so its card is corrected once): every option whose framework or
-  // engine and precision or format match moves by it.
-  std::vector<std::string> read_as;
-  const std::optional<perf::StackCalibration> stack =
-      measured_stack(cat, a.measured, a.stack_file, s.calibration ? &*s.calibration : nullptr, &read_as);
-  if (stack) s.stack = stack->ratios;
   // Flags may have named another workload than the file's: advise resolves that one (validated_workload).
   advise::Advice adv = from_file ? advise::advise(cat, *from_file, s, assumptions, here ? &*here : nullptr)
                                  : advise::advise(cat, s, assumptions, here ? &*here : nullptr);
@@ -174,6 +210,9 @@ int run_advise(const AdviseArgs& a) {
     for (const auto& st : stack->steps) adv.notes.push_back("measured " + stack_step_line(st));
     if (stack->solved_with) adv.assumed.push_back(stack_solved_with_line(*stack));
     for (const auto& r : read_as) adv.assumed.push_back(r);
+    for (const auto& t : taken) adv.assumed.push_back(t);
+    if (!a.scenario_file.empty()) adv.assumed.push_back(fmt::format("the request as {} and the flags say it (nothing taken from your measurements)",
+                                                                    strings::escape_control(a.scenario_file)));
   }
   nlohmann::json doc = advise::advice_json(adv);
   doc["measured"] = stack ? stack_json(*stack) : nlohmann::json(nullptr);

@@ -281,7 +281,8 @@ int run_compare(CompareArgs a) {
   const perf::Calibration* cal_ptr = cal ? &*cal : nullptr;
   // Your measurements: the stack they ran, calibrated (with that calibration, so its card is corrected once); what the
   // command leaves unsaid is what they ran, and said so (predict's rule).
-  FlagRequest fr{a.workload, a.mode, a.precision, a.options, a.batch, a.workload_given, a.mode_given};
+  FlagRequest fr{.workload = a.workload, .mode = a.mode, .precision = a.precision, .options = a.options, .batch = a.batch,
+                 .workload_given = a.workload_given, .mode_given = a.mode_given};
   const std::optional<perf::StackCalibration> stack = measured_request(cat, a.measured, a.stack_file, cal_ptr, fr, said);
   std::tie(a.workload, a.mode, a.precision, a.options, a.batch) = std::tie(fr.workload, fr.mode, fr.precision, fr.options, fr.batch);
   if (cal)
@@ -294,7 +295,7 @@ int run_compare(CompareArgs a) {
                                      cal->gpu_id));
   if (stack && stack->solved_with) said.push_back(stack_solved_with_line(*stack));
   const workload::Workload w(a.workload, perf::parse_option_pairs(a.options));
-  check_measured_request(fr, !a.measured.empty(), w);
+  check_measured_request(fr, w);
   if (workload::pricer_for(a.mode, w.family()) == workload::Pricer::serving) return run_compare_serving(a, cat, w, costs, stack, cal_ptr, said);
   if (a.gpus_each != 1) throw InputError("--gpus-each applies to LLM serving (tensor-parallel replicas)");
   const perf::Comparison c = perf::compare(cat, a.gpus, w, named_precision(a.precision), a.batch, a.mode == "train",

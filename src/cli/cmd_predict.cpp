@@ -55,6 +55,15 @@ std::optional<perf::Calibration> calibration_of(const PredictArgs& a, const cata
   return load_calibration(a.calibration, cat);
 }
 
+// Whether the calibration corrected this card; where it measured another that a stack's figures ran on, what it did
+// price (compare's words for the same case).
+std::string calibration_status(const perf::Calibration& cal, bool applied, const perf::StackCalibration* stack) {
+  if (applied) return "applied";
+  if (stack && stack->solved_with && perf::measured_on(*stack, cal.gpu_id))
+    return fmt::format("not applied here (measured on {}): it priced only the stack's figures on it", cal.gpu_id);
+  return "not applied (measured on another device)";
+}
+
 void print_stack(const perf::StackCalibration& s, bool applied, double uncalibrated, const std::string& unit) {
   for (const auto& st : s.steps) fmt::print("  measured     {}\n", stack_step_line(st));
   if (const std::string solved = stack_solved_with_line(s); !solved.empty()) fmt::print("  measured     {}\n", solved);
@@ -176,7 +185,7 @@ int run_serving(const PredictArgs& a, const catalog::Catalog& cat, const workloa
   fmt::print("  engine       {} profile: {}\n", p.engine, p.engine_name);
   if (cal)
     fmt::print("  calibration  from {} (measured on {}): {}\n", cal->source, cal->gpu_id,
-               cal->gpu_id == p.gpu_id ? "applied" : "not applied (measured on another device)");
+               calibration_status(*cal, cal->gpu_id == p.gpu_id, stack ? &*stack : nullptr));
   if (p.layer_split > 1) {
     const int fewest = p.layers / p.layer_split, most = (p.layers + p.layer_split - 1) / p.layer_split;
     fmt::print("  layout       one model split by layers over {} GPUs (-sm layer), {} blocks each: each token passes every card in turn\n",
@@ -287,7 +296,7 @@ nlohmann::json prediction_json(const perf::Prediction& p, const std::string& mod
   return j;
 }
 
-void print_prediction(const perf::Prediction& p, const std::string& mode, const perf::Calibration* cal) {
+void print_prediction(const perf::Prediction& p, const std::string& mode, const perf::Calibration* cal, const perf::StackCalibration* stack) {
   const auto& d = p.detail;
   const auto& m = p.memory;
   fmt::print("{} {} on {} ({}), batch {}{}, {}\n", strings::escape_control(p.workload), mode, strings::escape_control(p.gpu_name),
@@ -359,8 +368,7 @@ void print_prediction(const perf::Prediction& p, const std::string& mode, const 
              m.gradients_bytes / kGiB, m.optimizer_bytes / kGiB, m.activations_bytes / kGiB, m.transient_bytes / kGiB,
              m.runtime_bytes / kGiB);
   if (cal) {
-    fmt::print("  calibration  from {} (measured on {}): {}\n", cal->source, cal->gpu_id,
-               p.calibrated ? "applied" : "not applied (measured on another device)");
+    fmt::print("  calibration  from {} (measured on {}): {}\n", cal->source, cal->gpu_id, calibration_status(*cal, p.calibrated, stack));
     for (const auto& c : cal->classes)
       fmt::print("    {:<12} measured {:.4g} {} vs model {:.4g}: x{:.3f}{}\n", c.op_class, c.measured, c.unit, c.predicted,
                  c.ratio, c.applied && p.calibrated ? "" : " (reported only)");
@@ -380,11 +388,12 @@ int run_predict(PredictArgs a) {
   // Your measurements: the stack they ran, calibrated (with the calibration this prediction applies, so its card is
   // corrected once); what the request leaves unsaid is what they ran, said (compare's rule).
   Measured measured;
-  FlagRequest fr{a.workload, a.mode, a.precision, a.options, a.batch, a.workload_given, a.mode_given};
+  FlagRequest fr{.workload = a.workload, .mode = a.mode, .precision = a.precision, .options = a.options, .batch = a.batch,
+                 .workload_given = a.workload_given, .mode_given = a.mode_given};
   measured.stack = measured_request(cat, a.measured, a.stack_file, cal ? &*cal : nullptr, fr, measured.taken, &measured.read_as);
   std::tie(a.workload, a.mode, a.precision, a.options, a.batch) = std::tie(fr.workload, fr.mode, fr.precision, fr.options, fr.batch);
   const workload::Workload w(a.workload, perf::parse_option_pairs(a.options));
-  check_measured_request(fr, !a.measured.empty(), w);
+  check_measured_request(fr, w);
   if (workload::pricer_for(a.mode, w.family()) == workload::Pricer::serving) return run_serving(a, cat, w, cal, measured);
   const std::optional<perf::StackCalibration>& stack = measured.stack;
   perf::PredictRequest req;
@@ -420,7 +429,7 @@ int run_predict(PredictArgs a) {
     }
     print_structured(j, a.out);  // csv, md: one row
   } else {
-    print_prediction(p, a.mode, cal ? &*cal : nullptr);
+    print_prediction(p, a.mode, cal ? &*cal : nullptr, stack ? &*stack : nullptr);
     if (stack) print_stack(*stack, p.stack_applied, uncalibrated, p.unit + " per GPU");
     if (!said.empty()) fmt::print("  assumed      {}\n", strings::join(said, "; "));
   }

@@ -416,32 +416,107 @@ std::optional<perf::StackCalibration> measured_stack(const catalog::Catalog& cat
   return std::nullopt;
 }
 
+namespace {
+
+// The figure a command takes what it leaves unsaid from, from the figures given or a stored stack's steps.
+struct Reference {
+  bool trained = false;
+  std::string mode;    // a served figure's: prefill or decode
+  perf::StackRun run;  // what it ran
+  std::string origin;  // where it came from, said beside the workload taken ("" for a training figure given)
+};
+
+// measured_request's rule, one for the figures and a stored stack: a training run's workload, precision and framework
+// (mode train), its batch where the request is of its workload; a served figure's workload, weights and mode, its
+// engine and system, and where the request is of its mode its lengths and batch.
+void take_unsaid(const Reference& ref, FlagRequest& r, std::vector<std::string>& said) {
+  r.trained = ref.trained;
+  const auto takes = [&r](const std::string& key) {
+    return !r.takes_options || std::find(r.takes_options->begin(), r.takes_options->end(), key) != r.takes_options->end();
+  };
+  if (!r.workload_given) {
+    r.workload = ref.run.workload;
+    said.push_back(fmt::format("workload {} (your measurement's{})", r.workload, ref.origin.empty() ? "" : ", " + ref.origin));
+  }
+  auto options = perf::parse_option_pairs(r.options);
+  std::vector<std::string> taken;
+  if (ref.trained) {
+    if (!r.mode_given) r.mode = "train";
+    if (r.precision.empty() && !ref.run.precision.empty()) {
+      r.precision = ref.run.precision;
+      said.push_back(fmt::format("precision {} (your measurement's)", r.precision));
+    }
+    if (r.takes_batch && r.batch == 0 && ref.run.batch > 0 && r.workload == ref.run.workload) {  // another model's batch means nothing here
+      r.batch = ref.run.batch;
+      said.push_back(fmt::format("batch {} per GPU (your measurement's)", r.batch));
+    }
+    if (takes("framework") && ref.run.options.count("framework") && !options.count("framework")) {
+      options["framework"] = ref.run.options.at("framework");
+      said.push_back(fmt::format("framework {} (your measurement's)", options["framework"]));
+    }
+    r.options = perf::option_pairs_text(options);
+    return;
+  }
+  if (!r.mode_given) {
+    r.mode = r.served_as.empty() ? ref.mode : r.served_as;
+    said.push_back(r.served_as.empty() ? fmt::format("mode {} (your measurement's)", r.mode)
+                                       : fmt::format("task {} (your measurement's: a served decoder)", r.mode));
+  }
+  if (r.precision.empty()) {
+    r.precision = ref.run.precision;
+    said.push_back(fmt::format("weights {} (your measurement's)", r.precision));
+  }
+  // Another test than the figure's takes its engine and system (framework, tp, ngl), not its lengths or batch.
+  const bool same_test = r.mode == ref.mode;
+  for (const auto& [k, v] : ref.run.options)
+    if (takes(k) && !options.count(k) && (same_test || (k != "prompt_len" && k != "gen_len"))) {
+      options[k] = v;
+      taken.push_back(k + "=" + v);
+    }
+  if (!taken.empty()) said.push_back(fmt::format("{} (your measurement's)", strings::join(taken, ", ")));
+  r.options = perf::option_pairs_text(options);
+  if (r.takes_batch && same_test && r.batch == 0 && ref.run.batch > 0) {
+    r.batch = ref.run.batch;
+    said.push_back(fmt::format("batch {} (your measurement's)", r.batch));
+  }
+}
+
+// A stored stack's reference, as the figures' would be: its first figure where they were training runs, else its first
+// decode figure, else its first; none where the file does not say what they ran (written before gpuvs kept it).
+std::optional<Reference> stack_reference(const perf::StackCalibration& s, const std::string& path) {
+  if (s.runs.empty()) return std::nullopt;
+  const perf::StackRun* ref = &s.runs.front();
+  if (!s.trained())
+    for (const auto& run : s.runs)
+      if (run.mode == "decode") {
+        ref = &run;
+        break;
+      }
+  const std::string source = strings::escape_control(ref->source) + ", stored in " + strings::escape_control(path);
+  return Reference{s.trained(), ref->mode, *ref, source};
+}
+
+}  // namespace
+
 std::optional<perf::StackCalibration> measured_request(const catalog::Catalog& cat, const std::vector<std::string>& measured,
                                                        const std::string& stack_file, const perf::Calibration* cal, FlagRequest& r,
                                                        std::vector<std::string>& said, std::vector<std::string>* read_as) {
-  if (measured.empty()) return stack_file.empty() ? std::nullopt : std::optional(load_stack(stack_file, cal));
+  if (measured.empty()) {
+    if (stack_file.empty()) return std::nullopt;
+    perf::StackCalibration stack = load_stack(stack_file, cal);
+    if (const auto ref = stack_reference(stack, stack_file)) {
+      take_unsaid(*ref, r, said);
+      r.figures_from = "--stack " + strings::escape_control(stack_file);
+    } else if (!stack.steps.empty())
+      said.push_back(fmt::format("nothing from --stack {} (it does not say what its figures ran: gpuvs calibrate --save keeps it)",
+                                 strings::escape_control(stack_file)));
+    return stack;
+  }
   if (const std::vector<TrainingMeasured> figures = training_figures(cat, measured); !figures.empty()) {  // read once: names said once
-    r.trained = true;
     const perf::PredictRequest& m = figures.front().request;
-    if (!r.workload_given) {
-      r.workload = m.workload;
-      said.push_back(fmt::format("workload {} (your measurement's)", r.workload));
-    }
-    if (!r.mode_given) r.mode = "train";
-    if (r.precision.empty() && m.precision) {
-      r.precision = std::string(perf::precision_name(*m.precision));
-      said.push_back(fmt::format("precision {} (your measurement's)", r.precision));
-    }
-    if (r.batch == 0 && m.batch > 0 && r.workload == m.workload) {  // another model's batch means nothing here
-      r.batch = m.batch;
-      said.push_back(fmt::format("batch {} per GPU (your measurement's)", r.batch));
-    }
-    auto options = perf::parse_option_pairs(r.options);
-    if (m.options.count("framework") && !options.count("framework")) {
-      options["framework"] = m.options.at("framework");
-      said.push_back(fmt::format("framework {} (your measurement's)", options["framework"]));
-      r.options = perf::option_pairs_text(options);
-    }
+    take_unsaid({true, "train", {figures.front().source, "train", m.workload, m.precision ? std::string(perf::precision_name(*m.precision)) : "", m.batch, m.options}, ""},
+                r, said);
+    r.figures_from = "--measured";
     return calibrate_trained(cat, figures, cal);
   }
   const auto ms = served_figures(cat, measured, cal, read_as ? read_as : &said);
@@ -452,47 +527,24 @@ std::optional<perf::StackCalibration> measured_request(const catalog::Catalog& c
       ref = &m;
       break;
     }
-  if (!r.workload_given) {
-    r.workload = ref->request.workload;
-    said.push_back(fmt::format("workload {} (your measurement's, {})", r.workload, ref->source));
-  }
-  if (!r.mode_given) {
-    r.mode = ref->request.mode;
-    said.push_back(fmt::format("mode {} (your measurement's)", r.mode));
-  }
-  if (r.precision.empty()) {
-    r.precision = ref->request.format;
-    said.push_back(fmt::format("weights {} (your measurement's)", r.precision));
-  }
-  // Another test than the figure's takes its engine and system (framework, tp, ngl), not its lengths or batch.
-  const bool same_test = r.mode == ref->request.mode;
-  auto options = perf::parse_option_pairs(r.options);
-  std::vector<std::string> taken;
-  for (const auto& [k, v] : ref->request.options)
-    if (!options.count(k) && (same_test || (k != "prompt_len" && k != "gen_len"))) {
-      options[k] = v;
-      taken.push_back(k + "=" + v);
-    }
-  if (!taken.empty()) said.push_back(fmt::format("{} (your measurement's)", strings::join(taken, ", ")));
-  r.options = perf::option_pairs_text(options);
-  if (same_test && r.batch == 0 && ref->request.batch > 0) {
-    r.batch = ref->request.batch;
-    said.push_back(fmt::format("batch {} (your measurement's)", r.batch));
-  }
+  take_unsaid({false, ref->request.mode, {ref->source, ref->request.mode, ref->request.workload, ref->request.format, ref->request.batch, ref->request.options},
+               strings::escape_control(ref->source)},
+              r, said);
+  r.figures_from = "--measured";
   return stack;
 }
 
-void check_measured_request(const FlagRequest& r, bool measured, const workload::Workload& w) {
-  if (!measured) return;
+void check_measured_request(const FlagRequest& r, const workload::Workload& w) {
+  if (r.figures_from.empty()) return;
   const bool served = workload::pricer_for(r.mode, w.family()) == workload::Pricer::serving;
   if (r.trained && served)
-    throw InputError(fmt::format("--measured: these are figures of a training run, and {} {} is served: a served decoder's figures "
+    throw InputError(fmt::format("{}: these are figures of a training run, and {} {} is served: a served decoder's figures "
                                  "(prefill, decode, infer) calibrate serving",
-                                 r.workload, r.mode));
+                                 r.figures_from, r.workload, r.mode));
   if (!r.trained && (w.family() != models::Family::decoder || !served))
-    throw InputError(fmt::format("--measured: these are figures of a served decoder (prefill, decode, infer), and {} {}: a training run "
+    throw InputError(fmt::format("{}: these are figures of a served decoder (prefill, decode, infer), and {} {}: a training run "
                                  "calibrates training (mode=train in a spec)",
-                                 r.workload, w.family() != models::Family::decoder ? std::string("is not a decoder") : r.mode + " is not served"));
+                                 r.figures_from, r.workload, w.family() != models::Family::decoder ? std::string("is not a decoder") : r.mode + " is not served"));
 }
 
 void add_measured_options(CLI::App* sub, std::vector<std::string>& measured, std::string& stack_file) {
@@ -512,8 +564,12 @@ nlohmann::json stack_json(const perf::StackCalibration& s) {
   for (const auto& st : s.steps)
     steps.push_back({{"source", st.source}, {"gpu", st.gpu}, {"mode", st.mode}, {"kernels", st.op_class}, {"measured", st.measured},
                      {"predicted_before", st.predicted_before}, {"predicted_after", st.predicted_after}, {"ratio", st.ratio}, {"note", st.note}});
+  nlohmann::json figures = nlohmann::json::array();
+  for (const auto& run : s.runs)
+    figures.push_back({{"source", run.source}, {"mode", run.mode}, {"workload", run.workload}, {"precision", run.precision}, {"batch", run.batch},
+                       {"options", run.options}});
   return {{"engine", s.ratios.engine}, {"format", s.ratios.format},      {"memory_ratio", s.ratios.memory}, {"matrix_ratio", s.ratios.gemm},
-          {"fixed_cost_ratio", s.ratios.fixed}, {"steps", steps}, {"open", s.open},
+          {"fixed_cost_ratio", s.ratios.fixed}, {"steps", steps}, {"open", s.open}, {"figures", figures},
           {"solved_with", s.solved_with ? nlohmann::json{{"measured_on", s.solved_with->gpu_id}, {"source", s.solved_with->source}} : nlohmann::json(nullptr)}};
 }
 

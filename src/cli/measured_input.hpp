@@ -71,21 +71,30 @@ struct FlagRequest {
   std::int64_t batch = 0;                           // 0: the default
   bool workload_given = false, mode_given = false;
   bool trained = false;  // set by measured_request: the figures are training runs
+  /// Set by measured_request where it read what the figures ran: "--measured" or "--stack FILE" ("": nothing read).
+  std::string figures_from{};
+  /// What the command takes from a figure at all (advise chooses batch, tp and the like for each option it ranks): the
+  /// option keys (nullopt: every one), its batch, and the mode it serves a decoder's figures in ("": the figure's own).
+  std::optional<std::vector<std::string>> takes_options{};
+  bool takes_batch = true;
+  std::string served_as{};
 };
 
 /// The stack a pricing command's measurements give (measured_stack with `cal`), and what the command left unsaid taken
 /// from the figures as they ran, each said in `said` (predict's and compare's rule, one for both): a training run's
 /// workload, precision and framework (mode train), and its batch where the request is of its workload; a served
 /// decoder's workload and weights (its decode figure's, else its first), and its mode, and where the request is of that
-/// mode its lengths, options and batch. How the figures' names were read goes to `read_as`, else to `said`.
+/// mode its lengths, options and batch. A stored stack (`stack_file`) gives what its steps say they ran by the same
+/// rule; a file that does not say (written before gpuvs kept it) gives nothing, said. How the figures' names were read
+/// goes to `read_as`, else to `said`.
 std::optional<perf::StackCalibration> measured_request(const catalog::Catalog& cat, const std::vector<std::string>& measured,
                                                        const std::string& stack_file, const perf::Calibration* cal, FlagRequest& r,
                                                        std::vector<std::string>& said, std::vector<std::string>* read_as = nullptr);
 
 /// InputError where the figures measured_request read cannot calibrate the request it completed (`w`: its workload): a
 /// served decoder's figures for a workload that is not a decoder or for its training, a training run's for a served
-/// request. Nothing where `measured` is false (no --measured).
-void check_measured_request(const FlagRequest& r, bool measured, const workload::Workload& w);
+/// request. Nothing where it read none (r.figures_from empty: no --measured, or a stack file that does not say).
+void check_measured_request(const FlagRequest& r, const workload::Workload& w);
 
 /// `--measured FILE|SPEC` (repeatable) and `--stack FILE` (the one or the other) on a pricing command, said the same
 /// way on every command that takes them.

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "perf/stack_calibration.hpp"
 
+#include "perf/serving_engine.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -217,7 +219,10 @@ void record_calibration(StackCalibration& out, const Calibration* cal, const std
 
 StackCalibration calibrate_stack(const catalog::Catalog& cat, const std::vector<StackMeasurement>& ms) {
   StackCalibration out = solve_serving_stack(cat, ms);
-  for (const auto& m : ms) record_calibration(out, applied_calibration(cat, m.request.calibration, m.request.gpu), m.source);
+  for (const auto& m : ms) {
+    record_calibration(out, applied_calibration(cat, m.request.calibration, m.request.gpu), m.source);
+    out.runs.push_back({m.source, m.request.mode, m.request.workload, m.request.format, m.request.batch, m.request.options});
+  }
   return out;
 }
 
@@ -391,7 +396,11 @@ StackCalibration solve_training_stack(const catalog::Catalog& cat, const std::ve
 
 StackCalibration calibrate_training(const catalog::Catalog& cat, const std::vector<TrainingFigure>& figures) {
   StackCalibration out = solve_training_stack(cat, figures);
-  for (const auto& f : figures) record_calibration(out, applied_calibration(cat, f.request.calibration, f.request.gpu), f.source);
+  for (const auto& f : figures) {
+    record_calibration(out, applied_calibration(cat, f.request.calibration, f.request.gpu), f.source);
+    out.runs.push_back({f.source, f.request.training ? "train" : "infer", f.request.workload,
+                        f.request.precision ? std::string(precision_name(*f.request.precision)) : "", f.request.batch, f.request.options});
+  }
   return out;
 }
 
@@ -410,6 +419,8 @@ bool same_corrections(const Calibration& a, const Calibration& b) {
 }
 
 }  // namespace
+
+bool StackCalibration::trained() const { return !is_serving_engine(ratios.engine); }
 
 bool measured_on(const StackCalibration& s, const std::string& gpu) {
   return std::find(s.ratios.measured_gpus.begin(), s.ratios.measured_gpus.end(), gpu) != s.ratios.measured_gpus.end();

@@ -10,6 +10,7 @@
 // a different correction than a flat scale factor would give.
 #pragma once
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,6 +28,17 @@ struct StackMeasurement {
   double value = 0;
   std::string source;  // FILE:LINE or --measured
   std::string note;    // how the measurement's names were read (the model a tool printed as a gpuvs workload)
+};
+
+/// What a figure ran, as a request says it: a stored stack keeps it so that a command given the file (--stack) takes
+/// what it leaves unsaid from it as it would from the figures (cli::measured_request).
+struct StackRun {
+  std::string source;                          // where the figure came from (FILE:LINE or --measured)
+  std::string mode;                            // train, prefill, decode or infer
+  std::string workload;                        // an id, or a model file as the measurement named it
+  std::string precision;                       // a served figure's weight format; a training run's precision ("": none named)
+  std::int64_t batch = 0;                      // sequences (served) or samples per GPU (training); 0: none said
+  std::map<std::string, std::string> options;  // the request's: engine or framework, lengths, tp, ngl, ...
 };
 
 struct StackStep {
@@ -47,6 +59,11 @@ struct StackCalibration {
   /// that card's figures only with it applied, so the stack is used with it and no other (check_stack_calibration).
   /// Empty when no figure's card was calibrated.
   std::optional<Calibration> solved_with;
+  /// What each figure given ran, in the order given (calibrate_stack's and calibrate_training's); empty where not known
+  /// (calibrate_figure's bare rate, a stack file written before gpuvs kept it).
+  std::vector<StackRun> runs;
+  /// Whether the figures were training runs (the engine a training framework profile, not a serving engine).
+  bool trained() const;
 };
 
 /// Whether one of the stack's figures ran on `gpu` (a catalog id): that card takes its ratios whole.

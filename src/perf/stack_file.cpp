@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "core/strings.hpp"
 #include "core/toml_input.hpp"
+#include "models/networks.hpp"
 
 namespace gpuvs::perf {
 
@@ -72,6 +73,36 @@ double number(const toml::table& t, const char* key, const std::string& where, d
   return *v;
 }
 
+// A [[figure]]: what one figure ran, as stack_toml writes it.
+StackRun read_run(const toml::table& t, const std::string& where) {
+  only_keys(t, {"source", "mode", "workload", "precision", "batch", "options"}, where);
+  StackRun run;
+  run.source = text(t, "source", where);
+  run.mode = text(t, "mode", where);
+  if (run.mode != "train" && run.mode != "infer" && run.mode != "prefill" && run.mode != "decode")
+    throw InputError(fmt::format("{}: mode '{}' is not train, prefill, decode or infer", where_at(where, t), strings::printable(run.mode)));
+  run.workload = text(t, "workload", where);
+  if (run.workload.empty()) throw InputError(fmt::format("{}: 'workload' must name what the figure ran", where_at(where, t)));
+  run.precision = text(t, "precision", where);
+  const toml::node* batch = t.get("batch");
+  const auto b = batch ? batch->value_exact<std::int64_t>() : std::nullopt;
+  if (!b || *b < 0 || *b > models::kMaxBatch)
+    throw InputError(fmt::format("{}: 'batch' must be a whole number in [0, {}] (0: none said)", where_at(where, batch ? *batch : static_cast<const toml::node&>(t)),
+                                 models::kMaxBatch));
+  run.batch = *b;
+  const toml::node* options = t.get("options");
+  const toml::table* o = options ? options->as_table() : nullptr;
+  if (!o) throw InputError(fmt::format("{}: 'options' must be a table of name = \"value\"", where_at(where, options ? *options : static_cast<const toml::node&>(t))));
+  for (const auto& [k, v] : *o) {
+    const std::string key(k.str());
+    const auto value = v.value_exact<std::string>();
+    if (key.empty() || strings::has_control(key) || !value || strings::has_control(*value))
+      throw InputError(fmt::format("{}: options '{}' must be a name = \"value\" with no control character", where_at(where, v), strings::printable(key)));
+    run.options[key] = *value;
+  }
+  return run;
+}
+
 }  // namespace
 
 std::string stack_toml(const StackCalibration& s) {
@@ -94,18 +125,26 @@ std::string stack_toml(const StackCalibration& s) {
     for (const auto& [p, r] : cal->gemm_ratio) gemm.push_back(fmt::format("{} = {:.17g}", precision_name(p), r));
     out += fmt::format("gemm_ratio = {{ {} }}\n", strings::join(gemm, ", "));
   }
-  for (const auto& st : s.steps)
+  for (const auto& st : s.steps) {
     out += fmt::format(
         "\n[[step]]\nsource = {}\ngpu = {}\nmode = {}\nkernels = {}\nunit = {}\nmeasured = {:.10g}\npredicted_before = {:.10g}\n"
         "predicted_after = {:.10g}\nratio = {:.6g}\nnote = {}\n",
         quoted(st.source), quoted(st.gpu), quoted(st.mode), quoted(st.op_class), quoted(st.unit), st.measured, st.predicted_before,
         st.predicted_after, st.ratio, quoted(st.note));
+  }
+  // What each figure ran, so that --stack takes what a command leaves unsaid as the figures would.
+  for (const auto& run : s.runs) {
+    std::vector<std::string> options;
+    for (const auto& [k, v] : run.options) options.push_back(fmt::format("{} = {}", quoted(k), quoted(v)));
+    out += fmt::format("\n[[figure]]\nsource = {}\nmode = {}\nworkload = {}\nprecision = {}\nbatch = {}\noptions = {{ {} }}\n", quoted(run.source),
+                       quoted(run.mode), quoted(run.workload), quoted(run.precision), run.batch, strings::join(options, ", "));
+  }
   return out;
 }
 
 StackCalibration parse_stack(const std::string& text_in, const std::string& where) {
   const toml::table t = parse_toml(text_in, where);
-  only_keys(t, {"schema", "engine", "format", "matrix_ratio", "memory_ratio", "fixed_cost_ratio", "open", "calibration", "step"}, where);
+  only_keys(t, {"schema", "engine", "format", "matrix_ratio", "memory_ratio", "fixed_cost_ratio", "open", "calibration", "step", "figure"}, where);
   const toml::node* schema = t.get("schema");
   if (!schema || schema->value<std::int64_t>() != 1) throw InputError(fmt::format("{}: schema must be 1 (a file gpuvs calibrate wrote)", where));
   StackCalibration s;
@@ -170,6 +209,11 @@ StackCalibration parse_stack(const std::string& text_in, const std::string& wher
       step.note = text(st, "note", where, false);
       s.steps.push_back(std::move(step));
     }
+  }
+  if (const toml::node* figures = t.get("figure")) {
+    const toml::array* arr = figures->as_array();
+    if (!arr || !arr->is_array_of_tables()) throw InputError(fmt::format("{}: 'figure' must be [[figure]] tables", where_at(where, *figures)));
+    for (const auto& n : *arr) s.runs.push_back(read_run(*n.as_table(), where));
   }
   // The cards the figures ran on take the ratios whole (perf/stack.hpp carried_to): those the steps name.
   for (const auto& st : s.steps)

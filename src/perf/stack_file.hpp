@@ -12,7 +12,8 @@ namespace gpuvs::perf {
 
 /// The calibration as TOML: the engine (or framework profile) and format, the three ratios, what the measurements
 /// leave open, and a [[step]] per figure solved (where it came from, card, mode, kernels, unit, measured, the model's
-/// figure before and after, ratio, note).
+/// figure before and after, ratio, note), and a [[figure]] per figure given, in order (what it ran: source, mode,
+/// workload, precision, batch, options; a file written before gpuvs kept them has none).
 std::string stack_toml(const StackCalibration& s);
 
 /// Reads stack_toml's output back. InputError "WHERE[:LINE]: ..." for malformed TOML, an unknown or missing key, a
