@@ -960,7 +960,8 @@ TEST(StackFile, ACalibrationReadsBackAsWrittenAndRefusesWhatItCannotBe) {
                         {head + replaced(figure, "\"128\"", "128"), "s.toml:13: options 'gen_len' must be a name = \"value\""},
                         {head + replaced(figure, "options = {", "options = 3 #"), "s.toml:13: 'options' must be a table"},
                         {head + replaced(figure, "\"llama3-8b\"", "\"\""), "'workload' must name what the figure ran"},
-                        {head + "figure = 3\n", "'figure' must be [[figure]] tables"}},
+                        {head + "figure = 3\n", "'figure' must be [[figure]] tables"},
+                        {head + replaced(figure, "\"decode\"", "\"train\""), "s.toml:7: a [[figure]] of mode train in a stack of vllm, which serves"}},
                        [](const std::string& t) { parse_stack(t, "s.toml"); });
   EXPECT_GT(test::fuzz_parser(text, "[]{}\"=,.#\n -0123456789abcdefghiklmnopqrstuwxy_", 800, 41, [](const std::string& t, const std::string& w) { parse_stack(t, w); }), 0);
 }

@@ -163,8 +163,10 @@ int run_advise(const AdviseArgs& a) {
                    .options = perf::option_pairs_text(said_options),
                    .workload_given = !a.workload.empty() || a.params_given,
                    .mode_given = task_given};
-    // A serving engine and a whole request's lengths belong to a decoder served alone; batch and tp advise chooses.
+    // A serving engine, its weight formats and a whole request's lengths belong to a decoder served alone (tenants
+    // sharing a card are priced under a framework profile); batch and tp advise chooses.
     fr.takes_options = s.tenants == 1 ? std::vector<std::string>{"framework", "prompt_len", "gen_len"} : std::vector<std::string>{};
+    fr.takes_precision = s.tenants == 1;
     fr.takes_batch = false;
     fr.served_as = "infer";  // whole requests
     stack = measured_request(cat, a.measured, a.stack_file, cal, fr, taken, &read_as);

@@ -4,6 +4,8 @@
 // compare, on any machine, without the measurements.
 #include <fmt/format.h>
 
+#include <filesystem>
+
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -14,6 +16,7 @@
 #include "cli/measured_input.hpp"
 #include "cli/output.hpp"
 #include "core/error.hpp"
+#include "import/model_files.hpp"
 #include "core/files.hpp"
 #include "core/strings.hpp"
 #include "perf/stack_file.hpp"
@@ -42,7 +45,14 @@ int run_calibrate(const CalibrateArgs& a) {
   if (!a.save.empty()) files::check_output(a.save, perf::stack_output("--save", a.force));
   std::vector<std::string> read_as;
   const perf::StackCalibration s = calibrate_measured(cat, a.measured, &read_as, cal ? &*cal : nullptr);
-  if (!a.save.empty()) files::write_output(a.save, perf::stack_output("--save", a.force), perf::stack_toml(s));
+  if (!a.save.empty()) {
+    // A model file is stored as an absolute path: the stack applies from any directory, where a relative path would
+    // name another file or none.
+    perf::StackCalibration stored = s;
+    for (auto& run : stored.runs)
+      if (import::is_model_file(run.workload)) run.workload = std::filesystem::absolute(run.workload).lexically_normal().string();
+    files::write_output(a.save, perf::stack_output("--save", a.force), perf::stack_toml(stored));
+  }
   if (a.out != Output::table) {
     nlohmann::json j = stack_json(s);
     j["schema_version"] = 1;

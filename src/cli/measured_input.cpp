@@ -15,6 +15,7 @@
 #include "core/files.hpp"
 #include "core/strings.hpp"
 #include "core/units.hpp"
+#include "import/model_files.hpp"
 #include "measured/spec.hpp"
 #include "measured/tfevents.hpp"
 #include "models/networks.hpp"
@@ -442,7 +443,7 @@ void take_unsaid(const Reference& ref, FlagRequest& r, std::vector<std::string>&
   std::vector<std::string> taken;
   if (ref.trained) {
     if (!r.mode_given) r.mode = "train";
-    if (r.precision.empty() && !ref.run.precision.empty()) {
+    if (r.precision.empty() && r.takes_precision && !ref.run.precision.empty()) {
       r.precision = ref.run.precision;
       said.push_back(fmt::format("precision {} (your measurement's)", r.precision));
     }
@@ -462,7 +463,7 @@ void take_unsaid(const Reference& ref, FlagRequest& r, std::vector<std::string>&
     said.push_back(r.served_as.empty() ? fmt::format("mode {} (your measurement's)", r.mode)
                                        : fmt::format("task {} (your measurement's: a served decoder)", r.mode));
   }
-  if (r.precision.empty()) {
+  if (r.precision.empty() && r.takes_precision) {
     r.precision = ref.run.precision;
     said.push_back(fmt::format("weights {} (your measurement's)", r.precision));
   }
@@ -505,6 +506,9 @@ std::optional<perf::StackCalibration> measured_request(const catalog::Catalog& c
     if (stack_file.empty()) return std::nullopt;
     perf::StackCalibration stack = load_stack(stack_file, cal);
     if (const auto ref = stack_reference(stack, stack_file)) {
+      if (!r.workload_given && import::is_model_file(ref->run.workload) && !std::filesystem::exists(ref->run.workload))
+        throw InputError(fmt::format("--stack {}: its figure ran the model file {}, which is not here: name the workload (--workload)",
+                                     strings::escape_control(stack_file), strings::escape_control(ref->run.workload)));
       take_unsaid(*ref, r, said);
       r.figures_from = "--stack " + strings::escape_control(stack_file);
     } else if (!stack.steps.empty())

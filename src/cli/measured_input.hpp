@@ -74,9 +74,11 @@ struct FlagRequest {
   /// Set by measured_request where it read what the figures ran: "--measured" or "--stack FILE" ("": nothing read).
   std::string figures_from{};
   /// What the command takes from a figure at all (advise chooses batch, tp and the like for each option it ranks): the
-  /// option keys (nullopt: every one), its batch, and the mode it serves a decoder's figures in ("": the figure's own).
+  /// option keys (nullopt: every one), its batch, its precision or weights, and the mode it serves a decoder's figures
+  /// in ("": the figure's own).
   std::optional<std::vector<std::string>> takes_options{};
   bool takes_batch = true;
+  bool takes_precision = true;
   std::string served_as{};
 };
 

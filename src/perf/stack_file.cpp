@@ -213,7 +213,13 @@ StackCalibration parse_stack(const std::string& text_in, const std::string& wher
   if (const toml::node* figures = t.get("figure")) {
     const toml::array* arr = figures->as_array();
     if (!arr || !arr->is_array_of_tables()) throw InputError(fmt::format("{}: 'figure' must be [[figure]] tables", where_at(where, *figures)));
-    for (const auto& n : *arr) s.runs.push_back(read_run(*n.as_table(), where));
+    for (const auto& n : *arr) {
+      s.runs.push_back(read_run(*n.as_table(), where));
+      // A training framework's figures are training runs, a serving engine's served ones: what --stack takes depends on it.
+      if ((s.runs.back().mode == "train") != s.trained())
+        throw InputError(fmt::format("{}: a [[figure]] of mode {} in a stack of {}, which {}", where_at(where, n), s.runs.back().mode,
+                                     strings::printable(s.ratios.engine), s.trained() ? "is a training framework" : "serves"));
+    }
   }
   // The cards the figures ran on take the ratios whole (perf/stack.hpp carried_to): those the steps name.
   for (const auto& st : s.steps)
