@@ -2042,8 +2042,17 @@ TEST(Cli, AStoredStackTakesWhatItLeavesUnsaidAsItsFiguresWould) {
   EXPECT_EQ(b["workload"], (dir / "model" / "config.json").string()) << "the file as stored, absolute";
   for (const char* key : {"mode", "format", "batch"}) EXPECT_EQ(a[key], b[key]) << key;
   EXPECT_NEAR(a["throughput"]["value"].get<double>(), b["throughput"]["value"].get<double>(), 1e-4 * b["throughput"]["value"].get<double>());
-  std::filesystem::remove(dir / "model" / "config.json");
+  // A checkpoint folder the same way: stored relative, from elsewhere it named another folder or a hub id of that name.
+  const std::string by_folder_spec = "'gpu=rtx-3090;workload=model;mode=decode;precision=bf16;value=30 tokens/s'";
+  ASSERT_EQ(gpuvs::test::run_gpuvs_with(in_dir, "calibrate " + by_folder_spec + " --save folder.toml").exit_code, 0);
+  const auto folder = gpuvs::test::run_gpuvs_with("cd " + (dir / "elsewhere").string() + " && ", "predict --gpu h100-sxm --json --stack ../folder.toml");
+  ASSERT_EQ(folder.exit_code, 0) << folder.err;
+  const auto f = nlohmann::json::parse(folder.out);
+  EXPECT_EQ(f["workload"], (dir / "model").string()) << "the folder as stored, absolute";
+  EXPECT_NEAR(f["throughput"]["value"].get<double>(), b["throughput"]["value"].get<double>(), 1e-4 * b["throughput"]["value"].get<double>());
+  std::filesystem::remove_all(dir / "model");
   expect_usage_error(run_gpuvs("predict --gpu h100-sxm --stack " + (dir / "hf.toml").string()), "which is not here: name the workload");
+  expect_usage_error(run_gpuvs("predict --gpu h100-sxm --stack " + (dir / "folder.toml").string()), "which is not here: name the workload");
   // Several training figures: the first given is what --stack takes, as --measured takes it.
   const std::string bert = "'gpu=a100-80gb-sxm;workload=bert-large;mode=train;precision=amp-fp16;batch=32;value=120 sequences/s'";
   const std::string two = (dir / "two.toml").string();
@@ -2216,6 +2225,7 @@ TEST(Cli, AdviseTakesWhatItLeavesUnsaidFromTheMeasurementAsPredictDoes) {
   EXPECT_NE(from_file["assumed"].dump().find("nothing taken from your measurements"), std::string::npos) << from_file["assumed"];
   expect_usage_error(run_gpuvs("advise --workload resnet50 --gpu h100-sxm --measured " + decode), "is not a decoder");
   expect_usage_error(run_gpuvs("advise --workload llama3-8b --task infer --gpu h100-sxm --measured " + train), "figures of a training run");
+  expect_usage_error(run_gpuvs("advise --workload llama3-8b --task finetune --gpu h100-sxm --measured " + decode), "llama3-8b finetune is not served");
   // Tenants sharing a card are priced under a framework profile: no engine, weight format or lengths taken for them.
   const auto tenants = run_gpuvs("advise --gpu h100-sxm --workload llama3-8b --task infer --tenants 2 --json --measured " + decode);
   ASSERT_EQ(tenants.exit_code, 0) << tenants.err;

@@ -169,6 +169,7 @@ int run_advise(const AdviseArgs& a) {
     fr.takes_precision = s.tenants == 1;
     fr.takes_batch = false;
     fr.served_as = "infer";  // whole requests
+    if (task_given) fr.said_as = s.task;
     stack = measured_request(cat, a.measured, a.stack_file, cal, fr, taken, &read_as);
     if (!fr.workload_given) name_workload(fr.workload);
     if (!task_given) s.task = fr.mode == "infer" ? "infer" : "train";

@@ -16,7 +16,6 @@
 #include "cli/measured_input.hpp"
 #include "cli/output.hpp"
 #include "core/error.hpp"
-#include "import/model_files.hpp"
 #include "core/files.hpp"
 #include "core/strings.hpp"
 #include "perf/stack_file.hpp"
@@ -46,11 +45,11 @@ int run_calibrate(const CalibrateArgs& a) {
   std::vector<std::string> read_as;
   const perf::StackCalibration s = calibrate_measured(cat, a.measured, &read_as, cal ? &*cal : nullptr);
   if (!a.save.empty()) {
-    // A model file is stored as an absolute path: the stack applies from any directory, where a relative path would
-    // name another file or none.
+    // A model file or checkpoint folder is stored as an absolute path: the stack applies from any directory, where a
+    // relative path would name another model (a hub id of that name in the cache) or none.
     perf::StackCalibration stored = s;
     for (auto& run : stored.runs)
-      if (import::is_model_file(run.workload)) run.workload = std::filesystem::absolute(run.workload).lexically_normal().string();
+      if (names_local_model(run.workload)) run.workload = std::filesystem::absolute(run.workload).lexically_normal().string();
     files::write_output(a.save, perf::stack_output("--save", a.force), perf::stack_toml(stored));
   }
   if (a.out != Output::table) {

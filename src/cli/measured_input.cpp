@@ -15,6 +15,7 @@
 #include "core/files.hpp"
 #include "core/strings.hpp"
 #include "core/units.hpp"
+#include "import/hf/hf_checkpoint.hpp"
 #include "import/model_files.hpp"
 #include "measured/spec.hpp"
 #include "measured/tfevents.hpp"
@@ -486,15 +487,16 @@ void take_unsaid(const Reference& ref, FlagRequest& r, std::vector<std::string>&
 // decode figure, else its first; none where the file does not say what they ran (written before gpuvs kept it).
 std::optional<Reference> stack_reference(const perf::StackCalibration& s, const std::string& path) {
   if (s.runs.empty()) return std::nullopt;
+  const bool trained = s.trained();
   const perf::StackRun* ref = &s.runs.front();
-  if (!s.trained())
+  if (!trained)
     for (const auto& run : s.runs)
       if (run.mode == "decode") {
         ref = &run;
         break;
       }
   const std::string source = strings::escape_control(ref->source) + ", stored in " + strings::escape_control(path);
-  return Reference{s.trained(), ref->mode, *ref, source};
+  return Reference{trained, ref->mode, *ref, source};
 }
 
 }  // namespace
@@ -506,8 +508,11 @@ std::optional<perf::StackCalibration> measured_request(const catalog::Catalog& c
     if (stack_file.empty()) return std::nullopt;
     perf::StackCalibration stack = load_stack(stack_file, cal);
     if (const auto ref = stack_reference(stack, stack_file)) {
-      if (!r.workload_given && import::is_model_file(ref->run.workload) && !std::filesystem::exists(ref->run.workload))
-        throw InputError(fmt::format("--stack {}: its figure ran the model file {}, which is not here: name the workload (--workload)",
+      // What a figure ran by path is stored absolute (names_local_model): gone, it is no id to fall back on.
+      const std::filesystem::path ran(ref->run.workload);
+      std::error_code ec;
+      if (!r.workload_given && (import::is_model_file(ref->run.workload) || ran.is_absolute()) && !std::filesystem::exists(ran, ec))
+        throw InputError(fmt::format("--stack {}: its figure ran the model {}, which is not here: name the workload (--workload)",
                                      strings::escape_control(stack_file), strings::escape_control(ref->run.workload)));
       take_unsaid(*ref, r, said);
       r.figures_from = "--stack " + strings::escape_control(stack_file);
@@ -538,17 +543,23 @@ std::optional<perf::StackCalibration> measured_request(const catalog::Catalog& c
   return stack;
 }
 
+bool names_local_model(const std::string& workload) {
+  std::error_code ec;
+  return import::is_model_file(workload) || (std::filesystem::is_directory(workload, ec) && import::is_checkpoint(workload));
+}
+
 void check_measured_request(const FlagRequest& r, const workload::Workload& w) {
   if (r.figures_from.empty()) return;
+  const std::string& request = r.said_as.empty() ? r.mode : r.said_as;
   const bool served = workload::pricer_for(r.mode, w.family()) == workload::Pricer::serving;
   if (r.trained && served)
     throw InputError(fmt::format("{}: these are figures of a training run, and {} {} is served: a served decoder's figures "
                                  "(prefill, decode, infer) calibrate serving",
-                                 r.figures_from, r.workload, r.mode));
+                                 r.figures_from, r.workload, request));
   if (!r.trained && (w.family() != models::Family::decoder || !served))
     throw InputError(fmt::format("{}: these are figures of a served decoder (prefill, decode, infer), and {} {}: a training run "
                                  "calibrates training (mode=train in a spec)",
-                                 r.figures_from, r.workload, w.family() != models::Family::decoder ? std::string("is not a decoder") : r.mode + " is not served"));
+                                 r.figures_from, r.workload, w.family() != models::Family::decoder ? std::string("is not a decoder") : request + " is not served"));
 }
 
 void add_measured_options(CLI::App* sub, std::vector<std::string>& measured, std::string& stack_file) {

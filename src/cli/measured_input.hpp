@@ -80,7 +80,14 @@ struct FlagRequest {
   bool takes_batch = true;
   bool takes_precision = true;
   std::string served_as{};
+  /// What messages call the request where the command names it otherwise than its mode (advise's "finetune", priced as
+  /// train); "": its mode.
+  std::string said_as{};
 };
+
+/// True where a figure's workload names a model on this machine by its path (a model file, or a checkpoint folder), not
+/// an id: a stored stack keeps it absolute, so that it names the same model from any directory.
+bool names_local_model(const std::string& workload);
 
 /// The stack a pricing command's measurements give (measured_stack with `cal`), and what the command left unsaid taken
 /// from the figures as they ran, each said in `said` (predict's and compare's rule, one for both): a training run's
