@@ -761,11 +761,32 @@ TEST(Predict, DataParallelScalingAndSharding) {
   EXPECT_LT(full.memory.peak_bytes, none.memory.peak_bytes - 80e9);
   EXPECT_TRUE(full.memory.fits);
   EXPECT_FALSE(none.memory.fits);
-  // A sharded optimizer is also an eighth of the update's time on each rank (ZeRO-1, the distributed optimizer).
+  // A sharded optimizer updates an eighth of the states on each rank (ZeRO-1): its traffic shrinks 8 ways, its kernels'
+  // launches and ramps do not; the updated weights are then all-gathered where nothing hides them (the same bytes as
+  // the all-reduce's second half, 16-bit weights against fp32 gradients).
   r.options["sharding"] = "zero1";
   const Prediction zero1 = predict(cat(), r);
-  EXPECT_GT(zero1.optimizer_s, 0.0);
-  EXPECT_NEAR(none.step_s - zero1.step_s, 7.0 * zero1.optimizer_s, 1e-9 + 1e-6 * none.step_s);
+  EXPECT_NEAR(zero1.comm_bytes, (4.0 + 2.0) * static_cast<double>(zero1.params), 1.0);
+  EXPECT_GE(zero1.comm_exposed_s, allgather_seconds(2.0 * static_cast<double>(zero1.params), 8, zero1.link));
+  // The whole update, from what sharding saved: the rank's share costs more than an eighth of it, far less than a quarter.
+  const double update = none.step_s - zero1.step_s + zero1.optimizer_s + (zero1.comm_exposed_s - none.comm_exposed_s);
+  EXPECT_GT(zero1.optimizer_s, update / 8);
+  EXPECT_LT(zero1.optimizer_s, update / 4);
+  // A small model's update is launches and ramps: sharding it over more cards saves next to nothing, and never makes a
+  // card faster than alone (seed-mlp on 4 A100s, ZeRO-2, was priced at 102% of one card each and advise ranked it first).
+  PredictRequest small;
+  small.workload = "seed-mlp";
+  small.gpu = "a100-80gb-sxm";
+  const Prediction alone = predict(cat(), small);
+  small.gpus = 4;
+  const Prediction ddp = predict(cat(), small);
+  for (const char* sharding : {"zero1", "zero2", "full"}) {
+    small.options["sharding"] = sharding;
+    const Prediction sharded = predict(cat(), small);
+    EXPECT_LT(sharded.throughput, alone.throughput) << sharding;  // per GPU
+    EXPECT_LT(sharded.throughput, 1.01 * ddp.throughput) << sharding;
+    EXPECT_GT(sharded.optimizer_s, 0.9 * alone.optimizer_s) << sharding;
+  }
   r.options["sharding"] = "zero9";
   EXPECT_THROW(predict(cat(), r), InputError);
   r.options.erase("sharding");
@@ -776,8 +797,9 @@ TEST(Predict, DataParallelScalingAndSharding) {
   EXPECT_NE(nodes.dp_link.find("InfiniBand"), std::string::npos) << nodes.dp_link;
   r.options["sharding"] = "zero1";  // the planner's distributed optimizer: each of 64 ranks updates 1/64
   const Prediction nodes_zero1 = predict(cat(), r);
-  EXPECT_NEAR(nodes.step_s - nodes_zero1.step_s, nodes.optimizer_s * 63.0 / 64.0, 1e-6 * nodes.step_s);
-  EXPECT_NEAR(nodes_zero1.optimizer_s * 64.0, nodes.optimizer_s, 1e-9);
+  EXPECT_NEAR(nodes.step_s - nodes_zero1.step_s, nodes.optimizer_s - nodes_zero1.optimizer_s, 1e-6 * nodes.step_s);
+  EXPECT_GT(nodes_zero1.optimizer_s, nodes.optimizer_s / 64);  // by the same rule as on one server
+  EXPECT_LT(nodes_zero1.optimizer_s, nodes.optimizer_s / 8);
   r.options.erase("sharding");
   r.workload = "bert-large";
   EXPECT_THROW(predict(cat(), r), InputError);  // multi-node plans are modelled for decoders only, said plainly

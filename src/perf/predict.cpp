@@ -172,38 +172,62 @@ Link data_parallel_link(Prediction& p, const PredictRequest& req, const catalog:
   return group_link(gpu, l, p.gpus, 1);
 }
 
-// Data parallel: gradients reduced every step over the link, hidden behind the backward pass but for the
-// last bucket; sharding splits the states and, fully sharded (FSDP), gathers the weights in forward and
-// backward.
-void apply_data_parallel(Prediction& p, const ir::Graph& g, const Link& link) {
+/// The Adam update of one rank's 1/n share of the parameters (ZeRO, FSDP): each kernel's traffic and math shrink with
+/// the states it updates; its launch and the ramp of its transfer (perf/efficiency.hpp memory_efficiency: a kernel's
+/// memory time is its bytes plus mem_half_bytes at the class's rate) do not, so a small model's update, mostly those,
+/// gains next to nothing from sharding.
+double sharded_optimizer_seconds(const StepPrediction& d, const ir::Graph& g, const EfficiencyParams& eff, double bandwidth, double n) {
+  const double ramp_s = eff.mem_half_bytes / (bandwidth * eff.mem_max);
+  double seconds = 0;
+  for (const auto& op : d.ops) {
+    if (g.node(op.id).op != ir::OpKind::adam_update) continue;
+    const double memory_s = op.memory_s > 0 ? std::max(0.0, op.memory_s - ramp_s) / n + std::min(op.memory_s, ramp_s) : 0.0;
+    seconds += std::max(op.compute_s / n, memory_s) + (op.seconds - std::max(op.compute_s, op.memory_s));
+  }
+  return seconds;
+}
+
+// Data parallel. Unsharded (DDP): gradients all-reduced every step, hidden behind the backward pass but for the last
+// bucket (the optimizer waits for the reduced gradients, so it hides nothing). ZeRO-1/2: the gradients
+// reduce-scattered the same way, each rank updates its share, and the updated weights are all-gathered after the
+// update, where nothing is left to hide them (DeepSpeed's stages 1 and 2, PyTorch's ZeroRedundancyOptimizer): the
+// same bytes as the all-reduce, half of them exposed. Fully sharded (FSDP): the weights gathered in forward and
+// backward and the gradients reduce-scattered, each unit's prefetched behind the one before.
+void apply_data_parallel(Prediction& p, const ir::Graph& g, const Link& link, const EfficiencyParams& eff, double bandwidth) {
   p.link = link;
   const double params = static_cast<double>(p.params);
   const double grad_bytes = params * (p.plan.activations == ir::DType::f32 || p.plan.fp32_master ? 4.0 : 2.0);
   const double weight_bytes = params * static_cast<double>(ir::dtype_size(p.plan.activations));
-  double overlap_window = 0;
+  double backward = 0;
   const ir::NodeId loss = g.output("loss");
   for (const auto& op : p.detail.ops)
-    if (op.id > loss) overlap_window += op.seconds;  // backward and optimizer
+    if (op.id > loss && g.node(op.id).op != ir::OpKind::adam_update) backward += op.seconds;
+  const double bucket = std::min(system_facts().ddp_bucket_bytes, grad_bytes);
   if (p.sharding == "full") {
     p.comm_bytes = 2.0 * weight_bytes + grad_bytes;  // two all-gathers of weights, one reduce-scatter
     p.comm_s = 2.0 * allgather_seconds(weight_bytes, p.gpus, p.link) + allgather_seconds(grad_bytes, p.gpus, p.link);
-    overlap_window = p.detail.step_s;  // prefetching overlaps gathers with forward and backward
+    // Nothing hides the first unit's gather before forward or the last unit's reduce-scatter after backward (a unit:
+    // a bucket's worth of parameters).
+    p.comm_exposed_s = std::max(0.0, p.comm_s - p.detail.step_s) + allgather_seconds(std::min(system_facts().ddp_bucket_bytes, weight_bytes), p.gpus, p.link) +
+                       allgather_seconds(bucket, p.gpus, p.link);
+  } else if (p.sharding == "zero1" || p.sharding == "zero2") {
+    p.comm_bytes = grad_bytes + weight_bytes;
+    const double reduce_s = allgather_seconds(grad_bytes, p.gpus, p.link), gather_s = allgather_seconds(weight_bytes, p.gpus, p.link);
+    p.comm_s = reduce_s + gather_s;
+    p.comm_exposed_s = std::max(0.0, reduce_s - backward) + std::min(allgather_seconds(bucket, p.gpus, p.link), reduce_s) + gather_s;
   } else {
     p.comm_bytes = 2.0 * grad_bytes;
     p.comm_s = allreduce_seconds(grad_bytes, p.gpus, p.link);
+    p.comm_exposed_s = std::max(0.0, p.comm_s - backward) + std::min(allreduce_seconds(bucket, p.gpus, p.link), p.comm_s);
   }
-  const double last_bucket = allreduce_seconds(std::min(system_facts().ddp_bucket_bytes, grad_bytes), p.gpus, p.link);
-  p.comm_exposed_s = std::max(0.0, p.comm_s - overlap_window) + std::min(last_bucket, p.comm_s);
   p.step_s += p.comm_exposed_s;
   const double n = p.gpus;
   if (p.sharding != "none") {
-    // Each rank updates its 1/n share of the parameters (ZeRO, FSDP): the optimizer's time shrinks with its states.
     double optimizer = 0;
     for (const auto& op : p.detail.ops)
       if (g.node(op.id).op == ir::OpKind::adam_update) optimizer += op.seconds;
-    const double saved = optimizer * (1.0 - 1.0 / n);
-    p.optimizer_s = optimizer / n;
-    p.step_s -= saved;
+    p.optimizer_s = sharded_optimizer_seconds(p.detail, g, eff, bandwidth, n);
+    p.step_s -= optimizer - p.optimizer_s;
     p.memory.optimizer_bytes /= n;
   }
   if (p.sharding == "zero2" || p.sharding == "full") p.memory.gradients_bytes /= n;
@@ -332,6 +356,7 @@ void predict_parallel(Prediction& p, const PredictRequest& req, const workload::
   struct Stage {
     Prediction pred;
     StageCost cost;
+    double sharded_optimizer_s = 0;  // its update of a 1/dp share (sharded_optimizer_seconds), where sharded
   };
   auto price_stage = [&](bool first, bool last) {
     models::NetworkOptions o{p.batch, p.plan.activations, p.seq_len / l.cp, flash, true};
@@ -367,6 +392,7 @@ void predict_parallel(Prediction& p, const PredictRequest& req, const workload::
     }
     s.cost.compute_s = s.pred.detail.step_s - s.cost.optimizer_s;
     s.cost.params = static_cast<double>(s.pred.params);
+    if (p.sharding != "none") s.sharded_optimizer_s = sharded_optimizer_seconds(s.pred.detail, g, eff, device_view(gpu, p.plan, eff).bandwidth, l.dp);
     return s;
   };
   const Stage first = price_stage(true, l.pp == 1);
@@ -386,7 +412,11 @@ void predict_parallel(Prediction& p, const PredictRequest& req, const workload::
   t.tp_overlap = option_int(req.options, "tp_overlap", 0, 0, 1) == 1;
   t.pp_overlap = option_int(req.options, "pp_overlap", 0, 0, 1) == 1;
   t.sharded_optimizer = p.sharding != "none";
-  const ParallelStep st = parallel_step(gpu, l, slow.cost, t);
+  ParallelStep st = parallel_step(gpu, l, slow.cost, t);
+  if (t.sharded_optimizer) {  // parallel_step shares the update's time 1/dp; its launches and ramps stay whole
+    st.step_s += slow.sharded_optimizer_s - st.optimizer_s;
+    st.optimizer_s = slow.sharded_optimizer_s;
+  }
   p.params = slow.pred.params;
   p.frozen_params = slow.pred.frozen_params;
   p.detail = slow.pred.detail;
@@ -758,7 +788,7 @@ Prediction priced_padded(const catalog::Catalog& cat, const workload::Workload& 
   if (resolved.accumulation > 1) apply_accumulation(p, g, resolved.accumulation);
   p.single_gpu_step_s = p.step_s;
   if (p.gpus > 1 && req.training) {
-    apply_data_parallel(p, g, data_parallel_link(p, req, gpu));
+    apply_data_parallel(p, g, data_parallel_link(p, req, gpu), eff, device_view(gpu, p.plan, eff).bandwidth);
   } else if (p.sharding != "none") {
     throw InputError("option sharding needs --gpus > 1 and training");
   }
