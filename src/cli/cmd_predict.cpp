@@ -357,9 +357,9 @@ void print_prediction(const perf::Prediction& p, const std::string& mode, const 
                units::format_seconds(p.prefill_s + static_cast<double>(p.gen_len) * p.decode_step_s),
                p.kv_cache_bytes / kGiB);
   if (p.gpus > 1 && !p.parallel)
-    fmt::print("  scaling      {} GPUs over {}: {:.3g} GB exchanged per GPU per step in {}, {} not hidden by compute; "
+    fmt::print("  scaling      {} GPUs over {}: {}B exchanged per GPU per step in {}, {} not hidden by compute; "
                "{:.0f}% scaling efficiency{}\n",
-               p.gpus, p.link.description, p.comm_bytes / 1e9, units::format_seconds(p.comm_s),
+               p.gpus, p.link.description, units::format_si(p.comm_bytes), units::format_seconds(p.comm_s),
                units::format_seconds(p.comm_exposed_s), 100 * p.single_gpu_step_s / p.step_s,
                p.sharding != "none" ? ", sharding " + p.sharding : "");
   fmt::print("  memory       {:.2f} GiB of {:.2f} GiB usable: {} (weights {:.2f}, gradients {:.2f}, optimizer {:.2f}, "
