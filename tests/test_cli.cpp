@@ -2050,6 +2050,16 @@ TEST(Cli, AStoredStackTakesWhatItLeavesUnsaidAsItsFiguresWould) {
   const auto f = nlohmann::json::parse(folder.out);
   EXPECT_EQ(f["workload"], (dir / "model").string()) << "the folder as stored, absolute";
   EXPECT_NEAR(f["throughput"]["value"].get<double>(), b["throughput"]["value"].get<double>(), 1e-4 * b["throughput"]["value"].get<double>());
+  // Through a link as the system resolves it: "L/../deep" is a/deep where L is a/b (lexically it would be ./deep).
+  std::filesystem::create_directories(dir / "a" / "b");
+  std::filesystem::create_directories(dir / "a" / "deep");
+  std::filesystem::copy_file(std::string(GPUVS_TEST_DATA) + "/hf/qwen2-7b/config.json", dir / "a" / "deep" / "config.json");
+  std::filesystem::create_directory_symlink(dir / "a" / "b", dir / "L");
+  ASSERT_EQ(gpuvs::test::run_gpuvs_with(in_dir, "calibrate 'gpu=rtx-3090;workload=L/../deep/;mode=decode;precision=bf16;value=30 tokens/s' --save link.toml")
+                .exit_code,
+            0);
+  const auto linked = run_gpuvs_json("predict --gpu h100-sxm --json --stack " + (dir / "link.toml").string());
+  EXPECT_EQ(linked["workload"], (dir / "a" / "deep").string()) << "resolved through the link, no trailing separator";
   std::filesystem::remove_all(dir / "model");
   expect_usage_error(run_gpuvs("predict --gpu h100-sxm --stack " + (dir / "hf.toml").string()), "which is not here: name the workload");
   expect_usage_error(run_gpuvs("predict --gpu h100-sxm --stack " + (dir / "folder.toml").string()), "which is not here: name the workload");

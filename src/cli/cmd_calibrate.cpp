@@ -49,7 +49,12 @@ int run_calibrate(const CalibrateArgs& a) {
     // relative path would name another model (a hub id of that name in the cache) or none.
     perf::StackCalibration stored = s;
     for (auto& run : stored.runs)
-      if (names_local_model(run.workload)) run.workload = std::filesystem::absolute(run.workload).lexically_normal().string();
+      if (names_local_model(run.workload)) {
+        // Through any link (a lexical "link/.." would name another folder), without a trailing separator.
+        std::filesystem::path resolved = std::filesystem::weakly_canonical(std::filesystem::absolute(run.workload));
+        if (!resolved.has_filename()) resolved = resolved.parent_path();
+        run.workload = resolved.string();
+      }
     files::write_output(a.save, perf::stack_output("--save", a.force), perf::stack_toml(stored));
   }
   if (a.out != Output::table) {

@@ -198,18 +198,22 @@ void apply_data_parallel(Prediction& p, const ir::Graph& g, const Link& link, co
   const double params = static_cast<double>(p.params);
   const double grad_bytes = params * (p.plan.activations == ir::DType::f32 || p.plan.fp32_master ? 4.0 : 2.0);
   const double weight_bytes = params * static_cast<double>(ir::dtype_size(p.plan.activations));
-  double backward = 0;
+  // What the exchange can hide behind: the backward pass (recomputed forward included), and for FSDP's gathers the
+  // forward pass too; never the update, which waits for the reduced gradients.
+  double backward = p.recompute_s, optimizer = 0;
   const ir::NodeId loss = g.output("loss");
-  for (const auto& op : p.detail.ops)
-    if (op.id > loss && g.node(op.id).op != ir::OpKind::adam_update) backward += op.seconds;
+  for (const auto& op : p.detail.ops) {
+    if (g.node(op.id).op == ir::OpKind::adam_update) optimizer += op.seconds;
+    else if (op.id > loss) backward += op.seconds;
+  }
   const double bucket = std::min(system_facts().ddp_bucket_bytes, grad_bytes);
   if (p.sharding == "full") {
     p.comm_bytes = 2.0 * weight_bytes + grad_bytes;  // two all-gathers of weights, one reduce-scatter
     p.comm_s = 2.0 * allgather_seconds(weight_bytes, p.gpus, p.link) + allgather_seconds(grad_bytes, p.gpus, p.link);
     // Nothing hides the first unit's gather before forward or the last unit's reduce-scatter after backward (a unit:
     // a bucket's worth of parameters).
-    p.comm_exposed_s = std::max(0.0, p.comm_s - p.detail.step_s) + allgather_seconds(std::min(system_facts().ddp_bucket_bytes, weight_bytes), p.gpus, p.link) +
-                       allgather_seconds(bucket, p.gpus, p.link);
+    p.comm_exposed_s = std::max(0.0, p.comm_s - (p.detail.step_s - optimizer)) +
+                       allgather_seconds(std::min(system_facts().ddp_bucket_bytes, weight_bytes), p.gpus, p.link) + allgather_seconds(bucket, p.gpus, p.link);
   } else if (p.sharding == "zero1" || p.sharding == "zero2") {
     p.comm_bytes = grad_bytes + weight_bytes;
     const double reduce_s = allgather_seconds(grad_bytes, p.gpus, p.link), gather_s = allgather_seconds(weight_bytes, p.gpus, p.link);
@@ -223,9 +227,6 @@ void apply_data_parallel(Prediction& p, const ir::Graph& g, const Link& link, co
   p.step_s += p.comm_exposed_s;
   const double n = p.gpus;
   if (p.sharding != "none") {
-    double optimizer = 0;
-    for (const auto& op : p.detail.ops)
-      if (g.node(op.id).op == ir::OpKind::adam_update) optimizer += op.seconds;
     p.optimizer_s = sharded_optimizer_seconds(p.detail, g, eff, bandwidth, n);
     p.step_s -= optimizer - p.optimizer_s;
     p.memory.optimizer_bytes /= n;
