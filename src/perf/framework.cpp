@@ -26,6 +26,7 @@ const std::map<std::string, std::vector<std::string>> kDefaults = {{"flash_atten
                                                                    {"tp_overlap", {"0", "1"}},
                                                                    {"pp_overlap", {"0", "1"}},
                                                                    {"nvls", {"0", "1"}},
+                                                                   {"param_gather_overlap", {"0", "1"}},
                                                                    {"lora_targets", {"all", "qkv", "attention", "mlp"}}};
 
 }  // namespace
@@ -147,7 +148,7 @@ std::map<std::string, std::string> with_framework_defaults(const FrameworkProfil
                                                            models::Family family, int gpus, bool training) {
   for (const auto& [k, v] : f.defaults) {
     if (k == "memory_format" && family != models::Family::cnn && family != models::Family::unet) continue;
-    if ((k == "sharding" || k == "nvls") && (gpus < 2 || !training)) continue;
+    if ((k == "sharding" || k == "nvls" || k == "param_gather_overlap") && (gpus < 2 || !training)) continue;
     if ((k == "sequence_parallel" || k == "tp_overlap" || k == "pp_overlap") && (family != models::Family::decoder || gpus < 2 || !training))
       continue;
     if (k.rfind("lora_", 0) == 0) {

@@ -149,6 +149,28 @@ Link group_link(const catalog::Gpu& gpu, const ParallelLayout& l, int size, int 
   return k;
 }
 
+DataParallelExchange data_parallel_exchange(const std::string& sharding, bool gather_overlap, double grad_bytes, double weight_bytes,
+                                            double forward_s, double backward_s, double bucket_bytes, int n, const Link& link) {
+  DataParallelExchange x;
+  const double grad_bucket = std::min(bucket_bytes, grad_bytes), weight_bucket = std::min(bucket_bytes, weight_bytes);
+  if (sharding == "full") {
+    x.bytes = 2.0 * weight_bytes + grad_bytes;
+    x.seconds = 2.0 * allgather_seconds(weight_bytes, n, link) + allgather_seconds(grad_bytes, n, link);
+    x.exposed_s = std::max(0.0, x.seconds - (forward_s + backward_s)) + allgather_seconds(weight_bucket, n, link) + allgather_seconds(grad_bucket, n, link);
+  } else if (sharding == "zero1" || sharding == "zero2") {
+    x.bytes = grad_bytes + weight_bytes;
+    const double reduce_s = allgather_seconds(grad_bytes, n, link), gather_s = allgather_seconds(weight_bytes, n, link);
+    x.seconds = reduce_s + gather_s;
+    x.exposed_s = std::max(0.0, reduce_s - backward_s) + std::min(allgather_seconds(grad_bucket, n, link), reduce_s) +
+                  (gather_overlap ? std::max(0.0, gather_s - forward_s) + std::min(allgather_seconds(weight_bucket, n, link), gather_s) : gather_s);
+  } else {
+    x.bytes = 2.0 * grad_bytes;
+    x.seconds = allreduce_seconds(grad_bytes, n, link);
+    x.exposed_s = std::max(0.0, x.seconds - backward_s) + std::min(allreduce_seconds(grad_bucket, n, link), x.seconds);
+  }
+  return x;
+}
+
 ParallelStep parallel_step(const catalog::Gpu& gpu, const ParallelLayout& l, const StageCost& stage, const TrafficShape& t) {
   ParallelStep s;
   s.tp_link = group_link(gpu, l, l.tp, 1);
@@ -190,17 +212,16 @@ ParallelStep parallel_step(const catalog::Gpu& gpu, const ParallelLayout& l, con
   if (t.pp_overlap && l.vp > 1) s.pp_s = std::max(0.0, s.pp_s - stage.compute_s);
   s.microbatch_s = stage.compute_s - split_saving + (attention - stage.attention_s) + s.tp_s + s.cp_exposed_s + s.pp_s;
   s.bubble_s = static_cast<double>(l.pp - 1) / l.vp * s.microbatch_s;
-  // DP: this rank's gradients reduced over the data-parallel group once per step, hidden behind the last
-  // micro-batch's backward except the last bucket.
-  const double grads = stage.params * t.grad_bytes_per_param;
+  // DP: this rank's gradients reduced over the data-parallel group once per step, behind the last micro-batch's
+  // backward; a sharded optimizer's gathered weights behind the first one's forward, or after the update.
   if (l.dp > 1) {
-    s.dp_s = allreduce_seconds(grads, l.dp, s.dp_link);
-    const double last = allreduce_seconds(std::min(system_facts().megatron_bucket_bytes, grads), l.dp, s.dp_link);
-    s.dp_exposed_s = std::max(0.0, s.dp_s - stage.backward_s) + std::min(last, s.dp_s);
+    const DataParallelExchange x =
+        data_parallel_exchange(t.sharding, t.param_gather_overlap, stage.params * t.grad_bytes_per_param, stage.params * t.weight_bytes_per_param,
+                               stage.compute_s - stage.backward_s, stage.backward_s, system_facts().megatron_bucket_bytes, l.dp, s.dp_link);
+    s.dp_s = x.seconds;
+    s.dp_exposed_s = x.exposed_s;
   }
-  // A sharded optimizer updates this rank's 1/dp of the parameters (the reduce-scatter and all-gather around it
-  // move what the all-reduce would).
-  s.optimizer_s = t.sharded_optimizer ? stage.optimizer_s / l.dp : stage.optimizer_s;
+  s.optimizer_s = stage.optimizer_s;
   s.step_s = static_cast<double>(l.micro_batches) * s.microbatch_s + s.bubble_s + s.dp_exposed_s + s.optimizer_s;
   return s;
 }

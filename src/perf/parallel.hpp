@@ -71,7 +71,7 @@ struct StageCost {
   double compute_s = 0;    // forward + backward (+ recompute) of one micro-batch, optimizer excluded
   double backward_s = 0;   // the part after the loss: the window the last micro-batch's DP reduction hides in
   double attention_s = 0;  // the attention cores (CP's exchange hides behind them; CP makes them cp x longer)
-  double optimizer_s = 0;  // the Adam update, once per step
+  double optimizer_s = 0;  // the Adam update as this rank runs it, once per step (its share where sharded)
   double params = 0;       // this rank's parameters
   double replicated_s = 0; // norms, residual adds and dropout on the whole residual stream (sequence parallelism splits them tp ways)
   double gemm_s = 0;       // the GEMMs (tensor-parallel communication overlapped with them hides behind them)
@@ -82,7 +82,9 @@ struct TrafficShape {
   double tokens = 0;               // per micro-batch on one rank: micro-batch x seq / cp
   double hidden = 0;
   double act_bytes = 2;            // bytes per activation element
-  bool sharded_optimizer = false;  // zero1 (Megatron's distributed optimizer): each rank updates its 1/dp share
+  std::string sharding = "none";   // none or zero1 (Megatron's distributed optimizer): data_parallel_exchange
+  bool param_gather_overlap = false;  // zero1's weight gather waits for the next forward (overlap_param_gather)
+  double weight_bytes_per_param = 2;  // the weights zero1 gathers
   double kv_bytes_per_token = 0;   // K and V of one layer on one rank, bytes per token
   int stage_layers = 0;            // blocks per stage (layers / pp)
   bool recompute_full = false;
@@ -104,5 +106,21 @@ struct ParallelStep {
 };
 
 ParallelStep parallel_step(const catalog::Gpu& gpu, const ParallelLayout& l, const StageCost& stage, const TrafficShape& t);
+
+/// Data parallelism's exchange over a group of `n` ranks in one step, one rule for one server and for decoder plans.
+struct DataParallelExchange {
+  double bytes = 0;      // each rank sends (and receives) per step
+  double seconds = 0;    // all of it
+  double exposed_s = 0;  // what no compute hides
+};
+/// By `sharding`: "none" all-reduces the gradients behind the backward pass but for the last bucket (the update waits
+/// for them, so hides nothing); "zero1"/"zero2" reduce-scatter them the same way, and all-gather the updated weights
+/// after the update, exposed (DeepSpeed's stages 1 and 2, PyTorch's ZeroRedundancyOptimizer) or, with
+/// `gather_overlap`, behind the next forward but for its first bucket (Megatron's overlap_param_gather); "full"
+/// gathers the weights twice and reduce-scatters the gradients behind forward and backward, but for the first
+/// bucket's gather and the last one's reduce-scatter. `forward_s` and `backward_s`: the compute that can hide it
+/// (backward with any recompute; never the update); `bucket_bytes`: the unit the calls are issued in.
+DataParallelExchange data_parallel_exchange(const std::string& sharding, bool gather_overlap, double grad_bytes, double weight_bytes,
+                                            double forward_s, double backward_s, double bucket_bytes, int n, const Link& link);
 
 }  // namespace gpuvs::perf

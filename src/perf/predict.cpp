@@ -37,7 +37,7 @@ const std::vector<std::string> kOptionKeys = {"seq_len",  "flash_attention", "sh
                                               "kv_heads", "ffn",             "vocab",    "memory_format",
                                               "tp",       "pp",              "cp",       "vp",      "global_batch",
                                               "network",  "framework",       "sequence_parallel", "tp_overlap", "pp_overlap",
-                                              "nvls",     "release",         "lengths",  "bin_size"};
+                                              "nvls",     "release",         "lengths",  "bin_size", "param_gather_overlap"};
 
 std::string option_choice(const std::map<std::string, std::string>& o, const std::string& key, const std::string& fallback,
                           const std::vector<std::string>& allowed) {
@@ -187,43 +187,26 @@ double sharded_optimizer_seconds(const StepPrediction& d, const ir::Graph& g, co
   return seconds;
 }
 
-// Data parallel. Unsharded (DDP): gradients all-reduced every step, hidden behind the backward pass but for the last
-// bucket (the optimizer waits for the reduced gradients, so it hides nothing). ZeRO-1/2: the gradients
-// reduce-scattered the same way, each rank updates its share, and the updated weights are all-gathered after the
-// update, where nothing is left to hide them (DeepSpeed's stages 1 and 2, PyTorch's ZeroRedundancyOptimizer): the
-// same bytes as the all-reduce, half of them exposed. Fully sharded (FSDP): the weights gathered in forward and
-// backward and the gradients reduce-scattered, each unit's prefetched behind the one before.
-void apply_data_parallel(Prediction& p, const ir::Graph& g, const Link& link, const EfficiencyParams& eff, double bandwidth) {
+// Data parallel over the card's link (data_parallel_exchange: the collectives each way of sharding runs, and what hides
+// them); a sharded update runs on the rank's share (sharded_optimizer_seconds).
+void apply_data_parallel(Prediction& p, const PredictRequest& req, const ir::Graph& g, const Link& link, const EfficiencyParams& eff, double bandwidth) {
   p.link = link;
   const double params = static_cast<double>(p.params);
   const double grad_bytes = params * (p.plan.activations == ir::DType::f32 || p.plan.fp32_master ? 4.0 : 2.0);
   const double weight_bytes = params * static_cast<double>(ir::dtype_size(p.plan.activations));
-  // What the exchange can hide behind: the backward pass (recomputed forward included), and for FSDP's gathers the
-  // forward pass too; never the update, which waits for the reduced gradients.
+  // What the exchange can hide behind: the backward pass (recomputed forward included) and the forward pass; never the
+  // update, which waits for the reduced gradients.
   double backward = p.recompute_s, optimizer = 0;
   const ir::NodeId loss = g.output("loss");
   for (const auto& op : p.detail.ops) {
     if (g.node(op.id).op == ir::OpKind::adam_update) optimizer += op.seconds;
     else if (op.id > loss) backward += op.seconds;
   }
-  const double bucket = std::min(system_facts().ddp_bucket_bytes, grad_bytes);
-  if (p.sharding == "full") {
-    p.comm_bytes = 2.0 * weight_bytes + grad_bytes;  // two all-gathers of weights, one reduce-scatter
-    p.comm_s = 2.0 * allgather_seconds(weight_bytes, p.gpus, p.link) + allgather_seconds(grad_bytes, p.gpus, p.link);
-    // Nothing hides the first unit's gather before forward or the last unit's reduce-scatter after backward (a unit:
-    // a bucket's worth of parameters).
-    p.comm_exposed_s = std::max(0.0, p.comm_s - (p.detail.step_s - optimizer)) +
-                       allgather_seconds(std::min(system_facts().ddp_bucket_bytes, weight_bytes), p.gpus, p.link) + allgather_seconds(bucket, p.gpus, p.link);
-  } else if (p.sharding == "zero1" || p.sharding == "zero2") {
-    p.comm_bytes = grad_bytes + weight_bytes;
-    const double reduce_s = allgather_seconds(grad_bytes, p.gpus, p.link), gather_s = allgather_seconds(weight_bytes, p.gpus, p.link);
-    p.comm_s = reduce_s + gather_s;
-    p.comm_exposed_s = std::max(0.0, reduce_s - backward) + std::min(allgather_seconds(bucket, p.gpus, p.link), reduce_s) + gather_s;
-  } else {
-    p.comm_bytes = 2.0 * grad_bytes;
-    p.comm_s = allreduce_seconds(grad_bytes, p.gpus, p.link);
-    p.comm_exposed_s = std::max(0.0, p.comm_s - backward) + std::min(allreduce_seconds(bucket, p.gpus, p.link), p.comm_s);
-  }
+  const DataParallelExchange x = data_parallel_exchange(p.sharding, option_int(req.options, "param_gather_overlap", 0, 0, 1) == 1, grad_bytes, weight_bytes,
+                                                        p.detail.step_s - optimizer - backward, backward, system_facts().ddp_bucket_bytes, p.gpus, p.link);
+  p.comm_bytes = x.bytes;
+  p.comm_s = x.seconds;
+  p.comm_exposed_s = x.exposed_s;
   p.step_s += p.comm_exposed_s;
   const double n = p.gpus;
   if (p.sharding != "none") {
@@ -357,7 +340,6 @@ void predict_parallel(Prediction& p, const PredictRequest& req, const workload::
   struct Stage {
     Prediction pred;
     StageCost cost;
-    double sharded_optimizer_s = 0;  // its update of a 1/dp share (sharded_optimizer_seconds), where sharded
   };
   auto price_stage = [&](bool first, bool last) {
     models::NetworkOptions o{p.batch, p.plan.activations, p.seq_len / l.cp, flash, true};
@@ -393,7 +375,7 @@ void predict_parallel(Prediction& p, const PredictRequest& req, const workload::
     }
     s.cost.compute_s = s.pred.detail.step_s - s.cost.optimizer_s;
     s.cost.params = static_cast<double>(s.pred.params);
-    if (p.sharding != "none") s.sharded_optimizer_s = sharded_optimizer_seconds(s.pred.detail, g, eff, device_view(gpu, p.plan, eff).bandwidth, l.dp);
+    if (p.sharding != "none") s.cost.optimizer_s = sharded_optimizer_seconds(s.pred.detail, g, eff, device_view(gpu, p.plan, eff).bandwidth, l.dp);
     return s;
   };
   const Stage first = price_stage(true, l.pp == 1);
@@ -412,12 +394,10 @@ void predict_parallel(Prediction& p, const PredictRequest& req, const workload::
   t.sequence_parallel = option_int(req.options, "sequence_parallel", 0, 0, 1) == 1;
   t.tp_overlap = option_int(req.options, "tp_overlap", 0, 0, 1) == 1;
   t.pp_overlap = option_int(req.options, "pp_overlap", 0, 0, 1) == 1;
-  t.sharded_optimizer = p.sharding != "none";
-  ParallelStep st = parallel_step(gpu, l, slow.cost, t);
-  if (t.sharded_optimizer) {  // parallel_step shares the update's time 1/dp; its launches and ramps stay whole
-    st.step_s += slow.sharded_optimizer_s - st.optimizer_s;
-    st.optimizer_s = slow.sharded_optimizer_s;
-  }
+  t.sharding = p.sharding;
+  t.param_gather_overlap = option_int(req.options, "param_gather_overlap", 0, 0, 1) == 1;
+  t.weight_bytes_per_param = static_cast<double>(ir::dtype_size(p.plan.activations));
+  const ParallelStep st = parallel_step(gpu, l, slow.cost, t);
   p.params = slow.pred.params;
   p.frozen_params = slow.pred.frozen_params;
   p.detail = slow.pred.detail;
@@ -789,7 +769,7 @@ Prediction priced_padded(const catalog::Catalog& cat, const workload::Workload& 
   if (resolved.accumulation > 1) apply_accumulation(p, g, resolved.accumulation);
   p.single_gpu_step_s = p.step_s;
   if (p.gpus > 1 && req.training) {
-    apply_data_parallel(p, g, data_parallel_link(p, req, gpu), eff, device_view(gpu, p.plan, eff).bandwidth);
+    apply_data_parallel(p, req, g, data_parallel_link(p, req, gpu), eff, device_view(gpu, p.plan, eff).bandwidth);
   } else if (p.sharding != "none") {
     throw InputError("option sharding needs --gpus > 1 and training");
   }
