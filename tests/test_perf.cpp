@@ -166,7 +166,7 @@ TEST(Efficiency, ACardsBestGemmPerClockCarriesToItsFrameworkGemms) {
     const double peak = g.fp16_fp32acc.dense ? *g.fp16_fp32acc.dense : *g.fp16.dense;
     return p.gemm_max * peak * sustained_clock_fraction(g, active_constants().clock_headroom);
   };
-  EXPECT_LT(gemm_card_share(t4), 0.7);
+  EXPECT_LT(gemm_card_share(t4), 0.75);  // well under the class (0.70 with the clock headroom fitted at 0.41)
   EXPECT_NEAR(rate16(t4) / rate(a100), 24.0 / 271.2, 1e-9);
 }
 
@@ -787,18 +787,23 @@ TEST(Predict, DataParallelScalingAndSharding) {
   }
   // A small model's update is launches and ramps: sharding it over more cards saves next to nothing, and never makes a
   // card faster than alone (seed-mlp on 4 A100s, ZeRO-2, was priced at 102% of one card each and advise ranked it first).
-  PredictRequest small;
-  small.workload = "seed-mlp";
-  small.gpu = "a100-80gb-sxm";
-  const Prediction alone = predict(cat(), small);
-  small.gpus = 4;
-  const Prediction ddp = predict(cat(), small);
-  for (const char* sharding : {"zero1", "zero2", "full"}) {
-    small.options["sharding"] = sharding;
-    const Prediction sharded = predict(cat(), small);
-    EXPECT_LT(sharded.throughput, alone.throughput) << sharding;  // per GPU
-    EXPECT_LT(sharded.throughput, 1.01 * ddp.throughput) << sharding;
-    EXPECT_GT(sharded.optimizer_s, 0.9 * alone.optimizer_s) << sharding;
+  for (const char* card : {"a100-80gb-sxm", "rtx-4090"}) {
+    PredictRequest small;
+    small.workload = "seed-mlp";
+    small.gpu = card;
+    const Prediction alone = predict(cat(), small);
+    small.gpus = 4;
+    const Prediction ddp = predict(cat(), small);
+    EXPECT_LE(ddp.comm_exposed_s, ddp.comm_s * (1 + 1e-12)) << card;
+    for (const char* sharding : {"zero1", "zero2", "full"}) {
+      small.options["sharding"] = sharding;
+      const Prediction sharded = predict(cat(), small);
+      EXPECT_LT(sharded.throughput, alone.throughput) << card << " " << sharding;  // per GPU
+      // Never more than the bytes saved: the 16-bit weights gathered instead of the fp32 gradients' second half.
+      EXPECT_LT(sharded.throughput, 1.10 * ddp.throughput) << card << " " << sharding;
+      EXPECT_GT(sharded.optimizer_s, 0.9 * alone.optimizer_s) << card << " " << sharding;
+      EXPECT_LE(sharded.comm_exposed_s, sharded.comm_s * (1 + 1e-12)) << card << " " << sharding;
+    }
   }
   r.options["sharding"] = "zero9";
   EXPECT_THROW(predict(cat(), r), InputError);
@@ -815,14 +820,48 @@ TEST(Predict, DataParallelScalingAndSharding) {
   EXPECT_GT(nodes_zero1.optimizer_s, nodes.optimizer_s / 64);  // by the same rule as on one server
   EXPECT_LT(nodes_zero1.optimizer_s, nodes.optimizer_s / 8);
   // The updated weights' gather after the update is exposed unless it waits for the next forward (Megatron's
-  // overlap_param_gather, the nemo profile's default), as on one server.
+  // overlap_param_gather, the nemo profile's default), as on one server. Whatever the windows, what is exposed is never
+  // more than the exchange, never less than its last bucket, and waiting for the forward never costs time.
   const DataParallelExchange x = data_parallel_exchange("zero1", false, 4e9, 2e9, 1.0, 1.0, 25e6, 64, nodes_zero1.link);
-  EXPECT_GE(x.exposed_s, allgather_seconds(2e9, 64, nodes_zero1.link));
+  EXPECT_NEAR(x.exposed_s, allgather_seconds(25e6, 64, nodes_zero1.link) + allgather_seconds(2e9, 64, nodes_zero1.link), 1e-12);
   EXPECT_NEAR(x.bytes, 6e9, 1.0);
+  for (const char* sharding : {"none", "zero1", "zero2", "full"})
+    for (const double window : {0.0, 1e-6, 1e-4, 1e-2, 1.0})
+      for (const double bytes : {4e5, 4e8, 4e10}) {
+        const DataParallelExchange plain = data_parallel_exchange(sharding, false, bytes, bytes / 2, window, window, 25e6, 4, nodes_zero1.link);
+        const DataParallelExchange waited = data_parallel_exchange(sharding, true, bytes, bytes / 2, window, window, 25e6, 4, nodes_zero1.link);
+        EXPECT_LE(plain.exposed_s, plain.seconds * (1 + 1e-12)) << sharding << " " << window << " " << bytes;
+        EXPECT_LE(waited.exposed_s, plain.exposed_s * (1 + 1e-12)) << sharding << " " << window << " " << bytes;
+        EXPECT_GT(plain.exposed_s, 0.0);
+      }
   r.options["param_gather_overlap"] = "1";
   const Prediction overlapped = predict(cat(), r);
   EXPECT_LT(overlapped.dp_exposed_s, nodes_zero1.dp_exposed_s - 0.5 * allgather_seconds(2.0 * static_cast<double>(nodes_zero1.params), 64, nodes_zero1.link));
   r.options.erase("param_gather_overlap");
+  // Recompute runs in the backward pass, so it hides the exchange on a plan past one server as on one (it hid a
+  // plan's gather as if it were forward, and none of its all-reduce).
+  PredictRequest plan;
+  plan.workload = "llama2-7b";
+  plan.gpu = "h100-sxm";
+  plan.gpus = 16;
+  plan.batch = 1;
+  plan.options = {{"network", "eth-100"}};
+  const Prediction kept = predict(cat(), plan);
+  plan.options["recompute"] = "full";
+  const Prediction recomputed = predict(cat(), plan);
+  EXPECT_GT(recomputed.recompute_s, 0.0);
+  EXPECT_NEAR(kept.dp_exposed_s - recomputed.dp_exposed_s, recomputed.recompute_s, 1e-9);
+  // The option says when zero1/zero2 gather; anywhere else it is refused, as nvls is.
+  for (const auto& [gpus, options] : std::vector<std::pair<int, std::map<std::string, std::string>>>{
+           {1, {{"param_gather_overlap", "1"}}}, {8, {{"param_gather_overlap", "1"}}}, {8, {{"param_gather_overlap", "1"}, {"sharding", "full"}}},
+           {8, {{"param_gather_overlap", "7"}, {"sharding", "zero1"}}}}) {
+    PredictRequest bad;
+    bad.workload = "bert-large";
+    bad.gpu = "h100-sxm";
+    bad.gpus = gpus;
+    bad.options = options;
+    EXPECT_THROW(predict(cat(), bad), InputError) << gpus;
+  }
   r.options.erase("sharding");
   r.workload = "bert-large";
   EXPECT_THROW(predict(cat(), r), InputError);  // multi-node plans are modelled for decoders only, said plainly

@@ -149,6 +149,14 @@ Link group_link(const catalog::Gpu& gpu, const ParallelLayout& l, int size, int 
   return k;
 }
 
+namespace {
+// What a window cannot hide of an exchange: what it leaves over, and never less than the last bucket, which nothing
+// follows (never more than the whole).
+double exposed_part(double seconds, double window_s, double last_bucket_s) {
+  return std::max(seconds - window_s, std::min(last_bucket_s, seconds));
+}
+}  // namespace
+
 DataParallelExchange data_parallel_exchange(const std::string& sharding, bool gather_overlap, double grad_bytes, double weight_bytes,
                                             double forward_s, double backward_s, double bucket_bytes, int n, const Link& link) {
   DataParallelExchange x;
@@ -156,17 +164,17 @@ DataParallelExchange data_parallel_exchange(const std::string& sharding, bool ga
   if (sharding == "full") {
     x.bytes = 2.0 * weight_bytes + grad_bytes;
     x.seconds = 2.0 * allgather_seconds(weight_bytes, n, link) + allgather_seconds(grad_bytes, n, link);
-    x.exposed_s = std::max(0.0, x.seconds - (forward_s + backward_s)) + allgather_seconds(weight_bucket, n, link) + allgather_seconds(grad_bucket, n, link);
+    x.exposed_s = exposed_part(x.seconds, forward_s + backward_s, allgather_seconds(weight_bucket, n, link) + allgather_seconds(grad_bucket, n, link));
   } else if (sharding == "zero1" || sharding == "zero2") {
     x.bytes = grad_bytes + weight_bytes;
     const double reduce_s = allgather_seconds(grad_bytes, n, link), gather_s = allgather_seconds(weight_bytes, n, link);
     x.seconds = reduce_s + gather_s;
-    x.exposed_s = std::max(0.0, reduce_s - backward_s) + std::min(allgather_seconds(grad_bucket, n, link), reduce_s) +
-                  (gather_overlap ? std::max(0.0, gather_s - forward_s) + std::min(allgather_seconds(weight_bucket, n, link), gather_s) : gather_s);
+    x.exposed_s = exposed_part(reduce_s, backward_s, allgather_seconds(grad_bucket, n, link)) +
+                  (gather_overlap ? exposed_part(gather_s, forward_s, allgather_seconds(weight_bucket, n, link)) : gather_s);
   } else {
     x.bytes = 2.0 * grad_bytes;
     x.seconds = allreduce_seconds(grad_bytes, n, link);
-    x.exposed_s = std::max(0.0, x.seconds - backward_s) + std::min(allreduce_seconds(grad_bucket, n, link), x.seconds);
+    x.exposed_s = exposed_part(x.seconds, backward_s, allreduce_seconds(grad_bucket, n, link));
   }
   return x;
 }

@@ -373,6 +373,7 @@ void predict_parallel(Prediction& p, const PredictRequest& req, const workload::
           n.name.rfind("blocks.", 0) == 0)
         s.cost.replicated_s += op.seconds;
     }
+    s.cost.backward_s += s.pred.recompute_s;  // the recomputed forward runs in the backward pass, as on one server
     s.cost.compute_s = s.pred.detail.step_s - s.cost.optimizer_s;
     s.cost.params = static_cast<double>(s.pred.params);
     if (p.sharding != "none") s.cost.optimizer_s = sharded_optimizer_seconds(s.pred.detail, g, eff, device_view(gpu, p.plan, eff).bandwidth, l.dp);
@@ -576,6 +577,14 @@ ResolvedRequest resolve_request(const models::NetworkInfo& net, const PredictReq
   if (splits && !decoder_training) throw InputError("tp, pp, cp and vp are modelled for decoder training only");
   if (request.options.count("nvls") && (req.gpus < 2 || !req.training))
     throw InputError("option nvls needs --gpus > 1 and training (it chooses how the GPUs all-reduce)");
+  if (request.options.count("param_gather_overlap")) {
+    if (req.gpus < 2 || !req.training)
+      throw InputError("option param_gather_overlap needs --gpus > 1 and training (it says when a sharded optimizer's updated weights are gathered)");
+    option_int(req.options, "param_gather_overlap", 0, 0, 1);
+    const auto sharding = req.options.find("sharding");
+    if (sharding == req.options.end() || (sharding->second != "zero1" && sharding->second != "zero2"))
+      throw InputError("option param_gather_overlap applies to sharding=zero1 or zero2: only they gather the updated weights after the update");
+  }
   if (beyond && !req.training)
     throw InputError(fmt::format("more than {} GPUs and a network are modelled for training only", system_facts().gpus_per_server));
   r.parallel = decoder_training && (splits || beyond);
